@@ -1,0 +1,343 @@
+
+/*
+ * ngx_http_mcp_module: the Model Context Protocol (Streamable HTTP
+ * transport) inside nginx.  This file holds the directives, the
+ * configuration structures and their create/merge functions; the work is
+ * done in src/.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+static ngx_int_t ngx_http_mcp_preconfiguration(ngx_conf_t *cf);
+static void *ngx_http_mcp_create_main_conf(ngx_conf_t *cf);
+static void *ngx_http_mcp_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static char *ngx_http_mcp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_mcp_builtin(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_mcp_session(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_mcp_allowed_origins(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+static ngx_conf_num_bounds_t  ngx_http_mcp_page_size_bounds = {
+    ngx_conf_check_num_bounds, 1, 10000
+};
+
+
+static ngx_command_t  ngx_http_mcp_commands[] = {
+
+    { ngx_string("mcp"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_http_mcp,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, enable),
+      NULL },
+
+    { ngx_string("mcp_builtin"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_mcp_builtin,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_session_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
+      ngx_http_mcp_session_zone,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_session"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_mcp_session,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_allowed_origins"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_allowed_origins,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_max_request_size"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, max_body),
+      NULL },
+
+    { ngx_string("mcp_page_size"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, page_size),
+      &ngx_http_mcp_page_size_bounds },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_mcp_module_ctx = {
+    ngx_http_mcp_preconfiguration,         /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    ngx_http_mcp_create_main_conf,         /* create main configuration */
+    NULL,                                  /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_mcp_create_loc_conf,          /* create location configuration */
+    ngx_http_mcp_merge_loc_conf            /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_mcp_module = {
+    NGX_MODULE_V1,
+    &ngx_http_mcp_module_ctx,              /* module context */
+    ngx_http_mcp_commands,                 /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_int_t
+ngx_http_mcp_preconfiguration(ngx_conf_t *cf)
+{
+    return ngx_http_mcp_add_provider(cf, "everything",
+                                     ngx_http_mcp_everything_init);
+}
+
+
+static void *
+ngx_http_mcp_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    mmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_main_conf_t));
+    if (mmcf == NULL) {
+        return NULL;
+    }
+
+    if (ngx_array_init(&mmcf->providers, cf->pool, 4,
+                       sizeof(ngx_http_mcp_provider_t))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    if (ngx_array_init(&mmcf->zones, cf->pool, 4, sizeof(ngx_shm_zone_t *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return mmcf;
+}
+
+
+static void *
+ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    mlcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_loc_conf_t));
+    if (mlcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     mlcf->set = NULL;
+     *     mlcf->zone = NULL;
+     *     mlcf->origins = NULL;
+     */
+
+    mlcf->enable = NGX_CONF_UNSET;
+    mlcf->any_origin = NGX_CONF_UNSET;
+    mlcf->max_body = NGX_CONF_UNSET_SIZE;
+    mlcf->page_size = NGX_CONF_UNSET_UINT;
+
+    return mlcf;
+}
+
+
+static char *
+ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_mcp_loc_conf_t *prev = parent;
+    ngx_http_mcp_loc_conf_t *conf = child;
+
+    ngx_conf_merge_value(conf->enable, prev->enable, 0);
+
+    if (conf->set == NULL) {
+        conf->set = prev->set;
+    }
+
+    if (conf->zone == NULL) {
+        conf->zone = prev->zone;
+    }
+
+    if (conf->origins == NULL && conf->any_origin == NGX_CONF_UNSET) {
+        conf->origins = prev->origins;
+        conf->any_origin = prev->any_origin;
+    }
+
+    ngx_conf_merge_value(conf->any_origin, prev->any_origin, 0);
+    ngx_conf_merge_size_value(conf->max_body, prev->max_body, 1024 * 1024);
+    ngx_conf_merge_uint_value(conf->page_size, prev->page_size, 100);
+
+    if (conf->enable && conf->zone == NULL) {
+        conf->zone = ngx_http_mcp_session_default_zone(cf);
+        if (conf->zone == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (conf->enable && conf->set == NULL) {
+        conf->set = ngx_http_mcp_set_get(cf, NULL);
+        if (conf->set == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_mcp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_http_mcp_loc_conf_t   *mlcf = conf;
+    char                      *rv;
+
+    rv = ngx_conf_set_flag_slot(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    if (mlcf->enable) {
+        clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+        clcf->handler = ngx_http_mcp_handler;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_mcp_builtin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_loc_conf_t *mlcf = conf;
+
+    ngx_str_t  *value;
+
+    if (mlcf->set != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    mlcf->set = ngx_http_mcp_set_get(cf, &value[1]);
+    if (mlcf->set == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_mcp_session(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_loc_conf_t *mlcf = conf;
+
+    ngx_str_t  *value;
+
+    if (mlcf->zone != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    /* the zone may be defined later in the file; its size is checked then */
+    mlcf->zone = ngx_shared_memory_add(cf, &value[1], 0,
+                                       &ngx_http_mcp_module);
+    if (mlcf->zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_mcp_allowed_origins(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_loc_conf_t *mlcf = conf;
+
+    ngx_str_t   *value, *origin;
+    ngx_uint_t   i;
+
+    if (mlcf->origins != NULL || mlcf->any_origin != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    mlcf->any_origin = 0;
+    mlcf->origins = ngx_array_create(cf->pool, cf->args->nelts,
+                                     sizeof(ngx_str_t));
+    if (mlcf->origins == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strcmp(value[i].data, "*") == 0) {
+            mlcf->any_origin = 1;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "localhost") != 0
+            && ngx_strncmp(value[i].data, "http://", 7) != 0
+            && ngx_strncmp(value[i].data, "https://", 8) != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid origin \"%V\": expected \"*\", "
+                               "\"localhost\" or scheme://host[:port]",
+                               &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        origin = ngx_array_push(mlcf->origins);
+        if (origin == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        *origin = value[i];
+
+        /* origins compare as "scheme://host[:port]", without a slash */
+        while (origin->len > 1 && origin->data[origin->len - 1] == '/') {
+            origin->len--;
+        }
+    }
+
+    return NGX_CONF_OK;
+}

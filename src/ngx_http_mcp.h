@@ -1,0 +1,160 @@
+
+/*
+ * ngx_http_mcp_module: shared types and the handler registration API.
+ *
+ * A "set" is a named collection of tools, resources, resource templates
+ * and prompts.  A set is built at configuration time by a provider
+ * function (see ngx_http_mcp_add_provider()) and attached to a location
+ * with the "mcp_builtin" directive.  Each entry is described by a JSON
+ * text, exactly the object that tools/list, resources/list,
+ * resources/templates/list or prompts/list return for it, and is served
+ * by a handler.
+ *
+ * Handlers are asynchronous by contract: a handler receives a call and
+ * must end it exactly once with ngx_http_mcp_call_result() or
+ * ngx_http_mcp_call_error(), either before it returns or later (from a
+ * timer, a subrequest, an upstream reply).  A handler returns NGX_OK in
+ * both cases, or NGX_ERROR when it could not do its work and did not end
+ * the call; the transport then answers with an internal error.
+ */
+
+
+#ifndef _NGX_HTTP_MCP_H_INCLUDED_
+#define _NGX_HTTP_MCP_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+#include <cjson/cJSON.h>
+
+
+#define NGX_HTTP_MCP_MODULE_VERSION        "0.1.0"
+
+#define NGX_HTTP_MCP_PARSE_ERROR           -32700
+#define NGX_HTTP_MCP_INVALID_REQUEST       -32600
+#define NGX_HTTP_MCP_METHOD_NOT_FOUND      -32601
+#define NGX_HTTP_MCP_INVALID_PARAMS        -32602
+#define NGX_HTTP_MCP_INTERNAL_ERROR        -32603
+#define NGX_HTTP_MCP_RESOURCE_NOT_FOUND    -32002
+
+/* protocol revisions, oldest first; 0 means "none negotiated" */
+#define NGX_HTTP_MCP_V20250326             1
+#define NGX_HTTP_MCP_V20250618             2
+#define NGX_HTTP_MCP_V20251125             3
+#define NGX_HTTP_MCP_VLATEST               NGX_HTTP_MCP_V20251125
+
+/* logging/setLevel levels, in order of severity */
+#define NGX_HTTP_MCP_LOG_DEBUG             0
+#define NGX_HTTP_MCP_LOG_INFO              1
+#define NGX_HTTP_MCP_LOG_NOTICE            2
+#define NGX_HTTP_MCP_LOG_WARNING           3
+#define NGX_HTTP_MCP_LOG_ERROR             4
+#define NGX_HTTP_MCP_LOG_CRITICAL          5
+#define NGX_HTTP_MCP_LOG_ALERT             6
+#define NGX_HTTP_MCP_LOG_EMERGENCY         7
+
+#define NGX_HTTP_MCP_SESSION_ID_LEN        32
+#define NGX_HTTP_MCP_CLIENT_NAME_LEN       64
+
+
+typedef struct ngx_http_mcp_call_s  ngx_http_mcp_call_t;
+typedef struct ngx_http_mcp_ctx_s   ngx_http_mcp_ctx_t;
+
+typedef ngx_int_t (*ngx_http_mcp_handler_pt)(ngx_http_mcp_call_t *call);
+
+
+/*
+ * What a handler may know about its caller.  A session usually supplies
+ * it; a stateless request (protocol revision 2026-07-28) will supply it
+ * from the request's _meta instead, so handlers never look at sessions.
+ */
+typedef struct {
+    ngx_uint_t                 version;
+    ngx_uint_t                 log_level;
+    ngx_str_t                  session_id;
+    ngx_str_t                  client_name;
+    ngx_str_t                  subject;
+
+    unsigned                   sampling:1;
+    unsigned                   elicitation:1;
+    unsigned                   roots:1;
+} ngx_http_mcp_reqctx_t;
+
+
+typedef struct {
+    ngx_str_t                  name;     /* tool or prompt name, resource
+                                            URI, or URI template */
+    cJSON                     *desc;     /* the listing object */
+    ngx_http_mcp_handler_pt    handler;
+    void                      *data;
+} ngx_http_mcp_entry_t;
+
+
+typedef struct {
+    ngx_str_t                  name;
+    ngx_array_t                tools;       /* ngx_http_mcp_entry_t */
+    ngx_array_t                resources;   /* ngx_http_mcp_entry_t */
+    ngx_array_t                templates;   /* ngx_http_mcp_entry_t */
+    ngx_array_t                prompts;     /* ngx_http_mcp_entry_t */
+    ngx_http_mcp_handler_pt    complete;    /* completion/complete */
+} ngx_http_mcp_set_t;
+
+
+typedef ngx_int_t (*ngx_http_mcp_provider_pt)(ngx_conf_t *cf,
+    ngx_http_mcp_set_t *set);
+
+
+struct ngx_http_mcp_call_s {
+    ngx_http_request_t        *request;
+    ngx_pool_t                *pool;
+    ngx_log_t                 *log;
+    ngx_http_mcp_reqctx_t     *rctx;
+
+    ngx_str_t                  method;
+    cJSON                     *params;          /* NULL when absent */
+    cJSON                     *arguments;       /* params.arguments */
+    cJSON                     *progress_token;  /* params._meta.
+                                                   progressToken */
+    ngx_http_mcp_entry_t      *entry;           /* addressed entry */
+    ngx_str_t                  uri;             /* resources/read */
+    ngx_array_t               *vars;            /* template variables,
+                                                   ngx_keyval_t */
+    void                      *data;            /* the handler's own */
+
+    /* owned by the transport */
+    ngx_http_mcp_ctx_t        *ctx;
+    cJSON                     *id;
+    cJSON                     *reply;
+    unsigned                   done:1;
+};
+
+
+/* registration, at configuration time */
+ngx_int_t ngx_http_mcp_add_provider(ngx_conf_t *cf, char *name,
+    ngx_http_mcp_provider_pt init);
+ngx_int_t ngx_http_mcp_add_tool(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    const char *json, ngx_http_mcp_handler_pt handler, void *data);
+ngx_int_t ngx_http_mcp_add_resource(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    const char *json, ngx_http_mcp_handler_pt handler, void *data);
+ngx_int_t ngx_http_mcp_add_template(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    const char *json, ngx_http_mcp_handler_pt handler, void *data);
+ngx_int_t ngx_http_mcp_add_prompt(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    const char *json, ngx_http_mcp_handler_pt handler, void *data);
+
+/* ending a call; both take ownership of what they are given */
+void ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result);
+void ngx_http_mcp_call_error(ngx_http_mcp_call_t *call, ngx_int_t code,
+    const char *message);
+
+/* result builders; NULL on allocation failure */
+cJSON *ngx_http_mcp_text_content(const char *text);
+cJSON *ngx_http_mcp_tool_result(cJSON *content, ngx_uint_t is_error);
+cJSON *ngx_http_mcp_parse_json(ngx_conf_t *cf, const char *json);
+ngx_str_t *ngx_http_mcp_var(ngx_http_mcp_call_t *call, char *name);
+
+
+extern ngx_module_t  ngx_http_mcp_module;
+
+
+#endif /* _NGX_HTTP_MCP_H_INCLUDED_ */

@@ -1,0 +1,666 @@
+
+/*
+ * The method table: every JSON-RPC request of a session comes here with
+ * its call, is checked for the params its method needs, and goes to the
+ * module's own handler (lifecycle, logging, subscriptions) or to the
+ * handler of the addressed tool, resource or prompt of the location's set.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+typedef struct {
+    ngx_str_t                  name;
+    ngx_http_mcp_handler_pt    handler;
+} ngx_http_mcp_method_t;
+
+
+static ngx_http_mcp_method_t *ngx_http_mcp_method(ngx_str_t *name);
+static ngx_int_t ngx_http_mcp_initialize(ngx_http_mcp_call_t *call);
+static cJSON *ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set);
+static ngx_int_t ngx_http_mcp_ping(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_set_level(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_complete(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_tools_list(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_resources_list(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_templates_list(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_resources_read(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_prompts_list(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_prompts_get(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_check_prompt_arguments(
+    ngx_http_mcp_call_t *call);
+static ngx_http_mcp_entry_t *ngx_http_mcp_find_resource(
+    ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_param(ngx_http_mcp_call_t *call, cJSON *obj,
+    const char *name, int type, ngx_uint_t required, cJSON **value);
+static ngx_int_t ngx_http_mcp_invalid_params(ngx_http_mcp_call_t *call,
+    const char *fmt, const char *name);
+
+
+static ngx_http_mcp_method_t  ngx_http_mcp_methods[] = {
+    { ngx_string("initialize"), ngx_http_mcp_initialize },
+    { ngx_string("ping"), ngx_http_mcp_ping },
+    { ngx_string("tools/list"), ngx_http_mcp_tools_list },
+    { ngx_string("tools/call"), ngx_http_mcp_tools_call },
+    { ngx_string("resources/list"), ngx_http_mcp_resources_list },
+    { ngx_string("resources/read"), ngx_http_mcp_resources_read },
+    { ngx_string("resources/templates/list"), ngx_http_mcp_templates_list },
+    { ngx_string("resources/subscribe"), ngx_http_mcp_subscribe },
+    { ngx_string("resources/unsubscribe"), ngx_http_mcp_subscribe },
+    { ngx_string("prompts/list"), ngx_http_mcp_prompts_list },
+    { ngx_string("prompts/get"), ngx_http_mcp_prompts_get },
+    { ngx_string("logging/setLevel"), ngx_http_mcp_set_level },
+    { ngx_string("completion/complete"), ngx_http_mcp_complete },
+    { ngx_null_string, NULL }
+};
+
+
+static ngx_str_t  ngx_http_mcp_versions[] = {
+    ngx_null_string,
+    ngx_string("2025-03-26"),
+    ngx_string("2025-06-18"),
+    ngx_string("2025-11-25")
+};
+
+
+static const char  *ngx_http_mcp_log_levels[] = {
+    "debug", "info", "notice", "warning", "error", "critical", "alert",
+    "emergency", NULL
+};
+
+
+static ngx_http_mcp_method_t *
+ngx_http_mcp_method(ngx_str_t *name)
+{
+    ngx_http_mcp_method_t  *m;
+
+    for (m = ngx_http_mcp_methods; m->handler; m++) {
+        if (m->name.len == name->len
+            && ngx_strncmp(m->name.data, name->data, name->len) == 0)
+        {
+            return m;
+        }
+    }
+
+    return NULL;
+}
+
+
+ngx_uint_t
+ngx_http_mcp_dispatch_known(ngx_str_t *method)
+{
+    return ngx_http_mcp_method(method) != NULL;
+}
+
+
+ngx_int_t
+ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call)
+{
+    ngx_http_mcp_method_t  *m;
+
+    m = ngx_http_mcp_method(&call->method);
+
+    if (m == NULL) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_METHOD_NOT_FOUND,
+                                "Method not found");
+        return NGX_OK;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, call->log, 0, "mcp call \"%V\"",
+                   &call->method);
+
+    return m->handler(call);
+}
+
+
+ngx_uint_t
+ngx_http_mcp_version_parse(ngx_str_t *s)
+{
+    ngx_uint_t  v;
+
+    for (v = NGX_HTTP_MCP_V20250326; v <= NGX_HTTP_MCP_VLATEST; v++) {
+        if (s->len == ngx_http_mcp_versions[v].len
+            && ngx_strncmp(s->data, ngx_http_mcp_versions[v].data, s->len)
+               == 0)
+        {
+            return v;
+        }
+    }
+
+    return 0;
+}
+
+
+const char *
+ngx_http_mcp_version_name(ngx_uint_t version)
+{
+    return (const char *) ngx_http_mcp_versions[version].data;
+}
+
+
+/*
+ * initialize: negotiates the protocol version (the client's when we
+ * speak it, else our latest), creates the session, and answers with the
+ * server's capabilities.
+ */
+
+static ngx_int_t
+ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
+{
+    cJSON                        *version, *caps, *info, *name, *result;
+    ngx_int_t                     rc;
+    ngx_str_t                     s;
+    ngx_http_mcp_ctx_t           *ctx;
+    ngx_http_mcp_session_init_t   init;
+
+    ctx = call->ctx;
+
+    if (ngx_http_mcp_param(call, call->params, "protocolVersion",
+                           cJSON_String, 1, &version) != NGX_OK
+        || ngx_http_mcp_param(call, call->params, "capabilities",
+                              cJSON_Object, 0, &caps) != NGX_OK
+        || ngx_http_mcp_param(call, call->params, "clientInfo",
+                              cJSON_Object, 0, &info) != NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    ngx_memzero(&init, sizeof(ngx_http_mcp_session_init_t));
+
+    s.data = (u_char *) version->valuestring;
+    s.len = ngx_strlen(s.data);
+
+    init.version = ngx_http_mcp_version_parse(&s);
+    if (init.version == 0) {
+        init.version = NGX_HTTP_MCP_VLATEST;
+    }
+
+    init.sampling = cJSON_HasObjectItem(caps, "sampling");
+    init.elicitation = cJSON_HasObjectItem(caps, "elicitation");
+    init.roots = cJSON_HasObjectItem(caps, "roots");
+
+    name = cJSON_GetObjectItemCaseSensitive(info, "name");
+
+    if (cJSON_IsString(name)) {
+        init.client_name.data = (u_char *) name->valuestring;
+        init.client_name.len = ngx_strlen(name->valuestring);
+    }
+
+    ctx->new_session.data = ngx_pnalloc(call->pool,
+                                        NGX_HTTP_MCP_SESSION_ID_LEN);
+    if (ctx->new_session.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_session_create(ctx->conf->zone, call->log, &init,
+                                     ctx->new_session.data);
+
+    if (rc == NGX_DECLINED) {
+        ngx_log_error(NGX_LOG_ERR, call->log, 0,
+                      "mcp: no room for a new session: every session in "
+                      "the zone has open streams");
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ctx->new_session.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+    ctx->rctx.version = init.version;
+    ctx->rctx.session_id = ctx->new_session;
+
+    result = cJSON_CreateObject();
+
+    if (result == NULL
+        || cJSON_AddStringToObject(result, "protocolVersion",
+                                   ngx_http_mcp_version_name(init.version))
+           == NULL
+        || !cJSON_AddItemToObject(result, "capabilities",
+                                  ngx_http_mcp_capabilities(ctx->conf->set))
+        || (info = cJSON_AddObjectToObject(result, "serverInfo")) == NULL
+        || cJSON_AddStringToObject(info, "name", "ngx_http_mcp_module")
+           == NULL
+        || cJSON_AddStringToObject(info, "version",
+                                   NGX_HTTP_MCP_MODULE_VERSION) == NULL)
+    {
+        cJSON_Delete(result);
+        return NGX_ERROR;
+    }
+
+    ngx_http_mcp_call_result(call, result);
+
+    return NGX_OK;
+}
+
+
+static cJSON *
+ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set)
+{
+    cJSON  *caps, *cap;
+
+    caps = cJSON_CreateObject();
+    if (caps == NULL) {
+        return NULL;
+    }
+
+    if (cJSON_AddObjectToObject(caps, "logging") == NULL) {
+        goto failed;
+    }
+
+    if (set->complete && cJSON_AddObjectToObject(caps, "completions") == NULL)
+    {
+        goto failed;
+    }
+
+    if (set->tools.nelts) {
+        cap = cJSON_AddObjectToObject(caps, "tools");
+
+        if (cap == NULL || !cJSON_AddTrueToObject(cap, "listChanged")) {
+            goto failed;
+        }
+    }
+
+    if (set->resources.nelts || set->templates.nelts) {
+        cap = cJSON_AddObjectToObject(caps, "resources");
+
+        if (cap == NULL || !cJSON_AddTrueToObject(cap, "subscribe")
+            || !cJSON_AddTrueToObject(cap, "listChanged"))
+        {
+            goto failed;
+        }
+    }
+
+    if (set->prompts.nelts) {
+        cap = cJSON_AddObjectToObject(caps, "prompts");
+
+        if (cap == NULL || !cJSON_AddTrueToObject(cap, "listChanged")) {
+            goto failed;
+        }
+    }
+
+    return caps;
+
+failed:
+
+    cJSON_Delete(caps);
+    return NULL;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_ping(ngx_http_mcp_call_t *call)
+{
+    ngx_http_mcp_call_result(call, cJSON_CreateObject());
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_set_level(ngx_http_mcp_call_t *call)
+{
+    cJSON       *level;
+    ngx_uint_t   i;
+
+    if (ngx_http_mcp_param(call, call->params, "level", cJSON_String, 1,
+                           &level) != NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    for (i = 0; ngx_http_mcp_log_levels[i]; i++) {
+        if (ngx_strcmp(level->valuestring, ngx_http_mcp_log_levels[i]) == 0) {
+            break;
+        }
+    }
+
+    if (ngx_http_mcp_log_levels[i] == NULL) {
+        return ngx_http_mcp_invalid_params(call,
+                                           "Invalid params: unknown log "
+                                           "level%s", "");
+    }
+
+    if (ngx_http_mcp_session_set_log_level(call->ctx->conf->zone,
+                                           &call->rctx->session_id, i)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    call->rctx->log_level = i;
+
+    ngx_http_mcp_call_result(call, cJSON_CreateObject());
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_complete(ngx_http_mcp_call_t *call)
+{
+    cJSON               *ref, *arg, *type, *name, *value;
+    ngx_str_t            s;
+    ngx_http_mcp_set_t  *set;
+
+    set = call->ctx->conf->set;
+
+    if (set->complete == NULL) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_METHOD_NOT_FOUND,
+                                "Method not found");
+        return NGX_OK;
+    }
+
+    if (ngx_http_mcp_param(call, call->params, "ref", cJSON_Object, 1, &ref)
+        != NGX_OK
+        || ngx_http_mcp_param(call, call->params, "argument", cJSON_Object,
+                              1, &arg) != NGX_OK
+        || ngx_http_mcp_param(call, ref, "type", cJSON_String, 1, &type)
+           != NGX_OK
+        || ngx_http_mcp_param(call, arg, "name", cJSON_String, 1, &name)
+           != NGX_OK
+        || ngx_http_mcp_param(call, arg, "value", cJSON_String, 1, &value)
+           != NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    if (ngx_strcmp(type->valuestring, "ref/prompt") == 0) {
+        if (ngx_http_mcp_param(call, ref, "name", cJSON_String, 1, &name)
+            != NGX_OK)
+        {
+            return NGX_OK;
+        }
+
+        s.data = (u_char *) name->valuestring;
+        s.len = ngx_strlen(s.data);
+
+        call->entry = ngx_http_mcp_find(&set->prompts, &s);
+
+    } else if (ngx_strcmp(type->valuestring, "ref/resource") == 0) {
+        if (ngx_http_mcp_param(call, ref, "uri", cJSON_String, 1, &name)
+            != NGX_OK)
+        {
+            return NGX_OK;
+        }
+
+        s.data = (u_char *) name->valuestring;
+        s.len = ngx_strlen(s.data);
+
+        call->entry = ngx_http_mcp_find(&set->templates, &s);
+        if (call->entry == NULL) {
+            call->entry = ngx_http_mcp_find(&set->resources, &s);
+        }
+
+    } else {
+        return ngx_http_mcp_invalid_params(call, "Invalid params: unknown "
+                                           "reference type%s", "");
+    }
+
+    if (call->entry == NULL) {
+        return ngx_http_mcp_invalid_params(call, "Invalid params: unknown "
+                                           "reference%s", "");
+    }
+
+    return set->complete(call);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_tools_list(ngx_http_mcp_call_t *call)
+{
+    return ngx_http_mcp_list(call, &call->ctx->conf->set->tools, "tools");
+}
+
+
+static ngx_int_t
+ngx_http_mcp_resources_list(ngx_http_mcp_call_t *call)
+{
+    return ngx_http_mcp_list(call, &call->ctx->conf->set->resources,
+                             "resources");
+}
+
+
+static ngx_int_t
+ngx_http_mcp_templates_list(ngx_http_mcp_call_t *call)
+{
+    return ngx_http_mcp_list(call, &call->ctx->conf->set->templates,
+                             "resourceTemplates");
+}
+
+
+static ngx_int_t
+ngx_http_mcp_prompts_list(ngx_http_mcp_call_t *call)
+{
+    return ngx_http_mcp_list(call, &call->ctx->conf->set->prompts,
+                             "prompts");
+}
+
+
+static ngx_int_t
+ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
+{
+    cJSON      *name;
+    ngx_str_t   s;
+
+    if (ngx_http_mcp_param(call, call->params, "name", cJSON_String, 1,
+                           &name) != NGX_OK
+        || ngx_http_mcp_param(call, call->params, "arguments", cJSON_Object,
+                              0, &call->arguments) != NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    s.data = (u_char *) name->valuestring;
+    s.len = ngx_strlen(s.data);
+
+    call->entry = ngx_http_mcp_find(&call->ctx->conf->set->tools, &s);
+
+    if (call->entry == NULL) {
+        return ngx_http_mcp_invalid_params(call, "Unknown tool: %s",
+                                           name->valuestring);
+    }
+
+    return call->entry->handler(call);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_prompts_get(ngx_http_mcp_call_t *call)
+{
+    cJSON      *name;
+    ngx_str_t   s;
+
+    if (ngx_http_mcp_param(call, call->params, "name", cJSON_String, 1,
+                           &name) != NGX_OK
+        || ngx_http_mcp_param(call, call->params, "arguments", cJSON_Object,
+                              0, &call->arguments) != NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    s.data = (u_char *) name->valuestring;
+    s.len = ngx_strlen(s.data);
+
+    call->entry = ngx_http_mcp_find(&call->ctx->conf->set->prompts, &s);
+
+    if (call->entry == NULL) {
+        return ngx_http_mcp_invalid_params(call, "Unknown prompt: %s",
+                                           name->valuestring);
+    }
+
+    if (ngx_http_mcp_check_prompt_arguments(call) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    return call->entry->handler(call);
+}
+
+
+/* every argument the prompt marks required is present, and a string */
+
+static ngx_int_t
+ngx_http_mcp_check_prompt_arguments(ngx_http_mcp_call_t *call)
+{
+    cJSON  *decl, *arg, *name, *required, *value;
+
+    decl = cJSON_GetObjectItemCaseSensitive(call->entry->desc, "arguments");
+
+    cJSON_ArrayForEach(arg, decl) {
+        name = cJSON_GetObjectItemCaseSensitive(arg, "name");
+        required = cJSON_GetObjectItemCaseSensitive(arg, "required");
+
+        if (!cJSON_IsString(name)) {
+            continue;
+        }
+
+        value = cJSON_GetObjectItemCaseSensitive(call->arguments,
+                                                 name->valuestring);
+
+        if (value == NULL && cJSON_IsTrue(required)) {
+            (void) ngx_http_mcp_invalid_params(call,
+                       "Invalid params: missing required argument \"%s\"",
+                       name->valuestring);
+            return NGX_DECLINED;
+        }
+
+        if (value != NULL && !cJSON_IsString(value)) {
+            (void) ngx_http_mcp_invalid_params(call,
+                       "Invalid params: argument \"%s\" must be a string",
+                       name->valuestring);
+            return NGX_DECLINED;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_resources_read(ngx_http_mcp_call_t *call)
+{
+    if (ngx_http_mcp_find_resource(call) == NULL) {
+        return NGX_OK;
+    }
+
+    return call->entry->handler(call);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call)
+{
+    ngx_int_t   rc;
+    ngx_uint_t  subscribe;
+
+    subscribe = (call->method.len == sizeof("resources/subscribe") - 1);
+
+    if (ngx_http_mcp_find_resource(call) == NULL) {
+        return NGX_OK;
+    }
+
+    rc = ngx_http_mcp_session_subscribe(call->ctx->conf->zone,
+                                        &call->rctx->session_id, &call->uri,
+                                        subscribe);
+    if (rc != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_mcp_call_result(call, cJSON_CreateObject());
+
+    return NGX_OK;
+}
+
+
+/*
+ * Finds the resource that params.uri names, directly or through a
+ * template, and sets call->uri, call->entry and call->vars.  Ends the
+ * call with an error and returns NULL when there is none.
+ */
+
+static ngx_http_mcp_entry_t *
+ngx_http_mcp_find_resource(ngx_http_mcp_call_t *call)
+{
+    cJSON               *uri;
+    ngx_http_mcp_set_t  *set;
+
+    if (ngx_http_mcp_param(call, call->params, "uri", cJSON_String, 1, &uri)
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    set = call->ctx->conf->set;
+
+    call->uri.data = (u_char *) uri->valuestring;
+    call->uri.len = ngx_strlen(uri->valuestring);
+
+    call->entry = ngx_http_mcp_find(&set->resources, &call->uri);
+
+    if (call->entry == NULL) {
+        call->entry = ngx_http_mcp_find_template(call, &set->templates,
+                                                 &call->uri);
+    }
+
+    if (call->entry == NULL && !call->done) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
+                                "Resource not found");
+    }
+
+    return call->entry;
+}
+
+
+/*
+ * Gets obj[name], which must be of the given cJSON type.  On a missing
+ * required member or a wrong type ends the call with -32602 and returns
+ * NGX_DECLINED.
+ */
+
+static ngx_int_t
+ngx_http_mcp_param(ngx_http_mcp_call_t *call, cJSON *obj, const char *name,
+    int type, ngx_uint_t required, cJSON **value)
+{
+    *value = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+    if (*value == NULL) {
+        if (!required) {
+            return NGX_OK;
+        }
+
+        (void) ngx_http_mcp_invalid_params(call,
+                   "Invalid params: \"%s\" is required", name);
+        return NGX_DECLINED;
+    }
+
+    if (((*value)->type & 0xff) != type) {
+        (void) ngx_http_mcp_invalid_params(call,
+                   "Invalid params: \"%s\" has the wrong type", name);
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_invalid_params(ngx_http_mcp_call_t *call, const char *fmt,
+    const char *name)
+{
+    u_char  *msg, *last;
+
+    /* room for the format and a name cut to a sane length */
+    msg = ngx_pnalloc(call->pool, 256);
+    if (msg == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = ngx_snprintf(msg, 255, fmt, name);
+    *last = '\0';
+
+    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                            (const char *) msg);
+
+    return NGX_OK;
+}

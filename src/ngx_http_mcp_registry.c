@@ -1,0 +1,507 @@
+
+/*
+ * The registry: sets of tools, resources, resource templates and prompts,
+ * built at configuration time by providers, and the lookups and paginated
+ * listings the dispatcher serves from them.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+#define NGX_HTTP_MCP_CURSOR_PREFIX  "mcp:"
+
+
+static ngx_http_mcp_set_t *ngx_http_mcp_set_create(ngx_conf_t *cf,
+    ngx_str_t *name);
+static ngx_int_t ngx_http_mcp_add(ngx_conf_t *cf, ngx_array_t *entries,
+    const char *json, const char *key, ngx_http_mcp_handler_pt handler,
+    void *data);
+static void ngx_http_mcp_json_cleanup(void *data);
+static ngx_int_t ngx_http_mcp_cursor_parse(cJSON *cursor, ngx_uint_t *offset);
+static char *ngx_http_mcp_cursor_make(ngx_pool_t *pool, ngx_uint_t offset);
+
+
+ngx_int_t
+ngx_http_mcp_add_provider(ngx_conf_t *cf, char *name,
+    ngx_http_mcp_provider_pt init)
+{
+    ngx_http_mcp_provider_t   *p;
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
+
+    p = ngx_array_push(&mmcf->providers);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    p->name.data = (u_char *) name;
+    p->name.len = ngx_strlen(name);
+    p->init = init;
+    p->set = NULL;
+
+    return NGX_OK;
+}
+
+
+static ngx_http_mcp_set_t *
+ngx_http_mcp_set_create(ngx_conf_t *cf, ngx_str_t *name)
+{
+    ngx_http_mcp_set_t  *set;
+
+    set = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_set_t));
+    if (set == NULL) {
+        return NULL;
+    }
+
+    set->name = *name;
+
+    if (ngx_array_init(&set->tools, cf->pool, 8,
+                       sizeof(ngx_http_mcp_entry_t)) != NGX_OK
+        || ngx_array_init(&set->resources, cf->pool, 8,
+                          sizeof(ngx_http_mcp_entry_t)) != NGX_OK
+        || ngx_array_init(&set->templates, cf->pool, 4,
+                          sizeof(ngx_http_mcp_entry_t)) != NGX_OK
+        || ngx_array_init(&set->prompts, cf->pool, 4,
+                          sizeof(ngx_http_mcp_entry_t)) != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return set;
+}
+
+
+/*
+ * The set a provider builds, built once per configuration and shared by
+ * every location that names it; NULL name: the empty set of a location
+ * without "mcp_builtin".
+ */
+
+ngx_http_mcp_set_t *
+ngx_http_mcp_set_get(ngx_conf_t *cf, ngx_str_t *name)
+{
+    ngx_str_t                  empty = ngx_string("none");
+    ngx_uint_t                 i;
+    ngx_http_mcp_provider_t   *p;
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
+
+    if (name == NULL) {
+        if (mmcf->empty_set == NULL) {
+            mmcf->empty_set = ngx_http_mcp_set_create(cf, &empty);
+        }
+
+        return mmcf->empty_set;
+    }
+
+    p = mmcf->providers.elts;
+
+    for (i = 0; i < mmcf->providers.nelts; i++) {
+
+        if (p[i].name.len != name->len
+            || ngx_strncmp(p[i].name.data, name->data, name->len) != 0)
+        {
+            continue;
+        }
+
+        if (p[i].set == NULL) {
+            p[i].set = ngx_http_mcp_set_create(cf, name);
+
+            if (p[i].set == NULL || p[i].init(cf, p[i].set) != NGX_OK) {
+                p[i].set = NULL;
+                return NULL;
+            }
+        }
+
+        return p[i].set;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "unknown MCP builtin set \"%V\"", name);
+
+    return NULL;
+}
+
+
+ngx_int_t
+ngx_http_mcp_add_tool(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    const char *json, ngx_http_mcp_handler_pt handler, void *data)
+{
+    return ngx_http_mcp_add(cf, &set->tools, json, "name", handler, data);
+}
+
+
+ngx_int_t
+ngx_http_mcp_add_resource(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    const char *json, ngx_http_mcp_handler_pt handler, void *data)
+{
+    return ngx_http_mcp_add(cf, &set->resources, json, "uri", handler, data);
+}
+
+
+ngx_int_t
+ngx_http_mcp_add_template(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    const char *json, ngx_http_mcp_handler_pt handler, void *data)
+{
+    return ngx_http_mcp_add(cf, &set->templates, json, "uriTemplate",
+                            handler, data);
+}
+
+
+ngx_int_t
+ngx_http_mcp_add_prompt(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    const char *json, ngx_http_mcp_handler_pt handler, void *data)
+{
+    return ngx_http_mcp_add(cf, &set->prompts, json, "name", handler, data);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_add(ngx_conf_t *cf, ngx_array_t *entries, const char *json,
+    const char *key, ngx_http_mcp_handler_pt handler, void *data)
+{
+    cJSON                 *desc, *name;
+    ngx_str_t              s;
+    ngx_http_mcp_entry_t  *e;
+
+    desc = ngx_http_mcp_parse_json(cf, json);
+    if (desc == NULL) {
+        return NGX_ERROR;
+    }
+
+    name = cJSON_GetObjectItemCaseSensitive(desc, key);
+
+    if (!cJSON_IsObject(desc) || !cJSON_IsString(name)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "MCP entry without a string \"%s\": %s",
+                           key, json);
+        return NGX_ERROR;
+    }
+
+    s.data = (u_char *) name->valuestring;
+    s.len = ngx_strlen(s.data);
+
+    if (ngx_http_mcp_find(entries, &s) != NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "duplicate MCP entry \"%V\"", &s);
+        return NGX_ERROR;
+    }
+
+    e = ngx_array_push(entries);
+    if (e == NULL) {
+        return NGX_ERROR;
+    }
+
+    e->name = s;
+    e->desc = desc;
+    e->handler = handler;
+    e->data = data;
+
+    return NGX_OK;
+}
+
+
+/* a JSON text parsed at configuration time, freed with the cycle */
+
+cJSON *
+ngx_http_mcp_parse_json(ngx_conf_t *cf, const char *json)
+{
+    cJSON               *root;
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    root = cJSON_Parse(json);
+    if (root == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid MCP JSON: %s",
+                           json);
+        return NULL;
+    }
+
+    cln->handler = ngx_http_mcp_json_cleanup;
+    cln->data = root;
+
+    return root;
+}
+
+
+static void
+ngx_http_mcp_json_cleanup(void *data)
+{
+    cJSON_Delete(data);
+}
+
+
+ngx_http_mcp_entry_t *
+ngx_http_mcp_find(ngx_array_t *entries, ngx_str_t *name)
+{
+    ngx_uint_t             i;
+    ngx_http_mcp_entry_t  *e;
+
+    e = entries->elts;
+
+    for (i = 0; i < entries->nelts; i++) {
+        if (e[i].name.len == name->len
+            && ngx_strncmp(e[i].name.data, name->data, name->len) == 0)
+        {
+            return &e[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* the first template that matches uri; its variables go to call->vars */
+
+ngx_http_mcp_entry_t *
+ngx_http_mcp_find_template(ngx_http_mcp_call_t *call, ngx_array_t *templates,
+    ngx_str_t *uri)
+{
+    ngx_int_t              rc;
+    ngx_uint_t             i;
+    ngx_http_mcp_entry_t  *e;
+
+    e = templates->elts;
+
+    for (i = 0; i < templates->nelts; i++) {
+
+        call->vars = ngx_array_create(call->pool, 4, sizeof(ngx_keyval_t));
+        if (call->vars == NULL) {
+            return NULL;
+        }
+
+        rc = ngx_http_mcp_uritemplate_match(call->pool, &e[i].name, uri,
+                                            call->vars);
+
+        if (rc == NGX_OK) {
+            return &e[i];
+        }
+
+        if (rc == NGX_ERROR) {
+            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                    "Internal error");
+            return NULL;
+        }
+    }
+
+    call->vars = NULL;
+
+    return NULL;
+}
+
+
+ngx_str_t *
+ngx_http_mcp_var(ngx_http_mcp_call_t *call, char *name)
+{
+    size_t         len;
+    ngx_uint_t     i;
+    ngx_keyval_t  *kv;
+
+    if (call->vars == NULL) {
+        return NULL;
+    }
+
+    len = ngx_strlen(name);
+    kv = call->vars->elts;
+
+    for (i = 0; i < call->vars->nelts; i++) {
+        if (kv[i].key.len == len
+            && ngx_strncmp(kv[i].key.data, name, len) == 0)
+        {
+            return &kv[i].value;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * A page of a listing: {key: [...], "nextCursor": "..."}.  The listing
+ * objects are referenced, not copied: they live as long as the
+ * configuration, longer than the reply.
+ */
+
+ngx_int_t
+ngx_http_mcp_list(ngx_http_mcp_call_t *call, ngx_array_t *entries,
+    const char *key)
+{
+    char                  *next;
+    cJSON                 *result, *list, *item;
+    ngx_uint_t             i, offset, end;
+    ngx_http_mcp_entry_t  *e;
+
+    if (ngx_http_mcp_cursor_parse(cJSON_GetObjectItemCaseSensitive(
+                                      call->params, "cursor"), &offset)
+        != NGX_OK
+        || offset > entries->nelts)
+    {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Invalid params: invalid cursor");
+        return NGX_OK;
+    }
+
+    end = ngx_min(entries->nelts, offset + call->ctx->conf->page_size);
+
+    result = cJSON_CreateObject();
+    list = cJSON_AddArrayToObject(result, key);
+
+    if (list == NULL) {
+        goto failed;
+    }
+
+    e = entries->elts;
+
+    for (i = offset; i < end; i++) {
+        item = cJSON_CreateObjectReference(e[i].desc->child);
+
+        if (item == NULL || !cJSON_AddItemToArray(list, item)) {
+            cJSON_Delete(item);
+            goto failed;
+        }
+    }
+
+    if (end < entries->nelts) {
+        next = ngx_http_mcp_cursor_make(call->pool, end);
+
+        if (next == NULL
+            || cJSON_AddStringToObject(result, "nextCursor", next) == NULL)
+        {
+            goto failed;
+        }
+    }
+
+    ngx_http_mcp_call_result(call, result);
+
+    return NGX_OK;
+
+failed:
+
+    cJSON_Delete(result);
+    return NGX_ERROR;
+}
+
+
+/* cursors are opaque to clients: base64url of "mcp:<offset>" */
+
+static ngx_int_t
+ngx_http_mcp_cursor_parse(cJSON *cursor, ngx_uint_t *offset)
+{
+    u_char     buf[64];
+    ngx_int_t  n;
+    ngx_str_t  src, dst;
+
+    *offset = 0;
+
+    if (cursor == NULL) {
+        return NGX_OK;
+    }
+
+    if (!cJSON_IsString(cursor)) {
+        return NGX_ERROR;
+    }
+
+    src.data = (u_char *) cursor->valuestring;
+    src.len = ngx_strlen(src.data);
+
+    if (src.len == 0 || ngx_base64_decoded_length(src.len) >= sizeof(buf)) {
+        return NGX_ERROR;
+    }
+
+    dst.data = buf;
+
+    if (ngx_decode_base64url(&dst, &src) != NGX_OK
+        || dst.len <= sizeof(NGX_HTTP_MCP_CURSOR_PREFIX) - 1
+        || ngx_strncmp(buf, NGX_HTTP_MCP_CURSOR_PREFIX,
+                       sizeof(NGX_HTTP_MCP_CURSOR_PREFIX) - 1) != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    n = ngx_atoi(buf + sizeof(NGX_HTTP_MCP_CURSOR_PREFIX) - 1,
+                 dst.len - (sizeof(NGX_HTTP_MCP_CURSOR_PREFIX) - 1));
+
+    if (n == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    *offset = n;
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_mcp_cursor_make(ngx_pool_t *pool, ngx_uint_t offset)
+{
+    u_char     buf[64];
+    ngx_str_t  src, dst;
+
+    src.data = buf;
+    src.len = ngx_sprintf(buf, NGX_HTTP_MCP_CURSOR_PREFIX "%ui", offset)
+              - buf;
+
+    dst.data = ngx_pnalloc(pool, ngx_base64_encoded_length(src.len) + 1);
+    if (dst.data == NULL) {
+        return NULL;
+    }
+
+    ngx_encode_base64url(&dst, &src);
+    dst.data[dst.len] = '\0';
+
+    return (char *) dst.data;
+}
+
+
+cJSON *
+ngx_http_mcp_text_content(const char *text)
+{
+    cJSON  *content;
+
+    content = cJSON_CreateObject();
+
+    if (cJSON_AddStringToObject(content, "type", "text") == NULL
+        || cJSON_AddStringToObject(content, "text", text) == NULL)
+    {
+        cJSON_Delete(content);
+        return NULL;
+    }
+
+    return content;
+}
+
+
+/* {"content": content, "isError": true}; takes content */
+
+cJSON *
+ngx_http_mcp_tool_result(cJSON *content, ngx_uint_t is_error)
+{
+    cJSON  *result;
+
+    if (content == NULL) {
+        return NULL;
+    }
+
+    result = cJSON_CreateObject();
+
+    if (result == NULL || !cJSON_AddItemToObject(result, "content", content))
+    {
+        cJSON_Delete(result);
+        cJSON_Delete(content);
+        return NULL;
+    }
+
+    if (is_error && !cJSON_AddTrueToObject(result, "isError")) {
+        cJSON_Delete(result);
+        return NULL;
+    }
+
+    return result;
+}

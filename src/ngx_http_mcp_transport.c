@@ -1,0 +1,1099 @@
+
+/*
+ * The Streamable HTTP transport: the content handler of an "mcp on"
+ * location.  It checks the HTTP side of a request (method, Origin,
+ * Accept, Content-Type, MCP-Protocol-Version, Mcp-Session-Id), reads the
+ * body, splits it into JSON-RPC messages, dispatches the requests and
+ * writes the reply once every call has ended.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+#define NGX_HTTP_MCP_SESSION_NOT_FOUND  -32001
+#define NGX_HTTP_MCP_CORRELATION_LEN    16
+#define NGX_HTTP_MCP_NOT_ACCEPTABLE     406
+
+
+static ngx_int_t ngx_http_mcp_check_origin(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+static ngx_uint_t ngx_http_mcp_localhost_origin(ngx_str_t *origin);
+static ngx_int_t ngx_http_mcp_post(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+static ngx_int_t ngx_http_mcp_delete(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+static ngx_int_t ngx_http_mcp_check_headers(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_mcp_accepts(ngx_str_t *accept, char *type,
+    char *range);
+static ngx_http_mcp_ctx_t *ngx_http_mcp_create_ctx(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+static void ngx_http_mcp_cleanup(void *data);
+static void ngx_http_mcp_body_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_read_body(ngx_http_request_t *r,
+    ngx_str_t *body);
+static ngx_int_t ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx,
+    ngx_str_t *body);
+static ngx_int_t ngx_http_mcp_find_session(ngx_http_mcp_ctx_t *ctx);
+static ngx_int_t ngx_http_mcp_handle_message(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg);
+static ngx_int_t ngx_http_mcp_notification(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg);
+static ngx_int_t ngx_http_mcp_start_call(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg);
+static ngx_int_t ngx_http_mcp_reply(ngx_http_mcp_ctx_t *ctx);
+static ngx_int_t ngx_http_mcp_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_http_mcp_ctx_t *ctx, u_char *body, size_t len);
+static ngx_int_t ngx_http_mcp_send_error(ngx_http_request_t *r,
+    ngx_uint_t status, cJSON *id, ngx_int_t code, const char *message);
+static cJSON *ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id,
+    ngx_int_t code, const char *message, ngx_str_t *method);
+static ngx_table_elt_t *ngx_http_mcp_header_in(ngx_http_request_t *r,
+    const char *name, size_t len);
+static ngx_int_t ngx_http_mcp_header_out(ngx_http_request_t *r,
+    const char *name, ngx_str_t *value);
+
+
+static ngx_str_t  ngx_http_mcp_json_type = ngx_string("application/json");
+
+
+ngx_int_t
+ngx_http_mcp_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                 rc;
+    ngx_str_t                 allow = ngx_string("POST, DELETE");
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
+
+    if (r != r->main) {
+        return NGX_DECLINED;
+    }
+
+    if (r->method != NGX_HTTP_POST) {
+        rc = ngx_http_discard_request_body(r);
+
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    if (ngx_http_mcp_check_origin(r, mlcf) != NGX_OK) {
+        if (r->method == NGX_HTTP_POST) {
+            rc = ngx_http_discard_request_body(r);
+
+            if (rc != NGX_OK) {
+                return rc;
+            }
+        }
+
+        return ngx_http_mcp_send_error(r, NGX_HTTP_FORBIDDEN, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Forbidden: Origin not allowed");
+    }
+
+    if (r->method == NGX_HTTP_POST) {
+        return ngx_http_mcp_post(r, mlcf);
+    }
+
+    if (r->method == NGX_HTTP_DELETE) {
+        return ngx_http_mcp_delete(r, mlcf);
+    }
+
+    if (ngx_http_mcp_header_out(r, "Allow", &allow) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_ALLOWED, NULL,
+                                   NGX_HTTP_MCP_INVALID_REQUEST,
+                                   "Method Not Allowed");
+}
+
+
+/*
+ * DNS rebinding protection: a browser page must not reach a local MCP
+ * server.  Requests without Origin (non-browser clients) pass.
+ */
+
+static ngx_int_t
+ngx_http_mcp_check_origin(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf)
+{
+    ngx_str_t        *allowed, origin;
+    ngx_uint_t        i;
+    ngx_table_elt_t  *h;
+
+    h = ngx_http_mcp_header_in(r, "Origin", sizeof("Origin") - 1);
+
+    if (h == NULL || mlcf->any_origin) {
+        return NGX_OK;
+    }
+
+    origin = h->value;
+
+    while (origin.len > 1 && origin.data[origin.len - 1] == '/') {
+        origin.len--;
+    }
+
+    if (mlcf->origins == NULL) {
+        return ngx_http_mcp_localhost_origin(&origin) ? NGX_OK
+                                                      : NGX_DECLINED;
+    }
+
+    allowed = mlcf->origins->elts;
+
+    for (i = 0; i < mlcf->origins->nelts; i++) {
+
+        if (allowed[i].len == sizeof("localhost") - 1
+            && ngx_strncmp(allowed[i].data, "localhost", allowed[i].len) == 0)
+        {
+            if (ngx_http_mcp_localhost_origin(&origin)) {
+                return NGX_OK;
+            }
+
+            continue;
+        }
+
+        if (allowed[i].len == origin.len
+            && ngx_strncasecmp(allowed[i].data, origin.data, origin.len) == 0)
+        {
+            return NGX_OK;
+        }
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/* http(s)://localhost, 127.0.0.1 or [::1], with any port */
+
+static ngx_uint_t
+ngx_http_mcp_localhost_origin(ngx_str_t *origin)
+{
+    u_char      *p, *end;
+    ngx_uint_t   i;
+
+    static ngx_str_t  hosts[] = {
+        ngx_string("localhost"),
+        ngx_string("127.0.0.1"),
+        ngx_string("[::1]")
+    };
+
+    p = origin->data;
+    end = p + origin->len;
+
+    if (origin->len > 7 && ngx_strncasecmp(p, (u_char *) "http://", 7) == 0) {
+        p += 7;
+
+    } else if (origin->len > 8
+               && ngx_strncasecmp(p, (u_char *) "https://", 8) == 0)
+    {
+        p += 8;
+
+    } else {
+        return 0;
+    }
+
+    for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+
+        if ((size_t) (end - p) < hosts[i].len
+            || ngx_strncasecmp(p, hosts[i].data, hosts[i].len) != 0)
+        {
+            continue;
+        }
+
+        p += hosts[i].len;
+
+        if (p == end) {
+            return 1;
+        }
+
+        if (*p++ != ':' || p == end) {
+            return 0;
+        }
+
+        while (p < end && *p >= '0' && *p <= '9') {
+            p++;
+        }
+
+        return p == end;
+    }
+
+    return 0;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
+{
+    ngx_int_t            rc;
+    ngx_http_mcp_ctx_t  *ctx;
+
+    rc = ngx_http_mcp_check_headers(r);
+
+    if (rc == NGX_OK
+        && r->headers_in.content_length_n > (off_t) mlcf->max_body)
+    {
+        rc = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    }
+
+    if (rc != NGX_OK) {
+        /* the body is not wanted: do not make the client send it */
+        r->expect_tested = 1;
+
+        if (ngx_http_discard_request_body(r) != NGX_OK) {
+            r->keepalive = 0;
+        }
+
+        return ngx_http_mcp_send_error(r, rc, NULL,
+                   NGX_HTTP_MCP_INVALID_REQUEST,
+                   (rc == NGX_HTTP_MCP_NOT_ACCEPTABLE)
+                   ? "Not Acceptable: the client must accept both "
+                     "application/json and text/event-stream"
+                   : (rc == NGX_HTTP_UNSUPPORTED_MEDIA_TYPE)
+                   ? "Unsupported Media Type: Content-Type must be "
+                     "application/json"
+                   : (rc == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE)
+                   ? "Request body too large"
+                   : "Bad Request: unsupported MCP-Protocol-Version");
+    }
+
+    ctx = ngx_http_mcp_create_ctx(r, mlcf);
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->request_body_in_single_buf = 1;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_mcp_body_handler);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+/* returns NGX_OK or the HTTP status that refuses the request */
+
+static ngx_int_t
+ngx_http_mcp_check_headers(ngx_http_request_t *r)
+{
+    ngx_str_t         type;
+    ngx_table_elt_t  *h;
+
+    h = ngx_http_mcp_header_in(r, "Accept", sizeof("Accept") - 1);
+
+    if (h == NULL
+        || !ngx_http_mcp_accepts(&h->value, "application/json",
+                                 "application/*")
+        || !ngx_http_mcp_accepts(&h->value, "text/event-stream", "text/*"))
+    {
+        return NGX_HTTP_MCP_NOT_ACCEPTABLE;
+    }
+
+    if (r->headers_in.content_type == NULL) {
+        return NGX_HTTP_UNSUPPORTED_MEDIA_TYPE;
+    }
+
+    type = r->headers_in.content_type->value;
+
+    if (type.len < sizeof("application/json") - 1
+        || ngx_strncasecmp(type.data, (u_char *) "application/json",
+                           sizeof("application/json") - 1) != 0
+        || (type.len > sizeof("application/json") - 1
+            && type.data[sizeof("application/json") - 1] != ';'
+            && type.data[sizeof("application/json") - 1] != ' '))
+    {
+        return NGX_HTTP_UNSUPPORTED_MEDIA_TYPE;
+    }
+
+    h = ngx_http_mcp_header_in(r, "MCP-Protocol-Version",
+                               sizeof("MCP-Protocol-Version") - 1);
+
+    if (h != NULL && ngx_http_mcp_version_parse(&h->value) == 0) {
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_accepts(ngx_str_t *accept, char *type, char *range)
+{
+    return ngx_strlcasestrn(accept->data, accept->data + accept->len,
+                            (u_char *) type, ngx_strlen(type) - 1) != NULL
+           || ngx_strlcasestrn(accept->data, accept->data + accept->len,
+                               (u_char *) range, ngx_strlen(range) - 1)
+              != NULL
+           || ngx_strlcasestrn(accept->data, accept->data + accept->len,
+                               (u_char *) "*/*", 2) != NULL;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_delete(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
+                               sizeof("Mcp-Session-Id") - 1);
+
+    if (h == NULL) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Bad Request: Mcp-Session-Id header "
+                                       "is required");
+    }
+
+    if (ngx_http_mcp_session_delete(mlcf->zone, &h->value) != NGX_OK) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
+                                       NGX_HTTP_MCP_SESSION_NOT_FOUND,
+                                       "Session not found");
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "mcp session %V terminated", &h->value);
+
+    r->header_only = 1;
+
+    return ngx_http_mcp_send(r, NGX_HTTP_OK, NULL, NULL, 0);
+}
+
+
+static ngx_http_mcp_ctx_t *
+ngx_http_mcp_create_ctx(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
+{
+    ngx_http_mcp_ctx_t  *ctx;
+    ngx_pool_cleanup_t  *cln;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    ctx->request = r;
+    ctx->conf = mlcf;
+
+    if (ngx_array_init(&ctx->msgs, r->pool, 1, sizeof(ngx_http_mcp_msg_t))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    if (ngx_array_init(&ctx->calls, r->pool, 1,
+                       sizeof(ngx_http_mcp_call_t *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    ctx->rctx.client_name.data = ngx_pnalloc(r->pool,
+                                             NGX_HTTP_MCP_CLIENT_NAME_LEN);
+    if (ctx->rctx.client_name.data == NULL) {
+        return NULL;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    cln->handler = ngx_http_mcp_cleanup;
+    cln->data = ctx;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_mcp_module);
+
+    return ctx;
+}
+
+
+/* cJSON trees are malloc()ed: they die with the request's pool */
+
+static void
+ngx_http_mcp_cleanup(void *data)
+{
+    ngx_http_mcp_ctx_t *ctx = data;
+
+    ngx_uint_t            i;
+    ngx_http_mcp_msg_t   *msg;
+    ngx_http_mcp_call_t  **call;
+
+    msg = ctx->msgs.elts;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+        cJSON_Delete(msg[i].id);
+        cJSON_Delete(msg[i].reply);
+    }
+
+    call = ctx->calls.elts;
+
+    for (i = 0; i < ctx->calls.nelts; i++) {
+        cJSON_Delete(call[i]->reply);
+    }
+
+    cJSON_Delete(ctx->root);
+}
+
+
+static void
+ngx_http_mcp_body_handler(ngx_http_request_t *r)
+{
+    ngx_int_t            rc;
+    ngx_str_t            body;
+    ngx_http_mcp_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    rc = ngx_http_mcp_read_body(r, &body);
+
+    if (rc == NGX_ERROR) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    if (body.len > ctx->conf->max_body) {
+        r->keepalive = 0;
+        ngx_http_finalize_request(r,
+            ngx_http_mcp_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                    NULL, NGX_HTTP_MCP_INVALID_REQUEST,
+                                    "Request body too large"));
+        return;
+    }
+
+    rc = ngx_http_mcp_process(ctx, &body);
+
+    if (rc == NGX_AGAIN) {
+        /* a handler ends its call later and the last one replies */
+        ctx->waiting = 1;
+        return;
+    }
+
+    ngx_http_finalize_request(r, rc);
+}
+
+
+/* the body as one piece of memory, wherever nginx kept it */
+
+static ngx_int_t
+ngx_http_mcp_read_body(ngx_http_request_t *r, ngx_str_t *body)
+{
+    off_t         len;
+    u_char       *p;
+    ssize_t       n;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    ngx_str_null(body);
+
+    if (r->request_body == NULL || r->request_body->bufs == NULL) {
+        return NGX_OK;
+    }
+
+    cl = r->request_body->bufs;
+
+    if (cl->next == NULL && !cl->buf->in_file) {
+        body->data = cl->buf->pos;
+        body->len = cl->buf->last - cl->buf->pos;
+        return NGX_OK;
+    }
+
+    len = 0;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        len += ngx_buf_size(cl->buf);
+    }
+
+    p = ngx_pnalloc(r->pool, len + 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    body->data = p;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (!b->in_file) {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            continue;
+        }
+
+        n = ngx_read_file(b->file, p, b->file_last - b->file_pos,
+                          b->file_pos);
+
+        if (n != b->file_last - b->file_pos) {
+            return NGX_ERROR;
+        }
+
+        p += n;
+    }
+
+    body->len = p - body->data;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Returns the value for ngx_http_finalize_request(), or NGX_AGAIN while
+ * calls are still running.
+ */
+
+static ngx_int_t
+ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx, ngx_str_t *body)
+{
+    ngx_int_t            rc;
+    ngx_uint_t           i, batch;
+    ngx_http_request_t  *r;
+    ngx_http_mcp_msg_t  *msg;
+
+    r = ctx->request;
+
+    rc = ngx_http_mcp_jsonrpc_parse(r->pool, body->data, body->len,
+                                    &ctx->root, &ctx->msgs, &batch);
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                       NGX_HTTP_MCP_PARSE_ERROR,
+                                       "Parse error");
+    }
+
+    ctx->batch = batch;
+    msg = ctx->msgs.elts;
+
+    if (batch && ctx->msgs.nelts == 0) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Invalid Request: empty batch");
+    }
+
+    if (!batch && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST
+        && ngx_strcmp(msg[0].method.data, "initialize") == 0)
+    {
+        /* the one request that needs no session */
+        ctx->status = NGX_HTTP_OK;
+        rc = ngx_http_mcp_start_call(ctx, &msg[0]);
+
+    } else {
+        rc = ngx_http_mcp_find_session(ctx);
+
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        ctx->status = NGX_HTTP_ACCEPTED;
+
+        for (i = 0; i < ctx->msgs.nelts; i++) {
+            rc = ngx_http_mcp_handle_message(ctx, &msg[i]);
+
+            if (rc != NGX_OK) {
+                break;
+            }
+        }
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return (ctx->pending == 0) ? ngx_http_mcp_reply(ctx) : NGX_AGAIN;
+}
+
+
+/*
+ * Checks Mcp-Session-Id and fills the request context from the session.
+ * Returns NGX_OK, or a reply already sent, for ngx_http_finalize_request().
+ */
+
+static ngx_int_t
+ngx_http_mcp_find_session(ngx_http_mcp_ctx_t *ctx)
+{
+    cJSON               *id;
+    ngx_uint_t           i;
+    ngx_table_elt_t     *h;
+    ngx_http_request_t  *r;
+    ngx_http_mcp_msg_t  *msg;
+
+    r = ctx->request;
+    msg = ctx->msgs.elts;
+    id = ctx->batch ? NULL : msg[0].id;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+        if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST
+            && ngx_strcmp(msg[i].method.data, "initialize") == 0)
+        {
+            return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, id,
+                       NGX_HTTP_MCP_INVALID_REQUEST,
+                       "Invalid Request: initialize must not be batched");
+        }
+    }
+
+    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
+                               sizeof("Mcp-Session-Id") - 1);
+
+    if (h == NULL) {
+        /*
+         * Clients of the stateless revision probe with server/discover
+         * and fall back to initialize on a -32601 they can correlate.
+         */
+        if (!ctx->batch && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST
+            && ngx_http_mcp_dispatch_known(&msg[0].method) == 0)
+        {
+            return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, id,
+                                           NGX_HTTP_MCP_METHOD_NOT_FOUND,
+                                           "Method not found");
+        }
+
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, id,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Bad Request: Mcp-Session-Id header "
+                                       "is required");
+    }
+
+    if (ngx_http_mcp_session_lookup(ctx->conf->zone, &h->value, &ctx->rctx)
+        != NGX_OK)
+    {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, id,
+                                       NGX_HTTP_MCP_SESSION_NOT_FOUND,
+                                       "Session not found");
+    }
+
+    if (ctx->batch && ctx->rctx.version != NGX_HTTP_MCP_V20250326) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                   NGX_HTTP_MCP_INVALID_REQUEST,
+                   "Invalid Request: batches need protocol version "
+                   "2025-03-26");
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_handle_message(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
+{
+    ngx_http_request_t  *r;
+
+    r = ctx->request;
+
+    switch (msg->type) {
+
+    case NGX_HTTP_MCP_MSG_REQUEST:
+        ctx->status = NGX_HTTP_OK;
+        return ngx_http_mcp_start_call(ctx, msg);
+
+    case NGX_HTTP_MCP_MSG_NOTIFICATION:
+        return ngx_http_mcp_notification(ctx, msg);
+
+    case NGX_HTTP_MCP_MSG_RESPONSE:
+        /* answers to server requests arrive with streaming (SSE) */
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "mcp response from client ignored");
+        return NGX_OK;
+
+    default:
+        if (!ctx->batch) {
+            ctx->status = NGX_HTTP_BAD_REQUEST;
+
+        } else if (ctx->status == NGX_HTTP_ACCEPTED) {
+            ctx->status = NGX_HTTP_OK;
+        }
+
+        msg->reply = ngx_http_mcp_error_reply(r, msg->id,
+                                              NGX_HTTP_MCP_INVALID_REQUEST,
+                                              "Invalid Request", NULL);
+        if (msg->reply == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "mcp: invalid JSON-RPC message: %s", msg->error);
+
+        return NGX_OK;
+    }
+}
+
+
+static ngx_int_t
+ngx_http_mcp_notification(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
+{
+    ngx_str_t  *sid;
+
+    sid = &ctx->rctx.session_id;
+
+    if (msg->method.len == sizeof("notifications/initialized") - 1
+        && ngx_strncmp(msg->method.data, "notifications/initialized",
+                       msg->method.len) == 0)
+    {
+        (void) ngx_http_mcp_session_set_initialized(ctx->conf->zone, sid);
+        return NGX_OK;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ctx->request->connection->log, 0,
+                   "mcp notification \"%V\"", &msg->method);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_start_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
+{
+    cJSON                 *meta;
+    ngx_http_request_t    *r;
+    ngx_http_mcp_call_t   *call, **cp;
+
+    r = ctx->request;
+
+    call = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_call_t));
+    if (call == NULL) {
+        return NGX_ERROR;
+    }
+
+    cp = ngx_array_push(&ctx->calls);
+    if (cp == NULL) {
+        return NGX_ERROR;
+    }
+
+    *cp = call;
+    msg->call = call;
+
+    call->request = r;
+    call->pool = r->pool;
+    call->log = r->connection->log;
+    call->rctx = &ctx->rctx;
+    call->ctx = ctx;
+    call->id = msg->id;
+    call->method = msg->method;
+    call->params = msg->params;
+
+    meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
+    call->progress_token = cJSON_GetObjectItemCaseSensitive(meta,
+                                                            "progressToken");
+
+    ctx->pending++;
+
+    if (ngx_http_mcp_dispatch(call) != NGX_OK && !call->done) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+    }
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
+{
+    ngx_http_mcp_ctx_t  *ctx;
+
+    if (call->done) {
+        cJSON_Delete(result);
+        return;
+    }
+
+    if (result == NULL) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return;
+    }
+
+    call->reply = ngx_http_mcp_jsonrpc_result(call->id, result);
+
+    if (call->reply == NULL) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return;
+    }
+
+    call->done = 1;
+
+    ctx = call->ctx;
+    ctx->pending--;
+
+    if (ctx->waiting && ctx->pending == 0) {
+        ngx_http_finalize_request(ctx->request, ngx_http_mcp_reply(ctx));
+    }
+}
+
+
+void
+ngx_http_mcp_call_error(ngx_http_mcp_call_t *call, ngx_int_t code,
+    const char *message)
+{
+    ngx_http_mcp_ctx_t  *ctx;
+
+    if (call->done) {
+        return;
+    }
+
+    ctx = call->ctx;
+
+    call->reply = ngx_http_mcp_error_reply(call->request, call->id, code,
+                                           message, &call->method);
+    call->done = 1;
+    ctx->pending--;
+
+    if (ctx->waiting && ctx->pending == 0) {
+        ngx_http_finalize_request(ctx->request, ngx_http_mcp_reply(ctx));
+    }
+}
+
+
+/* writes the replies of all messages, in order, as one JSON body */
+
+static ngx_int_t
+ngx_http_mcp_reply(ngx_http_mcp_ctx_t *ctx)
+{
+    u_char              *body, *p, **texts;
+    size_t               len, *lens;
+    cJSON               *reply;
+    ngx_uint_t           i, n;
+    ngx_http_request_t  *r;
+    ngx_http_mcp_msg_t  *msg;
+
+    r = ctx->request;
+    msg = ctx->msgs.elts;
+
+    texts = ngx_palloc(r->pool, ctx->msgs.nelts * sizeof(u_char *));
+    lens = ngx_palloc(r->pool, ctx->msgs.nelts * sizeof(size_t));
+
+    if (texts == NULL || lens == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    n = 0;
+    len = 0;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+        reply = msg[i].call ? msg[i].call->reply : msg[i].reply;
+
+        if (reply == NULL) {
+            if (msg[i].call == NULL) {
+                continue;
+            }
+
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        texts[n] = ngx_http_mcp_jsonrpc_print(r->pool, reply, &lens[n]);
+        if (texts[n] == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        len += lens[n++] + 1;
+    }
+
+    if (n == 0) {
+        return ngx_http_mcp_send(r, NGX_HTTP_ACCEPTED, ctx, NULL, 0);
+    }
+
+    if (!ctx->batch) {
+        return ngx_http_mcp_send(r, ctx->status, ctx, texts[0], lens[0]);
+    }
+
+    body = ngx_pnalloc(r->pool, len + 1);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = body;
+    *p++ = '[';
+
+    for (i = 0; i < n; i++) {
+        if (i) {
+            *p++ = ',';
+        }
+
+        p = ngx_cpymem(p, texts[i], lens[i]);
+    }
+
+    *p++ = ']';
+
+    return ngx_http_mcp_send(r, ctx->status, ctx, body, p - body);
+}
+
+
+/* ctx, when given, supplies the MCP-Protocol-Version and Mcp-Session-Id */
+
+static ngx_int_t
+ngx_http_mcp_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_http_mcp_ctx_t *ctx, u_char *body, size_t len)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_str_t     value;
+    ngx_chain_t   out;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = len;
+
+    if (len) {
+        r->headers_out.content_type = ngx_http_mcp_json_type;
+        r->headers_out.content_type_len = ngx_http_mcp_json_type.len;
+
+    } else {
+        r->header_only = 1;
+    }
+
+    if (ctx != NULL && ctx->rctx.version) {
+        value.data = (u_char *) ngx_http_mcp_version_name(ctx->rctx.version);
+        value.len = ngx_strlen(value.data);
+
+        if (ngx_http_mcp_header_out(r, "MCP-Protocol-Version", &value)
+            != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    if (ctx != NULL && ctx->new_session.len
+        && ngx_http_mcp_header_out(r, "Mcp-Session-Id", &ctx->new_session)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->pos = body;
+    b->last = body + len;
+    b->memory = 1;
+    b->last_buf = 1;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status, cJSON *id,
+    ngx_int_t code, const char *message)
+{
+    u_char              *body;
+    size_t               len;
+    cJSON               *reply;
+    ngx_http_mcp_ctx_t  *ctx;
+
+    reply = ngx_http_mcp_error_reply(r, id, code, message, NULL);
+    if (reply == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    body = ngx_http_mcp_jsonrpc_print(r->pool, reply, &len);
+
+    cJSON_Delete(reply);
+
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    return ngx_http_mcp_send(r, status, ctx, body, len);
+}
+
+
+/*
+ * A JSON-RPC error reply.  The error is logged once, with a correlation
+ * id that the reply's error.data carries too; client errors at "info",
+ * as nginx logs client errors, internal ones at "error".
+ */
+
+static cJSON *
+ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
+    const char *message, ngx_str_t *method)
+{
+    u_char      correlation[NGX_HTTP_MCP_CORRELATION_LEN + 1];
+    ngx_str_t   none = ngx_string("-");
+    ngx_uint_t  level;
+
+    if (ngx_http_mcp_correlation_id(correlation, NGX_HTTP_MCP_CORRELATION_LEN)
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    correlation[NGX_HTTP_MCP_CORRELATION_LEN] = '\0';
+
+    level = (code == NGX_HTTP_MCP_INTERNAL_ERROR) ? NGX_LOG_ERR
+                                                  : NGX_LOG_INFO;
+
+    ngx_log_error(level, r->connection->log, 0,
+                  "mcp: %s (code %i, method \"%V\", "
+                  "correlation id %s)",
+                  message, code, method ? method : &none, correlation);
+
+    return ngx_http_mcp_jsonrpc_error(id, code, message,
+                                      (char *) correlation);
+}
+
+
+static ngx_table_elt_t *
+ngx_http_mcp_header_in(ngx_http_request_t *r, const char *name, size_t len)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == len
+            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
+
+static ngx_int_t
+ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
+    ngx_str_t *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value = *value;
+
+    return NGX_OK;
+}

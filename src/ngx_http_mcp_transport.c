@@ -34,7 +34,9 @@ static ngx_int_t ngx_http_mcp_read_body(ngx_http_request_t *r,
     ngx_str_t *body);
 static ngx_int_t ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx,
     ngx_str_t *body);
-static ngx_int_t ngx_http_mcp_find_session(ngx_http_mcp_ctx_t *ctx);
+static ngx_int_t ngx_http_mcp_find_session(ngx_http_mcp_ctx_t *ctx,
+    ngx_int_t *rc);
+static ngx_int_t ngx_http_mcp_check_session(ngx_http_mcp_ctx_t *ctx);
 static ngx_int_t ngx_http_mcp_handle_message(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg);
 static ngx_int_t ngx_http_mcp_notification(ngx_http_mcp_ctx_t *ctx,
@@ -582,9 +584,8 @@ ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx, ngx_str_t *body)
         rc = ngx_http_mcp_start_call(ctx, &msg[0]);
 
     } else {
-        rc = ngx_http_mcp_find_session(ctx);
-
-        if (rc != NGX_OK) {
+        if (ngx_http_mcp_find_session(ctx, &rc) != NGX_OK) {
+            /* refused, and the refusal sent */
             return rc;
         }
 
@@ -608,12 +609,24 @@ ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx, ngx_str_t *body)
 
 
 /*
- * Checks Mcp-Session-Id and fills the request context from the session.
- * Returns NGX_OK, or a reply already sent, for ngx_http_finalize_request().
+ * Fills the request context from the session that Mcp-Session-Id names.
+ * Returns NGX_OK, or NGX_DECLINED when the request was refused; *rc is
+ * then the refusal's value for ngx_http_finalize_request().
  */
 
 static ngx_int_t
-ngx_http_mcp_find_session(ngx_http_mcp_ctx_t *ctx)
+ngx_http_mcp_find_session(ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc)
+{
+    *rc = ngx_http_mcp_check_session(ctx);
+
+    return (*rc == NGX_DECLINED) ? NGX_OK : NGX_DECLINED;
+}
+
+
+/* NGX_DECLINED when the session is fine, else the refusal's value */
+
+static ngx_int_t
+ngx_http_mcp_check_session(ngx_http_mcp_ctx_t *ctx)
 {
     cJSON               *id;
     ngx_uint_t           i;
@@ -672,7 +685,7 @@ ngx_http_mcp_find_session(ngx_http_mcp_ctx_t *ctx)
                    "2025-03-26");
     }
 
-    return NGX_OK;
+    return NGX_DECLINED;
 }
 
 

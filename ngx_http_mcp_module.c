@@ -24,9 +24,13 @@ static char *ngx_http_mcp_allowed_origins(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 
-static ngx_conf_num_bounds_t  ngx_http_mcp_page_size_bounds = {
-    ngx_conf_check_num_bounds, 1, 10000
-};
+static char *ngx_http_mcp_check_page_size(ngx_conf_t *cf, void *post,
+    void *data);
+static ngx_int_t ngx_http_mcp_parse_origin(ngx_str_t *origin);
+
+
+static ngx_conf_post_handler_pt  ngx_http_mcp_page_size_post =
+    ngx_http_mcp_check_page_size;
 
 
 static ngx_command_t  ngx_http_mcp_commands[] = {
@@ -78,7 +82,7 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       ngx_conf_set_num_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_mcp_loc_conf_t, page_size),
-      &ngx_http_mcp_page_size_bounds },
+      &ngx_http_mcp_page_size_post },
 
       ngx_null_command
 };
@@ -315,17 +319,6 @@ ngx_http_mcp_allowed_origins(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
-        if (ngx_strcmp(value[i].data, "localhost") != 0
-            && ngx_strncmp(value[i].data, "http://", 7) != 0
-            && ngx_strncmp(value[i].data, "https://", 8) != 0)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid origin \"%V\": expected \"*\", "
-                               "\"localhost\" or scheme://host[:port]",
-                               &value[i]);
-            return NGX_CONF_ERROR;
-        }
-
         origin = ngx_array_push(mlcf->origins);
         if (origin == NULL) {
             return NGX_CONF_ERROR;
@@ -334,9 +327,94 @@ ngx_http_mcp_allowed_origins(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         *origin = value[i];
 
         /* origins compare as "scheme://host[:port]", without a slash */
-        while (origin->len > 1 && origin->data[origin->len - 1] == '/') {
+        if (origin->len > 1 && origin->data[origin->len - 1] == '/') {
             origin->len--;
         }
+
+        if (ngx_strcmp(value[i].data, "localhost") != 0
+            && ngx_http_mcp_parse_origin(origin) != NGX_OK)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid origin \"%V\": expected \"*\", "
+                               "\"localhost\" or scheme://host[:port]",
+                               &value[i]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* scheme://host[:port], the form browsers send in Origin */
+
+static ngx_int_t
+ngx_http_mcp_parse_origin(ngx_str_t *origin)
+{
+    u_char  *p, *end, *host;
+
+    p = origin->data;
+    end = p + origin->len;
+
+    if (origin->len > 7 && ngx_strncasecmp(p, (u_char *) "http://", 7) == 0) {
+        p += 7;
+
+    } else if (origin->len > 8
+               && ngx_strncasecmp(p, (u_char *) "https://", 8) == 0)
+    {
+        p += 8;
+
+    } else {
+        return NGX_ERROR;
+    }
+
+    host = p;
+
+    if (p < end && *p == '[') {
+        while (p < end && *p != ']') {
+            p++;
+        }
+
+        if (p == end) {
+            return NGX_ERROR;
+        }
+
+        p++;
+
+    } else {
+        while (p < end && (isalnum(*p) || *p == '-' || *p == '.')) {
+            p++;
+        }
+    }
+
+    if (p == host) {
+        return NGX_ERROR;
+    }
+
+    if (p < end && *p == ':') {
+        if (++p == end) {
+            return NGX_ERROR;
+        }
+
+        while (p < end && *p >= '0' && *p <= '9') {
+            p++;
+        }
+    }
+
+    return (p == end) ? NGX_OK : NGX_ERROR;
+}
+
+
+static char *
+ngx_http_mcp_check_page_size(ngx_conf_t *cf, void *post, void *data)
+{
+    ngx_uint_t  *np = data;
+
+    if (*np < 1 || *np > 10000) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"mcp_page_size\" must be between 1 and 10000, "
+                           "not \"%ui\"", *np);
+        return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;

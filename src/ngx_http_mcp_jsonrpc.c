@@ -17,6 +17,8 @@
 
 
 static u_char *ngx_http_mcp_json_ws(u_char *p, u_char *end);
+static u_char *ngx_http_mcp_json_literal(u_char *p, u_char *end);
+static ngx_uint_t ngx_http_mcp_json_key_is_id(u_char *p, u_char *end);
 static u_char *ngx_http_mcp_json_string(u_char *p, u_char *end);
 static u_char *ngx_http_mcp_json_value(u_char *p, u_char *end,
     ngx_uint_t depth);
@@ -25,9 +27,10 @@ static u_char *ngx_http_mcp_json_object_id(u_char *p, u_char *end,
 static ngx_int_t ngx_http_mcp_json_raw_ids(u_char *p, u_char *end,
     ngx_array_t *ids);
 static ngx_uint_t ngx_http_mcp_json_is_integer(ngx_str_t *raw);
-static void ngx_http_mcp_jsonrpc_classify(ngx_http_mcp_msg_t *msg,
-    cJSON *json, ngx_str_t *raw_id);
-static cJSON *ngx_http_mcp_jsonrpc_id(cJSON *id, ngx_str_t *raw_id);
+static void ngx_http_mcp_jsonrpc_classify(ngx_pool_t *pool,
+    ngx_http_mcp_msg_t *msg, cJSON *json, ngx_str_t *raw_id);
+static cJSON *ngx_http_mcp_jsonrpc_id(ngx_pool_t *pool, cJSON *id,
+    ngx_str_t *raw_id);
 
 
 #define NGX_HTTP_MCP_JSON_MAX_DEPTH  128
@@ -43,6 +46,117 @@ ngx_http_mcp_json_ws(u_char *p, u_char *end)
     }
 
     return p;
+}
+
+
+/*
+ * A number, true, false or null, checked against the JSON grammar: cJSON
+ * is lenient (it takes "01"), and an id is echoed as the client wrote it,
+ * so what the module echoes must be JSON.
+ */
+
+static u_char *
+ngx_http_mcp_json_literal(u_char *p, u_char *end)
+{
+    u_char      *start;
+    ngx_uint_t   i;
+
+    static const char  *words[] = { "true", "false", "null" };
+
+    for (i = 0; i < 3; i++) {
+        if ((size_t) (end - p) >= ngx_strlen(words[i])
+            && ngx_strncmp(p, words[i], ngx_strlen(words[i])) == 0)
+        {
+            return p + ngx_strlen(words[i]);
+        }
+    }
+
+    if (p < end && *p == '-') {
+        p++;
+    }
+
+    if (p == end || *p < '0' || *p > '9') {
+        return NULL;
+    }
+
+    if (*p++ == '0' && p < end && *p >= '0' && *p <= '9') {
+        return NULL;
+    }
+
+    while (p < end && *p >= '0' && *p <= '9') {
+        p++;
+    }
+
+    if (p < end && *p == '.') {
+        start = ++p;
+
+        while (p < end && *p >= '0' && *p <= '9') {
+            p++;
+        }
+
+        if (p == start) {
+            return NULL;
+        }
+    }
+
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+
+        if (p < end && (*p == '+' || *p == '-')) {
+            p++;
+        }
+
+        start = p;
+
+        while (p < end && *p >= '0' && *p <= '9') {
+            p++;
+        }
+
+        if (p == start) {
+            return NULL;
+        }
+    }
+
+    return p;
+}
+
+
+/* a member name, escapes decoded, is "id" */
+
+static ngx_uint_t
+ngx_http_mcp_json_key_is_id(u_char *p, u_char *end)
+{
+    u_char      c;
+    ngx_int_t   n;
+    ngx_uint_t  i;
+
+    /* p and end enclose the quotes */
+    p++;
+    end--;
+
+    for (i = 0; p < end; i++) {
+        c = *p++;
+
+        if (c == '\\') {
+            if (p + 5 > end || *p != 'u') {
+                return 0;
+            }
+
+            n = ngx_hextoi(p + 1, 4);
+            if (n == NGX_ERROR) {
+                return 0;
+            }
+
+            c = (u_char) n;
+            p += 5;
+        }
+
+        if (i > 1 || c != "id"[i]) {
+            return 0;
+        }
+    }
+
+    return i == 2;
 }
 
 
@@ -83,14 +197,7 @@ ngx_http_mcp_json_value(u_char *p, u_char *end, ngx_uint_t depth)
     }
 
     if (*p != '{' && *p != '[') {
-        /* a number or a literal: up to the next delimiter */
-        while (p < end && *p != ',' && *p != '}' && *p != ']'
-               && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
-        {
-            p++;
-        }
-
-        return p;
+        return ngx_http_mcp_json_literal(p, end);
     }
 
     if (depth == NGX_HTTP_MCP_JSON_MAX_DEPTH) {
@@ -176,9 +283,7 @@ ngx_http_mcp_json_object_id(u_char *p, u_char *end, ngx_str_t *id)
             return NULL;
         }
 
-        if (id->data == NULL && key_end - key == 4
-            && ngx_strncmp(key, "\"id\"", 4) == 0)
-        {
+        if (id->data == NULL && ngx_http_mcp_json_key_is_id(key, key_end)) {
             id->data = value;
             id->len = p - value;
         }
@@ -204,11 +309,19 @@ ngx_http_mcp_json_raw_ids(u_char *p, u_char *end, ngx_array_t *ids)
         }
 
         ngx_str_null(id);
-        return ngx_http_mcp_json_object_id(p, end, id) ? NGX_OK : NGX_ERROR;
+
+        p = ngx_http_mcp_json_object_id(p, end, id);
+
+        /* nothing but white space may follow the message */
+        return (p != NULL && ngx_http_mcp_json_ws(p, end) == end)
+               ? NGX_OK : NGX_ERROR;
     }
 
     if (p == end || *p != '[') {
-        return NGX_OK;
+        p = ngx_http_mcp_json_value(p, end, 0);
+
+        return (p != NULL && ngx_http_mcp_json_ws(p, end) == end)
+               ? NGX_OK : NGX_ERROR;
     }
 
     for (p++; p < end; /* void */) {
@@ -220,7 +333,8 @@ ngx_http_mcp_json_raw_ids(u_char *p, u_char *end, ngx_array_t *ids)
         }
 
         if (*p == ']') {
-            return NGX_OK;
+            return (ngx_http_mcp_json_ws(p + 1, end) == end) ? NGX_OK
+                                                             : NGX_ERROR;
         }
 
         if (*p == ',') {
@@ -292,35 +406,32 @@ ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body, size_t len,
     *root = NULL;
     *batch = 0;
 
+    if (ngx_array_init(&ids, pool, 1, sizeof(ngx_str_t)) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* the scanner is strict where cJSON is not: trailing bytes, "01" */
+    if (ngx_http_mcp_json_raw_ids(body, body + len, &ids) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
     json = cJSON_ParseWithLength((const char *) body, len);
     if (json == NULL) {
         return NGX_DECLINED;
     }
 
     *root = json;
-
-    if (!cJSON_IsObject(json) && !cJSON_IsArray(json)) {
-        return NGX_DECLINED;
-    }
-
-    if (ngx_array_init(&ids, pool, 1, sizeof(ngx_str_t)) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    if (ngx_http_mcp_json_raw_ids(body, body + len, &ids) != NGX_OK) {
-        /* cJSON accepted what the scanner did not: treat as malformed */
-        return NGX_DECLINED;
-    }
-
     raw = ids.elts;
 
-    if (cJSON_IsObject(json)) {
+    if (!cJSON_IsArray(json)) {
+        /* an object, or JSON that is no message at all */
         msg = ngx_array_push(msgs);
         if (msg == NULL) {
             return NGX_ERROR;
         }
 
-        ngx_http_mcp_jsonrpc_classify(msg, json, ids.nelts ? &raw[0] : NULL);
+        ngx_http_mcp_jsonrpc_classify(pool, msg, json,
+                                      ids.nelts ? &raw[0] : NULL);
         return NGX_OK;
     }
 
@@ -339,7 +450,7 @@ ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body, size_t len,
             return NGX_ERROR;
         }
 
-        ngx_http_mcp_jsonrpc_classify(msg, item, &raw[i++]);
+        ngx_http_mcp_jsonrpc_classify(pool, msg, item, &raw[i++]);
     }
 
     return NGX_OK;
@@ -347,8 +458,8 @@ ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body, size_t len,
 
 
 static void
-ngx_http_mcp_jsonrpc_classify(ngx_http_mcp_msg_t *msg, cJSON *json,
-    ngx_str_t *raw_id)
+ngx_http_mcp_jsonrpc_classify(ngx_pool_t *pool, ngx_http_mcp_msg_t *msg,
+    cJSON *json, ngx_str_t *raw_id)
 {
     cJSON  *version, *method, *id, *params, *result, *error;
 
@@ -368,7 +479,7 @@ ngx_http_mcp_jsonrpc_classify(ngx_http_mcp_msg_t *msg, cJSON *json,
             || (cJSON_IsNumber(id) && raw_id != NULL
                 && ngx_http_mcp_json_is_integer(raw_id)))
         {
-            msg->id = ngx_http_mcp_jsonrpc_id(id, raw_id);
+            msg->id = ngx_http_mcp_jsonrpc_id(pool, id, raw_id);
             if (msg->id == NULL) {
                 msg->error = "out of memory";
                 return;
@@ -431,23 +542,23 @@ ngx_http_mcp_jsonrpc_classify(ngx_http_mcp_msg_t *msg, cJSON *json,
 
 
 static cJSON *
-ngx_http_mcp_jsonrpc_id(cJSON *id, ngx_str_t *raw_id)
+ngx_http_mcp_jsonrpc_id(ngx_pool_t *pool, cJSON *id, ngx_str_t *raw_id)
 {
-    char    buf[64];
+    u_char  *text;
 
     if (cJSON_IsString(id)) {
         return cJSON_CreateString(id->valuestring);
     }
 
-    if (raw_id->len >= sizeof(buf)) {
-        /* longer than any integer a client could mean: keep it as is */
-        return cJSON_CreateString("");
+    /* an integer, as many digits as the client wrote */
+    text = ngx_pnalloc(pool, raw_id->len + 1);
+    if (text == NULL) {
+        return NULL;
     }
 
-    ngx_memcpy(buf, raw_id->data, raw_id->len);
-    buf[raw_id->len] = '\0';
+    *ngx_cpymem(text, raw_id->data, raw_id->len) = '\0';
 
-    return cJSON_CreateRaw(buf);
+    return cJSON_CreateRaw((char *) text);
 }
 
 

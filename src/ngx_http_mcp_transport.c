@@ -338,7 +338,8 @@ ngx_http_mcp_accepts(ngx_str_t *accept, char *type, char *range)
 static ngx_int_t
 ngx_http_mcp_delete(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 {
-    ngx_table_elt_t  *h;
+    ngx_table_elt_t     *h;
+    ngx_http_mcp_ctx_t  *ctx;
 
     h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
                                sizeof("Mcp-Session-Id") - 1);
@@ -350,7 +351,16 @@ ngx_http_mcp_delete(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
                                        "is required");
     }
 
-    if (ngx_http_mcp_session_delete(mlcf->zone, &h->value) != NGX_OK) {
+    ctx = ngx_http_mcp_create_ctx(r, mlcf);
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the reply names the session's version, as every reply does */
+    if (ngx_http_mcp_session_lookup(mlcf->zone, &h->value, &ctx->rctx)
+        != NGX_OK
+        || ngx_http_mcp_session_delete(mlcf->zone, &h->value) != NGX_OK)
+    {
         return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
                                        NGX_HTTP_MCP_SESSION_NOT_FOUND,
                                        "Session not found");
@@ -361,7 +371,7 @@ ngx_http_mcp_delete(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 
     r->header_only = 1;
 
-    return ngx_http_mcp_send(r, NGX_HTTP_OK, NULL, NULL, 0);
+    return ngx_http_mcp_send(r, NGX_HTTP_OK, ctx, NULL, 0);
 }
 
 
@@ -519,7 +529,11 @@ ngx_http_mcp_read_body(ngx_http_request_t *r, ngx_str_t *body)
         b = cl->buf;
 
         if (!b->in_file) {
-            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            /* the last buffer of a chunked body may be empty, pos NULL */
+            if (b->last > b->pos) {
+                p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            }
+
             continue;
         }
 

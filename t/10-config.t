@@ -147,8 +147,6 @@ for my $case (
 {
     my ($rc, $out) = refused('mcp_page_size 0', server => 'location /mcp { mcp on; mcp_page_size 0; }');
     isnt($rc, 0, 'mcp_page_size 0: nginx -t fails');
-    local $TODO = 'module bug: "mcp_page_size 0" is refused with nginx\'s generic "value must '
-                . 'be between 1 and 10000", which names neither the directive nor the value';
     like($out, qr/mcp_page_size.*"0"|"0".*mcp_page_size/, 'mcp_page_size 0: the message names the bad value');
 }
 {

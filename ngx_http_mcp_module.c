@@ -353,18 +353,10 @@ ngx_http_mcp_parse_origin(ngx_str_t *origin)
 {
     u_char  *p, *end, *host;
 
-    p = origin->data;
-    end = p + origin->len;
+    p = ngx_http_mcp_origin_host(origin);
+    end = origin->data + origin->len;
 
-    if (origin->len > 7 && ngx_strncasecmp(p, (u_char *) "http://", 7) == 0) {
-        p += 7;
-
-    } else if (origin->len > 8
-               && ngx_strncasecmp(p, (u_char *) "https://", 8) == 0)
-    {
-        p += 8;
-
-    } else {
+    if (p == NULL) {
         return NGX_ERROR;
     }
 

@@ -160,6 +160,7 @@ ngx_int_t ngx_http_mcp_session_subscribe(ngx_shm_zone_t *zone,
 
 /* transport */
 ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);
+u_char *ngx_http_mcp_origin_host(ngx_str_t *origin);
 
 /* dispatch */
 ngx_int_t ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call);

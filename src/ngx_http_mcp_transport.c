@@ -167,6 +167,27 @@ ngx_http_mcp_check_origin(ngx_http_request_t *r,
 }
 
 
+/* where the host of an origin starts, past "http://" or "https://" */
+
+u_char *
+ngx_http_mcp_origin_host(ngx_str_t *origin)
+{
+    if (origin->len > 7
+        && ngx_strncasecmp(origin->data, (u_char *) "http://", 7) == 0)
+    {
+        return origin->data + 7;
+    }
+
+    if (origin->len > 8
+        && ngx_strncasecmp(origin->data, (u_char *) "https://", 8) == 0)
+    {
+        return origin->data + 8;
+    }
+
+    return NULL;
+}
+
+
 /* http(s)://localhost, 127.0.0.1 or [::1], with any port */
 
 static ngx_uint_t
@@ -181,18 +202,10 @@ ngx_http_mcp_localhost_origin(ngx_str_t *origin)
         ngx_string("[::1]")
     };
 
-    p = origin->data;
-    end = p + origin->len;
+    p = ngx_http_mcp_origin_host(origin);
+    end = origin->data + origin->len;
 
-    if (origin->len > 7 && ngx_strncasecmp(p, (u_char *) "http://", 7) == 0) {
-        p += 7;
-
-    } else if (origin->len > 8
-               && ngx_strncasecmp(p, (u_char *) "https://", 8) == 0)
-    {
-        p += 8;
-
-    } else {
+    if (p == NULL) {
         return 0;
     }
 

@@ -11,6 +11,8 @@
 
 
 static ngx_int_t ngx_http_mcp_preconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_mcp_init_process(ngx_cycle_t *cycle);
+static void ngx_http_mcp_exit_process(ngx_cycle_t *cycle);
 static void *ngx_http_mcp_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_mcp_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent,
@@ -50,7 +52,7 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       NULL },
 
     { ngx_string("mcp_session_zone"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE123,
       ngx_http_mcp_session_zone,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
@@ -75,6 +77,27 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       ngx_conf_set_size_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_mcp_loc_conf_t, max_body),
+      NULL },
+
+    { ngx_string("mcp_stream_keepalive"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, keepalive),
+      NULL },
+
+    { ngx_string("mcp_stream_retry"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, retry),
+      NULL },
+
+    { ngx_string("mcp_request_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, request_timeout),
       NULL },
 
     { ngx_string("mcp_page_size"),
@@ -110,10 +133,10 @@ ngx_module_t  ngx_http_mcp_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_http_mcp_init_process,             /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
+    ngx_http_mcp_exit_process,             /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
@@ -124,6 +147,39 @@ ngx_http_mcp_preconfiguration(ngx_conf_t *cf)
 {
     return ngx_http_mcp_add_provider(cf, "everything",
                                      ngx_http_mcp_everything_init);
+}
+
+
+/* each worker gets its wake-up socket (see src/ngx_http_mcp_ipc.c) */
+
+static ngx_int_t
+ngx_http_mcp_init_process(ngx_cycle_t *cycle)
+{
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    if (ngx_http_cycle_get_module_main_conf(cycle, ngx_http_mcp_module)
+        == NULL)
+    {
+        return NGX_OK;
+    }
+
+    return ngx_http_mcp_ipc_init(cycle);
+}
+
+
+static void
+ngx_http_mcp_exit_process(ngx_cycle_t *cycle)
+{
+    if (ngx_http_mcp_worker.ipc == NULL) {
+        return;
+    }
+
+    ngx_http_mcp_calls_exit();
+    ngx_http_mcp_ipc_exit(cycle);
 }
 
 
@@ -176,6 +232,9 @@ ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
     mlcf->any_origin = NGX_CONF_UNSET;
     mlcf->max_body = NGX_CONF_UNSET_SIZE;
     mlcf->page_size = NGX_CONF_UNSET_UINT;
+    mlcf->keepalive = NGX_CONF_UNSET_MSEC;
+    mlcf->retry = NGX_CONF_UNSET_MSEC;
+    mlcf->request_timeout = NGX_CONF_UNSET_MSEC;
 
     return mlcf;
 }
@@ -205,6 +264,10 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->any_origin, prev->any_origin, 0);
     ngx_conf_merge_size_value(conf->max_body, prev->max_body, 1024 * 1024);
     ngx_conf_merge_uint_value(conf->page_size, prev->page_size, 100);
+    ngx_conf_merge_msec_value(conf->keepalive, prev->keepalive, 15000);
+    ngx_conf_merge_msec_value(conf->retry, prev->retry, 1000);
+    ngx_conf_merge_msec_value(conf->request_timeout, prev->request_timeout,
+                              60000);
 
     if (conf->enable && conf->zone == NULL) {
         conf->zone = ngx_http_mcp_session_default_zone(cf);

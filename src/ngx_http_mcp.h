@@ -16,6 +16,17 @@
  * timer, a subrequest, an upstream reply).  A handler returns NGX_OK in
  * both cases, or NGX_ERROR when it could not do its work and did not end
  * the call; the transport then answers with an internal error.
+ *
+ * A call has a pool of its own (call->pool), which lives until the call
+ * ends, however long the HTTP request that brought it lasts: a client
+ * may disconnect and resume the stream later.  Handlers keep their state
+ * and timers there and remove timers in a pool cleanup handler, which
+ * also runs when the call is cancelled (notifications/cancelled).  Once
+ * a call has ended, the handler must not touch it again.
+ *
+ * Before its result, a call may send notifications (progress, log
+ * messages) and requests (sampling, elicitation) to the client; the
+ * reply then becomes an SSE stream.
  */
 
 
@@ -63,6 +74,14 @@ typedef struct ngx_http_mcp_ctx_s   ngx_http_mcp_ctx_t;
 
 typedef ngx_int_t (*ngx_http_mcp_handler_pt)(ngx_http_mcp_call_t *call);
 
+/*
+ * The client's answer to a server request: result or error is set (the
+ * error also on timeout, with code -32001), and both are freed after the
+ * handler returns.
+ */
+typedef void (*ngx_http_mcp_answer_pt)(ngx_http_mcp_call_t *call,
+    cJSON *result, cJSON *error, void *data);
+
 
 /*
  * What a handler may know about its caller.  A session usually supplies
@@ -106,8 +125,7 @@ typedef ngx_int_t (*ngx_http_mcp_provider_pt)(ngx_conf_t *cf,
 
 
 struct ngx_http_mcp_call_s {
-    ngx_http_request_t        *request;
-    ngx_pool_t                *pool;
+    ngx_pool_t                *pool;            /* the call's own */
     ngx_log_t                 *log;
     ngx_http_mcp_reqctx_t     *rctx;
 
@@ -122,11 +140,20 @@ struct ngx_http_mcp_call_s {
                                                    ngx_keyval_t */
     void                      *data;            /* the handler's own */
 
-    /* owned by the transport */
-    ngx_http_mcp_ctx_t        *ctx;
+    /* owned by the module */
+    ngx_http_mcp_ctx_t        *ctx;             /* its POST, while it lasts */
+    void                      *conf;            /* the location's */
+    cJSON                     *message;         /* the request */
     cJSON                     *id;
-    cJSON                     *reply;
+    ngx_uint_t                 index;           /* in ctx->msgs */
+    uint32_t                   stream;          /* SSE stream, 0: none */
+    ngx_queue_t                queue;           /* the worker's live calls */
+    ngx_array_t               *requests;        /* to the client, pending */
+    u_char                    *id_text;         /* the id as JSON */
+    size_t                     id_len;
     unsigned                   done:1;
+    unsigned                   running:1;
+    unsigned                   live:1;          /* in the worker's list */
 };
 
 
@@ -146,6 +173,32 @@ ngx_int_t ngx_http_mcp_add_prompt(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
 void ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result);
 void ngx_http_mcp_call_error(ngx_http_mcp_call_t *call, ngx_int_t code,
     const char *message);
+
+/*
+ * Messages to the client before the result; each takes params.  They
+ * return NGX_OK, or NGX_ERROR when the message could not be queued.
+ * ngx_http_mcp_call_log() sends nothing below the session's log level;
+ * ngx_http_mcp_call_progress() nothing without a progress token.
+ */
+ngx_int_t ngx_http_mcp_call_notify(ngx_http_mcp_call_t *call,
+    const char *method, cJSON *params);
+ngx_int_t ngx_http_mcp_call_log(ngx_http_mcp_call_t *call, ngx_uint_t level,
+    const char *logger, const char *text);
+ngx_int_t ngx_http_mcp_call_progress(ngx_http_mcp_call_t *call,
+    double progress, double total, const char *message);
+ngx_int_t ngx_http_mcp_call_request(ngx_http_mcp_call_t *call,
+    const char *method, cJSON *params, ngx_http_mcp_answer_pt handler,
+    void *data);
+
+/*
+ * Ends the HTTP response that carries the call's stream, after the SSE
+ * priming event (SEP-1699 polling); the client reconnects with GET and
+ * Last-Event-ID and gets the rest of the stream, the result included.
+ */
+ngx_int_t ngx_http_mcp_call_close_stream(ngx_http_mcp_call_t *call);
+
+/* tells every session subscribed to uri that the resource changed */
+ngx_int_t ngx_http_mcp_resource_updated(ngx_str_t *uri);
 
 /* result builders; NULL on allocation failure */
 cJSON *ngx_http_mcp_text_content(const char *text);

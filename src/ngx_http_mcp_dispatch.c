@@ -322,7 +322,7 @@ ngx_http_mcp_set_level(ngx_http_mcp_call_t *call)
                                            "level%s", "");
     }
 
-    if (ngx_http_mcp_session_set_log_level(call->ctx->conf->zone,
+    if (ngx_http_mcp_session_set_log_level(ngx_http_mcp_call_conf(call)->zone,
                                            &call->rctx->session_id, i)
         != NGX_OK)
     {
@@ -344,7 +344,7 @@ ngx_http_mcp_complete(ngx_http_mcp_call_t *call)
     ngx_str_t            s;
     ngx_http_mcp_set_t  *set;
 
-    set = call->ctx->conf->set;
+    set = ngx_http_mcp_call_conf(call)->set;
 
     if (set->complete == NULL) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_METHOD_NOT_FOUND,
@@ -410,14 +410,14 @@ ngx_http_mcp_complete(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_tools_list(ngx_http_mcp_call_t *call)
 {
-    return ngx_http_mcp_list(call, &call->ctx->conf->set->tools, "tools");
+    return ngx_http_mcp_list(call, &ngx_http_mcp_call_conf(call)->set->tools, "tools");
 }
 
 
 static ngx_int_t
 ngx_http_mcp_resources_list(ngx_http_mcp_call_t *call)
 {
-    return ngx_http_mcp_list(call, &call->ctx->conf->set->resources,
+    return ngx_http_mcp_list(call, &ngx_http_mcp_call_conf(call)->set->resources,
                              "resources");
 }
 
@@ -425,7 +425,7 @@ ngx_http_mcp_resources_list(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_templates_list(ngx_http_mcp_call_t *call)
 {
-    return ngx_http_mcp_list(call, &call->ctx->conf->set->templates,
+    return ngx_http_mcp_list(call, &ngx_http_mcp_call_conf(call)->set->templates,
                              "resourceTemplates");
 }
 
@@ -433,7 +433,7 @@ ngx_http_mcp_templates_list(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_prompts_list(ngx_http_mcp_call_t *call)
 {
-    return ngx_http_mcp_list(call, &call->ctx->conf->set->prompts,
+    return ngx_http_mcp_list(call, &ngx_http_mcp_call_conf(call)->set->prompts,
                              "prompts");
 }
 
@@ -455,7 +455,7 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
     s.data = (u_char *) name->valuestring;
     s.len = ngx_strlen(s.data);
 
-    call->entry = ngx_http_mcp_find(&call->ctx->conf->set->tools, &s);
+    call->entry = ngx_http_mcp_find(&ngx_http_mcp_call_conf(call)->set->tools, &s);
 
     if (call->entry == NULL) {
         return ngx_http_mcp_invalid_params(call, "Unknown tool: %s",
@@ -483,7 +483,7 @@ ngx_http_mcp_prompts_get(ngx_http_mcp_call_t *call)
     s.data = (u_char *) name->valuestring;
     s.len = ngx_strlen(s.data);
 
-    call->entry = ngx_http_mcp_find(&call->ctx->conf->set->prompts, &s);
+    call->entry = ngx_http_mcp_find(&ngx_http_mcp_call_conf(call)->set->prompts, &s);
 
     if (call->entry == NULL) {
         return ngx_http_mcp_invalid_params(call, "Unknown prompt: %s",
@@ -560,7 +560,7 @@ ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    rc = ngx_http_mcp_session_subscribe(call->ctx->conf->zone,
+    rc = ngx_http_mcp_session_subscribe(ngx_http_mcp_call_conf(call)->zone,
                                         &call->rctx->session_id, &call->uri,
                                         subscribe);
     if (rc != NGX_OK) {
@@ -591,7 +591,7 @@ ngx_http_mcp_find_resource(ngx_http_mcp_call_t *call)
         return NULL;
     }
 
-    set = call->ctx->conf->set;
+    set = ngx_http_mcp_call_conf(call)->set;
 
     call->uri.data = (u_char *) uri->valuestring;
     call->uri.len = ngx_strlen(uri->valuestring);

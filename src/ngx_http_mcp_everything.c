@@ -362,7 +362,7 @@ ngx_http_mcp_everything_init(ngx_conf_t *cf, ngx_http_mcp_set_t *set)
 
     set->complete = ngx_http_mcp_everything_complete;
 
-    return NGX_OK;
+    return ngx_http_mcp_everything_streaming_init(cf, set);
 }
 
 

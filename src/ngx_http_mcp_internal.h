@@ -38,7 +38,50 @@ typedef struct {
     ngx_flag_t                 any_origin;
     size_t                     max_body;
     ngx_uint_t                 page_size;
+    ngx_msec_t                 keepalive;   /* SSE comment interval */
+    ngx_msec_t                 retry;       /* SSE retry: field */
+    ngx_msec_t                 request_timeout;  /* server requests */
 } ngx_http_mcp_loc_conf_t;
+
+
+/*
+ * Streams.  Every message a session sends on a stream (a POST's SSE
+ * reply or a standalone GET) goes into the session's event log in the
+ * shm zone first; the worker whose connection carries the stream (its
+ * owner) writes it from there.  So any worker can send on any stream,
+ * and Last-Event-ID replays from the log.
+ */
+
+typedef struct {
+    ngx_queue_t                queue;
+    uint64_t                   seq;         /* per session, from 1 */
+    uint32_t                   stream;
+    uint32_t                   len;
+    unsigned                   response:1;  /* ends a call of a POST */
+    u_char                     data[1];     /* one JSON-RPC message */
+} ngx_http_mcp_event_t;
+
+typedef struct {
+    ngx_queue_t                queue;
+    uint32_t                   id;          /* per session, from 1 */
+    uint32_t                   pending;     /* responses still due */
+    ngx_pid_t                  owner;       /* writing worker, 0: none */
+    ngx_msec_t                 detached;    /* when it lost its owner */
+    unsigned                   standalone:1;  /* a GET stream */
+} ngx_http_mcp_stream_sh_t;
+
+/* an answer a worker waits for, or a call a client may cancel */
+typedef struct {
+    ngx_queue_t                queue;
+    ngx_pid_t                  owner;
+    uint64_t                   request;     /* server request id, or 0 */
+    u_char                    *answer;      /* the client's response */
+    size_t                     answer_len;
+    unsigned                   answered:1;
+    unsigned                   cancelled:1;
+    size_t                     id_len;      /* a call: its JSON-RPC id */
+    u_char                     id[1];
+} ngx_http_mcp_wait_t;
 
 
 /* a session as the shm zone keeps it */
@@ -59,10 +102,17 @@ typedef struct {
     unsigned                   sampling:1;
     unsigned                   elicitation:1;
     unsigned                   roots:1;
-    ngx_uint_t                 streams;     /* open streams: not idle */
+    ngx_uint_t                 streams;     /* owned streams: not idle */
     ngx_queue_t                queue;
     ngx_msec_t                 last;
     ngx_http_mcp_subscription_t  *subscriptions;
+    ngx_queue_t                events;      /* ngx_http_mcp_event_t */
+    size_t                     events_size;
+    ngx_queue_t                sstreams;    /* ngx_http_mcp_stream_sh_t */
+    ngx_queue_t                waits;       /* ngx_http_mcp_wait_t */
+    uint64_t                   next_seq;
+    uint64_t                   next_request;
+    uint32_t                   next_stream;
     u_char                     id[NGX_HTTP_MCP_SESSION_ID_LEN];
     u_char                     client_name[NGX_HTTP_MCP_CLIENT_NAME_LEN];
 } ngx_http_mcp_session_node_t;
@@ -80,6 +130,7 @@ typedef struct {
     ngx_http_mcp_shctx_t      *sh;
     ngx_slab_pool_t           *shpool;
     ngx_msec_t                 timeout;
+    size_t                     log_size;    /* a session's event log */
     ngx_str_t                  name;
 } ngx_http_mcp_zone_t;
 
@@ -115,21 +166,58 @@ typedef struct {
 } ngx_http_mcp_msg_t;
 
 
+/* a stream whose connection this worker holds */
+typedef struct {
+    ngx_queue_t                queue;       /* the worker's streams */
+    ngx_http_request_t        *request;
+    ngx_http_mcp_loc_conf_t   *conf;
+    u_char                     sid[NGX_HTTP_MCP_SESSION_ID_LEN];
+    uint32_t                   id;
+    uint64_t                   sent;        /* last seq written */
+    u_char                    *buf;         /* output, reused */
+    size_t                     size;
+    ngx_buf_t                  out;
+    ngx_chain_t                chain;
+    ngx_event_t                keepalive;
+    unsigned                   prime:1;     /* priming event due */
+    unsigned                   busy:1;      /* output not yet written */
+    unsigned                   ending:1;
+    unsigned                   ended:1;
+} ngx_http_mcp_stream_t;
+
+
 /* per-request state of the content handler */
 struct ngx_http_mcp_ctx_s {
     ngx_http_request_t        *request;
     ngx_http_mcp_loc_conf_t   *conf;
     cJSON                     *root;
     ngx_array_t                msgs;        /* ngx_http_mcp_msg_t */
-    ngx_array_t                calls;       /* ngx_http_mcp_call_t * */
     ngx_http_mcp_reqctx_t      rctx;
     ngx_str_t                  new_session;  /* issued by initialize */
-    ngx_uint_t                 pending;
+    ngx_uint_t                 pending;     /* calls not yet ended */
     ngx_int_t                  status;
+    ngx_http_mcp_stream_t     *stream;      /* once the reply is SSE */
     unsigned                   batch:1;
     unsigned                   waiting:1;
-    unsigned                   replied:1;
 };
+
+
+/* what one worker process holds */
+typedef struct {
+    ngx_queue_t                streams;     /* ngx_http_mcp_stream_t */
+    ngx_queue_t                calls;       /* live ngx_http_mcp_call_t */
+    ngx_event_t                wake;        /* posted: look at shm */
+    ngx_event_t                watch;       /* notices shutdown */
+    ngx_connection_t          *ipc;
+    ngx_log_t                 *log;
+} ngx_http_mcp_worker_t;
+
+
+extern ngx_http_mcp_worker_t  ngx_http_mcp_worker;
+
+
+#define ngx_http_mcp_call_conf(call)                                          \
+    ((ngx_http_mcp_loc_conf_t *) (call)->conf)
 
 
 /* jsonrpc */
@@ -150,17 +238,79 @@ ngx_int_t ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
     ngx_http_mcp_session_init_t *init, u_char *id);
 ngx_int_t ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_reqctx_t *rctx);
-ngx_int_t ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id);
+ngx_int_t ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone,
     ngx_str_t *id);
 ngx_int_t ngx_http_mcp_session_set_log_level(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_uint_t level);
 ngx_int_t ngx_http_mcp_session_subscribe(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_str_t *uri, ngx_uint_t subscribe);
+ngx_http_mcp_session_node_t *ngx_http_mcp_session_find_locked(
+    ngx_http_mcp_zone_t *ctx, ngx_str_t *id);
+ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream(
+    ngx_http_mcp_session_node_t *s, uint32_t id);
+ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream_add(
+    ngx_http_mcp_zone_t *ctx, ngx_http_mcp_session_node_t *s,
+    ngx_uint_t standalone, uint32_t pending);
+void ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, ngx_http_mcp_stream_sh_t *st);
+void ngx_http_mcp_session_stream_owner(ngx_http_mcp_session_node_t *s,
+    ngx_http_mcp_stream_sh_t *st, ngx_pid_t owner);
+ngx_http_mcp_event_t *ngx_http_mcp_session_event_add(
+    ngx_http_mcp_zone_t *ctx, ngx_http_mcp_session_node_t *s, size_t len,
+    ngx_log_t *log);
+ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_add(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, uint64_t request, u_char *id,
+    size_t id_len);
+ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_find(
+    ngx_http_mcp_session_node_t *s, ngx_pid_t owner, uint64_t request,
+    u_char *id, size_t id_len);
+void ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_wait_t *w);
+ngx_uint_t ngx_http_mcp_session_updated(ngx_shm_zone_t *zone,
+    ngx_str_t *uri, u_char *data, size_t len, ngx_array_t *owners,
+    ngx_log_t *log);
 
 /* transport */
 ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);
 u_char *ngx_http_mcp_origin_host(ngx_str_t *origin);
+ngx_int_t ngx_http_mcp_reply(ngx_http_mcp_ctx_t *ctx);
+ngx_int_t ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status,
+    cJSON *id, ngx_int_t code, const char *message);
+ngx_table_elt_t *ngx_http_mcp_header_in(ngx_http_request_t *r,
+    const char *name, size_t len);
+ngx_int_t ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
+    ngx_str_t *value);
+cJSON *ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
+    const char *message, ngx_str_t *method);
+
+/* call: the life of one JSON-RPC request */
+ngx_int_t ngx_http_mcp_call_start(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg, ngx_uint_t index);
+void ngx_http_mcp_call_detach(ngx_http_mcp_ctx_t *ctx);
+void ngx_http_mcp_calls_wake(void);
+void ngx_http_mcp_calls_exit(void);
+ngx_int_t ngx_http_mcp_client_response(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg);
+ngx_int_t ngx_http_mcp_client_cancel(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg);
+
+/* stream: SSE out of the event log */
+ngx_int_t ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx);
+ngx_int_t ngx_http_mcp_stream_get(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+ngx_int_t ngx_http_mcp_stream_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t stream, u_char *data, size_t len, ngx_uint_t response,
+    ngx_log_t *log);
+void ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st);
+void ngx_http_mcp_streams_wake(void);
+ngx_int_t ngx_http_mcp_notify_pid(ngx_pid_t pid, ngx_log_t *log);
+
+/* ipc: waking other workers */
+ngx_int_t ngx_http_mcp_ipc_init(ngx_cycle_t *cycle);
+void ngx_http_mcp_ipc_exit(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_mcp_ipc_wake(ngx_pid_t pid, ngx_log_t *log);
 
 /* dispatch */
 ngx_int_t ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call);
@@ -183,6 +333,8 @@ ngx_int_t ngx_http_mcp_uritemplate_match(ngx_pool_t *pool, ngx_str_t *tmpl,
 
 /* everything */
 ngx_int_t ngx_http_mcp_everything_init(ngx_conf_t *cf,
+    ngx_http_mcp_set_t *set);
+ngx_int_t ngx_http_mcp_everything_streaming_init(ngx_conf_t *cf,
     ngx_http_mcp_set_t *set);
 
 

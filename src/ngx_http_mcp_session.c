@@ -16,6 +16,7 @@
 #define NGX_HTTP_MCP_DEFAULT_ZONE       "mcp_sessions"
 #define NGX_HTTP_MCP_DEFAULT_ZONE_SIZE  (10 * 1024 * 1024)
 #define NGX_HTTP_MCP_DEFAULT_TIMEOUT    (60 * 60 * 1000)
+#define NGX_HTTP_MCP_DEFAULT_LOG_SIZE   (256 * 1024)
 
 
 static ngx_int_t ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone,
@@ -40,7 +41,7 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_mcp_main_conf_t *mmcf = conf;
 
     u_char               *p;
-    ssize_t               size;
+    ssize_t               size, log_size;
     ngx_str_t            *value, name, s;
     ngx_msec_t            timeout;
     ngx_uint_t            i;
@@ -52,6 +53,7 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     size = 0;
     ngx_str_null(&name);
     timeout = NGX_HTTP_MCP_DEFAULT_TIMEOUT;
+    log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
 
     for (i = 1; i < cf->args->nelts; i++) {
 
@@ -104,6 +106,23 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "log=", 4) == 0) {
+
+            s.data = value[i].data + 4;
+            s.len = value[i].len - 4;
+
+            log_size = ngx_parse_size(&s);
+
+            if (log_size == NGX_ERROR || log_size < 1024) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid event log size \"%V\"",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid parameter \"%V\"", &value[i]);
         return NGX_CONF_ERROR;
@@ -122,6 +141,7 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     ctx->timeout = timeout;
+    ctx->log_size = log_size;
     ctx->name = name;
 
     shm_zone = ngx_shared_memory_add(cf, &name, size, &ngx_http_mcp_module);
@@ -179,6 +199,7 @@ ngx_http_mcp_session_default_zone(ngx_conf_t *cf)
         }
 
         ctx->timeout = NGX_HTTP_MCP_DEFAULT_TIMEOUT;
+        ctx->log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
         ctx->name = name;
 
         shm_zone->init = ngx_http_mcp_session_init_zone;
@@ -332,12 +353,31 @@ static void
 ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s)
 {
+    ngx_queue_t                  *q;
     ngx_rbtree_node_t            *node;
     ngx_http_mcp_subscription_t  *sub, *next;
 
     for (sub = s->subscriptions; sub; sub = next) {
         next = sub->next;
         ngx_slab_free_locked(ctx->shpool, sub);
+    }
+
+    while (!ngx_queue_empty(&s->events)) {
+        q = ngx_queue_head(&s->events);
+        ngx_queue_remove(q);
+        ngx_slab_free_locked(ctx->shpool, q);
+    }
+
+    while (!ngx_queue_empty(&s->sstreams)) {
+        q = ngx_queue_head(&s->sstreams);
+        ngx_queue_remove(q);
+        ngx_slab_free_locked(ctx->shpool, q);
+    }
+
+    while (!ngx_queue_empty(&s->waits)) {
+        ngx_http_mcp_session_wait_free(ctx,
+            ngx_queue_data(ngx_queue_head(&s->waits), ngx_http_mcp_wait_t,
+                           queue));
     }
 
     ngx_queue_remove(&s->queue);
@@ -500,6 +540,13 @@ ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
     ngx_memcpy(s->client_name, init->client_name.data, n);
     s->client_name_len = (u_char) n;
 
+    ngx_queue_init(&s->events);
+    ngx_queue_init(&s->sstreams);
+    ngx_queue_init(&s->waits);
+    s->next_seq = 1;
+    s->next_request = 1;
+    s->next_stream = 1;
+
     ngx_rbtree_insert(&ctx->sh->rbtree, node);
     ngx_queue_insert_head(&ctx->sh->queue, &s->queue);
     ctx->sh->count++;
@@ -559,23 +606,59 @@ ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
 }
 
 
+/*
+ * Ends a session.  The workers that hold its streams or run its calls
+ * are woken: they find the session gone, end the streams and drop the
+ * calls.
+ */
+
 ngx_int_t
-ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id)
+ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_log_t *log)
 {
+    ngx_uint_t                    i, n;
+    ngx_pid_t                     owners[16];
+    ngx_queue_t                  *q;
     ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_wait_t          *w;
+    ngx_http_mcp_stream_sh_t     *st;
     ngx_http_mcp_session_node_t  *s;
 
     ctx = zone->data;
+    n = 0;
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
     s = ngx_http_mcp_session_find(ctx, id);
 
     if (s != NULL) {
+        for (q = ngx_queue_head(&s->sstreams);
+             q != ngx_queue_sentinel(&s->sstreams) && n < 8;
+             q = ngx_queue_next(q))
+        {
+            st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
+
+            if (st->owner) {
+                owners[n++] = st->owner;
+            }
+        }
+
+        for (q = ngx_queue_head(&s->waits);
+             q != ngx_queue_sentinel(&s->waits) && n < 16;
+             q = ngx_queue_next(q))
+        {
+            w = ngx_queue_data(q, ngx_http_mcp_wait_t, queue);
+            owners[n++] = w->owner;
+        }
+
         ngx_http_mcp_session_free(ctx, s);
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    for (i = 0; i < n; i++) {
+        (void) ngx_http_mcp_notify_pid(owners[i], log);
+    }
 
     return (s != NULL) ? NGX_OK : NGX_DECLINED;
 }
@@ -691,4 +774,352 @@ done:
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
     return rc;
+}
+
+
+/*
+ * What follows is called with the zone locked, by the stream and call
+ * code: the streams, event log and waits of one session.
+ */
+
+ngx_http_mcp_session_node_t *
+ngx_http_mcp_session_find_locked(ngx_http_mcp_zone_t *ctx, ngx_str_t *id)
+{
+    return ngx_http_mcp_session_find(ctx, id);
+}
+
+
+ngx_http_mcp_stream_sh_t *
+ngx_http_mcp_session_stream(ngx_http_mcp_session_node_t *s, uint32_t id)
+{
+    ngx_queue_t               *q;
+    ngx_http_mcp_stream_sh_t  *st;
+
+    for (q = ngx_queue_head(&s->sstreams);
+         q != ngx_queue_sentinel(&s->sstreams);
+         q = ngx_queue_next(q))
+    {
+        st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
+
+        if (st->id == id) {
+            return st;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * A new stream, owned by this worker.  A session keeps at most
+ * NGX_HTTP_MCP_MAX_STREAMS streams: past that the stream that lost its
+ * connection longest ago goes, with its events.
+ */
+
+#define NGX_HTTP_MCP_MAX_STREAMS  32
+
+ngx_http_mcp_stream_sh_t *
+ngx_http_mcp_session_stream_add(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, ngx_uint_t standalone, uint32_t pending)
+{
+    ngx_uint_t                 n;
+    ngx_queue_t               *q;
+    ngx_http_mcp_stream_sh_t  *st, *oldest;
+
+    n = 0;
+    oldest = NULL;
+
+    for (q = ngx_queue_head(&s->sstreams);
+         q != ngx_queue_sentinel(&s->sstreams);
+         q = ngx_queue_next(q))
+    {
+        st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
+        n++;
+
+        if (st->owner == 0
+            && (oldest == NULL
+                || (ngx_msec_int_t) (st->detached - oldest->detached) < 0))
+        {
+            oldest = st;
+        }
+    }
+
+    if (n >= NGX_HTTP_MCP_MAX_STREAMS) {
+        if (oldest == NULL) {
+            return NULL;
+        }
+
+        ngx_http_mcp_session_stream_free(ctx, s, oldest);
+    }
+
+    st = ngx_slab_alloc_locked(ctx->shpool, sizeof(ngx_http_mcp_stream_sh_t));
+    if (st == NULL) {
+        return NULL;
+    }
+
+    ngx_memzero(st, sizeof(ngx_http_mcp_stream_sh_t));
+
+    st->id = s->next_stream++;
+    st->pending = pending;
+    st->standalone = standalone;
+
+    /* newest first: server-initiated messages go to the newest GET */
+    ngx_queue_insert_head(&s->sstreams, &st->queue);
+
+    ngx_http_mcp_session_stream_owner(s, st, ngx_pid);
+
+    return st;
+}
+
+
+void
+ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, ngx_http_mcp_stream_sh_t *st)
+{
+    ngx_queue_t           *q, *next;
+    ngx_http_mcp_event_t  *ev;
+
+    for (q = ngx_queue_head(&s->events);
+         q != ngx_queue_sentinel(&s->events);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
+
+        if (ev->stream == st->id) {
+            ngx_queue_remove(q);
+            s->events_size -= ev->len;
+            ngx_slab_free_locked(ctx->shpool, ev);
+        }
+    }
+
+    ngx_http_mcp_session_stream_owner(s, st, 0);
+
+    ngx_queue_remove(&st->queue);
+    ngx_slab_free_locked(ctx->shpool, st);
+}
+
+
+/* a session with owned streams is busy: it is not evicted */
+
+void
+ngx_http_mcp_session_stream_owner(ngx_http_mcp_session_node_t *s,
+    ngx_http_mcp_stream_sh_t *st, ngx_pid_t owner)
+{
+    if (st->owner && !owner) {
+        s->streams--;
+        st->detached = ngx_current_msec;
+
+    } else if (!st->owner && owner) {
+        s->streams++;
+    }
+
+    st->owner = owner;
+}
+
+
+/*
+ * Room for an event of len bytes at the end of the session's log.  The
+ * log holds at most log_size bytes of messages: the oldest events go
+ * first to make room, and a reader that resumes after them misses them.
+ */
+
+ngx_http_mcp_event_t *
+ngx_http_mcp_session_event_add(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, size_t len, ngx_log_t *log)
+{
+    ngx_queue_t           *q;
+    ngx_http_mcp_event_t  *ev;
+
+    for ( ;; ) {
+        if (s->events_size + len <= ctx->log_size
+            || ngx_queue_empty(&s->events))
+        {
+            ev = ngx_slab_alloc_locked(ctx->shpool,
+                                       offsetof(ngx_http_mcp_event_t, data)
+                                       + len);
+            if (ev != NULL) {
+                break;
+            }
+
+            if (ngx_queue_empty(&s->events)) {
+                return NULL;
+            }
+        }
+
+        q = ngx_queue_head(&s->events);
+        ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
+
+        ngx_log_error(NGX_LOG_INFO, log, 0,
+                      "mcp session %*s: event log full, dropped event "
+                      "%uD-%uL", (size_t) NGX_HTTP_MCP_SESSION_ID_LEN, s->id,
+                      ev->stream, ev->seq);
+
+        ngx_queue_remove(q);
+        s->events_size -= ev->len;
+        ngx_slab_free_locked(ctx->shpool, ev);
+    }
+
+    ngx_memzero(ev, offsetof(ngx_http_mcp_event_t, data));
+
+    ev->seq = s->next_seq++;
+    ev->len = len;
+
+    ngx_queue_insert_tail(&s->events, &ev->queue);
+    s->events_size += len;
+
+    return ev;
+}
+
+
+ngx_http_mcp_wait_t *
+ngx_http_mcp_session_wait_add(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, uint64_t request, u_char *id,
+    size_t id_len)
+{
+    ngx_http_mcp_wait_t  *w;
+
+    w = ngx_slab_alloc_locked(ctx->shpool,
+                              offsetof(ngx_http_mcp_wait_t, id) + id_len);
+    if (w == NULL) {
+        return NULL;
+    }
+
+    ngx_memzero(w, offsetof(ngx_http_mcp_wait_t, id));
+
+    w->owner = ngx_pid;
+    w->request = request;
+    w->id_len = id_len;
+    ngx_memcpy(w->id, id, id_len);
+
+    ngx_queue_insert_tail(&s->waits, &w->queue);
+
+    return w;
+}
+
+
+/* owner 0 matches any owner */
+
+ngx_http_mcp_wait_t *
+ngx_http_mcp_session_wait_find(ngx_http_mcp_session_node_t *s,
+    ngx_pid_t owner, uint64_t request, u_char *id, size_t id_len)
+{
+    ngx_queue_t          *q;
+    ngx_http_mcp_wait_t  *w;
+
+    for (q = ngx_queue_head(&s->waits);
+         q != ngx_queue_sentinel(&s->waits);
+         q = ngx_queue_next(q))
+    {
+        w = ngx_queue_data(q, ngx_http_mcp_wait_t, queue);
+
+        if ((owner && w->owner != owner) || w->request != request) {
+            continue;
+        }
+
+        if (request || (w->id_len == id_len
+                        && ngx_memcmp(w->id, id, id_len) == 0))
+        {
+            return w;
+        }
+    }
+
+    return NULL;
+}
+
+
+void
+ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_wait_t *w)
+{
+    if (w->answer) {
+        ngx_slab_free_locked(ctx->shpool, w->answer);
+    }
+
+    ngx_queue_remove(&w->queue);
+    ngx_slab_free_locked(ctx->shpool, w);
+}
+
+
+/*
+ * notifications/resources/updated for every session of the zone that
+ * subscribed to uri, on its newest open GET stream.  The pids of the
+ * workers to wake are pushed to owners.  Returns how many sessions got
+ * the notification.
+ */
+
+ngx_uint_t
+ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
+    u_char *data, size_t len, ngx_array_t *owners, ngx_log_t *log)
+{
+    ngx_uint_t                    n;
+    ngx_pid_t                    *pid;
+    ngx_queue_t                  *q, *sq;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_event_t         *ev;
+    ngx_http_mcp_stream_sh_t     *st;
+    ngx_http_mcp_session_node_t  *s;
+    ngx_http_mcp_subscription_t  *sub;
+
+    ctx = zone->data;
+    n = 0;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    for (q = ngx_queue_head(&ctx->sh->queue);
+         q != ngx_queue_sentinel(&ctx->sh->queue);
+         q = ngx_queue_next(q))
+    {
+        s = ngx_queue_data(q, ngx_http_mcp_session_node_t, queue);
+
+        for (sub = s->subscriptions; sub; sub = sub->next) {
+            if (sub->len == uri->len
+                && ngx_memcmp(sub->uri, uri->data, uri->len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (sub == NULL) {
+            continue;
+        }
+
+        st = NULL;
+
+        for (sq = ngx_queue_head(&s->sstreams);
+             sq != ngx_queue_sentinel(&s->sstreams);
+             sq = ngx_queue_next(sq))
+        {
+            st = ngx_queue_data(sq, ngx_http_mcp_stream_sh_t, queue);
+
+            if (st->standalone && st->owner) {
+                break;
+            }
+
+            st = NULL;
+        }
+
+        if (st == NULL) {
+            /* no stream to carry it: server notifications are not kept */
+            continue;
+        }
+
+        ev = ngx_http_mcp_session_event_add(ctx, s, len, log);
+        if (ev == NULL) {
+            continue;
+        }
+
+        ev->stream = st->id;
+        ngx_memcpy(ev->data, data, len);
+        n++;
+
+        pid = ngx_array_push(owners);
+        if (pid != NULL) {
+            *pid = st->owner;
+        }
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return n;
 }

@@ -38,22 +38,11 @@ static ngx_int_t ngx_http_mcp_find_session(ngx_http_mcp_ctx_t *ctx,
     ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_check_session(ngx_http_mcp_ctx_t *ctx);
 static ngx_int_t ngx_http_mcp_handle_message(ngx_http_mcp_ctx_t *ctx,
-    ngx_http_mcp_msg_t *msg);
+    ngx_http_mcp_msg_t *msg, ngx_uint_t index);
 static ngx_int_t ngx_http_mcp_notification(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg);
-static ngx_int_t ngx_http_mcp_start_call(ngx_http_mcp_ctx_t *ctx,
-    ngx_http_mcp_msg_t *msg);
-static ngx_int_t ngx_http_mcp_reply(ngx_http_mcp_ctx_t *ctx);
 static ngx_int_t ngx_http_mcp_send(ngx_http_request_t *r, ngx_uint_t status,
     ngx_http_mcp_ctx_t *ctx, u_char *body, size_t len);
-static ngx_int_t ngx_http_mcp_send_error(ngx_http_request_t *r,
-    ngx_uint_t status, cJSON *id, ngx_int_t code, const char *message);
-static cJSON *ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id,
-    ngx_int_t code, const char *message, ngx_str_t *method);
-static ngx_table_elt_t *ngx_http_mcp_header_in(ngx_http_request_t *r,
-    const char *name, size_t len);
-static ngx_int_t ngx_http_mcp_header_out(ngx_http_request_t *r,
-    const char *name, ngx_str_t *value);
 
 
 static ngx_str_t  ngx_http_mcp_json_type = ngx_string("application/json");
@@ -63,7 +52,7 @@ ngx_int_t
 ngx_http_mcp_handler(ngx_http_request_t *r)
 {
     ngx_int_t                 rc;
-    ngx_str_t                 allow = ngx_string("POST, DELETE");
+    ngx_str_t                 allow = ngx_string("GET, POST, DELETE");
     ngx_http_mcp_loc_conf_t  *mlcf;
 
     mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
@@ -100,6 +89,10 @@ ngx_http_mcp_handler(ngx_http_request_t *r)
 
     if (r->method == NGX_HTTP_DELETE) {
         return ngx_http_mcp_delete(r, mlcf);
+    }
+
+    if (r->method == NGX_HTTP_GET) {
+        return ngx_http_mcp_stream_get(r, mlcf);
     }
 
     if (ngx_http_mcp_header_out(r, "Allow", &allow) != NGX_OK) {
@@ -372,7 +365,9 @@ ngx_http_mcp_delete(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     /* the reply names the session's version, as every reply does */
     if (ngx_http_mcp_session_lookup(mlcf->zone, &h->value, &ctx->rctx)
         != NGX_OK
-        || ngx_http_mcp_session_delete(mlcf->zone, &h->value) != NGX_OK)
+        || ngx_http_mcp_session_delete(mlcf->zone, &h->value,
+                                       r->connection->log)
+           != NGX_OK)
     {
         return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
                                        NGX_HTTP_MCP_SESSION_NOT_FOUND,
@@ -408,13 +403,6 @@ ngx_http_mcp_create_ctx(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return NULL;
     }
 
-    if (ngx_array_init(&ctx->calls, r->pool, 1,
-                       sizeof(ngx_http_mcp_call_t *))
-        != NGX_OK)
-    {
-        return NULL;
-    }
-
     ctx->rctx.client_name.data = ngx_pnalloc(r->pool,
                                              NGX_HTTP_MCP_CLIENT_NAME_LEN);
     if (ctx->rctx.client_name.data == NULL) {
@@ -442,21 +430,17 @@ ngx_http_mcp_cleanup(void *data)
 {
     ngx_http_mcp_ctx_t *ctx = data;
 
-    ngx_uint_t            i;
-    ngx_http_mcp_msg_t   *msg;
-    ngx_http_mcp_call_t  **call;
+    ngx_uint_t           i;
+    ngx_http_mcp_msg_t  *msg;
+
+    /* calls still running go on: they own their messages */
+    ngx_http_mcp_call_detach(ctx);
 
     msg = ctx->msgs.elts;
 
     for (i = 0; i < ctx->msgs.nelts; i++) {
         cJSON_Delete(msg[i].id);
         cJSON_Delete(msg[i].reply);
-    }
-
-    call = ctx->calls.elts;
-
-    for (i = 0; i < ctx->calls.nelts; i++) {
-        cJSON_Delete(call[i]->reply);
     }
 
     cJSON_Delete(ctx->root);
@@ -608,7 +592,7 @@ ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx, ngx_str_t *body)
     {
         /* the one request that needs no session */
         ctx->status = NGX_HTTP_OK;
-        rc = ngx_http_mcp_start_call(ctx, &msg[0]);
+        rc = ngx_http_mcp_call_start(ctx, &msg[0], 0);
 
     } else {
         if (ngx_http_mcp_find_session(ctx, &rc) != NGX_OK) {
@@ -619,7 +603,7 @@ ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx, ngx_str_t *body)
         ctx->status = NGX_HTTP_ACCEPTED;
 
         for (i = 0; i < ctx->msgs.nelts; i++) {
-            rc = ngx_http_mcp_handle_message(ctx, &msg[i]);
+            rc = ngx_http_mcp_handle_message(ctx, &msg[i], i);
 
             if (rc != NGX_OK) {
                 break;
@@ -631,7 +615,12 @@ ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx, ngx_str_t *body)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    return (ctx->pending == 0) ? ngx_http_mcp_reply(ctx) : NGX_AGAIN;
+    if (ctx->stream != NULL || ctx->pending) {
+        /* the stream, or the last call to end, replies */
+        return NGX_AGAIN;
+    }
+
+    return ngx_http_mcp_reply(ctx);
 }
 
 
@@ -717,7 +706,8 @@ ngx_http_mcp_check_session(ngx_http_mcp_ctx_t *ctx)
 
 
 static ngx_int_t
-ngx_http_mcp_handle_message(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
+ngx_http_mcp_handle_message(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
+    ngx_uint_t index)
 {
     ngx_http_request_t  *r;
 
@@ -727,16 +717,13 @@ ngx_http_mcp_handle_message(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
 
     case NGX_HTTP_MCP_MSG_REQUEST:
         ctx->status = NGX_HTTP_OK;
-        return ngx_http_mcp_start_call(ctx, msg);
+        return ngx_http_mcp_call_start(ctx, msg, index);
 
     case NGX_HTTP_MCP_MSG_NOTIFICATION:
         return ngx_http_mcp_notification(ctx, msg);
 
     case NGX_HTTP_MCP_MSG_RESPONSE:
-        /* answers to server requests arrive with streaming (SSE) */
-        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                       "mcp response from client ignored");
-        return NGX_OK;
+        return ngx_http_mcp_client_response(ctx, msg);
 
     default:
         if (!ctx->batch) {
@@ -746,7 +733,7 @@ ngx_http_mcp_handle_message(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
             ctx->status = NGX_HTTP_OK;
         }
 
-        msg->reply = ngx_http_mcp_error_reply(r, msg->id,
+        msg->reply = ngx_http_mcp_error_reply(r->connection->log, msg->id,
                                               NGX_HTTP_MCP_INVALID_REQUEST,
                                               "Invalid Request", NULL);
         if (msg->reply == NULL) {
@@ -776,6 +763,13 @@ ngx_http_mcp_notification(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
         return NGX_OK;
     }
 
+    if (msg->method.len == sizeof("notifications/cancelled") - 1
+        && ngx_strncmp(msg->method.data, "notifications/cancelled",
+                       msg->method.len) == 0)
+    {
+        return ngx_http_mcp_client_cancel(ctx, msg);
+    }
+
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ctx->request->connection->log, 0,
                    "mcp notification \"%V\"", &msg->method);
 
@@ -783,113 +777,9 @@ ngx_http_mcp_notification(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
 }
 
 
-static ngx_int_t
-ngx_http_mcp_start_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
-{
-    cJSON                 *meta;
-    ngx_http_request_t    *r;
-    ngx_http_mcp_call_t   *call, **cp;
-
-    r = ctx->request;
-
-    call = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_call_t));
-    if (call == NULL) {
-        return NGX_ERROR;
-    }
-
-    cp = ngx_array_push(&ctx->calls);
-    if (cp == NULL) {
-        return NGX_ERROR;
-    }
-
-    *cp = call;
-    msg->call = call;
-
-    call->request = r;
-    call->pool = r->pool;
-    call->log = r->connection->log;
-    call->rctx = &ctx->rctx;
-    call->ctx = ctx;
-    call->id = msg->id;
-    call->method = msg->method;
-    call->params = msg->params;
-
-    meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
-    call->progress_token = cJSON_GetObjectItemCaseSensitive(meta,
-                                                            "progressToken");
-
-    ctx->pending++;
-
-    if (ngx_http_mcp_dispatch(call) != NGX_OK && !call->done) {
-        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
-                                "Internal error");
-    }
-
-    return NGX_OK;
-}
-
-
-void
-ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
-{
-    ngx_http_mcp_ctx_t  *ctx;
-
-    if (call->done) {
-        cJSON_Delete(result);
-        return;
-    }
-
-    if (result == NULL) {
-        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
-                                "Internal error");
-        return;
-    }
-
-    call->reply = ngx_http_mcp_jsonrpc_result(call->id, result);
-
-    if (call->reply == NULL) {
-        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
-                                "Internal error");
-        return;
-    }
-
-    call->done = 1;
-
-    ctx = call->ctx;
-    ctx->pending--;
-
-    if (ctx->waiting && ctx->pending == 0) {
-        ngx_http_finalize_request(ctx->request, ngx_http_mcp_reply(ctx));
-    }
-}
-
-
-void
-ngx_http_mcp_call_error(ngx_http_mcp_call_t *call, ngx_int_t code,
-    const char *message)
-{
-    ngx_http_mcp_ctx_t  *ctx;
-
-    if (call->done) {
-        return;
-    }
-
-    ctx = call->ctx;
-
-    call->reply = ngx_http_mcp_error_reply(call->request, call->id, code,
-                                           message, &call->method);
-    call->done = 1;
-    ctx->pending--;
-
-    if (ctx->waiting && ctx->pending == 0) {
-        ngx_http_finalize_request(ctx->request, ngx_http_mcp_reply(ctx));
-    }
-}
-
-
 /* writes the replies of all messages, in order, as one JSON body */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_mcp_reply(ngx_http_mcp_ctx_t *ctx)
 {
     u_char              *body, *p, **texts;
@@ -913,14 +803,11 @@ ngx_http_mcp_reply(ngx_http_mcp_ctx_t *ctx)
     len = 0;
 
     for (i = 0; i < ctx->msgs.nelts; i++) {
-        reply = msg[i].call ? msg[i].call->reply : msg[i].reply;
+        reply = msg[i].reply;
 
         if (reply == NULL) {
-            if (msg[i].call == NULL) {
-                continue;
-            }
-
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            /* a notification, a response, or a cancelled call */
+            continue;
         }
 
         texts[n] = ngx_http_mcp_jsonrpc_print(r->pool, reply, &lens[n]);
@@ -1025,7 +912,7 @@ ngx_http_mcp_send(ngx_http_request_t *r, ngx_uint_t status,
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status, cJSON *id,
     ngx_int_t code, const char *message)
 {
@@ -1034,7 +921,8 @@ ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status, cJSON *id,
     cJSON               *reply;
     ngx_http_mcp_ctx_t  *ctx;
 
-    reply = ngx_http_mcp_error_reply(r, id, code, message, NULL);
+    reply = ngx_http_mcp_error_reply(r->connection->log, id, code, message,
+                                     NULL);
     if (reply == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -1059,8 +947,8 @@ ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status, cJSON *id,
  * as nginx logs client errors, internal ones at "error".
  */
 
-static cJSON *
-ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
+cJSON *
+ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     const char *message, ngx_str_t *method)
 {
     u_char      correlation[NGX_HTTP_MCP_CORRELATION_LEN + 1];
@@ -1078,7 +966,7 @@ ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
     level = (code == NGX_HTTP_MCP_INTERNAL_ERROR) ? NGX_LOG_ERR
                                                   : NGX_LOG_INFO;
 
-    ngx_log_error(level, r->connection->log, 0,
+    ngx_log_error(level, log, 0,
                   "mcp: %s (code %i, method \"%V\", "
                   "correlation id %s)",
                   message, code, method ? method : &none, correlation);
@@ -1088,7 +976,7 @@ ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
 }
 
 
-static ngx_table_elt_t *
+ngx_table_elt_t *
 ngx_http_mcp_header_in(ngx_http_request_t *r, const char *name, size_t len)
 {
     ngx_uint_t        i;
@@ -1119,7 +1007,7 @@ ngx_http_mcp_header_in(ngx_http_request_t *r, const char *name, size_t len)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
     ngx_str_t *value)
 {

@@ -1,0 +1,1052 @@
+
+/*
+ * The life of a call: one JSON-RPC request, from dispatch to its
+ * response.  A call has its own pool and owns its message, so it can
+ * outlive the POST that brought it: when the client disconnects, or the
+ * server ends the response early (SEP-1699), the call goes on and its
+ * response waits in the session's event log for the client to resume.
+ *
+ * A call that is still running after dispatch is "live": it is on this
+ * worker's list and has a wait record in the session, through which a
+ * notifications/cancelled arriving at any worker reaches it.  Its
+ * requests to the client (sampling, elicitation) have wait records too;
+ * the client's answer may arrive at any worker, which stores it in the
+ * record and wakes this one.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+#define NGX_HTTP_MCP_CALL_POOL_SIZE     2048
+#define NGX_HTTP_MCP_REQUEST_TIMED_OUT  -32001
+
+
+typedef struct {
+    uint64_t                   id;
+    ngx_http_mcp_call_t       *call;
+    ngx_http_mcp_answer_pt     handler;
+    void                      *data;
+    ngx_event_t                timer;
+    unsigned                   active:1;
+} ngx_http_mcp_request_t;
+
+
+static ngx_http_mcp_call_t *ngx_http_mcp_call_create(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg, ngx_uint_t index);
+static void ngx_http_mcp_call_end(ngx_http_mcp_call_t *call, cJSON *reply);
+static void ngx_http_mcp_call_free(ngx_http_mcp_call_t *call);
+static void ngx_http_mcp_call_live(ngx_http_mcp_call_t *call);
+static void ngx_http_mcp_call_unwait(ngx_http_mcp_call_t *call);
+static void ngx_http_mcp_call_check(ngx_http_mcp_call_t *call);
+static void ngx_http_mcp_call_cancelled(ngx_http_mcp_call_t *call);
+static void ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req,
+    u_char *text, size_t len);
+static void ngx_http_mcp_request_timeout(ngx_event_t *ev);
+static ngx_int_t ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_call_send(ngx_http_mcp_call_t *call,
+    cJSON *message, ngx_uint_t response);
+static u_char *ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call,
+    size_t *len);
+static cJSON *ngx_http_mcp_message(cJSON *id, const char *method,
+    cJSON *params);
+
+
+ngx_int_t
+ngx_http_mcp_call_start(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
+    ngx_uint_t index)
+{
+    ngx_int_t             rc;
+    ngx_http_mcp_call_t  *call;
+
+    call = ngx_http_mcp_call_create(ctx, msg, index);
+    if (call == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->pending++;
+
+    call->running = 1;
+    rc = ngx_http_mcp_dispatch(call);
+    call->running = 0;
+
+    if (rc != NGX_OK && !call->done) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+    }
+
+    if (call->done) {
+        ngx_http_mcp_call_free(call);
+        return NGX_OK;
+    }
+
+    ngx_http_mcp_call_live(call);
+
+    return NGX_OK;
+}
+
+
+static ngx_http_mcp_call_t *
+ngx_http_mcp_call_create(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
+    ngx_uint_t index)
+{
+    cJSON                  *meta;
+    ngx_log_t              *log;
+    ngx_pool_t             *pool;
+    ngx_http_request_t     *r;
+    ngx_http_mcp_call_t    *call;
+    ngx_http_mcp_reqctx_t  *rctx;
+
+    r = ctx->request;
+
+    pool = ngx_create_pool(NGX_HTTP_MCP_CALL_POOL_SIZE, r->connection->log);
+    if (pool == NULL) {
+        return NULL;
+    }
+
+    /* the connection's log dies with the connection; the call's may not */
+    log = ngx_palloc(pool, sizeof(ngx_log_t));
+    call = ngx_pcalloc(pool, sizeof(ngx_http_mcp_call_t));
+    rctx = ngx_palloc(pool, sizeof(ngx_http_mcp_reqctx_t));
+
+    if (log == NULL || call == NULL || rctx == NULL) {
+        ngx_destroy_pool(pool);
+        return NULL;
+    }
+
+    *log = *r->connection->log;
+    log->handler = NULL;
+    log->data = NULL;
+    log->action = NULL;
+    pool->log = log;
+
+    *rctx = ctx->rctx;
+
+    rctx->session_id.data = ngx_pstrdup(pool, &ctx->rctx.session_id);
+    rctx->client_name.data = ngx_pstrdup(pool, &ctx->rctx.client_name);
+
+    if ((ctx->rctx.session_id.len && rctx->session_id.data == NULL)
+        || (ctx->rctx.client_name.len && rctx->client_name.data == NULL))
+    {
+        ngx_destroy_pool(pool);
+        return NULL;
+    }
+
+    call->pool = pool;
+    call->log = log;
+    call->rctx = rctx;
+    call->ctx = ctx;
+    call->conf = ctx->conf;
+    call->index = index;
+
+    /* from here on the call owns its message */
+    if (ctx->batch) {
+        call->message = cJSON_DetachItemViaPointer(ctx->root, msg->json);
+
+    } else {
+        call->message = ctx->root;
+        ctx->root = NULL;
+    }
+
+    call->id = msg->id;
+    msg->id = NULL;
+    msg->call = call;
+
+    call->method = msg->method;
+    call->params = msg->params;
+
+    meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
+    call->progress_token = cJSON_GetObjectItemCaseSensitive(meta,
+                                                            "progressToken");
+
+    return call;
+}
+
+
+void
+ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
+{
+    cJSON  *reply;
+
+    if (call->done) {
+        cJSON_Delete(result);
+        return;
+    }
+
+    if (result == NULL) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return;
+    }
+
+    reply = ngx_http_mcp_jsonrpc_result(call->id, result);
+
+    if (reply == NULL) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return;
+    }
+
+    ngx_http_mcp_call_end(call, reply);
+}
+
+
+void
+ngx_http_mcp_call_error(ngx_http_mcp_call_t *call, ngx_int_t code,
+    const char *message)
+{
+    if (call->done) {
+        return;
+    }
+
+    ngx_http_mcp_call_end(call, ngx_http_mcp_error_reply(call->log, call->id,
+                                                         code, message,
+                                                         &call->method));
+}
+
+
+/*
+ * The response goes into the POST's JSON reply while there is one, else
+ * to the call's stream.  reply is NULL only when memory ran out.
+ */
+
+static void
+ngx_http_mcp_call_end(ngx_http_mcp_call_t *call, cJSON *reply)
+{
+    ngx_http_mcp_ctx_t  *ctx;
+    ngx_http_mcp_msg_t  *msg;
+
+    ctx = call->ctx;
+    call->done = 1;
+
+    if (ctx != NULL) {
+        msg = ctx->msgs.elts;
+        msg[call->index].call = NULL;
+        call->ctx = NULL;
+        ctx->pending--;
+
+        if (ctx->stream == NULL) {
+            msg[call->index].reply = reply;
+
+            if (!call->running) {
+                ngx_http_mcp_call_free(call);
+            }
+
+            if (ctx->waiting && ctx->pending == 0) {
+                ngx_http_finalize_request(ctx->request,
+                                          ngx_http_mcp_reply(ctx));
+            }
+
+            return;
+        }
+    }
+
+    if (call->stream == 0) {
+        /* the client left before the reply became a stream */
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, call->log, 0,
+                       "mcp call \"%V\" ended, nobody to tell",
+                       &call->method);
+
+    } else if (ngx_http_mcp_call_send(call, reply, 1) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, call->log, 0,
+                      "mcp: the response to \"%V\" was lost",
+                      &call->method);
+    }
+
+    cJSON_Delete(reply);
+
+    if (!call->running) {
+        ngx_http_mcp_call_free(call);
+    }
+}
+
+
+static void
+ngx_http_mcp_call_free(ngx_http_mcp_call_t *call)
+{
+    ngx_uint_t                i;
+    ngx_http_mcp_request_t  **req;
+
+    if (call->live) {
+        ngx_queue_remove(&call->queue);
+        ngx_http_mcp_call_unwait(call);
+    }
+
+    if (call->requests) {
+        req = call->requests->elts;
+
+        for (i = 0; i < call->requests->nelts; i++) {
+            if (req[i]->timer.timer_set) {
+                ngx_del_timer(&req[i]->timer);
+            }
+        }
+    }
+
+    cJSON_Delete(call->message);
+    cJSON_Delete(call->id);
+
+    /* the handler's cleanup handlers remove its timers */
+    ngx_destroy_pool(call->pool);
+}
+
+
+/* ctx goes: its calls go on without it */
+
+void
+ngx_http_mcp_call_detach(ngx_http_mcp_ctx_t *ctx)
+{
+    ngx_uint_t           i;
+    ngx_http_mcp_msg_t  *msg;
+
+    msg = ctx->msgs.elts;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+        if (msg[i].call != NULL) {
+            msg[i].call->ctx = NULL;
+            msg[i].call = NULL;
+        }
+    }
+}
+
+
+/* a call still running after dispatch can be cancelled from any worker */
+
+static void
+ngx_http_mcp_call_live(ngx_http_mcp_call_t *call)
+{
+    u_char                       *id;
+    size_t                        len;
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_loc_conf_t      *mlcf;
+    ngx_http_mcp_session_node_t  *s;
+
+    if (call->live) {
+        return;
+    }
+
+    call->live = 1;
+    ngx_queue_insert_tail(&ngx_http_mcp_worker.calls, &call->queue);
+
+    id = ngx_http_mcp_call_id_text(call, &len);
+    if (id == NULL) {
+        return;
+    }
+
+    mlcf = call->conf;
+    zctx = mlcf->zone->data;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, &call->rctx->session_id);
+
+    if (s == NULL
+        || ngx_http_mcp_session_wait_add(zctx, s, 0, id, len) == NULL)
+    {
+        ngx_log_error(NGX_LOG_INFO, call->log, 0,
+                      "mcp: call \"%V\" cannot be cancelled: no room in the "
+                      "zone", &call->method);
+    }
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+}
+
+
+/* removes the call's wait records: its own and its requests' */
+
+static void
+ngx_http_mcp_call_unwait(ngx_http_mcp_call_t *call)
+{
+    u_char                       *id;
+    size_t                        len;
+    ngx_uint_t                    i;
+    ngx_http_mcp_wait_t          *w;
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_request_t      **req;
+    ngx_http_mcp_loc_conf_t      *mlcf;
+    ngx_http_mcp_session_node_t  *s;
+
+    id = ngx_http_mcp_call_id_text(call, &len);
+
+    mlcf = call->conf;
+    zctx = mlcf->zone->data;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, &call->rctx->session_id);
+
+    if (s != NULL && id != NULL) {
+        w = ngx_http_mcp_session_wait_find(s, ngx_pid, 0, id, len);
+
+        if (w != NULL) {
+            ngx_http_mcp_session_wait_free(zctx, w);
+        }
+    }
+
+    if (s != NULL && call->requests) {
+        req = call->requests->elts;
+
+        for (i = 0; i < call->requests->nelts; i++) {
+            if (!req[i]->active) {
+                continue;
+            }
+
+            w = ngx_http_mcp_session_wait_find(s, ngx_pid, req[i]->id,
+                                               NULL, 0);
+            if (w != NULL) {
+                ngx_http_mcp_session_wait_free(zctx, w);
+            }
+        }
+    }
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+}
+
+
+/* this worker was woken: answers and cancellations for its calls */
+
+void
+ngx_http_mcp_calls_wake(void)
+{
+    ngx_queue_t          *q, *next;
+    ngx_http_mcp_call_t  *call;
+
+    for (q = ngx_queue_head(&ngx_http_mcp_worker.calls);
+         q != ngx_queue_sentinel(&ngx_http_mcp_worker.calls);
+         q = next)
+    {
+        /* a check may end the call; a call never ends another */
+        next = ngx_queue_next(q);
+        call = ngx_queue_data(q, ngx_http_mcp_call_t, queue);
+
+        ngx_http_mcp_call_check(call);
+    }
+}
+
+
+static void
+ngx_http_mcp_call_check(ngx_http_mcp_call_t *call)
+{
+    u_char                       *id, *text;
+    size_t                        len;
+    ngx_uint_t                    i, gone, cancelled;
+    ngx_http_mcp_wait_t          *w;
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_request_t      **req, *answered;
+    ngx_http_mcp_loc_conf_t      *mlcf;
+    ngx_http_mcp_session_node_t  *s;
+
+    id = ngx_http_mcp_call_id_text(call, &len);
+
+    mlcf = call->conf;
+    zctx = mlcf->zone->data;
+
+    answered = NULL;
+    text = NULL;
+    cancelled = 0;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, &call->rctx->session_id);
+    gone = (s == NULL);
+
+    if (s != NULL && id != NULL) {
+        w = ngx_http_mcp_session_wait_find(s, ngx_pid, 0, id, len);
+        cancelled = (w != NULL && w->cancelled);
+    }
+
+    if (s != NULL && !cancelled && call->requests) {
+        req = call->requests->elts;
+
+        for (i = 0; i < call->requests->nelts && answered == NULL; i++) {
+            if (!req[i]->active) {
+                continue;
+            }
+
+            w = ngx_http_mcp_session_wait_find(s, ngx_pid, req[i]->id,
+                                               NULL, 0);
+            if (w == NULL || !w->answered) {
+                continue;
+            }
+
+            /* one answer a look; the handler may ask the next question */
+            text = ngx_pnalloc(call->pool, w->answer_len);
+
+            if (text != NULL) {
+                ngx_memcpy(text, w->answer, w->answer_len);
+                len = w->answer_len;
+                answered = req[i];
+            }
+
+            ngx_http_mcp_session_wait_free(zctx, w);
+        }
+    }
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+
+    if (gone) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_REQUEST,
+                                "Session terminated");
+        return;
+    }
+
+    if (cancelled) {
+        ngx_http_mcp_call_cancelled(call);
+        return;
+    }
+
+    if (answered != NULL) {
+        ngx_http_mcp_call_answer(answered, text, len);
+    }
+}
+
+
+/* no response for a cancelled request; its stream still ends */
+
+static void
+ngx_http_mcp_call_cancelled(ngx_http_mcp_call_t *call)
+{
+    ngx_http_mcp_ctx_t       *ctx;
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    ngx_log_error(NGX_LOG_INFO, call->log, 0,
+                  "mcp: call \"%V\" cancelled by the client", &call->method);
+
+    ctx = call->ctx;
+    call->done = 1;
+    mlcf = call->conf;
+
+    if (ctx != NULL && ctx->stream == NULL) {
+        ((ngx_http_mcp_msg_t *) ctx->msgs.elts)[call->index].call = NULL;
+        call->ctx = NULL;
+        ctx->pending--;
+
+        ngx_http_mcp_call_free(call);
+
+        if (ctx->waiting && ctx->pending == 0) {
+            ngx_http_finalize_request(ctx->request, ngx_http_mcp_reply(ctx));
+        }
+
+        return;
+    }
+
+    if (ctx != NULL) {
+        ((ngx_http_mcp_msg_t *) ctx->msgs.elts)[call->index].call = NULL;
+        call->ctx = NULL;
+        ctx->pending--;
+    }
+
+    if (call->stream) {
+        (void) ngx_http_mcp_stream_send(mlcf->zone, &call->rctx->session_id,
+                                        call->stream, NULL, 0, 1, call->log);
+    }
+
+    ngx_http_mcp_call_free(call);
+}
+
+
+static void
+ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req, u_char *text,
+    size_t len)
+{
+    cJSON                *json;
+    ngx_http_mcp_call_t  *call;
+
+    call = req->call;
+    req->active = 0;
+
+    if (req->timer.timer_set) {
+        ngx_del_timer(&req->timer);
+    }
+
+    json = cJSON_ParseWithLength((const char *) text, len);
+
+    call->running = 1;
+    req->handler(call, cJSON_GetObjectItemCaseSensitive(json, "result"),
+                 cJSON_GetObjectItemCaseSensitive(json, "error"), req->data);
+    call->running = 0;
+
+    cJSON_Delete(json);
+
+    if (call->done) {
+        ngx_http_mcp_call_free(call);
+    }
+}
+
+
+static void
+ngx_http_mcp_request_timeout(ngx_event_t *ev)
+{
+    cJSON                   *error;
+    ngx_http_mcp_call_t     *call;
+    ngx_http_mcp_request_t  *req;
+
+    req = ev->data;
+    call = req->call;
+
+    ngx_log_error(NGX_LOG_INFO, call->log, 0,
+                  "mcp: the client did not answer request %uL of call "
+                  "\"%V\" in time", req->id, &call->method);
+
+    error = cJSON_CreateObject();
+
+    if (error != NULL
+        && (cJSON_AddNumberToObject(error, "code",
+                                    NGX_HTTP_MCP_REQUEST_TIMED_OUT) == NULL
+            || cJSON_AddStringToObject(error, "message", "Request timed out")
+               == NULL))
+    {
+        cJSON_Delete(error);
+        error = NULL;
+    }
+
+    ngx_http_mcp_call_unwait(call);
+    req->active = 0;
+
+    call->running = 1;
+    req->handler(call, NULL, error, req->data);
+    call->running = 0;
+
+    cJSON_Delete(error);
+
+    if (call->done) {
+        ngx_http_mcp_call_free(call);
+    }
+}
+
+
+/* the call's messages need a stream: the POST's reply becomes one */
+
+static ngx_int_t
+ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call)
+{
+    if (call->stream) {
+        return NGX_OK;
+    }
+
+    if (call->ctx == NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_mcp_stream_start(call->ctx) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return call->stream ? NGX_OK : NGX_ERROR;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_call_send(ngx_http_mcp_call_t *call, cJSON *message,
+    ngx_uint_t response)
+{
+    u_char                   *text;
+    size_t                    len;
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    mlcf = call->conf;
+
+    text = (message != NULL)
+           ? ngx_http_mcp_jsonrpc_print(call->pool, message, &len) : NULL;
+
+    if (text == NULL && !response) {
+        return NGX_ERROR;
+    }
+
+    /* a lost response still counts: the stream must end */
+    return ngx_http_mcp_stream_send(mlcf->zone, &call->rctx->session_id,
+                                    call->stream, text, text ? len : 0,
+                                    response, call->log);
+}
+
+
+ngx_int_t
+ngx_http_mcp_call_notify(ngx_http_mcp_call_t *call, const char *method,
+    cJSON *params)
+{
+    cJSON      *message;
+    ngx_int_t   rc;
+
+    if (call->done || ngx_http_mcp_call_stream(call) != NGX_OK) {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    message = ngx_http_mcp_message(NULL, method, params);
+    if (message == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_call_send(call, message, 0);
+
+    cJSON_Delete(message);
+
+    return rc;
+}
+
+
+ngx_int_t
+ngx_http_mcp_call_log(ngx_http_mcp_call_t *call, ngx_uint_t level,
+    const char *logger, const char *text)
+{
+    cJSON  *params;
+
+    static const char  *levels[] = {
+        "debug", "info", "notice", "warning", "error", "critical", "alert",
+        "emergency"
+    };
+
+    if (level < call->rctx->log_level || level > NGX_HTTP_MCP_LOG_EMERGENCY) {
+        return NGX_OK;
+    }
+
+    params = cJSON_CreateObject();
+
+    if (params == NULL
+        || cJSON_AddStringToObject(params, "level", levels[level]) == NULL
+        || (logger != NULL
+            && cJSON_AddStringToObject(params, "logger", logger) == NULL)
+        || cJSON_AddStringToObject(params, "data", text) == NULL)
+    {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_call_notify(call, "notifications/message", params);
+}
+
+
+ngx_int_t
+ngx_http_mcp_call_progress(ngx_http_mcp_call_t *call, double progress,
+    double total, const char *message)
+{
+    cJSON  *params, *token;
+
+    if (call->progress_token == NULL) {
+        return NGX_OK;
+    }
+
+    params = cJSON_CreateObject();
+    token = cJSON_Duplicate(call->progress_token, 1);
+
+    if (params == NULL || token == NULL
+        || !cJSON_AddItemToObject(params, "progressToken", token))
+    {
+        cJSON_Delete(token);
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    if (cJSON_AddNumberToObject(params, "progress", progress) == NULL
+        || (total > 0
+            && cJSON_AddNumberToObject(params, "total", total) == NULL)
+        || (message != NULL
+            && cJSON_AddStringToObject(params, "message", message) == NULL))
+    {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_call_notify(call, "notifications/progress", params);
+}
+
+
+/*
+ * A request to the client.  Its id is unique in the session; its wait
+ * record lets whichever worker receives the answer hand it over.
+ */
+
+ngx_int_t
+ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
+    cJSON *params, ngx_http_mcp_answer_pt handler, void *data)
+{
+    cJSON                        *message, *id;
+    uint64_t                      n;
+    ngx_int_t                     rc;
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_request_t       *req, **rp;
+    ngx_http_mcp_loc_conf_t      *mlcf;
+    ngx_http_mcp_session_node_t  *s;
+
+    if (call->done || ngx_http_mcp_call_stream(call) != NGX_OK) {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    if (call->requests == NULL) {
+        call->requests = ngx_array_create(call->pool, 2,
+                                          sizeof(ngx_http_mcp_request_t *));
+    }
+
+    req = ngx_pcalloc(call->pool, sizeof(ngx_http_mcp_request_t));
+    rp = call->requests ? ngx_array_push(call->requests) : NULL;
+
+    if (req == NULL || rp == NULL) {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    *rp = req;
+
+    mlcf = call->conf;
+    zctx = mlcf->zone->data;
+    n = 0;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, &call->rctx->session_id);
+
+    if (s != NULL) {
+        n = s->next_request++;
+
+        if (ngx_http_mcp_session_wait_add(zctx, s, n, NULL, 0) == NULL) {
+            n = 0;
+        }
+    }
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+
+    if (n == 0) {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    req->id = n;
+    req->call = call;
+    req->handler = handler;
+    req->data = data;
+    req->active = 1;
+
+    req->timer.handler = ngx_http_mcp_request_timeout;
+    req->timer.data = req;
+    req->timer.log = call->log;
+
+    /* shutdown does not wait for answers: see ngx_http_mcp_calls_exit() */
+    req->timer.cancelable = 1;
+
+    ngx_add_timer(&req->timer, mlcf->request_timeout);
+
+    ngx_http_mcp_call_live(call);
+
+    id = cJSON_CreateNumber((double) n);
+    message = ngx_http_mcp_message(id, method, params);
+
+    if (message == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_call_send(call, message, 0);
+
+    cJSON_Delete(message);
+
+    return rc;
+}
+
+
+ngx_int_t
+ngx_http_mcp_call_close_stream(ngx_http_mcp_call_t *call)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_mcp_call_stream(call);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (call->ctx != NULL && call->ctx->stream != NULL) {
+        ngx_http_mcp_stream_end_http(call->ctx->stream);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A client's response to a server request, arriving at this worker: it
+ * goes to the wait record, and the worker that waits is woken.
+ */
+
+ngx_int_t
+ngx_http_mcp_client_response(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
+{
+    u_char                       *text, *answer;
+    size_t                        len;
+    ngx_int_t                     n;
+    ngx_pid_t                     owner;
+    ngx_http_mcp_wait_t          *w;
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_session_node_t  *s;
+
+    if (msg->id == NULL || !cJSON_IsRaw(msg->id)) {
+        return NGX_OK;
+    }
+
+    n = ngx_atoi((u_char *) msg->id->valuestring,
+                 ngx_strlen(msg->id->valuestring));
+
+    if (n <= 0) {
+        return NGX_OK;
+    }
+
+    text = ngx_http_mcp_jsonrpc_print(ctx->request->pool, msg->json, &len);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    zctx = ctx->conf->zone->data;
+    owner = 0;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, &ctx->rctx.session_id);
+    w = (s != NULL) ? ngx_http_mcp_session_wait_find(s, 0, n, NULL, 0)
+                    : NULL;
+
+    if (w != NULL && !w->answered) {
+        answer = ngx_slab_alloc_locked(zctx->shpool, len);
+
+        if (answer != NULL) {
+            ngx_memcpy(answer, text, len);
+            w->answer = answer;
+            w->answer_len = len;
+            w->answered = 1;
+            owner = w->owner;
+        }
+    }
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+
+    if (owner == 0) {
+        ngx_log_error(NGX_LOG_INFO, ctx->request->connection->log, 0,
+                      "mcp: response to unknown or expired request %i "
+                      "ignored", n);
+        return NGX_OK;
+    }
+
+    (void) ngx_http_mcp_notify_pid(owner, ctx->request->connection->log);
+
+    return NGX_OK;
+}
+
+
+/* notifications/cancelled: the call is marked, its worker woken */
+
+ngx_int_t
+ngx_http_mcp_client_cancel(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
+{
+    u_char                       *id;
+    size_t                        len;
+    cJSON                        *rid;
+    ngx_pid_t                     owner;
+    ngx_http_mcp_wait_t          *w;
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_session_node_t  *s;
+
+    rid = cJSON_GetObjectItemCaseSensitive(msg->params, "requestId");
+
+    if (!cJSON_IsString(rid) && !cJSON_IsNumber(rid)) {
+        return NGX_OK;
+    }
+
+    id = ngx_http_mcp_jsonrpc_print(ctx->request->pool, rid, &len);
+    if (id == NULL) {
+        return NGX_ERROR;
+    }
+
+    zctx = ctx->conf->zone->data;
+    owner = 0;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, &ctx->rctx.session_id);
+    w = (s != NULL) ? ngx_http_mcp_session_wait_find(s, 0, 0, id, len)
+                    : NULL;
+
+    if (w != NULL) {
+        w->cancelled = 1;
+        owner = w->owner;
+    }
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+
+    if (owner) {
+        (void) ngx_http_mcp_notify_pid(owner,
+                                       ctx->request->connection->log);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The worker exits: calls still waiting for the client end with an
+ * error, so that their streams end for the clients that resume them.
+ */
+
+void
+ngx_http_mcp_calls_exit(void)
+{
+    ngx_queue_t          *q;
+    ngx_http_mcp_call_t  *call;
+
+    while (!ngx_queue_empty(&ngx_http_mcp_worker.calls)) {
+        q = ngx_queue_head(&ngx_http_mcp_worker.calls);
+        call = ngx_queue_data(q, ngx_http_mcp_call_t, queue);
+
+        if (call->done) {
+            /* ended inside a handler that has not returned: not here */
+            ngx_queue_remove(q);
+            call->live = 0;
+            continue;
+        }
+
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Server is shutting down");
+    }
+}
+
+
+static u_char *
+ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call, size_t *len)
+{
+    if (call->id_text == NULL) {
+        call->id_text = ngx_http_mcp_jsonrpc_print(call->pool, call->id,
+                                                   &call->id_len);
+    }
+
+    *len = call->id_len;
+
+    return call->id_text;
+}
+
+
+/* {"jsonrpc":"2.0"[,"id":id],"method":method,"params":params}; takes both */
+
+static cJSON *
+ngx_http_mcp_message(cJSON *id, const char *method, cJSON *params)
+{
+    cJSON  *message;
+
+    message = cJSON_CreateObject();
+
+    if (message == NULL
+        || cJSON_AddStringToObject(message, "jsonrpc", "2.0") == NULL
+        || (id != NULL && !cJSON_AddItemToObject(message, "id", id)))
+    {
+        cJSON_Delete(message);
+        cJSON_Delete(id);
+        cJSON_Delete(params);
+        return NULL;
+    }
+
+    if (cJSON_AddStringToObject(message, "method", method) == NULL
+        || (params != NULL
+            && !cJSON_AddItemToObject(message, "params", params)))
+    {
+        cJSON_Delete(message);
+        cJSON_Delete(params);
+        return NULL;
+    }
+
+    return message;
+}

@@ -1,0 +1,1021 @@
+
+/*
+ * SSE streams.  A POST reply becomes a stream when a call sends the
+ * client something before its result; a GET opens a standalone stream
+ * for server-initiated messages, or resumes a stream with Last-Event-ID.
+ *
+ * Every event goes into the session's event log in the shm zone first
+ * (see ngx_http_mcp_stream_send()); the worker that holds the stream's
+ * connection, its owner, is woken and writes what it has not written
+ * yet.  Event ids are "<stream>-<seq>": unique in the session, and they
+ * name the stream that Last-Event-ID resumes.
+ *
+ * Output memory is one buffer per stream, reused: new events are read
+ * from the log only once the previous write has gone out, so a slow
+ * client holds back its own events in the log, never worker memory.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+#define NGX_HTTP_MCP_STREAM_CHUNK   65536
+#define NGX_HTTP_MCP_WATCH_TIMER    500
+
+
+static ngx_http_mcp_stream_t *ngx_http_mcp_stream_create(
+    ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *sid,
+    uint32_t id, uint64_t sent);
+static ngx_int_t ngx_http_mcp_stream_headers(ngx_http_request_t *r,
+    ngx_uint_t version);
+static ngx_int_t ngx_http_mcp_stream_write(ngx_http_mcp_stream_t *st,
+    u_char *data, size_t len, ngx_uint_t last);
+static ngx_int_t ngx_http_mcp_stream_prime(ngx_http_mcp_stream_t *st,
+    size_t *len);
+static void ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st);
+static ngx_int_t ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st,
+    size_t *len, ngx_uint_t *complete);
+static ngx_int_t ngx_http_mcp_stream_reserve(ngx_http_mcp_stream_t *st,
+    size_t size);
+static void ngx_http_mcp_stream_write_handler(ngx_http_request_t *r);
+static void ngx_http_mcp_stream_keepalive_handler(ngx_event_t *ev);
+static void ngx_http_mcp_stream_watch_handler(ngx_event_t *ev);
+static void ngx_http_mcp_stream_cleanup(void *data);
+static void ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st);
+static ngx_int_t ngx_http_mcp_stream_last_event_id(ngx_str_t *value,
+    uint32_t *stream, uint64_t *seq);
+
+
+static ngx_str_t  ngx_http_mcp_sse_type = ngx_string("text/event-stream");
+
+
+/*
+ * The reply of a POST becomes an SSE stream: the calls still running
+ * write their messages and responses to it, and it ends after the last
+ * response.  Replies that are ready already go first.
+ */
+
+ngx_int_t
+ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
+{
+    u_char                       *text;
+    size_t                        len;
+    uint32_t                      id;
+    ngx_uint_t                    i;
+    ngx_http_request_t           *r;
+    ngx_http_mcp_msg_t           *msg;
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_stream_t        *st;
+    ngx_http_mcp_stream_sh_t     *sh;
+    ngx_http_mcp_session_node_t  *s;
+
+    r = ctx->request;
+    zctx = ctx->conf->zone->data;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, &ctx->rctx.session_id);
+
+    sh = (s != NULL) ? ngx_http_mcp_session_stream_add(zctx, s, 0,
+                                                       ctx->pending)
+                     : NULL;
+
+    id = (sh != NULL) ? sh->id : 0;
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+
+    if (sh == NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: no room for a stream in session %V",
+                      &ctx->rctx.session_id);
+        return NGX_ERROR;
+    }
+
+    st = ngx_http_mcp_stream_create(r, ctx->conf, &ctx->rctx.session_id, id,
+                                    0);
+    if (st == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->stream = st;
+
+    msg = ctx->msgs.elts;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+
+        if (msg[i].call != NULL) {
+            msg[i].call->stream = id;
+            continue;
+        }
+
+        if (msg[i].reply == NULL) {
+            continue;
+        }
+
+        text = ngx_http_mcp_jsonrpc_print(r->pool, msg[i].reply, &len);
+
+        if (text == NULL
+            || ngx_http_mcp_stream_send(ctx->conf->zone,
+                                        &ctx->rctx.session_id, id, text, len,
+                                        0, r->connection->log)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    if (ngx_http_mcp_stream_headers(r, ctx->rctx.version) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    r->read_event_handler = ngx_http_test_reading;
+
+    /* the priming event and the first events go out from the wake-up */
+    st->prime = 1;
+
+    return ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
+}
+
+
+/*
+ * GET: a standalone stream for server-initiated messages, or, with
+ * Last-Event-ID, the rest of a stream the client lost.
+ */
+
+ngx_int_t
+ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
+{
+    uint32_t                      id;
+    uint64_t                      seq;
+    ngx_pid_t                     prev;
+    ngx_uint_t                    version;
+    ngx_table_elt_t              *h, *last;
+    ngx_http_mcp_ctx_t           *ctx;
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_stream_t        *st;
+    ngx_http_mcp_reqctx_t         rctx;
+    ngx_http_mcp_stream_sh_t     *sh;
+    ngx_http_mcp_session_node_t  *s;
+
+    h = ngx_http_mcp_header_in(r, "Accept", sizeof("Accept") - 1);
+
+    if (h == NULL
+        || (ngx_strlcasestrn(h->value.data, h->value.data + h->value.len,
+                             (u_char *) "text/event-stream", 16) == NULL
+            && ngx_strlcasestrn(h->value.data, h->value.data + h->value.len,
+                                (u_char *) "*/*", 2) == NULL))
+    {
+        return ngx_http_mcp_send_error(r, 406, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Not Acceptable: a GET stream needs "
+                                       "Accept: text/event-stream");
+    }
+
+    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
+                               sizeof("Mcp-Session-Id") - 1);
+
+    if (h == NULL) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Bad Request: Mcp-Session-Id header "
+                                       "is required");
+    }
+
+    ngx_memzero(&rctx, sizeof(ngx_http_mcp_reqctx_t));
+
+    if (ngx_http_mcp_session_lookup(mlcf->zone, &h->value, &rctx)
+        != NGX_OK)
+    {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
+                                       -32001, "Session not found");
+    }
+
+    version = rctx.version;
+
+    last = ngx_http_mcp_header_in(r, "Last-Event-ID",
+                                  sizeof("Last-Event-ID") - 1);
+
+    if (last == NULL
+        || ngx_http_mcp_stream_last_event_id(&last->value, &id, &seq)
+           != NGX_OK)
+    {
+        id = 0;
+        seq = 0;
+    }
+
+    zctx = mlcf->zone->data;
+    prev = 0;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, &h->value);
+
+    sh = (s != NULL && id) ? ngx_http_mcp_session_stream(s, id) : NULL;
+
+    if (sh != NULL) {
+        /* resumed: this connection replaces the lost one */
+        prev = sh->owner;
+        ngx_http_mcp_session_stream_owner(s, sh, ngx_pid);
+
+    } else if (s != NULL) {
+        if (id) {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "mcp: stream %uD of Last-Event-ID is gone, "
+                          "a new stream starts", id);
+        }
+
+        sh = ngx_http_mcp_session_stream_add(zctx, s, 1, 0);
+        seq = 0;
+    }
+
+    id = (sh != NULL) ? sh->id : 0;
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+
+    if (prev && prev != ngx_pid) {
+        /* the former owner finds the stream taken and lets go */
+        (void) ngx_http_mcp_notify_pid(prev, r->connection->log);
+    }
+
+    if (s == NULL) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
+                                       -32001, "Session not found");
+    }
+
+    if (sh == NULL) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                       NULL, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                       "Too many streams");
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->request = r;
+    ctx->conf = mlcf;
+    ngx_http_set_ctx(r, ctx, ngx_http_mcp_module);
+
+    st = ngx_http_mcp_stream_create(r, mlcf, &h->value, id, seq);
+    if (st == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->stream = st;
+
+    if (ngx_http_mcp_stream_headers(r, version) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->read_event_handler = ngx_http_test_reading;
+    r->main->count++;
+
+    /* output starts from the wake-up, never inside this handler */
+    st->prime = (last == NULL);
+    (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_stream_last_event_id(ngx_str_t *value, uint32_t *stream,
+    uint64_t *seq)
+{
+    u_char     *dash;
+    ngx_int_t   n, m;
+
+    dash = ngx_strlchr(value->data, value->data + value->len, '-');
+
+    if (dash == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = ngx_atoi(value->data, dash - value->data);
+    m = ngx_atoi(dash + 1, value->data + value->len - dash - 1);
+
+    if (n == NGX_ERROR || m == NGX_ERROR || n == 0 || n > 0xffffffff) {
+        return NGX_ERROR;
+    }
+
+    *stream = (uint32_t) n;
+    *seq = (uint64_t) m;
+
+    return NGX_OK;
+}
+
+
+static ngx_http_mcp_stream_t *
+ngx_http_mcp_stream_create(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *sid, uint32_t id, uint64_t sent)
+{
+    ngx_pool_cleanup_t     *cln;
+    ngx_http_mcp_stream_t  *st;
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_stream_t));
+    if (st == NULL) {
+        return NULL;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    st->request = r;
+    st->conf = mlcf;
+    st->id = id;
+    st->sent = sent;
+    ngx_memcpy(st->sid, sid->data, NGX_HTTP_MCP_SESSION_ID_LEN);
+
+    st->keepalive.handler = ngx_http_mcp_stream_keepalive_handler;
+    st->keepalive.data = st;
+    st->keepalive.log = r->connection->log;
+
+    cln->handler = ngx_http_mcp_stream_cleanup;
+    cln->data = st;
+
+    ngx_queue_insert_tail(&ngx_http_mcp_worker.streams, &st->queue);
+
+    ngx_add_timer(&st->keepalive, mlcf->keepalive);
+
+    if (!ngx_http_mcp_worker.watch.timer_set) {
+        ngx_http_mcp_worker.watch.handler = ngx_http_mcp_stream_watch_handler;
+        ngx_http_mcp_worker.watch.log = ngx_http_mcp_worker.log;
+        ngx_http_mcp_worker.watch.cancelable = 1;
+        ngx_add_timer(&ngx_http_mcp_worker.watch, NGX_HTTP_MCP_WATCH_TIMER);
+    }
+
+    return st;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_stream_headers(ngx_http_request_t *r, ngx_uint_t version)
+{
+    ngx_int_t  rc;
+    ngx_str_t  value;
+
+    static ngx_str_t  no_cache = ngx_string("no-cache");
+    static ngx_str_t  no = ngx_string("no");
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_type = ngx_http_mcp_sse_type;
+    r->headers_out.content_type_len = ngx_http_mcp_sse_type.len;
+    r->headers_out.content_length_n = -1;
+
+    if (ngx_http_mcp_header_out(r, "Cache-Control", &no_cache) != NGX_OK
+        || ngx_http_mcp_header_out(r, "X-Accel-Buffering", &no) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (version) {
+        value.data = (u_char *) ngx_http_mcp_version_name(version);
+        value.len = ngx_strlen(value.data);
+
+        if (ngx_http_mcp_header_out(r, "MCP-Protocol-Version", &value)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    rc = ngx_http_send_header(r);
+
+    return (rc == NGX_ERROR || rc > NGX_OK) ? NGX_ERROR : NGX_OK;
+}
+
+
+/*
+ * Appends a message to a stream of a session and wakes the stream's
+ * owner.  A response (response == 1) counts down the responses a POST
+ * stream waits for; with data NULL it only counts down (a cancelled
+ * call sends nothing).  NGX_DECLINED: the session or stream is gone.
+ */
+
+ngx_int_t
+ngx_http_mcp_stream_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t stream, u_char *data, size_t len, ngx_uint_t response,
+    ngx_log_t *log)
+{
+    ngx_pid_t                     owner;
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_event_t         *ev;
+    ngx_http_mcp_stream_sh_t     *sh;
+    ngx_http_mcp_session_node_t  *s;
+
+    zctx = zone->data;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, sid);
+    sh = (s != NULL) ? ngx_http_mcp_session_stream(s, stream) : NULL;
+
+    if (sh == NULL) {
+        ngx_shmtx_unlock(&zctx->shpool->mutex);
+        return NGX_DECLINED;
+    }
+
+    if (data != NULL) {
+        ev = ngx_http_mcp_session_event_add(zctx, s, len, log);
+
+        if (ev == NULL) {
+            ngx_shmtx_unlock(&zctx->shpool->mutex);
+            ngx_log_error(NGX_LOG_ERR, log, 0,
+                          "mcp: no room in the zone for an event of "
+                          "session %V", sid);
+            return NGX_ERROR;
+        }
+
+        ev->stream = stream;
+        ev->response = response;
+        ngx_memcpy(ev->data, data, len);
+    }
+
+    if (response && sh->pending) {
+        sh->pending--;
+    }
+
+    owner = sh->owner;
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+
+    if (owner && ngx_http_mcp_notify_pid(owner, log) == NGX_DECLINED) {
+
+        /* its worker is gone (killed): the stream waits for a resume */
+
+        ngx_shmtx_lock(&zctx->shpool->mutex);
+
+        s = ngx_http_mcp_session_find_locked(zctx, sid);
+        sh = (s != NULL) ? ngx_http_mcp_session_stream(s, stream) : NULL;
+
+        if (sh != NULL && sh->owner == owner) {
+            ngx_http_mcp_session_stream_owner(s, sh, 0);
+        }
+
+        ngx_shmtx_unlock(&zctx->shpool->mutex);
+    }
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_mcp_streams_wake(void)
+{
+    ngx_queue_t            *q, *next;
+    ngx_http_mcp_stream_t  *st;
+
+    for (q = ngx_queue_head(&ngx_http_mcp_worker.streams);
+         q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        st = ngx_queue_data(q, ngx_http_mcp_stream_t, queue);
+
+        /* a flush may end the stream, and take it off the list */
+        if (!st->busy && !st->ended) {
+            ngx_http_mcp_stream_flush(st);
+        }
+    }
+}
+
+
+/* writes the events of the log this stream has not written yet */
+
+/* the priming event, when due, starts the buffer: *len is its length */
+
+static ngx_int_t
+ngx_http_mcp_stream_prime(ngx_http_mcp_stream_t *st, size_t *len)
+{
+    u_char  *p;
+
+    *len = 0;
+
+    if (!st->prime) {
+        return NGX_OK;
+    }
+
+    /* an id to resume from, the reconnection delay, no data */
+    if (ngx_http_mcp_stream_reserve(st, 128) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(st->buf, "id: %uD-%uL\nretry: %M\ndata: \n\n",
+                    st->id, st->sent, st->conf->retry);
+
+    *len = p - st->buf;
+    st->prime = 0;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st)
+{
+    size_t      len;
+    ngx_int_t   rc;
+    ngx_uint_t  complete;
+
+    if (ngx_http_mcp_stream_prime(st, &len) != NGX_OK) {
+        ngx_http_finalize_request(st->request, NGX_ERROR);
+        return;
+    }
+
+    rc = ngx_http_mcp_stream_pull(st, &len, &complete);
+
+    if (rc == NGX_ERROR) {
+        ngx_http_finalize_request(st->request, NGX_ERROR);
+        return;
+    }
+
+    if (rc == NGX_DECLINED) {
+        /* the session or the stream is gone, or another worker has it */
+        ngx_http_mcp_stream_end_http(st);
+        return;
+    }
+
+    if (len == 0 && !complete) {
+        return;
+    }
+
+    (void) ngx_http_mcp_stream_write(st, st->buf, len, complete);
+}
+
+
+/*
+ * Appends the stream's unwritten events to its buffer (from *len on) as
+ * SSE frames.  complete: the stream has ended (a POST stream with every
+ * response in the buffer); it is then removed from the log.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st, size_t *len,
+    ngx_uint_t *complete)
+{
+    u_char                       *p;
+    size_t                        need;
+    ngx_str_t                     sid;
+    ngx_int_t                     rc;
+    ngx_queue_t                  *q;
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_event_t         *ev;
+    ngx_http_mcp_stream_sh_t     *sh;
+    ngx_http_mcp_session_node_t  *s;
+
+    *complete = 0;
+
+    sid.data = st->sid;
+    sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+
+    zctx = st->conf->zone->data;
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, &sid);
+    sh = (s != NULL) ? ngx_http_mcp_session_stream(s, st->id) : NULL;
+
+    if (sh == NULL || sh->owner != ngx_pid) {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    for (q = ngx_queue_head(&s->events);
+         q != ngx_queue_sentinel(&s->events);
+         q = ngx_queue_next(q))
+    {
+        ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
+
+        if (ev->stream != st->id || ev->seq <= st->sent) {
+            continue;
+        }
+
+        if (*len >= NGX_HTTP_MCP_STREAM_CHUNK) {
+            goto done;
+        }
+
+        need = *len + sizeof("id: 4294967295-18446744073709551615\n"
+                             "data: \n\n") + ev->len;
+
+        if (ngx_http_mcp_stream_reserve(st, need) != NGX_OK) {
+            rc = NGX_ERROR;
+            goto done;
+        }
+
+        p = ngx_sprintf(st->buf + *len, "id: %uD-%uL\ndata: ", st->id,
+                        ev->seq);
+        p = ngx_cpymem(p, ev->data, ev->len);
+        *p++ = '\n';
+        *p++ = '\n';
+
+        *len = p - st->buf;
+        st->sent = ev->seq;
+    }
+
+    if (!sh->standalone && sh->pending == 0) {
+        *complete = 1;
+        ngx_http_mcp_session_stream_free(zctx, s, sh);
+    }
+
+done:
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/* the stream's buffer can be replaced: nothing of it is in flight */
+
+static ngx_int_t
+ngx_http_mcp_stream_reserve(ngx_http_mcp_stream_t *st, size_t size)
+{
+    u_char  *p;
+    size_t   n;
+
+    if (size <= st->size) {
+        return NGX_OK;
+    }
+
+    n = ngx_max(size, 2 * st->size);
+    n = ngx_max(n, 4096);
+
+    p = ngx_alloc(n, st->request->connection->log);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (st->buf) {
+        ngx_memcpy(p, st->buf, st->size);
+        ngx_free(st->buf);
+    }
+
+    st->buf = p;
+    st->size = n;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Writes data and, with last, ends the response; the request may be
+ * finalized on return.  Back-pressure: the rest goes out from the write
+ * handler, and nothing new is read from the log meanwhile.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stream_write(ngx_http_mcp_stream_t *st, u_char *data,
+    size_t len, ngx_uint_t last)
+{
+    ngx_int_t                  rc;
+    ngx_http_request_t        *r;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    r = st->request;
+
+    ngx_memzero(&st->out, sizeof(ngx_buf_t));
+
+    st->out.pos = data;
+    st->out.last = data + len;
+    st->out.memory = (len != 0);
+    st->out.flush = 1;
+    st->out.last_buf = last;
+    st->out.last_in_chain = 1;
+
+    st->chain.buf = &st->out;
+    st->chain.next = NULL;
+
+    if (last) {
+        st->ending = 1;
+    }
+
+    rc = ngx_http_output_filter(r, &st->chain);
+
+    if (rc == NGX_ERROR) {
+        ngx_http_finalize_request(r, NGX_ERROR);
+        return NGX_ERROR;
+    }
+
+    if (rc == NGX_AGAIN) {
+        st->busy = 1;
+        r->write_event_handler = ngx_http_mcp_stream_write_handler;
+
+        clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+        ngx_add_timer(r->connection->write, clcf->send_timeout);
+
+        if (ngx_handle_write_event(r->connection->write, clcf->send_lowat)
+            != NGX_OK)
+        {
+            ngx_http_finalize_request(r, NGX_ERROR);
+            return NGX_ERROR;
+        }
+
+        return NGX_OK;
+    }
+
+    if (st->ending) {
+        st->ended = 1;
+        ngx_http_finalize_request(r, NGX_OK);
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_stream_write_handler(ngx_http_request_t *r)
+{
+    ngx_int_t               rc;
+    ngx_event_t            *wev;
+    ngx_http_mcp_ctx_t     *ctx;
+    ngx_http_mcp_stream_t  *st;
+
+    wev = r->connection->write;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    st = ctx->stream;
+
+    if (wev->timedout) {
+        r->connection->timedout = 1;
+        ngx_http_finalize_request(r, NGX_HTTP_REQUEST_TIME_OUT);
+        return;
+    }
+
+    rc = ngx_http_output_filter(r, NULL);
+
+    if (rc == NGX_ERROR) {
+        ngx_http_finalize_request(r, NGX_ERROR);
+        return;
+    }
+
+    if (rc == NGX_AGAIN) {
+        if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+            ngx_http_finalize_request(r, NGX_ERROR);
+        }
+
+        return;
+    }
+
+    if (wev->timer_set) {
+        ngx_del_timer(wev);
+    }
+
+    r->write_event_handler = ngx_http_request_empty_handler;
+    st->busy = 0;
+
+    if (st->ending) {
+        st->ended = 1;
+        ngx_http_finalize_request(r, NGX_OK);
+        return;
+    }
+
+    /* what arrived while the connection was busy */
+    ngx_http_mcp_stream_flush(st);
+}
+
+
+static void
+ngx_http_mcp_stream_keepalive_handler(ngx_event_t *ev)
+{
+    ngx_http_mcp_stream_t  *st;
+
+    static u_char  comment[] = ": keepalive\n\n";
+
+    st = ev->data;
+
+    if (ngx_exiting || ngx_terminate) {
+        ngx_http_mcp_stream_end_http(st);
+        return;
+    }
+
+    ngx_add_timer(&st->keepalive, st->conf->keepalive);
+
+    if (!st->busy && !st->ending) {
+        (void) ngx_http_mcp_stream_write(st, comment, sizeof(comment) - 1,
+                                         0);
+    }
+}
+
+
+/*
+ * While this worker holds streams, it looks every half second whether
+ * it is shutting down (reload, quit): then it ends them, and the
+ * clients resume on the new workers.
+ */
+
+static void
+ngx_http_mcp_stream_watch_handler(ngx_event_t *ev)
+{
+    ngx_queue_t            *q, *next;
+    ngx_http_mcp_stream_t  *st;
+
+    if (ngx_exiting || ngx_terminate) {
+        for (q = ngx_queue_head(&ngx_http_mcp_worker.streams);
+             q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams);
+             q = next)
+        {
+            next = ngx_queue_next(q);
+            st = ngx_queue_data(q, ngx_http_mcp_stream_t, queue);
+
+            if (!st->ending) {
+                ngx_http_mcp_stream_end_http(st);
+            }
+        }
+
+        return;
+    }
+
+    if (!ngx_queue_empty(&ngx_http_mcp_worker.streams)) {
+        ngx_add_timer(ev, NGX_HTTP_MCP_WATCH_TIMER);
+    }
+}
+
+
+/*
+ * Ends the HTTP response but not the stream: its events stay in the
+ * log for the client to resume with Last-Event-ID.
+ */
+
+void
+ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st)
+{
+    size_t  len;
+
+    if (st->ending) {
+        return;
+    }
+
+    ngx_http_mcp_stream_detach(st);
+
+    if (st->busy) {
+        /* the write handler ends it once the output is out */
+        st->ending = 1;
+        return;
+    }
+
+    if (ngx_http_mcp_stream_prime(st, &len) != NGX_OK) {
+        ngx_http_finalize_request(st->request, NGX_ERROR);
+        return;
+    }
+
+    (void) ngx_http_mcp_stream_write(st, len ? st->buf : (u_char *) "", len,
+                                     1);
+}
+
+
+/* the stream in the log loses its owner, if this worker still is it */
+
+static void
+ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st)
+{
+    ngx_str_t                     sid;
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_stream_sh_t     *sh;
+    ngx_http_mcp_session_node_t  *s;
+
+    sid.data = st->sid;
+    sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+
+    zctx = st->conf->zone->data;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, &sid);
+    sh = (s != NULL) ? ngx_http_mcp_session_stream(s, st->id) : NULL;
+
+    if (sh != NULL && sh->owner == ngx_pid) {
+        ngx_http_mcp_session_stream_owner(s, sh, 0);
+    }
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+}
+
+
+static void
+ngx_http_mcp_stream_cleanup(void *data)
+{
+    ngx_http_mcp_stream_t *st = data;
+
+    ngx_http_mcp_ctx_t  *ctx;
+
+    ngx_http_mcp_stream_detach(st);
+
+    ngx_queue_remove(&st->queue);
+
+    if (st->keepalive.timer_set) {
+        ngx_del_timer(&st->keepalive);
+    }
+
+    if (st->buf) {
+        ngx_free(st->buf);
+    }
+
+    ctx = ngx_http_get_module_ctx(st->request, ngx_http_mcp_module);
+
+    if (ctx != NULL && ctx->stream == st) {
+        ctx->stream = NULL;
+    }
+}
+
+
+/*
+ * notifications/resources/updated to every session, in every zone, that
+ * subscribed to uri; each gets it on its newest GET stream.  A session
+ * without an open GET stream misses it: server notifications are not
+ * kept for later.
+ */
+
+ngx_int_t
+ngx_http_mcp_resource_updated(ngx_str_t *uri)
+{
+    char                      *text;
+    u_char                    *s;
+    cJSON                     *message, *params;
+    ngx_uint_t                 i, j;
+    ngx_pid_t                 *pid;
+    ngx_pool_t                *pool;
+    ngx_array_t               *owners;
+    ngx_shm_zone_t           **zone;
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    mmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_mcp_module);
+
+    s = ngx_alloc(uri->len + 1, ngx_cycle->log);
+    if (s == NULL) {
+        return NGX_ERROR;
+    }
+
+    *ngx_cpymem(s, uri->data, uri->len) = '\0';
+
+    message = cJSON_CreateObject();
+
+    if (message == NULL
+        || cJSON_AddStringToObject(message, "jsonrpc", "2.0") == NULL
+        || cJSON_AddStringToObject(message, "method",
+                                   "notifications/resources/updated") == NULL
+        || (params = cJSON_AddObjectToObject(message, "params")) == NULL
+        || cJSON_AddStringToObject(params, "uri", (char *) s) == NULL)
+    {
+        ngx_free(s);
+        cJSON_Delete(message);
+        return NGX_ERROR;
+    }
+
+    ngx_free(s);
+
+    text = cJSON_PrintUnformatted(message);
+    cJSON_Delete(message);
+
+    pool = ngx_create_pool(1024, ngx_cycle->log);
+    owners = pool ? ngx_array_create(pool, 8, sizeof(ngx_pid_t)) : NULL;
+
+    if (text == NULL || owners == NULL) {
+        cJSON_free(text);
+
+        if (pool) {
+            ngx_destroy_pool(pool);
+        }
+
+        return NGX_ERROR;
+    }
+
+    zone = mmcf->zones.elts;
+
+    for (i = 0; i < mmcf->zones.nelts; i++) {
+        (void) ngx_http_mcp_session_updated(zone[i], uri, (u_char *) text,
+                                            ngx_strlen(text), owners,
+                                            ngx_cycle->log);
+    }
+
+    if (mmcf->default_zone) {
+        (void) ngx_http_mcp_session_updated(mmcf->default_zone, uri,
+                                            (u_char *) text,
+                                            ngx_strlen(text), owners,
+                                            ngx_cycle->log);
+    }
+
+    cJSON_free(text);
+
+    pid = owners->elts;
+
+    for (i = 0; i < owners->nelts; i++) {
+        for (j = 0; j < i; j++) {
+            if (pid[j] == pid[i]) {
+                break;
+            }
+        }
+
+        if (j == i) {
+            (void) ngx_http_mcp_notify_pid(pid[i], ngx_cycle->log);
+        }
+    }
+
+    ngx_destroy_pool(pool);
+
+    return NGX_OK;
+}

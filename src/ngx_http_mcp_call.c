@@ -155,6 +155,18 @@ ngx_http_mcp_call_create(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     call->method = msg->method;
     call->params = msg->params;
 
+    if (ctx->stream != NULL) {
+        /* a later message of a batch whose reply is a stream already */
+        call->stream = ctx->stream->id;
+
+        if (ngx_http_mcp_stream_expect(ctx->conf->zone,
+                                       &ctx->rctx.session_id, call->stream)
+            != NGX_OK)
+        {
+            call->stream = 0;
+        }
+    }
+
     meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
     call->progress_token = cJSON_GetObjectItemCaseSensitive(meta,
                                                             "progressToken");

@@ -298,11 +298,15 @@ ngx_int_t ngx_http_mcp_client_cancel(ngx_http_mcp_ctx_t *ctx,
 
 /* stream: SSE out of the event log */
 ngx_int_t ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx);
+ngx_int_t ngx_http_mcp_stream_reply(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg);
 ngx_int_t ngx_http_mcp_stream_get(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 ngx_int_t ngx_http_mcp_stream_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
     uint32_t stream, u_char *data, size_t len, ngx_uint_t response,
     ngx_log_t *log);
+ngx_int_t ngx_http_mcp_stream_expect(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t stream);
 void ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st);
 void ngx_http_mcp_streams_wake(void);
 ngx_int_t ngx_http_mcp_notify_pid(ngx_pid_t pid, ngx_log_t *log);

@@ -58,8 +58,6 @@ static ngx_str_t  ngx_http_mcp_sse_type = ngx_string("text/event-stream");
 ngx_int_t
 ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 {
-    u_char                       *text;
-    size_t                        len;
     uint32_t                      id;
     ngx_uint_t                    i;
     ngx_http_request_t           *r;
@@ -108,17 +106,8 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
             continue;
         }
 
-        if (msg[i].reply == NULL) {
-            continue;
-        }
-
-        text = ngx_http_mcp_jsonrpc_print(r->pool, msg[i].reply, &len);
-
-        if (text == NULL
-            || ngx_http_mcp_stream_send(ctx->conf->zone,
-                                        &ctx->rctx.session_id, id, text, len,
-                                        0, r->connection->log)
-               != NGX_OK)
+        if (msg[i].reply != NULL
+            && ngx_http_mcp_stream_reply(ctx, &msg[i]) != NGX_OK)
         {
             return NGX_ERROR;
         }
@@ -134,6 +123,31 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
     st->prime = 1;
 
     return ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
+}
+
+
+/* a reply made before the POST's reply became a stream goes onto it */
+
+ngx_int_t
+ngx_http_mcp_stream_reply(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
+{
+    u_char              *text;
+    size_t               len;
+    ngx_http_request_t  *r;
+
+    r = ctx->request;
+
+    text = ngx_http_mcp_jsonrpc_print(r->pool, msg->reply, &len);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    cJSON_Delete(msg->reply);
+    msg->reply = NULL;
+
+    return ngx_http_mcp_stream_send(ctx->conf->zone, &ctx->rctx.session_id,
+                                    ctx->stream->id, text, len, 0,
+                                    r->connection->log);
 }
 
 
@@ -459,6 +473,33 @@ ngx_http_mcp_stream_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
     }
 
     return NGX_OK;
+}
+
+
+/* one more response is due on a POST stream */
+
+ngx_int_t
+ngx_http_mcp_stream_expect(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t stream)
+{
+    ngx_http_mcp_zone_t          *zctx;
+    ngx_http_mcp_stream_sh_t     *sh;
+    ngx_http_mcp_session_node_t  *s;
+
+    zctx = zone->data;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find_locked(zctx, sid);
+    sh = (s != NULL) ? ngx_http_mcp_session_stream(s, stream) : NULL;
+
+    if (sh != NULL) {
+        sh->pending++;
+    }
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+
+    return (sh != NULL) ? NGX_OK : NGX_DECLINED;
 }
 
 

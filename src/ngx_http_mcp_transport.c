@@ -477,6 +477,9 @@ ngx_http_mcp_body_handler(ngx_http_request_t *r)
     if (rc == NGX_AGAIN) {
         /* a handler ends its call later and the last one replies */
         ctx->waiting = 1;
+
+        /* a client that leaves is noticed; its calls go on */
+        r->read_event_handler = ngx_http_test_reading;
         return;
     }
 
@@ -742,6 +745,11 @@ ngx_http_mcp_handle_message(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
 
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "mcp: invalid JSON-RPC message: %s", msg->error);
+
+        if (ctx->stream != NULL) {
+            /* the batch's reply is a stream already: it goes there */
+            return ngx_http_mcp_stream_reply(ctx, msg);
+        }
 
         return NGX_OK;
     }

@@ -66,14 +66,17 @@ ngx_http_mcp_call_start(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
 
     ctx->pending++;
 
+    /* running: a call ended during dispatch is freed here, not there */
     call->running = 1;
+
     rc = ngx_http_mcp_dispatch(call);
-    call->running = 0;
 
     if (rc != NGX_OK && !call->done) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
                                 "Internal error");
     }
+
+    call->running = 0;
 
     if (call->done) {
         ngx_http_mcp_call_free(call);

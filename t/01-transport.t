@@ -1,4 +1,4 @@
-# Streamable HTTP transport: methods, Accept / Content-Type checks,
+# Streamable HTTP transport: methods (GET opens a stream, others 405), Accept / Content-Type checks,
 # Mcp-Session-Id issue and checks, MCP-Protocol-Version, 202 vs JSON
 # replies, batches (2025-03-26 sessions only), the server/discover probe.
 
@@ -139,13 +139,37 @@ is($r->{status}, 404, 'session ids are compared exactly (upper-cased id: 404)');
 
 # --- other HTTP methods ------------------------------------------------------
 
-for my $m (qw(GET PUT PATCH)) {
+# GET opens an SSE stream for server-initiated messages (t/21-get-streams.t
+# tests them in depth); here only the transport's answers.
+{
+    my $s = $t->mcp_get_stream($sid);
+    is($s->status, 200, 'GET with a session: 200');
+    like($s->header('content-type') // '', qr{^text/event-stream\b}, 'GET: text/event-stream');
+    my $ev = $s->next_event(3);
+    ok($ev && defined $ev->{id} && $ev->{id} =~ /^\d+-0$/ && defined $ev->{retry},
+       'GET: the stream starts with a priming event (id, retry)')
+        or diag(explain($ev));
+    $s->close;
+
+    $r = $t->request(method => 'GET', path => '/mcp', headers => { Accept => 'text/event-stream' });
+    is_rpc_error_body($r, 400, -32600, undef, 'GET without Mcp-Session-Id: 400');
+    $r = $t->request(method => 'GET', path => '/mcp',
+                     headers => { Accept => 'text/event-stream', 'Mcp-Session-Id' => 'f' x 32 });
+    is_rpc_error_body($r, 404, -32001, undef, 'GET with an unknown session: 404');
+    for my $accept (undef, 'application/json', 'text/html') {
+        $r = $t->request(method => 'GET', path => '/mcp',
+                         headers => { Accept => $accept, 'Mcp-Session-Id' => $sid });
+        is_rpc_error_body($r, 406, -32600, undef,
+                          'GET with ' . ($accept ? "Accept: $accept" : 'no Accept') . ': 406');
+    }
+}
+
+for my $m (qw(PUT PATCH OPTIONS)) {
     $r = $t->request(method => $m, path => '/mcp',
                      headers => { Accept => 'text/event-stream', 'Mcp-Session-Id' => $sid },
-                     ($m eq 'GET' ? () : (body => '{}')));
+                     ($m eq 'OPTIONS' ? () : (body => '{}')));
     is_rpc_error_body($r, 405, -32600, undef, "$m: 405 with a JSON-RPC error");
-    like($r->{headers}{allow} // '', qr/\bPOST\b/, "$m: Allow names POST");
-    like($r->{headers}{allow} // '', qr/\bDELETE\b/, "$m: Allow names DELETE");
+    is($r->{headers}{allow}, 'GET, POST, DELETE', "$m: Allow: GET, POST, DELETE");
 }
 
 # --- MCP-Protocol-Version ----------------------------------------------------

@@ -14,6 +14,11 @@ my ($sid) = $t->mcp_initialize;
 
 my @NAMES = qw(test_simple_text test_image_content test_audio_content test_embedded_resource
                test_multiple_content_types test_error_handling json_schema_2020_12_tool);
+# The streaming tools come after the seven above (t/20-* to t/27-* test them).
+my @STREAMING = qw(test_tool_with_logging test_tool_with_progress test_sampling test_elicitation
+                   test_elicitation_sep1034_defaults test_elicitation_sep1330_enums
+                   test_reconnection update_watched_resource);
+my %TAKES_ARGS = (json_schema_2020_12_tool => 1, test_sampling => 1, test_elicitation => 1);
 my $NO_ARGS = { type => 'object', properties => {} };
 
 # --- tools/list ------------------------------------------------------------
@@ -22,7 +27,8 @@ my ($list) = $t->mcp_request($sid, 'tools/list', undef, id => 'l');
 my $tools = ref $list eq 'HASH' && ref $list->{result} eq 'HASH' ? $list->{result}{tools} : undef;
 is(ref $tools, 'ARRAY', 'tools/list: result.tools is an array');
 $tools = [] unless ref $tools eq 'ARRAY';
-is_deeply([ map { $_->{name} } @$tools ], \@NAMES, 'tools/list: the Everything tools, in order');
+is_deeply([ map { $_->{name} } @$tools ], [ @NAMES, @STREAMING ],
+          'tools/list: the Everything tools, in order (15: the seven, then the streaming ones)');
 ok(!exists $list->{result}{nextCursor}, 'tools/list: one page (no nextCursor)');
 for my $tool (@$tools) {
     ok(defined $tool->{description} && !ref $tool->{description} && length $tool->{description},
@@ -32,7 +38,17 @@ for my $tool (@$tools) {
 }
 my %by = map { $_->{name} => $_ } @$tools;
 is_deeply($by{$_}{inputSchema}, $NO_ARGS, "tools/list: $_ takes no arguments")
-    for grep { $_ ne 'json_schema_2020_12_tool' } @NAMES;
+    for grep { !$TAKES_ARGS{$_} } @NAMES, @STREAMING;
+is_deeply($by{test_sampling}{inputSchema},
+          { type => 'object', required => ['prompt'],
+            properties => { prompt => { type => 'string',
+                                        description => 'The prompt to send to the LLM' } } },
+          'tools/list: test_sampling takes a required string "prompt"');
+is_deeply($by{test_elicitation}{inputSchema},
+          { type => 'object', required => ['message'],
+            properties => { message => { type => 'string',
+                                         description => 'The message to show the user' } } },
+          'tools/list: test_elicitation takes a required string "message"');
 is($by{test_simple_text}{description}, 'Tests simple text content response',
    'tools/list: test_simple_text description');
 

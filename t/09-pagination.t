@@ -74,7 +74,7 @@ for my $method (sort keys %LISTS) {
     }
 }
 
-# Page size 1: seven tools, seven pages.
+# Page size 1: fifteen tools (the seven, then eight streaming ones), fifteen pages.
 {
     my ($n, $msg, @names) = (0, list('tools/list', undef, path => '/one'));
     while ($msg && $n < 20) {
@@ -83,8 +83,13 @@ for my $method (sort keys %LISTS) {
         my $next = $msg->{result}{nextCursor} // last;
         $msg = list('tools/list', $next, path => '/one', id => "o$n");
     }
-    is($n, 7, 'mcp_page_size 1: seven tools in seven pages');
-    is(scalar @names, 7, 'mcp_page_size 1: one tool per page');
+    is($n, 15, 'mcp_page_size 1: fifteen tools in fifteen pages');
+    is(scalar @names, 15, 'mcp_page_size 1: one tool per page');
+    is_deeply([ @names[7 .. $#names] ],
+              [ qw(test_tool_with_logging test_tool_with_progress test_sampling test_elicitation
+                   test_elicitation_sep1034_defaults test_elicitation_sep1330_enums
+                   test_reconnection update_watched_resource) ],
+              'mcp_page_size 1: the streaming tools come last, in order');
 }
 
 # --- invalid cursors: -32602 ---------------------------------------------------

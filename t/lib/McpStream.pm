@@ -1,0 +1,237 @@
+package McpStream;
+
+# Helpers shared by the streaming tests (t/20-*.t to t/28-*.t) on top of
+# McpTest: an instance whose workers can be told apart, tool calls whose
+# reply is an SSE stream, events with their arrival times, answers to the
+# server's requests.  Core Perl only.  See the POD at the end.
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use Scalar::Util ();
+use Test::More ();
+use Time::HiRes ();
+use McpTest ();
+
+our @EXPORT = qw(streaming_server call_msg call_stream take take_all rpc_of
+                 id_parts priming_ok ended_ok answer sampling_answer
+                 pids_by_tag worker_of quiet_for);
+
+# A started instance serving the Everything set at /mcp, with
+#   - listen ... reuseport: every worker has its own listening socket and
+#     the kernel spreads fresh connections over them, so a test that opens
+#     fresh connections reaches several workers;
+#   - logs/pids.log: "$pid <X-Tag request header> $request $status" for
+#     every request (written when the request ends: a stream's line comes
+#     once the stream is over);
+#   - an X-Worker: $pid response header, known as soon as the headers are.
+# Options: location (more directives in location = /mcp), http, server,
+# plus McpTest->new options.
+sub streaming_server {
+    my (%o) = @_;
+    my $loc    = delete $o{location} // '';
+    my $http   = delete $o{http} // '';
+    my $server = delete $o{server} // '';
+    return McpTest->new(
+        listen => 'reuseport',
+        http   => "log_format mcp_pids '\$pid \$http_x_tag \$request \$status';\n$http",
+        server => "access_log %%PREFIX%%/logs/pids.log mcp_pids;\n$server\n"
+                . "location = /mcp { mcp on; mcp_builtin everything;"
+                . " add_header X-Worker \$pid always; $loc }",
+        %o,
+    )->start;
+}
+
+# {"jsonrpc":"2.0","id":$id,"method":"tools/call","params":{...}}.
+# Options: token (params._meta.progressToken).
+sub call_msg {
+    my ($id, $name, $args, %o) = @_;
+    my %params = (name => $name, arguments => $args // {});
+    $params{_meta} = { progressToken => $o{token} } if exists $o{token};
+    return { jsonrpc => '2.0', id => $id, method => 'tools/call', params => \%params };
+}
+
+# POST a tools/call on a fresh connection; returns the McpTest::SSE once
+# the response headers are in.  Options: token, tag (X-Tag header), plus
+# mcp_post options (headers, port, timeout...).
+sub call_stream {
+    my ($t, $sid, $id, $name, $args, %o) = @_;
+    my %co;
+    $co{token} = delete $o{token} if exists $o{token};
+    my $tag = delete $o{tag};
+    my %h = (%{ delete $o{headers} // {} }, (defined $tag ? ('X-Tag' => $tag) : ()));
+    return $t->mcp_post($sid, call_msg($id, $name, $args, %co), stream => 1, headers => \%h, %o);
+}
+
+# Next event with its arrival time ($ev->{at}), or undef (timeout / end).
+sub take {
+    my ($s, $timeout) = @_;
+    my $ev = $s->next_event($timeout // 5);
+    $ev->{at} = Time::HiRes::time() if $ev;
+    return $ev;
+}
+
+# Events until the stream ends or $timeout (total) passes.
+sub take_all {
+    my ($s, $timeout) = @_;
+    my $deadline = Time::HiRes::time() + ($timeout // 5);
+    my @ev;
+    while (1) {
+        my $left = $deadline - Time::HiRes::time();
+        last if $left <= 0;
+        my $ev = take($s, $left) // last;
+        push @ev, $ev;
+    }
+    return @ev;
+}
+
+# The JSON-RPC messages carried by a list of events (priming events and
+# events without JSON data are skipped).
+sub rpc_of { map { ref $_->{json} eq 'HASH' ? ($_->{json}) : () } @_ }
+
+# "<stream>-<seq>" -> (stream, seq), or () if the id has another form.
+sub id_parts {
+    my ($id) = @_;
+    return () unless defined $id && $id =~ /^(\d+)-(\d+)$/;
+    return ($1, $2);
+}
+
+# One assertion: $ev is a priming event: "id: <stream>-0", "retry: $retry",
+# an empty data line, nothing else.
+sub priming_ok {
+    my ($ev, $retry, $name) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    my @why;
+    if (!$ev) {
+        @why = ('no event');
+    }
+    else {
+        push @why, 'id ' . ($ev->{id} // 'missing') . ' is not <stream>-0'
+            unless ($ev->{id} // '') =~ /^[1-9]\d*-0$/;
+        push @why, 'retry ' . ($ev->{retry} // 'missing') . ", want $retry"
+            unless defined $ev->{retry} && $ev->{retry} == $retry;
+        push @why, 'data is not one empty line'
+            unless defined $ev->{data} && $ev->{data} eq '' && $ev->{raw} =~ /^data: ?$/m;
+        push @why, 'an event type' if defined $ev->{event};
+    }
+    my $ok = Test::More::ok(!@why, $name);
+    Test::More::diag(join("\n", @why, 'event: ' . ($ev ? $ev->{raw} : '(none)'))) unless $ok;
+    return $ok;
+}
+
+# One assertion: the stream ended, with the chunked terminator (no
+# transport error, no timeout).
+sub ended_ok {
+    my ($s, $name) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    my $ok = Test::More::ok($s->is_done && !$s->{error} && !$s->{timed_out}, $name);
+    Test::More::diag('stream ' . ($s->is_done ? 'ended' : 'still open')
+        . ($s->{error} ? " (error: $s->{error})" : '') . ";\nbody so far:\n"
+        . ($s->{body} // '')) unless $ok;
+    return $ok;
+}
+
+# POST the client's answer (a result, or with error => {...} an error) to a
+# server request; fresh connection.  Options: tag, error, plus mcp_post
+# options.  Returns the HTTP response.
+sub answer {
+    my ($t, $sid, $id, $result, %o) = @_;
+    my $tag = delete $o{tag};
+    my $err = delete $o{error};
+    my %h = (%{ delete $o{headers} // {} }, (defined $tag ? ('X-Tag' => $tag) : ()));
+    return $t->mcp_post($sid, { jsonrpc => '2.0', id => $id,
+                                ($err ? (error => $err) : (result => $result)) },
+                        headers => \%h, %o);
+}
+
+# What a client's sampling handler returns.
+sub sampling_answer {
+    my ($text) = @_;
+    return { role => 'assistant', content => { type => 'text', text => $text },
+             model => 'test-model', stopReason => 'endTurn' };
+}
+
+# Worker pid of each tagged request in logs/pids.log: { tag => [pid, ...] }.
+# Waits up to $timeout for every tag in @$want to be there (a stream's line
+# is written when it ends).
+sub pids_by_tag {
+    my ($t, $want, $timeout) = @_;
+    my $deadline = Time::HiRes::time() + ($timeout // 3);
+    my %pid;
+    while (1) {
+        %pid = ();
+        for my $line (split /\n/, McpTest::_slurp($t->prefix . '/logs/pids.log') // '') {
+            my ($pid, $tag) = split / /, $line;
+            push @{ $pid{$tag} }, $pid if defined $tag && $tag ne '-';
+        }
+        last unless grep { !$pid{$_} } @{ $want // [] };
+        last if Time::HiRes::time() > $deadline;
+        Time::HiRes::sleep(0.05);
+    }
+    return \%pid;
+}
+
+# The worker that answered (X-Worker header of a response or a stream).
+sub worker_of {
+    my ($r) = @_;
+    return ref $r eq 'HASH' && !Scalar::Util::blessed($r)
+        ? $r->{headers}{'x-worker'} : $r->header('x-worker');
+}
+
+# True if no event arrives on any of the streams for $secs seconds (keep-
+# alive comments do not count); the events that did arrive are returned in
+# list context.
+sub quiet_for {
+    my ($secs, @streams) = @_;
+    my $deadline = Time::HiRes::time() + $secs;
+    my @got;
+    for my $s (@streams) {
+        # Past the deadline, still take what has arrived already.
+        while (1) {
+            my $left = $deadline - Time::HiRes::time();
+            my $ev = take($s, $left > 0.02 ? $left : 0.02) // last;
+            push @got, $ev;
+        }
+    }
+    return wantarray ? @got : !@got;
+}
+
+1;
+
+__END__
+
+=head1 NAME
+
+McpStream - helpers for the streaming tests of ngx_http_mcp_module
+
+=head1 FUNCTIONS
+
+=over
+
+=item streaming_server(location => '...', http => '...', server => '...', %mcptest_opts) -> $t
+
+Started instance: Everything set at /mcp, C<listen ... reuseport>,
+logs/pids.log (C<$pid $http_x_tag $request $status>), C<X-Worker: $pid>.
+
+=item call_msg($id, $name, $args, token => $t) -> \%msg
+
+=item call_stream($t, $sid, $id, $name, $args, token => .., tag => .., %mcp_post_opts) -> $sse
+
+=item take($sse, $timeout) -> $ev (with C<at>), take_all($sse, $timeout) -> @ev
+
+=item rpc_of(@events) -> @messages, id_parts($id) -> ($stream, $seq)
+
+=item priming_ok($ev, $retry, $name), ended_ok($sse, $name)  (one assertion each)
+
+=item answer($t, $sid, $id, $result, tag => .., error => {..}, %opts) -> $r
+
+=item sampling_answer($text) -> \%result
+
+=item pids_by_tag($t, [tags], $timeout) -> { tag => [pids] }, worker_of($r_or_sse) -> $pid
+
+=item quiet_for($secs, @sse) -> true if no event arrived (list: the events)
+
+=back
+
+=cut

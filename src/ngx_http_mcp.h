@@ -48,6 +48,7 @@
 #define NGX_HTTP_MCP_INVALID_PARAMS        -32602
 #define NGX_HTTP_MCP_INTERNAL_ERROR        -32603
 #define NGX_HTTP_MCP_RESOURCE_NOT_FOUND    -32002
+#define NGX_HTTP_MCP_SERVER_ERROR          -32000
 
 /* protocol revisions, oldest first; 0 means "none negotiated" */
 #define NGX_HTTP_MCP_V20250326             1
@@ -150,6 +151,8 @@ struct ngx_http_mcp_call_s {
     ngx_queue_t                queue;           /* the worker's live calls */
     ngx_array_t               *requests;        /* to the client, pending */
     u_char                    *id_text;         /* the id as JSON */
+    cJSON                     *token_raw;       /* an integer token, as
+                                                   the client wrote it */
     size_t                     id_len;
     unsigned                   done:1;
     unsigned                   running:1;

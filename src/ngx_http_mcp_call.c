@@ -48,6 +48,8 @@ static ngx_int_t ngx_http_mcp_call_send(ngx_http_mcp_call_t *call,
     cJSON *message, ngx_uint_t response);
 static u_char *ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call,
     size_t *len);
+static ngx_int_t ngx_http_mcp_call_raw_token(ngx_http_mcp_call_t *call,
+    ngx_str_t *body);
 static cJSON *ngx_http_mcp_message(cJSON *id, const char *method,
     cJSON *params);
 
@@ -174,6 +176,14 @@ ngx_http_mcp_call_create(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     call->progress_token = cJSON_GetObjectItemCaseSensitive(meta,
                                                             "progressToken");
 
+    if (cJSON_IsNumber(call->progress_token)
+        && ngx_http_mcp_call_raw_token(call, &ctx->body) != NGX_OK)
+    {
+        msg->call = NULL;
+        ngx_http_mcp_call_free(call);
+        return NULL;
+    }
+
     return call;
 }
 
@@ -262,7 +272,7 @@ ngx_http_mcp_call_end(ngx_http_mcp_call_t *call, cJSON *reply)
                        "mcp call \"%V\" ended, nobody to tell",
                        &call->method);
 
-    } else if (ngx_http_mcp_call_send(call, reply, 1) != NGX_OK) {
+    } else if (ngx_http_mcp_call_send(call, reply, 1) == NGX_ERROR) {
         ngx_log_error(NGX_LOG_ERR, call->log, 0,
                       "mcp: the response to \"%V\" was lost",
                       &call->method);
@@ -299,6 +309,7 @@ ngx_http_mcp_call_free(ngx_http_mcp_call_t *call)
 
     cJSON_Delete(call->message);
     cJSON_Delete(call->id);
+    cJSON_Delete(call->token_raw);
 
     /* the handler's cleanup handlers remove its timers */
     ngx_destroy_pool(call->pool);
@@ -1015,7 +1026,8 @@ ngx_http_mcp_calls_exit(void)
             continue;
         }
 
-        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+        /* not an internal error: the client resumes on a new worker */
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_SERVER_ERROR,
                                 "Server is shutting down");
     }
 }
@@ -1032,6 +1044,39 @@ ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call, size_t *len)
     *len = call->id_len;
 
     return call->id_text;
+}
+
+
+/* a numeric progress token, digit for digit as the client sent it */
+
+static ngx_int_t
+ngx_http_mcp_call_raw_token(ngx_http_mcp_call_t *call, ngx_str_t *body)
+{
+    u_char  *raw, *text;
+    size_t   len;
+
+    raw = ngx_http_mcp_json_raw_number(body, "progressToken",
+                                       call->progress_token->valuedouble,
+                                       &len);
+    if (raw == NULL) {
+        return NGX_OK;
+    }
+
+    text = ngx_pnalloc(call->pool, len + 1);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    *ngx_cpymem(text, raw, len) = '\0';
+
+    call->token_raw = cJSON_CreateRaw((char *) text);
+    if (call->token_raw == NULL) {
+        return NGX_ERROR;
+    }
+
+    call->progress_token = call->token_raw;
+
+    return NGX_OK;
 }
 
 

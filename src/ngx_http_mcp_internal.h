@@ -66,6 +66,7 @@ typedef struct {
     uint32_t                   id;          /* per session, from 1 */
     uint32_t                   pending;     /* responses still due */
     ngx_pid_t                  owner;       /* writing worker, 0: none */
+    uint32_t                   token;       /* which of its connections */
     ngx_msec_t                 detached;    /* when it lost its owner */
     unsigned                   standalone:1;  /* a GET stream */
 } ngx_http_mcp_stream_sh_t;
@@ -173,6 +174,7 @@ typedef struct {
     ngx_http_mcp_loc_conf_t   *conf;
     u_char                     sid[NGX_HTTP_MCP_SESSION_ID_LEN];
     uint32_t                   id;
+    uint32_t                   token;       /* ownership, see stream_sh */
     uint64_t                   sent;        /* last seq written */
     u_char                    *buf;         /* output, reused */
     size_t                     size;
@@ -180,6 +182,7 @@ typedef struct {
     ngx_chain_t                chain;
     ngx_event_t                keepalive;
     unsigned                   prime:1;     /* priming event due */
+    unsigned                   fresh:1;     /* nothing written yet */
     unsigned                   busy:1;      /* output not yet written */
     unsigned                   ending:1;
     unsigned                   ended:1;
@@ -197,6 +200,7 @@ struct ngx_http_mcp_ctx_s {
     ngx_uint_t                 pending;     /* calls not yet ended */
     ngx_int_t                  status;
     ngx_http_mcp_stream_t     *stream;      /* once the reply is SSE */
+    ngx_str_t                  body;
     unsigned                   batch:1;
     unsigned                   waiting:1;
 };
@@ -210,6 +214,7 @@ typedef struct {
     ngx_event_t                watch;       /* notices shutdown */
     ngx_connection_t          *ipc;
     ngx_log_t                 *log;
+    uint32_t                   tokens;      /* stream ownership tokens */
 } ngx_http_mcp_worker_t;
 
 
@@ -229,6 +234,8 @@ cJSON *ngx_http_mcp_jsonrpc_error(cJSON *id, ngx_int_t code,
 u_char *ngx_http_mcp_jsonrpc_print(ngx_pool_t *pool, cJSON *json,
     size_t *len);
 ngx_int_t ngx_http_mcp_correlation_id(u_char *buf, size_t len);
+u_char *ngx_http_mcp_json_raw_number(ngx_str_t *body, const char *key,
+    double value, size_t *len);
 
 /* session */
 char *ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -990,7 +990,9 @@ ngx_http_mcp_session_wait_add(ngx_http_mcp_zone_t *ctx,
     w->owner = ngx_pid;
     w->request = request;
     w->id_len = id_len;
-    ngx_memcpy(w->id, id, id_len);
+    if (id_len) {
+        ngx_memcpy(w->id, id, id_len);
+    }
 
     ngx_queue_insert_tail(&s->waits, &w->queue);
 

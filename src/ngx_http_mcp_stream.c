@@ -25,7 +25,7 @@
 
 static ngx_http_mcp_stream_t *ngx_http_mcp_stream_create(
     ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *sid,
-    uint32_t id, uint64_t sent);
+    uint32_t id, uint32_t token, uint64_t sent);
 static ngx_int_t ngx_http_mcp_stream_headers(ngx_http_request_t *r,
     ngx_uint_t version);
 static ngx_int_t ngx_http_mcp_stream_write(ngx_http_mcp_stream_t *st,
@@ -58,7 +58,7 @@ static ngx_str_t  ngx_http_mcp_sse_type = ngx_string("text/event-stream");
 ngx_int_t
 ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 {
-    uint32_t                      id;
+    uint32_t                      id, token;
     ngx_uint_t                    i;
     ngx_http_request_t           *r;
     ngx_http_mcp_msg_t           *msg;
@@ -79,6 +79,7 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
                      : NULL;
 
     id = (sh != NULL) ? sh->id : 0;
+    token = (sh != NULL) ? (sh->token = ++ngx_http_mcp_worker.tokens) : 0;
 
     ngx_shmtx_unlock(&zctx->shpool->mutex);
 
@@ -90,7 +91,7 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
     }
 
     st = ngx_http_mcp_stream_create(r, ctx->conf, &ctx->rctx.session_id, id,
-                                    0);
+                                    token, 0);
     if (st == NULL) {
         return NGX_ERROR;
     }
@@ -159,10 +160,10 @@ ngx_http_mcp_stream_reply(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
 ngx_int_t
 ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 {
-    uint32_t                      id;
+    uint32_t                      id, token;
     uint64_t                      seq;
     ngx_pid_t                     prev;
-    ngx_uint_t                    version;
+    ngx_uint_t                    version, created;
     ngx_table_elt_t              *h, *last;
     ngx_http_mcp_ctx_t           *ctx;
     ngx_http_mcp_zone_t          *zctx;
@@ -206,6 +207,19 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 
     version = rctx.version;
 
+    h = ngx_http_mcp_header_in(r, "MCP-Protocol-Version",
+                               sizeof("MCP-Protocol-Version") - 1);
+
+    if (h != NULL && ngx_http_mcp_version_parse(&h->value) == 0) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Bad Request: unsupported "
+                                       "MCP-Protocol-Version");
+    }
+
+    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
+                               sizeof("Mcp-Session-Id") - 1);
+
     last = ngx_http_mcp_header_in(r, "Last-Event-ID",
                                   sizeof("Last-Event-ID") - 1);
 
@@ -219,6 +233,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 
     zctx = mlcf->zone->data;
     prev = 0;
+    created = 0;
 
     ngx_shmtx_lock(&zctx->shpool->mutex);
 
@@ -240,14 +255,16 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 
         sh = ngx_http_mcp_session_stream_add(zctx, s, 1, 0);
         seq = 0;
+        created = 1;
     }
 
     id = (sh != NULL) ? sh->id : 0;
+    token = (sh != NULL) ? (sh->token = ++ngx_http_mcp_worker.tokens) : 0;
 
     ngx_shmtx_unlock(&zctx->shpool->mutex);
 
-    if (prev && prev != ngx_pid) {
-        /* the former owner finds the stream taken and lets go */
+    if (prev) {
+        /* the former owner, maybe this worker, finds it taken: lets go */
         (void) ngx_http_mcp_notify_pid(prev, r->connection->log);
     }
 
@@ -257,8 +274,9 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     }
 
     if (sh == NULL) {
+        /* the client's doing, not the server's: no [error] line */
         return ngx_http_mcp_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                       NULL, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                       NULL, NGX_HTTP_MCP_SERVER_ERROR,
                                        "Too many streams");
     }
 
@@ -271,7 +289,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     ctx->conf = mlcf;
     ngx_http_set_ctx(r, ctx, ngx_http_mcp_module);
 
-    st = ngx_http_mcp_stream_create(r, mlcf, &h->value, id, seq);
+    st = ngx_http_mcp_stream_create(r, mlcf, &h->value, id, token, seq);
     if (st == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -286,7 +304,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     r->main->count++;
 
     /* output starts from the wake-up, never inside this handler */
-    st->prime = (last == NULL);
+    st->prime = created;
     (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
 
     return NGX_DONE;
@@ -322,7 +340,8 @@ ngx_http_mcp_stream_last_event_id(ngx_str_t *value, uint32_t *stream,
 
 static ngx_http_mcp_stream_t *
 ngx_http_mcp_stream_create(ngx_http_request_t *r,
-    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *sid, uint32_t id, uint64_t sent)
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *sid, uint32_t id,
+    uint32_t token, uint64_t sent)
 {
     ngx_pool_cleanup_t     *cln;
     ngx_http_mcp_stream_t  *st;
@@ -340,7 +359,9 @@ ngx_http_mcp_stream_create(ngx_http_request_t *r,
     st->request = r;
     st->conf = mlcf;
     st->id = id;
+    st->token = token;
     st->sent = sent;
+    st->fresh = 1;
     ngx_memcpy(st->sid, sid->data, NGX_HTTP_MCP_SESSION_ID_LEN);
 
     st->keepalive.handler = ngx_http_mcp_stream_keepalive_handler;
@@ -579,11 +600,13 @@ ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st)
         return;
     }
 
-    if (len == 0 && !complete) {
+    if (len == 0 && !complete && !st->fresh) {
         return;
     }
 
-    (void) ngx_http_mcp_stream_write(st, st->buf, len, complete);
+    /* a fresh stream with nothing yet still sends its header now */
+    (void) ngx_http_mcp_stream_write(st, len ? st->buf : (u_char *) "", len,
+                                     complete);
 }
 
 
@@ -620,7 +643,7 @@ ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st, size_t *len,
     s = ngx_http_mcp_session_find_locked(zctx, &sid);
     sh = (s != NULL) ? ngx_http_mcp_session_stream(s, st->id) : NULL;
 
-    if (sh == NULL || sh->owner != ngx_pid) {
+    if (sh == NULL || sh->owner != ngx_pid || sh->token != st->token) {
         rc = NGX_DECLINED;
         goto done;
     }
@@ -717,6 +740,7 @@ ngx_http_mcp_stream_write(ngx_http_mcp_stream_t *st, u_char *data,
     ngx_http_core_loc_conf_t  *clcf;
 
     r = st->request;
+    st->fresh = 0;
 
     ngx_memzero(&st->out, sizeof(ngx_buf_t));
 
@@ -928,7 +952,7 @@ ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st)
     s = ngx_http_mcp_session_find_locked(zctx, &sid);
     sh = (s != NULL) ? ngx_http_mcp_session_stream(s, st->id) : NULL;
 
-    if (sh != NULL && sh->owner == ngx_pid) {
+    if (sh != NULL && sh->owner == ngx_pid && sh->token == st->token) {
         ngx_http_mcp_session_stream_owner(s, sh, 0);
     }
 

@@ -357,6 +357,19 @@ ngx_http_mcp_delete(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
                                        "is required");
     }
 
+    h = ngx_http_mcp_header_in(r, "MCP-Protocol-Version",
+                               sizeof("MCP-Protocol-Version") - 1);
+
+    if (h != NULL && ngx_http_mcp_version_parse(&h->value) == 0) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Bad Request: unsupported "
+                                       "MCP-Protocol-Version");
+    }
+
+    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
+                               sizeof("Mcp-Session-Id") - 1);
+
     ctx = ngx_http_mcp_create_ctx(r, mlcf);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -471,6 +484,8 @@ ngx_http_mcp_body_handler(ngx_http_request_t *r)
                                     "Request body too large"));
         return;
     }
+
+    ctx->body = body;
 
     rc = ngx_http_mcp_process(ctx, &body);
 

@@ -120,8 +120,7 @@ ok(!(grep { $_->is_done } $g, @gets), 'all six stay open');
         my $x = $t->mcp_get_stream($sid, protocol_version => $v, quiet => 1, timeout => 3);
         my $r = { %$x, body => $x->status == 200 ? '' : $x->read_body(2) };
         $x->close;
-        TODO: {
-            local $TODO = 'module bug: GET does not check MCP-Protocol-Version (POST does)';
+        {
             is_rpc_error_body($r, 400, -32600, undef, "GET with MCP-Protocol-Version: $v: 400");
         }
     }
@@ -147,8 +146,7 @@ $_->close for $g, @gets;
     my $x = $t->mcp_get_stream($ls, quiet => 1);
     is_rpc_error_body({ %$x, body => $x->read_body(2) }, 503, undef, undef,
                       'the 33rd: 503 with a JSON-RPC error');
-    TODO: {
-        local $TODO = 'module bug: a client reaching the stream limit writes an [error] line';
+    {
         unlike($t->log_since($mark), qr/\[error\].*Too many streams/,
                'the stream limit is a client condition: not logged at [error]');
     }

@@ -25,8 +25,7 @@ use McpAssert;
 use McpStream;
 
 my $t = streaming_server(
-    # Short keep-alives: a GET that resumes nothing yet gets its headers only
-    # with the first comment (see the TODOs below); this keeps that short.
+    # Short keep-alives keep the waits of this file short.
     location => 'mcp_stream_keepalive 400ms;',
     http     => 'mcp_session_zone zone=small:1m log=1k;',
     server   => 'location = /small { mcp on; mcp_builtin everything; mcp_session small; }',
@@ -135,9 +134,7 @@ for my $wait (0, 0.3) {
     my $r = $t->mcp_get_stream($sid, last_event_id => $req->{id}, timeout => 3);
     my $took = time - $t0;
     is($r->status, 200, 'GET Last-Event-ID of a stream whose call waits: 200');
-    TODO: {
-        local $TODO = 'module bug: a GET with Last-Event-ID sends its headers only with the first'
-                    . ' event or keep-alive comment (mcp_stream_keepalive, 15 s by default)';
+    {
         cmp_ok($took, '<', 0.2, sprintf('... its response headers come at once (took %.2f s)', $took));
     }
     is(answer($t, $sid, $req->{json}{id}, sampling_answer('resumed'))->{status}, 202,
@@ -186,9 +183,6 @@ for my $wait (0, 0.3) {
             is($c->{replay} && $c->{replay}{id}, $c->{ev1} && $c->{ev1}{id},
                "resume $where: the first notification is replayed");
             is(scalar @{ $c->{on2} }, 1, "resume $where: the next notification on the new connection");
-            local $TODO = $case eq 'same'
-                ? 'module bug: a resume on the worker that still holds the old connection does not'
-                  . ' end it: both connections get the stream\'s events' : undef;
             ok($c->{g1_done} && !@{ $c->{on1} }, "resume $where: the old connection ends, without it")
                 or diag('old connection got: ' . join('', map { $_->{raw} } @{ $c->{on1} }));
         }
@@ -204,8 +198,7 @@ for my $id (@gone, '999-3', 'garbage') {
     my $g = $t->mcp_get_stream($sid, last_event_id => $id, timeout => 3);
     is($g->status, 200, "GET Last-Event-ID: $id (no such stream): 200");
     like($g->header('content-type') // '', qr{^text/event-stream\b}, "GET Last-Event-ID: $id: SSE");
-    TODO: {
-        local $TODO = 'module bug: a GET whose Last-Event-ID names no stream gets no priming event';
+    {
         priming_ok(take($g, 0.3), 1000, "GET Last-Event-ID: $id: a fresh stream, with a priming event");
     }
     ok(!$g->is_done && !(grep { $_->{data} } @{ $g->{events} }),

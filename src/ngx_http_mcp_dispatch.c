@@ -189,7 +189,8 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
         init.client_name.len = ngx_strlen(name->valuestring);
     }
 
-    ctx->new_session.data = ngx_pnalloc(call->pool,
+    /* the reply's header needs it after the call, and its pool, are gone */
+    ctx->new_session.data = ngx_pnalloc(ctx->request->pool,
                                         NGX_HTTP_MCP_SESSION_ID_LEN);
     if (ctx->new_session.data == NULL) {
         return NGX_ERROR;

@@ -150,9 +150,12 @@ use McpTest qw(decode_chunked parse_sse http_request);
 
     is(McpTest::asan_options_for_preload(undef), 'fast_unwind_on_malloc=0',
        'ASAN_OPTIONS: slow malloc unwinding added when unset');
-    is(McpTest::asan_options_for_preload('detect_leaks=1:log_path='),
-       'detect_leaks=1:log_path=:fast_unwind_on_malloc=0',
+    is(McpTest::asan_options_for_preload('detect_leaks=1:log_path=/tmp/x'),
+       'detect_leaks=1:log_path=/tmp/x:fast_unwind_on_malloc=0',
        'ASAN_OPTIONS: appended to the caller\'s options');
+    is(McpTest::asan_options_for_preload('detect_leaks=1:log_path='),
+       'detect_leaks=1:fast_unwind_on_malloc=0',
+       'ASAN_OPTIONS: an empty log_path= (reports to ./.<pid> files) is dropped');
     is(McpTest::asan_options_for_preload('detect_leaks=1:fast_unwind_on_malloc=1'),
        'detect_leaks=1:fast_unwind_on_malloc=1',
        'ASAN_OPTIONS: the caller\'s own fast_unwind_on_malloc is kept');

@@ -76,11 +76,11 @@ while (time - $t0 < 1.5) {
     my $s = time;
     my ($m) = $t->mcp_request($sid, 'ping', undef, id => 'busy');
     $served++ if ref $m eq 'HASH' && exists $m->{result};
-    $slow++ if time - $s > 0.5;
+    $slow++ if time - $s > 1;
     sleep 0.05;
 }
 cmp_ok($served, '>=', 10, "other clients are served meanwhile ($served pings)");
-is($slow, 0, 'none of them waited more than 0.5 s');
+is($slow, 0, 'none of them waited as long as a slow client (1 s)');
 
 for my $k (@kids) {
     waitpid $k->[0], 0;

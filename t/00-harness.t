@@ -150,14 +150,17 @@ use McpTest qw(decode_chunked parse_sse http_request);
 
     is(McpTest::asan_options_for_preload(undef), 'fast_unwind_on_malloc=0',
        'ASAN_OPTIONS: slow malloc unwinding added when unset');
-    is(McpTest::asan_options_for_preload('detect_leaks=1:log_path='),
-       'detect_leaks=1:log_path=:fast_unwind_on_malloc=0',
+    is(McpTest::asan_options_for_preload('detect_leaks=1:log_path=/tmp/x'),
+       'detect_leaks=1:log_path=/tmp/x:fast_unwind_on_malloc=0',
        'ASAN_OPTIONS: appended to the caller\'s options');
     is(McpTest::sanitizer_log_path('detect_leaks=1:log_path=:x=1', '/p/logs'),
        'detect_leaks=1:log_path=/p/logs/sanitizer:x=1',
        'ASAN_OPTIONS: an empty log_path goes to the prefix\'s logs/sanitizer');
     is(McpTest::sanitizer_log_path('log_path=stderr', '/p/logs'), 'log_path=stderr',
        'ASAN_OPTIONS: a log_path of the caller\'s own is kept');
+    is(McpTest::asan_options_for_preload('detect_leaks=1:log_path='),
+       'detect_leaks=1:fast_unwind_on_malloc=0',
+       'ASAN_OPTIONS: an empty log_path= (reports to ./.<pid> files) is dropped');
     is(McpTest::asan_options_for_preload('detect_leaks=1:fast_unwind_on_malloc=1'),
        'detect_leaks=1:fast_unwind_on_malloc=1',
        'ASAN_OPTIONS: the caller\'s own fast_unwind_on_malloc is kept');

@@ -376,9 +376,13 @@ sub sanitizer_log_path {
 }
 
 # Pure: ASAN_OPTIONS for a preloaded sanitizer run, given the caller's.
+# An empty log_path= is dropped: ASan takes it for a file prefix and
+# writes each report to ./.<pid>, where check_log never looks, instead
+# of stderr, which nginx sends to error.log.
 sub asan_options_for_preload {
     my ($opts) = @_;
     $opts //= '';
+    $opts = join ':', grep { length && $_ ne 'log_path=' } split /:/, $opts;
     return $opts if $opts =~ /(?:^|[:,\s])fast_unwind_on_malloc=/;
     return join ':', grep { length } $opts, 'fast_unwind_on_malloc=0';
 }

@@ -1,0 +1,59 @@
+-- One JSON-RPC POST, the same on every connection:
+--   BENCH_PATH, BENCH_BODY, BENCH_SID (a session made beforehand).
+-- All connections share one session: sessions are per client in MCP,
+-- and the module's cost per request does not depend on how many
+-- sessions there are (an rbtree lookup in the shm zone).
+--
+-- BENCH_SIDS (space-separated) gives each wrk thread a session of its
+-- own instead, and "@ID@" in BENCH_BODY becomes an id unique in the
+-- session: for tools that reply with a stream, since a session holds a
+-- bounded number of streams and a request id names a cancellable call.
+
+local common = dofile(os.getenv("BENCH_LUA") .. "/common.lua")
+
+wrk.method = "POST"
+wrk.path = os.getenv("BENCH_PATH")
+wrk.body = os.getenv("BENCH_BODY")
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
+
+local sid = os.getenv("BENCH_SID")
+if sid ~= nil and sid ~= "" then
+    wrk.headers["Mcp-Session-Id"] = sid
+end
+
+local sids = {}
+for s in string.gmatch(os.getenv("BENCH_SIDS") or "", "%S+") do
+    table.insert(sids, s)
+end
+
+local main_setup = setup
+local nthreads = 0
+
+function setup(thread)
+    main_setup(thread)
+    nthreads = nthreads + 1
+    if #sids > 0 then
+        thread:set("thread_sid", sids[(nthreads - 1) % #sids + 1])
+    end
+end
+
+function init(args)
+    if thread_sid ~= nil then
+        wrk.headers["Mcp-Session-Id"] = thread_sid
+    end
+end
+
+if string.find(wrk.body, "@ID@", 1, true) then
+    local n = 0
+    function request()
+        n = n + 1
+        local body = string.gsub(wrk.body, "@ID@", tostring(n))
+        return wrk.format(nil, nil, nil, body)
+    end
+end
+
+function response(status, headers, body)
+    common.check(status, body)
+end

@@ -1,0 +1,19 @@
+
+/*
+ * The fuzz targets' own pool: every allocation is freed on destroy.
+ */
+
+
+#ifndef _NGX_SHIM_H_INCLUDED_
+#define _NGX_SHIM_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+
+ngx_pool_t *ngx_shim_pool_create(void);
+void ngx_shim_pool_destroy(ngx_pool_t *pool);
+
+
+#endif /* _NGX_SHIM_H_INCLUDED_ */

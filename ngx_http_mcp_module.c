@@ -11,6 +11,7 @@
 
 
 static ngx_int_t ngx_http_mcp_preconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_mcp_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_mcp_init_process(ngx_cycle_t *cycle);
 static void ngx_http_mcp_exit_process(ngx_cycle_t *cycle);
 static void *ngx_http_mcp_create_main_conf(ngx_conf_t *cf);
@@ -113,7 +114,7 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
 
 static ngx_http_module_t  ngx_http_mcp_module_ctx = {
     ngx_http_mcp_preconfiguration,         /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_mcp_postconfiguration,        /* postconfiguration */
 
     ngx_http_mcp_create_main_conf,         /* create main configuration */
     NULL,                                  /* init main configuration */
@@ -145,8 +146,36 @@ ngx_module_t  ngx_http_mcp_module = {
 static ngx_int_t
 ngx_http_mcp_preconfiguration(ngx_conf_t *cf)
 {
+    if (ngx_http_mcp_add_variables(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_mcp_add_provider(cf, "everything",
                                      ngx_http_mcp_everything_init);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    /*
+     * A POST's body is read in the rewrite phase: the phases before the
+     * content handler see the $mcp_* variables.  This module's handler,
+     * added after the stock modules', runs before them in that phase.
+     */
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_mcp_rewrite_handler;
+
+    return ngx_http_mcp_filter_init(cf);
 }
 
 

@@ -197,7 +197,13 @@ struct ngx_http_mcp_ctx_s {
     ngx_uint_t                 pending;     /* calls not yet ended */
     ngx_int_t                  status;
     ngx_http_mcp_stream_t     *stream;      /* once the reply is SSE */
+    ngx_str_t                  body;
+    ngx_int_t                  parse;       /* what parsing the body gave */
+    ngx_int_t                  refused;     /* the HTTP status, or 0 */
+    ngx_str_t                  error_page;  /* replaces nginx's page */
+    unsigned                   error_page_sent:1;
     unsigned                   batch:1;
+    unsigned                   parsed:1;
     unsigned                   waiting:1;
 };
 
@@ -220,6 +226,11 @@ extern ngx_http_mcp_worker_t  ngx_http_mcp_worker;
     ((ngx_http_mcp_loc_conf_t *) (call)->conf)
 
 
+/* variables, filter */
+ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
+
+
 /* jsonrpc */
 ngx_int_t ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body,
     size_t len, cJSON **root, ngx_array_t *msgs, ngx_uint_t *batch);
@@ -237,6 +248,8 @@ ngx_shm_zone_t *ngx_http_mcp_session_default_zone(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
     ngx_http_mcp_session_init_t *init, u_char *id);
 ngx_int_t ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_http_mcp_reqctx_t *rctx);
+ngx_int_t ngx_http_mcp_session_peek(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_reqctx_t *rctx);
 ngx_int_t ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_log_t *log);
@@ -274,6 +287,7 @@ ngx_uint_t ngx_http_mcp_session_updated(ngx_shm_zone_t *zone,
 
 /* transport */
 ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_rewrite_handler(ngx_http_request_t *r);
 u_char *ngx_http_mcp_origin_host(ngx_str_t *origin);
 ngx_int_t ngx_http_mcp_reply(ngx_http_mcp_ctx_t *ctx);
 ngx_int_t ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status,

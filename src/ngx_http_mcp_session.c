@@ -33,6 +33,8 @@ static ngx_int_t ngx_http_mcp_session_evict(ngx_http_mcp_zone_t *ctx,
     ngx_log_t *log);
 static void *ngx_http_mcp_session_alloc(ngx_http_mcp_zone_t *ctx,
     size_t size, ngx_log_t *log);
+static ngx_int_t ngx_http_mcp_session_get(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use);
 
 
 char *
@@ -567,6 +569,24 @@ ngx_int_t
 ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_reqctx_t *rctx)
 {
+    return ngx_http_mcp_session_get(zone, id, rctx, 1);
+}
+
+
+/* a look that does not count as use: for variables and logs */
+
+ngx_int_t
+ngx_http_mcp_session_peek(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_http_mcp_reqctx_t *rctx)
+{
+    return ngx_http_mcp_session_get(zone, id, rctx, 0);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_session_get(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use)
+{
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_session_node_t  *s;
 
@@ -574,7 +594,9 @@ ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
-    ngx_http_mcp_session_expire(ctx, 1);
+    if (use) {
+        ngx_http_mcp_session_expire(ctx, 1);
+    }
 
     s = ngx_http_mcp_session_find(ctx, id);
 
@@ -583,9 +605,11 @@ ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
         return NGX_DECLINED;
     }
 
-    s->last = ngx_current_msec;
-    ngx_queue_remove(&s->queue);
-    ngx_queue_insert_head(&ctx->sh->queue, &s->queue);
+    if (use) {
+        s->last = ngx_current_msec;
+        ngx_queue_remove(&s->queue);
+        ngx_queue_insert_head(&ctx->sh->queue, &s->queue);
+    }
 
     rctx->version = s->version;
     rctx->log_level = s->log_level;

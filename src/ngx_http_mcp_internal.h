@@ -201,6 +201,10 @@ struct ngx_http_mcp_ctx_s {
     ngx_int_t                  parse;       /* what parsing the body gave */
     ngx_int_t                  refused;     /* the HTTP status, or 0 */
     ngx_str_t                  error_page;  /* replaces nginx's page */
+    ngx_str_t                  var_method;  /* copies for $mcp_*: calls */
+    ngx_str_t                  var_tool;    /* take their messages */
+    ngx_str_t                  var_id;
+    ngx_str_t                  var_client;
     unsigned                   error_page_sent:1;
     unsigned                   batch:1;
     unsigned                   parsed:1;
@@ -228,6 +232,7 @@ extern ngx_http_mcp_worker_t  ngx_http_mcp_worker;
 
 /* variables, filter */
 ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx);
 ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
 
 

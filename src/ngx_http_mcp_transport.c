@@ -307,8 +307,12 @@ ngx_http_mcp_body_handler(ngx_http_request_t *r)
                                                 &ctx->root, &ctx->msgs,
                                                 &batch);
         ctx->batch = batch;
+        ctx->parsed = 1;
 
-        if (ctx->parse == NGX_ERROR) {
+        if (ctx->parse == NGX_ERROR
+            || (ctx->parse == NGX_OK
+                && ngx_http_mcp_variables_capture(ctx) != NGX_OK))
+        {
             ctx->refused = NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 

@@ -25,8 +25,6 @@ static ngx_int_t ngx_http_mcp_variable(ngx_http_request_t *r,
 static ngx_http_mcp_msg_t *ngx_http_mcp_variable_msg(ngx_http_mcp_ctx_t *ctx);
 static ngx_int_t ngx_http_mcp_variable_tool(ngx_http_mcp_msg_t *msg,
     ngx_str_t *value);
-static ngx_int_t ngx_http_mcp_variable_request_id(ngx_http_request_t *r,
-    ngx_http_mcp_msg_t *msg, ngx_str_t *value);
 static ngx_int_t ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx, ngx_str_t *value);
 
@@ -82,10 +80,8 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     ngx_str_t            value;
     ngx_table_elt_t     *h;
     ngx_http_mcp_ctx_t  *ctx;
-    ngx_http_mcp_msg_t  *msg;
 
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_mcp_module);
-    msg = (ctx != NULL) ? ngx_http_mcp_variable_msg(ctx) : NULL;
 
     ngx_str_null(&value);
     rc = NGX_OK;
@@ -93,14 +89,17 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     switch (data) {
 
     case NGX_HTTP_MCP_VAR_METHOD:
-        if (msg != NULL) {
-            value = msg->method;
+        if (ctx != NULL) {
+            value = ctx->var_method;
         }
 
         break;
 
     case NGX_HTTP_MCP_VAR_TOOL:
-        rc = ngx_http_mcp_variable_tool(msg, &value);
+        if (ctx != NULL) {
+            value = ctx->var_tool;
+        }
+
         break;
 
     case NGX_HTTP_MCP_VAR_SESSION_ID:
@@ -118,7 +117,10 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
         break;
 
     case NGX_HTTP_MCP_VAR_REQUEST_ID:
-        rc = ngx_http_mcp_variable_request_id(r, msg, &value);
+        if (ctx != NULL) {
+            value = ctx->var_id;
+        }
+
         break;
 
     case NGX_HTTP_MCP_VAR_PROTOCOL_VERSION:
@@ -223,26 +225,67 @@ ngx_http_mcp_variable_tool(ngx_http_mcp_msg_t *msg, ngx_str_t *value)
 }
 
 
-static ngx_int_t
-ngx_http_mcp_variable_request_id(ngx_http_request_t *r,
-    ngx_http_mcp_msg_t *msg, ngx_str_t *value)
+/*
+ * Copies what the variables tell of the first message into the request's
+ * pool: a call takes its message away when it starts.
+ */
+
+ngx_int_t
+ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx)
 {
-    cJSON  *id;
+    cJSON               *info, *name;
+    ngx_str_t            s;
+    ngx_pool_t          *pool;
+    ngx_http_mcp_msg_t  *msg;
+
+    msg = ngx_http_mcp_variable_msg(ctx);
 
     if (msg == NULL) {
         return NGX_OK;
     }
 
-    /* a running call owns the id now */
-    id = msg->id ? msg->id : (msg->call ? msg->call->id : NULL);
+    pool = ctx->request->pool;
 
-    if (id == NULL) {
-        return NGX_OK;
+    ctx->var_method.len = msg->method.len;
+    ctx->var_method.data = ngx_pstrdup(pool, &msg->method);
+
+    ngx_str_null(&s);
+    (void) ngx_http_mcp_variable_tool(msg, &s);
+
+    ctx->var_tool.len = s.len;
+    ctx->var_tool.data = s.len ? ngx_pstrdup(pool, &s) : NULL;
+
+    ngx_str_null(&s);
+
+    if (cJSON_IsString(msg->id) || cJSON_IsRaw(msg->id)) {
+        s.data = (u_char *) msg->id->valuestring;
+        s.len = ngx_strlen(s.data);
     }
 
-    if (cJSON_IsString(id) || cJSON_IsRaw(id)) {
-        value->data = (u_char *) id->valuestring;
-        value->len = ngx_strlen(id->valuestring);
+    ctx->var_id.len = s.len;
+    ctx->var_id.data = s.len ? ngx_pstrdup(pool, &s) : NULL;
+
+    ngx_str_null(&s);
+
+    if (msg->method.len && ngx_strcmp(msg->method.data, "initialize") == 0) {
+        info = cJSON_GetObjectItemCaseSensitive(msg->params, "clientInfo");
+        name = cJSON_GetObjectItemCaseSensitive(info, "name");
+
+        if (cJSON_IsString(name)) {
+            s.data = (u_char *) name->valuestring;
+            s.len = ngx_strlen(s.data);
+        }
+    }
+
+    ctx->var_client.len = s.len;
+    ctx->var_client.data = s.len ? ngx_pstrdup(pool, &s) : NULL;
+
+    if ((msg->method.len && ctx->var_method.data == NULL)
+        || (ctx->var_tool.len && ctx->var_tool.data == NULL)
+        || (ctx->var_id.len && ctx->var_id.data == NULL)
+        || (ctx->var_client.len && ctx->var_client.data == NULL))
+    {
+        return NGX_ERROR;
     }
 
     return NGX_OK;
@@ -255,9 +298,7 @@ static ngx_int_t
 ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx, ngx_str_t *value)
 {
-    cJSON                    *info, *name;
     ngx_table_elt_t          *h;
-    ngx_http_mcp_msg_t       *msg;
     ngx_http_mcp_reqctx_t     rctx;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
@@ -266,19 +307,8 @@ ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    msg = (ctx != NULL) ? ngx_http_mcp_variable_msg(ctx) : NULL;
-
-    if (msg != NULL && msg->method.len
-        && ngx_strcmp(msg->method.data, "initialize") == 0)
-    {
-        info = cJSON_GetObjectItemCaseSensitive(msg->params, "clientInfo");
-        name = cJSON_GetObjectItemCaseSensitive(info, "name");
-
-        if (cJSON_IsString(name)) {
-            value->data = (u_char *) name->valuestring;
-            value->len = ngx_strlen(name->valuestring);
-        }
-
+    if (ctx != NULL && ctx->var_client.len) {
+        *value = ctx->var_client;
         return NGX_OK;
     }
 

@@ -101,6 +101,55 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       offsetof(ngx_http_mcp_loc_conf_t, request_timeout),
       NULL },
 
+    { ngx_string("mcp_pass"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_mcp_pass,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_pass_connect_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, upstream.connect_timeout),
+      NULL },
+
+    { ngx_string("mcp_pass_send_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, upstream.send_timeout),
+      NULL },
+
+    { ngx_string("mcp_pass_read_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, upstream.read_timeout),
+      NULL },
+
+    { ngx_string("mcp_pass_authorization"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, pass_authorization),
+      NULL },
+
+    { ngx_string("mcp_tools_allow"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_tools_policy,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, tools_allow),
+      NULL },
+
+    { ngx_string("mcp_tools_deny"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_tools_policy,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, tools_deny),
+      NULL },
+
     { ngx_string("mcp_page_size"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_num_slot,
@@ -261,6 +310,8 @@ ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
     mlcf->any_origin = NGX_CONF_UNSET;
     mlcf->max_body = NGX_CONF_UNSET_SIZE;
     mlcf->page_size = NGX_CONF_UNSET_UINT;
+    ngx_http_mcp_proxy_create_conf(mlcf);
+
     mlcf->keepalive = NGX_CONF_UNSET_MSEC;
     mlcf->retry = NGX_CONF_UNSET_MSEC;
     mlcf->request_timeout = NGX_CONF_UNSET_MSEC;
@@ -279,6 +330,18 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     if (conf->set == NULL) {
         conf->set = prev->set;
+    }
+
+    if (conf->tools_allow == NULL) {
+        conf->tools_allow = prev->tools_allow;
+    }
+
+    if (conf->tools_deny == NULL) {
+        conf->tools_deny = prev->tools_deny;
+    }
+
+    if (ngx_http_mcp_proxy_merge_conf(cf, prev, conf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
     }
 
     if (conf->zone == NULL) {

@@ -88,7 +88,20 @@ ngx_http_mcp_header_filter(ngx_http_request_t *r)
         }
     }
 
+    if (ngx_http_mcp_proxy_replica_gone(ctx)) {
+        /* the session went with its replica: the client starts anew */
+        r->headers_out.status = NGX_HTTP_NOT_FOUND;
+        r->headers_out.status_line.len = 0;
+    }
+
     text = ngx_http_mcp_error_text(r->headers_out.status, &code);
+
+    if (r->headers_out.status == NGX_HTTP_NOT_FOUND
+        && ngx_http_mcp_proxy_replica_gone(ctx))
+    {
+        text = "Session not found";
+        code = -32001;
+    }
 
     reply = ngx_http_mcp_error_reply(r->connection->log, id, code, text,
                                      NULL);

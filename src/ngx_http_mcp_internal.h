@@ -32,6 +32,12 @@ typedef struct {
 
 typedef struct {
     ngx_flag_t                 enable;
+    ngx_http_upstream_conf_t   upstream;    /* mcp_pass */
+    ngx_str_t                  proxy_host;
+    ngx_str_t                  proxy_uri;
+    ngx_flag_t                 pass_authorization;
+    ngx_array_t               *tools_allow;  /* ngx_http_mcp_pattern_t */
+    ngx_array_t               *tools_deny;
     ngx_http_mcp_set_t        *set;
     ngx_shm_zone_t            *zone;
     ngx_array_t               *origins;     /* ngx_str_t; NULL: localhost */
@@ -84,6 +90,22 @@ typedef struct {
 } ngx_http_mcp_wait_t;
 
 
+/* where a gateway session lives: its replica and that replica's id */
+typedef struct {
+    struct sockaddr           *sockaddr;
+    socklen_t                  socklen;
+    ngx_str_t                  name;
+    ngx_str_t                  sid;
+} ngx_http_mcp_target_t;
+
+typedef struct {
+    socklen_t                  socklen;
+    size_t                     name_len;
+    size_t                     sid_len;
+    u_char                     data[1];     /* sockaddr, name, sid */
+} ngx_http_mcp_target_sh_t;
+
+
 /* a session as the shm zone keeps it */
 typedef struct ngx_http_mcp_subscription_s  ngx_http_mcp_subscription_t;
 
@@ -106,6 +128,7 @@ typedef struct {
     ngx_queue_t                queue;
     ngx_msec_t                 last;
     ngx_http_mcp_subscription_t  *subscriptions;
+    ngx_http_mcp_target_sh_t  *target;      /* mcp_pass sessions */
     ngx_queue_t                events;      /* ngx_http_mcp_event_t */
     size_t                     events_size;
     ngx_queue_t                sstreams;    /* ngx_http_mcp_stream_sh_t */
@@ -201,6 +224,7 @@ struct ngx_http_mcp_ctx_s {
     ngx_int_t                  parse;       /* what parsing the body gave */
     ngx_int_t                  refused;     /* the HTTP status, or 0 */
     ngx_str_t                  error_page;  /* replaces nginx's page */
+    void                      *proxy;       /* mcp_pass: its own state */
     ngx_str_t                  var_method;  /* copies for $mcp_*: calls */
     ngx_str_t                  var_tool;    /* take their messages */
     ngx_str_t                  var_id;
@@ -230,6 +254,24 @@ extern ngx_http_mcp_worker_t  ngx_http_mcp_worker;
     ((ngx_http_mcp_loc_conf_t *) (call)->conf)
 
 
+/* proxy (mcp_pass) and tool policy */
+char *ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+void ngx_http_mcp_proxy_create_conf(ngx_http_mcp_loc_conf_t *conf);
+char *ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf,
+    ngx_http_mcp_loc_conf_t *prev, ngx_http_mcp_loc_conf_t *conf);
+ngx_int_t ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx);
+ngx_int_t ngx_http_mcp_proxy_other(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+ngx_uint_t ngx_http_mcp_proxy_replica_gone(ngx_http_mcp_ctx_t *ctx);
+char *ngx_http_mcp_tools_policy(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_uint_t ngx_http_mcp_policy_on(ngx_http_mcp_loc_conf_t *mlcf);
+ngx_uint_t ngx_http_mcp_tool_allowed(ngx_http_mcp_loc_conf_t *mlcf,
+    ngx_str_t *name);
+ngx_int_t ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out);
+
+
 /* variables, filter */
 ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx);
@@ -254,6 +296,17 @@ ngx_int_t ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
     ngx_http_mcp_session_init_t *init, u_char *id);
 ngx_int_t ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_reqctx_t *rctx);
+ngx_int_t ngx_http_mcp_session_mint(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg);
+ngx_int_t ngx_http_mcp_session_target(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_pool_t *pool, ngx_http_mcp_target_t *target,
+    ngx_http_mcp_reqctx_t *rctx);
+ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_http_mcp_target_t *target);
+ngx_int_t ngx_http_mcp_session_init_params(cJSON *params,
+    ngx_http_mcp_session_init_t *init);
+ngx_int_t ngx_http_mcp_session_new(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_session_init_t *init, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_peek(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_reqctx_t *rctx);
 ngx_int_t ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,

@@ -80,6 +80,12 @@ ngx_http_mcp_handler(ngx_http_request_t *r)
                                        "Forbidden: Origin not allowed");
     }
 
+    if (mlcf->upstream.upstream
+        && (r->method == NGX_HTTP_GET || r->method == NGX_HTTP_DELETE))
+    {
+        return ngx_http_mcp_proxy_other(r, mlcf);
+    }
+
     if (r->method == NGX_HTTP_DELETE) {
         return ngx_http_mcp_delete(r, mlcf);
     }
@@ -348,6 +354,10 @@ ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
                                        NGX_HTTP_MCP_PARSE_ERROR,
                                        "Parse error");
+    }
+
+    if (mlcf->upstream.upstream) {
+        return ngx_http_mcp_proxy_post(ctx);
     }
 
     rc = ngx_http_mcp_process(ctx);

@@ -44,6 +44,8 @@ typedef struct {
 static ngx_int_t ngx_http_mcp_proxy_start(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 static void ngx_http_mcp_proxy_body_ready(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_go(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
 static ngx_int_t ngx_http_mcp_proxy_create_request(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_status(ngx_http_request_t *r);
@@ -268,7 +270,7 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
         pctx->initialize = 1;
         pctx->client_sid = ctx->new_session;
 
-        return ngx_http_mcp_proxy_start(r, pctx);
+        return ngx_http_mcp_proxy_go(r, pctx);
     }
 
     h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
@@ -304,7 +306,7 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
         }
     }
 
-    return ngx_http_mcp_proxy_start(r, pctx);
+    return ngx_http_mcp_proxy_go(r, pctx);
 }
 
 
@@ -430,16 +432,40 @@ ngx_http_mcp_proxy_other(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 }
 
 
+/* reading the body took the request reference the upstream keeps */
+
 static void
 ngx_http_mcp_proxy_body_ready(ngx_http_request_t *r)
 {
+    ngx_int_t            rc;
     ngx_http_mcp_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
 
-    r->main->count--;
+    rc = ngx_http_mcp_proxy_start(r, ctx->proxy);
 
-    ngx_http_finalize_request(r, ngx_http_mcp_proxy_start(r, ctx->proxy));
+    if (rc != NGX_DONE) {
+        ngx_http_finalize_request(r, rc);
+    }
+}
+
+
+/* the body was read in the rewrite phase: the upstream takes a reference */
+
+static ngx_int_t
+ngx_http_mcp_proxy_go(ngx_http_request_t *r, ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_int_t  rc;
+
+    r->main->count++;
+
+    rc = ngx_http_mcp_proxy_start(r, pctx);
+
+    if (rc != NGX_DONE) {
+        r->main->count--;
+    }
+
+    return rc;
 }
 
 
@@ -488,8 +514,6 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
         u->resolved->port = ngx_inet_get_port(pctx->target.sockaddr);
         u->resolved->host = pctx->target.name;
     }
-
-    r->main->count++;
 
     ngx_http_upstream_init(r);
 

@@ -52,6 +52,7 @@ static ngx_int_t ngx_http_mcp_proxy_process_status(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_header(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_uint_t ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u);
 static void ngx_http_mcp_proxy_abort_request(ngx_http_request_t *r);
 static void ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r,
     ngx_int_t rc);
@@ -804,6 +805,14 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     ctx = pctx->ctx;
     status = u->headers_in.status_n;
 
+    if (status >= 400 && !ngx_http_mcp_proxy_mcp_type(u)) {
+        /* an error page, not MCP: the client gets a JSON-RPC error */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream answered %ui without a JSON-RPC "
+                      "body", status);
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
     pctx->is_chunked = u->headers_in.chunked;
     pctx->length = u->headers_in.content_length_n;
 
@@ -858,6 +867,28 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     }
 
     return NGX_OK;
+}
+
+
+/* application/json or text/event-stream: what MCP servers answer */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u)
+{
+    ngx_str_t  *type;
+
+    if (u->headers_in.content_type == NULL) {
+        return u->headers_in.content_length_n == 0;
+    }
+
+    type = &u->headers_in.content_type->value;
+
+    return (type->len >= sizeof("application/json") - 1
+            && ngx_strncasecmp(type->data, (u_char *) "application/json",
+                               sizeof("application/json") - 1) == 0)
+           || (type->len >= sizeof("text/event-stream") - 1
+               && ngx_strncasecmp(type->data, (u_char *) "text/event-stream",
+                                  sizeof("text/event-stream") - 1) == 0);
 }
 
 

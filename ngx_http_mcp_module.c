@@ -245,7 +245,12 @@ ngx_http_mcp_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    return ngx_http_mcp_ipc_init(cycle);
+    if (ngx_http_mcp_ipc_init(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* one worker of the new generation tells of changed lists */
+    return (ngx_worker == 0) ? ngx_http_mcp_lists_changed(cycle) : NGX_OK;
 }
 
 
@@ -279,7 +284,10 @@ ngx_http_mcp_create_main_conf(ngx_conf_t *cf)
     }
 
     if (ngx_array_init(&mmcf->zones, cf->pool, 4, sizeof(ngx_shm_zone_t *))
-        != NGX_OK)
+        != NGX_OK
+        || ngx_array_init(&mmcf->bindings, cf->pool, 4,
+                          sizeof(ngx_http_mcp_binding_t))
+           != NGX_OK)
     {
         return NULL;
     }
@@ -373,6 +381,12 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         if (conf->set == NULL) {
             return NGX_CONF_ERROR;
         }
+    }
+
+    if (conf->enable && !conf->upstream.upstream
+        && ngx_http_mcp_bind(cf, conf->zone, conf->set) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;

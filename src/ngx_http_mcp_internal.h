@@ -22,8 +22,21 @@ typedef struct {
 } ngx_http_mcp_provider_t;
 
 
+/* a zone and a set that locations serve together */
+typedef struct {
+    ngx_shm_zone_t            *zone;
+    ngx_http_mcp_set_t        *set;
+} ngx_http_mcp_binding_t;
+
+
+#define NGX_HTTP_MCP_LIST_TOOLS      0
+#define NGX_HTTP_MCP_LIST_RESOURCES  1
+#define NGX_HTTP_MCP_LIST_PROMPTS    2
+
+
 typedef struct {
     ngx_array_t                providers;   /* ngx_http_mcp_provider_t */
+    ngx_array_t                bindings;    /* ngx_http_mcp_binding_t */
     ngx_array_t                zones;       /* ngx_shm_zone_t * */
     ngx_shm_zone_t            *default_zone;
     ngx_http_mcp_set_t        *empty_set;
@@ -146,6 +159,8 @@ typedef struct {
     ngx_rbtree_node_t          sentinel;
     ngx_queue_t                queue;       /* LRU, most recent first */
     ngx_uint_t                 count;
+    uint32_t                   lists[3];    /* what the lists were */
+    ngx_uint_t                 lists_known;
 } ngx_http_mcp_shctx_t;
 
 
@@ -342,6 +357,10 @@ void ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
 ngx_uint_t ngx_http_mcp_session_updated(ngx_shm_zone_t *zone,
     ngx_str_t *uri, u_char *data, size_t len, ngx_array_t *owners,
     ngx_log_t *log);
+ngx_int_t ngx_http_mcp_lists_changed(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_mcp_bind(ngx_conf_t *cf, ngx_shm_zone_t *zone,
+    ngx_http_mcp_set_t *set);
+uint32_t ngx_http_mcp_set_hash(ngx_http_mcp_set_t *set, ngx_uint_t list);
 
 /* transport */
 ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);

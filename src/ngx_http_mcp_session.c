@@ -1070,8 +1070,8 @@ ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
 
 
 /*
- * notifications/resources/updated for every session of the zone that
- * subscribed to uri, on its newest open GET stream.  The pids of the
+ * A server notification for every session of the zone that subscribed
+ * to uri (every session, with uri NULL), on its newest open GET stream.  The pids of the
  * workers to wake are pushed to owners.  Returns how many sessions got
  * the notification.
  */
@@ -1100,7 +1100,7 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
     {
         s = ngx_queue_data(q, ngx_http_mcp_session_node_t, queue);
 
-        for (sub = s->subscriptions; sub; sub = sub->next) {
+        for (sub = s->subscriptions; uri != NULL && sub; sub = sub->next) {
             if (sub->len == uri->len
                 && ngx_memcmp(sub->uri, uri->data, uri->len) == 0)
             {
@@ -1108,7 +1108,7 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
             }
         }
 
-        if (sub == NULL) {
+        if (uri != NULL && sub == NULL) {
             continue;
         }
 

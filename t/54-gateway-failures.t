@@ -96,6 +96,7 @@ my $t = McpTest->new(
     http  => <<'NGX',
     mcp_session_zone zone=gw:1m;
     mcp_session_zone zone=up:1m;
+    mcp_session_zone zone=small:32k;
     server {
         listen 127.0.0.1:%%PORT2%%;
         mcp_session up;
@@ -113,6 +114,8 @@ NGX
     server => <<"NGX",
         mcp_session gw;
         location = /refused   { mcp_pass http://127.0.0.1:$closed/mcp; }
+        location = /refused-small { mcp_pass http://127.0.0.1:$closed/mcp; mcp_session small; }
+        location = /small     { mcp_pass http://127.0.0.1:%%PORT2%%/flaky; mcp_session small; }
         location = /timeout   { mcp_pass http://127.0.0.1:@{[ $silent->sockport ]}/mcp;
                                 mcp_pass_read_timeout 1s; }
         location = /html500   { mcp_pass http://127.0.0.1:%%PORT2%%/html500; }
@@ -161,6 +164,24 @@ sub failure_ok {
     my $r = init_post('/refused', 'ref-1');
     failure_ok('upstream refused', $r, 502, 'ref-1', qr/\[error\].*connect\(\) failed \(111/, $m);
     is($r->{headers}{'mcp-session-id'}, undef, 'upstream refused: no session for the client');
+}
+
+{
+    # a failed initialize leaves nothing behind: many of them (a client
+    # retrying while its server is down) do not push others' sessions out
+    # of a small zone (32k: room for about 100)
+    my ($sid) = $t->mcp_initialize(path => '/small');
+    my $m = $t->log_mark;
+    my @st = map { init_post('/refused-small', "many-$_", quiet => 1)->{status} } 1 .. 300;
+    is_deeply([ grep { $_ != 502 } @st ], [], '300 initializes while the server is down: 502 each');
+    my $r = $t->mcp_post($sid, '{"jsonrpc":"2.0","id":"still","method":"ping"}', path => '/small');
+    my @evicted = grep { /zone "small" is full/ } split /\n/, $t->log_since($m);
+    TODO: {
+        local $TODO = 'module bug: an initialize that fails upstream (502/504) leaves the session it minted '
+                    . 'in the zone: failed initializes fill the zone and evict live sessions';
+        is($r->{status}, 200, 'a live session in the same zone is still there');
+        is(scalar @evicted, 0, 'no session was evicted (no "zone is full" warning)');
+    }
 }
 
 # --- no answer: mcp_pass_read_timeout ------------------------------------------
@@ -248,9 +269,9 @@ sub failure_ok {
     # an idle stream and mcp_pass_read_timeout: keepalive comments keep it open
     my ($sid) = $t->mcp_initialize(path => '/fast-ka');
     my $g = $t->mcp_get_stream($sid, path => '/fast-ka');
-    my @ev = $g->read_all(2.5);
-    ok(!$g->is_done, 'an idle GET stream, upstream keepalive 300ms < mcp_pass_read_timeout 1s: still open after 2.5s');
-    cmp_ok($g->comments, '>=', 4, 'keepalive comments are relayed (' . $g->comments . ')');
+    my @ev = $g->read_all(2);
+    ok(!$g->is_done, 'an idle GET stream, upstream keepalive 300ms < mcp_pass_read_timeout 1s: still open after 2s');
+    cmp_ok($g->comments, ">=", 3, 'keepalive comments are relayed (' . $g->comments . ')');
     $g->close;
 
     ($sid) = $t->mcp_initialize(path => '/slow-ka');

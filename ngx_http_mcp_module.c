@@ -11,6 +11,7 @@
 
 
 static ngx_int_t ngx_http_mcp_preconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_mcp_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_mcp_init_process(ngx_cycle_t *cycle);
 static void ngx_http_mcp_exit_process(ngx_cycle_t *cycle);
 static void *ngx_http_mcp_create_main_conf(ngx_conf_t *cf);
@@ -100,6 +101,55 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       offsetof(ngx_http_mcp_loc_conf_t, request_timeout),
       NULL },
 
+    { ngx_string("mcp_pass"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_mcp_pass,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_pass_connect_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, upstream.connect_timeout),
+      NULL },
+
+    { ngx_string("mcp_pass_send_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, upstream.send_timeout),
+      NULL },
+
+    { ngx_string("mcp_pass_read_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, upstream.read_timeout),
+      NULL },
+
+    { ngx_string("mcp_pass_authorization"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, pass_authorization),
+      NULL },
+
+    { ngx_string("mcp_tools_allow"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_tools_policy,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, tools_allow),
+      NULL },
+
+    { ngx_string("mcp_tools_deny"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_tools_policy,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, tools_deny),
+      NULL },
+
     { ngx_string("mcp_page_size"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_num_slot,
@@ -113,7 +163,7 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
 
 static ngx_http_module_t  ngx_http_mcp_module_ctx = {
     ngx_http_mcp_preconfiguration,         /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_mcp_postconfiguration,        /* postconfiguration */
 
     ngx_http_mcp_create_main_conf,         /* create main configuration */
     NULL,                                  /* init main configuration */
@@ -145,8 +195,36 @@ ngx_module_t  ngx_http_mcp_module = {
 static ngx_int_t
 ngx_http_mcp_preconfiguration(ngx_conf_t *cf)
 {
+    if (ngx_http_mcp_add_variables(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_mcp_add_provider(cf, "everything",
                                      ngx_http_mcp_everything_init);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    /*
+     * A POST's body is read in the rewrite phase: the phases before the
+     * content handler see the $mcp_* variables.  This module's handler,
+     * added after the stock modules', runs before them in that phase.
+     */
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_mcp_rewrite_handler;
+
+    return ngx_http_mcp_filter_init(cf);
 }
 
 
@@ -167,7 +245,12 @@ ngx_http_mcp_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    return ngx_http_mcp_ipc_init(cycle);
+    if (ngx_http_mcp_ipc_init(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* one worker of the new generation tells of changed lists */
+    return (ngx_worker == 0) ? ngx_http_mcp_lists_changed(cycle) : NGX_OK;
 }
 
 
@@ -201,7 +284,10 @@ ngx_http_mcp_create_main_conf(ngx_conf_t *cf)
     }
 
     if (ngx_array_init(&mmcf->zones, cf->pool, 4, sizeof(ngx_shm_zone_t *))
-        != NGX_OK)
+        != NGX_OK
+        || ngx_array_init(&mmcf->bindings, cf->pool, 4,
+                          sizeof(ngx_http_mcp_binding_t))
+           != NGX_OK)
     {
         return NULL;
     }
@@ -232,6 +318,8 @@ ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
     mlcf->any_origin = NGX_CONF_UNSET;
     mlcf->max_body = NGX_CONF_UNSET_SIZE;
     mlcf->page_size = NGX_CONF_UNSET_UINT;
+    ngx_http_mcp_proxy_create_conf(mlcf);
+
     mlcf->keepalive = NGX_CONF_UNSET_MSEC;
     mlcf->retry = NGX_CONF_UNSET_MSEC;
     mlcf->request_timeout = NGX_CONF_UNSET_MSEC;
@@ -250,6 +338,18 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     if (conf->set == NULL) {
         conf->set = prev->set;
+    }
+
+    if (conf->tools_allow == NULL) {
+        conf->tools_allow = prev->tools_allow;
+    }
+
+    if (conf->tools_deny == NULL) {
+        conf->tools_deny = prev->tools_deny;
+    }
+
+    if (ngx_http_mcp_proxy_merge_conf(cf, prev, conf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
     }
 
     if (conf->zone == NULL) {
@@ -281,6 +381,12 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         if (conf->set == NULL) {
             return NGX_CONF_ERROR;
         }
+    }
+
+    if (conf->enable && !conf->upstream.upstream
+        && ngx_http_mcp_bind(cf, conf->zone, conf->set) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;

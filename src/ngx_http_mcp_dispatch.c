@@ -150,9 +150,7 @@ ngx_http_mcp_version_name(ngx_uint_t version)
 static ngx_int_t
 ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
 {
-    cJSON                        *version, *caps, *info, *name, *result;
-    ngx_int_t                     rc;
-    ngx_str_t                     s;
+    cJSON                        *version, *caps, *info, *result;
     ngx_http_mcp_ctx_t           *ctx;
     ngx_http_mcp_session_init_t   init;
 
@@ -168,50 +166,11 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    ngx_memzero(&init, sizeof(ngx_http_mcp_session_init_t));
+    (void) ngx_http_mcp_session_init_params(call->params, &init);
 
-    s.data = (u_char *) version->valuestring;
-    s.len = ngx_strlen(s.data);
-
-    init.version = ngx_http_mcp_version_parse(&s);
-    if (init.version == 0) {
-        init.version = NGX_HTTP_MCP_VLATEST;
-    }
-
-    init.sampling = cJSON_HasObjectItem(caps, "sampling");
-    init.elicitation = cJSON_HasObjectItem(caps, "elicitation");
-    init.roots = cJSON_HasObjectItem(caps, "roots");
-
-    name = cJSON_GetObjectItemCaseSensitive(info, "name");
-
-    if (cJSON_IsString(name)) {
-        init.client_name.data = (u_char *) name->valuestring;
-        init.client_name.len = ngx_strlen(name->valuestring);
-    }
-
-    /* the reply outlives the call: the id lives in the request's pool */
-    ctx->new_session.data = ngx_pnalloc(ctx->request->pool,
-                                        NGX_HTTP_MCP_SESSION_ID_LEN);
-    if (ctx->new_session.data == NULL) {
+    if (ngx_http_mcp_session_new(ctx, &init, call->log) != NGX_OK) {
         return NGX_ERROR;
     }
-
-    rc = ngx_http_mcp_session_create(ctx->conf->zone, call->log, &init,
-                                     ctx->new_session.data);
-
-    if (rc == NGX_DECLINED) {
-        ngx_log_error(NGX_LOG_ERR, call->log, 0,
-                      "mcp: no room for a new session: every session in "
-                      "the zone has open streams");
-    }
-
-    if (rc != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    ctx->new_session.len = NGX_HTTP_MCP_SESSION_ID_LEN;
-    ctx->rctx.version = init.version;
-    ctx->rctx.session_id = ctx->new_session;
 
     result = cJSON_CreateObject();
 
@@ -234,6 +193,100 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
     ngx_http_mcp_call_result(call, result);
 
     return NGX_OK;
+}
+
+
+/*
+ * What initialize's params tell a session: the version (ours, when the
+ * client's is not one we speak), capabilities and client name.  Lenient:
+ * the gateway passes the params on for the upstream to judge.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_init_params(cJSON *params,
+    ngx_http_mcp_session_init_t *init)
+{
+    cJSON      *version, *caps, *name;
+    ngx_str_t   s;
+
+    ngx_memzero(init, sizeof(ngx_http_mcp_session_init_t));
+
+    version = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
+    caps = cJSON_GetObjectItemCaseSensitive(params, "capabilities");
+    name = cJSON_GetObjectItemCaseSensitive(
+               cJSON_GetObjectItemCaseSensitive(params, "clientInfo"), "name");
+
+    if (cJSON_IsString(version)) {
+        s.data = (u_char *) version->valuestring;
+        s.len = ngx_strlen(s.data);
+
+        init->version = ngx_http_mcp_version_parse(&s);
+    }
+
+    if (init->version == 0) {
+        init->version = NGX_HTTP_MCP_VLATEST;
+    }
+
+    init->sampling = cJSON_HasObjectItem(caps, "sampling");
+    init->elicitation = cJSON_HasObjectItem(caps, "elicitation");
+    init->roots = cJSON_HasObjectItem(caps, "roots");
+
+    if (cJSON_IsString(name)) {
+        init->client_name.data = (u_char *) name->valuestring;
+        init->client_name.len = ngx_strlen(name->valuestring);
+    }
+
+    return NGX_OK;
+}
+
+
+/* a new session for ctx's initialize: its id goes to ctx->new_session */
+
+ngx_int_t
+ngx_http_mcp_session_new(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_session_init_t *init, ngx_log_t *log)
+{
+    ngx_int_t  rc;
+
+    ctx->new_session.data = ngx_pnalloc(ctx->request->pool,
+                                        NGX_HTTP_MCP_SESSION_ID_LEN);
+    if (ctx->new_session.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_session_create(ctx->conf->zone, log, init,
+                                     ctx->new_session.data);
+
+    if (rc == NGX_DECLINED) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "mcp: no room for a new session: every session in "
+                      "the zone has open streams");
+    }
+
+    if (rc != NGX_OK) {
+        ctx->new_session.data = NULL;
+        return NGX_ERROR;
+    }
+
+    ctx->new_session.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+    ctx->rctx.version = init->version;
+    ctx->rctx.session_id = ctx->new_session;
+
+    return NGX_OK;
+}
+
+
+/* the gateway's initialize: the session exists before the upstream answers */
+
+ngx_int_t
+ngx_http_mcp_session_mint(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
+{
+    ngx_http_mcp_session_init_t  init;
+
+    (void) ngx_http_mcp_session_init_params(msg->params, &init);
+
+    return ngx_http_mcp_session_new(ctx, &init,
+                                    ctx->request->connection->log);
 }
 
 

@@ -22,8 +22,21 @@ typedef struct {
 } ngx_http_mcp_provider_t;
 
 
+/* a zone and a set that locations serve together */
+typedef struct {
+    ngx_shm_zone_t            *zone;
+    ngx_http_mcp_set_t        *set;
+} ngx_http_mcp_binding_t;
+
+
+#define NGX_HTTP_MCP_LIST_TOOLS      0
+#define NGX_HTTP_MCP_LIST_RESOURCES  1
+#define NGX_HTTP_MCP_LIST_PROMPTS    2
+
+
 typedef struct {
     ngx_array_t                providers;   /* ngx_http_mcp_provider_t */
+    ngx_array_t                bindings;    /* ngx_http_mcp_binding_t */
     ngx_array_t                zones;       /* ngx_shm_zone_t * */
     ngx_shm_zone_t            *default_zone;
     ngx_http_mcp_set_t        *empty_set;
@@ -32,6 +45,12 @@ typedef struct {
 
 typedef struct {
     ngx_flag_t                 enable;
+    ngx_http_upstream_conf_t   upstream;    /* mcp_pass */
+    ngx_str_t                  proxy_host;
+    ngx_str_t                  proxy_uri;
+    ngx_flag_t                 pass_authorization;
+    ngx_array_t               *tools_allow;  /* ngx_http_mcp_pattern_t */
+    ngx_array_t               *tools_deny;
     ngx_http_mcp_set_t        *set;
     ngx_shm_zone_t            *zone;
     ngx_array_t               *origins;     /* ngx_str_t; NULL: localhost */
@@ -85,6 +104,22 @@ typedef struct {
 } ngx_http_mcp_wait_t;
 
 
+/* where a gateway session lives: its replica and that replica's id */
+typedef struct {
+    struct sockaddr           *sockaddr;
+    socklen_t                  socklen;
+    ngx_str_t                  name;
+    ngx_str_t                  sid;
+} ngx_http_mcp_target_t;
+
+typedef struct {
+    socklen_t                  socklen;
+    size_t                     name_len;
+    size_t                     sid_len;
+    u_char                     data[1];     /* sockaddr, name, sid */
+} ngx_http_mcp_target_sh_t;
+
+
 /* a session as the shm zone keeps it */
 typedef struct ngx_http_mcp_subscription_s  ngx_http_mcp_subscription_t;
 
@@ -107,6 +142,7 @@ typedef struct {
     ngx_queue_t                queue;
     ngx_msec_t                 last;
     ngx_http_mcp_subscription_t  *subscriptions;
+    ngx_http_mcp_target_sh_t  *target;      /* mcp_pass sessions */
     ngx_queue_t                events;      /* ngx_http_mcp_event_t */
     size_t                     events_size;
     ngx_queue_t                sstreams;    /* ngx_http_mcp_stream_sh_t */
@@ -124,6 +160,8 @@ typedef struct {
     ngx_rbtree_node_t          sentinel;
     ngx_queue_t                queue;       /* LRU, most recent first */
     ngx_uint_t                 count;
+    uint32_t                   lists[3];    /* what the lists were */
+    ngx_uint_t                 lists_known;
 } ngx_http_mcp_shctx_t;
 
 
@@ -201,7 +239,17 @@ struct ngx_http_mcp_ctx_s {
     ngx_int_t                  status;
     ngx_http_mcp_stream_t     *stream;      /* once the reply is SSE */
     ngx_str_t                  body;
+    ngx_int_t                  parse;       /* what parsing the body gave */
+    ngx_int_t                  refused;     /* the HTTP status, or 0 */
+    ngx_str_t                  error_page;  /* replaces nginx's page */
+    void                      *proxy;       /* mcp_pass: its own state */
+    ngx_str_t                  var_method;  /* copies for $mcp_*: calls */
+    ngx_str_t                  var_tool;    /* take their messages */
+    ngx_str_t                  var_id;
+    ngx_str_t                  var_client;
+    unsigned                   error_page_sent:1;
     unsigned                   batch:1;
+    unsigned                   parsed:1;
     unsigned                   waiting:1;
 };
 
@@ -225,6 +273,30 @@ extern ngx_http_mcp_worker_t  ngx_http_mcp_worker;
     ((ngx_http_mcp_loc_conf_t *) (call)->conf)
 
 
+/* proxy (mcp_pass) and tool policy */
+char *ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+void ngx_http_mcp_proxy_create_conf(ngx_http_mcp_loc_conf_t *conf);
+char *ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf,
+    ngx_http_mcp_loc_conf_t *prev, ngx_http_mcp_loc_conf_t *conf);
+ngx_int_t ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx);
+ngx_int_t ngx_http_mcp_proxy_other(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+ngx_uint_t ngx_http_mcp_proxy_replica_gone(ngx_http_mcp_ctx_t *ctx);
+char *ngx_http_mcp_tools_policy(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_uint_t ngx_http_mcp_policy_on(ngx_http_mcp_loc_conf_t *mlcf);
+ngx_uint_t ngx_http_mcp_tool_allowed(ngx_http_mcp_loc_conf_t *mlcf,
+    ngx_str_t *name);
+ngx_int_t ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out);
+
+
+/* variables, filter */
+ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx);
+ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
+
+
 /* jsonrpc */
 ngx_int_t ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body,
     size_t len, cJSON **root, ngx_array_t *msgs, ngx_uint_t *batch);
@@ -244,6 +316,19 @@ ngx_shm_zone_t *ngx_http_mcp_session_default_zone(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
     ngx_http_mcp_session_init_t *init, u_char *id);
 ngx_int_t ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_http_mcp_reqctx_t *rctx);
+ngx_int_t ngx_http_mcp_session_mint(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg);
+ngx_int_t ngx_http_mcp_session_target(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_pool_t *pool, ngx_http_mcp_target_t *target,
+    ngx_http_mcp_reqctx_t *rctx);
+ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_http_mcp_target_t *target);
+ngx_int_t ngx_http_mcp_session_init_params(cJSON *params,
+    ngx_http_mcp_session_init_t *init);
+ngx_int_t ngx_http_mcp_session_new(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_session_init_t *init, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_peek(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_reqctx_t *rctx);
 ngx_int_t ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_log_t *log);
@@ -278,9 +363,14 @@ void ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
 ngx_uint_t ngx_http_mcp_session_updated(ngx_shm_zone_t *zone,
     ngx_str_t *uri, u_char *data, size_t len, ngx_array_t *owners,
     ngx_log_t *log);
+ngx_int_t ngx_http_mcp_lists_changed(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_mcp_bind(ngx_conf_t *cf, ngx_shm_zone_t *zone,
+    ngx_http_mcp_set_t *set);
+uint32_t ngx_http_mcp_set_hash(ngx_http_mcp_set_t *set, ngx_uint_t list);
 
 /* transport */
 ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_rewrite_handler(ngx_http_request_t *r);
 u_char *ngx_http_mcp_origin_host(ngx_str_t *origin);
 ngx_int_t ngx_http_mcp_reply(ngx_http_mcp_ctx_t *ctx);
 ngx_int_t ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status,

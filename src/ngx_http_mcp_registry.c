@@ -505,3 +505,78 @@ ngx_http_mcp_tool_result(cJSON *content, ngx_uint_t is_error)
 
     return result;
 }
+
+
+/*
+ * A hash of one of a set's lists, as tools/list and its kin show it: a
+ * reload that changes it tells the sessions (list_changed).
+ */
+
+uint32_t
+ngx_http_mcp_set_hash(ngx_http_mcp_set_t *set, ngx_uint_t list)
+{
+    char                  *text;
+    uint32_t               crc;
+    ngx_uint_t             i, k, n;
+    ngx_array_t           *lists[2];
+    ngx_http_mcp_entry_t  *e;
+
+    n = 1;
+    lists[0] = (list == NGX_HTTP_MCP_LIST_TOOLS) ? &set->tools
+               : (list == NGX_HTTP_MCP_LIST_PROMPTS) ? &set->prompts
+               : &set->resources;
+
+    if (list == NGX_HTTP_MCP_LIST_RESOURCES) {
+        lists[n++] = &set->templates;
+    }
+
+    ngx_crc32_init(crc);
+
+    for (k = 0; k < n; k++) {
+        e = lists[k]->elts;
+
+        for (i = 0; i < lists[k]->nelts; i++) {
+            text = cJSON_PrintUnformatted(e[i].desc);
+            if (text == NULL) {
+                continue;
+            }
+
+            ngx_crc32_update(&crc, (u_char *) text, ngx_strlen(text));
+            cJSON_free(text);
+        }
+    }
+
+    ngx_crc32_final(crc);
+
+    return crc;
+}
+
+
+ngx_int_t
+ngx_http_mcp_bind(ngx_conf_t *cf, ngx_shm_zone_t *zone,
+    ngx_http_mcp_set_t *set)
+{
+    ngx_uint_t                 i;
+    ngx_http_mcp_binding_t    *b;
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
+
+    b = mmcf->bindings.elts;
+
+    for (i = 0; i < mmcf->bindings.nelts; i++) {
+        if (b[i].zone == zone && b[i].set == set) {
+            return NGX_OK;
+        }
+    }
+
+    b = ngx_array_push(&mmcf->bindings);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->zone = zone;
+    b->set = set;
+
+    return NGX_OK;
+}

@@ -33,6 +33,8 @@ static ngx_int_t ngx_http_mcp_session_evict(ngx_http_mcp_zone_t *ctx,
     ngx_log_t *log);
 static void *ngx_http_mcp_session_alloc(ngx_http_mcp_zone_t *ctx,
     size_t size, ngx_log_t *log);
+static ngx_int_t ngx_http_mcp_session_get(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use);
 
 
 char *
@@ -362,6 +364,10 @@ ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
         ngx_slab_free_locked(ctx->shpool, sub);
     }
 
+    if (s->target) {
+        ngx_slab_free_locked(ctx->shpool, s->target);
+    }
+
     while (!ngx_queue_empty(&s->events)) {
         q = ngx_queue_head(&s->events);
         ngx_queue_remove(q);
@@ -567,6 +573,24 @@ ngx_int_t
 ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_reqctx_t *rctx)
 {
+    return ngx_http_mcp_session_get(zone, id, rctx, 1);
+}
+
+
+/* a look that does not count as use: for variables and logs */
+
+ngx_int_t
+ngx_http_mcp_session_peek(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_http_mcp_reqctx_t *rctx)
+{
+    return ngx_http_mcp_session_get(zone, id, rctx, 0);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_session_get(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use)
+{
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_session_node_t  *s;
 
@@ -574,7 +598,9 @@ ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
-    ngx_http_mcp_session_expire(ctx, 1);
+    if (use) {
+        ngx_http_mcp_session_expire(ctx, 1);
+    }
 
     s = ngx_http_mcp_session_find(ctx, id);
 
@@ -583,9 +609,11 @@ ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
         return NGX_DECLINED;
     }
 
-    s->last = ngx_current_msec;
-    ngx_queue_remove(&s->queue);
-    ngx_queue_insert_head(&ctx->sh->queue, &s->queue);
+    if (use) {
+        s->last = ngx_current_msec;
+        ngx_queue_remove(&s->queue);
+        ngx_queue_insert_head(&ctx->sh->queue, &s->queue);
+    }
 
     rctx->version = s->version;
     rctx->log_level = s->log_level;
@@ -1044,8 +1072,8 @@ ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
 
 
 /*
- * notifications/resources/updated for every session of the zone that
- * subscribed to uri, on its newest open GET stream.  The pids of the
+ * A server notification for every session of the zone that subscribed
+ * to uri (every session, with uri NULL), on its newest open GET stream.  The pids of the
  * workers to wake are pushed to owners.  Returns how many sessions got
  * the notification.
  */
@@ -1074,7 +1102,7 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
     {
         s = ngx_queue_data(q, ngx_http_mcp_session_node_t, queue);
 
-        for (sub = s->subscriptions; sub; sub = sub->next) {
+        for (sub = s->subscriptions; uri != NULL && sub; sub = sub->next) {
             if (sub->len == uri->len
                 && ngx_memcmp(sub->uri, uri->data, uri->len) == 0)
             {
@@ -1082,7 +1110,7 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
             }
         }
 
-        if (sub == NULL) {
+        if (uri != NULL && sub == NULL) {
             continue;
         }
 
@@ -1124,4 +1152,112 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
     return n;
+}
+
+
+/* the gateway: where a session lives upstream */
+
+ngx_int_t
+ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_http_mcp_target_t *target)
+{
+    u_char                       *p;
+    ngx_int_t                     rc;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_target_sh_t     *t;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, id);
+
+    if (s == NULL) {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    t = ngx_slab_alloc_locked(ctx->shpool,
+                              offsetof(ngx_http_mcp_target_sh_t, data)
+                              + target->socklen + target->name.len
+                              + target->sid.len);
+    if (t == NULL) {
+        rc = NGX_ERROR;
+        goto done;
+    }
+
+    t->socklen = target->socklen;
+    t->name_len = target->name.len;
+    t->sid_len = target->sid.len;
+
+    p = ngx_cpymem(t->data, target->sockaddr, target->socklen);
+    p = ngx_cpymem(p, target->name.data, target->name.len);
+    ngx_memcpy(p, target->sid.data, target->sid.len);
+
+    if (s->target) {
+        ngx_slab_free_locked(ctx->shpool, s->target);
+    }
+
+    s->target = t;
+
+done:
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * A gateway session's replica and upstream id, copied into pool, and the
+ * session's request context.  NGX_DECLINED: no such session, or not one
+ * of the gateway's.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_target(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_pool_t *pool, ngx_http_mcp_target_t *target,
+    ngx_http_mcp_reqctx_t *rctx)
+{
+    u_char                       *p;
+    size_t                        len;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_target_sh_t     *t;
+    ngx_http_mcp_session_node_t  *s;
+
+    if (ngx_http_mcp_session_lookup(zone, id, rctx) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    ctx = zone->data;
+    p = NULL;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, id);
+    t = (s != NULL) ? s->target : NULL;
+
+    if (t != NULL) {
+        len = t->socklen + t->name_len + t->sid_len;
+
+        /* aligned: a struct sockaddr starts it */
+        p = ngx_palloc(pool, len);
+
+        if (p != NULL) {
+            ngx_memcpy(p, t->data, len);
+
+            target->sockaddr = (struct sockaddr *) p;
+            target->socklen = t->socklen;
+            target->name.data = p + t->socklen;
+            target->name.len = t->name_len;
+            target->sid.data = p + t->socklen + t->name_len;
+            target->sid.len = t->sid_len;
+        }
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return (p != NULL) ? NGX_OK : NGX_DECLINED;
 }

@@ -1084,3 +1084,107 @@ ngx_http_mcp_resource_updated(ngx_str_t *uri)
 
     return NGX_OK;
 }
+
+
+/*
+ * After a reload, one worker compares the lists of the sets each zone's
+ * sessions are served from with what they were, and tells every session
+ * with an open GET stream what changed (notifications/.../list_changed).
+ */
+
+ngx_int_t
+ngx_http_mcp_lists_changed(ngx_cycle_t *cycle)
+{
+    u_char                    *text;
+    uint32_t                   lists[3];
+    ngx_uint_t                 i, j, k, changed[3];
+    ngx_pid_t                 *pid;
+    ngx_pool_t                *pool;
+    ngx_array_t               *owners;
+    ngx_http_mcp_zone_t       *zctx;
+    ngx_http_mcp_binding_t    *b;
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    static const char  *methods[] = {
+        "{\"jsonrpc\":\"2.0\",\"method\":"
+            "\"notifications/tools/list_changed\"}",
+        "{\"jsonrpc\":\"2.0\",\"method\":"
+            "\"notifications/resources/list_changed\"}",
+        "{\"jsonrpc\":\"2.0\",\"method\":"
+            "\"notifications/prompts/list_changed\"}"
+    };
+
+    mmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_mcp_module);
+    b = mmcf->bindings.elts;
+
+    pool = ngx_create_pool(1024, cycle->log);
+    owners = pool ? ngx_array_create(pool, 8, sizeof(ngx_pid_t)) : NULL;
+
+    if (owners == NULL) {
+        if (pool) {
+            ngx_destroy_pool(pool);
+        }
+
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < mmcf->bindings.nelts; i++) {
+
+        for (j = 0; j < i; j++) {
+            if (b[j].zone == b[i].zone) {
+                break;
+            }
+        }
+
+        if (j < i) {
+            continue;           /* the zone is done */
+        }
+
+        /* all the sets of the zone's locations, together */
+        lists[0] = lists[1] = lists[2] = 0;
+
+        for (j = i; j < mmcf->bindings.nelts; j++) {
+            if (b[j].zone == b[i].zone) {
+                for (k = 0; k < 3; k++) {
+                    lists[k] ^= ngx_http_mcp_set_hash(b[j].set, k);
+                }
+            }
+        }
+
+        zctx = b[i].zone->data;
+
+        ngx_shmtx_lock(&zctx->shpool->mutex);
+
+        for (k = 0; k < 3; k++) {
+            changed[k] = zctx->sh->lists_known
+                         && zctx->sh->lists[k] != lists[k];
+            zctx->sh->lists[k] = lists[k];
+        }
+
+        zctx->sh->lists_known = 1;
+
+        ngx_shmtx_unlock(&zctx->shpool->mutex);
+
+        for (k = 0; k < 3; k++) {
+            if (!changed[k]) {
+                continue;
+            }
+
+            text = (u_char *) methods[k];
+
+            (void) ngx_http_mcp_session_updated(b[i].zone, NULL, text,
+                                                ngx_strlen(text), owners,
+                                                cycle->log);
+        }
+    }
+
+    pid = owners->elts;
+
+    for (i = 0; i < owners->nelts; i++) {
+        (void) ngx_http_mcp_notify_pid(pid[i], cycle->log);
+    }
+
+    ngx_destroy_pool(pool);
+
+    return NGX_OK;
+}

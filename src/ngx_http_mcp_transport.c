@@ -30,10 +30,11 @@ static ngx_http_mcp_ctx_t *ngx_http_mcp_create_ctx(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 static void ngx_http_mcp_cleanup(void *data);
 static void ngx_http_mcp_body_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_refuse(ngx_http_request_t *r,
+    ngx_int_t status);
 static ngx_int_t ngx_http_mcp_read_body(ngx_http_request_t *r,
     ngx_str_t *body);
-static ngx_int_t ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx,
-    ngx_str_t *body);
+static ngx_int_t ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx);
 static ngx_int_t ngx_http_mcp_find_session(ngx_http_mcp_ctx_t *ctx,
     ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_check_session(ngx_http_mcp_ctx_t *ctx);
@@ -69,22 +70,20 @@ ngx_http_mcp_handler(ngx_http_request_t *r)
         }
     }
 
+    if (r->method == NGX_HTTP_POST) {
+        return ngx_http_mcp_post(r, mlcf);
+    }
+
     if (ngx_http_mcp_check_origin(r, mlcf) != NGX_OK) {
-        if (r->method == NGX_HTTP_POST) {
-            rc = ngx_http_discard_request_body(r);
-
-            if (rc != NGX_OK) {
-                return rc;
-            }
-        }
-
         return ngx_http_mcp_send_error(r, NGX_HTTP_FORBIDDEN, NULL,
                                        NGX_HTTP_MCP_INVALID_REQUEST,
                                        "Forbidden: Origin not allowed");
     }
 
-    if (r->method == NGX_HTTP_POST) {
-        return ngx_http_mcp_post(r, mlcf);
+    if (mlcf->upstream.upstream
+        && (r->method == NGX_HTTP_GET || r->method == NGX_HTTP_DELETE))
+    {
+        return ngx_http_mcp_proxy_other(r, mlcf);
     }
 
     if (r->method == NGX_HTTP_DELETE) {
@@ -231,44 +230,53 @@ ngx_http_mcp_localhost_origin(ngx_str_t *origin)
 }
 
 
-static ngx_int_t
-ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
+/*
+ * The rewrite phase reads and parses a POST's body, so that the phases
+ * before the content handler (rewrite's "if", limit_req, access) can use
+ * the $mcp_* variables.  What is wrong with the request is noted and
+ * answered by the content handler.
+ */
+
+ngx_int_t
+ngx_http_mcp_rewrite_handler(ngx_http_request_t *r)
 {
-    ngx_int_t            rc;
-    ngx_http_mcp_ctx_t  *ctx;
+    ngx_int_t                 rc;
+    ngx_http_mcp_ctx_t       *ctx;
+    ngx_http_mcp_loc_conf_t  *mlcf;
 
-    rc = ngx_http_mcp_check_headers(r);
+    mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
 
-    if (rc == NGX_OK
-        && r->headers_in.content_length_n > (off_t) mlcf->max_body)
-    {
-        rc = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    if (!mlcf->enable || r != r->main || r->method != NGX_HTTP_POST) {
+        return NGX_DECLINED;
     }
 
-    if (rc != NGX_OK) {
-        /* the body is not wanted: do not make the client send it */
-        r->expect_tested = 1;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
 
-        if (ngx_http_discard_request_body(r) != NGX_OK) {
-            r->keepalive = 0;
-        }
-
-        return ngx_http_mcp_send_error(r, rc, NULL,
-                   NGX_HTTP_MCP_INVALID_REQUEST,
-                   (rc == NGX_HTTP_MCP_NOT_ACCEPTABLE)
-                   ? "Not Acceptable: the client must accept both "
-                     "application/json and text/event-stream"
-                   : (rc == NGX_HTTP_UNSUPPORTED_MEDIA_TYPE)
-                   ? "Unsupported Media Type: Content-Type must be "
-                     "application/json"
-                   : (rc == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE)
-                   ? "Request body too large"
-                   : "Bad Request: unsupported MCP-Protocol-Version");
+    if (ctx != NULL) {
+        /* the phases run again once the body is in */
+        return (ctx->parsed || ctx->refused) ? NGX_DECLINED : NGX_DONE;
     }
 
     ctx = ngx_http_mcp_create_ctx(r, mlcf);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_mcp_check_origin(r, mlcf) != NGX_OK) {
+        ctx->refused = NGX_HTTP_FORBIDDEN;
+        return NGX_DECLINED;
+    }
+
+    ctx->refused = ngx_http_mcp_check_headers(r);
+
+    if (ctx->refused == NGX_OK
+        && r->headers_in.content_length_n > (off_t) mlcf->max_body)
+    {
+        ctx->refused = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+    }
+
+    if (ctx->refused) {
+        return NGX_DECLINED;
     }
 
     r->request_body_in_single_buf = 1;
@@ -279,7 +287,122 @@ ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return rc;
     }
 
+    ngx_http_finalize_request(r, NGX_DONE);
+
     return NGX_DONE;
+}
+
+
+static void
+ngx_http_mcp_body_handler(ngx_http_request_t *r)
+{
+    ngx_str_t            body;
+    ngx_uint_t           batch;
+    ngx_http_mcp_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    if (ngx_http_mcp_read_body(r, &body) != NGX_OK) {
+        ctx->refused = NGX_HTTP_INTERNAL_SERVER_ERROR;
+
+    } else if (body.len > ctx->conf->max_body) {
+        ctx->refused = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
+
+    } else {
+        ctx->parse = ngx_http_mcp_jsonrpc_parse(r->pool, body.data, body.len,
+                                                &ctx->root, &ctx->msgs,
+                                                &batch);
+        ctx->batch = batch;
+        ctx->parsed = 1;
+
+        if (ctx->parse == NGX_ERROR
+            || (ctx->parse == NGX_OK
+                && ngx_http_mcp_variables_capture(ctx) != NGX_OK))
+        {
+            ctx->refused = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ctx->body = body;
+        ctx->parsed = 1;
+    }
+
+    r->write_event_handler = ngx_http_core_run_phases;
+    ngx_http_core_run_phases(r);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
+{
+    ngx_int_t            rc;
+    ngx_http_mcp_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    if (ctx == NULL) {
+        /* not through the rewrite phase: an internal redirect to here */
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Bad Request");
+    }
+
+    if (ctx->refused) {
+        return ngx_http_mcp_refuse(r, ctx->refused);
+    }
+
+    if (ctx->parse == NGX_DECLINED) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                       NGX_HTTP_MCP_PARSE_ERROR,
+                                       "Parse error");
+    }
+
+    if (mlcf->upstream.upstream) {
+        return ngx_http_mcp_proxy_post(ctx);
+    }
+
+    rc = ngx_http_mcp_process(ctx);
+
+    if (rc == NGX_AGAIN) {
+        /* a handler ends its call later and the last one replies */
+        ctx->waiting = 1;
+
+        /* a client that leaves is noticed; its calls go on */
+        r->read_event_handler = ngx_http_test_reading;
+        r->main->count++;
+
+        return NGX_DONE;
+    }
+
+    return rc;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_refuse(ngx_http_request_t *r, ngx_int_t status)
+{
+    /* the body is not wanted: do not make the client send it */
+    r->expect_tested = 1;
+
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    return ngx_http_mcp_send_error(r, status, NULL,
+               (status == NGX_HTTP_INTERNAL_SERVER_ERROR)
+               ? NGX_HTTP_MCP_INTERNAL_ERROR : NGX_HTTP_MCP_INVALID_REQUEST,
+               (status == NGX_HTTP_FORBIDDEN)
+               ? "Forbidden: Origin not allowed"
+               : (status == NGX_HTTP_MCP_NOT_ACCEPTABLE)
+               ? "Not Acceptable: the client must accept both "
+                 "application/json and text/event-stream"
+               : (status == NGX_HTTP_UNSUPPORTED_MEDIA_TYPE)
+               ? "Unsupported Media Type: Content-Type must be "
+                 "application/json"
+               : (status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE)
+               ? "Request body too large"
+               : (status == NGX_HTTP_BAD_REQUEST)
+               ? "Bad Request: unsupported MCP-Protocol-Version"
+               : "Internal error");
 }
 
 
@@ -460,48 +583,6 @@ ngx_http_mcp_cleanup(void *data)
 }
 
 
-static void
-ngx_http_mcp_body_handler(ngx_http_request_t *r)
-{
-    ngx_int_t            rc;
-    ngx_str_t            body;
-    ngx_http_mcp_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
-
-    rc = ngx_http_mcp_read_body(r, &body);
-
-    if (rc == NGX_ERROR) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    if (body.len > ctx->conf->max_body) {
-        r->keepalive = 0;
-        ngx_http_finalize_request(r,
-            ngx_http_mcp_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                                    NULL, NGX_HTTP_MCP_INVALID_REQUEST,
-                                    "Request body too large"));
-        return;
-    }
-
-    ctx->body = body;
-
-    rc = ngx_http_mcp_process(ctx, &body);
-
-    if (rc == NGX_AGAIN) {
-        /* a handler ends its call later and the last one replies */
-        ctx->waiting = 1;
-
-        /* a client that leaves is noticed; its calls go on */
-        r->read_event_handler = ngx_http_test_reading;
-        return;
-    }
-
-    ngx_http_finalize_request(r, rc);
-}
-
-
 /* the body as one piece of memory, wherever nginx kept it */
 
 static ngx_int_t
@@ -574,38 +655,23 @@ ngx_http_mcp_read_body(ngx_http_request_t *r, ngx_str_t *body)
  */
 
 static ngx_int_t
-ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx, ngx_str_t *body)
+ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx)
 {
     ngx_int_t            rc;
-    ngx_uint_t           i, batch;
+    ngx_uint_t           i;
     ngx_http_request_t  *r;
     ngx_http_mcp_msg_t  *msg;
 
     r = ctx->request;
-
-    rc = ngx_http_mcp_jsonrpc_parse(r->pool, body->data, body->len,
-                                    &ctx->root, &ctx->msgs, &batch);
-
-    if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (rc == NGX_DECLINED) {
-        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
-                                       NGX_HTTP_MCP_PARSE_ERROR,
-                                       "Parse error");
-    }
-
-    ctx->batch = batch;
     msg = ctx->msgs.elts;
 
-    if (batch && ctx->msgs.nelts == 0) {
+    if (ctx->batch && ctx->msgs.nelts == 0) {
         return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
                                        NGX_HTTP_MCP_INVALID_REQUEST,
                                        "Invalid Request: empty batch");
     }
 
-    if (!batch && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST
+    if (!ctx->batch && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST
         && ngx_strcmp(msg[0].method.data, "initialize") == 0)
     {
         /* the one request that needs no session */

@@ -1,0 +1,225 @@
+
+/*
+ * An MCP endpoint never answers with nginx's HTML error page: when nginx
+ * itself ends a request of an MCP location with an error (limit_req's
+ * 429 or 503, a 413 from reading a chunked body, an upstream that is
+ * down or timed out), these filters swap the page for a JSON-RPC error
+ * with the same status, the request's id where there is one, and a
+ * correlation id that the error_log line carries too.  A rate limit also
+ * gets Retry-After.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+#define NGX_HTTP_MCP_SERVER_ERROR  -32000
+
+
+static ngx_int_t ngx_http_mcp_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
+static const char *ngx_http_mcp_error_text(ngx_uint_t status,
+    ngx_int_t *code);
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+
+
+ngx_int_t
+ngx_http_mcp_filter_init(ngx_conf_t *cf)
+{
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_mcp_header_filter;
+
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_mcp_body_filter;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_header_filter(ngx_http_request_t *r)
+{
+    cJSON                    *id, *reply;
+    u_char                   *body;
+    size_t                    len;
+    ngx_int_t                 code;
+    ngx_str_t                 retry = ngx_string("1");
+    ngx_uint_t                i;
+    const char               *text;
+    ngx_http_mcp_ctx_t       *ctx;
+    ngx_http_mcp_msg_t       *msg;
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
+
+    /* only nginx's own error pages: they set err_status */
+    if (!mlcf->enable || r != r->main || r->err_status < 400
+        || r->headers_out.status != (ngx_uint_t) r->err_status)
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    if (ctx == NULL) {
+        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_ctx_t));
+        if (ctx == NULL) {
+            return NGX_ERROR;
+        }
+
+        ctx->request = r;
+        ctx->conf = mlcf;
+        ngx_http_set_ctx(r, ctx, ngx_http_mcp_module);
+    }
+
+    id = NULL;
+
+    if (ctx->parsed) {
+        msg = ctx->msgs.elts;
+
+        for (i = 0; i < ctx->msgs.nelts && id == NULL; i++) {
+            if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST) {
+                id = msg[i].id;
+            }
+        }
+    }
+
+    if (ngx_http_mcp_proxy_replica_gone(ctx)) {
+        /* the session went with its replica: the client starts anew */
+        r->headers_out.status = NGX_HTTP_NOT_FOUND;
+        r->headers_out.status_line.len = 0;
+    }
+
+    text = ngx_http_mcp_error_text(r->headers_out.status, &code);
+
+    if (r->headers_out.status == NGX_HTTP_NOT_FOUND
+        && ngx_http_mcp_proxy_replica_gone(ctx))
+    {
+        text = "Session not found";
+        code = -32001;
+    }
+
+    reply = ngx_http_mcp_error_reply(r->connection->log, id, code, text,
+                                     NULL);
+    if (reply == NULL) {
+        return NGX_ERROR;
+    }
+
+    body = ngx_http_mcp_jsonrpc_print(r->pool, reply, &len);
+
+    cJSON_Delete(reply);
+
+    if (body == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->error_page.data = body;
+    ctx->error_page.len = len;
+
+    r->headers_out.content_type.len = sizeof("application/json") - 1;
+    r->headers_out.content_type.data = (u_char *) "application/json";
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+    r->headers_out.content_length_n = len;
+
+    if (r->headers_out.content_length) {
+        r->headers_out.content_length->hash = 0;
+        r->headers_out.content_length = NULL;
+    }
+
+    if ((r->headers_out.status == NGX_HTTP_TOO_MANY_REQUESTS
+         || r->headers_out.status == NGX_HTTP_SERVICE_UNAVAILABLE)
+        && ngx_http_mcp_header_out(r, "Retry-After", &retry) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_next_header_filter(r);
+}
+
+
+/* the page nginx wrote goes, the JSON-RPC error goes out instead */
+
+static ngx_int_t
+ngx_http_mcp_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    ngx_buf_t           *b;
+    ngx_chain_t          out;
+    ngx_http_mcp_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    if (ctx == NULL || ctx->error_page.data == NULL) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    if (ctx->error_page_sent || r->header_only) {
+        return NGX_OK;
+    }
+
+    ctx->error_page_sent = 1;
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = ctx->error_page.data;
+    b->last = b->pos + ctx->error_page.len;
+    b->memory = 1;
+    b->last_buf = 1;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_next_body_filter(r, &out);
+}
+
+
+static const char *
+ngx_http_mcp_error_text(ngx_uint_t status, ngx_int_t *code)
+{
+    *code = (status >= 500) ? NGX_HTTP_MCP_SERVER_ERROR
+                            : NGX_HTTP_MCP_INVALID_REQUEST;
+
+    switch (status) {
+
+    case NGX_HTTP_TOO_MANY_REQUESTS:
+        *code = NGX_HTTP_MCP_SERVER_ERROR;
+        return "Too many requests: rate limit exceeded";
+
+    case NGX_HTTP_SERVICE_UNAVAILABLE:
+        return "Service unavailable";
+
+    case NGX_HTTP_REQUEST_ENTITY_TOO_LARGE:
+        return "Request body too large";
+
+    case NGX_HTTP_BAD_GATEWAY:
+        return "Bad gateway: the upstream MCP server failed";
+
+    case NGX_HTTP_GATEWAY_TIME_OUT:
+        return "Gateway timeout: the upstream MCP server did not answer "
+               "in time";
+
+    case NGX_HTTP_FORBIDDEN:
+        return "Forbidden";
+
+    case NGX_HTTP_NOT_FOUND:
+        return "Not found";
+
+    case NGX_HTTP_REQUEST_TIME_OUT:
+        return "Request timeout";
+
+    case NGX_HTTP_INTERNAL_SERVER_ERROR:
+        *code = NGX_HTTP_MCP_INTERNAL_ERROR;
+        return "Internal error";
+
+    default:
+        return (status >= 500) ? "Server error" : "Bad request";
+    }
+}

@@ -1,0 +1,299 @@
+
+/*
+ * Tool policy: mcp_tools_allow and mcp_tools_deny, by name or by regular
+ * expression (PCRE2 through ngx_regex).  A tool is allowed when no allow
+ * list is set or it matches one, and it matches no deny pattern.  Built-in
+ * endpoints and mcp_pass obey the same lists: a denied tools/call never
+ * runs, a denied tool is absent from tools/list.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+typedef struct {
+    ngx_str_t                  name;
+    ngx_regex_t               *regex;       /* or NULL: the exact name */
+} ngx_http_mcp_pattern_t;
+
+
+static ngx_uint_t ngx_http_mcp_policy_match(ngx_array_t *patterns,
+    ngx_str_t *name);
+static ngx_int_t ngx_http_mcp_policy_filter_message(cJSON *message,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_uint_t *changed);
+static ngx_int_t ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out);
+
+
+char *
+ngx_http_mcp_tools_policy(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    char  *p = conf;
+
+    u_char                  errstr[NGX_MAX_CONF_ERRSTR];
+    ngx_str_t              *value;
+    ngx_uint_t              i;
+    ngx_array_t           **list;
+    ngx_regex_compile_t     rc;
+    ngx_http_mcp_pattern_t *pat;
+
+    list = (ngx_array_t **) (p + cmd->offset);
+
+    if (*list == NULL) {
+        *list = ngx_array_create(cf->pool, 4, sizeof(ngx_http_mcp_pattern_t));
+        if (*list == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        pat = ngx_array_push(*list);
+        if (pat == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        pat->name = value[i];
+        pat->regex = NULL;
+
+        if (value[i].data[0] != '~') {
+            continue;
+        }
+
+        ngx_memzero(&rc, sizeof(ngx_regex_compile_t));
+
+        rc.pattern.data = value[i].data + 1;
+        rc.pattern.len = value[i].len - 1;
+        rc.pool = cf->pool;
+        rc.err.len = NGX_MAX_CONF_ERRSTR;
+        rc.err.data = errstr;
+
+        if (ngx_regex_compile(&rc) != NGX_OK) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%V", &rc.err);
+            return NGX_CONF_ERROR;
+        }
+
+        pat->regex = rc.regex;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+ngx_uint_t
+ngx_http_mcp_policy_on(ngx_http_mcp_loc_conf_t *mlcf)
+{
+    return mlcf->tools_allow != NULL || mlcf->tools_deny != NULL;
+}
+
+
+ngx_uint_t
+ngx_http_mcp_tool_allowed(ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *name)
+{
+    if (mlcf->tools_allow && !ngx_http_mcp_policy_match(mlcf->tools_allow,
+                                                         name))
+    {
+        return 0;
+    }
+
+    if (mlcf->tools_deny && ngx_http_mcp_policy_match(mlcf->tools_deny,
+                                                       name))
+    {
+        return 0;
+    }
+
+    return 1;
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_policy_match(ngx_array_t *patterns, ngx_str_t *name)
+{
+    ngx_uint_t               i;
+    ngx_http_mcp_pattern_t  *pat;
+
+    pat = patterns->elts;
+
+    for (i = 0; i < patterns->nelts; i++) {
+
+        if (pat[i].regex == NULL) {
+            if (pat[i].name.len == name->len
+                && ngx_strncmp(pat[i].name.data, name->data, name->len) == 0)
+            {
+                return 1;
+            }
+
+            continue;
+        }
+
+        if (ngx_regex_exec(pat[i].regex, name, NULL, 0) >= 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * A reply of an upstream to tools/list, JSON or SSE, without the tools
+ * the policy denies.  What is not such a reply passes unchanged.
+ */
+
+ngx_int_t
+ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out)
+{
+    cJSON       *json;
+    u_char      *p;
+    ngx_int_t    rc;
+    ngx_uint_t   changed;
+
+    *out = *in;
+
+    p = in->data;
+
+    while (p < in->data + in->len && (*p == ' ' || *p == '\r' || *p == '\n'
+                                      || *p == '\t'))
+    {
+        p++;
+    }
+
+    if (p < in->data + in->len && *p != '{' && *p != '[') {
+        return ngx_http_mcp_policy_filter_sse(pool, mlcf, in, out);
+    }
+
+    json = cJSON_ParseWithLength((const char *) in->data, in->len);
+    if (json == NULL) {
+        return NGX_OK;
+    }
+
+    changed = 0;
+    rc = ngx_http_mcp_policy_filter_message(json, mlcf, &changed);
+
+    if (rc == NGX_OK && changed) {
+        out->data = ngx_http_mcp_jsonrpc_print(pool, json, &out->len);
+        rc = (out->data != NULL) ? NGX_OK : NGX_ERROR;
+    }
+
+    cJSON_Delete(json);
+
+    return rc;
+}
+
+
+/* a message's result.tools, denied entries taken out */
+
+static ngx_int_t
+ngx_http_mcp_policy_filter_message(cJSON *message,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_uint_t *changed)
+{
+    cJSON      *tools, *tool, *next, *name;
+    ngx_str_t   s;
+
+    tools = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(message, "result"), "tools");
+
+    if (!cJSON_IsArray(tools)) {
+        return NGX_OK;
+    }
+
+    for (tool = tools->child; tool; tool = next) {
+        next = tool->next;
+
+        name = cJSON_GetObjectItemCaseSensitive(tool, "name");
+
+        if (!cJSON_IsString(name)) {
+            continue;
+        }
+
+        s.data = (u_char *) name->valuestring;
+        s.len = ngx_strlen(s.data);
+
+        if (!ngx_http_mcp_tool_allowed(mlcf, &s)) {
+            cJSON_Delete(cJSON_DetachItemViaPointer(tools, tool));
+            *changed = 1;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * SSE: each event's data is one JSON-RPC message; an event that carries
+ * a tools/list result is written again, the others are copied.
+ */
+
+static ngx_int_t
+ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out)
+{
+    cJSON       *json;
+    u_char      *p, *end, *line, *eol, *data, *dst, *text;
+    size_t       len;
+    ngx_uint_t   changed;
+
+    /* printed again, a message may differ in length: room for both */
+    dst = ngx_pnalloc(pool, 2 * in->len);
+    if (dst == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->data = dst;
+
+    p = in->data;
+    end = in->data + in->len;
+
+    while (p < end) {
+        line = p;
+        eol = ngx_strlchr(p, end, '\n');
+        p = eol ? eol + 1 : end;
+
+        data = NULL;
+
+        if (eol && eol - line > 5 && ngx_strncmp(line, "data:", 5) == 0) {
+            data = line + 5;
+
+            if (*data == ' ') {
+                data++;
+            }
+        }
+
+        json = (data != NULL)
+               ? cJSON_ParseWithLength((const char *) data,
+                                       eol - data - (eol[-1] == '\r'))
+               : NULL;
+
+        changed = 0;
+
+        if (json != NULL
+            && ngx_http_mcp_policy_filter_message(json, mlcf, &changed)
+               == NGX_OK
+            && changed)
+        {
+            text = ngx_http_mcp_jsonrpc_print(pool, json, &len);
+
+            if (text == NULL || len > in->len) {
+                cJSON_Delete(json);
+                return NGX_ERROR;
+            }
+
+            dst = ngx_cpymem(dst, "data: ", 6);
+            dst = ngx_cpymem(dst, text, len);
+            *dst++ = '\n';
+
+        } else {
+            dst = ngx_cpymem(dst, line, p - line);
+        }
+
+        cJSON_Delete(json);
+    }
+
+    out->len = dst - out->data;
+
+    return NGX_OK;
+}
+

@@ -1,0 +1,1180 @@
+
+/*
+ * mcp_pass: an MCP-aware reverse proxy on nginx's upstream machinery.
+ *
+ * Requests are validated at the edge by the transport, as for built-in
+ * endpoints, and relayed over HTTP/1.1.  Replies are relayed unbuffered,
+ * so SSE events reach the client as the upstream sends them.
+ *
+ * Sessions: the gateway mints the client-facing session id at
+ * initialize and keeps, in its session zone, the replica that answered
+ * and that replica's own session id.  Every later request of the session
+ * goes to that replica with that id, whatever the balancer would pick;
+ * when the replica is gone the client gets 404 and initializes again,
+ * on a replica that is up.
+ *
+ * Tool policy: a denied tools/call is answered at the edge; denied tools
+ * are taken out of tools/list replies, JSON or SSE.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+typedef struct {
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_target_t      target;      /* the session's replica */
+    ngx_str_t                  client_sid;
+    ngx_str_t                  upstream_sid;  /* from the reply */
+    ngx_http_status_t          status;
+    ngx_http_chunked_t         chunked;
+    off_t                      length;      /* the reply's Content-Length */
+    u_char                    *acc;         /* a reply held for filtering */
+    size_t                     acc_len;
+    size_t                     acc_size;
+    unsigned                   initialize:1;
+    unsigned                   pinned:1;
+    unsigned                   filter:1;
+    unsigned                   is_chunked:1;
+    unsigned                   sid_seen:1;
+    unsigned                   replica_gone:1;
+} ngx_http_mcp_proxy_ctx_t;
+
+
+static ngx_int_t ngx_http_mcp_proxy_start(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static void ngx_http_mcp_proxy_body_ready(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_go(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_int_t ngx_http_mcp_proxy_create_request(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_process_status(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_process_header(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_uint_t ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u);
+static void ngx_http_mcp_proxy_abort_request(ngx_http_request_t *r);
+static void ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r,
+    ngx_int_t rc);
+static ngx_int_t ngx_http_mcp_proxy_filter_init(void *data);
+static ngx_int_t ngx_http_mcp_proxy_filter(void *data, ssize_t bytes);
+static ngx_int_t ngx_http_mcp_proxy_output(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
+static ngx_int_t ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_int_t ngx_http_mcp_proxy_refuse(ngx_http_request_t *r,
+    ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc);
+static ngx_table_elt_t *ngx_http_mcp_proxy_header(ngx_http_request_t *r,
+    const char *name);
+
+
+static ngx_str_t  ngx_http_mcp_proxy_hide_headers[] = {
+    ngx_string("Date"),
+    ngx_string("Server"),
+    ngx_string("Connection"),
+    ngx_string("Keep-Alive"),
+    ngx_null_string
+};
+
+
+char *
+ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_loc_conf_t *mlcf = conf;
+
+    u_char                    *p;
+    size_t                     add;
+    ngx_url_t                  u;
+    ngx_str_t                 *value, url;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (mlcf->upstream.upstream) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    url = value[1];
+
+    if (ngx_strncasecmp(url.data, (u_char *) "http://", 7) == 0) {
+        add = 7;
+
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid URL prefix in \"%V\": mcp_pass takes "
+                           "http://host[:port][/path] or an upstream name "
+                           "as http://name", &url);
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url.len = url.len - add;
+    u.url.data = url.data + add;
+    u.default_port = 80;
+    u.uri_part = 1;
+    u.no_resolve = 1;
+
+    mlcf->upstream.upstream = ngx_http_upstream_add(cf, &u, 0);
+    if (mlcf->upstream.upstream == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* the Host the upstream gets: host[:port] as written */
+    p = ngx_strlchr(u.url.data, u.url.data + u.url.len, '/');
+    mlcf->proxy_host.data = u.url.data;
+    mlcf->proxy_host.len = (p ? p : u.url.data + u.url.len) - u.url.data;
+
+    mlcf->proxy_uri = u.uri;
+
+    mlcf->enable = 1;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_mcp_handler;
+
+    if (clcf->name.len && clcf->name.data[clcf->name.len - 1] == '/') {
+        clcf->auto_redirect = 1;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+void
+ngx_http_mcp_proxy_create_conf(ngx_http_mcp_loc_conf_t *conf)
+{
+    conf->upstream.local = NGX_CONF_UNSET_PTR;
+    conf->upstream.socket_keepalive = NGX_CONF_UNSET;
+    conf->upstream.next_upstream_tries = NGX_CONF_UNSET_UINT;
+    conf->upstream.connect_timeout = NGX_CONF_UNSET_MSEC;
+    conf->upstream.send_timeout = NGX_CONF_UNSET_MSEC;
+    conf->upstream.read_timeout = NGX_CONF_UNSET_MSEC;
+    conf->upstream.next_upstream_timeout = NGX_CONF_UNSET_MSEC;
+    conf->upstream.buffer_size = NGX_CONF_UNSET_SIZE;
+    conf->upstream.hide_headers = NGX_CONF_UNSET_PTR;
+    conf->upstream.pass_headers = NGX_CONF_UNSET_PTR;
+    conf->upstream.intercept_errors = NGX_CONF_UNSET;
+    conf->pass_authorization = NGX_CONF_UNSET;
+
+    /* unbuffered: SSE events go out as they come */
+    conf->upstream.cyclic_temp_file = 0;
+    conf->upstream.buffering = 0;
+    conf->upstream.ignore_client_abort = 0;
+    conf->upstream.send_lowat = 0;
+    conf->upstream.bufs.num = 0;
+    conf->upstream.busy_buffers_size = 0;
+    conf->upstream.max_temp_file_size = 0;
+    conf->upstream.temp_file_write_size = 0;
+    conf->upstream.pass_request_headers = 0;
+    conf->upstream.pass_request_body = 0;
+    conf->upstream.force_ranges = 0;
+
+    ngx_str_set(&conf->upstream.module, "mcp");
+}
+
+
+char *
+ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf, ngx_http_mcp_loc_conf_t *prev,
+    ngx_http_mcp_loc_conf_t *conf)
+{
+    ngx_hash_init_t  hash;
+
+    ngx_conf_merge_ptr_value(conf->upstream.local, prev->upstream.local,
+                              NULL);
+    ngx_conf_merge_value(conf->upstream.socket_keepalive,
+                         prev->upstream.socket_keepalive, 0);
+    ngx_conf_merge_uint_value(conf->upstream.next_upstream_tries,
+                              prev->upstream.next_upstream_tries, 0);
+
+    /*
+     * A tool call may run for minutes and a stream may idle for as long
+     * as the client keeps it: the read timeout is generous.
+     */
+    ngx_conf_merge_msec_value(conf->upstream.connect_timeout,
+                              prev->upstream.connect_timeout, 10000);
+    ngx_conf_merge_msec_value(conf->upstream.send_timeout,
+                              prev->upstream.send_timeout, 60000);
+    ngx_conf_merge_msec_value(conf->upstream.read_timeout,
+                              prev->upstream.read_timeout, 3600000);
+    ngx_conf_merge_msec_value(conf->upstream.next_upstream_timeout,
+                              prev->upstream.next_upstream_timeout, 0);
+    ngx_conf_merge_size_value(conf->upstream.buffer_size,
+                              prev->upstream.buffer_size, 16384);
+    ngx_conf_merge_value(conf->upstream.intercept_errors,
+                         prev->upstream.intercept_errors, 0);
+    ngx_conf_merge_value(conf->pass_authorization, prev->pass_authorization,
+                         0);
+
+    /* a session's requests must reach its replica: no other try */
+    conf->upstream.next_upstream = NGX_CONF_BITMASK_SET
+                                   |NGX_HTTP_UPSTREAM_FT_OFF;
+
+    if (conf->upstream.upstream == NULL) {
+        conf->upstream.upstream = prev->upstream.upstream;
+        conf->proxy_host = prev->proxy_host;
+        conf->proxy_uri = prev->proxy_uri;
+    }
+
+    hash.max_size = 512;
+    hash.bucket_size = ngx_align(64, ngx_cacheline_size);
+    hash.name = "mcp_pass_headers_hash";
+
+    if (ngx_http_upstream_hide_headers_hash(cf, &conf->upstream,
+            &prev->upstream, ngx_http_mcp_proxy_hide_headers, &hash)
+        != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * A POST, checked and parsed: answered here when the edge refuses it,
+ * else relayed.  Returns what the content handler returns.
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
+{
+    ngx_int_t                  rc;
+    ngx_uint_t                 i;
+    ngx_table_elt_t           *h;
+    ngx_http_request_t        *r;
+    ngx_http_mcp_msg_t        *msg;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    r = ctx->request;
+
+    pctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_proxy_ctx_t));
+    if (pctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    pctx->ctx = ctx;
+    ctx->proxy = pctx;
+
+    if (ngx_http_mcp_proxy_refuse(r, ctx, &rc) != NGX_OK) {
+        return rc;
+    }
+
+    msg = ctx->msgs.elts;
+
+    if (!ctx->batch && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST
+        && ngx_strcmp(msg[0].method.data, "initialize") == 0)
+    {
+        /* the client-facing id exists before the upstream is chosen */
+        if (ngx_http_mcp_session_mint(ctx, &msg[0]) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        pctx->initialize = 1;
+        pctx->client_sid = ctx->new_session;
+
+        return ngx_http_mcp_proxy_go(r, pctx);
+    }
+
+    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
+                               sizeof("Mcp-Session-Id") - 1);
+
+    if (h == NULL) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                       ctx->batch ? NULL : msg[0].id,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Bad Request: Mcp-Session-Id header "
+                                       "is required");
+    }
+
+    rc = ngx_http_mcp_session_target(ctx->conf->zone, &h->value, r->pool,
+                                     &pctx->target, &ctx->rctx);
+
+    if (rc != NGX_OK) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND,
+                                       ctx->batch ? NULL : msg[0].id,
+                                       -32001, "Session not found");
+    }
+
+    pctx->pinned = 1;
+    pctx->client_sid = h->value;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+        if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST
+            && msg[i].method.len == sizeof("tools/list") - 1
+            && ngx_strcmp(msg[i].method.data, "tools/list") == 0
+            && ngx_http_mcp_policy_on(ctx->conf))
+        {
+            pctx->filter = 1;
+        }
+    }
+
+    return ngx_http_mcp_proxy_go(r, pctx);
+}
+
+
+/* the edge's own answers: invalid messages, denied tools */
+
+static ngx_int_t
+ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
+    ngx_int_t *rc)
+{
+    cJSON               *name;
+    ngx_str_t            tool;
+    ngx_uint_t           i;
+    ngx_http_mcp_msg_t  *msg;
+
+    msg = ctx->msgs.elts;
+
+    if (ctx->batch && ctx->msgs.nelts == 0) {
+        *rc = ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                      NGX_HTTP_MCP_INVALID_REQUEST,
+                                      "Invalid Request: empty batch");
+        return NGX_DECLINED;
+    }
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+
+        if (msg[i].type == NGX_HTTP_MCP_MSG_INVALID) {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "mcp: invalid JSON-RPC message: %s", msg[i].error);
+
+            *rc = ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                          msg[i].id,
+                                          NGX_HTTP_MCP_INVALID_REQUEST,
+                                          "Invalid Request");
+            return NGX_DECLINED;
+        }
+
+        if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST
+            || ngx_strcmp(msg[i].method.data, "tools/call") != 0)
+        {
+            continue;
+        }
+
+        name = cJSON_GetObjectItemCaseSensitive(msg[i].params, "name");
+
+        if (!cJSON_IsString(name)) {
+            continue;
+        }
+
+        tool.data = (u_char *) name->valuestring;
+        tool.len = ngx_strlen(tool.data);
+
+        if (ngx_http_mcp_tool_allowed(ctx->conf, &tool)) {
+            continue;
+        }
+
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "mcp: tool \"%V\" denied by policy", &tool);
+
+        /* a JSON-RPC error, as for an unknown tool; nothing goes on */
+        *rc = ngx_http_mcp_send_error(r, NGX_HTTP_OK, msg[i].id,
+                                      NGX_HTTP_MCP_INVALID_PARAMS,
+                                      "Tool not allowed");
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/* GET (a stream) and DELETE go to the session's replica as they are */
+
+ngx_int_t
+ngx_http_mcp_proxy_other(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
+{
+    ngx_int_t                  rc;
+    ngx_table_elt_t           *h;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
+                               sizeof("Mcp-Session-Id") - 1);
+
+    if (h == NULL) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Bad Request: Mcp-Session-Id header "
+                                       "is required");
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_ctx_t));
+    pctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_proxy_ctx_t));
+
+    if (ctx == NULL || pctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->request = r;
+    ctx->conf = mlcf;
+    ctx->proxy = pctx;
+    pctx->ctx = ctx;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_mcp_module);
+
+    if (ngx_http_mcp_session_target(mlcf->zone, &h->value, r->pool,
+                                    &pctx->target, &ctx->rctx)
+        != NGX_OK)
+    {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL, -32001,
+                                       "Session not found");
+    }
+
+    pctx->pinned = 1;
+    pctx->client_sid = h->value;
+
+    /* the upstream module wants a request body, even an empty one */
+    rc = ngx_http_read_client_request_body(r, ngx_http_mcp_proxy_body_ready);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+/* reading the body took the request reference the upstream keeps */
+
+static void
+ngx_http_mcp_proxy_body_ready(ngx_http_request_t *r)
+{
+    ngx_int_t            rc;
+    ngx_http_mcp_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    rc = ngx_http_mcp_proxy_start(r, ctx->proxy);
+
+    if (rc != NGX_DONE) {
+        ngx_http_finalize_request(r, rc);
+    }
+}
+
+
+/* the body was read in the rewrite phase: the upstream takes a reference */
+
+static ngx_int_t
+ngx_http_mcp_proxy_go(ngx_http_request_t *r, ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_int_t  rc;
+
+    r->main->count++;
+
+    rc = ngx_http_mcp_proxy_start(r, pctx);
+
+    if (rc != NGX_DONE) {
+        r->main->count--;
+    }
+
+    return rc;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_start(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_http_upstream_t      *u;
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    mlcf = pctx->ctx->conf;
+
+    if (ngx_http_upstream_create(r) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    u = r->upstream;
+
+    u->conf = &mlcf->upstream;
+    u->output.tag = (ngx_buf_tag_t) &ngx_http_mcp_module;
+
+    u->create_request = ngx_http_mcp_proxy_create_request;
+    u->reinit_request = ngx_http_mcp_proxy_reinit_request;
+    u->process_header = ngx_http_mcp_proxy_process_status;
+    u->abort_request = ngx_http_mcp_proxy_abort_request;
+    u->finalize_request = ngx_http_mcp_proxy_finalize_request;
+
+    u->input_filter_init = ngx_http_mcp_proxy_filter_init;
+    u->input_filter = ngx_http_mcp_proxy_filter;
+    u->input_filter_ctx = r;
+
+    u->buffering = 0;
+
+    if (pctx->pinned) {
+        /* the replica that created the session, not the balancer's pick */
+        u->resolved = ngx_pcalloc(r->pool,
+                                  sizeof(ngx_http_upstream_resolved_t));
+        if (u->resolved == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        u->resolved->sockaddr = pctx->target.sockaddr;
+        u->resolved->socklen = pctx->target.socklen;
+        u->resolved->name = pctx->target.name;
+        u->resolved->naddrs = 1;
+        u->resolved->port = ngx_inet_get_port(pctx->target.sockaddr);
+        u->resolved->host = pctx->target.name;
+    }
+
+    ngx_http_upstream_init(r);
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
+{
+    size_t                     len;
+    ngx_buf_t                 *b;
+    ngx_str_t                 *uri, sid;
+    ngx_uint_t                 i;
+    ngx_chain_t               *cl, *body;
+    ngx_table_elt_t           *h;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_loc_conf_t   *mlcf;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    static const char  *relayed[] = {
+        "Accept", "Content-Type", "MCP-Protocol-Version", "Last-Event-ID",
+        "Authorization", NULL
+    };
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    mlcf = ctx->conf;
+
+    uri = mlcf->proxy_uri.len ? &mlcf->proxy_uri : &r->unparsed_uri;
+    sid = pctx->target.sid;
+
+    len = r->method_name.len + 1 + uri->len + sizeof(" HTTP/1.1\r\n") - 1
+          + sizeof("Host: \r\n") - 1 + mlcf->proxy_host.len
+          + sizeof("Mcp-Session-Id: \r\n") - 1 + sid.len
+          + sizeof("Content-Length: \r\n") - 1 + NGX_OFF_T_LEN
+          + sizeof("\r\n") - 1;
+
+    for (i = 0; relayed[i]; i++) {
+        h = ngx_http_mcp_proxy_header(r, relayed[i]);
+
+        if (h != NULL) {
+            len += h->key.len + sizeof(": \r\n") - 1 + h->value.len;
+        }
+    }
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->last = ngx_sprintf(b->last, "%V %V HTTP/1.1\r\nHost: %V\r\n",
+                          &r->method_name, uri, &mlcf->proxy_host);
+
+    for (i = 0; relayed[i]; i++) {
+        h = ngx_http_mcp_proxy_header(r, relayed[i]);
+
+        if (h != NULL) {
+            b->last = ngx_sprintf(b->last, "%V: %V\r\n", &h->key, &h->value);
+        }
+    }
+
+    if (sid.len) {
+        b->last = ngx_sprintf(b->last, "Mcp-Session-Id: %V\r\n", &sid);
+    }
+
+    if (r->method == NGX_HTTP_POST) {
+        b->last = ngx_sprintf(b->last, "Content-Length: %uz\r\n",
+                              ctx->body.len);
+    }
+
+    *b->last++ = CR;
+    *b->last++ = LF;
+
+    cl = ngx_alloc_chain_link(r->pool);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    cl->buf = b;
+    cl->next = NULL;
+
+    if (r->method == NGX_HTTP_POST && ctx->body.len) {
+        body = ngx_alloc_chain_link(r->pool);
+        b = ngx_calloc_buf(r->pool);
+
+        if (body == NULL || b == NULL) {
+            return NGX_ERROR;
+        }
+
+        b->pos = ctx->body.data;
+        b->last = ctx->body.data + ctx->body.len;
+        b->memory = 1;
+
+        body->buf = b;
+        body->next = NULL;
+        cl->next = body;
+    }
+
+    r->upstream->request_bufs = cl;
+
+    return NGX_OK;
+}
+
+
+/* the client's headers the upstream gets; Authorization only if asked */
+
+static ngx_table_elt_t *
+ngx_http_mcp_proxy_header(ngx_http_request_t *r, const char *name)
+{
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    if (ngx_strcmp(name, "Authorization") == 0) {
+        mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
+
+        if (!mlcf->pass_authorization) {
+            return NULL;
+        }
+    }
+
+    return ngx_http_mcp_header_in(r, name, ngx_strlen(name));
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r)
+{
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+
+    ngx_memzero(&pctx->status, sizeof(ngx_http_status_t));
+    pctx->sid_seen = 0;
+    pctx->acc_len = 0;
+
+    r->upstream->process_header = ngx_http_mcp_proxy_process_status;
+    r->state = 0;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_process_status(ngx_http_request_t *r)
+{
+    size_t                     len;
+    ngx_int_t                  rc;
+    ngx_http_upstream_t       *u;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    u = r->upstream;
+
+    rc = ngx_http_parse_status_line(r, &u->buffer, &pctx->status);
+
+    if (rc == NGX_AGAIN) {
+        return rc;
+    }
+
+    if (rc == NGX_ERROR || pctx->status.http_version < NGX_HTTP_VERSION_11) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream sent no valid HTTP/1.1 status line");
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
+    u->headers_in.status_n = pctx->status.code;
+
+    if (u->state && u->state->status == 0) {
+        u->state->status = pctx->status.code;
+    }
+
+    len = pctx->status.end - pctx->status.start;
+
+    u->headers_in.status_line.len = len;
+    u->headers_in.status_line.data = ngx_pnalloc(r->pool, len);
+    if (u->headers_in.status_line.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(u->headers_in.status_line.data, pctx->status.start, len);
+
+    u->process_header = ngx_http_mcp_proxy_process_header;
+
+    return ngx_http_mcp_proxy_process_header(r);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_process_header(ngx_http_request_t *r)
+{
+    ngx_int_t                       rc;
+    ngx_table_elt_t                *h;
+    ngx_http_upstream_t            *u;
+    ngx_http_mcp_ctx_t             *ctx;
+    ngx_http_upstream_header_t     *hh;
+    ngx_http_mcp_proxy_ctx_t       *pctx;
+    ngx_http_upstream_main_conf_t  *umcf;
+
+    umcf = ngx_http_get_module_main_conf(r, ngx_http_upstream_module);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    u = r->upstream;
+
+    for ( ;; ) {
+
+        rc = ngx_http_parse_header_line(r, &u->buffer, 1);
+
+        if (rc == NGX_HTTP_PARSE_HEADER_DONE) {
+            return ngx_http_mcp_proxy_headers_done(r, pctx);
+        }
+
+        if (rc == NGX_AGAIN) {
+            return NGX_AGAIN;
+        }
+
+        if (rc != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "mcp: upstream sent an invalid header line");
+            return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+        }
+
+        h = ngx_list_push(&u->headers_in.headers);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        h->hash = r->header_hash;
+
+        h->key.len = r->header_name_end - r->header_name_start;
+        h->value.len = r->header_end - r->header_start;
+
+        h->key.data = ngx_pnalloc(r->pool,
+                           h->key.len + 1 + h->value.len + 1 + h->key.len);
+        if (h->key.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        h->value.data = h->key.data + h->key.len + 1;
+        h->lowcase_key = h->key.data + h->key.len + 1 + h->value.len + 1;
+
+        ngx_memcpy(h->key.data, r->header_name_start, h->key.len);
+        h->key.data[h->key.len] = '\0';
+        ngx_memcpy(h->value.data, r->header_start, h->value.len);
+        h->value.data[h->value.len] = '\0';
+
+        if (h->key.len == r->lowcase_index) {
+            ngx_memcpy(h->lowcase_key, r->lowcase_header, h->key.len);
+
+        } else {
+            ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
+        }
+
+        if (h->key.len == sizeof("mcp-session-id") - 1
+            && ngx_strncmp(h->lowcase_key, "mcp-session-id", h->key.len) == 0)
+        {
+            /* the client sees the gateway's id, never the replica's */
+            pctx->upstream_sid = h->value;
+            pctx->sid_seen = 1;
+            h->value = pctx->client_sid;
+            continue;
+        }
+
+        hh = ngx_hash_find(&umcf->headers_in_hash, h->hash, h->lowcase_key,
+                           h->key.len);
+
+        if (hh && hh->handler(r, h, hh->offset) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_uint_t              status;
+    ngx_table_elt_t        *h;
+    ngx_http_upstream_t    *u;
+    ngx_http_mcp_ctx_t     *ctx;
+    ngx_http_mcp_target_t   target;
+
+    u = r->upstream;
+    ctx = pctx->ctx;
+    status = u->headers_in.status_n;
+
+    if (status >= 400 && !ngx_http_mcp_proxy_mcp_type(u)) {
+        /* an error page, not MCP: the client gets a JSON-RPC error */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream answered %ui without a JSON-RPC "
+                      "body", status);
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
+    pctx->is_chunked = u->headers_in.chunked;
+    pctx->length = u->headers_in.content_length_n;
+
+    if (pctx->filter) {
+        /* the reply changes length: it goes out chunked */
+        u->headers_in.content_length_n = -1;
+    }
+
+    if (pctx->initialize) {
+        if (status >= 200 && status < 300) {
+            target.sockaddr = u->peer.sockaddr;
+            target.socklen = u->peer.socklen;
+            target.name = *u->peer.name;
+            target.sid = pctx->upstream_sid;
+
+            if (ngx_http_mcp_session_target_set(ctx->conf->zone,
+                                                &pctx->client_sid, &target)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            if (!pctx->sid_seen) {
+                /* a stateless replica: the client still gets a session */
+                h = ngx_list_push(&u->headers_in.headers);
+                if (h == NULL) {
+                    return NGX_ERROR;
+                }
+
+                h->hash = 1;
+                ngx_str_set(&h->key, "Mcp-Session-Id");
+                h->value = pctx->client_sid;
+                h->lowcase_key = (u_char *) "mcp-session-id";
+            }
+
+        } else {
+            (void) ngx_http_mcp_session_delete(ctx->conf->zone,
+                                               &pctx->client_sid,
+                                               r->connection->log);
+        }
+    }
+
+    if (pctx->pinned
+        && (status == NGX_HTTP_NOT_FOUND
+            || (r->method == NGX_HTTP_DELETE && status >= 200
+                && status < 300)))
+    {
+        /* the replica forgot the session, or the client ended it */
+        (void) ngx_http_mcp_session_delete(ctx->conf->zone,
+                                           &pctx->client_sid,
+                                           r->connection->log);
+    }
+
+    return NGX_OK;
+}
+
+
+/* application/json or text/event-stream: what MCP servers answer */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u)
+{
+    ngx_str_t  *type;
+
+    if (u->headers_in.content_type == NULL) {
+        return u->headers_in.content_length_n == 0;
+    }
+
+    type = &u->headers_in.content_type->value;
+
+    return (type->len >= sizeof("application/json") - 1
+            && ngx_strncasecmp(type->data, (u_char *) "application/json",
+                               sizeof("application/json") - 1) == 0)
+           || (type->len >= sizeof("text/event-stream") - 1
+               && ngx_strncasecmp(type->data, (u_char *) "text/event-stream",
+                                  sizeof("text/event-stream") - 1) == 0);
+}
+
+
+static void
+ngx_http_mcp_proxy_abort_request(ngx_http_request_t *r)
+{
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "mcp proxy request aborted");
+}
+
+
+/*
+ * The session's replica did not answer: the session is gone with it.
+ * The error page filter answers 404, and the client initializes again.
+ */
+
+static void
+ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+
+    if (pctx->pinned && !r->header_sent
+        && (rc == NGX_HTTP_BAD_GATEWAY || rc == NGX_HTTP_GATEWAY_TIME_OUT))
+    {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "mcp: the replica of session %V is gone",
+                      &pctx->client_sid);
+
+        pctx->replica_gone = 1;
+
+        (void) ngx_http_mcp_session_delete(ctx->conf->zone,
+                                           &pctx->client_sid,
+                                           r->connection->log);
+    }
+}
+
+
+ngx_uint_t
+ngx_http_mcp_proxy_replica_gone(ngx_http_mcp_ctx_t *ctx)
+{
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    pctx = ctx->proxy;
+
+    return pctx != NULL && pctx->replica_gone;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_filter_init(void *data)
+{
+    ngx_http_request_t *r = data;
+
+    ngx_http_upstream_t       *u;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    u = r->upstream;
+
+    if (u->headers_in.status_n == NGX_HTTP_NO_CONTENT
+        || u->headers_in.status_n == NGX_HTTP_NOT_MODIFIED
+        || r->method == NGX_HTTP_HEAD)
+    {
+        u->length = 0;
+        u->keepalive = !u->headers_in.connection_close;
+
+    } else if (pctx->is_chunked) {
+        /* any positive length: the last chunk ends the body */
+        u->length = 1;
+        ngx_memzero(&pctx->chunked, sizeof(ngx_http_chunked_t));
+
+    } else if (pctx->length == 0) {
+        u->length = 0;
+        u->keepalive = !u->headers_in.connection_close;
+
+    } else {
+        /* -1: up to the close */
+        u->length = pctx->length;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Unbuffered body: bytes new data at u->buffer.last.  Chunked bodies are
+ * decoded (nginx chunks them again for the client); a body held for
+ * filtering goes out at its end.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_filter(void *data, ssize_t bytes)
+{
+    ngx_http_request_t *r = data;
+
+    u_char                    *pos;
+    size_t                     size;
+    ngx_int_t                  rc;
+    ngx_buf_t                 *b;
+    ngx_http_upstream_t       *u;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    u = r->upstream;
+    b = &u->buffer;
+
+    if (!pctx->is_chunked) {
+        pos = b->last;
+        b->last += bytes;
+
+        if (u->length != -1) {
+            if (bytes > u->length) {
+                ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                              "mcp: upstream sent more data than "
+                              "\"Content-Length\" said");
+                bytes = u->length;
+            }
+
+            u->length -= bytes;
+        }
+
+        if (ngx_http_mcp_proxy_output(r, pctx, pos, pos + bytes) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        if (u->length == 0) {
+            u->keepalive = !u->headers_in.connection_close;
+            return ngx_http_mcp_proxy_flush_filtered(r, pctx);
+        }
+
+        return NGX_OK;
+    }
+
+    b->pos = b->last;
+    b->last += bytes;
+
+    for ( ;; ) {
+
+        rc = ngx_http_parse_chunked(r, b, &pctx->chunked);
+
+        if (rc == NGX_OK) {
+            size = ngx_min((off_t) (b->last - b->pos), pctx->chunked.size);
+
+            if (ngx_http_mcp_proxy_output(r, pctx, b->pos, b->pos + size)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            b->pos += size;
+            pctx->chunked.size -= size;
+            continue;
+        }
+
+        if (rc == NGX_DONE) {
+            u->length = 0;
+            u->keepalive = !u->headers_in.connection_close
+                           && b->pos == b->last;
+            return ngx_http_mcp_proxy_flush_filtered(r, pctx);
+        }
+
+        if (rc == NGX_AGAIN) {
+            return NGX_OK;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream sent an invalid chunked body");
+        return NGX_ERROR;
+    }
+}
+
+
+/* data of the body: out as it came, or held for the policy filter */
+
+static ngx_int_t
+ngx_http_mcp_proxy_output(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last)
+{
+    u_char               *p;
+    size_t                n, size;
+    ngx_chain_t          *cl, **ll;
+    ngx_http_upstream_t  *u;
+
+    if (pos == last) {
+        return NGX_OK;
+    }
+
+    if (pctx->filter) {
+        n = last - pos;
+
+        if (pctx->acc_len + n > pctx->acc_size) {
+            size = ngx_max(2 * pctx->acc_size, pctx->acc_len + n);
+
+            p = ngx_pnalloc(r->pool, size);
+            if (p == NULL) {
+                return NGX_ERROR;
+            }
+
+            if (pctx->acc_len) {
+                ngx_memcpy(p, pctx->acc, pctx->acc_len);
+            }
+
+            pctx->acc = p;
+            pctx->acc_size = size;
+        }
+
+        ngx_memcpy(pctx->acc + pctx->acc_len, pos, n);
+        pctx->acc_len += n;
+
+        return NGX_OK;
+    }
+
+    u = r->upstream;
+
+    for (cl = u->out_bufs, ll = &u->out_bufs; cl; cl = cl->next) {
+        ll = &cl->next;
+    }
+
+    cl = ngx_chain_get_free_buf(r->pool, &u->free_bufs);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    *ll = cl;
+
+    cl->buf->flush = 1;
+    cl->buf->memory = 1;
+    cl->buf->pos = pos;
+    cl->buf->last = last;
+    cl->buf->tag = u->output.tag;
+
+    return NGX_OK;
+}
+
+
+/* the held reply, its denied tools taken out, goes out whole */
+
+static ngx_int_t
+ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_str_t             in, out;
+    ngx_chain_t          *cl, **ll;
+    ngx_http_upstream_t  *u;
+
+    if (!pctx->filter || pctx->acc_len == 0) {
+        return NGX_OK;
+    }
+
+    in.data = pctx->acc;
+    in.len = pctx->acc_len;
+
+    if (ngx_http_mcp_policy_filter_reply(r->pool, pctx->ctx->conf, &in, &out)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    u = r->upstream;
+
+    for (cl = u->out_bufs, ll = &u->out_bufs; cl; cl = cl->next) {
+        ll = &cl->next;
+    }
+
+    cl = ngx_chain_get_free_buf(r->pool, &u->free_bufs);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    *ll = cl;
+
+    cl->buf->flush = 1;
+    cl->buf->memory = 1;
+    cl->buf->pos = out.data;
+    cl->buf->last = out.data + out.len;
+    cl->buf->tag = u->output.tag;
+
+    pctx->acc_len = 0;
+
+    return NGX_OK;
+}

@@ -1,0 +1,337 @@
+
+/*
+ * $mcp_* variables: MCP facts for the rest of nginx (log_format, map,
+ * limit_req_zone keys, if).  A POST's body is parsed in the rewrite
+ * phase, so they are there from that phase on.  Of a batch, they tell
+ * the first message.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+typedef enum {
+    NGX_HTTP_MCP_VAR_METHOD = 0,
+    NGX_HTTP_MCP_VAR_TOOL,
+    NGX_HTTP_MCP_VAR_SESSION_ID,
+    NGX_HTTP_MCP_VAR_REQUEST_ID,
+    NGX_HTTP_MCP_VAR_PROTOCOL_VERSION,
+    NGX_HTTP_MCP_VAR_CLIENT_NAME
+} ngx_http_mcp_var_e;
+
+
+static ngx_int_t ngx_http_mcp_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_http_mcp_msg_t *ngx_http_mcp_variable_msg(ngx_http_mcp_ctx_t *ctx);
+static ngx_int_t ngx_http_mcp_variable_tool(ngx_http_mcp_msg_t *msg,
+    ngx_str_t *value);
+static ngx_int_t ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
+    ngx_http_mcp_ctx_t *ctx, ngx_str_t *value);
+
+
+static ngx_http_variable_t  ngx_http_mcp_vars[] = {
+
+    { ngx_string("mcp_method"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_METHOD, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_tool"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_TOOL, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_session_id"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_SESSION_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_request_id"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_REQUEST_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_protocol_version"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_PROTOCOL_VERSION, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_client_name"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_CLIENT_NAME, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+ngx_int_t
+ngx_http_mcp_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_mcp_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data)
+{
+    ngx_int_t            rc;
+    ngx_str_t            value;
+    ngx_table_elt_t     *h;
+    ngx_http_mcp_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_mcp_module);
+
+    ngx_str_null(&value);
+    rc = NGX_OK;
+
+    switch (data) {
+
+    case NGX_HTTP_MCP_VAR_METHOD:
+        if (ctx != NULL) {
+            value = ctx->var_method;
+        }
+
+        break;
+
+    case NGX_HTTP_MCP_VAR_TOOL:
+        if (ctx != NULL) {
+            value = ctx->var_tool;
+        }
+
+        break;
+
+    case NGX_HTTP_MCP_VAR_SESSION_ID:
+        if (ctx != NULL && ctx->new_session.len) {
+            value = ctx->new_session;
+            break;
+        }
+
+        h = ngx_http_mcp_header_in(r->main, "Mcp-Session-Id",
+                                   sizeof("Mcp-Session-Id") - 1);
+        if (h != NULL) {
+            value = h->value;
+        }
+
+        break;
+
+    case NGX_HTTP_MCP_VAR_REQUEST_ID:
+        if (ctx != NULL) {
+            value = ctx->var_id;
+        }
+
+        break;
+
+    case NGX_HTTP_MCP_VAR_PROTOCOL_VERSION:
+        if (ctx != NULL && ctx->rctx.version) {
+            value.data = (u_char *) ngx_http_mcp_version_name(
+                                                        ctx->rctx.version);
+            value.len = ngx_strlen(value.data);
+            break;
+        }
+
+        h = ngx_http_mcp_header_in(r->main, "MCP-Protocol-Version",
+                                   sizeof("MCP-Protocol-Version") - 1);
+        if (h != NULL) {
+            value = h->value;
+        }
+
+        break;
+
+    default: /* NGX_HTTP_MCP_VAR_CLIENT_NAME */
+        rc = ngx_http_mcp_variable_client_name(r, ctx, &value);
+        break;
+    }
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (value.len == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->data = value.data;
+    v->len = value.len;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+/* the first request of the body, else its first message */
+
+static ngx_http_mcp_msg_t *
+ngx_http_mcp_variable_msg(ngx_http_mcp_ctx_t *ctx)
+{
+    ngx_uint_t           i;
+    ngx_http_mcp_msg_t  *msg;
+
+    if (!ctx->parsed || ctx->msgs.nelts == 0) {
+        return NULL;
+    }
+
+    msg = ctx->msgs.elts;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+        if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST) {
+            return &msg[i];
+        }
+    }
+
+    return &msg[0];
+}
+
+
+/* tools/call and prompts/get: the name; resources/read: the URI */
+
+static ngx_int_t
+ngx_http_mcp_variable_tool(ngx_http_mcp_msg_t *msg, ngx_str_t *value)
+{
+    cJSON       *item;
+    const char  *key;
+
+    if (msg == NULL || msg->method.len == 0) {
+        return NGX_OK;
+    }
+
+    if (ngx_strcmp(msg->method.data, "tools/call") == 0
+        || ngx_strcmp(msg->method.data, "prompts/get") == 0)
+    {
+        key = "name";
+
+    } else if (ngx_strcmp(msg->method.data, "resources/read") == 0
+               || ngx_strcmp(msg->method.data, "resources/subscribe") == 0
+               || ngx_strcmp(msg->method.data, "resources/unsubscribe") == 0)
+    {
+        key = "uri";
+
+    } else {
+        return NGX_OK;
+    }
+
+    item = cJSON_GetObjectItemCaseSensitive(msg->params, key);
+
+    if (cJSON_IsString(item)) {
+        value->data = (u_char *) item->valuestring;
+        value->len = ngx_strlen(item->valuestring);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Copies what the variables tell of the first message into the request's
+ * pool: a call takes its message away when it starts.
+ */
+
+ngx_int_t
+ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx)
+{
+    cJSON               *info, *name;
+    ngx_str_t            s;
+    ngx_pool_t          *pool;
+    ngx_http_mcp_msg_t  *msg;
+
+    msg = ngx_http_mcp_variable_msg(ctx);
+
+    if (msg == NULL) {
+        return NGX_OK;
+    }
+
+    pool = ctx->request->pool;
+
+    ctx->var_method.len = msg->method.len;
+    ctx->var_method.data = ngx_pstrdup(pool, &msg->method);
+
+    ngx_str_null(&s);
+    (void) ngx_http_mcp_variable_tool(msg, &s);
+
+    ctx->var_tool.len = s.len;
+    ctx->var_tool.data = s.len ? ngx_pstrdup(pool, &s) : NULL;
+
+    ngx_str_null(&s);
+
+    if (cJSON_IsString(msg->id) || cJSON_IsRaw(msg->id)) {
+        s.data = (u_char *) msg->id->valuestring;
+        s.len = ngx_strlen(s.data);
+    }
+
+    ctx->var_id.len = s.len;
+    ctx->var_id.data = s.len ? ngx_pstrdup(pool, &s) : NULL;
+
+    ngx_str_null(&s);
+
+    if (msg->method.len && ngx_strcmp(msg->method.data, "initialize") == 0) {
+        info = cJSON_GetObjectItemCaseSensitive(msg->params, "clientInfo");
+        name = cJSON_GetObjectItemCaseSensitive(info, "name");
+
+        if (cJSON_IsString(name)) {
+            s.data = (u_char *) name->valuestring;
+            s.len = ngx_strlen(s.data);
+        }
+    }
+
+    ctx->var_client.len = s.len;
+    ctx->var_client.data = s.len ? ngx_pstrdup(pool, &s) : NULL;
+
+    if ((msg->method.len && ctx->var_method.data == NULL)
+        || (ctx->var_tool.len && ctx->var_tool.data == NULL)
+        || (ctx->var_id.len && ctx->var_id.data == NULL)
+        || (ctx->var_client.len && ctx->var_client.data == NULL))
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* from initialize's clientInfo, else from the session */
+
+static ngx_int_t
+ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
+    ngx_http_mcp_ctx_t *ctx, ngx_str_t *value)
+{
+    ngx_table_elt_t          *h;
+    ngx_http_mcp_reqctx_t     rctx;
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    if (ctx != NULL && ctx->rctx.client_name.len) {
+        *value = ctx->rctx.client_name;
+        return NGX_OK;
+    }
+
+    if (ctx != NULL && ctx->var_client.len) {
+        *value = ctx->var_client;
+        return NGX_OK;
+    }
+
+    /* before the content handler looked: ask the zone */
+    mlcf = ngx_http_get_module_loc_conf(r->main, ngx_http_mcp_module);
+
+    h = ngx_http_mcp_header_in(r->main, "Mcp-Session-Id",
+                               sizeof("Mcp-Session-Id") - 1);
+
+    if (h == NULL || mlcf->zone == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_memzero(&rctx, sizeof(ngx_http_mcp_reqctx_t));
+
+    rctx.client_name.data = ngx_pnalloc(r->pool, NGX_HTTP_MCP_CLIENT_NAME_LEN);
+    if (rctx.client_name.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_mcp_session_peek(mlcf->zone, &h->value, &rctx) == NGX_OK) {
+        *value = rctx.client_name;
+    }
+
+    return NGX_OK;
+}

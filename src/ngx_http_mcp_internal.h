@@ -10,6 +10,7 @@
 
 
 #include "ngx_http_mcp.h"
+#include "ngx_http_mcp_auth.h"
 
 
 #define NGX_HTTP_MCP_SUBSCRIPTION_URI_LEN  512
@@ -102,6 +103,7 @@ typedef struct {
     unsigned                   sampling:1;
     unsigned                   elicitation:1;
     unsigned                   roots:1;
+    unsigned                   bound:1;     /* to an authenticated caller */
     ngx_uint_t                 streams;     /* owned streams: not idle */
     ngx_queue_t                queue;
     ngx_msec_t                 last;
@@ -115,6 +117,7 @@ typedef struct {
     uint32_t                   next_stream;
     u_char                     id[NGX_HTTP_MCP_SESSION_ID_LEN];
     u_char                     client_name[NGX_HTTP_MCP_CLIENT_NAME_LEN];
+    u_char                     binding[NGX_HTTP_MCP_AUTH_BINDING_LEN];
 } ngx_http_mcp_session_node_t;
 
 
@@ -139,6 +142,8 @@ typedef struct {
 typedef struct {
     ngx_uint_t                 version;
     ngx_str_t                  client_name;
+    u_char                    *binding;     /* issuer + subject hash, or
+                                               NULL */
     unsigned                   sampling:1;
     unsigned                   elicitation:1;
     unsigned                   roots:1;

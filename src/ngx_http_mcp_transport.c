@@ -397,6 +397,12 @@ ngx_http_mcp_create_ctx(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     ctx->request = r;
     ctx->conf = mlcf;
 
+    ctx->rctx.auth = ngx_http_mcp_auth_get(r);
+
+    if (ctx->rctx.auth != NULL) {
+        ctx->rctx.subject = ((ngx_http_mcp_auth_t *) ctx->rctx.auth)->subject;
+    }
+
     if (ngx_array_init(&ctx->msgs, r->pool, 1, sizeof(ngx_http_mcp_msg_t))
         != NGX_OK)
     {
@@ -567,6 +573,13 @@ ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx, ngx_str_t *body)
     ngx_http_mcp_msg_t  *msg;
 
     r = ctx->request;
+
+    /* cJSON copies bytes as they come: invalid UTF-8 would go on */
+    if (ngx_http_mcp_utf8_valid(body->data, body->len) != NGX_OK) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                       NGX_HTTP_MCP_PARSE_ERROR,
+                                       "Parse error: invalid UTF-8");
+    }
 
     rc = ngx_http_mcp_jsonrpc_parse(r->pool, body->data, body->len,
                                     &ctx->root, &ctx->msgs, &batch);

@@ -1633,9 +1633,7 @@ ngx_http_mcp_auth_metadata_handler(ngx_http_request_t *r)
     list = cJSON_AddArrayToObject(doc, "bearer_methods_supported");
 
     if (list == NULL
-        || !cJSON_AddItemToArray(list, cJSON_CreateString("header"))
-        || cJSON_AddStringToObject(doc, "resource_name",
-                                   (char *) alcf->realm.data) == NULL)
+        || !cJSON_AddItemToArray(list, cJSON_CreateString("header")))
     {
         goto failed;
     }

@@ -817,7 +817,7 @@ static ngx_int_t
 ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
 {
     u_char     *error;
-    cJSON      *schema, *result, empty;
+    cJSON      *schema, *result, *content, empty;
     ngx_int_t   rc;
 
     if (call->ctx != NULL
@@ -854,8 +854,17 @@ ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
                   "mcp: tool \"%V\" arguments refused: %s",
                   &call->entry->name, error);
 
-    result = ngx_http_mcp_tool_result(
-                 ngx_http_mcp_text_content((const char *) error), 1);
+    content = cJSON_CreateArray();
+
+    if (content != NULL
+        && !cJSON_AddItemToArray(content,
+                 ngx_http_mcp_text_content((const char *) error)))
+    {
+        cJSON_Delete(content);
+        content = NULL;
+    }
+
+    result = ngx_http_mcp_tool_result(content, 1);
 
     ngx_http_mcp_call_result(call, result);
 

@@ -184,7 +184,7 @@ $t->stop;
 unlike($t->error_log, qr/\[(error|crit|alert|emerg)\]/, 'no error-level lines for refused tokens');
 # (a token sent in the query string is in nginx's own request line: one
 # more reason to refuse that method)
-unlike($t->error_log, qr/\Q$h.$p.$flipped\E|\Q$p\E\.\Q$s\E\s/,
+unlike($t->error_log, qr/\Q$flipped\E/,
        'no header-borne token in the error log');
 
 done_testing;

@@ -149,6 +149,10 @@ static ngx_int_t ngx_http_mcp_auth_metadata_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_auth_check_json(cJSON *json, ngx_uint_t depth,
     ngx_uint_t max_depth, size_t max_string, const char **error);
 
+static ngx_int_t ngx_http_mcp_auth_preconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_mcp_auth_validation_set(ngx_conf_t *cf,
+    ngx_http_mcp_set_t *set);
+static ngx_int_t ngx_http_mcp_auth_validated(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_auth_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_mcp_auth_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
@@ -305,7 +309,7 @@ static ngx_command_t  ngx_http_mcp_auth_commands[] = {
 
 
 static ngx_http_module_t  ngx_http_mcp_auth_module_ctx = {
-    ngx_http_mcp_auth_add_variables,       /* preconfiguration */
+    ngx_http_mcp_auth_preconfiguration,    /* preconfiguration */
     ngx_http_mcp_auth_init,                /* postconfiguration */
 
     NULL,                                  /* create main configuration */
@@ -1676,6 +1680,79 @@ failed:
 
     cJSON_Delete(doc);
     return NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+
+/* ------------------------------------------------------------------------
+ * "mcp_builtin validation": one tool whose inputSchema uses every keyword
+ * the validator knows, to try it from outside
+ */
+
+static const char  ngx_http_mcp_auth_validate_tool[] =
+    "{\"name\":\"validate\","
+    "\"description\":\"Answers ok when its arguments fit the schema\","
+    "\"inputSchema\":{\"type\":\"object\","
+    "\"$defs\":{\"tag\":{\"type\":\"string\",\"pattern\":\"^[a-z]+$\"}},"
+    "\"properties\":{"
+    "\"name\":{\"type\":\"string\",\"minLength\":2,\"maxLength\":8},"
+    "\"age\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":150},"
+    "\"ratio\":{\"type\":\"number\",\"exclusiveMinimum\":0,"
+    "\"exclusiveMaximum\":1},"
+    "\"color\":{\"enum\":[\"red\",\"green\"]},"
+    "\"kind\":{\"const\":\"fixed\"},"
+    "\"tags\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/tag\"},"
+    "\"minItems\":1,\"maxItems\":3,\"uniqueItems\":true},"
+    "\"id\":{\"anyOf\":[{\"type\":\"integer\"},"
+    "{\"type\":\"string\",\"pattern\":\"^id-\"}]},"
+    "\"one\":{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":10}]},"
+    "\"code\":{\"allOf\":[{\"type\":\"string\"},{\"maxLength\":3}],"
+    "\"not\":{\"const\":\"bad\"}},"
+    "\"nested\":{\"type\":\"object\",\"required\":[\"x\"],"
+    "\"properties\":{\"x\":{\"type\":\"boolean\"}},"
+    "\"additionalProperties\":false}},"
+    "\"required\":[\"name\"],"
+    "\"additionalProperties\":false}}";
+
+
+static ngx_int_t
+ngx_http_mcp_auth_preconfiguration(ngx_conf_t *cf)
+{
+    if (ngx_http_mcp_add_provider(cf, "validation",
+                                  ngx_http_mcp_auth_validation_set)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_auth_add_variables(cf);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_auth_validation_set(ngx_conf_t *cf, ngx_http_mcp_set_t *set)
+{
+    return ngx_http_mcp_add_tool(cf, set, ngx_http_mcp_auth_validate_tool,
+                                 ngx_http_mcp_auth_validated, NULL);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_auth_validated(ngx_http_mcp_call_t *call)
+{
+    cJSON  *content;
+
+    content = cJSON_CreateArray();
+
+    if (content == NULL
+        || !cJSON_AddItemToArray(content, ngx_http_mcp_text_content("ok")))
+    {
+        cJSON_Delete(content);
+        return NGX_ERROR;
+    }
+
+    ngx_http_mcp_call_result(call, ngx_http_mcp_tool_result(content, 0));
+
+    return NGX_OK;
 }
 
 

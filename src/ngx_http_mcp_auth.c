@@ -105,6 +105,8 @@ typedef struct {
     ngx_http_mcp_auth_t        auth;
     ngx_http_request_t        *subrequest;
     ngx_int_t                  status;       /* the subrequest's */
+    ngx_str_t                  method;       /* for $mcp_method */
+    ngx_str_t                  tool;         /* for $mcp_tool */
     unsigned                   fetching:1;
     unsigned                   done:1;
     unsigned                   fetched:1;
@@ -1857,19 +1859,89 @@ ngx_http_mcp_auth_variable(ngx_http_request_t *r,
 }
 
 
+/*
+ * What a single request asked for, noted at dispatch: its message
+ * belongs to the call, which may be gone by the time the log is written.
+ */
+
+ngx_int_t
+ngx_http_mcp_auth_note(ngx_http_request_t *r, ngx_str_t *method,
+    cJSON *params)
+{
+    cJSON                    *name;
+    ngx_str_t                 tool;
+    ngx_http_mcp_auth_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_mcp_auth_module);
+
+    if (ctx == NULL) {
+        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_auth_ctx_t));
+        if (ctx == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_http_set_ctx(r->main, ctx, ngx_http_mcp_auth_module);
+    }
+
+    ctx->method.data = ngx_pstrdup(r->pool, method);
+    if (ctx->method.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->method.len = method->len;
+
+    name = cJSON_GetObjectItemCaseSensitive(params, "name");
+
+    if (method->len == sizeof("tools/call") - 1
+        && ngx_strncmp(method->data, "tools/call", method->len) == 0
+        && cJSON_IsString(name))
+    {
+        tool.data = (u_char *) name->valuestring;
+        tool.len = ngx_strlen(name->valuestring);
+
+        ctx->tool.data = ngx_pstrdup(r->pool, &tool);
+        if (ctx->tool.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        ctx->tool.len = tool.len;
+    }
+
+    return NGX_OK;
+}
+
+
 /* $mcp_method ("batch" for a batch) and $mcp_tool (of a tools/call) */
 
 static ngx_int_t
 ngx_http_mcp_auth_mcp_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
-    cJSON               *name;
-    ngx_http_mcp_ctx_t  *ctx;
-    ngx_http_mcp_msg_t  *msg;
-
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_mcp_module);
+    cJSON                    *name;
+    ngx_str_t                *s;
+    ngx_http_mcp_ctx_t       *ctx;
+    ngx_http_mcp_msg_t       *msg;
+    ngx_http_mcp_auth_ctx_t  *actx;
 
     v->not_found = 1;
+
+    actx = ngx_http_get_module_ctx(r->main, ngx_http_mcp_auth_module);
+
+    if (actx != NULL && actx->method.len) {
+        s = (data == NGX_HTTP_MCP_VAR_METHOD) ? &actx->method : &actx->tool;
+
+        if (s->len) {
+            v->data = s->data;
+            v->len = s->len;
+            v->valid = 1;
+            v->no_cacheable = 1;
+            v->not_found = 0;
+        }
+
+        return NGX_OK;
+    }
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_mcp_module);
 
     if (ctx == NULL || ctx->msgs.nelts == 0) {
         return NGX_OK;
@@ -1888,7 +1960,8 @@ ngx_http_mcp_auth_mcp_variable(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    if (msg[0].method.len == 0) {
+    /* a request's message went to its call: only its note is safe */
+    if (msg[0].method.len == 0 || msg[0].type == NGX_HTTP_MCP_MSG_REQUEST) {
         return NGX_OK;
     }
 

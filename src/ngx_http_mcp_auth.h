@@ -59,6 +59,10 @@ ngx_int_t ngx_http_mcp_auth_challenge(ngx_http_request_t *r,
 ngx_int_t ngx_http_mcp_auth_check_input(ngx_http_request_t *r,
     ngx_pool_t *pool, cJSON *arguments, u_char **error);
 
+/* notes a single request's method and tool for $mcp_method, $mcp_tool */
+ngx_int_t ngx_http_mcp_auth_note(ngx_http_request_t *r, ngx_str_t *method,
+    cJSON *params);
+
 /* NGX_OK when the bytes are well-formed UTF-8 */
 ngx_int_t ngx_http_mcp_utf8_valid(u_char *p, size_t len);
 

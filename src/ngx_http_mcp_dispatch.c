@@ -108,6 +108,14 @@ ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call)
 
     m = ngx_http_mcp_method(&call->method);
 
+    if (call->ctx != NULL && !call->ctx->batch
+        && ngx_http_mcp_auth_note(call->ctx->request, &call->method,
+                                  call->params)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     if (m == NULL) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_METHOD_NOT_FOUND,
                                 "Method not found");

@@ -206,7 +206,7 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
         init.client_name.len = ngx_strlen(name->valuestring);
     }
 
-    ctx->new_session.data = ngx_pnalloc(call->pool,
+    ctx->new_session.data = ngx_pnalloc(ctx->request->pool,
                                         NGX_HTTP_MCP_SESSION_ID_LEN);
     if (ctx->new_session.data == NULL) {
         return NGX_ERROR;

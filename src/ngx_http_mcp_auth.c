@@ -29,6 +29,9 @@
 #define NGX_HTTP_MCP_AUTH_ZONE_SIZE     (1024 * 1024)
 #define NGX_HTTP_MCP_AUTH_WELL_KNOWN    "/.well-known/oauth-protected-resource"
 
+#define NGX_HTTP_MCP_AUTH_VERIFIED      1024   /* per location, a power
+                                                   of 2 */
+
 #define NGX_HTTP_MCP_ROLE_NONE          0
 #define NGX_HTTP_MCP_ROLE_SERVICE       1
 #define NGX_HTTP_MCP_ROLE_VIEWER        2
@@ -77,6 +80,18 @@ typedef struct {
 } ngx_http_mcp_jwks_cache_t;
 
 
+/*
+ * Tokens whose signature a worker has verified: a client sends the same
+ * token with every request, and a signature check costs far more than
+ * the rest.  Claims are checked on every request all the same.
+ */
+typedef struct {
+    u_char                     digest[32];   /* SHA-256 of the token */
+    time_t                     until;        /* the token's exp */
+    ngx_uint_t                 gen;          /* of the fetched set */
+} ngx_http_mcp_verified_t;
+
+
 typedef struct {
     ngx_str_t                  realm;        /* empty: off */
     ngx_str_t                  resource;
@@ -94,6 +109,7 @@ typedef struct {
     time_t                     key_refresh;
     ngx_shm_zone_t            *zone;
     ngx_http_mcp_jwks_cache_t *cache;
+    ngx_http_mcp_verified_t   *verified;     /* NGX_HTTP_MCP_AUTH_VERIFIED */
     ngx_array_t               *api_keys;     /* ngx_http_mcp_apikey_t */
     ngx_flag_t                 passthrough;
     ngx_uint_t                 max_depth;
@@ -430,7 +446,7 @@ ngx_http_mcp_auth_handler(ngx_http_request_t *r)
         ngx_http_set_ctx(r, ctx, ngx_http_mcp_auth_module);
 
     } else if (ctx->decided) {
-        return ctx->auth.authenticated ? NGX_OK : NGX_HTTP_FORBIDDEN;
+        return NGX_OK;
 
     } else if (ctx->fetching) {
         if (!ctx->done) {
@@ -445,11 +461,10 @@ ngx_http_mcp_auth_handler(ngx_http_request_t *r)
 
     rc = ngx_http_mcp_auth_authenticate(r, ctx);
 
-    if (rc == NGX_AGAIN || rc == NGX_ERROR) {
-        return rc;
+    /* NGX_DONE: refused and finalized, the request may be gone */
+    if (rc == NGX_OK) {
+        ctx->decided = 1;
     }
-
-    ctx->decided = 1;
 
     return rc;
 }
@@ -621,11 +636,14 @@ static ngx_int_t
 ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     ngx_str_t *token)
 {
+    u_char                         digest[32];
+    cJSON                         *exp;
     ngx_int_t                      rc;
-    ngx_uint_t                     stale, refetch;
+    ngx_uint_t                     stale, refetch, gen;
     const char                    *error;
     ngx_array_t                   *keys;
     ngx_http_mcp_jwt_t             jwt;
+    ngx_http_mcp_verified_t       *v;
     ngx_http_mcp_auth_t           *auth;
     ngx_http_mcp_auth_loc_conf_t  *alcf;
 
@@ -637,10 +655,23 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
                                         "invalid", "invalid_token", error);
     }
 
+    if (ngx_http_mcp_sha256(token->data, token->len, digest) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    gen = (alcf->cache != NULL) ? alcf->cache->gen : 0;
+    v = &alcf->verified[(digest[0] | (digest[1] << 8))
+                        & (NGX_HTTP_MCP_AUTH_VERIFIED - 1)];
+
     rc = NGX_DECLINED;
     error = "no key for the token";
 
-    if (alcf->file_keys != NULL) {
+    if (v->until >= ngx_time() && v->gen == gen
+        && CRYPTO_memcmp(v->digest, digest, sizeof(digest)) == 0)
+    {
+        rc = NGX_OK;
+
+    } else if (alcf->file_keys != NULL) {
         rc = ngx_http_mcp_jwt_verify(&jwt, alcf->file_keys, &error);
     }
 
@@ -679,6 +710,13 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
                    ngx_strstr(error, "expired") ? "expired" : "invalid",
                    "invalid_token", error);
     }
+
+    /* remembered until the token expires, or the key set changes */
+    exp = cJSON_GetObjectItemCaseSensitive(jwt.claims, "exp");
+
+    ngx_memcpy(v->digest, digest, sizeof(digest));
+    v->until = (time_t) exp->valuedouble + alcf->leeway;
+    v->gen = (alcf->cache != NULL) ? alcf->cache->gen : 0;
 
     if (ngx_http_mcp_auth_claims(r, auth, &jwt) != NGX_OK) {
         return NGX_ERROR;
@@ -2164,6 +2202,14 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         }
 
         conf->metadata_url.len = p - conf->metadata_url.data;
+    }
+
+    if (conf->realm.len && conf->verified == NULL) {
+        conf->verified = ngx_pcalloc(cf->pool, NGX_HTTP_MCP_AUTH_VERIFIED
+                                     * sizeof(ngx_http_mcp_verified_t));
+        if (conf->verified == NULL) {
+            return NGX_CONF_ERROR;
+        }
     }
 
     if (conf->key_request.len && conf->cache == NULL) {

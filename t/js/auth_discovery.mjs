@@ -29,6 +29,7 @@ try {
     out.unauthenticated_connect = "refused";
     out.unauthenticated_error = String(e.message || e).slice(0, 200);
 }
+await bare.close().catch(() => {});
 
 const res = await fetch(url, {
     method: "POST",
@@ -43,14 +44,25 @@ out.www_authenticate = res.headers.get("www-authenticate");
 out.challenge_metadata_url = String(extractResourceMetadataUrl(res) || "");
 
 // with a token
+process.on("uncaughtException", (e) => {
+    out.failed_at = out.step; out.error = String(e && e.message);
+    console.log(JSON.stringify(out)); process.exit(1);
+});
+process.on("unhandledRejection", (e) => {
+    out.failed_at = out.step; out.error = String(e && e.message);
+    console.log(JSON.stringify(out)); process.exit(1);
+});
+out.step = "connect";
 const client = new Client({ name: "auth-discovery", version: "1.0.0" });
 const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
 });
 await client.connect(transport);
 out.session = transport.sessionId ? "yes" : "no";
+out.step = "listTools";
 const tools = await client.listTools();
 out.tools = tools.tools.length;
+out.step = "callTool";
 const r = await client.callTool({ name: "test_simple_text", arguments: {} });
 out.call_text = r.content[0].text;
 await transport.terminateSession();

@@ -95,6 +95,8 @@ typedef struct {
     ngx_str_t                  session_id;
     ngx_str_t                  client_name;
     ngx_str_t                  subject;
+    void                      *auth;       /* ngx_http_mcp_auth_t; NULL:
+                                              authorization is off */
 
     unsigned                   sampling:1;
     unsigned                   elicitation:1;

@@ -129,9 +129,14 @@ ngx_http_mcp_call_create(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
 
     rctx->session_id.data = ngx_pstrdup(pool, &ctx->rctx.session_id);
     rctx->client_name.data = ngx_pstrdup(pool, &ctx->rctx.client_name);
+    rctx->subject.data = ngx_pstrdup(pool, &ctx->rctx.subject);
+
+    /* the caller's auth dies with its request: ask ctx->request for it */
+    rctx->auth = NULL;
 
     if ((ctx->rctx.session_id.len && rctx->session_id.data == NULL)
-        || (ctx->rctx.client_name.len && rctx->client_name.data == NULL))
+        || (ctx->rctx.client_name.len && rctx->client_name.data == NULL)
+        || (ctx->rctx.subject.len && rctx->subject.data == NULL))
     {
         ngx_destroy_pool(pool);
         return NULL;

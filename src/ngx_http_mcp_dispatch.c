@@ -38,6 +38,11 @@ static ngx_int_t ngx_http_mcp_param(ngx_http_mcp_call_t *call, cJSON *obj,
     const char *name, int type, ngx_uint_t required, cJSON **value);
 static ngx_int_t ngx_http_mcp_invalid_params(ngx_http_mcp_call_t *call,
     const char *fmt, const char *name);
+static ngx_int_t ngx_http_mcp_authorize(ngx_http_mcp_call_t *call,
+    const char *capability, ngx_str_t *tool);
+static ngx_array_t *ngx_http_mcp_permitted_tools(ngx_http_mcp_call_t *call,
+    ngx_array_t *tools);
+static ngx_int_t ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call);
 
 
 static ngx_http_mcp_method_t  ngx_http_mcp_methods[] = {
@@ -247,6 +252,11 @@ ngx_http_mcp_session_new(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_session_init_t *init, ngx_log_t *log)
 {
     ngx_int_t  rc;
+
+    if (ctx->rctx.auth != NULL) {
+        /* the session is bound to the token's issuer and subject */
+        init->binding = ((ngx_http_mcp_auth_t *) ctx->rctx.auth)->binding;
+    }
 
     ctx->new_session.data = ngx_pnalloc(ctx->request->pool,
                                         NGX_HTTP_MCP_SESSION_ID_LEN);
@@ -464,13 +474,30 @@ ngx_http_mcp_complete(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_tools_list(ngx_http_mcp_call_t *call)
 {
-    return ngx_http_mcp_list(call, &ngx_http_mcp_call_conf(call)->set->tools, "tools");
+    ngx_array_t  *tools;
+
+    if (ngx_http_mcp_authorize(call, "tools", NULL) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    tools = &ngx_http_mcp_call_conf(call)->set->tools;
+
+    tools = ngx_http_mcp_permitted_tools(call, tools);
+    if (tools == NULL) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_list(call, tools, "tools");
 }
 
 
 static ngx_int_t
 ngx_http_mcp_resources_list(ngx_http_mcp_call_t *call)
 {
+    if (ngx_http_mcp_authorize(call, "resources", NULL) != NGX_OK) {
+        return NGX_OK;
+    }
+
     return ngx_http_mcp_list(call, &ngx_http_mcp_call_conf(call)->set->resources,
                              "resources");
 }
@@ -479,6 +506,10 @@ ngx_http_mcp_resources_list(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_templates_list(ngx_http_mcp_call_t *call)
 {
+    if (ngx_http_mcp_authorize(call, "resources", NULL) != NGX_OK) {
+        return NGX_OK;
+    }
+
     return ngx_http_mcp_list(call, &ngx_http_mcp_call_conf(call)->set->templates,
                              "resourceTemplates");
 }
@@ -487,6 +518,10 @@ ngx_http_mcp_templates_list(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_prompts_list(ngx_http_mcp_call_t *call)
 {
+    if (ngx_http_mcp_authorize(call, "prompts", NULL) != NGX_OK) {
+        return NGX_OK;
+    }
+
     return ngx_http_mcp_list(call, &ngx_http_mcp_call_conf(call)->set->prompts,
                              "prompts");
 }
@@ -509,11 +544,19 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
     s.data = (u_char *) name->valuestring;
     s.len = ngx_strlen(s.data);
 
+    if (ngx_http_mcp_authorize(call, "tools", &s) != NGX_OK) {
+        return NGX_OK;
+    }
+
     call->entry = ngx_http_mcp_find(&ngx_http_mcp_call_conf(call)->set->tools, &s);
 
     if (call->entry == NULL) {
         return ngx_http_mcp_invalid_params(call, "Unknown tool: %s",
                                            name->valuestring);
+    }
+
+    if (ngx_http_mcp_check_arguments(call) != NGX_OK) {
+        return NGX_OK;
     }
 
     return call->entry->handler(call);
@@ -536,6 +579,10 @@ ngx_http_mcp_prompts_get(ngx_http_mcp_call_t *call)
 
     s.data = (u_char *) name->valuestring;
     s.len = ngx_strlen(s.data);
+
+    if (ngx_http_mcp_authorize(call, "prompts", NULL) != NGX_OK) {
+        return NGX_OK;
+    }
 
     call->entry = ngx_http_mcp_find(&ngx_http_mcp_call_conf(call)->set->prompts, &s);
 
@@ -594,6 +641,10 @@ ngx_http_mcp_check_prompt_arguments(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_resources_read(ngx_http_mcp_call_t *call)
 {
+    if (ngx_http_mcp_authorize(call, "resources", NULL) != NGX_OK) {
+        return NGX_OK;
+    }
+
     if (ngx_http_mcp_find_resource(call) == NULL) {
         return NGX_OK;
     }
@@ -609,6 +660,10 @@ ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call)
     ngx_uint_t  subscribe;
 
     subscribe = (call->method.len == sizeof("resources/subscribe") - 1);
+
+    if (ngx_http_mcp_authorize(call, "resources", NULL) != NGX_OK) {
+        return NGX_OK;
+    }
 
     if (ngx_http_mcp_find_resource(call) == NULL) {
         return NGX_OK;
@@ -717,4 +772,156 @@ ngx_http_mcp_invalid_params(ngx_http_mcp_call_t *call, const char *fmt,
                             (const char *) msg);
 
     return NGX_OK;
+}
+
+
+/* ---- authorization and input validation (ngx_http_mcp_auth_module) ---- */
+
+/*
+ * NGX_OK when the caller may go on; else the call has ended with an
+ * error, and a single request's reply is HTTP 403 with the challenge.
+ */
+
+static ngx_int_t
+ngx_http_mcp_authorize(ngx_http_mcp_call_t *call, const char *capability,
+    ngx_str_t *tool)
+{
+    u_char              *msg;
+    ngx_str_t            scope;
+    ngx_http_mcp_ctx_t  *ctx;
+
+    ctx = call->ctx;
+
+    if (ctx == NULL
+        || ngx_http_mcp_auth_permits(ctx->rctx.auth, capability, tool, &scope)
+           == NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    if (!ctx->batch
+        && ngx_http_mcp_auth_challenge(ctx->request, &scope) == NGX_OK)
+    {
+        ctx->status = NGX_HTTP_FORBIDDEN;
+    }
+
+    msg = ngx_pnalloc(call->pool, 128 + scope.len);
+    if (msg == NULL) {
+        return NGX_ERROR;
+    }
+
+    (void) ngx_sprintf(msg, "Forbidden: insufficient scope, \"%V\" is "
+                    "required%Z", &scope);
+
+    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_REQUEST,
+                            (const char *) msg);
+
+    return NGX_DECLINED;
+}
+
+
+/* the tools a caller may call, in the set's order */
+
+static ngx_array_t *
+ngx_http_mcp_permitted_tools(ngx_http_mcp_call_t *call, ngx_array_t *tools)
+{
+    ngx_str_t              scope;
+    ngx_uint_t             i;
+    ngx_array_t           *list;
+    ngx_http_mcp_entry_t  *e, *t;
+
+    if (call->ctx == NULL || call->ctx->rctx.auth == NULL) {
+        return tools;
+    }
+
+    list = ngx_array_create(call->pool, ngx_max(tools->nelts, 1),
+                            sizeof(ngx_http_mcp_entry_t));
+    if (list == NULL) {
+        return NULL;
+    }
+
+    e = tools->elts;
+
+    for (i = 0; i < tools->nelts; i++) {
+        if (ngx_http_mcp_auth_permits(call->ctx->rctx.auth, "tools",
+                                      &e[i].name, &scope)
+            != NGX_OK)
+        {
+            continue;
+        }
+
+        t = ngx_array_push(list);
+        if (t == NULL) {
+            return NULL;
+        }
+
+        *t = e[i];
+    }
+
+    return list;
+}
+
+
+/*
+ * Input limits, then the tool's inputSchema.  NGX_OK, or NGX_DECLINED
+ * when the call has ended: -32602 over a limit, a tool result with
+ * isError for arguments the schema refuses.
+ */
+
+static ngx_int_t
+ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
+{
+    u_char     *error;
+    cJSON      *schema, *result, *content, empty;
+    ngx_int_t   rc;
+
+    if (call->ctx != NULL
+        && ngx_http_mcp_auth_check_input(call->ctx->request, call->pool,
+                                         call->arguments, &error)
+           != NGX_OK)
+    {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                (const char *) error);
+        return NGX_DECLINED;
+    }
+
+    schema = cJSON_GetObjectItemCaseSensitive(call->entry->desc,
+                                              "inputSchema");
+
+    ngx_memzero(&empty, sizeof(cJSON));
+    empty.type = cJSON_Object;
+
+    rc = ngx_http_mcp_schema_validate(call->pool, schema,
+                                      call->arguments ? call->arguments
+                                                      : &empty,
+                                      &error);
+    if (rc == NGX_OK) {
+        return NGX_OK;
+    }
+
+    if (rc == NGX_ERROR) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return NGX_DECLINED;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, call->log, 0,
+                  "mcp: tool \"%V\" arguments refused: %s",
+                  &call->entry->name, error);
+
+    content = cJSON_CreateArray();
+
+    if (content != NULL
+        && !cJSON_AddItemToArray(content,
+                 ngx_http_mcp_text_content((const char *) error)))
+    {
+        cJSON_Delete(content);
+        content = NULL;
+    }
+
+    result = ngx_http_mcp_tool_result(content, 1);
+
+    ngx_http_mcp_call_result(call, result);
+
+    return NGX_DECLINED;
 }

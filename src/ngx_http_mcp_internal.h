@@ -10,6 +10,7 @@
 
 
 #include "ngx_http_mcp.h"
+#include "ngx_http_mcp_auth.h"
 
 
 #define NGX_HTTP_MCP_SUBSCRIPTION_URI_LEN  512
@@ -138,6 +139,7 @@ typedef struct {
     unsigned                   sampling:1;
     unsigned                   elicitation:1;
     unsigned                   roots:1;
+    unsigned                   bound:1;     /* to an authenticated caller */
     ngx_uint_t                 streams;     /* owned streams: not idle */
     ngx_queue_t                queue;
     ngx_msec_t                 last;
@@ -152,6 +154,7 @@ typedef struct {
     uint32_t                   next_stream;
     u_char                     id[NGX_HTTP_MCP_SESSION_ID_LEN];
     u_char                     client_name[NGX_HTTP_MCP_CLIENT_NAME_LEN];
+    u_char                     binding[NGX_HTTP_MCP_AUTH_BINDING_LEN];
 } ngx_http_mcp_session_node_t;
 
 
@@ -178,6 +181,8 @@ typedef struct {
 typedef struct {
     ngx_uint_t                 version;
     ngx_str_t                  client_name;
+    u_char                    *binding;     /* issuer + subject hash, or
+                                               NULL */
     unsigned                   sampling:1;
     unsigned                   elicitation:1;
     unsigned                   roots:1;
@@ -248,6 +253,7 @@ struct ngx_http_mcp_ctx_s {
     ngx_str_t                  var_id;
     ngx_str_t                  var_client;
     unsigned                   error_page_sent:1;
+    unsigned                   utf8_invalid:1;
     unsigned                   batch:1;
     unsigned                   parsed:1;
     unsigned                   waiting:1;

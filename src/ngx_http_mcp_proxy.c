@@ -407,6 +407,7 @@ ngx_http_mcp_proxy_other(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     ctx->request = r;
     ctx->conf = mlcf;
     ctx->proxy = pctx;
+    ctx->rctx.auth = ngx_http_mcp_auth_get(r);
     pctx->ctx = ctx;
 
     ngx_http_set_ctx(r, ctx, ngx_http_mcp_module);

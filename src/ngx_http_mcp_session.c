@@ -542,6 +542,11 @@ ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
     s->roots = init->roots;
     s->last = ngx_current_msec;
 
+    if (init->binding != NULL) {
+        s->bound = 1;
+        ngx_memcpy(s->binding, init->binding, NGX_HTTP_MCP_AUTH_BINDING_LEN);
+    }
+
     n = ngx_min(init->client_name.len, NGX_HTTP_MCP_CLIENT_NAME_LEN);
     ngx_memcpy(s->client_name, init->client_name.data, n);
     s->client_name_len = (u_char) n;
@@ -591,10 +596,12 @@ static ngx_int_t
 ngx_http_mcp_session_get(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use)
 {
+    ngx_http_mcp_auth_t          *auth;
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_session_node_t  *s;
 
     ctx = zone->data;
+    auth = rctx->auth;
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
@@ -603,6 +610,16 @@ ngx_http_mcp_session_get(ngx_shm_zone_t *zone, ngx_str_t *id,
     }
 
     s = ngx_http_mcp_session_find(ctx, id);
+
+    /* a session is its caller's: to anyone else it does not exist */
+    if (s != NULL
+        && (s->bound != (auth != NULL)
+            || (auth != NULL
+                && ngx_memcmp(s->binding, auth->binding,
+                              NGX_HTTP_MCP_AUTH_BINDING_LEN) != 0)))
+    {
+        s = NULL;
+    }
 
     if (s == NULL) {
         ngx_shmtx_unlock(&ctx->shpool->mutex);

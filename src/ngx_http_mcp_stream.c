@@ -197,6 +197,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     }
 
     ngx_memzero(&rctx, sizeof(ngx_http_mcp_reqctx_t));
+    rctx.auth = ngx_http_mcp_auth_get(r);
 
     if (ngx_http_mcp_session_lookup(mlcf->zone, &h->value, &rctx)
         != NGX_OK)

@@ -308,6 +308,12 @@ ngx_http_mcp_body_handler(ngx_http_request_t *r)
     } else if (body.len > ctx->conf->max_body) {
         ctx->refused = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
 
+    } else if (ngx_http_mcp_utf8_valid(body.data, body.len) != NGX_OK) {
+        /* cJSON copies bytes as they come: invalid UTF-8 would go on */
+        ctx->parse = NGX_DECLINED;
+        ctx->utf8_invalid = 1;
+        ctx->parsed = 1;
+
     } else {
         ctx->parse = ngx_http_mcp_jsonrpc_parse(r->pool, body.data, body.len,
                                                 &ctx->root, &ctx->msgs,
@@ -350,10 +356,19 @@ ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return ngx_http_mcp_refuse(r, ctx->refused);
     }
 
+    /* the access phase, after the body was read, knows the caller */
+    ctx->rctx.auth = ngx_http_mcp_auth_get(r);
+
+    if (ctx->rctx.auth != NULL) {
+        ctx->rctx.subject = ((ngx_http_mcp_auth_t *) ctx->rctx.auth)->subject;
+    }
+
     if (ctx->parse == NGX_DECLINED) {
         return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
                                        NGX_HTTP_MCP_PARSE_ERROR,
-                                       "Parse error");
+                                       ctx->utf8_invalid
+                                       ? "Parse error: invalid UTF-8"
+                                       : "Parse error");
     }
 
     if (mlcf->upstream.upstream) {
@@ -532,6 +547,12 @@ ngx_http_mcp_create_ctx(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 
     ctx->request = r;
     ctx->conf = mlcf;
+
+    ctx->rctx.auth = ngx_http_mcp_auth_get(r);
+
+    if (ctx->rctx.auth != NULL) {
+        ctx->rctx.subject = ((ngx_http_mcp_auth_t *) ctx->rctx.auth)->subject;
+    }
 
     if (ngx_array_init(&ctx->msgs, r->pool, 1, sizeof(ngx_http_mcp_msg_t))
         != NGX_OK)

@@ -132,9 +132,11 @@ is_result(call('json_schema_2020_12_tool', { name => 'Ada', contactMethod => 'em
           { content => [ { type => 'text', text => 'JSON Schema 2020-12 tool called with: '
                            . '{"contactMethod":"email","email":"a@b.c","name":"Ada"}' } ] },
           'json_schema_2020_12_tool', 'json_schema_2020_12_tool: echoes its arguments (as sent)');
+# arguments are validated against the inputSchema: {} has neither phone nor email
 is_result(call('json_schema_2020_12_tool', undef, 'js2'),
-          { content => [ { type => 'text', text => 'JSON Schema 2020-12 tool called with: {}' } ] },
-          'js2', 'json_schema_2020_12_tool without arguments');
+          { isError => JSON::PP::true(), content => [ { type => 'text',
+            text => 'arguments: must match at least one schema of anyOf' } ] },
+          'js2', 'json_schema_2020_12_tool without arguments: refused by its inputSchema');
 
 {
     my ($msg) = $t->mcp_request($sid, 'tools/call',

@@ -137,10 +137,7 @@ for my $case (@utf8) {
     my $r = $t->mcp_post($sid, $case->[1]);
     like("$r->{status} $r->{body}", qr/^(200|400) \{"jsonrpc":"2.0",/,
          "invalid UTF-8 $case->[0]: a JSON-RPC reply, no crash");
-    TODO: {
-        local $TODO = 'invalid UTF-8 is not refused yet (the security issue adds that)';
-        like($r->{body}, qr/"code":-32(700|600)/, "invalid UTF-8 $case->[0]: refused");
-    }
+    like($r->{body}, qr/"code":-32(700|600)/, "invalid UTF-8 $case->[0]: refused");
 }
 
 is_deeply([ $t->worker_pids ], \@workers, 'no worker died');

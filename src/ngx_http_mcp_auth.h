@@ -1,0 +1,78 @@
+
+/*
+ * ngx_http_mcp_auth_module: the OAuth 2.1 resource server in front of
+ * MCP endpoints (bearer JWTs, API keys, scopes, roles), RFC 9728
+ * protected resource metadata, and the JSON Schema validation of tool
+ * arguments.  This header is what the MCP module uses of it.
+ */
+
+
+#ifndef _NGX_HTTP_MCP_AUTH_H_INCLUDED_
+#define _NGX_HTTP_MCP_AUTH_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+#include <cjson/cJSON.h>
+
+
+#define NGX_HTTP_MCP_AUTH_BINDING_LEN  32     /* SHA-256 */
+
+
+/* the caller of one request, as the access phase found it */
+typedef struct {
+    ngx_str_t                  subject;
+    ngx_str_t                  issuer;
+    ngx_str_t                  role;
+    ngx_array_t               *scopes;       /* ngx_str_t */
+    ngx_str_t                  result;       /* for $mcp_auth_result */
+    void                      *conf;         /* the location's */
+    u_char                     binding[NGX_HTTP_MCP_AUTH_BINDING_LEN];
+    unsigned                   authenticated:1;
+} ngx_http_mcp_auth_t;
+
+
+/* NULL when authorization is off in the request's location */
+ngx_http_mcp_auth_t *ngx_http_mcp_auth_get(ngx_http_request_t *r);
+
+/*
+ * Whether the caller may use a capability ("tools", "resources",
+ * "prompts") and, for tools, the named tool.  NGX_OK, or NGX_DECLINED
+ * with *missing_scope set to the scope that would permit it.
+ */
+ngx_int_t ngx_http_mcp_auth_permits(ngx_http_mcp_auth_t *auth,
+    const char *capability, ngx_str_t *tool, ngx_str_t *missing_scope);
+
+/* sends 403 insufficient_scope; returns the rc for finalize */
+ngx_int_t ngx_http_mcp_auth_forbidden(ngx_http_request_t *r,
+    ngx_str_t *scope);
+
+/* sets WWW-Authenticate for a 403 insufficient_scope reply */
+ngx_int_t ngx_http_mcp_auth_challenge(ngx_http_request_t *r,
+    ngx_str_t *scope);
+
+/*
+ * The input limits of the location (nesting depth, string length) on a
+ * tool's or prompt's arguments: NGX_OK, or NGX_DECLINED with *error.
+ */
+ngx_int_t ngx_http_mcp_auth_check_input(ngx_http_request_t *r,
+    ngx_pool_t *pool, cJSON *arguments, u_char **error);
+
+/* notes a single request's method and tool for $mcp_method, $mcp_tool */
+
+/* NGX_OK when the bytes are well-formed UTF-8 */
+ngx_int_t ngx_http_mcp_utf8_valid(u_char *p, size_t len);
+
+/*
+ * JSON Schema 2020-12 validation: NGX_OK valid, NGX_DECLINED invalid
+ * (*error says what and where), NGX_ERROR.
+ */
+ngx_int_t ngx_http_mcp_schema_validate(ngx_pool_t *pool, cJSON *schema,
+    cJSON *instance, u_char **error);
+
+
+extern ngx_module_t  ngx_http_mcp_auth_module;
+
+
+#endif /* _NGX_HTTP_MCP_AUTH_H_INCLUDED_ */

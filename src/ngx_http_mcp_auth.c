@@ -81,14 +81,25 @@ typedef struct {
 
 
 /*
- * Tokens whose signature a worker has verified: a client sends the same
- * token with every request, and a signature check costs far more than
- * the rest.  Claims are checked on every request all the same.
+ * Tokens a worker has accepted, with what it learnt of them: a client
+ * sends the same token with every request, and parsing and checking it
+ * cost far more than finding it here.  An entry lasts until the token
+ * expires or the key set changes; a token seen again before its nbf was
+ * never accepted, so never cached.
  */
 typedef struct {
-    u_char                     digest[32];   /* SHA-256 of the token */
+    uint32_t                   hash;         /* of the token */
     time_t                     until;        /* the token's exp */
     ngx_uint_t                 gen;          /* of the fetched set */
+    u_char                    *data;         /* ngx_alloc(): all below */
+    u_char                    *token;
+    size_t                     token_len;
+    ngx_str_t                  subject;
+    ngx_str_t                  issuer;
+    ngx_str_t                  role;
+    ngx_str_t                 *scopes;
+    ngx_uint_t                 nscopes;
+    u_char                     binding[NGX_HTTP_MCP_AUTH_BINDING_LEN];
 } ngx_http_mcp_verified_t;
 
 
@@ -137,6 +148,13 @@ static ngx_int_t ngx_http_mcp_auth_apikey(ngx_http_request_t *r,
     ngx_http_mcp_auth_ctx_t *ctx, ngx_str_t *key);
 static ngx_int_t ngx_http_mcp_auth_jwt(ngx_http_request_t *r,
     ngx_http_mcp_auth_ctx_t *ctx, ngx_str_t *token);
+static ngx_http_mcp_verified_t *ngx_http_mcp_auth_known(
+    ngx_http_mcp_auth_loc_conf_t *alcf, ngx_str_t *token, uint32_t *hash);
+static ngx_int_t ngx_http_mcp_auth_recall(ngx_http_request_t *r,
+    ngx_http_mcp_auth_t *auth, ngx_http_mcp_verified_t *v);
+static void ngx_http_mcp_auth_remember(ngx_http_mcp_verified_t *v,
+    uint32_t hash, ngx_str_t *token, ngx_http_mcp_auth_t *auth,
+    time_t until, ngx_uint_t gen, ngx_log_t *log);
 static ngx_int_t ngx_http_mcp_auth_claims(ngx_http_request_t *r,
     ngx_http_mcp_auth_t *auth, ngx_http_mcp_jwt_t *jwt);
 static ngx_int_t ngx_http_mcp_auth_scope_list(ngx_pool_t *pool,
@@ -195,6 +213,7 @@ static char *ngx_http_mcp_auth_str_array(ngx_conf_t *cf, ngx_command_t *cmd,
 static ngx_int_t ngx_http_mcp_auth_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 static void ngx_http_mcp_auth_cache_cleanup(void *data);
+static void ngx_http_mcp_auth_verified_cleanup(void *data);
 
 
 static ngx_command_t  ngx_http_mcp_auth_commands[] = {
@@ -620,7 +639,7 @@ static ngx_int_t
 ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     ngx_str_t *token)
 {
-    u_char                         digest[32];
+    uint32_t                       hash;
     cJSON                         *exp;
     ngx_int_t                      rc;
     ngx_uint_t                     stale, refetch, gen;
@@ -634,28 +653,25 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     auth = &ctx->auth;
     alcf = auth->conf;
 
+    v = ngx_http_mcp_auth_known(alcf, token, &hash);
+
+    if (v->data != NULL && v->hash == hash && v->token_len == token->len
+        && v->until >= ngx_time()
+        && v->gen == ((alcf->cache != NULL) ? alcf->cache->gen : 0)
+        && CRYPTO_memcmp(v->token, token->data, token->len) == 0)
+    {
+        return ngx_http_mcp_auth_recall(r, auth, v);
+    }
+
     if (ngx_http_mcp_jwt_parse(r->pool, token, &jwt, &error) != NGX_OK) {
         return ngx_http_mcp_auth_refuse(r, auth, NGX_HTTP_UNAUTHORIZED,
                                         "invalid", "invalid_token", error);
     }
 
-    if (ngx_http_mcp_sha256(token->data, token->len, digest) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    gen = (alcf->cache != NULL) ? alcf->cache->gen : 0;
-    v = &alcf->verified[(digest[0] | (digest[1] << 8))
-                        & (NGX_HTTP_MCP_AUTH_VERIFIED - 1)];
-
     rc = NGX_DECLINED;
     error = "no key for the token";
 
-    if (v->until >= ngx_time() && v->gen == gen
-        && CRYPTO_memcmp(v->digest, digest, sizeof(digest)) == 0)
-    {
-        rc = NGX_OK;
-
-    } else if (alcf->file_keys != NULL) {
+    if (alcf->file_keys != NULL) {
         rc = ngx_http_mcp_jwt_verify(&jwt, alcf->file_keys, &error);
     }
 
@@ -695,20 +711,147 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
                    "invalid_token", error);
     }
 
-    /* remembered until the token expires, or the key set changes */
-    exp = cJSON_GetObjectItemCaseSensitive(jwt.claims, "exp");
-
-    ngx_memcpy(v->digest, digest, sizeof(digest));
-    v->until = (time_t) exp->valuedouble + alcf->leeway;
-    v->gen = (alcf->cache != NULL) ? alcf->cache->gen : 0;
-
     if (ngx_http_mcp_auth_claims(r, auth, &jwt) != NGX_OK) {
         return NGX_ERROR;
     }
 
     ngx_str_set(&auth->result, "ok");
 
-    return ngx_http_mcp_auth_done(r, auth);
+    rc = ngx_http_mcp_auth_done(r, auth);
+
+    if (rc == NGX_OK) {
+        /* remembered until the token expires, or the key set changes */
+        exp = cJSON_GetObjectItemCaseSensitive(jwt.claims, "exp");
+        gen = (alcf->cache != NULL) ? alcf->cache->gen : 0;
+
+        ngx_http_mcp_auth_remember(v, hash, token, auth,
+                                   (time_t) exp->valuedouble + alcf->leeway,
+                                   gen, r->connection->log);
+    }
+
+    return rc;
+}
+
+
+static ngx_http_mcp_verified_t *
+ngx_http_mcp_auth_known(ngx_http_mcp_auth_loc_conf_t *alcf,
+    ngx_str_t *token, uint32_t *hash)
+{
+    *hash = ngx_crc32_long(token->data, token->len);
+
+    return &alcf->verified[*hash & (NGX_HTTP_MCP_AUTH_VERIFIED - 1)];
+}
+
+
+/* a known token: what was learnt of it, copied for this request */
+
+static ngx_int_t
+ngx_http_mcp_auth_recall(ngx_http_request_t *r, ngx_http_mcp_auth_t *auth,
+    ngx_http_mcp_verified_t *v)
+{
+    ngx_uint_t   i;
+    ngx_str_t   *scope;
+
+    auth->subject.len = v->subject.len;
+    auth->subject.data = ngx_pstrdup(r->pool, &v->subject);
+    auth->issuer.len = v->issuer.len;
+    auth->issuer.data = ngx_pstrdup(r->pool, &v->issuer);
+    auth->role = v->role;
+
+    auth->scopes = ngx_array_create(r->pool, v->nscopes ? v->nscopes : 1,
+                                    sizeof(ngx_str_t));
+
+    if (auth->subject.data == NULL || auth->issuer.data == NULL
+        || auth->scopes == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < v->nscopes; i++) {
+        scope = ngx_array_push(auth->scopes);
+        if (scope == NULL) {
+            return NGX_ERROR;
+        }
+
+        scope->len = v->scopes[i].len;
+        scope->data = ngx_pstrdup(r->pool, &v->scopes[i]);
+        if (scope->data == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    ngx_memcpy(auth->binding, v->binding, NGX_HTTP_MCP_AUTH_BINDING_LEN);
+    ngx_str_set(&auth->result, "ok");
+
+    auth->authenticated = 1;
+
+    if (!((ngx_http_mcp_auth_loc_conf_t *) auth->conf)->passthrough) {
+        ngx_http_mcp_auth_strip(r);
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_auth_remember(ngx_http_mcp_verified_t *v, uint32_t hash,
+    ngx_str_t *token, ngx_http_mcp_auth_t *auth, time_t until,
+    ngx_uint_t gen, ngx_log_t *log)
+{
+    u_char      *p;
+    size_t       len;
+    ngx_uint_t   i, n;
+    ngx_str_t   *scopes;
+
+    n = auth->scopes->nelts;
+    scopes = auth->scopes->elts;
+
+    len = n * sizeof(ngx_str_t) + token->len + auth->subject.len
+          + auth->issuer.len;
+
+    for (i = 0; i < n; i++) {
+        len += scopes[i].len;
+    }
+
+    if (v->data != NULL) {
+        ngx_free(v->data);
+        v->data = NULL;
+    }
+
+    /* the ngx_str_t array first: aligned */
+    p = ngx_alloc(len, log);
+    if (p == NULL) {
+        return;
+    }
+
+    v->data = p;
+    v->scopes = (ngx_str_t *) p;
+    v->nscopes = n;
+    p += n * sizeof(ngx_str_t);
+
+    v->token = p;
+    p = ngx_cpymem(p, token->data, token->len);
+
+    v->subject.data = p;
+    v->subject.len = auth->subject.len;
+    p = ngx_cpymem(p, auth->subject.data, auth->subject.len);
+
+    v->issuer.data = p;
+    v->issuer.len = auth->issuer.len;
+    p = ngx_cpymem(p, auth->issuer.data, auth->issuer.len);
+
+    for (i = 0; i < n; i++) {
+        v->scopes[i].data = p;
+        v->scopes[i].len = scopes[i].len;
+        p = ngx_cpymem(p, scopes[i].data, scopes[i].len);
+    }
+
+    v->hash = hash;
+    v->token_len = token->len;
+    v->until = until;
+    v->gen = gen;
+    v->role = auth->role;
+    ngx_memcpy(v->binding, auth->binding, NGX_HTTP_MCP_AUTH_BINDING_LEN);
 }
 
 
@@ -2059,9 +2202,14 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     if (conf->realm.len && conf->verified == NULL) {
         conf->verified = ngx_pcalloc(cf->pool, NGX_HTTP_MCP_AUTH_VERIFIED
                                      * sizeof(ngx_http_mcp_verified_t));
-        if (conf->verified == NULL) {
+        cln = ngx_pool_cleanup_add(cf->pool, 0);
+
+        if (conf->verified == NULL || cln == NULL) {
             return NGX_CONF_ERROR;
         }
+
+        cln->handler = ngx_http_mcp_auth_verified_cleanup;
+        cln->data = conf->verified;
     }
 
     if (conf->key_request.len && conf->cache == NULL) {
@@ -2081,6 +2229,22 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
+}
+
+
+static void
+ngx_http_mcp_auth_verified_cleanup(void *data)
+{
+    ngx_http_mcp_verified_t  *v = data;
+
+    ngx_uint_t  i;
+
+    for (i = 0; i < NGX_HTTP_MCP_AUTH_VERIFIED; i++) {
+        if (v[i].data != NULL) {
+            ngx_free(v[i].data);
+            v[i].data = NULL;
+        }
+    }
 }
 
 

@@ -46,6 +46,7 @@ static ngx_int_t ngx_http_mcp_proxy_start(ngx_http_request_t *r,
 static void ngx_http_mcp_proxy_body_ready(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_go(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_uint_t ngx_http_mcp_proxy_one_peer(ngx_http_mcp_loc_conf_t *mlcf);
 static ngx_int_t ngx_http_mcp_proxy_create_request(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_status(ngx_http_request_t *r);
@@ -501,7 +502,7 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
 
     u->buffering = 0;
 
-    if (pctx->pinned) {
+    if (pctx->pinned && !ngx_http_mcp_proxy_one_peer(mlcf)) {
         /* the replica that created the session, not the balancer's pick */
         u->resolved = ngx_pcalloc(r->pool,
                                   sizeof(ngx_http_upstream_resolved_t));
@@ -520,6 +521,29 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
     ngx_http_upstream_init(r);
 
     return NGX_DONE;
+}
+
+
+/*
+ * With one server there is nothing to pin: the request goes through the
+ * balancer, and so through the upstream's keepalive pool.
+ */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_one_peer(ngx_http_mcp_loc_conf_t *mlcf)
+{
+    ngx_http_upstream_server_t    *server;
+    ngx_http_upstream_srv_conf_t  *uscf;
+
+    uscf = mlcf->upstream.upstream;
+
+    if (uscf->servers == NULL || uscf->servers->nelts != 1) {
+        return 0;
+    }
+
+    server = uscf->servers->elts;
+
+    return server[0].naddrs == 1;
 }
 
 

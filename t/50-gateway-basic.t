@@ -5,8 +5,8 @@
 # itself; JSON replies, SSE streams (progress, sampling with the answer
 # POSTed through the gateway, a GET stream, a stream resumed with
 # Last-Event-ID, also after the client lost its POST stream) and DELETE
-# are relayed; Authorization goes upstream only
-# with mcp_pass_authorization on.
+# are relayed; Authorization goes upstream only with
+# mcp_pass_authorization on; unknown session ids never reach the upstream.
 
 use strict;
 use warnings;
@@ -48,18 +48,7 @@ my $HEX32 = qr/^[0-9a-f]{32}$/;
 
 sub up_lines { scalar(my @l = upstream_log($t)) }
 
-# the upstream's log once it stops growing (its lines are written as
-# requests end, a moment after the client got its answer)
-sub settled_up_lines {
-    my $n = up_lines();
-    for (1 .. 20) {
-        Time::HiRes::sleep(0.1);
-        my $m = up_lines();
-        return $m if $m == $n;
-        $n = $m;
-    }
-    return $n;
-}
+sub settled_up_lines { upstream_log_settled($t) }
 
 # --- initialize: the gateway's id, not the replica's --------------------------
 
@@ -321,7 +310,8 @@ is(($up_notif // {})->{host}, '127.0.0.1:' . $t->port(2), '... and Host as writt
     is($r->{status}, 404, 'a second DELETE: 404');
     $r = $t->mcp_post($usid, '{"jsonrpc":"2.0","id":"gone2","method":"ping"}', port => $t->port(2));
     is($r->{status}, 404, 'the upstream\'s session is gone too (direct request: 404)');
-    is(up_lines(), $before + 1, 'the gateway answered for the deleted session itself');
+    wait_upstream($t, sub { $_[0]{rid} eq 'gone2' });
+    is(settled_up_lines(), $before + 1, 'the gateway answered for the deleted session itself');
 }
 
 $t->stop;

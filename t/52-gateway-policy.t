@@ -207,7 +207,8 @@ for my $p (@policies) {
     for my $case ([ '/big-plain', 300, qr{^application/json} ], [ '/big-json', 240, qr{^application/json} ],
                   [ '/big-sse', 240, qr{^text/event-stream} ]) {
         my ($path, $count, $type) = @$case;
-        my ($sid) = $t->mcp_initialize(path => $path);
+        my ($sid) = try_initialize($t, path => $path);
+        ok($sid, "$path: initialize through the gateway (an upstream without session ids)") or next;
         my ($list, $msg, $r) = $t->mcp_call($sid, 'tools/list', undef, path => $path, id => "big$path");
         my @n = @{ names($list) };
         like($r->{headers}{'content-type'} // '', $type, "$path: a 140 KB tools/list reply in 7000-byte chunks");
@@ -248,7 +249,8 @@ for my $p (@policies) {
 
 {
     # SSE lets a message span several data: lines (joined with newlines)
-    my ($sid) = $t->mcp_initialize(path => '/multiline');
+    my ($sid) = try_initialize($t, path => '/multiline');
+    ok($sid, '/multiline: initialize');
     my ($list, $msg, $r) = $t->mcp_call($sid, 'tools/list', undef, path => '/multiline');
     like($r->{headers}{'content-type'} // '', qr{^text/event-stream}, '/multiline: an SSE tools/list reply');
     ok(grep({ $_ eq 'ok1' } @{ names($list) }), '/multiline: its message (spanning data: lines) reaches the client');

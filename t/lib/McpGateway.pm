@@ -20,12 +20,21 @@ use Test::More ();
 use Time::HiRes ();
 use McpTest ();
 
-our @EXPORT = qw(upstream_log_format upstream_log wait_upstream
+our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_settled
                  npm_dir node_bin node_available spawn stop_process
                  start_everything_node start_everything_nodes fake_upstream silent_listener
-                 run_node_script port_open);
+                 run_node_script port_open try_initialize);
 
 sub _now { Time::HiRes::time() }
+
+# Sanitizer runs (MCP_NGINX_PRELOAD): nginx's own never-freed PCRE2 compile
+# context (see t/lib/lsan-nginx.supp) would make every configuration with
+# a regex exit with LeakSanitizer's status.  nginx inherits LSAN_OPTIONS;
+# the caller's own suppressions win.
+if ($ENV{MCP_NGINX_PRELOAD} && ($ENV{LSAN_OPTIONS} // '') !~ /(?:^|[:,\s])suppressions=/) {
+    $ENV{LSAN_OPTIONS} = join ':', grep { length } $ENV{LSAN_OPTIONS} // '',
+        "suppressions=$McpTest::REPO_ROOT/t/lib/lsan-nginx.supp";
+}
 
 ###########################################################################
 # The upstream's access log: one JSON object per request
@@ -74,7 +83,32 @@ sub wait_upstream {
     }
 }
 
+# The number of lines of the upstream log once it stops growing (no new
+# line for $quiet seconds, 0.2 by default; at most 3 s).
+sub upstream_log_settled {
+    my ($t, $file, $quiet) = @_;
+    my $n = scalar(my @l = upstream_log($t, $file));
+    my ($since, $deadline) = (_now(), _now() + 3);
+    while (_now() < $deadline) {
+        Time::HiRes::sleep(0.05);
+        my $m = scalar(my @k = upstream_log($t, $file));
+        if ($m != $n) { ($n, $since) = ($m, _now()); next }
+        last if _now() - $since >= ($quiet // 0.2);
+    }
+    return $n;
+}
+
 sub port_open { McpTest::_port_open($_[0]) }
+
+# $t->mcp_initialize without dying: () and a diagnostic when it fails, so
+# that a failure (a crashed worker, say) costs one assertion, not the file.
+sub try_initialize {
+    my ($t, %o) = @_;
+    my @r = eval { $t->mcp_initialize(%o) };
+    return @r if @r && defined $r[0];
+    Test::More::diag("initialize failed: " . ($@ || 'no session id'));
+    return ();
+}
 
 ###########################################################################
 # Helper processes: always stopped at exit
@@ -305,6 +339,8 @@ rpc ($mcp_method) rid ($mcp_request_id) tool ($mcp_tool) body_len.
 
 =item wait_upstream($t, sub { $line->{...} }, $timeout = 5, $file) -> $line | undef
 
+=item upstream_log_settled($t, $file, $quiet = 0.2) -> number of lines once the log stops growing
+
 =item spawn(cmd => [..], env => {..}, log => $path, cwd => $dir) -> $pid
 
 =item stop_process($pid, $signal = 'TERM', $timeout = 3) -> wait status
@@ -329,6 +365,18 @@ says "Session initialized with ID: <id>" for each new session.
 
 =item port_open($port)
 
+=item try_initialize($t, %mcp_initialize_options) -> ($sid, $result, $r) | ()
+
+$t->mcp_initialize that does not die.
+
 =back
+
+=head1 SANITIZER RUNS
+
+With MCP_NGINX_PRELOAD set, loading this module adds
+C<suppressions=t/lib/lsan-nginx.supp> to LSAN_OPTIONS (unless the caller
+set suppressions): nginx never frees the PCRE2 compile context that its
+first regex compiles, so without it "nginx -t" and the master exit with
+status 1 for any configuration with a regex.
 
 =cut

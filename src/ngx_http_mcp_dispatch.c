@@ -555,6 +555,15 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
                                            name->valuestring);
     }
 
+    if (!ngx_http_mcp_tool_allowed(ngx_http_mcp_call_conf(call), &s)) {
+        ngx_log_error(NGX_LOG_INFO, call->log, 0,
+                      "mcp: tool \"%V\" denied by policy", &s);
+
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Tool not allowed");
+        return NGX_OK;
+    }
+
     if (ngx_http_mcp_check_arguments(call) != NGX_OK) {
         return NGX_OK;
     }

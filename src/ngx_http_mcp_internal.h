@@ -47,6 +47,7 @@ typedef struct {
 typedef struct {
     ngx_flag_t                 enable;
     ngx_http_upstream_conf_t   upstream;    /* mcp_pass */
+    ngx_http_upstream_conf_t   upstream_init;  /* the same, for initialize */
     ngx_str_t                  proxy_host;
     ngx_str_t                  proxy_uri;
     ngx_flag_t                 pass_authorization;
@@ -378,6 +379,7 @@ uint32_t ngx_http_mcp_set_hash(ngx_http_mcp_set_t *set, ngx_uint_t list);
 ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_rewrite_handler(ngx_http_request_t *r);
 u_char *ngx_http_mcp_origin_host(ngx_str_t *origin);
+ngx_uint_t ngx_http_mcp_accepts_sse(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_reply(ngx_http_mcp_ctx_t *ctx);
 ngx_int_t ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status,
     cJSON *id, ngx_int_t code, const char *message);

@@ -21,8 +21,14 @@ static ngx_uint_t ngx_http_mcp_policy_match(ngx_array_t *patterns,
     ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_policy_filter_message(cJSON *message,
     ngx_http_mcp_loc_conf_t *mlcf, ngx_uint_t *changed);
+static void ngx_http_mcp_policy_filter_json(cJSON *json,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_uint_t *changed);
 static ngx_int_t ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
     ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out);
+static u_char *ngx_http_mcp_policy_event_end(u_char *p, u_char *end);
+static ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
+    ngx_http_mcp_loc_conf_t *mlcf, u_char *start, u_char *end,
+    u_char **dst);
 
 
 char *
@@ -171,9 +177,10 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
     }
 
     changed = 0;
-    rc = ngx_http_mcp_policy_filter_message(json, mlcf, &changed);
+    rc = NGX_OK;
+    ngx_http_mcp_policy_filter_json(json, mlcf, &changed);
 
-    if (rc == NGX_OK && changed) {
+    if (changed) {
         out->data = ngx_http_mcp_jsonrpc_print(pool, json, &out->len);
         rc = (out->data != NULL) ? NGX_OK : NGX_ERROR;
     }
@@ -181,6 +188,25 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
     cJSON_Delete(json);
 
     return rc;
+}
+
+
+/* a message, or each message of a batch */
+
+static void
+ngx_http_mcp_policy_filter_json(cJSON *json, ngx_http_mcp_loc_conf_t *mlcf,
+    ngx_uint_t *changed)
+{
+    cJSON  *item;
+
+    if (!cJSON_IsArray(json)) {
+        (void) ngx_http_mcp_policy_filter_message(json, mlcf, changed);
+        return;
+    }
+
+    cJSON_ArrayForEach(item, json) {
+        (void) ngx_http_mcp_policy_filter_message(item, mlcf, changed);
+    }
 }
 
 
@@ -223,21 +249,19 @@ ngx_http_mcp_policy_filter_message(cJSON *message,
 
 
 /*
- * SSE: each event's data is one JSON-RPC message; an event that carries
- * a tools/list result is written again, the others are copied.
+ * SSE: each event's data, its data: lines joined, is one JSON-RPC message
+ * (or a batch); an event that carries a tools/list result is written
+ * again, with one data: line, the others are copied.
  */
 
 static ngx_int_t
 ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
     ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out)
 {
-    cJSON       *json;
-    u_char      *p, *end, *line, *eol, *data, *dst, *text;
-    size_t       len;
-    ngx_uint_t   changed;
+    u_char  *p, *end, *start, *dst;
 
     /* printed again, a message may differ in length: room for both */
-    dst = ngx_pnalloc(pool, 2 * in->len);
+    dst = ngx_pnalloc(pool, 2 * in->len + 16);
     if (dst == NULL) {
         return NGX_ERROR;
     }
@@ -248,51 +272,139 @@ ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
     end = in->data + in->len;
 
     while (p < end) {
-        line = p;
-        eol = ngx_strlchr(p, end, '\n');
-        p = eol ? eol + 1 : end;
+        start = p;
+        p = ngx_http_mcp_policy_event_end(p, end);
 
-        data = NULL;
-
-        if (eol && eol - line > 5 && ngx_strncmp(line, "data:", 5) == 0) {
-            data = line + 5;
-
-            if (*data == ' ') {
-                data++;
-            }
-        }
-
-        json = (data != NULL)
-               ? cJSON_ParseWithLength((const char *) data,
-                                       eol - data - (eol[-1] == '\r'))
-               : NULL;
-
-        changed = 0;
-
-        if (json != NULL
-            && ngx_http_mcp_policy_filter_message(json, mlcf, &changed)
-               == NGX_OK
-            && changed)
+        if (ngx_http_mcp_policy_filter_event(pool, mlcf, start, p, &dst)
+            != NGX_OK)
         {
-            text = ngx_http_mcp_jsonrpc_print(pool, json, &len);
-
-            if (text == NULL || len > in->len) {
-                cJSON_Delete(json);
-                return NGX_ERROR;
-            }
-
-            dst = ngx_cpymem(dst, "data: ", 6);
-            dst = ngx_cpymem(dst, text, len);
-            *dst++ = '\n';
-
-        } else {
-            dst = ngx_cpymem(dst, line, p - line);
+            return NGX_ERROR;
         }
-
-        cJSON_Delete(json);
     }
 
     out->len = dst - out->data;
+
+    return NGX_OK;
+}
+
+
+/* past the blank line that ends the event at p, or the end */
+
+static u_char *
+ngx_http_mcp_policy_event_end(u_char *p, u_char *end)
+{
+    u_char  *eol;
+
+    while (p < end) {
+        eol = ngx_strlchr(p, end, '\n');
+
+        if (eol == NULL) {
+            return end;
+        }
+
+        if (eol == p || (eol == p + 1 && *p == '\r')) {
+            return eol + 1;
+        }
+
+        p = eol + 1;
+    }
+
+    return end;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
+    ngx_http_mcp_loc_conf_t *mlcf, u_char *start, u_char *end, u_char **dst)
+{
+    cJSON       *json;
+    u_char      *p, *eol, *line, *data, *d, *text;
+    size_t       len, n;
+    ngx_uint_t   changed;
+
+    /* the data lines, joined with newlines, as the SSE spec says */
+    data = ngx_pnalloc(pool, end - start + 1);
+    if (data == NULL) {
+        return NGX_ERROR;
+    }
+
+    d = data;
+    n = 0;
+
+    for (p = start; p < end; p = eol + 1) {
+        eol = ngx_strlchr(p, end, '\n');
+        if (eol == NULL) {
+            eol = end;
+        }
+
+        line = p;
+        len = eol - line - (eol > line && eol[-1] == '\r');
+
+        if (len >= 5 && ngx_strncmp(line, "data:", 5) == 0) {
+            line += 5;
+            len -= 5;
+
+            if (len && *line == ' ') {
+                line++;
+                len--;
+            }
+
+            if (n++) {
+                *d++ = '\n';
+            }
+
+            d = ngx_cpymem(d, line, len);
+        }
+
+        if (eol == end) {
+            break;
+        }
+    }
+
+    json = n ? cJSON_ParseWithLength((const char *) data, d - data) : NULL;
+    changed = 0;
+
+    if (json != NULL) {
+        ngx_http_mcp_policy_filter_json(json, mlcf, &changed);
+    }
+
+    if (!changed) {
+        cJSON_Delete(json);
+        *dst = ngx_cpymem(*dst, start, end - start);
+        return NGX_OK;
+    }
+
+    text = ngx_http_mcp_jsonrpc_print(pool, json, &len);
+
+    cJSON_Delete(json);
+
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* the other fields as they were, then the message on one line */
+    for (p = start; p < end; p = eol + 1) {
+        eol = ngx_strlchr(p, end, '\n');
+        if (eol == NULL) {
+            eol = end;
+        }
+
+        if (eol - p > 1 || (eol - p == 1 && *p != '\r')) {
+            if (!(eol - p >= 5 && ngx_strncmp(p, "data:", 5) == 0)) {
+                *dst = ngx_cpymem(*dst, p, eol - p);
+                *(*dst)++ = '\n';
+            }
+        }
+
+        if (eol == end) {
+            break;
+        }
+    }
+
+    *dst = ngx_cpymem(*dst, "data: ", 6);
+    *dst = ngx_cpymem(*dst, text, len);
+    *(*dst)++ = '\n';
+    *(*dst)++ = '\n';
 
     return NGX_OK;
 }

@@ -37,6 +37,8 @@ typedef struct {
     unsigned                   filter:1;
     unsigned                   is_chunked:1;
     unsigned                   sid_seen:1;
+    unsigned                   answered:1;  /* a status line came */
+    unsigned                   init_ok:1;
     unsigned                   replica_gone:1;
 } ngx_http_mcp_proxy_ctx_t;
 
@@ -65,6 +67,8 @@ static ngx_int_t ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 static ngx_int_t ngx_http_mcp_proxy_refuse(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc);
+static ngx_int_t ngx_http_mcp_proxy_refuse_batch(ngx_http_mcp_ctx_t *ctx,
+    ngx_uint_t denied);
 static ngx_table_elt_t *ngx_http_mcp_proxy_header(ngx_http_request_t *r,
     const char *name);
 
@@ -226,6 +230,12 @@ ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf, ngx_http_mcp_loc_conf_t *prev,
         return NGX_CONF_ERROR;
     }
 
+    /* initialize has no replica yet: a server that fails, the next one */
+    conf->upstream_init = conf->upstream;
+    conf->upstream_init.next_upstream = NGX_CONF_BITMASK_SET
+                                        |NGX_HTTP_UPSTREAM_FT_ERROR
+                                        |NGX_HTTP_UPSTREAM_FT_TIMEOUT;
+
     return NGX_CONF_OK;
 }
 
@@ -367,6 +377,11 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "mcp: tool \"%V\" denied by policy", &tool);
 
+        if (ctx->batch) {
+            *rc = ngx_http_mcp_proxy_refuse_batch(ctx, i);
+            return NGX_DECLINED;
+        }
+
         /* a JSON-RPC error, as for an unknown tool; nothing goes on */
         *rc = ngx_http_mcp_send_error(r, NGX_HTTP_OK, msg[i].id,
                                       NGX_HTTP_MCP_INVALID_PARAMS,
@@ -375,6 +390,45 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A batch is relayed whole or not at all: with a denied call in it, each
+ * of its requests gets an error, in an array as any batch's reply.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_refuse_batch(ngx_http_mcp_ctx_t *ctx, ngx_uint_t denied)
+{
+    ngx_uint_t           i;
+    ngx_http_mcp_msg_t  *msg;
+
+    msg = ctx->msgs.elts;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+
+        if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST) {
+            continue;
+        }
+
+        msg[i].reply = ngx_http_mcp_error_reply(
+                           ctx->request->connection->log, msg[i].id,
+                           (i == denied) ? NGX_HTTP_MCP_INVALID_PARAMS
+                                         : NGX_HTTP_MCP_INVALID_REQUEST,
+                           (i == denied) ? "Tool not allowed"
+                                         : "Not relayed: the batch holds a "
+                                           "denied tool call",
+                           &msg[i].method);
+
+        if (msg[i].reply == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    ctx->status = NGX_HTTP_OK;
+
+    return ngx_http_mcp_reply(ctx);
 }
 
 
@@ -387,6 +441,13 @@ ngx_http_mcp_proxy_other(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     ngx_table_elt_t           *h;
     ngx_http_mcp_ctx_t        *ctx;
     ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    if (r->method == NGX_HTTP_GET && !ngx_http_mcp_accepts_sse(r)) {
+        return ngx_http_mcp_send_error(r, 406, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Not Acceptable: a GET stream needs "
+                                       "Accept: text/event-stream");
+    }
 
     h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
                                sizeof("Mcp-Session-Id") - 1);
@@ -487,7 +548,8 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
 
     u = r->upstream;
 
-    u->conf = &mlcf->upstream;
+    /* a session's requests stay on its replica; initialize may move on */
+    u->conf = pctx->initialize ? &mlcf->upstream_init : &mlcf->upstream;
     u->output.tag = (ngx_buf_tag_t) &ngx_http_mcp_module;
 
     u->create_request = ngx_http_mcp_proxy_create_request;
@@ -675,6 +737,7 @@ ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r)
 
     ngx_memzero(&pctx->status, sizeof(ngx_http_status_t));
     pctx->sid_seen = 0;
+    pctx->answered = 0;
     pctx->acc_len = 0;
 
     r->upstream->process_header = ngx_http_mcp_proxy_process_status;
@@ -710,6 +773,7 @@ ngx_http_mcp_proxy_process_status(ngx_http_request_t *r)
     }
 
     u->headers_in.status_n = pctx->status.code;
+    pctx->answered = 1;
 
     if (u->state && u->state->status == 0) {
         u->state->status = pctx->status.code;
@@ -848,6 +912,8 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
 
     if (pctx->initialize) {
         if (status >= 200 && status < 300) {
+            pctx->init_ok = 1;
+
             target.sockaddr = u->peer.sockaddr;
             target.socklen = u->peer.socklen;
             target.name = *u->peer.name;
@@ -939,7 +1005,16 @@ ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
     pctx = ctx->proxy;
 
-    if (pctx->pinned && !r->header_sent
+    if (pctx->initialize && !pctx->init_ok) {
+        /* no replica took the session: it was never made */
+        (void) ngx_http_mcp_session_delete(ctx->conf->zone,
+                                           &pctx->client_sid,
+                                           r->connection->log);
+        return;
+    }
+
+    /* the replica answered, if only with an error page: it is alive */
+    if (pctx->pinned && !pctx->answered && !r->header_sent
         && (rc == NGX_HTTP_BAD_GATEWAY || rc == NGX_HTTP_GATEWAY_TIME_OUT))
     {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,

@@ -333,10 +333,11 @@ ngx_int_t
 ngx_http_mcp_list(ngx_http_mcp_call_t *call, ngx_array_t *entries,
     const char *key)
 {
-    char                  *next;
-    cJSON                 *result, *list, *item;
-    ngx_uint_t             i, offset, end;
-    ngx_http_mcp_entry_t  *e;
+    char                     *next;
+    cJSON                    *result, *list, *item;
+    ngx_uint_t                i, offset, end;
+    ngx_http_mcp_entry_t     *e;
+    ngx_http_mcp_loc_conf_t  *mlcf;
 
     if (ngx_http_mcp_cursor_parse(cJSON_GetObjectItemCaseSensitive(
                                       call->params, "cursor"), &offset)
@@ -348,7 +349,8 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call, ngx_array_t *entries,
         return NGX_OK;
     }
 
-    end = ngx_min(entries->nelts, offset + call->ctx->conf->page_size);
+    mlcf = ngx_http_mcp_call_conf(call);
+    end = ngx_min(entries->nelts, offset + mlcf->page_size);
 
     result = cJSON_CreateObject();
     list = cJSON_AddArrayToObject(result, key);
@@ -360,6 +362,14 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call, ngx_array_t *entries,
     e = entries->elts;
 
     for (i = offset; i < end; i++) {
+
+        /* a tool the policy denies is not there for this client */
+        if (entries == &mlcf->set->tools
+            && !ngx_http_mcp_tool_allowed(mlcf, &e[i].name))
+        {
+            continue;
+        }
+
         item = cJSON_CreateObjectReference(e[i].desc->child);
 
         if (item == NULL || !cJSON_AddItemToArray(list, item)) {

@@ -1211,7 +1211,11 @@ ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone, ngx_str_t *id,
 
     p = ngx_cpymem(t->data, target->sockaddr, target->socklen);
     p = ngx_cpymem(p, target->name.data, target->name.len);
-    ngx_memcpy(p, target->sid.data, target->sid.len);
+
+    if (target->sid.len) {
+        /* a stateless upstream gives no id */
+        ngx_memcpy(p, target->sid.data, target->sid.len);
+    }
 
     if (s->target) {
         ngx_slab_free_locked(ctx->shpool, s->target);

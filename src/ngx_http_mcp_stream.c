@@ -172,14 +172,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     ngx_http_mcp_stream_sh_t     *sh;
     ngx_http_mcp_session_node_t  *s;
 
-    h = ngx_http_mcp_header_in(r, "Accept", sizeof("Accept") - 1);
-
-    if (h == NULL
-        || (ngx_strlcasestrn(h->value.data, h->value.data + h->value.len,
-                             (u_char *) "text/event-stream", 16) == NULL
-            && ngx_strlcasestrn(h->value.data, h->value.data + h->value.len,
-                                (u_char *) "*/*", 2) == NULL))
-    {
+    if (!ngx_http_mcp_accepts_sse(r)) {
         return ngx_http_mcp_send_error(r, 406, NULL,
                                        NGX_HTTP_MCP_INVALID_REQUEST,
                                        "Not Acceptable: a GET stream needs "

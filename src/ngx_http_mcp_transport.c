@@ -466,6 +466,24 @@ ngx_http_mcp_check_headers(ngx_http_request_t *r)
 }
 
 
+/* a GET: the client takes an event stream */
+
+ngx_uint_t
+ngx_http_mcp_accepts_sse(ngx_http_request_t *r)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_http_mcp_header_in(r, "Accept", sizeof("Accept") - 1);
+
+    return h != NULL
+           && (ngx_strlcasestrn(h->value.data, h->value.data + h->value.len,
+                                (u_char *) "text/event-stream", 16) != NULL
+               || ngx_strlcasestrn(h->value.data,
+                                   h->value.data + h->value.len,
+                                   (u_char *) "*/*", 2) != NULL);
+}
+
+
 static ngx_uint_t
 ngx_http_mcp_accepts(ngx_str_t *accept, char *type, char *range)
 {

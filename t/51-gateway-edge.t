@@ -160,9 +160,7 @@ is($cases[-1][1]{headers}{allow}, 'GET, POST, DELETE', 'PUT: Allow: GET, POST, D
     my $r2 = $t->mcp_post($sid, '{"jsonrpc":"2.0","id":"edge-marker2","method":"ping"}');
     wait_upstream($t, sub { $_[0]{rid} eq 'edge-marker2' });
     my $now = upstream_log_settled($t);
-    TODO: {
-        local $TODO = 'module bug: mcp_pass relays a GET without text/event-stream in Accept '
-                    . 'to the upstream (the 406 is the upstream\'s); a built-in endpoint refuses it itself';
+    {
         is($now, $n + 1, '... answered at the edge (not by the upstream)');
     }
 }

@@ -176,9 +176,7 @@ sub failure_ok {
     is_deeply([ grep { $_ != 502 } @st ], [], '300 initializes while the server is down: 502 each');
     my $r = $t->mcp_post($sid, '{"jsonrpc":"2.0","id":"still","method":"ping"}', path => '/small');
     my @evicted = grep { /zone "small" is full/ } split /\n/, $t->log_since($m);
-    TODO: {
-        local $TODO = 'module bug: an initialize that fails upstream (502/504) leaves the session it minted '
-                    . 'in the zone: failed initializes fill the zone and evict live sessions';
+    {
         is($r->{status}, 200, 'a live session in the same zone is still there');
         is(scalar @evicted, 0, 'no session was evicted (no "zone is full" warning)');
     }
@@ -229,9 +227,7 @@ sub failure_ok {
        'a session\'s request answered with an HTML 500: error.log says so');
     is($r->{headers}{'content-type'}, 'application/json', '... the client gets a JSON-RPC error');
     my $r2 = $t->mcp_post($sid, '{"jsonrpc":"2.0","id":"fl-2","method":"ping"}', path => '/flaky');
-    TODO: {
-        local $TODO = 'module bug: an HTML error page from the live replica of a session is taken '
-                    . 'for the replica being gone: 404 "Session not found" and the session is deleted';
+    {
         is_rpc_error_body($r, 502, -32000, 'fl-1', '... 502, as for a request without a session');
         is($r2->{status}, 200, 'the session goes on on its replica afterwards');
     }

@@ -210,3 +210,29 @@ ngx_hex_dump(u_char *dst, u_char *src, size_t len)
 
     return dst;
 }
+
+
+/* s2 (n + 1 bytes, as nginx counts) in s1..last, case-insensitive */
+
+u_char *
+ngx_strlcasestrn(u_char *s1, u_char *last, u_char *s2, size_t n)
+{
+    size_t  i;
+
+    n++;
+
+    for ( /* void */ ; (size_t) (last - s1) >= n; s1++) {
+
+        for (i = 0; i < n; i++) {
+            if (ngx_tolower(s1[i]) != ngx_tolower(s2[i])) {
+                break;
+            }
+        }
+
+        if (i == n) {
+            return s1;
+        }
+    }
+
+    return NULL;
+}

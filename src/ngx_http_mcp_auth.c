@@ -196,6 +196,8 @@ static char *ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static char *ngx_http_mcp_auth_jwt_slot(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static ngx_int_t ngx_http_mcp_auth_read_file(ngx_conf_t *cf,
+    ngx_str_t *name, size_t max, const char *what, ngx_str_t *text);
 static char *ngx_http_mcp_auth_key_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_mcp_auth_key_request(ngx_conf_t *cf,
@@ -2292,16 +2294,70 @@ ngx_http_mcp_auth_jwt_slot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* a file read whole at configuration time, at most max bytes */
+
+static ngx_int_t
+ngx_http_mcp_auth_read_file(ngx_conf_t *cf, ngx_str_t *name, size_t max,
+    const char *what, ngx_str_t *text)
+{
+    ssize_t          n;
+    ngx_file_t       file;
+    ngx_file_info_t  fi;
+
+    if (ngx_conf_full_name(cf->cycle, name, 1) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(&file, sizeof(ngx_file_t));
+    file.name = *name;
+    file.log = cf->log;
+
+    file.fd = ngx_open_file(name->data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+
+    if (file.fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_open_file_n " \"%V\" failed", name);
+        return NGX_ERROR;
+    }
+
+    if (ngx_fd_info(file.fd, &fi) == NGX_FILE_ERROR
+        || (size_t) ngx_file_size(&fi) > max)
+    {
+        ngx_close_file(file.fd);
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "%s \"%V\" is too large or unreadable", what,
+                           name);
+        return NGX_ERROR;
+    }
+
+    text->data = ngx_pnalloc(cf->pool, ngx_file_size(&fi) + 1);
+    if (text->data == NULL) {
+        ngx_close_file(file.fd);
+        return NGX_ERROR;
+    }
+
+    n = ngx_read_file(&file, text->data, ngx_file_size(&fi), 0);
+
+    ngx_close_file(file.fd);
+
+    if (n != (ssize_t) ngx_file_size(&fi)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "cannot read %s \"%V\"",
+                           what, name);
+        return NGX_ERROR;
+    }
+
+    text->len = n;
+
+    return NGX_OK;
+}
+
+
 static char *
 ngx_http_mcp_auth_key_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_mcp_auth_loc_conf_t *alcf = conf;
 
-    ssize_t           n;
-    ngx_str_t        *value, name;
-    ngx_file_t        file;
-    ngx_file_info_t   fi;
-    u_char           *buf;
+    ngx_str_t  *value, name, text;
 
     if (alcf->file_keys != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
@@ -2310,49 +2366,15 @@ ngx_http_mcp_auth_key_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     value = cf->args->elts;
     name = value[1];
 
-    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_memzero(&file, sizeof(ngx_file_t));
-    file.name = name;
-    file.log = cf->log;
-
-    file.fd = ngx_open_file(name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-
-    if (file.fd == NGX_INVALID_FILE) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_open_file_n " \"%V\" failed", &name);
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_fd_info(file.fd, &fi) == NGX_FILE_ERROR
-        || ngx_file_size(&fi) > 1024 * 1024)
+    if (ngx_http_mcp_auth_read_file(cf, &name, 1024 * 1024, "key file",
+                                    &text)
+        != NGX_OK)
     {
-        ngx_close_file(file.fd);
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "key file \"%V\" is too large or unreadable",
-                           &name);
         return NGX_CONF_ERROR;
     }
 
-    buf = ngx_pnalloc(cf->pool, ngx_file_size(&fi) + 1);
-    if (buf == NULL) {
-        ngx_close_file(file.fd);
-        return NGX_CONF_ERROR;
-    }
-
-    n = ngx_read_file(&file, buf, ngx_file_size(&fi), 0);
-
-    ngx_close_file(file.fd);
-
-    if (n != (ssize_t) ngx_file_size(&fi)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "cannot read key file \"%V\"", &name);
-        return NGX_CONF_ERROR;
-    }
-
-    alcf->file_keys = ngx_http_mcp_jwks_parse(cf->pool, buf, n);
+    alcf->file_keys = ngx_http_mcp_jwks_parse(cf->pool, text.data,
+                                              text.len);
 
     if (alcf->file_keys == NULL || alcf->file_keys->nelts == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -2543,12 +2565,9 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_mcp_auth_loc_conf_t *alcf = conf;
 
     u_char                 *buf, *p, *end, *line, *q;
-    ssize_t                 n;
-    ngx_str_t              *value, name, word, *scope;
+    ngx_str_t              *value, name, word, *scope, text;
     ngx_int_t               c;
     ngx_uint_t              i, lineno, field;
-    ngx_file_t              file;
-    ngx_file_info_t         fi;
     ngx_http_mcp_apikey_t  *key;
 
     if (alcf->api_keys != NGX_CONF_UNSET_PTR) {
@@ -2558,45 +2577,14 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     value = cf->args->elts;
     name = value[1];
 
-    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_memzero(&file, sizeof(ngx_file_t));
-    file.name = name;
-    file.log = cf->log;
-
-    file.fd = ngx_open_file(name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-
-    if (file.fd == NGX_INVALID_FILE) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_open_file_n " \"%V\" failed", &name);
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_fd_info(file.fd, &fi) == NGX_FILE_ERROR
-        || ngx_file_size(&fi) > 4 * 1024 * 1024)
+    if (ngx_http_mcp_auth_read_file(cf, &name, 4 * 1024 * 1024,
+                                    "API key file", &text)
+        != NGX_OK)
     {
-        ngx_close_file(file.fd);
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "API key file \"%V\" is too large or unreadable",
-                           &name);
         return NGX_CONF_ERROR;
     }
 
-    buf = ngx_pnalloc(cf->pool, ngx_file_size(&fi) + 1);
-    if (buf == NULL) {
-        ngx_close_file(file.fd);
-        return NGX_CONF_ERROR;
-    }
-
-    n = ngx_read_file(&file, buf, ngx_file_size(&fi), 0);
-
-    ngx_close_file(file.fd);
-
-    if (n != (ssize_t) ngx_file_size(&fi)) {
-        return NGX_CONF_ERROR;
-    }
+    buf = text.data;
 
     alcf->api_keys = ngx_array_create(cf->pool, 4,
                                       sizeof(ngx_http_mcp_apikey_t));
@@ -2604,7 +2592,7 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    end = buf + n;
+    end = buf + text.len;
     lineno = 0;
 
     for (line = buf; line < end; line = p + 1) {

@@ -51,6 +51,10 @@ typedef struct {
     ngx_str_t                  proxy_host;
     ngx_str_t                  proxy_uri;
     ngx_flag_t                 pass_authorization;
+    ngx_flag_t                 ssl;         /* https:// upstream */
+    ngx_flag_t                 ssl_verify;
+    ngx_str_t                  ssl_trusted_certificate;
+    ngx_str_t                  ssl_host;
     ngx_array_t               *tools_allow;  /* ngx_http_mcp_pattern_t */
     ngx_array_t               *tools_deny;
     ngx_http_mcp_set_t        *set;

@@ -43,6 +43,8 @@ typedef struct {
 } ngx_http_mcp_proxy_ctx_t;
 
 
+static ngx_int_t ngx_http_mcp_proxy_ssl(ngx_conf_t *cf,
+    ngx_http_mcp_loc_conf_t *conf);
 static ngx_int_t ngx_http_mcp_proxy_start(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 static void ngx_http_mcp_proxy_body_ready(ngx_http_request_t *r);
@@ -89,6 +91,7 @@ ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     u_char                    *p;
     size_t                     add;
+    in_port_t                  port;
     ngx_url_t                  u;
     ngx_str_t                 *value, url;
     ngx_http_core_loc_conf_t  *clcf;
@@ -102,12 +105,20 @@ ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     if (ngx_strncasecmp(url.data, (u_char *) "http://", 7) == 0) {
         add = 7;
+        port = 80;
+
+#if (NGX_HTTP_SSL)
+    } else if (ngx_strncasecmp(url.data, (u_char *) "https://", 8) == 0) {
+        add = 8;
+        port = 443;
+        mlcf->ssl = 1;
+#endif
 
     } else {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid URL prefix in \"%V\": mcp_pass takes "
-                           "http://host[:port][/path] or an upstream name "
-                           "as http://name", &url);
+                           "http(s)://host[:port][/path] or an upstream name "
+                           "as http(s)://name", &url);
         return NGX_CONF_ERROR;
     }
 
@@ -115,7 +126,7 @@ ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     u.url.len = url.len - add;
     u.url.data = url.data + add;
-    u.default_port = 80;
+    u.default_port = port;
     u.uri_part = 1;
     u.no_resolve = 1;
 
@@ -130,6 +141,14 @@ ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     mlcf->proxy_host.len = (p ? p : u.url.data + u.url.len) - u.url.data;
 
     mlcf->proxy_uri = u.uri;
+
+    /* the name TLS checks the upstream's certificate against, and SNI */
+    p = ngx_strlchr(mlcf->proxy_host.data,
+                    mlcf->proxy_host.data + mlcf->proxy_host.len, ':');
+    mlcf->ssl_host.data = mlcf->proxy_host.data;
+    mlcf->ssl_host.len = (p ? p : mlcf->proxy_host.data
+                                  + mlcf->proxy_host.len)
+                         - mlcf->proxy_host.data;
 
     mlcf->enable = 1;
 
@@ -159,6 +178,7 @@ ngx_http_mcp_proxy_create_conf(ngx_http_mcp_loc_conf_t *conf)
     conf->upstream.pass_headers = NGX_CONF_UNSET_PTR;
     conf->upstream.intercept_errors = NGX_CONF_UNSET;
     conf->pass_authorization = NGX_CONF_UNSET;
+    conf->ssl_verify = NGX_CONF_UNSET;
 
     /* unbuffered: SSE events go out as they come */
     conf->upstream.cyclic_temp_file = 0;
@@ -217,6 +237,9 @@ ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf, ngx_http_mcp_loc_conf_t *prev,
         conf->upstream.upstream = prev->upstream.upstream;
         conf->proxy_host = prev->proxy_host;
         conf->proxy_uri = prev->proxy_uri;
+        conf->ssl = prev->ssl;
+        conf->ssl_host = prev->ssl_host;
+        conf->upstream.ssl = prev->upstream.ssl;
     }
 
     hash.max_size = 512;
@@ -230,6 +253,16 @@ ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf, ngx_http_mcp_loc_conf_t *prev,
         return NGX_CONF_ERROR;
     }
 
+    ngx_conf_merge_value(conf->ssl_verify, prev->ssl_verify, 0);
+    ngx_conf_merge_str_value(conf->ssl_trusted_certificate,
+                             prev->ssl_trusted_certificate, "");
+
+    if (conf->ssl && conf->upstream.ssl == NULL
+        && ngx_http_mcp_proxy_ssl(cf, conf) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
     /* initialize has no replica yet: a server that fails, the next one */
     conf->upstream_init = conf->upstream;
     conf->upstream_init.next_upstream = NGX_CONF_BITMASK_SET
@@ -237,6 +270,70 @@ ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf, ngx_http_mcp_loc_conf_t *prev,
                                         |NGX_HTTP_UPSTREAM_FT_TIMEOUT;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * TLS to the upstream (mcp_pass https://...): SNI always, the peer's
+ * certificate checked against the trusted CAs when asked.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_ssl(ngx_conf_t *cf, ngx_http_mcp_loc_conf_t *conf)
+{
+#if (NGX_HTTP_SSL)
+    ngx_pool_cleanup_t  *cln;
+
+    conf->upstream.ssl = ngx_pcalloc(cf->pool, sizeof(ngx_ssl_t));
+    if (conf->upstream.ssl == NULL) {
+        return NGX_ERROR;
+    }
+
+    conf->upstream.ssl->log = cf->log;
+
+    if (ngx_ssl_create(conf->upstream.ssl,
+                       NGX_SSL_TLSv1_2|NGX_SSL_TLSv1_3, NULL)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        ngx_ssl_cleanup_ctx(conf->upstream.ssl);
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_ssl_cleanup_ctx;
+    cln->data = conf->upstream.ssl;
+
+    conf->upstream.ssl_session_reuse = 1;
+    conf->upstream.ssl_server_name = 1;
+    conf->upstream.ssl_verify = conf->ssl_verify;
+
+    if (conf->ssl_verify) {
+        if (conf->ssl_trusted_certificate.len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "no \"mcp_pass_ssl_trusted_certificate\" "
+                               "for \"mcp_pass_ssl_verify\"");
+            return NGX_ERROR;
+        }
+
+        if (ngx_ssl_trusted_certificate(cf, conf->upstream.ssl,
+                                        &conf->ssl_trusted_certificate, 4)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+
+#else
+
+    return NGX_ERROR;
+
+#endif
 }
 
 
@@ -564,6 +661,11 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
 
     u->buffering = 0;
 
+#if (NGX_HTTP_SSL)
+    u->ssl = mlcf->ssl;
+    u->ssl_name = mlcf->ssl_host;
+#endif
+
     if (pctx->pinned && !ngx_http_mcp_proxy_one_peer(mlcf)) {
         /* the replica that created the session, not the balancer's pick */
         u->resolved = ngx_pcalloc(r->pool,
@@ -577,7 +679,10 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
         u->resolved->name = pctx->target.name;
         u->resolved->naddrs = 1;
         u->resolved->port = ngx_inet_get_port(pctx->target.sockaddr);
-        u->resolved->host = pctx->target.name;
+
+        /* the name TLS verifies and sends (SNI), not the address */
+        u->resolved->host = mlcf->ssl_host.len ? mlcf->ssl_host
+                                               : pctx->target.name;
     }
 
     ngx_http_upstream_init(r);

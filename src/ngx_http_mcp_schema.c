@@ -838,7 +838,7 @@ static ngx_int_t
 ngx_http_mcp_schema_fail(ngx_http_mcp_schema_ctx_t *ctx, ngx_str_t *path,
     const char *fmt, ...)
 {
-    u_char   *p, *last;
+    u_char   *p, *last, *c;
     va_list   args;
 
     if (ctx->quiet) {
@@ -862,6 +862,13 @@ ngx_http_mcp_schema_fail(ngx_http_mcp_schema_ctx_t *ctx, ngx_str_t *path,
     va_end(args);
 
     *p = '\0';
+
+    /* names come from the client and the schema: no control bytes in logs */
+    for (c = ctx->error; c < p; c++) {
+        if (*c < 0x20 || *c == 0x7f) {
+            *c = '?';
+        }
+    }
 
     return NGX_DECLINED;
 }

@@ -389,6 +389,11 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
     addl = cJSON_GetObjectItemCaseSensitive(schema, "additionalProperties");
     req = cJSON_GetObjectItemCaseSensitive(schema, "required");
 
+    /* the entries of an array have no names to compile */
+    if (!cJSON_IsObject(pprops)) {
+        pprops = NULL;
+    }
+
     cJSON_ArrayForEach(kw, req) {
         if (cJSON_IsString(kw)
             && !cJSON_HasObjectItem(v, kw->valuestring))

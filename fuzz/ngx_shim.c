@@ -2,9 +2,11 @@
 /*
  * Just enough of nginx's core for the module's pure parsers to run in a
  * fuzzer without nginx: pools over malloc (one malloc per allocation, so
- * AddressSanitizer sees every overrun), arrays, and the string helpers
- * the parsers call.  The semantics follow src/core/ngx_array.c and
- * src/core/ngx_string.c of nginx 1.22.
+ * AddressSanitizer sees every overrun) with their cleanups, arrays, the
+ * string helpers the parsers call, a subset of ngx_vslprintf(), base64url,
+ * and ngx_regex over PCRE2.  The semantics follow src/core/ngx_array.c,
+ * ngx_palloc.c, ngx_string.c and ngx_regex.c of nginx 1.22.  Logging is
+ * off: ngx_cycle's log has level 0 and the log functions do nothing.
  */
 
 
@@ -12,6 +14,15 @@
 #include <ngx_core.h>
 
 #include "ngx_shim.h"
+
+
+static void ngx_shim_regex_cleanup(void *data);
+
+
+static ngx_log_t    ngx_shim_log;
+static ngx_cycle_t  ngx_shim_cycle = { .log = &ngx_shim_log };
+
+volatile ngx_cycle_t  *ngx_cycle = &ngx_shim_cycle;
 
 
 ngx_pool_t *
@@ -24,7 +35,14 @@ ngx_shim_pool_create(void)
 void
 ngx_shim_pool_destroy(ngx_pool_t *pool)
 {
-    ngx_pool_large_t  *l, *next;
+    ngx_pool_large_t    *l, *next;
+    ngx_pool_cleanup_t  *c;
+
+    for (c = pool->cleanup; c; c = c->next) {
+        if (c->handler) {
+            c->handler(c->data);
+        }
+    }
 
     for (l = pool->large; l; l = next) {
         next = l->next;
@@ -78,6 +96,35 @@ ngx_pcalloc(ngx_pool_t *pool, size_t size)
     }
 
     return p;
+}
+
+
+ngx_pool_cleanup_t *
+ngx_pool_cleanup_add(ngx_pool_t *p, size_t size)
+{
+    ngx_pool_cleanup_t  *c;
+
+    c = ngx_palloc(p, sizeof(ngx_pool_cleanup_t));
+    if (c == NULL) {
+        return NULL;
+    }
+
+    if (size) {
+        c->data = ngx_palloc(p, size);
+        if (c->data == NULL) {
+            return NULL;
+        }
+
+    } else {
+        c->data = NULL;
+    }
+
+    c->handler = NULL;
+    c->next = p->cleanup;
+
+    p->cleanup = c;
+
+    return c;
 }
 
 
@@ -235,4 +282,350 @@ ngx_strlcasestrn(u_char *s1, u_char *last, u_char *s2, size_t n)
     }
 
     return NULL;
+}
+
+
+u_char *
+ngx_cpystrn(u_char *dst, u_char *src, size_t n)
+{
+    if (n == 0) {
+        return dst;
+    }
+
+    while (--n) {
+        *dst = *src;
+
+        if (*dst == '\0') {
+            return dst;
+        }
+
+        dst++;
+        src++;
+    }
+
+    *dst = '\0';
+
+    return dst;
+}
+
+
+u_char *
+ngx_pstrdup(ngx_pool_t *pool, ngx_str_t *src)
+{
+    u_char  *dst;
+
+    dst = ngx_pnalloc(pool, src->len);
+    if (dst == NULL) {
+        return NULL;
+    }
+
+    ngx_memcpy(dst, src->data, src->len);
+
+    return dst;
+}
+
+
+u_char * ngx_cdecl
+ngx_sprintf(u_char *buf, const char *fmt, ...)
+{
+    u_char   *p;
+    va_list   args;
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(buf, (void *) -1, fmt, args);
+    va_end(args);
+
+    return p;
+}
+
+
+u_char * ngx_cdecl
+ngx_snprintf(u_char *buf, size_t max, const char *fmt, ...)
+{
+    u_char   *p;
+    va_list   args;
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(buf, buf + max, fmt, args);
+    va_end(args);
+
+    return p;
+}
+
+
+u_char * ngx_cdecl
+ngx_slprintf(u_char *buf, u_char *last, const char *fmt, ...)
+{
+    u_char   *p;
+    va_list   args;
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(buf, last, fmt, args);
+    va_end(args);
+
+    return p;
+}
+
+
+/*
+ * The conversions the module's pure files use: %V, %s, %*s, %d, %i,
+ * %ui, %uz, %z, %c, %%.  Widths, %f, %p and the rest abort, so a new
+ * use shows up as a crash rather than as quietly wrong text.
+ */
+
+u_char *
+ngx_vslprintf(u_char *buf, u_char *last, const char *fmt, va_list args)
+{
+    u_char      *p, tmp[NGX_INT64_LEN + 1];
+    size_t       len, slen;
+    int64_t      i64;
+    uint64_t     ui64;
+    ngx_str_t   *v;
+    ngx_uint_t   sign;
+
+    while (*fmt && buf < last) {
+
+        if (*fmt != '%') {
+            *buf++ = *fmt++;
+            continue;
+        }
+
+        fmt++;
+        sign = 1;
+        slen = (size_t) -1;
+
+        if (*fmt == '*') {
+            slen = va_arg(args, size_t);
+            fmt++;
+        }
+
+        if (*fmt == 'u') {
+            sign = 0;
+            fmt++;
+        }
+
+        switch (*fmt) {
+
+        case 'V':
+            v = va_arg(args, ngx_str_t *);
+            len = ngx_min((size_t) (last - buf), v->len);
+            buf = ngx_cpymem(buf, v->data, len);
+            fmt++;
+            continue;
+
+        case 's':
+            p = va_arg(args, u_char *);
+
+            while (slen-- && *p && buf < last) {
+                *buf++ = *p++;
+            }
+
+            fmt++;
+            continue;
+
+        case 'c':
+            *buf++ = (u_char) va_arg(args, int);
+            fmt++;
+            continue;
+
+        case '%':
+            *buf++ = '%';
+            fmt++;
+            continue;
+
+        case 'd':
+            i64 = sign ? (int64_t) va_arg(args, int)
+                       : (int64_t) va_arg(args, u_int);
+            break;
+
+        case 'i':
+            i64 = sign ? (int64_t) va_arg(args, ngx_int_t)
+                       : (int64_t) va_arg(args, ngx_uint_t);
+            break;
+
+        case 'z':
+            i64 = sign ? (int64_t) va_arg(args, ssize_t)
+                       : (int64_t) va_arg(args, size_t);
+            break;
+
+        default:
+            abort();
+        }
+
+        fmt++;
+
+        if (sign && i64 < 0) {
+            *buf++ = '-';
+            ui64 = (uint64_t) -i64;
+
+        } else {
+            ui64 = (uint64_t) i64;
+        }
+
+        p = tmp + NGX_INT64_LEN;
+
+        do {
+            *--p = (u_char) (ui64 % 10 + '0');
+        } while (ui64 /= 10);
+
+        len = tmp + NGX_INT64_LEN - p;
+        len = ngx_min((size_t) (last - buf), len);
+        buf = ngx_cpymem(buf, p, len);
+    }
+
+    return buf;
+}
+
+
+ngx_int_t
+ngx_decode_base64url(ngx_str_t *dst, ngx_str_t *src)
+{
+    size_t   len, i;
+    u_char  *d, *s, c, b[4];
+
+    for (len = 0; len < src->len; len++) {
+        if (src->data[len] == '=') {
+            break;
+        }
+
+        c = src->data[len];
+
+        if (!(c >= 'A' && c <= 'Z') && !(c >= 'a' && c <= 'z')
+            && !(c >= '0' && c <= '9') && c != '-' && c != '_')
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    if (len % 4 == 1) {
+        return NGX_ERROR;
+    }
+
+    s = src->data;
+    d = dst->data;
+
+    for (i = 0; i < len; i++) {
+        c = s[i];
+        c = (c >= 'A' && c <= 'Z') ? c - 'A'
+            : (c >= 'a' && c <= 'z') ? c - 'a' + 26
+            : (c >= '0' && c <= '9') ? c - '0' + 52
+            : (c == '-') ? 62 : 63;
+
+        b[i % 4] = c;
+
+        if (i % 4 == 3) {
+            *d++ = (u_char) (b[0] << 2 | b[1] >> 4);
+            *d++ = (u_char) (b[1] << 4 | b[2] >> 2);
+            *d++ = (u_char) (b[2] << 6 | b[3]);
+        }
+    }
+
+    if (len % 4 > 1) {
+        *d++ = (u_char) (b[0] << 2 | b[1] >> 4);
+    }
+
+    if (len % 4 > 2) {
+        *d++ = (u_char) (b[1] << 4 | b[2] >> 2);
+    }
+
+    dst->len = d - dst->data;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_regex_compile(ngx_regex_compile_t *rc)
+{
+    int                  n, errcode;
+    u_char               errstr[128];
+    PCRE2_SIZE           erroff;
+    pcre2_code          *re;
+    ngx_pool_cleanup_t  *cln;
+
+    re = pcre2_compile(rc->pattern.data, rc->pattern.len,
+                       (rc->options & NGX_REGEX_CASELESS) ? PCRE2_CASELESS : 0,
+                       &errcode, &erroff, NULL);
+
+    if (re == NULL) {
+        pcre2_get_error_message(errcode, errstr, sizeof(errstr));
+
+        rc->err.len = ngx_snprintf(rc->err.data, rc->err.len,
+                                   "pcre2_compile() failed: %s in \"%V\"",
+                                   errstr, &rc->pattern)
+                      - rc->err.data;
+        return NGX_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(rc->pool, 0);
+    if (cln == NULL) {
+        pcre2_code_free(re);
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_shim_regex_cleanup;
+    cln->data = re;
+
+    rc->regex = re;
+
+    if (pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &n) == 0) {
+        rc->captures = n;
+    }
+
+    if (pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &n) == 0) {
+        rc->named_captures = n;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_shim_regex_cleanup(void *data)
+{
+    pcre2_code_free(data);
+}
+
+
+ngx_int_t
+ngx_regex_exec(ngx_regex_t *re, ngx_str_t *s, int *captures, ngx_uint_t size)
+{
+    int                rc;
+    size_t             i, n;
+    PCRE2_SIZE        *ov;
+    pcre2_match_data  *md;
+
+    md = pcre2_match_data_create(size / 3 ? size / 3 : 1, NULL);
+    if (md == NULL) {
+        return PCRE2_ERROR_NOMEMORY;
+    }
+
+    rc = pcre2_match(re, s->data, s->len, 0, 0, md, NULL);
+
+    if (rc > 0 && size && captures) {
+        n = ngx_min((size_t) rc, size / 3);
+        ov = pcre2_get_ovector_pointer(md);
+
+        for (i = 0; i < 2 * n; i++) {
+            captures[i] = (int) ov[i];
+        }
+    }
+
+    pcre2_match_data_free(md);
+
+    return rc;
+}
+
+
+void ngx_cdecl
+ngx_log_error_core(ngx_uint_t level, ngx_log_t *log, ngx_err_t err,
+    const char *fmt, ...)
+{
+}
+
+
+void ngx_cdecl
+ngx_conf_log_error(ngx_uint_t level, ngx_conf_t *cf, ngx_err_t err,
+    const char *fmt, ...)
+{
 }

@@ -28,7 +28,9 @@ static ngx_int_t ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
 static u_char *ngx_http_mcp_policy_event_end(u_char *p, u_char *end);
 static ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     ngx_http_mcp_loc_conf_t *mlcf, u_char *start, u_char *end,
-    u_char **dst);
+    ngx_str_t *out, size_t *size);
+static u_char *ngx_http_mcp_policy_room(ngx_pool_t *pool, ngx_str_t *out,
+    size_t *size, size_t n);
 
 
 char *
@@ -258,15 +260,21 @@ static ngx_int_t
 ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
     ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out)
 {
-    u_char  *p, *end, *start, *dst;
+    u_char  *p, *end, *start;
+    size_t   size;
 
-    /* printed again, a message may differ in length: room for both */
-    dst = ngx_pnalloc(pool, 2 * in->len + 16);
-    if (dst == NULL) {
+    /*
+     * printed again, a message may be longer (escapes, numbers): the
+     * buffer grows when an event does not fit
+     */
+    size = 2 * in->len + 16;
+
+    out->data = ngx_pnalloc(pool, size);
+    if (out->data == NULL) {
         return NGX_ERROR;
     }
 
-    out->data = dst;
+    out->len = 0;
 
     p = in->data;
     end = in->data + in->len;
@@ -275,14 +283,13 @@ ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
         start = p;
         p = ngx_http_mcp_policy_event_end(p, end);
 
-        if (ngx_http_mcp_policy_filter_event(pool, mlcf, start, p, &dst)
+        if (ngx_http_mcp_policy_filter_event(pool, mlcf, start, p, out,
+                                             &size)
             != NGX_OK)
         {
             return NGX_ERROR;
         }
     }
-
-    out->len = dst - out->data;
 
     return NGX_OK;
 }
@@ -315,10 +322,11 @@ ngx_http_mcp_policy_event_end(u_char *p, u_char *end)
 
 static ngx_int_t
 ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
-    ngx_http_mcp_loc_conf_t *mlcf, u_char *start, u_char *end, u_char **dst)
+    ngx_http_mcp_loc_conf_t *mlcf, u_char *start, u_char *end,
+    ngx_str_t *out, size_t *size)
 {
     cJSON       *json;
-    u_char      *p, *eol, *line, *data, *d, *text;
+    u_char      *p, *eol, *line, *data, *d, *text, *dst;
     size_t       len, n;
     ngx_uint_t   changed;
 
@@ -370,7 +378,13 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
 
     if (!changed) {
         cJSON_Delete(json);
-        *dst = ngx_cpymem(*dst, start, end - start);
+
+        dst = ngx_http_mcp_policy_room(pool, out, size, end - start);
+        if (dst == NULL) {
+            return NGX_ERROR;
+        }
+
+        out->len = ngx_cpymem(dst, start, end - start) - out->data;
         return NGX_OK;
     }
 
@@ -379,6 +393,13 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     cJSON_Delete(json);
 
     if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* the other fields are at most the event, then "data: ", text, "\n\n" */
+    dst = ngx_http_mcp_policy_room(pool, out, size,
+                                   (end - start) + 1 + 6 + len + 2);
+    if (dst == NULL) {
         return NGX_ERROR;
     }
 
@@ -391,8 +412,8 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
 
         if (eol - p > 1 || (eol - p == 1 && *p != '\r')) {
             if (!(eol - p >= 5 && ngx_strncmp(p, "data:", 5) == 0)) {
-                *dst = ngx_cpymem(*dst, p, eol - p);
-                *(*dst)++ = '\n';
+                dst = ngx_cpymem(dst, p, eol - p);
+                *dst++ = '\n';
             }
         }
 
@@ -401,11 +422,38 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
         }
     }
 
-    *dst = ngx_cpymem(*dst, "data: ", 6);
-    *dst = ngx_cpymem(*dst, text, len);
-    *(*dst)++ = '\n';
-    *(*dst)++ = '\n';
+    dst = ngx_cpymem(dst, "data: ", 6);
+    dst = ngx_cpymem(dst, text, len);
+    *dst++ = '\n';
+    *dst++ = '\n';
+
+    out->len = dst - out->data;
 
     return NGX_OK;
 }
 
+
+/* n bytes free past out->len, the buffer copied to a larger one if not */
+
+static u_char *
+ngx_http_mcp_policy_room(ngx_pool_t *pool, ngx_str_t *out, size_t *size,
+    size_t n)
+{
+    u_char  *p;
+
+    if (*size - out->len >= n) {
+        return out->data + out->len;
+    }
+
+    *size = ngx_max(2 * *size, out->len + n);
+
+    p = ngx_pnalloc(pool, *size);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    ngx_memcpy(p, out->data, out->len);
+    out->data = p;
+
+    return p + out->len;
+}

@@ -389,6 +389,11 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
     addl = cJSON_GetObjectItemCaseSensitive(schema, "additionalProperties");
     req = cJSON_GetObjectItemCaseSensitive(schema, "required");
 
+    /* the entries of an array have no names to compile */
+    if (!cJSON_IsObject(pprops)) {
+        pprops = NULL;
+    }
+
     cJSON_ArrayForEach(kw, req) {
         if (cJSON_IsString(kw)
             && !cJSON_HasObjectItem(v, kw->valuestring))
@@ -838,7 +843,7 @@ static ngx_int_t
 ngx_http_mcp_schema_fail(ngx_http_mcp_schema_ctx_t *ctx, ngx_str_t *path,
     const char *fmt, ...)
 {
-    u_char   *p, *last;
+    u_char   *p, *last, *c;
     va_list   args;
 
     if (ctx->quiet) {
@@ -862,6 +867,13 @@ ngx_http_mcp_schema_fail(ngx_http_mcp_schema_ctx_t *ctx, ngx_str_t *path,
     va_end(args);
 
     *p = '\0';
+
+    /* names come from the client and the schema: no control bytes in logs */
+    for (c = ctx->error; c < p; c++) {
+        if (*c < 0x20 || *c == 0x7f) {
+            *c = '?';
+        }
+    }
 
     return NGX_DECLINED;
 }

@@ -34,6 +34,7 @@ static ngx_str_t  ngx_fuzz_denied[] = {
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    const uint8_t            *p;
     ngx_int_t                 rc;
     ngx_str_t                 in, out, *name;
     ngx_pool_t               *pool;
@@ -78,7 +79,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto done;
     }
 
-    if (out.data != in.data) {
+    /*
+     * A JSON reply filtered stays JSON.  The filter takes a body as JSON
+     * when its first non-blank byte is { or [, else as SSE: the same test
+     * here, or a rewritten SSE event whose first field line starts with {
+     * would pass for JSON.
+     */
+    for (p = data; p < data + size && (*p == ' ' || *p == '\t'
+                                       || *p == '\r' || *p == '\n'); p++)
+    {
+        /* void */
+    }
+
+    if (out.data != in.data && p < data + size && (*p == '{' || *p == '['))
+    {
         ngx_fuzz_check_json(&out);
     }
 

@@ -65,6 +65,8 @@ static ngx_int_t ngx_http_mcp_proxy_filter_init(void *data);
 static ngx_int_t ngx_http_mcp_proxy_filter(void *data, ssize_t bytes);
 static ngx_int_t ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
+static ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r,
+    u_char *pos, u_char *last);
 static ngx_int_t ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 static ngx_int_t ngx_http_mcp_proxy_refuse(ngx_http_request_t *r,
@@ -1280,10 +1282,8 @@ static ngx_int_t
 ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last)
 {
-    u_char               *p;
-    size_t                n, size;
-    ngx_chain_t          *cl, **ll;
-    ngx_http_upstream_t  *u;
+    u_char  *p;
+    size_t   n, size;
 
     if (pos == last) {
         return NGX_OK;
@@ -1314,6 +1314,18 @@ ngx_http_mcp_proxy_output(ngx_http_request_t *r,
         return NGX_OK;
     }
 
+    return ngx_http_mcp_proxy_append(r, pos, last);
+}
+
+
+/* memory for the client, at the end of the upstream's output */
+
+static ngx_int_t
+ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos, u_char *last)
+{
+    ngx_chain_t          *cl, **ll;
+    ngx_http_upstream_t  *u;
+
     u = r->upstream;
 
     for (cl = u->out_bufs, ll = &u->out_bufs; cl; cl = cl->next) {
@@ -1343,9 +1355,7 @@ static ngx_int_t
 ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx)
 {
-    ngx_str_t             in, out;
-    ngx_chain_t          *cl, **ll;
-    ngx_http_upstream_t  *u;
+    ngx_str_t  in, out;
 
     if (!pctx->filter || pctx->acc_len == 0) {
         return NGX_OK;
@@ -1360,26 +1370,7 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    u = r->upstream;
-
-    for (cl = u->out_bufs, ll = &u->out_bufs; cl; cl = cl->next) {
-        ll = &cl->next;
-    }
-
-    cl = ngx_chain_get_free_buf(r->pool, &u->free_bufs);
-    if (cl == NULL) {
-        return NGX_ERROR;
-    }
-
-    *ll = cl;
-
-    cl->buf->flush = 1;
-    cl->buf->memory = 1;
-    cl->buf->pos = out.data;
-    cl->buf->last = out.data + out.len;
-    cl->buf->tag = u->output.tag;
-
     pctx->acc_len = 0;
 
-    return NGX_OK;
+    return ngx_http_mcp_proxy_append(r, out.data, out.data + out.len);
 }

@@ -25,6 +25,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     u_char              *body;
     cJSON               *root, *reply;
     ngx_int_t            rc;
+    const char          *error;
     ngx_uint_t           i, batch;
     ngx_pool_t          *pool;
     ngx_array_t          msgs;
@@ -49,7 +50,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto done;
     }
 
-    rc = ngx_http_mcp_jsonrpc_parse(pool, body, size, &root, &msgs, &batch);
+    rc = ngx_http_mcp_jsonrpc_parse(pool, body, size, &root, &msgs, &batch,
+                                    &error);
 
     if (rc == NGX_OK) {
         msg = msgs.elts;

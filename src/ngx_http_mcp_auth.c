@@ -1716,32 +1716,6 @@ ngx_http_mcp_auth_check_json(cJSON *json, ngx_uint_t depth,
 }
 
 
-ngx_int_t
-ngx_http_mcp_utf8_valid(u_char *p, size_t len)
-{
-    u_char    *end;
-    uint32_t   n;
-
-    end = p + len;
-
-    while (p < end) {
-        if (*p < 0x80) {
-            p++;
-            continue;
-        }
-
-        n = ngx_utf8_decode(&p, end - p);
-
-        /* UTF-16 surrogates have no place in UTF-8 (RFC 3629) */
-        if (n > 0x10ffff || (n >= 0xd800 && n <= 0xdfff)) {
-            return NGX_DECLINED;
-        }
-    }
-
-    return NGX_OK;
-}
-
-
 /* ------------------------------------------------------------------------
  * RFC 9728 metadata
  */

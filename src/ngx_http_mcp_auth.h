@@ -62,7 +62,6 @@ ngx_int_t ngx_http_mcp_auth_check_input(ngx_http_request_t *r,
 /* notes a single request's method and tool for $mcp_method, $mcp_tool */
 
 /* NGX_OK when the bytes are well-formed UTF-8 */
-ngx_int_t ngx_http_mcp_utf8_valid(u_char *p, size_t len);
 
 /*
  * JSON Schema 2020-12 validation: NGX_OK valid, NGX_DECLINED invalid

@@ -232,9 +232,12 @@ ngx_http_mcp_session_init_params(cJSON *params,
         init->version = NGX_HTTP_MCP_VLATEST;
     }
 
-    init->sampling = cJSON_HasObjectItem(caps, "sampling");
-    init->elicitation = cJSON_HasObjectItem(caps, "elicitation");
-    init->roots = cJSON_HasObjectItem(caps, "roots");
+    init->sampling = (cJSON_GetObjectItemCaseSensitive(caps, "sampling")
+                      != NULL);
+    init->elicitation = (cJSON_GetObjectItemCaseSensitive(caps, "elicitation")
+                         != NULL);
+    init->roots = (cJSON_GetObjectItemCaseSensitive(caps, "roots")
+                   != NULL);
 
     if (cJSON_IsString(name)) {
         init->client_name.data = (u_char *) name->valuestring;

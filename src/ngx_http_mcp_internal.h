@@ -257,8 +257,8 @@ struct ngx_http_mcp_ctx_s {
     ngx_str_t                  var_tool;    /* take their messages */
     ngx_str_t                  var_id;
     ngx_str_t                  var_client;
+    const char                *parse_error;  /* why, or NULL */
     unsigned                   error_page_sent:1;
-    unsigned                   utf8_invalid:1;
     unsigned                   batch:1;
     unsigned                   parsed:1;
     unsigned                   waiting:1;
@@ -310,7 +310,8 @@ ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
 
 /* jsonrpc */
 ngx_int_t ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body,
-    size_t len, cJSON **root, ngx_array_t *msgs, ngx_uint_t *batch);
+    size_t len, cJSON **root, ngx_array_t *msgs, ngx_uint_t *batch,
+    const char **error);
 cJSON *ngx_http_mcp_jsonrpc_result(cJSON *id, cJSON *result);
 cJSON *ngx_http_mcp_jsonrpc_error(cJSON *id, ngx_int_t code,
     const char *message, const char *correlation);

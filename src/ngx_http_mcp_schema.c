@@ -396,7 +396,7 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 
     cJSON_ArrayForEach(kw, req) {
         if (cJSON_IsString(kw)
-            && !cJSON_HasObjectItem(v, kw->valuestring))
+            && cJSON_GetObjectItemCaseSensitive(v, kw->valuestring) == NULL)
         {
             return ngx_http_mcp_schema_fail(ctx, path,
                                             "\"%s\" is required",

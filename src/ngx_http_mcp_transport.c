@@ -308,16 +308,10 @@ ngx_http_mcp_body_handler(ngx_http_request_t *r)
     } else if (body.len > ctx->conf->max_body) {
         ctx->refused = NGX_HTTP_REQUEST_ENTITY_TOO_LARGE;
 
-    } else if (ngx_http_mcp_utf8_valid(body.data, body.len) != NGX_OK) {
-        /* cJSON copies bytes as they come: invalid UTF-8 would go on */
-        ctx->parse = NGX_DECLINED;
-        ctx->utf8_invalid = 1;
-        ctx->parsed = 1;
-
     } else {
         ctx->parse = ngx_http_mcp_jsonrpc_parse(r->pool, body.data, body.len,
                                                 &ctx->root, &ctx->msgs,
-                                                &batch);
+                                                &batch, &ctx->parse_error);
         ctx->batch = batch;
         ctx->parsed = 1;
 
@@ -366,9 +360,8 @@ ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     if (ctx->parse == NGX_DECLINED) {
         return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
                                        NGX_HTTP_MCP_PARSE_ERROR,
-                                       ctx->utf8_invalid
-                                       ? "Parse error: invalid UTF-8"
-                                       : "Parse error");
+                                       ctx->parse_error
+                                       ? ctx->parse_error : "Parse error");
     }
 
     if (mlcf->upstream.upstream) {

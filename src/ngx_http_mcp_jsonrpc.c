@@ -206,14 +206,16 @@ ngx_http_mcp_json_number_fits(u_char *p, u_char *end)
     if (digits == 1 && q[-1] == '0') {
         digits = 0;
 
-        if (q < end && *q == '.') {
-            for (q++; q < end && *q == '0'; q++) {
-                lead++;
-            }
+        if (q == end || *q != '.') {
+            return 1;                /* a zero, whatever its exponent */
+        }
 
-            if (q == end || *q < '1' || *q > '9') {
-                return 1;            /* a zero */
-            }
+        for (q++; q < end && *q == '0'; q++) {
+            lead++;
+        }
+
+        if (q == end || *q < '1' || *q > '9') {
+            return 1;
         }
     }
 

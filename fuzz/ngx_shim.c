@@ -179,6 +179,75 @@ ngx_array_push_n(ngx_array_t *a, ngx_uint_t n)
 }
 
 
+void *
+ngx_alloc(size_t size, ngx_log_t *log)
+{
+    return malloc(size);
+}
+
+
+/*
+ * A UTF-8 sequence at *p, as nginx's ngx_utf8_decode() answers: the code
+ * point; 0xffffffff for an invalid sequence (one byte consumed);
+ * 0xfffffffe when the n bytes end inside the sequence (none consumed).
+ * Overlong forms are invalid.
+ */
+
+uint32_t
+ngx_utf8_decode(u_char **p, size_t n)
+{
+    size_t    len, i;
+    uint32_t  u, min;
+    u_char   *s;
+
+    s = *p;
+    u = s[0];
+
+    if (u >= 0xf8 || u < 0xc2) {
+        (*p)++;
+        return 0xffffffff;
+    }
+
+    if (u >= 0xf0) {
+        len = 4;
+        u &= 0x07;
+        min = 0x10000;
+
+    } else if (u >= 0xe0) {
+        len = 3;
+        u &= 0x0f;
+        min = 0x800;
+
+    } else {
+        len = 2;
+        u &= 0x1f;
+        min = 0x80;
+    }
+
+    if (n < len) {
+        return 0xfffffffe;
+    }
+
+    for (i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            (*p)++;
+            return 0xffffffff;
+        }
+
+        u = (u << 6) | (s[i] & 0x3f);
+    }
+
+    if (u < min) {
+        (*p)++;
+        return 0xffffffff;
+    }
+
+    *p += len;
+
+    return u;
+}
+
+
 ngx_int_t
 ngx_atoi(u_char *line, size_t n)
 {

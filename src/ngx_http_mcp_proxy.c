@@ -791,6 +791,15 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     cl->buf = b;
     cl->next = NULL;
 
+    /*
+     * The client's bytes go on unchanged.  Policy and scopes were decided
+     * on the parsed message, and the parser refuses every body that
+     * another parser could read differently (duplicate names, escapes
+     * that cJSON and others decode apart, numbers beyond a double), so
+     * the upstream reads what was checked; printing the message again
+     * would cost a print per request and change ids' spelling.
+     */
+
     if (r->method == NGX_HTTP_POST && ctx->body.len) {
         body = ngx_alloc_chain_link(r->pool);
         b = ngx_calloc_buf(r->pool);

@@ -1,0 +1,189 @@
+
+/*
+ * The module's side of the differential test (fuzz/differential.py):
+ * reads bodies from stdin, each a 4-byte little-endian length and the
+ * bytes, and writes for each one JSON line saying how the module read
+ * it: {"ok":false} when ngx_http_mcp_jsonrpc_parse() refused the body,
+ * else every message's type, method, id (as echoed), params.name and
+ * params.arguments as cJSON holds them.  The script reads the same
+ * bodies with Python's json and compares.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include "ngx_http_mcp_internal.h"
+#include "ngx_shim.h"
+
+
+static cJSON *ngx_diff_exact(cJSON *json);
+static cJSON *ngx_diff_message(ngx_http_mcp_msg_t *msg);
+static void ngx_diff_one(u_char *body, size_t size);
+
+
+/*
+ * A copy of a value whose numbers print with 17 digits: cJSON's own
+ * printing rounds DBL_MAX up to a number that reads back as infinity.
+ */
+
+static cJSON *
+ngx_diff_exact(cJSON *json)
+{
+    char    buf[32];
+    cJSON  *copy, *item;
+
+    if (cJSON_IsNumber(json)) {
+        snprintf(buf, sizeof(buf), "%.17g", json->valuedouble);
+        return cJSON_CreateRaw(buf);
+    }
+
+    if (!cJSON_IsArray(json) && !cJSON_IsObject(json)) {
+        return cJSON_Duplicate(json, 1);
+    }
+
+    copy = cJSON_IsArray(json) ? cJSON_CreateArray() : cJSON_CreateObject();
+
+    cJSON_ArrayForEach(item, json) {
+        if (cJSON_IsArray(json)) {
+            cJSON_AddItemToArray(copy, ngx_diff_exact(item));
+
+        } else {
+            cJSON_AddItemToObject(copy, item->string, ngx_diff_exact(item));
+        }
+    }
+
+    return copy;
+}
+
+
+static cJSON *
+ngx_diff_message(ngx_http_mcp_msg_t *msg)
+{
+    cJSON  *out, *name, *args, *id;
+
+    out = cJSON_CreateObject();
+    if (out == NULL) {
+        return NULL;
+    }
+
+    cJSON_AddNumberToObject(out, "type", msg->type);
+
+    if (msg->type == NGX_HTTP_MCP_MSG_INVALID) {
+        return out;
+    }
+
+    if (msg->method.len) {
+        cJSON_AddItemToObject(out, "method",
+            cJSON_CreateString((char *) msg->method.data));
+    }
+
+    /* an integer id is raw text: send it as a string, and say so */
+    if (msg->id != NULL) {
+        if (cJSON_IsRaw(msg->id)) {
+            id = cJSON_CreateString(msg->id->valuestring);
+            cJSON_AddTrueToObject(out, "id_raw");
+
+        } else {
+            id = cJSON_Duplicate(msg->id, 1);
+        }
+
+        cJSON_AddItemToObject(out, "id", id);
+    }
+
+    if (msg->params != NULL) {
+        name = cJSON_GetObjectItemCaseSensitive(msg->params, "name");
+        args = cJSON_GetObjectItemCaseSensitive(msg->params, "arguments");
+
+        if (cJSON_IsString(name)) {
+            cJSON_AddItemToObject(out, "name",
+                                  cJSON_CreateString(name->valuestring));
+        }
+
+        if (args != NULL) {
+            cJSON_AddItemToObject(out, "arguments", ngx_diff_exact(args));
+        }
+    }
+
+    return out;
+}
+
+
+static void
+ngx_diff_one(u_char *body, size_t size)
+{
+    char                *text;
+    cJSON               *root, *out, *list;
+    ngx_int_t            rc;
+    ngx_uint_t           i, batch;
+    ngx_pool_t          *pool;
+    const char          *error;
+    ngx_array_t          msgs;
+    ngx_http_mcp_msg_t  *msg;
+
+    pool = ngx_shim_pool_create();
+    out = cJSON_CreateObject();
+
+    if (pool == NULL || out == NULL
+        || ngx_array_init(&msgs, pool, 1, sizeof(ngx_http_mcp_msg_t))
+           != NGX_OK)
+    {
+        fprintf(stderr, "diff_jsonrpc: out of memory\n");
+        exit(2);
+    }
+
+    root = NULL;
+    rc = ngx_http_mcp_jsonrpc_parse(pool, body, size, &root, &msgs, &batch,
+                                    &error);
+
+    cJSON_AddBoolToObject(out, "ok", rc == NGX_OK);
+
+    if (rc == NGX_OK) {
+        cJSON_AddBoolToObject(out, "batch", batch);
+        list = cJSON_AddArrayToObject(out, "msgs");
+        msg = msgs.elts;
+
+        for (i = 0; i < msgs.nelts; i++) {
+            cJSON_AddItemToArray(list, ngx_diff_message(&msg[i]));
+            cJSON_Delete(msg[i].id);
+        }
+    }
+
+    text = cJSON_PrintUnformatted(out);
+    if (text == NULL) {
+        fprintf(stderr, "diff_jsonrpc: out of memory\n");
+        exit(2);
+    }
+
+    puts(text);
+
+    cJSON_free(text);
+    cJSON_Delete(out);
+    cJSON_Delete(root);
+    ngx_shim_pool_destroy(pool);
+}
+
+
+int
+main(void)
+{
+    u_char    head[4], *body;
+    uint32_t  size;
+
+    while (fread(head, 1, 4, stdin) == 4) {
+        size = head[0] | head[1] << 8 | head[2] << 16
+               | (uint32_t) head[3] << 24;
+
+        body = malloc(size ? size : 1);
+        if (body == NULL || fread(body, 1, size, stdin) != size) {
+            fprintf(stderr, "diff_jsonrpc: short input\n");
+            return 2;
+        }
+
+        ngx_diff_one(body, size);
+        free(body);
+        fflush(stdout);
+    }
+
+    return 0;
+}

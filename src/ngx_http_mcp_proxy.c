@@ -964,6 +964,11 @@ ngx_http_mcp_proxy_process_header(ngx_http_request_t *r)
         h->value.data = h->key.data + h->key.len + 1;
         h->lowcase_key = h->key.data + h->key.len + 1 + h->value.len + 1;
 
+#if (nginx_version >= 1023000)
+        /* since 1.23.0 nginx chains headers with the same name */
+        h->next = NULL;
+#endif
+
         ngx_memcpy(h->key.data, r->header_name_start, h->key.len);
         h->key.data[h->key.len] = '\0';
         ngx_memcpy(h->value.data, r->header_start, h->value.len);
@@ -1050,6 +1055,9 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
                 }
 
                 h->hash = 1;
+#if (nginx_version >= 1023000)
+                h->next = NULL;
+#endif
                 ngx_str_set(&h->key, "Mcp-Session-Id");
                 h->value = pctx->client_sid;
                 h->lowcase_key = (u_char *) "mcp-session-id";
@@ -1251,7 +1259,12 @@ ngx_http_mcp_proxy_filter(void *data, ssize_t bytes)
 
     for ( ;; ) {
 
+#if (nginx_version >= 1027002)
+        /* 1.27.2 added keeping trailers; an MCP reply has no use for them */
+        rc = ngx_http_parse_chunked(r, b, &pctx->chunked, 0);
+#else
         rc = ngx_http_parse_chunked(r, b, &pctx->chunked);
+#endif
 
         if (rc == NGX_OK) {
             size = ngx_min((off_t) (b->last - b->pos), pctx->chunked.size);

@@ -1140,6 +1140,9 @@ ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
     }
 
     h->hash = 1;
+#if (nginx_version >= 1023000)
+    h->next = NULL;
+#endif
     h->key.data = (u_char *) name;
     h->key.len = ngx_strlen(name);
     h->value = *value;

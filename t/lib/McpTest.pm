@@ -179,7 +179,7 @@ sub new {
         check_log_at_stop => $o{check_log} // 1,
         start_timeout => $o{start_timeout} // $ENV{MCP_TEST_START_TIMEOUT} // 10,
         stop_timeout  => $o{stop_timeout} // 10,
-        nginx         => $o{nginx} // $ENV{NGINX_BIN} // '/usr/sbin/nginx',
+        nginx         => $o{nginx} // $ENV{MCP_NGINX} // $ENV{NGINX_BIN} // '/usr/sbin/nginx',
         expected      => [],     # [ qr/.../, { level => 1, ... } ]
         log_offsets   => {},     # file => bytes already checked
         owner         => $$,
@@ -1974,7 +1974,8 @@ Math::BigInt (and encode back as bare numbers).
 
 =head1 ENVIRONMENT
 
-MCP_MODULE (module .so path), NGINX_BIN (default /usr/sbin/nginx),
+MCP_MODULE (module .so path), MCP_NGINX or NGINX_BIN (the nginx binary,
+default /usr/sbin/nginx),
 MCP_NGINX_PRELOAD (LD_PRELOAD for nginx, for sanitizer builds; ASAN_OPTIONS
 etc. pass through, except that C<fast_unwind_on_malloc=0> is added to
 ASAN_OPTIONS unless it sets fast_unwind_on_malloc itself, so leak stacks

@@ -236,9 +236,11 @@ sub module_path {
     return $ENV{MCP_MODULE} // "$REPO_ROOT/build/ngx_http_mcp_module.so";
 }
 
+# MCP_MODULE=static: the nginx binary has the module linked in.
 sub _load_module_line {
     my ($self) = @_;
     return '' unless $self->{module};
+    return '' if $self->module_path eq 'static';
     return 'load_module ' . $self->module_path . ";\n";
 }
 
@@ -390,7 +392,7 @@ sub asan_options_for_preload {
 sub start {
     my ($self) = @_;
     croak "nginx already running (pid $self->{pid})" if $self->{pid};
-    if ($self->{module} && !-e $self->module_path) {
+    if ($self->{module} && $self->module_path ne 'static' && !-e $self->module_path) {
         croak "McpTest: module not found at " . $self->module_path
             . " (build it first, or set MCP_MODULE=/path/to/ngx_http_mcp_module.so)";
     }
@@ -1974,7 +1976,8 @@ Math::BigInt (and encode back as bare numbers).
 
 =head1 ENVIRONMENT
 
-MCP_MODULE (module .so path), MCP_NGINX or NGINX_BIN (the nginx binary,
+MCP_MODULE (module .so path, or C<static> for an nginx with the module
+linked in), MCP_NGINX or NGINX_BIN (the nginx binary,
 default /usr/sbin/nginx),
 MCP_NGINX_PRELOAD (LD_PRELOAD for nginx, for sanitizer builds; ASAN_OPTIONS
 etc. pass through, except that C<fast_unwind_on_malloc=0> is added to

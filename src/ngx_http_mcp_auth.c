@@ -107,7 +107,8 @@ typedef struct {
     ngx_str_t                  realm;        /* empty: off */
     ngx_str_t                  resource;
     ngx_str_t                  metadata_url;
-    ngx_str_t                  audience;
+    ngx_str_t                  audience;     /* as configured */
+    ngx_str_t                  accept_aud;   /* it, or the resource */
     ngx_array_t               *issuers;      /* ngx_str_t */
     ngx_array_t               *servers;      /* ngx_str_t */
     ngx_array_t               *scopes;       /* ngx_str_t */
@@ -704,7 +705,7 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     }
 
     if (ngx_http_mcp_jwt_check_claims(&jwt, ngx_time(), alcf->leeway,
-                                      alcf->issuers, &alcf->audience,
+                                      alcf->issuers, &alcf->accept_aud,
                                       &error)
         != NGX_OK)
     {
@@ -2113,9 +2114,11 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         }
     }
 
-    if (conf->audience.len == 0) {
-        conf->audience = conf->resource;
-    }
+    /*
+     * Derived here, not merged: a location with its own resource must not
+     * inherit the audience its server derived from the server's resource.
+     */
+    conf->accept_aud = conf->audience.len ? conf->audience : conf->resource;
 
     if (conf->resource.len == 0) {
         if (conf->realm.len) {

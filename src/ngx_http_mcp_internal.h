@@ -11,6 +11,7 @@
 
 #include "ngx_http_mcp.h"
 #include "ngx_http_mcp_auth.h"
+#include "ngx_http_mcp_json.h"
 
 
 #define NGX_HTTP_MCP_SUBSCRIPTION_URI_LEN  512

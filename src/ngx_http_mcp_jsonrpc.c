@@ -76,6 +76,8 @@ static u_char *ngx_http_mcp_json_array(ngx_http_mcp_json_scan_t *scan,
     u_char *p, ngx_uint_t depth);
 static ngx_int_t ngx_http_mcp_json_scan(ngx_http_mcp_json_scan_t *scan,
     u_char *p, ngx_array_t *ids);
+static ngx_int_t ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p,
+    size_t len, ngx_array_t *ids, const char **error);
 static ngx_uint_t ngx_http_mcp_json_is_integer(ngx_str_t *raw);
 static void ngx_http_mcp_jsonrpc_classify(ngx_pool_t *pool,
     ngx_http_mcp_msg_t *msg, cJSON *json, ngx_str_t *raw_id);
@@ -772,6 +774,7 @@ ngx_http_mcp_json_array(ngx_http_mcp_json_scan_t *scan, u_char *p,
 /*
  * The whole body, once: a message or a batch of them, and nothing after.
  * Pushes one ngx_str_t per message to ids: the raw id text, or empty.
+ * Without ids, the body is any one JSON text.
  */
 
 static ngx_int_t
@@ -781,6 +784,16 @@ ngx_http_mcp_json_scan(ngx_http_mcp_json_scan_t *scan, u_char *p,
     ngx_str_t  *id;
 
     p = ngx_http_mcp_json_ws(p, scan->end);
+
+    if (ids == NULL) {
+        /* any JSON text, not a message */
+        p = ngx_http_mcp_json_value(scan, p, 0);
+        if (p == NULL) {
+            return NGX_DECLINED;
+        }
+
+        goto done;
+    }
 
     if (p < scan->end && *p == '[') {
         p = ngx_http_mcp_json_ws(p + 1, scan->end);
@@ -847,6 +860,59 @@ done:
 }
 
 
+static ngx_int_t
+ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p, size_t len,
+    ngx_array_t *ids, const char **error)
+{
+    ngx_int_t                  rc;
+    ngx_http_mcp_json_scan_t   scan;
+
+    while (ngx_http_mcp_json_seed == 0) {
+        if (RAND_bytes((u_char *) &ngx_http_mcp_json_seed,
+                       sizeof(uint32_t)) != 1)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    if (len == 0) {
+        /* an empty body may have no buffer at all */
+        *error = "Parse error: unexpected end of input";
+        return NGX_DECLINED;
+    }
+
+    ngx_memzero(&scan, sizeof(ngx_http_mcp_json_scan_t));
+    scan.end = p + len;
+    scan.pool = pool;
+    scan.seed = ngx_http_mcp_json_seed;
+
+    rc = ngx_http_mcp_json_scan(&scan, p, ids);
+
+    if (scan.table) {
+        ngx_free(scan.table);
+    }
+
+    *error = scan.error;
+
+    return rc;
+}
+
+
+/*
+ * Any JSON the module reads besides a POST body (a token's header and
+ * claims, a key set) passes the same strict scan: "aud" with a
+ * "\u0000" in it, or two "sub" members, must not mean one thing here and
+ * another to the token's issuer.  NGX_OK, NGX_DECLINED or NGX_ERROR.
+ */
+
+ngx_int_t
+ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
+    const char **error)
+{
+    return ngx_http_mcp_json_check(pool, p, len, NULL, error);
+}
+
+
 /* an integer as JSON-RPC ids are: "-0" means 0 to most parsers */
 
 static ngx_uint_t
@@ -888,7 +954,6 @@ ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body, size_t len,
     ngx_uint_t                 i, n;
     ngx_array_t                ids;
     ngx_http_mcp_msg_t        *msg;
-    ngx_http_mcp_json_scan_t   scan;
 
     *root = NULL;
     *batch = 0;
@@ -898,27 +963,8 @@ ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body, size_t len,
         return NGX_ERROR;
     }
 
-    while (ngx_http_mcp_json_seed == 0) {
-        if (RAND_bytes((u_char *) &ngx_http_mcp_json_seed,
-                       sizeof(uint32_t)) != 1)
-        {
-            return NGX_ERROR;
-        }
-    }
-
-    ngx_memzero(&scan, sizeof(ngx_http_mcp_json_scan_t));
-    scan.end = body + len;
-    scan.pool = pool;
-    scan.seed = ngx_http_mcp_json_seed;
-
-    rc = ngx_http_mcp_json_scan(&scan, body, &ids);
-
-    if (scan.table) {
-        ngx_free(scan.table);
-    }
-
+    rc = ngx_http_mcp_json_check(pool, body, len, &ids, error);
     if (rc != NGX_OK) {
-        *error = scan.error;
         return rc;
     }
 

@@ -19,6 +19,7 @@
 #include <openssl/rsa.h>
 
 #include "ngx_http_mcp_jwt.h"
+#include "ngx_http_mcp_json.h"
 
 
 #define NGX_HTTP_MCP_JWT_MAX_LEN    16384
@@ -537,7 +538,13 @@ ngx_http_mcp_jwt_decode_json(ngx_pool_t *pool, u_char *p, size_t len)
 {
     cJSON               *json;
     const char          *end;
+    const char          *error;
     ngx_pool_cleanup_t  *cln;
+
+    /* one meaning for every parser: no duplicate names, no "\u0000" */
+    if (ngx_http_mcp_json_strict(pool, p, len, &error) != NGX_OK) {
+        return NULL;
+    }
 
     cln = ngx_pool_cleanup_add(pool, 0);
     if (cln == NULL) {

@@ -547,8 +547,11 @@ ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
         ngx_memcpy(s->binding, init->binding, NGX_HTTP_MCP_AUTH_BINDING_LEN);
     }
 
+    /* no clientInfo.name, or not a string: an empty name (data NULL) */
     n = ngx_min(init->client_name.len, NGX_HTTP_MCP_CLIENT_NAME_LEN);
-    ngx_memcpy(s->client_name, init->client_name.data, n);
+    if (n) {
+        ngx_memcpy(s->client_name, init->client_name.data, n);
+    }
     s->client_name_len = (u_char) n;
 
     ngx_queue_init(&s->events);

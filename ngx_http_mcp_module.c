@@ -129,6 +129,13 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       offsetof(ngx_http_mcp_loc_conf_t, upstream.read_timeout),
       NULL },
 
+    { ngx_string("mcp_pass_filter_buffer_size"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, filter_buffer_size),
+      NULL },
+
     { ngx_string("mcp_pass_ssl_verify"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,

@@ -43,7 +43,7 @@ ngx_http_mcp_filter_init(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_mcp_header_filter(ngx_http_request_t *r)
 {
-    cJSON                    *id, *reply;
+    cJSON                    *id;
     u_char                   *body;
     size_t                    len;
     ngx_int_t                 code;
@@ -103,16 +103,7 @@ ngx_http_mcp_header_filter(ngx_http_request_t *r)
         code = -32001;
     }
 
-    reply = ngx_http_mcp_error_reply(r->connection->log, id, code, text,
-                                     NULL);
-    if (reply == NULL) {
-        return NGX_ERROR;
-    }
-
-    body = ngx_http_mcp_jsonrpc_print(r->pool, reply, &len);
-
-    cJSON_Delete(reply);
-
+    body = ngx_http_mcp_error_print(r, id, code, text, &len);
     if (body == NULL) {
         return NGX_ERROR;
     }

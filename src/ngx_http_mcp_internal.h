@@ -56,6 +56,8 @@ typedef struct {
     ngx_flag_t                 ssl_verify;
     ngx_str_t                  ssl_trusted_certificate;
     ngx_str_t                  ssl_host;
+    size_t                     filter_buffer_size;  /* a reply held for
+                                                       tool policy */
     ngx_array_t               *tools_allow;  /* ngx_http_mcp_pattern_t */
     ngx_array_t               *tools_deny;
     ngx_http_mcp_set_t        *set;
@@ -380,6 +382,7 @@ ngx_int_t ngx_http_mcp_lists_changed(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_mcp_bind(ngx_conf_t *cf, ngx_shm_zone_t *zone,
     ngx_http_mcp_set_t *set);
 uint32_t ngx_http_mcp_set_hash(ngx_http_mcp_set_t *set, ngx_uint_t list);
+u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);
 
 /* transport */
 ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);
@@ -395,6 +398,8 @@ ngx_int_t ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
     ngx_str_t *value);
 cJSON *ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     const char *message, ngx_str_t *method);
+u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
+    ngx_int_t code, const char *message, size_t *len);
 
 /* call: the life of one JSON-RPC request */
 ngx_int_t ngx_http_mcp_call_start(ngx_http_mcp_ctx_t *ctx,

@@ -37,9 +37,9 @@ typedef struct {
     unsigned                   filter:1;
     unsigned                   is_chunked:1;
     unsigned                   sid_seen:1;
-    unsigned                   answered:1;  /* a status line came */
     unsigned                   init_ok:1;
     unsigned                   replica_gone:1;
+    unsigned                   sse:1;       /* the reply is SSE */
 } ngx_http_mcp_proxy_ctx_t;
 
 
@@ -55,6 +55,10 @@ static ngx_int_t ngx_http_mcp_proxy_create_request(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_status(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_header(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_int_t ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
 static ngx_int_t ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 static ngx_uint_t ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u);
@@ -77,11 +81,22 @@ static ngx_table_elt_t *ngx_http_mcp_proxy_header(ngx_http_request_t *r,
     const char *name);
 
 
+/*
+ * An MCP server is not an application tier: its X-Accel-* headers would
+ * steer nginx (X-Accel-Redirect serves any internal location), so they
+ * are neither acted on (ignore_headers, below) nor relayed.
+ */
+
 static ngx_str_t  ngx_http_mcp_proxy_hide_headers[] = {
     ngx_string("Date"),
     ngx_string("Server"),
     ngx_string("Connection"),
     ngx_string("Keep-Alive"),
+    ngx_string("X-Accel-Expires"),
+    ngx_string("X-Accel-Redirect"),
+    ngx_string("X-Accel-Limit-Rate"),
+    ngx_string("X-Accel-Buffering"),
+    ngx_string("X-Accel-Charset"),
     ngx_null_string
 };
 
@@ -176,6 +191,7 @@ ngx_http_mcp_proxy_create_conf(ngx_http_mcp_loc_conf_t *conf)
     conf->upstream.read_timeout = NGX_CONF_UNSET_MSEC;
     conf->upstream.next_upstream_timeout = NGX_CONF_UNSET_MSEC;
     conf->upstream.buffer_size = NGX_CONF_UNSET_SIZE;
+    conf->filter_buffer_size = NGX_CONF_UNSET_SIZE;
     conf->upstream.hide_headers = NGX_CONF_UNSET_PTR;
     conf->upstream.pass_headers = NGX_CONF_UNSET_PTR;
     conf->upstream.intercept_errors = NGX_CONF_UNSET;
@@ -226,10 +242,18 @@ ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf, ngx_http_mcp_loc_conf_t *prev,
                               prev->upstream.next_upstream_timeout, 0);
     ngx_conf_merge_size_value(conf->upstream.buffer_size,
                               prev->upstream.buffer_size, 16384);
+    ngx_conf_merge_size_value(conf->filter_buffer_size,
+                              prev->filter_buffer_size, 1024 * 1024);
     ngx_conf_merge_value(conf->upstream.intercept_errors,
                          prev->upstream.intercept_errors, 0);
     ngx_conf_merge_value(conf->pass_authorization, prev->pass_authorization,
                          0);
+
+    conf->upstream.ignore_headers = NGX_HTTP_UPSTREAM_IGN_XA_REDIRECT
+                                    |NGX_HTTP_UPSTREAM_IGN_XA_EXPIRES
+                                    |NGX_HTTP_UPSTREAM_IGN_XA_LIMIT_RATE
+                                    |NGX_HTTP_UPSTREAM_IGN_XA_BUFFERING
+                                    |NGX_HTTP_UPSTREAM_IGN_XA_CHARSET;
 
     /* a session's requests must reach its replica: no other try */
     conf->upstream.next_upstream = NGX_CONF_BITMASK_SET
@@ -853,7 +877,6 @@ ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r)
 
     ngx_memzero(&pctx->status, sizeof(ngx_http_status_t));
     pctx->sid_seen = 0;
-    pctx->answered = 0;
     pctx->acc_len = 0;
 
     r->upstream->process_header = ngx_http_mcp_proxy_process_status;
@@ -882,14 +905,18 @@ ngx_http_mcp_proxy_process_status(ngx_http_request_t *r)
         return rc;
     }
 
-    if (rc == NGX_ERROR || pctx->status.http_version < NGX_HTTP_VERSION_11) {
+    if (rc == NGX_ERROR) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "mcp: upstream sent no valid HTTP/1.1 status line");
+                      "mcp: upstream sent no valid HTTP status line");
         return NGX_HTTP_UPSTREAM_INVALID_HEADER;
     }
 
+    if (pctx->status.http_version < NGX_HTTP_VERSION_11) {
+        /* HTTP/1.0: the body may end with the connection */
+        u->headers_in.connection_close = 1;
+    }
+
     u->headers_in.status_n = pctx->status.code;
-    pctx->answered = 1;
 
     if (u->state && u->state->status == 0) {
         u->state->status = pctx->status.code;
@@ -1005,6 +1032,7 @@ static ngx_int_t
 ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx)
 {
+    ngx_str_t               no = ngx_string("no");
     ngx_uint_t              status;
     ngx_table_elt_t        *h;
     ngx_http_upstream_t    *u;
@@ -1025,6 +1053,33 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
 
     pctx->is_chunked = u->headers_in.chunked;
     pctx->length = u->headers_in.content_length_n;
+    pctx->sse = u->headers_in.content_type != NULL
+                && u->headers_in.content_type->value.len
+                   >= sizeof("text/event-stream") - 1
+                && ngx_strncasecmp(u->headers_in.content_type->value.data,
+                                   (u_char *) "text/event-stream",
+                                   sizeof("text/event-stream") - 1) == 0;
+
+    if (pctx->is_chunked && ngx_http_mcp_proxy_chunks_valid(r, pctx) != NGX_OK)
+    {
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
+    /* the upstream's own X-Accel-* are hidden: this one is the gateway's */
+    if (pctx->sse
+        && ngx_http_mcp_header_out(r, "X-Accel-Buffering", &no) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (pctx->filter && pctx->length > (off_t) ctx->conf->filter_buffer_size)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: the upstream's reply of %O bytes is over "
+                      "\"mcp_pass_filter_buffer_size\" %uz",
+                      pctx->length, ctx->conf->filter_buffer_size);
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
 
     if (pctx->filter) {
         /* the reply changes length: it goes out chunked */
@@ -1085,6 +1140,51 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
 }
 
 
+/*
+ * The chunked body bytes that came with the headers, checked before the
+ * headers go to the client: a body broken from the start is a 502 with
+ * a JSON-RPC error; broken later, only the connection can end.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    off_t               size;
+    ngx_int_t           rc;
+    ngx_buf_t           b;
+    ngx_http_chunked_t  chunked;
+
+    /* copies: the body's real parse starts from the beginning */
+    b = r->upstream->buffer;
+    ngx_memzero(&chunked, sizeof(ngx_http_chunked_t));
+
+    for ( ;; ) {
+
+#if (nginx_version >= 1027002)
+        rc = ngx_http_parse_chunked(r, &b, &chunked, 0);
+#else
+        rc = ngx_http_parse_chunked(r, &b, &chunked);
+#endif
+
+        if (rc == NGX_OK) {
+            size = ngx_min((off_t) (b.last - b.pos), chunked.size);
+            b.pos += size;
+            chunked.size -= size;
+            continue;
+        }
+
+        if (rc == NGX_DONE || rc == NGX_AGAIN) {
+            return NGX_OK;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream sent an invalid chunked body");
+        return NGX_ERROR;
+    }
+}
+
+
 /* application/json or text/event-stream: what MCP servers answer */
 
 static ngx_uint_t
@@ -1137,13 +1237,17 @@ ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
         return;
     }
 
-    /* the replica answered, if only with an error page: it is alive */
-    if (pctx->pinned && !pctx->answered && !r->header_sent
+    /*
+     * A replica that took the request is alive, however it answered (or
+     * did not, in time): only one that could not be reached is gone.
+     */
+    if (pctx->pinned && !r->upstream->request_sent && !r->header_sent
         && (rc == NGX_HTTP_BAD_GATEWAY || rc == NGX_HTTP_GATEWAY_TIME_OUT))
     {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "mcp: the replica of session %V is gone",
-                      &pctx->client_sid);
+                      "mcp: the replica of session %s is gone",
+                      ngx_http_mcp_session_log_id(pctx->client_sid.data,
+                                                  pctx->client_sid.len));
 
         pctx->replica_gone = 1;
 
@@ -1242,8 +1346,10 @@ ngx_http_mcp_proxy_filter(void *data, ssize_t bytes)
             u->length -= bytes;
         }
 
-        if (ngx_http_mcp_proxy_output(r, pctx, pos, pos + bytes) != NGX_OK) {
-            return NGX_ERROR;
+        rc = ngx_http_mcp_proxy_output(r, pctx, pos, pos + bytes);
+
+        if (rc != NGX_OK) {
+            return (rc == NGX_DONE) ? NGX_OK : NGX_ERROR;
         }
 
         if (u->length == 0) {
@@ -1269,10 +1375,10 @@ ngx_http_mcp_proxy_filter(void *data, ssize_t bytes)
         if (rc == NGX_OK) {
             size = ngx_min((off_t) (b->last - b->pos), pctx->chunked.size);
 
-            if (ngx_http_mcp_proxy_output(r, pctx, b->pos, b->pos + size)
-                != NGX_OK)
-            {
-                return NGX_ERROR;
+            rc = ngx_http_mcp_proxy_output(r, pctx, b->pos, b->pos + size);
+
+            if (rc != NGX_OK) {
+                return (rc == NGX_DONE) ? NGX_OK : NGX_ERROR;
             }
 
             b->pos += size;
@@ -1314,8 +1420,13 @@ ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     if (pctx->filter) {
         n = last - pos;
 
+        if (pctx->acc_len + n > pctx->ctx->conf->filter_buffer_size) {
+            return ngx_http_mcp_proxy_too_big(r, pctx);
+        }
+
         if (pctx->acc_len + n > pctx->acc_size) {
             size = ngx_max(2 * pctx->acc_size, pctx->acc_len + n);
+            size = ngx_min(size, pctx->ctx->conf->filter_buffer_size);
 
             p = ngx_pnalloc(r->pool, size);
             if (p == NULL) {
@@ -1337,6 +1448,74 @@ ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     }
 
     return ngx_http_mcp_proxy_append(r, pos, last);
+}
+
+
+/*
+ * A reply held for tool policy grew past mcp_pass_filter_buffer_size: the
+ * client gets a JSON-RPC error for its request instead (the headers are
+ * out, the held body is not), and the upstream connection is closed.
+ * Returns NGX_DONE: the reply is over.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    u_char               *body, *p, *last;
+    size_t                len;
+    cJSON                *id;
+    ngx_uint_t            i;
+    ngx_http_mcp_msg_t   *msg;
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "mcp: the upstream's reply is over "
+                  "\"mcp_pass_filter_buffer_size\" %uz",
+                  pctx->ctx->conf->filter_buffer_size);
+
+    /* the first request's id: a batch's other answers are lost with it */
+    id = NULL;
+    msg = pctx->ctx->msgs.elts;
+
+    for (i = 0; i < pctx->ctx->msgs.nelts && id == NULL; i++) {
+        if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST) {
+            id = msg[i].id;
+        }
+    }
+
+    body = ngx_http_mcp_error_print(r, id, NGX_HTTP_MCP_SERVER_ERROR,
+                                    "Bad gateway: the upstream MCP "
+                                    "server's reply is too large", &len);
+    if (body == NULL) {
+        return NGX_ERROR;
+    }
+
+    pctx->filter = 0;
+    pctx->acc_len = 0;
+    u->length = 0;
+    u->keepalive = 0;
+
+    if (pctx->sse) {
+        p = ngx_pnalloc(r->pool, sizeof("event: message\ndata: \n\n") + len);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        last = ngx_cpymem(p, "event: message\ndata: ",
+                          sizeof("event: message\ndata: ") - 1);
+        last = ngx_cpymem(last, body, len);
+        *last++ = '\n';
+        *last++ = '\n';
+
+        body = p;
+        len = last - p;
+    }
+
+    return ngx_http_mcp_proxy_append(r, body, body + len) == NGX_OK
+           ? NGX_DONE : NGX_ERROR;
 }
 
 

@@ -445,9 +445,11 @@ ngx_http_mcp_session_evict(ngx_http_mcp_zone_t *ctx, ngx_log_t *log)
 
         ngx_log_error(NGX_LOG_WARN, log, 0,
                       "mcp session zone \"%V\" is full, evicted the least "
-                      "recently used session %*s (idle %M ms)",
-                      &ctx->name, (size_t) NGX_HTTP_MCP_SESSION_ID_LEN,
-                      s->id, ngx_current_msec - s->last);
+                      "recently used session %s (idle %M ms)",
+                      &ctx->name,
+                      ngx_http_mcp_session_log_id(s->id,
+                                                  NGX_HTTP_MCP_SESSION_ID_LEN),
+                      ngx_current_msec - s->last);
 
         ngx_http_mcp_session_free(ctx, s);
 
@@ -1284,4 +1286,21 @@ ngx_http_mcp_session_target(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
     return (p != NULL) ? NGX_OK : NGX_DECLINED;
+}
+
+
+/*
+ * A session id is a credential: a log line names a session by a short
+ * hash of its id instead, the same in every worker, so that the lines of
+ * one session can be found.  The buffer is reused: one call per line.
+ */
+
+u_char *
+ngx_http_mcp_session_log_id(u_char *id, size_t len)
+{
+    static u_char  buf[sizeof("#ffffffff")];
+
+    ngx_sprintf(buf, "#%08xD%Z", ngx_crc32_long(id, len));
+
+    return buf;
 }

@@ -85,8 +85,9 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 
     if (sh == NULL) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "mcp: no room for a stream in session %V",
-                      &ctx->rctx.session_id);
+                      "mcp: no room for a stream in session %s",
+                      ngx_http_mcp_session_log_id(ctx->rctx.session_id.data,
+                                                  ctx->rctx.session_id.len));
         return NGX_ERROR;
     }
 
@@ -454,7 +455,8 @@ ngx_http_mcp_stream_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
             ngx_shmtx_unlock(&zctx->shpool->mutex);
             ngx_log_error(NGX_LOG_ERR, log, 0,
                           "mcp: no room in the zone for an event of "
-                          "session %V", sid);
+                          "session %s",
+                          ngx_http_mcp_session_log_id(sid->data, sid->len));
             return NGX_ERROR;
         }
 

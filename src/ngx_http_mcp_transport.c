@@ -537,7 +537,8 @@ ngx_http_mcp_delete(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "mcp session %V terminated", &h->value);
+                   "mcp session %s terminated",
+                   ngx_http_mcp_session_log_id(h->value.data, h->value.len));
 
     r->header_only = 1;
 
@@ -1039,19 +1040,9 @@ ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status, cJSON *id,
 {
     u_char              *body;
     size_t               len;
-    cJSON               *reply;
     ngx_http_mcp_ctx_t  *ctx;
 
-    reply = ngx_http_mcp_error_reply(r->connection->log, id, code, message,
-                                     NULL);
-    if (reply == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    body = ngx_http_mcp_jsonrpc_print(r->pool, reply, &len);
-
-    cJSON_Delete(reply);
-
+    body = ngx_http_mcp_error_print(r, id, code, message, &len);
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -1059,6 +1050,29 @@ ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status, cJSON *id,
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
 
     return ngx_http_mcp_send(r, status, ctx, body, len);
+}
+
+
+/* an error reply, logged and printed into the request's pool */
+
+u_char *
+ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
+    const char *message, size_t *len)
+{
+    u_char  *body;
+    cJSON   *reply;
+
+    reply = ngx_http_mcp_error_reply(r->connection->log, id, code, message,
+                                     NULL);
+    if (reply == NULL) {
+        return NULL;
+    }
+
+    body = ngx_http_mcp_jsonrpc_print(r->pool, reply, len);
+
+    cJSON_Delete(reply);
+
+    return body;
 }
 
 

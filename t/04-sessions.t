@@ -7,6 +7,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
+use Compress::Zlib ();
 use Time::HiRes ();
 use McpTest;
 use McpAssert;
@@ -172,7 +173,10 @@ NGX
     ok(defined $warn, "zone full after $n more sessions: a line mentions eviction");
     like($warn // '', qr/\[warn\]/, 'the eviction line is a [warn]');
     like($warn // '', qr/"tiny"/, 'the eviction line names the zone');
-    like($warn // '', qr/\Q$oldest\E/, 'the evicted session is the least recently used one');
+    my $tag = sprintf '#%08x', Compress::Zlib::crc32($oldest);
+    like($warn // '', qr/\Q$tag\E/,
+         'the evicted session is the least recently used one (named by a hash of its id)');
+    unlike($warn // '', qr/\Q$oldest\E/, 'the eviction line does not print the session id');
     ok($kept_ok, 'a recently used (but older) session was never evicted');
 
     my ($msg, $r) = $z->mcp_request($oldest, 'ping', undef, id => 'old');

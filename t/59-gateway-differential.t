@@ -25,12 +25,7 @@ my $t = McpTest->new(
 NGX
 );
 
-my $log = $t->prefix . '/logs/python.log';
-my $py = spawn(name => 'lastkey upstream', log => $t->prefix . '/logs/python.out',
-               cmd => ['/usr/bin/python3', "$FindBin::Bin/py/lastkey_upstream.py",
-                       $t->port(2), $log]);
-for (1 .. 100) { last if port_open($t->port(2)); select undef, undef, undef, 0.05 }
-ok(port_open($t->port(2)), 'the Python upstream listens');
+my ($py, $log) = start_python_upstream($t, 'lastkey_upstream', $t->port(2));
 $t->start;
 
 sub arrived {

@@ -23,7 +23,7 @@ use McpTest ();
 our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_settled
                  npm_dir node_bin node_available spawn stop_process
                  start_everything_node start_everything_nodes fake_upstream silent_listener
-                 run_node_script port_open try_initialize);
+                 run_node_script port_open try_initialize start_python_upstream);
 
 sub _now { Time::HiRes::time() }
 
@@ -252,6 +252,20 @@ sub run_node_script {
     rename $tmp, "$dir/$script" or croak "rename $tmp: $!";
     return McpTest::_run_capture([ node_bin(), "$dir/$script", @{ $args // [] } ],
                                  $o{timeout} // 60);
+}
+
+# A server of t/py/ (NAME.py) on $port, written by Debian's python3 on the
+# standard library, that appends what it receives to logs/NAME.log of the
+# instance; waits until it listens.  Returns (pid, the log's path).
+sub start_python_upstream {
+    my ($t, $name, $port) = @_;
+    my $log = $t->prefix . "/logs/$name.log";
+    my $pid = spawn(name => $name, log => $t->prefix . "/logs/$name.out",
+                    cmd => ['/usr/bin/python3', "$McpTest::REPO_ROOT/t/py/$name.py", $port, $log]);
+    my $deadline = _now() + 10;
+    Time::HiRes::sleep(0.05) until port_open($port) || _now() > $deadline;
+    croak "$name did not start listening on $port" unless port_open($port);
+    return ($pid, $log);
 }
 
 ###########################################################################

@@ -24,8 +24,14 @@ static ngx_int_t ngx_http_mcp_post(ngx_http_request_t *r,
 static ngx_int_t ngx_http_mcp_delete(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 static ngx_int_t ngx_http_mcp_check_headers(ngx_http_request_t *r);
-static ngx_uint_t ngx_http_mcp_accepts(ngx_str_t *accept, char *type,
-    char *range);
+static ngx_uint_t ngx_http_mcp_accepts(ngx_http_request_t *r,
+    const char *type);
+static ngx_table_elt_t *ngx_http_mcp_header_in_after(ngx_http_request_t *r,
+    ngx_table_elt_t *prev, const char *name, size_t len);
+static ngx_int_t ngx_http_mcp_accept_q(ngx_str_t *accept, ngx_str_t *type,
+    ngx_uint_t *specificity);
+static u_char *ngx_http_mcp_accept_param(u_char *p, u_char *end,
+    ngx_int_t *q);
 static ngx_http_mcp_ctx_t *ngx_http_mcp_create_ctx(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 static void ngx_http_mcp_cleanup(void *data);
@@ -119,7 +125,18 @@ ngx_http_mcp_check_origin(ngx_http_request_t *r,
 
     h = ngx_http_mcp_header_in(r, "Origin", sizeof("Origin") - 1);
 
-    if (h == NULL || mlcf->any_origin) {
+    if (h == NULL) {
+        return NGX_OK;
+    }
+
+    /* two Origins: which one a browser meant is anybody's guess */
+    if (ngx_http_mcp_header_in_after(r, h, "Origin", sizeof("Origin") - 1)
+        != NULL)
+    {
+        return NGX_DECLINED;
+    }
+
+    if (mlcf->any_origin) {
         return NGX_OK;
     }
 
@@ -422,12 +439,8 @@ ngx_http_mcp_check_headers(ngx_http_request_t *r)
     ngx_str_t         type;
     ngx_table_elt_t  *h;
 
-    h = ngx_http_mcp_header_in(r, "Accept", sizeof("Accept") - 1);
-
-    if (h == NULL
-        || !ngx_http_mcp_accepts(&h->value, "application/json",
-                                 "application/*")
-        || !ngx_http_mcp_accepts(&h->value, "text/event-stream", "text/*"))
+    if (!ngx_http_mcp_accepts(r, "application/json")
+        || !ngx_http_mcp_accepts(r, "text/event-stream"))
     {
         return NGX_HTTP_MCP_NOT_ACCEPTABLE;
     }
@@ -464,29 +477,228 @@ ngx_http_mcp_check_headers(ngx_http_request_t *r)
 ngx_uint_t
 ngx_http_mcp_accepts_sse(ngx_http_request_t *r)
 {
-    ngx_table_elt_t  *h;
-
-    h = ngx_http_mcp_header_in(r, "Accept", sizeof("Accept") - 1);
-
-    return h != NULL
-           && (ngx_strlcasestrn(h->value.data, h->value.data + h->value.len,
-                                (u_char *) "text/event-stream", 16) != NULL
-               || ngx_strlcasestrn(h->value.data,
-                                   h->value.data + h->value.len,
-                                   (u_char *) "*/*", 2) != NULL);
+    return ngx_http_mcp_accepts(r, "text/event-stream");
 }
 
 
+/*
+ * The request's Accept headers (RFC 9110 12.5.1) take type: the most
+ * specific media range that matches it (type/subtype, type/ *, * / *)
+ * decides, and q=0 means not acceptable.  No Accept header: not taken,
+ * as the transport requires one.
+ */
+
 static ngx_uint_t
-ngx_http_mcp_accepts(ngx_str_t *accept, char *type, char *range)
+ngx_http_mcp_accepts(ngx_http_request_t *r, const char *type)
 {
-    return ngx_strlcasestrn(accept->data, accept->data + accept->len,
-                            (u_char *) type, ngx_strlen(type) - 1) != NULL
-           || ngx_strlcasestrn(accept->data, accept->data + accept->len,
-                               (u_char *) range, ngx_strlen(range) - 1)
-              != NULL
-           || ngx_strlcasestrn(accept->data, accept->data + accept->len,
-                               (u_char *) "*/*", 2) != NULL;
+    ngx_int_t         q, best_q;
+    ngx_str_t         t;
+    ngx_uint_t        spec, best;
+    ngx_table_elt_t  *h;
+
+    t.data = (u_char *) type;
+    t.len = ngx_strlen(type);
+
+    best = 0;
+    best_q = 0;
+
+    for (h = ngx_http_mcp_header_in(r, "Accept", sizeof("Accept") - 1);
+         h != NULL;
+         h = ngx_http_mcp_header_in_after(r, h, "Accept", sizeof("Accept") - 1))
+    {
+        q = ngx_http_mcp_accept_q(&h->value, &t, &spec);
+
+        if (spec > best || (spec == best && q > best_q)) {
+            best = spec;
+            best_q = q;
+        }
+    }
+
+    return best && best_q > 0;
+}
+
+
+/*
+ * One Accept value against a type: returns the q (0 to 1000) of the most
+ * specific media range that matches, and sets *specificity (0: none
+ * matches, 1: * / *, 2: type/ *, 3: type/subtype).  A malformed element
+ * matches nothing.  Pure: no request, so it can be tested alone.
+ */
+
+static ngx_int_t
+ngx_http_mcp_accept_q(ngx_str_t *accept, ngx_str_t *type,
+    ngx_uint_t *specificity)
+{
+    u_char      *p, *end, *start, *tend, *slash, *sub;
+    size_t       major;
+    ngx_int_t    q, best_q;
+    ngx_uint_t   spec;
+
+    *specificity = 0;
+    best_q = 0;
+
+    sub = ngx_strlchr(type->data, type->data + type->len, '/');
+    major = sub - type->data;
+
+    p = accept->data;
+    end = p + accept->len;
+
+    while (p < end) {
+
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ',')) {
+            p++;
+        }
+
+        start = p;
+        slash = NULL;
+
+        while (p < end && *p != ';' && *p != ',' && *p != ' '
+               && *p != '\t')
+        {
+            if (*p == '/') {
+                slash = p;
+            }
+
+            p++;
+        }
+
+        tend = p;
+        q = 1000;
+
+        while (p < end && *p != ',') {
+            p = ngx_http_mcp_accept_param(p, end, &q);
+            if (p == NULL) {
+                /* a malformed element: skip to the next */
+                q = -1;
+                p = start;
+
+                while (p < end && *p != ',') {
+                    p++;
+                }
+            }
+        }
+
+        if (q < 0 || slash == NULL || slash == start || slash + 1 == tend) {
+            continue;
+        }
+
+        spec = 0;
+
+        if (slash - start == 1 && *start == '*') {
+            spec = (tend - slash == 2 && slash[1] == '*') ? 1 : 0;
+
+        } else if ((size_t) (slash - start) == major
+                   && ngx_strncasecmp(start, type->data, major) == 0)
+        {
+            if (tend - slash == 2 && slash[1] == '*') {
+                spec = 2;
+
+            } else if ((size_t) (tend - slash - 1) == type->len - major - 1
+                       && ngx_strncasecmp(slash + 1, sub + 1,
+                                          type->len - major - 1) == 0)
+            {
+                spec = 3;
+            }
+        }
+
+        if (spec > *specificity || (spec == *specificity && q > best_q)) {
+            *specificity = spec;
+            best_q = q;
+        }
+    }
+
+    return best_q;
+}
+
+
+/*
+ * One ";name=value" of a media range, with white space around it; sets
+ * *q from a "q" parameter.  Returns what follows, or NULL if malformed.
+ */
+
+static u_char *
+ngx_http_mcp_accept_param(u_char *p, u_char *end, ngx_int_t *q)
+{
+    u_char     *name;
+    size_t      len;
+    ngx_int_t   v, scale;
+
+    while (p < end && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    if (p == end || *p == ',') {
+        return p;
+    }
+
+    if (*p++ != ';') {
+        return NULL;
+    }
+
+    while (p < end && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    name = p;
+
+    while (p < end && *p != '=' && *p != ';' && *p != ',' && *p != ' ') {
+        p++;
+    }
+
+    len = p - name;
+
+    if (p == end || *p != '=' || len == 0) {
+        return NULL;
+    }
+
+    p++;
+
+    if (p < end && *p == '"') {
+        for (p++; p < end && *p != '"'; p++) {
+            if (*p == '\\') {
+                p++;
+            }
+        }
+
+        return (p < end) ? p + 1 : NULL;
+    }
+
+    if (len != 1 || (*name != 'q' && *name != 'Q')) {
+        while (p < end && *p != ';' && *p != ',' && *p != ' ' && *p != '\t')
+        {
+            p++;
+        }
+
+        return p;
+    }
+
+    /* qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ) */
+
+    if (p == end || (*p != '0' && *p != '1')) {
+        return NULL;
+    }
+
+    v = (*p++ - '0') * 1000;
+
+    if (p < end && *p == '.') {
+        p++;
+
+        for (scale = 100; p < end && *p >= '0' && *p <= '9' && scale;
+             scale /= 10)
+        {
+            v += (*p++ - '0') * scale;
+        }
+    }
+
+    if (v > 1000 || (p < end && *p != ';' && *p != ',' && *p != ' '
+                     && *p != '\t'))
+    {
+        return NULL;
+    }
+
+    *q = v;
+
+    return p;
 }
 
 
@@ -1114,6 +1326,16 @@ ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
 ngx_table_elt_t *
 ngx_http_mcp_header_in(ngx_http_request_t *r, const char *name, size_t len)
 {
+    return ngx_http_mcp_header_in_after(r, NULL, name, len);
+}
+
+
+/* the next header of that name after prev (NULL: the first) */
+
+static ngx_table_elt_t *
+ngx_http_mcp_header_in_after(ngx_http_request_t *r, ngx_table_elt_t *prev,
+    const char *name, size_t len)
+{
     ngx_uint_t        i;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
@@ -1131,6 +1353,14 @@ ngx_http_mcp_header_in(ngx_http_request_t *r, const char *name, size_t len)
             part = part->next;
             h = part->elts;
             i = 0;
+        }
+
+        if (prev != NULL) {
+            if (&h[i] == prev) {
+                prev = NULL;
+            }
+
+            continue;
         }
 
         if (h[i].key.len == len

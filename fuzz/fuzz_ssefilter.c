@@ -22,6 +22,7 @@
 
 
 static void ngx_fuzz_check_json(ngx_str_t *out);
+static ngx_uint_t ngx_fuzz_allowed(void *data, ngx_str_t *name);
 
 
 static ngx_str_t  ngx_fuzz_denied[] = {
@@ -34,12 +35,13 @@ static ngx_str_t  ngx_fuzz_denied[] = {
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const uint8_t            *p;
-    ngx_int_t                 rc;
-    ngx_str_t                 in, out, *name;
-    ngx_pool_t               *pool;
-    ngx_http_mcp_pattern_t   *pat;
-    ngx_http_mcp_loc_conf_t   mlcf;
+    const uint8_t               *p;
+    ngx_int_t                    rc;
+    ngx_str_t                    in, out, *name;
+    ngx_pool_t                  *pool;
+    ngx_http_mcp_pattern_t      *pat;
+    ngx_http_mcp_loc_conf_t      mlcf;
+    ngx_http_mcp_tool_filter_t   tf;
 
     pool = ngx_shim_pool_create();
     if (pool == NULL) {
@@ -73,7 +75,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     ngx_memcpy(in.data, data, size);
 
-    rc = ngx_http_mcp_policy_filter_reply(pool, &mlcf, &in, &out);
+    tf.allowed = ngx_fuzz_allowed;
+    tf.data = &mlcf;
+
+    rc = ngx_http_mcp_policy_filter_reply(pool, &tf, &in, &out);
 
     if (rc != NGX_OK) {
         goto done;
@@ -101,6 +106,13 @@ done:
     ngx_shim_pool_destroy(pool);
 
     return 0;
+}
+
+
+static ngx_uint_t
+ngx_fuzz_allowed(void *data, ngx_str_t *name)
+{
+    return ngx_http_mcp_tool_allowed(data, name);
 }
 
 

@@ -1474,6 +1474,17 @@ ngx_http_mcp_auth_get(ngx_http_request_t *r)
 }
 
 
+ngx_uint_t
+ngx_http_mcp_auth_tool_scoped(ngx_http_mcp_auth_t *auth)
+{
+    ngx_http_mcp_auth_loc_conf_t  *alcf;
+
+    alcf = auth->conf;
+
+    return alcf->tool_scopes != NULL;
+}
+
+
 ngx_int_t
 ngx_http_mcp_auth_permits(ngx_http_mcp_auth_t *auth, const char *capability,
     ngx_str_t *tool, ngx_str_t *missing_scope)

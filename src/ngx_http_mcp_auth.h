@@ -44,6 +44,9 @@ ngx_http_mcp_auth_t *ngx_http_mcp_auth_get(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_auth_permits(ngx_http_mcp_auth_t *auth,
     const char *capability, ngx_str_t *tool, ngx_str_t *missing_scope);
 
+/* whether some tools need scopes of their own (mcp_auth_tool_scope) */
+ngx_uint_t ngx_http_mcp_auth_tool_scoped(ngx_http_mcp_auth_t *auth);
+
 /* sends 403 insufficient_scope; returns the rc for finalize */
 ngx_int_t ngx_http_mcp_auth_forbidden(ngx_http_request_t *r,
     ngx_str_t *scope);
@@ -58,10 +61,6 @@ ngx_int_t ngx_http_mcp_auth_challenge(ngx_http_request_t *r,
  */
 ngx_int_t ngx_http_mcp_auth_check_input(ngx_http_request_t *r,
     ngx_pool_t *pool, cJSON *arguments, u_char **error);
-
-/* notes a single request's method and tool for $mcp_method, $mcp_tool */
-
-/* NGX_OK when the bytes are well-formed UTF-8 */
 
 /*
  * JSON Schema 2020-12 validation: NGX_OK valid, NGX_DECLINED invalid

@@ -287,6 +287,16 @@ extern ngx_http_mcp_worker_t  ngx_http_mcp_worker;
     ((ngx_http_mcp_loc_conf_t *) (call)->conf)
 
 
+/* which tools a tools/list reply may show: the policy's and the caller's */
+typedef ngx_uint_t (*ngx_http_mcp_tool_allowed_pt)(void *data,
+    ngx_str_t *name);
+
+typedef struct {
+    ngx_http_mcp_tool_allowed_pt   allowed;
+    void                          *data;
+} ngx_http_mcp_tool_filter_t;
+
+
 /* proxy (mcp_pass) and tool policy */
 char *ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 void ngx_http_mcp_proxy_create_conf(ngx_http_mcp_loc_conf_t *conf);
@@ -302,7 +312,7 @@ ngx_uint_t ngx_http_mcp_policy_on(ngx_http_mcp_loc_conf_t *mlcf);
 ngx_uint_t ngx_http_mcp_tool_allowed(ngx_http_mcp_loc_conf_t *mlcf,
     ngx_str_t *name);
 ngx_int_t ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
-    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out);
+    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out);
 
 
 /* variables, filter */

@@ -20,14 +20,14 @@ typedef struct {
 static ngx_uint_t ngx_http_mcp_policy_match(ngx_array_t *patterns,
     ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_policy_filter_message(cJSON *message,
-    ngx_http_mcp_loc_conf_t *mlcf, ngx_uint_t *changed);
+    ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed);
 static void ngx_http_mcp_policy_filter_json(cJSON *json,
-    ngx_http_mcp_loc_conf_t *mlcf, ngx_uint_t *changed);
+    ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed);
 static ngx_int_t ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
-    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out);
+    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out);
 static u_char *ngx_http_mcp_policy_event_end(u_char *p, u_char *end);
 static ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
-    ngx_http_mcp_loc_conf_t *mlcf, u_char *start, u_char *end,
+    ngx_http_mcp_tool_filter_t *tf, u_char *start, u_char *end,
     ngx_str_t *out, size_t *size);
 static u_char *ngx_http_mcp_policy_room(ngx_pool_t *pool, ngx_str_t *out,
     size_t *size, size_t n);
@@ -152,7 +152,7 @@ ngx_http_mcp_policy_match(ngx_array_t *patterns, ngx_str_t *name)
 
 ngx_int_t
 ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
-    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out)
+    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out)
 {
     cJSON       *json;
     u_char      *p;
@@ -170,7 +170,7 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
     }
 
     if (p < in->data + in->len && *p != '{' && *p != '[') {
-        return ngx_http_mcp_policy_filter_sse(pool, mlcf, in, out);
+        return ngx_http_mcp_policy_filter_sse(pool, tf, in, out);
     }
 
     json = cJSON_ParseWithLength((const char *) in->data, in->len);
@@ -180,7 +180,7 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
 
     changed = 0;
     rc = NGX_OK;
-    ngx_http_mcp_policy_filter_json(json, mlcf, &changed);
+    ngx_http_mcp_policy_filter_json(json, tf, &changed);
 
     if (changed) {
         out->data = ngx_http_mcp_jsonrpc_print(pool, json, &out->len);
@@ -196,18 +196,18 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
 /* a message, or each message of a batch */
 
 static void
-ngx_http_mcp_policy_filter_json(cJSON *json, ngx_http_mcp_loc_conf_t *mlcf,
+ngx_http_mcp_policy_filter_json(cJSON *json, ngx_http_mcp_tool_filter_t *tf,
     ngx_uint_t *changed)
 {
     cJSON  *item;
 
     if (!cJSON_IsArray(json)) {
-        (void) ngx_http_mcp_policy_filter_message(json, mlcf, changed);
+        (void) ngx_http_mcp_policy_filter_message(json, tf, changed);
         return;
     }
 
     cJSON_ArrayForEach(item, json) {
-        (void) ngx_http_mcp_policy_filter_message(item, mlcf, changed);
+        (void) ngx_http_mcp_policy_filter_message(item, tf, changed);
     }
 }
 
@@ -216,7 +216,7 @@ ngx_http_mcp_policy_filter_json(cJSON *json, ngx_http_mcp_loc_conf_t *mlcf,
 
 static ngx_int_t
 ngx_http_mcp_policy_filter_message(cJSON *message,
-    ngx_http_mcp_loc_conf_t *mlcf, ngx_uint_t *changed)
+    ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed)
 {
     cJSON      *tools, *tool, *next, *name;
     ngx_str_t   s;
@@ -240,7 +240,7 @@ ngx_http_mcp_policy_filter_message(cJSON *message,
         s.data = (u_char *) name->valuestring;
         s.len = ngx_strlen(s.data);
 
-        if (!ngx_http_mcp_tool_allowed(mlcf, &s)) {
+        if (!tf->allowed(tf->data, &s)) {
             cJSON_Delete(cJSON_DetachItemViaPointer(tools, tool));
             *changed = 1;
         }
@@ -258,7 +258,7 @@ ngx_http_mcp_policy_filter_message(cJSON *message,
 
 static ngx_int_t
 ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
-    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *in, ngx_str_t *out)
+    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out)
 {
     u_char  *p, *end, *start;
     size_t   size;
@@ -283,7 +283,7 @@ ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
         start = p;
         p = ngx_http_mcp_policy_event_end(p, end);
 
-        if (ngx_http_mcp_policy_filter_event(pool, mlcf, start, p, out,
+        if (ngx_http_mcp_policy_filter_event(pool, tf, start, p, out,
                                              &size)
             != NGX_OK)
         {
@@ -322,7 +322,7 @@ ngx_http_mcp_policy_event_end(u_char *p, u_char *end)
 
 static ngx_int_t
 ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
-    ngx_http_mcp_loc_conf_t *mlcf, u_char *start, u_char *end,
+    ngx_http_mcp_tool_filter_t *tf, u_char *start, u_char *end,
     ngx_str_t *out, size_t *size)
 {
     cJSON       *json;
@@ -373,7 +373,7 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     changed = 0;
 
     if (json != NULL) {
-        ngx_http_mcp_policy_filter_json(json, mlcf, &changed);
+        ngx_http_mcp_policy_filter_json(json, tf, &changed);
     }
 
     if (!changed) {

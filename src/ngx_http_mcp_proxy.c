@@ -76,7 +76,11 @@ static ngx_int_t ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
 static ngx_int_t ngx_http_mcp_proxy_refuse(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_proxy_refuse_batch(ngx_http_mcp_ctx_t *ctx,
-    ngx_uint_t denied);
+    ngx_uint_t denied, ngx_int_t code, const char *why);
+static ngx_int_t ngx_http_mcp_proxy_authorize(ngx_http_mcp_ctx_t *ctx,
+    ngx_uint_t i, ngx_int_t *rc);
+static ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data,
+    ngx_str_t *name);
 static ngx_table_elt_t *ngx_http_mcp_proxy_header(ngx_http_request_t *r,
     const char *name);
 
@@ -435,7 +439,9 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
         if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST
             && msg[i].method.len == sizeof("tools/list") - 1
             && ngx_strcmp(msg[i].method.data, "tools/list") == 0
-            && ngx_http_mcp_policy_on(ctx->conf))
+            && (ngx_http_mcp_policy_on(ctx->conf)
+                || (ctx->rctx.auth != NULL
+                    && ngx_http_mcp_auth_tool_scoped(ctx->rctx.auth))))
         {
             pctx->filter = 1;
         }
@@ -478,9 +484,15 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
             return NGX_DECLINED;
         }
 
-        if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST
-            || ngx_strcmp(msg[i].method.data, "tools/call") != 0)
-        {
+        if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST) {
+            continue;
+        }
+
+        if (ngx_http_mcp_proxy_authorize(ctx, i, rc) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+        if (ngx_strcmp(msg[i].method.data, "tools/call") != 0) {
             continue;
         }
 
@@ -501,7 +513,9 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
                       "mcp: tool \"%V\" denied by policy", &tool);
 
         if (ctx->batch) {
-            *rc = ngx_http_mcp_proxy_refuse_batch(ctx, i);
+            *rc = ngx_http_mcp_proxy_refuse_batch(ctx, i,
+                                                  NGX_HTTP_MCP_INVALID_PARAMS,
+                                                  "Tool not allowed");
             return NGX_DECLINED;
         }
 
@@ -517,12 +531,102 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
 
 
 /*
+ * The caller's scopes, role and per-tool scopes, as on a built-in
+ * endpoint, for message i: NGX_OK, or NGX_DECLINED with *rc the reply
+ * (403 insufficient_scope with its challenge; in a batch, every request
+ * an error).  Nothing the caller may not do reaches the upstream.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_authorize(ngx_http_mcp_ctx_t *ctx, ngx_uint_t i,
+    ngx_int_t *rc)
+{
+    u_char              *text;
+    cJSON               *name;
+    ngx_str_t            scope, tool, *m;
+    const char          *capability;
+    ngx_http_mcp_msg_t  *msg;
+
+    if (ctx->rctx.auth == NULL) {
+        return NGX_OK;
+    }
+
+    msg = ctx->msgs.elts;
+    m = &msg[i].method;
+
+#define ngx_http_mcp_prefix(s)                                                \
+    (m->len > sizeof(s) - 1 && ngx_strncmp(m->data, s, sizeof(s) - 1) == 0)
+
+    if (ngx_http_mcp_prefix("tools/")) {
+        capability = "tools";
+
+    } else if (ngx_http_mcp_prefix("resources/")) {
+        capability = "resources";
+
+    } else if (ngx_http_mcp_prefix("prompts/")) {
+        capability = "prompts";
+
+    } else {
+        /* ping, logging, completion: a valid token is enough */
+        return NGX_OK;
+    }
+
+#undef ngx_http_mcp_prefix
+
+    ngx_str_null(&tool);
+
+    if (ngx_strcmp(m->data, "tools/call") == 0) {
+        name = cJSON_GetObjectItemCaseSensitive(msg[i].params, "name");
+
+        if (cJSON_IsString(name)) {
+            tool.data = (u_char *) name->valuestring;
+            tool.len = ngx_strlen(tool.data);
+        }
+    }
+
+    if (ngx_http_mcp_auth_permits(ctx->rctx.auth, capability,
+                                  tool.len ? &tool : NULL, &scope)
+        == NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    text = ngx_pnalloc(ctx->request->pool, 128 + scope.len);
+    if (text == NULL) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_DECLINED;
+    }
+
+    (void) ngx_sprintf(text, "Forbidden: insufficient scope, \"%V\" is "
+                       "required%Z", &scope);
+
+    if (ctx->batch) {
+        *rc = ngx_http_mcp_proxy_refuse_batch(ctx, i,
+                                              NGX_HTTP_MCP_INVALID_REQUEST,
+                                              (const char *) text);
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_mcp_auth_challenge(ctx->request, &scope) != NGX_OK) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_DECLINED;
+    }
+
+    *rc = ngx_http_mcp_send_error(ctx->request, NGX_HTTP_FORBIDDEN,
+                                  msg[i].id, NGX_HTTP_MCP_INVALID_REQUEST,
+                                  (const char *) text);
+    return NGX_DECLINED;
+}
+
+
+/*
  * A batch is relayed whole or not at all: with a denied call in it, each
  * of its requests gets an error, in an array as any batch's reply.
  */
 
 static ngx_int_t
-ngx_http_mcp_proxy_refuse_batch(ngx_http_mcp_ctx_t *ctx, ngx_uint_t denied)
+ngx_http_mcp_proxy_refuse_batch(ngx_http_mcp_ctx_t *ctx, ngx_uint_t denied,
+    ngx_int_t code, const char *why)
 {
     ngx_uint_t           i;
     ngx_http_mcp_msg_t  *msg;
@@ -537,11 +641,11 @@ ngx_http_mcp_proxy_refuse_batch(ngx_http_mcp_ctx_t *ctx, ngx_uint_t denied)
 
         msg[i].reply = ngx_http_mcp_error_reply(
                            ctx->request->connection->log, msg[i].id,
-                           (i == denied) ? NGX_HTTP_MCP_INVALID_PARAMS
+                           (i == denied) ? code
                                          : NGX_HTTP_MCP_INVALID_REQUEST,
-                           (i == denied) ? "Tool not allowed"
+                           (i == denied) ? why
                                          : "Not relayed: the batch holds a "
-                                           "denied tool call",
+                                           "refused request",
                            &msg[i].method);
 
         if (msg[i].reply == NULL) {
@@ -1550,13 +1654,31 @@ ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos, u_char *last)
 }
 
 
+/* a tool the policy allows and the caller may call */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name)
+{
+    ngx_http_mcp_ctx_t *ctx = data;
+
+    ngx_str_t  scope;
+
+    return ngx_http_mcp_tool_allowed(ctx->conf, name)
+           && (ctx->rctx.auth == NULL
+               || ngx_http_mcp_auth_permits(ctx->rctx.auth, "tools", name,
+                                            &scope)
+                  == NGX_OK);
+}
+
+
 /* the held reply, its denied tools taken out, goes out whole */
 
 static ngx_int_t
 ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx)
 {
-    ngx_str_t  in, out;
+    ngx_str_t                    in, out;
+    ngx_http_mcp_tool_filter_t   tf;
 
     if (!pctx->filter || pctx->acc_len == 0) {
         return NGX_OK;
@@ -1565,7 +1687,10 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     in.data = pctx->acc;
     in.len = pctx->acc_len;
 
-    if (ngx_http_mcp_policy_filter_reply(r->pool, pctx->ctx->conf, &in, &out)
+    tf.allowed = ngx_http_mcp_proxy_tool_visible;
+    tf.data = pctx->ctx;
+
+    if (ngx_http_mcp_policy_filter_reply(r->pool, &tf, &in, &out)
         != NGX_OK)
     {
         return NGX_ERROR;

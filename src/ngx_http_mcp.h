@@ -49,6 +49,7 @@
 #define NGX_HTTP_MCP_INTERNAL_ERROR        -32603
 #define NGX_HTTP_MCP_RESOURCE_NOT_FOUND    -32002
 #define NGX_HTTP_MCP_SERVER_ERROR          -32000
+#define NGX_HTTP_MCP_SESSION_NOT_FOUND     -32001
 
 /* protocol revisions, oldest first; 0 means "none negotiated" */
 #define NGX_HTTP_MCP_V20250326             1

@@ -156,6 +156,7 @@ static ngx_int_t
 ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
 {
     cJSON                        *version, *caps, *info, *result;
+    ngx_str_t                     retry = ngx_string("1");
     ngx_http_mcp_ctx_t           *ctx;
     ngx_http_mcp_session_init_t   init;
 
@@ -173,7 +174,26 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
 
     (void) ngx_http_mcp_session_init_params(call->params, &init);
 
-    if (ngx_http_mcp_session_new(ctx, &init, call->log) != NGX_OK) {
+    switch (ngx_http_mcp_session_new(ctx, &init, call->log)) {
+
+    case NGX_OK:
+        break;
+
+    case NGX_DECLINED:
+        /* nothing could be freed: 503, and the client may try again */
+        if (ngx_http_mcp_header_out(ctx->request, "Retry-After", &retry)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        ctx->status = NGX_HTTP_SERVICE_UNAVAILABLE;
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_SERVER_ERROR,
+                                "Service unavailable: no room for a new "
+                                "session");
+        return NGX_OK;
+
+    default:
         return NGX_ERROR;
     }
 
@@ -267,18 +287,25 @@ ngx_http_mcp_session_new(ngx_http_mcp_ctx_t *ctx,
         return NGX_ERROR;
     }
 
+    if (ngx_http_mcp_session_client_key(ctx->conf->zone, ctx->request,
+                                        &init->client_key)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     rc = ngx_http_mcp_session_create(ctx->conf->zone, log, init,
                                      ctx->new_session.data);
 
     if (rc == NGX_DECLINED) {
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "mcp: no room for a new session: every session in "
-                      "the zone has open streams");
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "mcp: no room for a new session: the zone's sessions, "
+                      "or this client's, are all busy");
     }
 
     if (rc != NGX_OK) {
         ctx->new_session.data = NULL;
-        return NGX_ERROR;
+        return rc;
     }
 
     ctx->new_session.len = NGX_HTTP_MCP_SESSION_ID_LEN;
@@ -684,8 +711,34 @@ ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call)
     rc = ngx_http_mcp_session_subscribe(ngx_http_mcp_call_conf(call)->zone,
                                         &call->rctx->session_id, &call->uri,
                                         subscribe);
-    if (rc != NGX_OK) {
-        return NGX_ERROR;
+    switch (rc) {
+
+    case NGX_OK:
+        break;
+
+    case NGX_ABORT:
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Invalid params: the URI is too long to "
+                                "subscribe to");
+        return NGX_OK;
+
+    case NGX_BUSY:
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Invalid params: the session holds as many "
+                                "subscriptions as it may");
+        return NGX_OK;
+
+    case NGX_DECLINED:
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_SESSION_NOT_FOUND,
+                                "Session not found");
+        return NGX_OK;
+
+    default:
+        /* an [error] line: the zone is too small for its sessions */
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error: no room in the session "
+                                "zone for the subscription");
+        return NGX_OK;
     }
 
     ngx_http_mcp_call_result(call, cJSON_CreateObject());

@@ -129,6 +129,14 @@ typedef struct {
 } ngx_http_mcp_target_sh_t;
 
 
+/* a client's sessions, for "mcp_session_zone ... per_client=" */
+typedef struct {
+    ngx_rbtree_node_t          node;        /* key: the digest's start */
+    ngx_uint_t                 sessions;
+    u_char                     digest[32];  /* SHA-256 of the key */
+} ngx_http_mcp_client_t;
+
+
 /* a session as the shm zone keeps it */
 typedef struct ngx_http_mcp_subscription_s  ngx_http_mcp_subscription_t;
 
@@ -152,6 +160,8 @@ typedef struct {
     ngx_queue_t                queue;
     ngx_msec_t                 last;
     ngx_http_mcp_subscription_t  *subscriptions;
+    ngx_uint_t                 nsubscriptions;
+    ngx_http_mcp_client_t     *client;      /* per_client=, or NULL */
     ngx_http_mcp_target_sh_t  *target;      /* mcp_pass sessions */
     ngx_queue_t                events;      /* ngx_http_mcp_event_t */
     size_t                     events_size;
@@ -173,6 +183,8 @@ typedef struct {
     ngx_uint_t                 count;
     uint32_t                   lists[3];    /* what the lists were */
     ngx_uint_t                 lists_known;
+    ngx_rbtree_t               clients;     /* ngx_http_mcp_client_t */
+    ngx_rbtree_node_t          clients_sentinel;
 } ngx_http_mcp_shctx_t;
 
 
@@ -181,6 +193,10 @@ typedef struct {
     ngx_slab_pool_t           *shpool;
     ngx_msec_t                 timeout;
     size_t                     log_size;    /* a session's event log */
+    ngx_uint_t                 max_subscriptions;  /* a session's */
+    size_t                     max_uri;     /* a subscription's URI */
+    ngx_http_complex_value_t  *per_client;  /* whose sessions, or NULL */
+    ngx_uint_t                 per_client_max;
     ngx_str_t                  name;
 } ngx_http_mcp_zone_t;
 
@@ -191,6 +207,7 @@ typedef struct {
     ngx_str_t                  client_name;
     u_char                    *binding;     /* issuer + subject hash, or
                                                NULL */
+    ngx_str_t                  client_key;  /* per_client's value */
     unsigned                   sampling:1;
     unsigned                   elicitation:1;
     unsigned                   roots:1;
@@ -393,6 +410,8 @@ ngx_int_t ngx_http_mcp_bind(ngx_conf_t *cf, ngx_shm_zone_t *zone,
     ngx_http_mcp_set_t *set);
 uint32_t ngx_http_mcp_set_hash(ngx_http_mcp_set_t *set, ngx_uint_t list);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);
+ngx_int_t ngx_http_mcp_session_client_key(ngx_shm_zone_t *zone,
+    ngx_http_request_t *r, ngx_str_t *key);
 
 /* transport */
 ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);

@@ -376,6 +376,7 @@ ngx_int_t
 ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
 {
     ngx_int_t                  rc;
+    ngx_str_t                  retry = ngx_string("1");
     ngx_uint_t                 i;
     ngx_table_elt_t           *h;
     ngx_http_request_t        *r;
@@ -402,7 +403,22 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
         && ngx_strcmp(msg[0].method.data, "initialize") == 0)
     {
         /* the client-facing id exists before the upstream is chosen */
-        if (ngx_http_mcp_session_mint(ctx, &msg[0]) != NGX_OK) {
+        rc = ngx_http_mcp_session_mint(ctx, &msg[0]);
+
+        if (rc == NGX_DECLINED) {
+            /* the zone is full of busy sessions: 503 and Retry-After */
+            if (ngx_http_mcp_header_out(r, "Retry-After", &retry) != NGX_OK) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            return ngx_http_mcp_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                           msg[0].id,
+                                           NGX_HTTP_MCP_SERVER_ERROR,
+                                           "Service unavailable: no room "
+                                           "for a new session");
+        }
+
+        if (rc != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 

@@ -11,12 +11,15 @@
 #include "ngx_http_mcp_internal.h"
 
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 
 
 #define NGX_HTTP_MCP_DEFAULT_ZONE       "mcp_sessions"
 #define NGX_HTTP_MCP_DEFAULT_ZONE_SIZE  (10 * 1024 * 1024)
 #define NGX_HTTP_MCP_DEFAULT_TIMEOUT    (60 * 60 * 1000)
 #define NGX_HTTP_MCP_DEFAULT_LOG_SIZE   (256 * 1024)
+#define NGX_HTTP_MCP_DEFAULT_SUBS       64
+#define NGX_HTTP_MCP_DEFAULT_URI        NGX_HTTP_MCP_SUBSCRIPTION_URI_LEN
 
 
 static ngx_int_t ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone,
@@ -29,10 +32,17 @@ static void ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s);
 static void ngx_http_mcp_session_expire(ngx_http_mcp_zone_t *ctx,
     ngx_uint_t n);
+static char *ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
+    ngx_http_mcp_zone_t *ctx, ngx_str_t *value);
+static ngx_http_mcp_client_t *ngx_http_mcp_session_client(
+    ngx_http_mcp_zone_t *ctx, ngx_str_t *key, ngx_log_t *log);
+static ngx_int_t ngx_http_mcp_session_quota(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_client_t *client, ngx_log_t *log);
+static ngx_uint_t ngx_http_mcp_session_idle(ngx_http_mcp_session_node_t *s);
 static ngx_int_t ngx_http_mcp_session_evict(ngx_http_mcp_zone_t *ctx,
-    ngx_log_t *log);
+    ngx_http_mcp_session_node_t *keep, ngx_log_t *log);
 static void *ngx_http_mcp_session_alloc(ngx_http_mcp_zone_t *ctx,
-    size_t size, ngx_log_t *log);
+    size_t size, ngx_http_mcp_session_node_t *keep, ngx_log_t *log);
 static ngx_int_t ngx_http_mcp_session_get(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use);
 
@@ -43,7 +53,7 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_mcp_main_conf_t *mmcf = conf;
 
     u_char               *p;
-    ssize_t               size, log_size;
+    ssize_t               size, log_size, n;
     ngx_str_t            *value, name, s;
     ngx_msec_t            timeout;
     ngx_uint_t            i;
@@ -56,6 +66,14 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_str_null(&name);
     timeout = NGX_HTTP_MCP_DEFAULT_TIMEOUT;
     log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
+
+    ctx = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_zone_t));
+    if (ctx == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ctx->max_subscriptions = NGX_HTTP_MCP_DEFAULT_SUBS;
+    ctx->max_uri = NGX_HTTP_MCP_DEFAULT_URI;
 
     for (i = 1; i < cf->args->nelts; i++) {
 
@@ -125,6 +143,49 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "subscriptions=", 14) == 0) {
+
+            n = ngx_atoi(value[i].data + 14, value[i].len - 14);
+
+            if (n == NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid number of subscriptions \"%V\"",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            ctx->max_subscriptions = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "subscription_uri=", 17) == 0) {
+
+            s.data = value[i].data + 17;
+            s.len = value[i].len - 17;
+
+            n = ngx_parse_size(&s);
+
+            if (n == NGX_ERROR || n == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid URI length \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            ctx->max_uri = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "per_client=", 11) == 0) {
+
+            if (ngx_http_mcp_session_zone_per_client(cf, ctx, &value[i])
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid parameter \"%V\"", &value[i]);
         return NGX_CONF_ERROR;
@@ -134,11 +195,6 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"%V\" must have \"zone\" parameter",
                            &cmd->name);
-        return NGX_CONF_ERROR;
-    }
-
-    ctx = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_zone_t));
-    if (ctx == NULL) {
         return NGX_CONF_ERROR;
     }
 
@@ -168,6 +224,88 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     *zp = shm_zone;
 
     return NGX_CONF_OK;
+}
+
+
+/* per_client=$variable:N: at most N sessions for one value of it */
+
+static char *
+ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
+    ngx_http_mcp_zone_t *ctx, ngx_str_t *value)
+{
+    u_char                            *colon;
+    ngx_int_t                          n;
+    ngx_str_t                          var;
+    ngx_http_compile_complex_value_t   ccv;
+
+    var.data = value->data + 11;
+    var.len = value->len - 11;
+
+    colon = NULL;
+
+    for (n = var.len - 1; n >= 0; n--) {
+        if (var.data[n] == ':') {
+            colon = &var.data[n];
+            break;
+        }
+    }
+
+    if (colon == NULL || var.len == 0 || var.data[0] != '$') {
+        goto invalid;
+    }
+
+    n = ngx_atoi(colon + 1, var.data + var.len - colon - 1);
+    var.len = colon - var.data;
+
+    if (n == NGX_ERROR || n == 0 || var.len < 2) {
+        goto invalid;
+    }
+
+    ctx->per_client_max = n;
+
+    ctx->per_client = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
+    if (ctx->per_client == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+    ccv.cf = cf;
+    ccv.value = &var;
+    ccv.complex_value = ctx->per_client;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid \"per_client\" parameter \"%V\", "
+                       "expected per_client=$variable:number", value);
+    return NGX_CONF_ERROR;
+}
+
+
+/* the value that tells one client's sessions from another's, or empty */
+
+ngx_int_t
+ngx_http_mcp_session_client_key(ngx_shm_zone_t *zone, ngx_http_request_t *r,
+    ngx_str_t *key)
+{
+    ngx_http_mcp_zone_t  *ctx;
+
+    ctx = zone->data;
+
+    ngx_str_null(key);
+
+    if (ctx->per_client == NULL) {
+        return NGX_OK;
+    }
+
+    return ngx_http_complex_value(r, ctx->per_client, key);
 }
 
 
@@ -202,6 +340,8 @@ ngx_http_mcp_session_default_zone(ngx_conf_t *cf)
 
         ctx->timeout = NGX_HTTP_MCP_DEFAULT_TIMEOUT;
         ctx->log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
+        ctx->max_subscriptions = NGX_HTTP_MCP_DEFAULT_SUBS;
+        ctx->max_uri = NGX_HTTP_MCP_DEFAULT_URI;
         ctx->name = name;
 
         shm_zone->init = ngx_http_mcp_session_init_zone;
@@ -249,6 +389,9 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                     ngx_http_mcp_session_rbtree_insert);
 
     ngx_queue_init(&ctx->sh->queue);
+
+    ngx_rbtree_init(&ctx->sh->clients, &ctx->sh->clients_sentinel,
+                    ngx_rbtree_insert_value);
 
     len = sizeof(" in MCP session zone \"\"") + shm_zone->shm.name.len;
 
@@ -386,6 +529,11 @@ ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
                            queue));
     }
 
+    if (s->client && --s->client->sessions == 0) {
+        ngx_rbtree_delete(&ctx->sh->clients, &s->client->node);
+        ngx_slab_free_locked(ctx->shpool, s->client);
+    }
+
     ngx_queue_remove(&s->queue);
 
     node = (ngx_rbtree_node_t *)
@@ -425,10 +573,23 @@ ngx_http_mcp_session_expire(ngx_http_mcp_zone_t *ctx, ngx_uint_t n)
 }
 
 
-/* frees the least recently used session without open streams */
+/* no open stream and no server request waiting: nobody loses a reply */
+
+static ngx_uint_t
+ngx_http_mcp_session_idle(ngx_http_mcp_session_node_t *s)
+{
+    return s->streams == 0 && ngx_queue_empty(&s->waits);
+}
+
+
+/*
+ * Frees the least recently used idle session, never keep (the session
+ * the caller is working on).
+ */
 
 static ngx_int_t
-ngx_http_mcp_session_evict(ngx_http_mcp_zone_t *ctx, ngx_log_t *log)
+ngx_http_mcp_session_evict(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *keep, ngx_log_t *log)
 {
     ngx_queue_t                  *q;
     ngx_http_mcp_session_node_t  *s;
@@ -439,7 +600,7 @@ ngx_http_mcp_session_evict(ngx_http_mcp_zone_t *ctx, ngx_log_t *log)
     {
         s = ngx_queue_data(q, ngx_http_mcp_session_node_t, queue);
 
-        if (s->streams) {
+        if (s == keep || !ngx_http_mcp_session_idle(s)) {
             continue;
         }
 
@@ -460,9 +621,14 @@ ngx_http_mcp_session_evict(ngx_http_mcp_zone_t *ctx, ngx_log_t *log)
 }
 
 
+/*
+ * Every allocation in the zone: when it is full, the least recently used
+ * idle session goes (never keep) and the allocation is tried again.
+ */
+
 static void *
 ngx_http_mcp_session_alloc(ngx_http_mcp_zone_t *ctx, size_t size,
-    ngx_log_t *log)
+    ngx_http_mcp_session_node_t *keep, ngx_log_t *log)
 {
     void  *p;
 
@@ -473,10 +639,104 @@ ngx_http_mcp_session_alloc(ngx_http_mcp_zone_t *ctx, size_t size,
             return p;
         }
 
-        if (ngx_http_mcp_session_evict(ctx, log) != NGX_OK) {
+        if (ngx_http_mcp_session_evict(ctx, keep, log) != NGX_OK) {
             return NULL;
         }
     }
+}
+
+
+/* the client that key names, made when it has no session yet */
+
+static ngx_http_mcp_client_t *
+ngx_http_mcp_session_client(ngx_http_mcp_zone_t *ctx, ngx_str_t *key,
+    ngx_log_t *log)
+{
+    u_char                  digest[SHA256_DIGEST_LENGTH];
+    uint32_t                hash;
+    ngx_rbtree_node_t      *node, *sentinel;
+    ngx_http_mcp_client_t  *c;
+
+    (void) SHA256(key->data, key->len, digest);
+    ngx_memcpy(&hash, digest, sizeof(uint32_t));
+
+    node = ctx->sh->clients.root;
+    sentinel = ctx->sh->clients.sentinel;
+
+    while (node != sentinel) {
+
+        if (hash != node->key) {
+            node = (hash < node->key) ? node->left : node->right;
+            continue;
+        }
+
+        c = (ngx_http_mcp_client_t *) node;
+
+        if (ngx_memcmp(c->digest, digest, sizeof(c->digest)) == 0) {
+            return c;
+        }
+
+        /* equal keys go right in ngx_rbtree_insert_value() */
+        node = node->right;
+    }
+
+    c = ngx_http_mcp_session_alloc(ctx, sizeof(ngx_http_mcp_client_t), NULL,
+                                   log);
+    if (c == NULL) {
+        return NULL;
+    }
+
+    c->node.key = hash;
+    c->sessions = 0;
+    ngx_memcpy(c->digest, digest, sizeof(c->digest));
+
+    ngx_rbtree_insert(&ctx->sh->clients, &c->node);
+
+    return c;
+}
+
+
+/*
+ * A client at its quota: its own least recently used idle session goes,
+ * never another client's.  NGX_DECLINED when all of its sessions are
+ * busy.
+ */
+
+static ngx_int_t
+ngx_http_mcp_session_quota(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_client_t *client, ngx_log_t *log)
+{
+    ngx_queue_t                  *q;
+    ngx_http_mcp_session_node_t  *s;
+
+    if (client->sessions < ctx->per_client_max) {
+        return NGX_OK;
+    }
+
+    for (q = ngx_queue_last(&ctx->sh->queue);
+         q != ngx_queue_sentinel(&ctx->sh->queue);
+         q = ngx_queue_prev(q))
+    {
+        s = ngx_queue_data(q, ngx_http_mcp_session_node_t, queue);
+
+        if (s->client != client || !ngx_http_mcp_session_idle(s)) {
+            continue;
+        }
+
+        ngx_log_error(NGX_LOG_INFO, log, 0,
+                      "mcp session zone \"%V\": a client at its quota of "
+                      "%ui sessions, its least recently used session %s "
+                      "ended", &ctx->name, ctx->per_client_max,
+                      ngx_http_mcp_session_log_id(s->id,
+                                                  NGX_HTTP_MCP_SESSION_ID_LEN));
+
+        /* the client keeps a session: its node stays */
+        ngx_http_mcp_session_free(ctx, s);
+
+        return NGX_OK;
+    }
+
+    return NGX_DECLINED;
 }
 
 
@@ -496,6 +756,7 @@ ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
     ngx_str_t                     sid;
     ngx_rbtree_node_t            *node;
     ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_client_t        *client;
     ngx_http_mcp_session_node_t  *s;
 
     ctx = zone->data;
@@ -523,9 +784,35 @@ ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
         return NGX_ERROR;
     }
 
-    node = ngx_http_mcp_session_alloc(ctx, n, log);
+    client = NULL;
+
+    if (init->client_key.len) {
+        client = ngx_http_mcp_session_client(ctx, &init->client_key, log);
+
+        if (client == NULL
+            || ngx_http_mcp_session_quota(ctx, client, log) != NGX_OK)
+        {
+            if (client && client->sessions == 0) {
+                ngx_rbtree_delete(&ctx->sh->clients, &client->node);
+                ngx_slab_free_locked(ctx->shpool, client);
+            }
+
+            ngx_shmtx_unlock(&ctx->shpool->mutex);
+            return NGX_DECLINED;
+        }
+
+        /* eviction below must not free it: it counts as in use */
+        client->sessions++;
+    }
+
+    node = ngx_http_mcp_session_alloc(ctx, n, NULL, log);
 
     if (node == NULL) {
+        if (client && --client->sessions == 0) {
+            ngx_rbtree_delete(&ctx->sh->clients, &client->node);
+            ngx_slab_free_locked(ctx->shpool, client);
+        }
+
         ngx_shmtx_unlock(&ctx->shpool->mutex);
         return NGX_DECLINED;
     }
@@ -537,6 +824,7 @@ ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
     node->key = ngx_crc32_short(id, NGX_HTTP_MCP_SESSION_ID_LEN);
     ngx_memcpy(s->id, id, NGX_HTTP_MCP_SESSION_ID_LEN);
 
+    s->client = client;
     s->version = (u_char) init->version;
     s->log_level = NGX_HTTP_MCP_LOG_INFO;
     s->sampling = init->sampling;
@@ -785,6 +1073,11 @@ ngx_http_mcp_session_subscribe(ngx_shm_zone_t *zone, ngx_str_t *id,
         goto done;
     }
 
+    if (subscribe && uri->len > ctx->max_uri) {
+        rc = NGX_ABORT;
+        goto done;
+    }
+
     for (prev = &s->subscriptions; *prev; prev = &(*prev)->next) {
         sub = *prev;
 
@@ -793,6 +1086,7 @@ ngx_http_mcp_session_subscribe(ngx_shm_zone_t *zone, ngx_str_t *id,
         {
             if (!subscribe) {
                 *prev = sub->next;
+                s->nsubscriptions--;
                 ngx_slab_free_locked(ctx->shpool, sub);
             }
 
@@ -804,14 +1098,20 @@ ngx_http_mcp_session_subscribe(ngx_shm_zone_t *zone, ngx_str_t *id,
         goto done;
     }
 
-    /* not through eviction: it could free the session at hand */
-    sub = ngx_slab_alloc_locked(ctx->shpool,
-                                sizeof(ngx_http_mcp_subscription_t)
-                                + uri->len);
+    if (s->nsubscriptions >= ctx->max_subscriptions) {
+        rc = NGX_BUSY;
+        goto done;
+    }
+
+    sub = ngx_http_mcp_session_alloc(ctx,
+                                     sizeof(ngx_http_mcp_subscription_t)
+                                     + uri->len, s, ngx_cycle->log);
     if (sub == NULL) {
         rc = NGX_ERROR;
         goto done;
     }
+
+    s->nsubscriptions++;
 
     sub->next = NULL;
     sub->len = uri->len;
@@ -902,7 +1202,8 @@ ngx_http_mcp_session_stream_add(ngx_http_mcp_zone_t *ctx,
         ngx_http_mcp_session_stream_free(ctx, s, oldest);
     }
 
-    st = ngx_slab_alloc_locked(ctx->shpool, sizeof(ngx_http_mcp_stream_sh_t));
+    st = ngx_http_mcp_session_alloc(ctx, sizeof(ngx_http_mcp_stream_sh_t), s,
+                                    ngx_cycle->log);
     if (st == NULL) {
         return NULL;
     }
@@ -985,9 +1286,10 @@ ngx_http_mcp_session_event_add(ngx_http_mcp_zone_t *ctx,
         if (s->events_size + len <= ctx->log_size
             || ngx_queue_empty(&s->events))
         {
-            ev = ngx_slab_alloc_locked(ctx->shpool,
-                                       offsetof(ngx_http_mcp_event_t, data)
-                                       + len);
+            ev = ngx_http_mcp_session_alloc(ctx,
+                                            offsetof(ngx_http_mcp_event_t,
+                                                     data) + len,
+                                            s, log);
             if (ev != NULL) {
                 break;
             }
@@ -1001,8 +1303,10 @@ ngx_http_mcp_session_event_add(ngx_http_mcp_zone_t *ctx,
         ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
 
         ngx_log_error(NGX_LOG_INFO, log, 0,
-                      "mcp session %*s: event log full, dropped event "
-                      "%uD-%uL", (size_t) NGX_HTTP_MCP_SESSION_ID_LEN, s->id,
+                      "mcp session %s: event log full, dropped event "
+                      "%uD-%uL",
+                      ngx_http_mcp_session_log_id(s->id,
+                                                  NGX_HTTP_MCP_SESSION_ID_LEN),
                       ev->stream, ev->seq);
 
         ngx_queue_remove(q);
@@ -1029,8 +1333,9 @@ ngx_http_mcp_session_wait_add(ngx_http_mcp_zone_t *ctx,
 {
     ngx_http_mcp_wait_t  *w;
 
-    w = ngx_slab_alloc_locked(ctx->shpool,
-                              offsetof(ngx_http_mcp_wait_t, id) + id_len);
+    w = ngx_http_mcp_session_alloc(ctx,
+                                   offsetof(ngx_http_mcp_wait_t, id) + id_len,
+                                   s, ngx_cycle->log);
     if (w == NULL) {
         return NULL;
     }
@@ -1201,10 +1506,10 @@ ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone, ngx_str_t *id,
         goto done;
     }
 
-    t = ngx_slab_alloc_locked(ctx->shpool,
-                              offsetof(ngx_http_mcp_target_sh_t, data)
-                              + target->socklen + target->name.len
-                              + target->sid.len);
+    t = ngx_http_mcp_session_alloc(ctx,
+                                   offsetof(ngx_http_mcp_target_sh_t, data)
+                                   + target->socklen + target->name.len
+                                   + target->sid.len, s, ngx_cycle->log);
     if (t == NULL) {
         rc = NGX_ERROR;
         goto done;

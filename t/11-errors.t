@@ -100,10 +100,11 @@ is(scalar keys %seen, scalar @cases, 'every error has its own correlation id');
         last if ref $msg eq 'HASH' && $msg->{error};
     }
     is_error($msg, -32603, $msg->{id}, 'zone exhausted by subscriptions: -32603 internal error');
-    is(($msg->{error} // {})->{message}, 'Internal error', 'internal error: a bare message');
+    is(($msg->{error} // {})->{message}, 'Internal error: no room in the session zone for the subscription',
+       'internal error: says what ran out, nothing more');
     no_internal_detail($msg, 'internal error: no internal detail');
     my $cid = (($msg->{error} // {})->{data} // {})->{correlationId} // 'none';
-    $t->expect_log_error(qr/mcp: Internal error .*correlation id \Q$cid\E/);
+    $t->expect_log_error(qr/mcp: Internal error.*correlation id \Q$cid\E/);
     correlation_logged_once($t, $cid, 'error', 'internal error: its id is in exactly one [error] line');
     my ($ok) = $t->mcp_request($ssid, 'ping', undef, path => '/small', id => 'after');
     is_result($ok, {}, 'after', 'the session still works after the internal error');

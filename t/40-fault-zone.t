@@ -41,11 +41,12 @@ for my $n (1 .. 500) {
 ok($full, 'the zone filled up (' . scalar(@sids) . ' sessions with streams)');
 cmp_ok(scalar @sids, '>=', 10, 'at least 10 sessions fit in 32k');
 $full //= { status => 0, body => '' };
-is($full->{status}, 200, 'initialize in a full zone: HTTP 200');
+is($full->{status}, 503, 'initialize in a zone full of busy sessions: HTTP 503 (issue #18: never 200)');
+is($full->{headers}{'retry-after'}, '1', '... with Retry-After');
 my $msg = eval { McpTest::decode_json($full->{body}) } // {};
 is($msg->{id}, 'full', 'the error carries the request id');
-is(ref $msg->{error} eq 'HASH' && $msg->{error}{code}, -32603,
-   'the error is -32603 (no room for a new session)');
+is(ref $msg->{error} eq 'HASH' && $msg->{error}{code}, -32000,
+   'the error is -32000 (no room for a new session)');
 like(ref $msg->{error} eq 'HASH' && $msg->{error}{data}{correlationId} // '',
      qr/^[0-9a-f]{16}$/, 'the error has a correlation id');
 unlike($full->{body}, qr/slab|shm|zone|\.c\b/, 'the reply names no internals');

@@ -1299,14 +1299,30 @@ ngx_http_mcp_session_event_add(ngx_http_mcp_zone_t *ctx,
             }
         }
 
-        q = ngx_queue_head(&s->events);
+        /* notifications go first: a response is what a call waits for */
+        for (q = ngx_queue_head(&s->events);
+             q != ngx_queue_sentinel(&s->events);
+             q = ngx_queue_next(q))
+        {
+            ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
+
+            if (!ev->response) {
+                break;
+            }
+        }
+
+        if (q == ngx_queue_sentinel(&s->events)) {
+            q = ngx_queue_head(&s->events);
+        }
+
         ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
 
         ngx_log_error(NGX_LOG_INFO, log, 0,
-                      "mcp session %s: event log full, dropped event "
+                      "mcp session %s: event log full, dropped %s "
                       "%uD-%uL",
                       ngx_http_mcp_session_log_id(s->id,
                                                   NGX_HTTP_MCP_SESSION_ID_LEN),
+                      ev->response ? "response" : "event",
                       ev->stream, ev->seq);
 
         ngx_queue_remove(q);

@@ -34,7 +34,7 @@ static ngx_int_t ngx_http_mcp_stream_prime(ngx_http_mcp_stream_t *st,
     size_t *len);
 static void ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st);
 static ngx_int_t ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st,
-    size_t *len, ngx_uint_t *complete);
+    size_t *len, ngx_uint_t *complete, ngx_uint_t *more);
 static ngx_int_t ngx_http_mcp_stream_reserve(ngx_http_mcp_stream_t *st,
     size_t size);
 static void ngx_http_mcp_stream_write_handler(ngx_http_request_t *r);
@@ -571,50 +571,73 @@ ngx_http_mcp_stream_prime(ngx_http_mcp_stream_t *st, size_t *len)
 }
 
 
+/*
+ * Writes what the log holds for the stream, a chunk at a time, until it
+ * is all out or the connection pushes back (the write handler then comes
+ * back here): a live client gets every event, however many are queued.
+ */
+
 static void
 ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st)
 {
     size_t      len;
     ngx_int_t   rc;
-    ngx_uint_t  complete;
+    ngx_uint_t  complete, more;
 
-    if (ngx_http_mcp_stream_prime(st, &len) != NGX_OK) {
-        ngx_http_finalize_request(st->request, NGX_ERROR);
-        return;
+    for ( ;; ) {
+
+        if (ngx_http_mcp_stream_prime(st, &len) != NGX_OK) {
+            ngx_http_finalize_request(st->request, NGX_ERROR);
+            return;
+        }
+
+        rc = ngx_http_mcp_stream_pull(st, &len, &complete, &more);
+
+        if (rc == NGX_ERROR) {
+            ngx_http_finalize_request(st->request, NGX_ERROR);
+            return;
+        }
+
+        if (rc == NGX_DECLINED) {
+            /* the session or the stream is gone, or another worker has it */
+            ngx_http_mcp_stream_end_http(st);
+            return;
+        }
+
+        if (len == 0 && !complete && !st->fresh) {
+            return;
+        }
+
+        /* a fresh stream with nothing yet still sends its header now */
+        if (ngx_http_mcp_stream_write(st, len ? st->buf : (u_char *) "", len,
+                                      complete)
+            != NGX_OK)
+        {
+            return;
+        }
+
+        /* complete means no more: st may be gone once the stream ended */
+        if (!more || st->busy) {
+            return;
+        }
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, st->request->connection->log, 0,
+                       "mcp stream %uD: another chunk of queued events",
+                       st->id);
     }
-
-    rc = ngx_http_mcp_stream_pull(st, &len, &complete);
-
-    if (rc == NGX_ERROR) {
-        ngx_http_finalize_request(st->request, NGX_ERROR);
-        return;
-    }
-
-    if (rc == NGX_DECLINED) {
-        /* the session or the stream is gone, or another worker has it */
-        ngx_http_mcp_stream_end_http(st);
-        return;
-    }
-
-    if (len == 0 && !complete && !st->fresh) {
-        return;
-    }
-
-    /* a fresh stream with nothing yet still sends its header now */
-    (void) ngx_http_mcp_stream_write(st, len ? st->buf : (u_char *) "", len,
-                                     complete);
 }
 
 
 /*
  * Appends the stream's unwritten events to its buffer (from *len on) as
- * SSE frames.  complete: the stream has ended (a POST stream with every
- * response in the buffer); it is then removed from the log.
+ * SSE frames, about a chunk's worth.  complete: the stream has ended (a
+ * POST stream with every response in the buffer); it is then removed from
+ * the log.  more: events are left for the next chunk.
  */
 
 static ngx_int_t
 ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st, size_t *len,
-    ngx_uint_t *complete)
+    ngx_uint_t *complete, ngx_uint_t *more)
 {
     u_char                       *p;
     size_t                        need;
@@ -627,6 +650,7 @@ ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st, size_t *len,
     ngx_http_mcp_session_node_t  *s;
 
     *complete = 0;
+    *more = 0;
 
     sid.data = st->sid;
     sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
@@ -655,6 +679,7 @@ ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st, size_t *len,
         }
 
         if (*len >= NGX_HTTP_MCP_STREAM_CHUNK) {
+            *more = 1;
             goto done;
         }
 

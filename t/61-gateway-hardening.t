@@ -27,7 +27,7 @@ for my $p (qw(xaccel slow http10 badchunk garbage bigheader)) {
           . " mcp_tools_deny tool_1; }\n";
 }
 # /big/MB and the like: the client's URI goes upstream, and says the size
-for my $p (qw(big big-sse big-length)) {
+for my $p (qw(big big-sse big-length stream)) {
     $loc .= "        location /$p/ { mcp_pass http://127.0.0.1:%%PORT2%%;"
           . " mcp_tools_deny tool_1; }\n";
 }
@@ -138,6 +138,20 @@ sub worker_rss {
             or diag("status $r->{status}, " . substr($r->{body}, 0, 200));
         is($json->{id}, 'l2', "$path: the error carries the request's id") if $json;
         ok($grew < 64 * 1024, "$path: the workers grew by $grew kB (< 64 MB)");
+    }
+
+    # 1 GB from the upstream: the gateway stops reading at the limit
+    {
+        my $s = session('/stream/1');
+        my $before = worker_rss();
+        my $t0 = time;
+        $r = $t->mcp_post($s, { jsonrpc => '2.0', id => 'g1', method => 'tools/list' },
+                          path => '/stream/1024', timeout => 120);
+        my $grew = worker_rss() - $before;
+        is(($r->{json} // {})->{id}, 'g1', 'a 1 GB tools/list under policy: a JSON-RPC error for the request');
+        ok(($r->{json} // {})->{error}, '... an error, not a list');
+        ok($grew < 64 * 1024, "1 GB from the upstream: the workers grew by $grew kB (< 64 MB)");
+        diag("1 GB upstream reply under tool policy: gateway worker RSS grew by $grew kB");
     }
 
     my $small = session('/big-small/5');

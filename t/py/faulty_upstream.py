@@ -14,6 +14,7 @@ depends on the path:
               tools/call: 5 MB text result with a Content-Length
   /big-sse    the same tools/list as an SSE event
   /big-length tools/list with a Content-Length
+  /stream[/MB] tools/list of MB megabytes made as they are sent
 
 Every message it receives is appended to LOGFILE as one JSON line.
 
@@ -112,6 +113,25 @@ class Handler(socketserver.StreamRequestHandler):
         """Answers msg the path's way; True when the connection is done."""
         m, rid = msg.get("method"), msg["id"]
         w = self.wfile
+        if path == "/stream" and m == "tools/list":
+            # MB megabytes of tools, made as they are sent (1 GB is fine)
+            mb = float(url.get("mb", "5") if isinstance(url, dict) else "5")
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n")
+            head = ('{"jsonrpc":"2.0","id":%s,"result":{"tools":['
+                    % json.dumps(rid)).encode()
+            tool = json.dumps({"name": "tool_x", "description": "d" * 1000,
+                               "inputSchema": {"type": "object"}}).encode()
+            block = b",".join([tool] * 60) + b","
+            try:
+                w.write(b"%x\r\n%s\r\n" % (len(head), head))
+                for _ in range(int(mb * 1024 * 1024 / len(block))):
+                    w.write(b"%x\r\n%s\r\n" % (len(block), block))
+                tail = tool + b"]}}"
+                w.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(tail), tail))
+            except OSError:
+                pass
+            return True
         if path.startswith("/big") and m == "tools/list":
             mb = float(url.get("mb", "5") if isinstance(url, dict) else "5")
             text = json.dumps({"jsonrpc": "2.0", "id": rid,

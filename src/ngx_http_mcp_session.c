@@ -709,7 +709,8 @@ ngx_http_mcp_session_quota(ngx_http_mcp_zone_t *ctx,
     ngx_queue_t                  *q;
     ngx_http_mcp_session_node_t  *s;
 
-    if (client->sessions < ctx->per_client_max) {
+    /* the new session is counted already */
+    if (client->sessions <= ctx->per_client_max) {
         return NGX_OK;
     }
 
@@ -789,10 +790,19 @@ ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
     if (init->client_key.len) {
         client = ngx_http_mcp_session_client(ctx, &init->client_key, log);
 
-        if (client == NULL
-            || ngx_http_mcp_session_quota(ctx, client, log) != NGX_OK)
-        {
-            if (client && client->sessions == 0) {
+        if (client == NULL) {
+            ngx_shmtx_unlock(&ctx->shpool->mutex);
+            return NGX_DECLINED;
+        }
+
+        /*
+         * Counted now, before any eviction: freeing the client's last
+         * other session must not free the client under our hands.
+         */
+        client->sessions++;
+
+        if (ngx_http_mcp_session_quota(ctx, client, log) != NGX_OK) {
+            if (--client->sessions == 0) {
                 ngx_rbtree_delete(&ctx->sh->clients, &client->node);
                 ngx_slab_free_locked(ctx->shpool, client);
             }
@@ -800,9 +810,6 @@ ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
             ngx_shmtx_unlock(&ctx->shpool->mutex);
             return NGX_DECLINED;
         }
-
-        /* eviction below must not free it: it counts as in use */
-        client->sessions++;
     }
 
     node = ngx_http_mcp_session_alloc(ctx, n, NULL, log);

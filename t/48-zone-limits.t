@@ -16,10 +16,12 @@ use McpAssert;
 
 my $t = McpTest->new(
     http   => 'mcp_session_zone zone=small:256k subscriptions=8 subscription_uri=600;'
-            . ' mcp_session_zone zone=quota:1m per_client=$http_x_client:3;',
+            . ' mcp_session_zone zone=quota:1m per_client=$http_x_client:3;'
+            . ' mcp_session_zone zone=one:1m per_client=$http_x_client:1;',
     server => <<'NGX',
         location = /mcp   { mcp on; mcp_builtin everything; mcp_session small; }
         location = /quota { mcp on; mcp_builtin everything; mcp_session quota; }
+        location = /one   { mcp on; mcp_builtin everything; mcp_session one; }
 NGX
 )->start;
 
@@ -112,6 +114,25 @@ sub alive {
     my ($d) = init_as('dave');
     ok($d, 'another client is not affected');
     $_->close for @streams;
+}
+
+# a quota of one: the new session replaces the old (the client's record
+# must outlive the eviction of its only other session)
+{
+    my @one;
+    for my $i (1 .. 3) {
+        my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => "o$i", method => 'initialize',
+            params => { protocolVersion => '2025-11-25', capabilities => {},
+                        clientInfo => { name => 'one', version => '1' } } },
+            path => '/one', headers => { 'X-Client' => 'erin' });
+        push @one, $r->{headers}{'mcp-session-id'};
+    }
+    is(scalar(grep { defined } @one), 3, 'per_client=...:1: three initializes in a row, three sessions');
+    my @alive = grep {
+        $t->mcp_post($_, { jsonrpc => '2.0', id => 'p', method => 'ping' }, path => '/one',
+                     headers => { 'X-Client' => 'erin' })->{status} == 200
+    } grep { defined } @one;
+    is_deeply(\@alive, [ $one[2] ], '... only the newest lives');
 }
 
 $t->check_log;

@@ -50,6 +50,10 @@
 #define NGX_HTTP_MCP_RESOURCE_NOT_FOUND    -32002
 #define NGX_HTTP_MCP_SERVER_ERROR          -32000
 #define NGX_HTTP_MCP_SESSION_NOT_FOUND     -32001
+#define NGX_HTTP_MCP_REQUEST_TIMED_OUT     -32001  /* a server request */
+
+/* an HTTP status nginx has no name for */
+#define NGX_HTTP_MCP_NOT_ACCEPTABLE        406
 
 /* protocol revisions, oldest first; 0 means "none negotiated" */
 #define NGX_HTTP_MCP_V20250326             1
@@ -73,6 +77,7 @@
 
 typedef struct ngx_http_mcp_call_s  ngx_http_mcp_call_t;
 typedef struct ngx_http_mcp_ctx_s   ngx_http_mcp_ctx_t;
+typedef struct ngx_http_mcp_call_edge_s  ngx_http_mcp_call_edge_t;
 
 typedef ngx_int_t (*ngx_http_mcp_handler_pt)(ngx_http_mcp_call_t *call);
 
@@ -146,7 +151,9 @@ struct ngx_http_mcp_call_s {
 
     /* owned by the module */
     ngx_http_mcp_ctx_t        *ctx;             /* its POST, while it lasts */
+    ngx_http_mcp_call_edge_t  *edge;            /* the POST's hooks */
     void                      *conf;            /* the location's */
+    void                     **loc_conf;        /* every module's, there */
     cJSON                     *message;         /* the request */
     cJSON                     *id;
     ngx_uint_t                 index;           /* in ctx->msgs */

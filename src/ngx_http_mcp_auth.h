@@ -36,6 +36,10 @@ typedef struct {
 /* NULL when authorization is off in the request's location */
 ngx_http_mcp_auth_t *ngx_http_mcp_auth_get(ngx_http_request_t *r);
 
+/* a copy in pool, for a call that outlives its request; NULL: no memory */
+ngx_http_mcp_auth_t *ngx_http_mcp_auth_copy(ngx_pool_t *pool,
+    ngx_http_mcp_auth_t *auth);
+
 /*
  * Whether the caller may use a capability ("tools", "resources",
  * "prompts") and, for tools, the named tool.  NGX_OK, or NGX_DECLINED
@@ -59,8 +63,8 @@ ngx_int_t ngx_http_mcp_auth_challenge(ngx_http_request_t *r,
  * The input limits of the location (nesting depth, string length) on a
  * tool's or prompt's arguments: NGX_OK, or NGX_DECLINED with *error.
  */
-ngx_int_t ngx_http_mcp_auth_check_input(ngx_http_request_t *r,
-    ngx_pool_t *pool, cJSON *arguments, u_char **error);
+ngx_int_t ngx_http_mcp_auth_check_input(void **loc_conf, ngx_pool_t *pool,
+    cJSON *arguments, u_char **error);
 
 /*
  * JSON Schema 2020-12 validation: NGX_OK valid, NGX_DECLINED invalid

@@ -19,7 +19,6 @@
 
 
 #define NGX_HTTP_MCP_CALL_POOL_SIZE     2048
-#define NGX_HTTP_MCP_REQUEST_TIMED_OUT  -32001
 
 
 typedef struct {
@@ -32,8 +31,6 @@ typedef struct {
 } ngx_http_mcp_request_t;
 
 
-static ngx_http_mcp_call_t *ngx_http_mcp_call_create(ngx_http_mcp_ctx_t *ctx,
-    ngx_http_mcp_msg_t *msg, ngx_uint_t index);
 static void ngx_http_mcp_call_end(ngx_http_mcp_call_t *call, cJSON *reply);
 static void ngx_http_mcp_call_free(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_call_live(ngx_http_mcp_call_t *call);
@@ -54,24 +51,21 @@ static cJSON *ngx_http_mcp_message(cJSON *id, const char *method,
     cJSON *params);
 
 
-ngx_int_t
-ngx_http_mcp_call_start(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
-    ngx_uint_t index)
+/*
+ * Runs a call's handler (dispatch, for a request of a POST).  A call
+ * ended inside it is freed here; one still running becomes live.
+ */
+
+void
+ngx_http_mcp_call_run(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_handler_pt handler)
 {
-    ngx_int_t             rc;
-    ngx_http_mcp_call_t  *call;
-
-    call = ngx_http_mcp_call_create(ctx, msg, index);
-    if (call == NULL) {
-        return NGX_ERROR;
-    }
-
-    ctx->pending++;
+    ngx_int_t  rc;
 
     /* running: a call ended during dispatch is freed here, not there */
     call->running = 1;
 
-    rc = ngx_http_mcp_dispatch(call);
+    rc = handler(call);
 
     if (rc != NGX_OK && !call->done) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
@@ -81,31 +75,39 @@ ngx_http_mcp_call_start(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     call->running = 0;
 
     if (call->done) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, call->log, 0,
+                       "mcp call \"%V\" done in dispatch", &call->method);
         ngx_http_mcp_call_free(call);
-        return NGX_OK;
+        return;
     }
 
-    ngx_http_mcp_call_live(call);
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, call->log, 0,
+                   "mcp call \"%V\" goes on after dispatch", &call->method);
 
-    return NGX_OK;
+    ngx_http_mcp_call_live(call);
 }
 
 
-static ngx_http_mcp_call_t *
-ngx_http_mcp_call_create(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
-    ngx_uint_t index)
+/*
+ * A call for a request: its own pool and log, a copy of what the caller
+ * is (rctx), and its message, which it owns from now on.  body is the
+ * raw request, for a numeric progress token to be echoed as written.
+ */
+
+ngx_http_mcp_call_t *
+ngx_http_mcp_call_create(ngx_log_t *clog, void *conf,
+    ngx_http_mcp_reqctx_t *from, ngx_http_mcp_msg_t *msg, cJSON *message,
+    ngx_str_t *body)
 {
     cJSON                  *meta;
     ngx_log_t              *log;
     ngx_pool_t             *pool;
-    ngx_http_request_t     *r;
     ngx_http_mcp_call_t    *call;
     ngx_http_mcp_reqctx_t  *rctx;
 
-    r = ctx->request;
-
-    pool = ngx_create_pool(NGX_HTTP_MCP_CALL_POOL_SIZE, r->connection->log);
+    pool = ngx_create_pool(NGX_HTTP_MCP_CALL_POOL_SIZE, clog);
     if (pool == NULL) {
+        cJSON_Delete(message);
         return NULL;
     }
 
@@ -116,65 +118,43 @@ ngx_http_mcp_call_create(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
 
     if (log == NULL || call == NULL || rctx == NULL) {
         ngx_destroy_pool(pool);
+        cJSON_Delete(message);
         return NULL;
     }
 
-    *log = *r->connection->log;
+    *log = *clog;
     log->handler = NULL;
     log->data = NULL;
     log->action = NULL;
     pool->log = log;
 
-    *rctx = ctx->rctx;
+    *rctx = *from;
 
-    rctx->session_id.data = ngx_pstrdup(pool, &ctx->rctx.session_id);
-    rctx->client_name.data = ngx_pstrdup(pool, &ctx->rctx.client_name);
-    rctx->subject.data = ngx_pstrdup(pool, &ctx->rctx.subject);
+    rctx->session_id.data = ngx_pstrdup(pool, &from->session_id);
+    rctx->client_name.data = ngx_pstrdup(pool, &from->client_name);
+    rctx->subject.data = ngx_pstrdup(pool, &from->subject);
 
-    /* the caller's auth dies with its request: ask ctx->request for it */
-    rctx->auth = NULL;
-
-    if ((ctx->rctx.session_id.len && rctx->session_id.data == NULL)
-        || (ctx->rctx.client_name.len && rctx->client_name.data == NULL)
-        || (ctx->rctx.subject.len && rctx->subject.data == NULL))
-    {
-        ngx_destroy_pool(pool);
-        return NULL;
-    }
+    /* the caller's auth dies with its request: a copy of what it allows */
+    rctx->auth = (from->auth != NULL)
+                 ? ngx_http_mcp_auth_copy(pool, from->auth) : NULL;
 
     call->pool = pool;
     call->log = log;
     call->rctx = rctx;
-    call->ctx = ctx;
-    call->conf = ctx->conf;
-    call->index = index;
-
-    /* from here on the call owns its message */
-    if (ctx->batch) {
-        call->message = cJSON_DetachItemViaPointer(ctx->root, msg->json);
-
-    } else {
-        call->message = ctx->root;
-        ctx->root = NULL;
-    }
-
+    call->conf = conf;
+    call->message = message;
     call->id = msg->id;
     msg->id = NULL;
-    msg->call = call;
-
     call->method = msg->method;
     call->params = msg->params;
 
-    if (ctx->stream != NULL) {
-        /* a later message of a batch whose reply is a stream already */
-        call->stream = ctx->stream->id;
-
-        if (ngx_http_mcp_stream_expect(ctx->conf->zone,
-                                       &ctx->rctx.session_id, call->stream)
-            != NGX_OK)
-        {
-            call->stream = 0;
-        }
+    if ((from->session_id.len && rctx->session_id.data == NULL)
+        || (from->client_name.len && rctx->client_name.data == NULL)
+        || (from->subject.len && rctx->subject.data == NULL)
+        || (from->auth != NULL && rctx->auth == NULL))
+    {
+        ngx_http_mcp_call_free(call);
+        return NULL;
     }
 
     meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
@@ -182,12 +162,16 @@ ngx_http_mcp_call_create(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
                                                             "progressToken");
 
     if (cJSON_IsNumber(call->progress_token)
-        && ngx_http_mcp_call_raw_token(call, &ctx->body) != NGX_OK)
+        && ngx_http_mcp_call_raw_token(call, body) != NGX_OK)
     {
-        msg->call = NULL;
         ngx_http_mcp_call_free(call);
         return NULL;
     }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "mcp call \"%V\" created in session %s", &call->method,
+                   ngx_http_mcp_session_log_id(rctx->session_id.data,
+                                               rctx->session_id.len));
 
     return call;
 }
@@ -236,39 +220,27 @@ ngx_http_mcp_call_error(ngx_http_mcp_call_t *call, ngx_int_t code,
 
 
 /*
- * The response goes into the POST's JSON reply while there is one, else
- * to the call's stream.  reply is NULL only when memory ran out.
+ * The response goes into the POST's JSON reply while there is one (its
+ * edge takes it), else to the call's stream.  reply is NULL when memory
+ * ran out or the call was cancelled.
  */
 
 static void
 ngx_http_mcp_call_end(ngx_http_mcp_call_t *call, cJSON *reply)
 {
-    ngx_http_mcp_ctx_t  *ctx;
-    ngx_http_mcp_msg_t  *msg;
-
-    ctx = call->ctx;
     call->done = 1;
 
-    if (ctx != NULL) {
-        msg = ctx->msgs.elts;
-        msg[call->index].call = NULL;
-        call->ctx = NULL;
-        ctx->pending--;
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, call->log, 0,
+                   "mcp call \"%V\" ended, %s", &call->method,
+                   call->ctx ? "its POST is there" : "by its stream");
 
-        if (ctx->stream == NULL) {
-            msg[call->index].reply = reply;
-
-            if (!call->running) {
-                ngx_http_mcp_call_free(call);
-            }
-
-            if (ctx->waiting && ctx->pending == 0) {
-                ngx_http_finalize_request(ctx->request,
-                                          ngx_http_mcp_reply(ctx));
-            }
-
-            return;
+    if (call->ctx != NULL && call->edge->end(call, reply) == NGX_OK) {
+        /* the POST's JSON reply has it */
+        if (!call->running) {
+            ngx_http_mcp_call_free(call);
         }
+
+        return;
     }
 
     if (call->stream == 0) {
@@ -321,35 +293,15 @@ ngx_http_mcp_call_free(ngx_http_mcp_call_t *call)
 }
 
 
-/* ctx goes: its calls go on without it */
-
-void
-ngx_http_mcp_call_detach(ngx_http_mcp_ctx_t *ctx)
-{
-    ngx_uint_t           i;
-    ngx_http_mcp_msg_t  *msg;
-
-    msg = ctx->msgs.elts;
-
-    for (i = 0; i < ctx->msgs.nelts; i++) {
-        if (msg[i].call != NULL) {
-            msg[i].call->ctx = NULL;
-            msg[i].call = NULL;
-        }
-    }
-}
-
-
 /* a call still running after dispatch can be cancelled from any worker */
 
 static void
 ngx_http_mcp_call_live(ngx_http_mcp_call_t *call)
 {
-    u_char                       *id;
-    size_t                        len;
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_loc_conf_t      *mlcf;
-    ngx_http_mcp_session_node_t  *s;
+    u_char                   *id;
+    size_t                    len;
+    uint64_t                  call_wait;
+    ngx_http_mcp_loc_conf_t  *mlcf;
 
     if (call->live) {
         return;
@@ -364,21 +316,16 @@ ngx_http_mcp_call_live(ngx_http_mcp_call_t *call)
     }
 
     mlcf = call->conf;
-    zctx = mlcf->zone->data;
+    call_wait = 0;
 
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find_locked(zctx, &call->rctx->session_id);
-
-    if (s == NULL
-        || ngx_http_mcp_session_wait_add(zctx, s, 0, id, len) == NULL)
+    if (ngx_http_mcp_session_wait(mlcf->zone, &call->rctx->session_id,
+                                  &call_wait, id, len)
+        != NGX_OK)
     {
         ngx_log_error(NGX_LOG_INFO, call->log, 0,
                       "mcp: call \"%V\" cannot be cancelled: no room in the "
                       "zone", &call->method);
     }
-
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
 }
 
 
@@ -387,49 +334,33 @@ ngx_http_mcp_call_live(ngx_http_mcp_call_t *call)
 static void
 ngx_http_mcp_call_unwait(ngx_http_mcp_call_t *call)
 {
-    u_char                       *id;
-    size_t                        len;
-    ngx_uint_t                    i;
-    ngx_http_mcp_wait_t          *w;
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_request_t      **req;
-    ngx_http_mcp_loc_conf_t      *mlcf;
-    ngx_http_mcp_session_node_t  *s;
+    u_char                    *id;
+    size_t                     len;
+    ngx_str_t                 *sid;
+    ngx_uint_t                 i;
+    ngx_http_mcp_request_t   **req;
+    ngx_http_mcp_loc_conf_t   *mlcf;
+
+    mlcf = call->conf;
+    sid = &call->rctx->session_id;
 
     id = ngx_http_mcp_call_id_text(call, &len);
 
-    mlcf = call->conf;
-    zctx = mlcf->zone->data;
-
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find_locked(zctx, &call->rctx->session_id);
-
-    if (s != NULL && id != NULL) {
-        w = ngx_http_mcp_session_wait_find(s, ngx_pid, 0, id, len);
-
-        if (w != NULL) {
-            ngx_http_mcp_session_wait_free(zctx, w);
-        }
+    if (id != NULL) {
+        ngx_http_mcp_session_unwait(mlcf->zone, sid, 0, id, len);
     }
 
-    if (s != NULL && call->requests) {
-        req = call->requests->elts;
-
-        for (i = 0; i < call->requests->nelts; i++) {
-            if (!req[i]->active) {
-                continue;
-            }
-
-            w = ngx_http_mcp_session_wait_find(s, ngx_pid, req[i]->id,
-                                               NULL, 0);
-            if (w != NULL) {
-                ngx_http_mcp_session_wait_free(zctx, w);
-            }
-        }
+    if (call->requests == NULL) {
+        return;
     }
 
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
+    req = call->requests->elts;
+
+    for (i = 0; i < call->requests->nelts; i++) {
+        if (req[i]->active) {
+            ngx_http_mcp_session_unwait(mlcf->zone, sid, req[i]->id, NULL, 0);
+        }
+    }
 }
 
 
@@ -454,79 +385,70 @@ ngx_http_mcp_calls_wake(void)
 }
 
 
+/*
+ * What the store holds for a live call: its session gone, a
+ * cancellation, or one answer (a look takes one: the handler may ask the
+ * next question).
+ */
+
 static void
 ngx_http_mcp_call_check(ngx_http_mcp_call_t *call)
 {
-    u_char                       *id, *text;
-    size_t                        len;
-    ngx_uint_t                    i, gone, cancelled;
-    ngx_http_mcp_wait_t          *w;
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_request_t      **req, *answered;
-    ngx_http_mcp_loc_conf_t      *mlcf;
-    ngx_http_mcp_session_node_t  *s;
+    u_char                    *id;
+    size_t                     len;
+    ngx_int_t                  rc;
+    ngx_str_t                 *sid, answer;
+    ngx_uint_t                 i;
+    ngx_http_mcp_request_t   **req;
+    ngx_http_mcp_loc_conf_t   *mlcf;
+
+    mlcf = call->conf;
+    sid = &call->rctx->session_id;
 
     id = ngx_http_mcp_call_id_text(call, &len);
 
-    mlcf = call->conf;
-    zctx = mlcf->zone->data;
+    rc = (id != NULL)
+         ? ngx_http_mcp_session_waited(mlcf->zone, sid, 0, id, len, NULL,
+                                       NULL)
+         : NGX_AGAIN;
 
-    answered = NULL;
-    text = NULL;
-    cancelled = 0;
-
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find_locked(zctx, &call->rctx->session_id);
-    gone = (s == NULL);
-
-    if (s != NULL && id != NULL) {
-        w = ngx_http_mcp_session_wait_find(s, ngx_pid, 0, id, len);
-        cancelled = (w != NULL && w->cancelled);
-    }
-
-    if (s != NULL && !cancelled && call->requests) {
+    if (rc == NGX_AGAIN && call->requests) {
         req = call->requests->elts;
 
-        for (i = 0; i < call->requests->nelts && answered == NULL; i++) {
+        for (i = 0; i < call->requests->nelts; i++) {
             if (!req[i]->active) {
                 continue;
             }
 
-            w = ngx_http_mcp_session_wait_find(s, ngx_pid, req[i]->id,
-                                               NULL, 0);
-            if (w == NULL || !w->answered) {
-                continue;
+            rc = ngx_http_mcp_session_waited(mlcf->zone, sid, req[i]->id,
+                                             NULL, 0, call->pool, &answer);
+            if (rc == NGX_OK) {
+                ngx_http_mcp_call_answer(req[i], answer.data, answer.len);
+                return;
             }
 
-            /* one answer a look; the handler may ask the next question */
-            text = ngx_pnalloc(call->pool, w->answer_len);
-
-            if (text != NULL) {
-                ngx_memcpy(text, w->answer, w->answer_len);
-                len = w->answer_len;
-                answered = req[i];
+            if (rc != NGX_AGAIN) {
+                break;
             }
-
-            ngx_http_mcp_session_wait_free(zctx, w);
         }
     }
 
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
+    switch (rc) {
 
-    if (gone) {
+    case NGX_DECLINED:
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, call->log, 0,
+                       "mcp call \"%V\": its session is gone",
+                       &call->method);
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_REQUEST,
                                 "Session terminated");
         return;
-    }
 
-    if (cancelled) {
+    case NGX_ABORT:
         ngx_http_mcp_call_cancelled(call);
         return;
-    }
 
-    if (answered != NULL) {
-        ngx_http_mcp_call_answer(answered, text, len);
+    default:
+        return;
     }
 }
 
@@ -536,42 +458,10 @@ ngx_http_mcp_call_check(ngx_http_mcp_call_t *call)
 static void
 ngx_http_mcp_call_cancelled(ngx_http_mcp_call_t *call)
 {
-    ngx_http_mcp_ctx_t       *ctx;
-    ngx_http_mcp_loc_conf_t  *mlcf;
-
     ngx_log_error(NGX_LOG_INFO, call->log, 0,
                   "mcp: call \"%V\" cancelled by the client", &call->method);
 
-    ctx = call->ctx;
-    call->done = 1;
-    mlcf = call->conf;
-
-    if (ctx != NULL && ctx->stream == NULL) {
-        ((ngx_http_mcp_msg_t *) ctx->msgs.elts)[call->index].call = NULL;
-        call->ctx = NULL;
-        ctx->pending--;
-
-        ngx_http_mcp_call_free(call);
-
-        if (ctx->waiting && ctx->pending == 0) {
-            ngx_http_finalize_request(ctx->request, ngx_http_mcp_reply(ctx));
-        }
-
-        return;
-    }
-
-    if (ctx != NULL) {
-        ((ngx_http_mcp_msg_t *) ctx->msgs.elts)[call->index].call = NULL;
-        call->ctx = NULL;
-        ctx->pending--;
-    }
-
-    if (call->stream) {
-        (void) ngx_http_mcp_stream_send(mlcf->zone, &call->rctx->session_id,
-                                        call->stream, NULL, 0, 1, call->log);
-    }
-
-    ngx_http_mcp_call_free(call);
+    ngx_http_mcp_call_end(call, NULL);
 }
 
 
@@ -658,7 +548,7 @@ ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call)
         return NGX_DECLINED;
     }
 
-    if (ngx_http_mcp_stream_start(call->ctx) != NGX_OK) {
+    if (call->edge->stream(call) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -684,9 +574,9 @@ ngx_http_mcp_call_send(ngx_http_mcp_call_t *call, cJSON *message,
     }
 
     /* a lost response still counts: the stream must end */
-    return ngx_http_mcp_stream_send(mlcf->zone, &call->rctx->session_id,
-                                    call->stream, text, text ? len : 0,
-                                    response, call->log);
+    return ngx_http_mcp_session_send(mlcf->zone, &call->rctx->session_id,
+                                     call->stream, text, text ? len : 0,
+                                     response, call->log);
 }
 
 
@@ -790,13 +680,11 @@ ngx_int_t
 ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
     cJSON *params, ngx_http_mcp_answer_pt handler, void *data)
 {
-    cJSON                        *message, *id;
-    uint64_t                      n;
-    ngx_int_t                     rc;
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_request_t       *req, **rp;
-    ngx_http_mcp_loc_conf_t      *mlcf;
-    ngx_http_mcp_session_node_t  *s;
+    cJSON                    *message, *id;
+    uint64_t                  n;
+    ngx_int_t                 rc;
+    ngx_http_mcp_request_t   *req, **rp;
+    ngx_http_mcp_loc_conf_t  *mlcf;
 
     if (call->done || ngx_http_mcp_call_stream(call) != NGX_OK) {
         cJSON_Delete(params);
@@ -819,24 +707,12 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
     *rp = req;
 
     mlcf = call->conf;
-    zctx = mlcf->zone->data;
-    n = 0;
+    n = 1;
 
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find_locked(zctx, &call->rctx->session_id);
-
-    if (s != NULL) {
-        n = s->next_request++;
-
-        if (ngx_http_mcp_session_wait_add(zctx, s, n, NULL, 0) == NULL) {
-            n = 0;
-        }
-    }
-
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
-
-    if (n == 0) {
+    if (ngx_http_mcp_session_wait(mlcf->zone, &call->rctx->session_id, &n,
+                                  NULL, 0)
+        != NGX_OK)
+    {
         cJSON_Delete(params);
         return NGX_ERROR;
     }
@@ -884,8 +760,8 @@ ngx_http_mcp_call_close_stream(ngx_http_mcp_call_t *call)
         return rc;
     }
 
-    if (call->ctx != NULL && call->ctx->stream != NULL) {
-        ngx_http_mcp_stream_end_http(call->ctx->stream);
+    if (call->ctx != NULL) {
+        call->edge->close_stream(call);
     }
 
     return NGX_OK;
@@ -898,15 +774,12 @@ ngx_http_mcp_call_close_stream(ngx_http_mcp_call_t *call)
  */
 
 ngx_int_t
-ngx_http_mcp_client_response(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
+ngx_http_mcp_client_response(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    ngx_http_mcp_msg_t *msg, ngx_pool_t *pool, ngx_log_t *log)
 {
-    u_char                       *text, *answer;
-    size_t                        len;
-    ngx_int_t                     n;
-    ngx_pid_t                     owner;
-    ngx_http_mcp_wait_t          *w;
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_session_node_t  *s;
+    u_char     *text;
+    size_t      len;
+    ngx_int_t   n;
 
     if (msg->id == NULL || !cJSON_IsRaw(msg->id)) {
         return NGX_OK;
@@ -919,42 +792,18 @@ ngx_http_mcp_client_response(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
         return NGX_OK;
     }
 
-    text = ngx_http_mcp_jsonrpc_print(ctx->request->pool, msg->json, &len);
+    text = ngx_http_mcp_jsonrpc_print(pool, msg->json, &len);
     if (text == NULL) {
         return NGX_ERROR;
     }
 
-    zctx = ctx->conf->zone->data;
-    owner = 0;
-
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find_locked(zctx, &ctx->rctx.session_id);
-    w = (s != NULL) ? ngx_http_mcp_session_wait_find(s, 0, n, NULL, 0)
-                    : NULL;
-
-    if (w != NULL && !w->answered) {
-        answer = ngx_slab_alloc_locked(zctx->shpool, len);
-
-        if (answer != NULL) {
-            ngx_memcpy(answer, text, len);
-            w->answer = answer;
-            w->answer_len = len;
-            w->answered = 1;
-            owner = w->owner;
-        }
-    }
-
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
-
-    if (owner == 0) {
-        ngx_log_error(NGX_LOG_INFO, ctx->request->connection->log, 0,
+    if (ngx_http_mcp_session_deliver(zone, sid, n, NULL, 0, text, len, log)
+        != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_INFO, log, 0,
                       "mcp: response to unknown or expired request %i "
                       "ignored", n);
-        return NGX_OK;
     }
-
-    (void) ngx_http_mcp_notify_pid(owner, ctx->request->connection->log);
 
     return NGX_OK;
 }
@@ -963,15 +812,12 @@ ngx_http_mcp_client_response(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
 /* notifications/cancelled: the call is marked, its worker woken */
 
 ngx_int_t
-ngx_http_mcp_client_cancel(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
+ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    ngx_http_mcp_msg_t *msg, ngx_pool_t *pool, ngx_log_t *log)
 {
-    u_char                       *id;
-    size_t                        len;
-    cJSON                        *rid;
-    ngx_pid_t                     owner;
-    ngx_http_mcp_wait_t          *w;
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_session_node_t  *s;
+    u_char  *id;
+    size_t   len;
+    cJSON   *rid;
 
     rid = cJSON_GetObjectItemCaseSensitive(msg->params, "requestId");
 
@@ -979,30 +825,16 @@ ngx_http_mcp_client_cancel(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
         return NGX_OK;
     }
 
-    id = ngx_http_mcp_jsonrpc_print(ctx->request->pool, rid, &len);
+    id = ngx_http_mcp_jsonrpc_print(pool, rid, &len);
     if (id == NULL) {
         return NGX_ERROR;
     }
 
-    zctx = ctx->conf->zone->data;
-    owner = 0;
-
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find_locked(zctx, &ctx->rctx.session_id);
-    w = (s != NULL) ? ngx_http_mcp_session_wait_find(s, 0, 0, id, len)
-                    : NULL;
-
-    if (w != NULL) {
-        w->cancelled = 1;
-        owner = w->owner;
-    }
-
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
-
-    if (owner) {
-        (void) ngx_http_mcp_notify_pid(owner,
-                                       ctx->request->connection->log);
+    if (ngx_http_mcp_session_deliver(zone, sid, 0, id, len, NULL, 0, log)
+        != NGX_OK)
+    {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, log, 0,
+                       "mcp: cancellation of a call that is not running");
     }
 
     return NGX_OK;
@@ -1114,4 +946,30 @@ ngx_http_mcp_message(cJSON *id, const char *method, cJSON *params)
     }
 
     return message;
+}
+
+
+ngx_str_t *
+ngx_http_mcp_var(ngx_http_mcp_call_t *call, char *name)
+{
+    size_t         len;
+    ngx_uint_t     i;
+    ngx_keyval_t  *kv;
+
+    if (call->vars == NULL) {
+        return NULL;
+    }
+
+    len = ngx_strlen(name);
+    kv = call->vars->elts;
+
+    for (i = 0; i < call->vars->nelts; i++) {
+        if (kv[i].key.len == len
+            && ngx_strncmp(kv[i].key.data, name, len) == 0)
+        {
+            return &kv[i].value;
+        }
+    }
+
+    return NULL;
 }

@@ -16,19 +16,26 @@ typedef struct {
 } ngx_http_mcp_method_t;
 
 
+typedef struct {
+    ngx_str_t                  method;
+    const char                *capability;
+    size_t                     offset;      /* of its entries in a set */
+    const char                *key;         /* of the list in the result */
+} ngx_http_mcp_listing_t;
+
+
 static ngx_http_mcp_method_t *ngx_http_mcp_method(ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_initialize(ngx_http_mcp_call_t *call);
 static cJSON *ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set);
 static ngx_int_t ngx_http_mcp_ping(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_set_level(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_complete(ngx_http_mcp_call_t *call);
-static ngx_int_t ngx_http_mcp_tools_list(ngx_http_mcp_call_t *call);
+static ngx_http_mcp_listing_t *ngx_http_mcp_listing(ngx_str_t *method);
+static ngx_int_t ngx_http_mcp_list(ngx_http_mcp_call_t *call);
+static ngx_uint_t ngx_http_mcp_policy_allows(void *data, ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call);
-static ngx_int_t ngx_http_mcp_resources_list(ngx_http_mcp_call_t *call);
-static ngx_int_t ngx_http_mcp_templates_list(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_resources_read(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call);
-static ngx_int_t ngx_http_mcp_prompts_list(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_prompts_get(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_check_prompt_arguments(
     ngx_http_mcp_call_t *call);
@@ -48,14 +55,14 @@ static ngx_int_t ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call);
 static ngx_http_mcp_method_t  ngx_http_mcp_methods[] = {
     { ngx_string("initialize"), ngx_http_mcp_initialize },
     { ngx_string("ping"), ngx_http_mcp_ping },
-    { ngx_string("tools/list"), ngx_http_mcp_tools_list },
+    { ngx_string("tools/list"), ngx_http_mcp_list },
     { ngx_string("tools/call"), ngx_http_mcp_tools_call },
-    { ngx_string("resources/list"), ngx_http_mcp_resources_list },
+    { ngx_string("resources/list"), ngx_http_mcp_list },
     { ngx_string("resources/read"), ngx_http_mcp_resources_read },
-    { ngx_string("resources/templates/list"), ngx_http_mcp_templates_list },
+    { ngx_string("resources/templates/list"), ngx_http_mcp_list },
     { ngx_string("resources/subscribe"), ngx_http_mcp_subscribe },
     { ngx_string("resources/unsubscribe"), ngx_http_mcp_subscribe },
-    { ngx_string("prompts/list"), ngx_http_mcp_prompts_list },
+    { ngx_string("prompts/list"), ngx_http_mcp_list },
     { ngx_string("prompts/get"), ngx_http_mcp_prompts_get },
     { ngx_string("logging/setLevel"), ngx_http_mcp_set_level },
     { ngx_string("completion/complete"), ngx_http_mcp_complete },
@@ -63,11 +70,16 @@ static ngx_http_mcp_method_t  ngx_http_mcp_methods[] = {
 };
 
 
-static ngx_str_t  ngx_http_mcp_versions[] = {
-    ngx_null_string,
-    ngx_string("2025-03-26"),
-    ngx_string("2025-06-18"),
-    ngx_string("2025-11-25")
+static ngx_http_mcp_listing_t  ngx_http_mcp_listings[] = {
+    { ngx_string("tools/list"), "tools",
+      offsetof(ngx_http_mcp_set_t, tools), "tools" },
+    { ngx_string("resources/list"), "resources",
+      offsetof(ngx_http_mcp_set_t, resources), "resources" },
+    { ngx_string("resources/templates/list"), "resources",
+      offsetof(ngx_http_mcp_set_t, templates), "resourceTemplates" },
+    { ngx_string("prompts/list"), "prompts",
+      offsetof(ngx_http_mcp_set_t, prompts), "prompts" },
+    { ngx_null_string, NULL, 0, NULL }
 };
 
 
@@ -121,31 +133,6 @@ ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call)
 }
 
 
-ngx_uint_t
-ngx_http_mcp_version_parse(ngx_str_t *s)
-{
-    ngx_uint_t  v;
-
-    for (v = NGX_HTTP_MCP_V20250326; v <= NGX_HTTP_MCP_VLATEST; v++) {
-        if (s->len == ngx_http_mcp_versions[v].len
-            && ngx_strncmp(s->data, ngx_http_mcp_versions[v].data, s->len)
-               == 0)
-        {
-            return v;
-        }
-    }
-
-    return 0;
-}
-
-
-const char *
-ngx_http_mcp_version_name(ngx_uint_t version)
-{
-    return (const char *) ngx_http_mcp_versions[version].data;
-}
-
-
 /*
  * initialize: negotiates the protocol version (the client's when we
  * speak it, else our latest), creates the session, and answers with the
@@ -156,11 +143,7 @@ static ngx_int_t
 ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
 {
     cJSON                        *version, *caps, *info, *result;
-    ngx_str_t                     retry = ngx_string("1");
-    ngx_http_mcp_ctx_t           *ctx;
     ngx_http_mcp_session_init_t   init;
-
-    ctx = call->ctx;
 
     if (ngx_http_mcp_param(call, call->params, "protocolVersion",
                            cJSON_String, 1, &version) != NGX_OK
@@ -174,20 +157,17 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
 
     (void) ngx_http_mcp_session_init_params(call->params, &init);
 
-    switch (ngx_http_mcp_session_new(ctx, &init, call->log)) {
+    if (call->ctx == NULL) {
+        /* the session's id goes in the POST's reply: no POST, no session */
+        return NGX_ERROR;
+    }
+
+    switch (call->edge->session(call, &init)) {
 
     case NGX_OK:
         break;
 
     case NGX_DECLINED:
-        /* nothing could be freed: 503, and the client may try again */
-        if (ngx_http_mcp_header_out(ctx->request, "Retry-After", &retry)
-            != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-
-        ctx->status = NGX_HTTP_SERVICE_UNAVAILABLE;
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_SERVER_ERROR,
                                 "Service unavailable: no room for a new "
                                 "session");
@@ -204,7 +184,8 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
                                    ngx_http_mcp_version_name(init.version))
            == NULL
         || !cJSON_AddItemToObject(result, "capabilities",
-                                  ngx_http_mcp_capabilities(ctx->conf->set))
+                                  ngx_http_mcp_capabilities(
+                                      ngx_http_mcp_call_conf(call)->set))
         || (info = cJSON_AddObjectToObject(result, "serverInfo")) == NULL
         || cJSON_AddStringToObject(info, "name", "ngx_http_mcp_module")
            == NULL
@@ -218,115 +199,6 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
     ngx_http_mcp_call_result(call, result);
 
     return NGX_OK;
-}
-
-
-/*
- * What initialize's params tell a session: the version (ours, when the
- * client's is not one we speak), capabilities and client name.  Lenient:
- * the gateway passes the params on for the upstream to judge.
- */
-
-ngx_int_t
-ngx_http_mcp_session_init_params(cJSON *params,
-    ngx_http_mcp_session_init_t *init)
-{
-    cJSON      *version, *caps, *name;
-    ngx_str_t   s;
-
-    ngx_memzero(init, sizeof(ngx_http_mcp_session_init_t));
-
-    version = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
-    caps = cJSON_GetObjectItemCaseSensitive(params, "capabilities");
-    name = cJSON_GetObjectItemCaseSensitive(
-               cJSON_GetObjectItemCaseSensitive(params, "clientInfo"), "name");
-
-    if (cJSON_IsString(version)) {
-        s.data = (u_char *) version->valuestring;
-        s.len = ngx_strlen(s.data);
-
-        init->version = ngx_http_mcp_version_parse(&s);
-    }
-
-    if (init->version == 0) {
-        init->version = NGX_HTTP_MCP_VLATEST;
-    }
-
-    init->sampling = (cJSON_GetObjectItemCaseSensitive(caps, "sampling")
-                      != NULL);
-    init->elicitation = (cJSON_GetObjectItemCaseSensitive(caps, "elicitation")
-                         != NULL);
-    init->roots = (cJSON_GetObjectItemCaseSensitive(caps, "roots")
-                   != NULL);
-
-    if (cJSON_IsString(name)) {
-        init->client_name.data = (u_char *) name->valuestring;
-        init->client_name.len = ngx_strlen(name->valuestring);
-    }
-
-    return NGX_OK;
-}
-
-
-/* a new session for ctx's initialize: its id goes to ctx->new_session */
-
-ngx_int_t
-ngx_http_mcp_session_new(ngx_http_mcp_ctx_t *ctx,
-    ngx_http_mcp_session_init_t *init, ngx_log_t *log)
-{
-    ngx_int_t  rc;
-
-    if (ctx->rctx.auth != NULL) {
-        /* the session is bound to the token's issuer and subject */
-        init->binding = ((ngx_http_mcp_auth_t *) ctx->rctx.auth)->binding;
-    }
-
-    ctx->new_session.data = ngx_pnalloc(ctx->request->pool,
-                                        NGX_HTTP_MCP_SESSION_ID_LEN);
-    if (ctx->new_session.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (ngx_http_mcp_session_client_key(ctx->conf->zone, ctx->request,
-                                        &init->client_key)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    rc = ngx_http_mcp_session_create(ctx->conf->zone, log, init,
-                                     ctx->new_session.data);
-
-    if (rc == NGX_DECLINED) {
-        ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "mcp: no room for a new session: the zone's sessions, "
-                      "or this client's, are all busy");
-    }
-
-    if (rc != NGX_OK) {
-        ctx->new_session.data = NULL;
-        return rc;
-    }
-
-    ctx->new_session.len = NGX_HTTP_MCP_SESSION_ID_LEN;
-    ctx->rctx.version = init->version;
-    ctx->rctx.session_id = ctx->new_session;
-
-    return NGX_OK;
-}
-
-
-/* the gateway's initialize: the session exists before the upstream answers */
-
-ngx_int_t
-ngx_http_mcp_session_mint(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
-{
-    ngx_http_mcp_session_init_t  init;
-
-    (void) ngx_http_mcp_session_init_params(msg->params, &init);
-
-    return ngx_http_mcp_session_new(ctx, &init,
-                                    ctx->request->connection->log);
 }
 
 
@@ -501,59 +373,85 @@ ngx_http_mcp_complete(ngx_http_mcp_call_t *call)
 }
 
 
-static ngx_int_t
-ngx_http_mcp_tools_list(ngx_http_mcp_call_t *call)
-{
-    ngx_array_t  *tools;
+/* what a list method lists, and which capability lets a caller see it */
 
-    if (ngx_http_mcp_authorize(call, "tools", NULL) != NGX_OK) {
+static ngx_http_mcp_listing_t *
+ngx_http_mcp_listing(ngx_str_t *method)
+{
+    ngx_http_mcp_listing_t  *l;
+
+    for (l = ngx_http_mcp_listings; l->key; l++) {
+        if (l->method.len == method->len
+            && ngx_strncmp(l->method.data, method->data, method->len) == 0)
+        {
+            return l;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* tools/list, resources/list, resources/templates/list, prompts/list */
+
+static ngx_int_t
+ngx_http_mcp_list(ngx_http_mcp_call_t *call)
+{
+    cJSON                       *result;
+    ngx_int_t                    rc;
+    ngx_array_t                 *entries;
+    ngx_http_mcp_set_t          *set;
+    ngx_http_mcp_listing_t      *l;
+    ngx_http_mcp_loc_conf_t     *mlcf;
+    ngx_http_mcp_tool_filter_t   filter, *f;
+
+    l = ngx_http_mcp_listing(&call->method);
+
+    if (ngx_http_mcp_authorize(call, l->capability, NULL) != NGX_OK) {
         return NGX_OK;
     }
 
-    tools = &ngx_http_mcp_call_conf(call)->set->tools;
+    mlcf = ngx_http_mcp_call_conf(call);
+    set = mlcf->set;
+    entries = (ngx_array_t *) ((u_char *) set + l->offset);
+    f = NULL;
 
-    tools = ngx_http_mcp_permitted_tools(call, tools);
-    if (tools == NULL) {
+    if (entries == &set->tools) {
+        /* a tool the caller or the policy may not call is not there */
+        entries = ngx_http_mcp_permitted_tools(call, entries);
+        if (entries == NULL) {
+            return NGX_ERROR;
+        }
+
+        filter.allowed = ngx_http_mcp_policy_allows;
+        filter.data = mlcf;
+        f = &filter;
+    }
+
+    result = ngx_http_mcp_list_page(call->pool, entries, l->key,
+                                    cJSON_GetObjectItemCaseSensitive(
+                                        call->params, "cursor"),
+                                    mlcf->page_size, f, &rc);
+    if (rc == NGX_DECLINED) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Invalid params: invalid cursor");
+        return NGX_OK;
+    }
+
+    if (result == NULL) {
         return NGX_ERROR;
     }
 
-    return ngx_http_mcp_list(call, tools, "tools");
+    ngx_http_mcp_call_result(call, result);
+
+    return NGX_OK;
 }
 
 
-static ngx_int_t
-ngx_http_mcp_resources_list(ngx_http_mcp_call_t *call)
+static ngx_uint_t
+ngx_http_mcp_policy_allows(void *data, ngx_str_t *name)
 {
-    if (ngx_http_mcp_authorize(call, "resources", NULL) != NGX_OK) {
-        return NGX_OK;
-    }
-
-    return ngx_http_mcp_list(call, &ngx_http_mcp_call_conf(call)->set->resources,
-                             "resources");
-}
-
-
-static ngx_int_t
-ngx_http_mcp_templates_list(ngx_http_mcp_call_t *call)
-{
-    if (ngx_http_mcp_authorize(call, "resources", NULL) != NGX_OK) {
-        return NGX_OK;
-    }
-
-    return ngx_http_mcp_list(call, &ngx_http_mcp_call_conf(call)->set->templates,
-                             "resourceTemplates");
-}
-
-
-static ngx_int_t
-ngx_http_mcp_prompts_list(ngx_http_mcp_call_t *call)
-{
-    if (ngx_http_mcp_authorize(call, "prompts", NULL) != NGX_OK) {
-        return NGX_OK;
-    }
-
-    return ngx_http_mcp_list(call, &ngx_http_mcp_call_conf(call)->set->prompts,
-                             "prompts");
+    return ngx_http_mcp_tool_allowed(data, name);
 }
 
 
@@ -772,12 +670,17 @@ ngx_http_mcp_find_resource(ngx_http_mcp_call_t *call)
 
     call->entry = ngx_http_mcp_find(&set->resources, &call->uri);
 
-    if (call->entry == NULL) {
-        call->entry = ngx_http_mcp_find_template(call, &set->templates,
-                                                 &call->uri);
+    if (call->entry == NULL
+        && ngx_http_mcp_find_template(call->pool, &set->templates,
+                                      &call->uri, &call->entry, &call->vars)
+           == NGX_ERROR)
+    {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return NULL;
     }
 
-    if (call->entry == NULL && !call->done) {
+    if (call->entry == NULL) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
                                 "Resource not found");
     }
@@ -845,29 +748,25 @@ ngx_http_mcp_invalid_params(ngx_http_mcp_call_t *call, const char *fmt,
 /*
  * NGX_OK when the caller may go on; else the call has ended with an
  * error, and a single request's reply is HTTP 403 with the challenge.
+ * Decided from the call's copy of the caller's token, so it holds
+ * however long the call outlives its POST.
  */
 
 static ngx_int_t
 ngx_http_mcp_authorize(ngx_http_mcp_call_t *call, const char *capability,
     ngx_str_t *tool)
 {
-    u_char              *msg;
-    ngx_str_t            scope;
-    ngx_http_mcp_ctx_t  *ctx;
+    u_char     *msg;
+    ngx_str_t   scope;
 
-    ctx = call->ctx;
-
-    if (ctx == NULL
-        || ngx_http_mcp_auth_permits(ctx->rctx.auth, capability, tool, &scope)
-           == NGX_OK)
+    if (ngx_http_mcp_auth_permits(call->rctx->auth, capability, tool, &scope)
+        == NGX_OK)
     {
         return NGX_OK;
     }
 
-    if (!ctx->batch
-        && ngx_http_mcp_auth_challenge(ctx->request, &scope) == NGX_OK)
-    {
-        ctx->status = NGX_HTTP_FORBIDDEN;
+    if (call->ctx != NULL) {
+        call->edge->challenge(call, &scope);
     }
 
     msg = ngx_pnalloc(call->pool, 128 + scope.len);
@@ -895,7 +794,7 @@ ngx_http_mcp_permitted_tools(ngx_http_mcp_call_t *call, ngx_array_t *tools)
     ngx_array_t           *list;
     ngx_http_mcp_entry_t  *e, *t;
 
-    if (call->ctx == NULL || call->ctx->rctx.auth == NULL) {
+    if (call->rctx->auth == NULL) {
         return tools;
     }
 
@@ -908,7 +807,7 @@ ngx_http_mcp_permitted_tools(ngx_http_mcp_call_t *call, ngx_array_t *tools)
     e = tools->elts;
 
     for (i = 0; i < tools->nelts; i++) {
-        if (ngx_http_mcp_auth_permits(call->ctx->rctx.auth, "tools",
+        if (ngx_http_mcp_auth_permits(call->rctx->auth, "tools",
                                       &e[i].name, &scope)
             != NGX_OK)
         {
@@ -940,10 +839,9 @@ ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
     cJSON      *schema, *result, *content, empty;
     ngx_int_t   rc;
 
-    if (call->ctx != NULL
-        && ngx_http_mcp_auth_check_input(call->ctx->request, call->pool,
-                                         call->arguments, &error)
-           != NGX_OK)
+    if (ngx_http_mcp_auth_check_input(call->loc_conf, call->pool,
+                                      call->arguments, &error)
+        != NGX_OK)
     {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
                                 (const char *) error);

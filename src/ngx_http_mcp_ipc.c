@@ -28,7 +28,30 @@ static void ngx_http_mcp_ipc_read(ngx_event_t *ev);
 static void ngx_http_mcp_wake_handler(ngx_event_t *ev);
 
 
+#define NGX_HTTP_MCP_WAKE_HANDLERS  4
+
+
 ngx_http_mcp_worker_t  ngx_http_mcp_worker;
+
+/* who looks at the zone when this worker is woken: streams, calls */
+static ngx_http_mcp_wake_pt  ngx_http_mcp_wake_handlers[
+                                 NGX_HTTP_MCP_WAKE_HANDLERS];
+static ngx_uint_t            ngx_http_mcp_nwake_handlers;
+
+
+/* called at worker start, before ngx_http_mcp_ipc_init() */
+
+ngx_int_t
+ngx_http_mcp_ipc_on_wake(ngx_http_mcp_wake_pt handler)
+{
+    if (ngx_http_mcp_nwake_handlers == NGX_HTTP_MCP_WAKE_HANDLERS) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_mcp_wake_handlers[ngx_http_mcp_nwake_handlers++] = handler;
+
+    return NGX_OK;
+}
 
 
 static socklen_t
@@ -205,6 +228,11 @@ ngx_http_mcp_ipc_read(ngx_event_t *ev)
 static void
 ngx_http_mcp_wake_handler(ngx_event_t *ev)
 {
-    ngx_http_mcp_streams_wake();
-    ngx_http_mcp_calls_wake();
+    ngx_uint_t  i;
+
+    ngx_log_debug0(NGX_LOG_DEBUG_EVENT, ev->log, 0, "mcp worker woken");
+
+    for (i = 0; i < ngx_http_mcp_nwake_handlers; i++) {
+        ngx_http_mcp_wake_handlers[i]();
+    }
 }

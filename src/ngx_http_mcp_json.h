@@ -1,7 +1,8 @@
 
 /*
- * The strict JSON scan of ngx_http_mcp_jsonrpc.c, for the module's pure
- * files that read JSON and know nothing of HTTP (jwt.c).
+ * The strict JSON scan (ngx_http_mcp_json.c): one meaning for every
+ * parser.  Used by jsonrpc.c for POST bodies and by jwt.c for tokens and
+ * key sets.
  */
 
 
@@ -13,8 +14,23 @@
 #include <ngx_core.h>
 
 
+/*
+ * Scans p whole; with ids, collects the raw text of the "id" member of
+ * the top-level object, or of each object of a top-level array
+ * (ngx_str_t, an empty one when absent).  NGX_OK, NGX_DECLINED (*error
+ * says why) or NGX_ERROR.
+ */
+ngx_int_t ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p, size_t len,
+    ngx_array_t *ids, const char **error);
 ngx_int_t ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
     const char **error);
+
+/*
+ * The raw text of a number that is the value of member "key" somewhere
+ * in body and equals value; NULL: not found.
+ */
+u_char *ngx_http_mcp_json_raw_number(ngx_str_t *body, const char *key,
+    double value, size_t *len);
 
 
 #endif /* _NGX_HTTP_MCP_JSON_H_INCLUDED_ */

@@ -258,99 +258,75 @@ ngx_http_mcp_find(ngx_array_t *entries, ngx_str_t *name)
 }
 
 
-/* the first template that matches uri; its variables go to call->vars */
+/*
+ * The first template that matches uri, its variables in *vars
+ * (ngx_keyval_t): NGX_OK, NGX_DECLINED when none matches, NGX_ERROR.
+ */
 
-ngx_http_mcp_entry_t *
-ngx_http_mcp_find_template(ngx_http_mcp_call_t *call, ngx_array_t *templates,
-    ngx_str_t *uri)
+ngx_int_t
+ngx_http_mcp_find_template(ngx_pool_t *pool, ngx_array_t *templates,
+    ngx_str_t *uri, ngx_http_mcp_entry_t **entry, ngx_array_t **vars)
 {
     ngx_int_t              rc;
     ngx_uint_t             i;
     ngx_http_mcp_entry_t  *e;
 
     e = templates->elts;
+    *entry = NULL;
+    *vars = NULL;
 
     for (i = 0; i < templates->nelts; i++) {
 
-        call->vars = ngx_array_create(call->pool, 4, sizeof(ngx_keyval_t));
-        if (call->vars == NULL) {
-            return NULL;
+        *vars = ngx_array_create(pool, 4, sizeof(ngx_keyval_t));
+        if (*vars == NULL) {
+            return NGX_ERROR;
         }
 
-        rc = ngx_http_mcp_uritemplate_match(call->pool, &e[i].name, uri,
-                                            call->vars);
+        rc = ngx_http_mcp_uritemplate_match(pool, &e[i].name, uri, *vars);
 
         if (rc == NGX_OK) {
-            return &e[i];
+            *entry = &e[i];
+            return NGX_OK;
         }
 
         if (rc == NGX_ERROR) {
-            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
-                                    "Internal error");
-            return NULL;
+            return NGX_ERROR;
         }
     }
 
-    call->vars = NULL;
+    *vars = NULL;
 
-    return NULL;
-}
-
-
-ngx_str_t *
-ngx_http_mcp_var(ngx_http_mcp_call_t *call, char *name)
-{
-    size_t         len;
-    ngx_uint_t     i;
-    ngx_keyval_t  *kv;
-
-    if (call->vars == NULL) {
-        return NULL;
-    }
-
-    len = ngx_strlen(name);
-    kv = call->vars->elts;
-
-    for (i = 0; i < call->vars->nelts; i++) {
-        if (kv[i].key.len == len
-            && ngx_strncmp(kv[i].key.data, name, len) == 0)
-        {
-            return &kv[i].value;
-        }
-    }
-
-    return NULL;
+    return NGX_DECLINED;
 }
 
 
 /*
- * A page of a listing: {key: [...], "nextCursor": "..."}.  The listing
- * objects are referenced, not copied: they live as long as the
- * configuration, longer than the reply.
+ * A page of a listing: {key: [...], "nextCursor": "..."}, the page
+ * after cursor (NULL: the first), without the entries filter refuses.
+ * The listing objects are referenced, not copied: they live as long as
+ * the configuration, longer than the reply.  NULL with *rc NGX_DECLINED
+ * for a cursor that is not ours, NGX_ERROR when memory ran out.
  */
 
-ngx_int_t
-ngx_http_mcp_list(ngx_http_mcp_call_t *call, ngx_array_t *entries,
-    const char *key)
+cJSON *
+ngx_http_mcp_list_page(ngx_pool_t *pool, ngx_array_t *entries,
+    const char *key, cJSON *cursor, ngx_uint_t page_size,
+    ngx_http_mcp_tool_filter_t *filter, ngx_int_t *rc)
 {
-    char                     *next;
-    cJSON                    *result, *list, *item;
-    ngx_uint_t                i, offset, end;
-    ngx_http_mcp_entry_t     *e;
-    ngx_http_mcp_loc_conf_t  *mlcf;
+    char                  *next;
+    cJSON                 *result, *list, *item;
+    ngx_uint_t             i, offset, end;
+    ngx_http_mcp_entry_t  *e;
 
-    if (ngx_http_mcp_cursor_parse(cJSON_GetObjectItemCaseSensitive(
-                                      call->params, "cursor"), &offset)
-        != NGX_OK
+    if (ngx_http_mcp_cursor_parse(cursor, &offset) != NGX_OK
         || offset > entries->nelts)
     {
-        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
-                                "Invalid params: invalid cursor");
-        return NGX_OK;
+        *rc = NGX_DECLINED;
+        return NULL;
     }
 
-    mlcf = ngx_http_mcp_call_conf(call);
-    end = ngx_min(entries->nelts, offset + mlcf->page_size);
+    *rc = NGX_ERROR;
+    end = ngx_min(entries->nelts, offset + page_size);
 
     result = cJSON_CreateObject();
     list = cJSON_AddArrayToObject(result, key);
@@ -363,10 +339,7 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call, ngx_array_t *entries,
 
     for (i = offset; i < end; i++) {
 
-        /* a tool the policy denies is not there for this client */
-        if (entries == &mlcf->set->tools
-            && !ngx_http_mcp_tool_allowed(mlcf, &e[i].name))
-        {
+        if (filter != NULL && !filter->allowed(filter->data, &e[i].name)) {
             continue;
         }
 
@@ -379,7 +352,7 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call, ngx_array_t *entries,
     }
 
     if (end < entries->nelts) {
-        next = ngx_http_mcp_cursor_make(call->pool, end);
+        next = ngx_http_mcp_cursor_make(pool, end);
 
         if (next == NULL
             || cJSON_AddStringToObject(result, "nextCursor", next) == NULL)
@@ -388,14 +361,14 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call, ngx_array_t *entries,
         }
     }
 
-    ngx_http_mcp_call_result(call, result);
+    *rc = NGX_OK;
 
-    return NGX_OK;
+    return result;
 
 failed:
 
     cJSON_Delete(result);
-    return NGX_ERROR;
+    return NULL;
 }
 
 

@@ -9,31 +9,20 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_session_zone.h"
 
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
 
-#define NGX_HTTP_MCP_DEFAULT_ZONE       "mcp_sessions"
-#define NGX_HTTP_MCP_DEFAULT_ZONE_SIZE  (10 * 1024 * 1024)
-#define NGX_HTTP_MCP_DEFAULT_TIMEOUT    (60 * 60 * 1000)
-#define NGX_HTTP_MCP_DEFAULT_LOG_SIZE   (256 * 1024)
-#define NGX_HTTP_MCP_DEFAULT_SUBS       64
-#define NGX_HTTP_MCP_DEFAULT_URI        NGX_HTTP_MCP_SUBSCRIPTION_URI_LEN
 
 
-static ngx_int_t ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone,
-    void *data);
 static void ngx_http_mcp_session_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
-static ngx_http_mcp_session_node_t *ngx_http_mcp_session_find(
-    ngx_http_mcp_zone_t *ctx, ngx_str_t *id);
 static void ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s);
 static void ngx_http_mcp_session_expire(ngx_http_mcp_zone_t *ctx,
     ngx_uint_t n);
-static char *ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
-    ngx_http_mcp_zone_t *ctx, ngx_str_t *value);
 static ngx_http_mcp_client_t *ngx_http_mcp_session_client(
     ngx_http_mcp_zone_t *ctx, ngx_str_t *key, ngx_log_t *log);
 static ngx_int_t ngx_http_mcp_session_quota(ngx_http_mcp_zone_t *ctx,
@@ -41,320 +30,11 @@ static ngx_int_t ngx_http_mcp_session_quota(ngx_http_mcp_zone_t *ctx,
 static ngx_uint_t ngx_http_mcp_session_idle(ngx_http_mcp_session_node_t *s);
 static ngx_int_t ngx_http_mcp_session_evict(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *keep, ngx_log_t *log);
-static void *ngx_http_mcp_session_alloc(ngx_http_mcp_zone_t *ctx,
-    size_t size, ngx_http_mcp_session_node_t *keep, ngx_log_t *log);
 static ngx_int_t ngx_http_mcp_session_get(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use);
 
 
-char *
-ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_mcp_main_conf_t *mmcf = conf;
-
-    u_char               *p;
-    ssize_t               size, log_size, n;
-    ngx_str_t            *value, name, s;
-    ngx_msec_t            timeout;
-    ngx_uint_t            i;
-    ngx_shm_zone_t       *shm_zone, **zp;
-    ngx_http_mcp_zone_t  *ctx;
-
-    value = cf->args->elts;
-
-    size = 0;
-    ngx_str_null(&name);
-    timeout = NGX_HTTP_MCP_DEFAULT_TIMEOUT;
-    log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
-
-    ctx = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_zone_t));
-    if (ctx == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    ctx->max_subscriptions = NGX_HTTP_MCP_DEFAULT_SUBS;
-    ctx->max_uri = NGX_HTTP_MCP_DEFAULT_URI;
-
-    for (i = 1; i < cf->args->nelts; i++) {
-
-        if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
-
-            name.data = value[i].data + 5;
-            p = (u_char *) ngx_strchr(name.data, ':');
-
-            if (p == NULL) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid zone size \"%V\"", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            name.len = p - name.data;
-
-            s.data = p + 1;
-            s.len = value[i].data + value[i].len - s.data;
-
-            size = ngx_parse_size(&s);
-
-            if (size == NGX_ERROR) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid zone size \"%V\"", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            if (size < (ssize_t) (8 * ngx_pagesize)) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "zone \"%V\" is too small", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "timeout=", 8) == 0) {
-
-            s.data = value[i].data + 8;
-            s.len = value[i].len - 8;
-
-            timeout = ngx_parse_time(&s, 0);
-
-            if (timeout == (ngx_msec_t) NGX_ERROR || timeout == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid timeout \"%V\"", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "log=", 4) == 0) {
-
-            s.data = value[i].data + 4;
-            s.len = value[i].len - 4;
-
-            log_size = ngx_parse_size(&s);
-
-            if (log_size == NGX_ERROR || log_size < 1024) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid event log size \"%V\"",
-                                   &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "subscriptions=", 14) == 0) {
-
-            n = ngx_atoi(value[i].data + 14, value[i].len - 14);
-
-            if (n == NGX_ERROR) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid number of subscriptions \"%V\"",
-                                   &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            ctx->max_subscriptions = n;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "subscription_uri=", 17) == 0) {
-
-            s.data = value[i].data + 17;
-            s.len = value[i].len - 17;
-
-            n = ngx_parse_size(&s);
-
-            if (n == NGX_ERROR || n == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid URI length \"%V\"", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            ctx->max_uri = n;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "per_client=", 11) == 0) {
-
-            if (ngx_http_mcp_session_zone_per_client(cf, ctx, &value[i])
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[i]);
-        return NGX_CONF_ERROR;
-    }
-
-    if (name.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\" must have \"zone\" parameter",
-                           &cmd->name);
-        return NGX_CONF_ERROR;
-    }
-
-    ctx->timeout = timeout;
-    ctx->log_size = log_size;
-    ctx->name = name;
-
-    shm_zone = ngx_shared_memory_add(cf, &name, size, &ngx_http_mcp_module);
-    if (shm_zone == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (shm_zone->data) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "duplicate zone \"%V\"", &name);
-        return NGX_CONF_ERROR;
-    }
-
-    shm_zone->init = ngx_http_mcp_session_init_zone;
-    shm_zone->data = ctx;
-
-    zp = ngx_array_push(&mmcf->zones);
-    if (zp == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    *zp = shm_zone;
-
-    return NGX_CONF_OK;
-}
-
-
-/* per_client=$variable:N: at most N sessions for one value of it */
-
-static char *
-ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
-    ngx_http_mcp_zone_t *ctx, ngx_str_t *value)
-{
-    u_char                            *colon;
-    ngx_int_t                          n;
-    ngx_str_t                          var;
-    ngx_http_compile_complex_value_t   ccv;
-
-    var.data = value->data + 11;
-    var.len = value->len - 11;
-
-    colon = NULL;
-
-    for (n = var.len - 1; n >= 0; n--) {
-        if (var.data[n] == ':') {
-            colon = &var.data[n];
-            break;
-        }
-    }
-
-    if (colon == NULL || var.len == 0 || var.data[0] != '$') {
-        goto invalid;
-    }
-
-    n = ngx_atoi(colon + 1, var.data + var.len - colon - 1);
-    var.len = colon - var.data;
-
-    if (n == NGX_ERROR || n == 0 || var.len < 2) {
-        goto invalid;
-    }
-
-    ctx->per_client_max = n;
-
-    ctx->per_client = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
-    if (ctx->per_client == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-
-    ccv.cf = cf;
-    ccv.value = &var;
-    ccv.complex_value = ctx->per_client;
-
-    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
-
-invalid:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid \"per_client\" parameter \"%V\", "
-                       "expected per_client=$variable:number", value);
-    return NGX_CONF_ERROR;
-}
-
-
-/* the value that tells one client's sessions from another's, or empty */
-
 ngx_int_t
-ngx_http_mcp_session_client_key(ngx_shm_zone_t *zone, ngx_http_request_t *r,
-    ngx_str_t *key)
-{
-    ngx_http_mcp_zone_t  *ctx;
-
-    ctx = zone->data;
-
-    ngx_str_null(key);
-
-    if (ctx->per_client == NULL) {
-        return NGX_OK;
-    }
-
-    return ngx_http_complex_value(r, ctx->per_client, key);
-}
-
-
-/* the zone that locations without "mcp_session" share */
-
-ngx_shm_zone_t *
-ngx_http_mcp_session_default_zone(ngx_conf_t *cf)
-{
-    ngx_str_t                  name = ngx_string(NGX_HTTP_MCP_DEFAULT_ZONE);
-    ngx_shm_zone_t            *shm_zone;
-    ngx_http_mcp_zone_t       *ctx;
-    ngx_http_mcp_main_conf_t  *mmcf;
-
-    mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
-
-    if (mmcf->default_zone) {
-        return mmcf->default_zone;
-    }
-
-    shm_zone = ngx_shared_memory_add(cf, &name,
-                                     NGX_HTTP_MCP_DEFAULT_ZONE_SIZE,
-                                     &ngx_http_mcp_module);
-    if (shm_zone == NULL) {
-        return NULL;
-    }
-
-    if (shm_zone->data == NULL) {
-        ctx = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_zone_t));
-        if (ctx == NULL) {
-            return NULL;
-        }
-
-        ctx->timeout = NGX_HTTP_MCP_DEFAULT_TIMEOUT;
-        ctx->log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
-        ctx->max_subscriptions = NGX_HTTP_MCP_DEFAULT_SUBS;
-        ctx->max_uri = NGX_HTTP_MCP_DEFAULT_URI;
-        ctx->name = name;
-
-        shm_zone->init = ngx_http_mcp_session_init_zone;
-        shm_zone->data = ctx;
-    }
-
-    mmcf->default_zone = shm_zone;
-
-    return shm_zone;
-}
-
-
-static ngx_int_t
 ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_mcp_zone_t  *octx = data;
@@ -450,7 +130,7 @@ ngx_http_mcp_session_rbtree_insert(ngx_rbtree_node_t *temp,
 
 /* called with the zone locked */
 
-static ngx_http_mcp_session_node_t *
+ngx_http_mcp_session_node_t *
 ngx_http_mcp_session_find(ngx_http_mcp_zone_t *ctx, ngx_str_t *id)
 {
     ngx_int_t                     rc;
@@ -626,7 +306,7 @@ ngx_http_mcp_session_evict(ngx_http_mcp_zone_t *ctx,
  * idle session goes (never keep) and the allocation is tried again.
  */
 
-static void *
+void *
 ngx_http_mcp_session_alloc(ngx_http_mcp_zone_t *ctx, size_t size,
     ngx_http_mcp_session_node_t *keep, ngx_log_t *log)
 {
@@ -738,6 +418,53 @@ ngx_http_mcp_session_quota(ngx_http_mcp_zone_t *ctx,
     }
 
     return NGX_DECLINED;
+}
+
+
+/*
+ * What initialize's params tell a session: the version (ours, when the
+ * client's is not one we speak), capabilities and client name.  Lenient:
+ * the gateway passes the params on for the upstream to judge.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_init_params(cJSON *params,
+    ngx_http_mcp_session_init_t *init)
+{
+    cJSON      *version, *caps, *name;
+    ngx_str_t   s;
+
+    ngx_memzero(init, sizeof(ngx_http_mcp_session_init_t));
+
+    version = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
+    caps = cJSON_GetObjectItemCaseSensitive(params, "capabilities");
+    name = cJSON_GetObjectItemCaseSensitive(
+               cJSON_GetObjectItemCaseSensitive(params, "clientInfo"), "name");
+
+    if (cJSON_IsString(version)) {
+        s.data = (u_char *) version->valuestring;
+        s.len = ngx_strlen(s.data);
+
+        init->version = ngx_http_mcp_version_parse(&s);
+    }
+
+    if (init->version == 0) {
+        init->version = NGX_HTTP_MCP_VLATEST;
+    }
+
+    init->sampling = (cJSON_GetObjectItemCaseSensitive(caps, "sampling")
+                      != NULL);
+    init->elicitation = (cJSON_GetObjectItemCaseSensitive(caps, "elicitation")
+                         != NULL);
+    init->roots = (cJSON_GetObjectItemCaseSensitive(caps, "roots")
+                   != NULL);
+
+    if (cJSON_IsString(name)) {
+        init->client_name.data = (u_char *) name->valuestring;
+        init->client_name.len = ngx_strlen(name->valuestring);
+    }
+
+    return NGX_OK;
 }
 
 
@@ -1134,377 +861,6 @@ done:
 }
 
 
-/*
- * What follows is called with the zone locked, by the stream and call
- * code: the streams, event log and waits of one session.
- */
-
-ngx_http_mcp_session_node_t *
-ngx_http_mcp_session_find_locked(ngx_http_mcp_zone_t *ctx, ngx_str_t *id)
-{
-    return ngx_http_mcp_session_find(ctx, id);
-}
-
-
-ngx_http_mcp_stream_sh_t *
-ngx_http_mcp_session_stream(ngx_http_mcp_session_node_t *s, uint32_t id)
-{
-    ngx_queue_t               *q;
-    ngx_http_mcp_stream_sh_t  *st;
-
-    for (q = ngx_queue_head(&s->sstreams);
-         q != ngx_queue_sentinel(&s->sstreams);
-         q = ngx_queue_next(q))
-    {
-        st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
-
-        if (st->id == id) {
-            return st;
-        }
-    }
-
-    return NULL;
-}
-
-
-/*
- * A new stream, owned by this worker.  A session keeps at most
- * NGX_HTTP_MCP_MAX_STREAMS streams: past that the stream that lost its
- * connection longest ago goes, with its events.
- */
-
-#define NGX_HTTP_MCP_MAX_STREAMS  32
-
-ngx_http_mcp_stream_sh_t *
-ngx_http_mcp_session_stream_add(ngx_http_mcp_zone_t *ctx,
-    ngx_http_mcp_session_node_t *s, ngx_uint_t standalone, uint32_t pending)
-{
-    ngx_uint_t                 n;
-    ngx_queue_t               *q;
-    ngx_http_mcp_stream_sh_t  *st, *oldest;
-
-    n = 0;
-    oldest = NULL;
-
-    for (q = ngx_queue_head(&s->sstreams);
-         q != ngx_queue_sentinel(&s->sstreams);
-         q = ngx_queue_next(q))
-    {
-        st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
-        n++;
-
-        if (st->owner == 0
-            && (oldest == NULL
-                || (ngx_msec_int_t) (st->detached - oldest->detached) < 0))
-        {
-            oldest = st;
-        }
-    }
-
-    if (n >= NGX_HTTP_MCP_MAX_STREAMS) {
-        if (oldest == NULL) {
-            return NULL;
-        }
-
-        ngx_http_mcp_session_stream_free(ctx, s, oldest);
-    }
-
-    st = ngx_http_mcp_session_alloc(ctx, sizeof(ngx_http_mcp_stream_sh_t), s,
-                                    ngx_cycle->log);
-    if (st == NULL) {
-        return NULL;
-    }
-
-    ngx_memzero(st, sizeof(ngx_http_mcp_stream_sh_t));
-
-    st->id = s->next_stream++;
-    st->pending = pending;
-    st->standalone = standalone;
-
-    /* newest first: server-initiated messages go to the newest GET */
-    ngx_queue_insert_head(&s->sstreams, &st->queue);
-
-    ngx_http_mcp_session_stream_owner(s, st, ngx_pid);
-
-    return st;
-}
-
-
-void
-ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
-    ngx_http_mcp_session_node_t *s, ngx_http_mcp_stream_sh_t *st)
-{
-    ngx_queue_t           *q, *next;
-    ngx_http_mcp_event_t  *ev;
-
-    for (q = ngx_queue_head(&s->events);
-         q != ngx_queue_sentinel(&s->events);
-         q = next)
-    {
-        next = ngx_queue_next(q);
-        ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
-
-        if (ev->stream == st->id) {
-            ngx_queue_remove(q);
-            s->events_size -= ev->len;
-            ngx_slab_free_locked(ctx->shpool, ev);
-        }
-    }
-
-    ngx_http_mcp_session_stream_owner(s, st, 0);
-
-    ngx_queue_remove(&st->queue);
-    ngx_slab_free_locked(ctx->shpool, st);
-}
-
-
-/* a session with owned streams is busy: it is not evicted */
-
-void
-ngx_http_mcp_session_stream_owner(ngx_http_mcp_session_node_t *s,
-    ngx_http_mcp_stream_sh_t *st, ngx_pid_t owner)
-{
-    if (st->owner && !owner) {
-        s->streams--;
-        st->detached = ngx_current_msec;
-
-    } else if (!st->owner && owner) {
-        s->streams++;
-    }
-
-    st->owner = owner;
-}
-
-
-/*
- * Room for an event of len bytes at the end of the session's log.  The
- * log holds at most log_size bytes of messages: the oldest events go
- * first to make room, and a reader that resumes after them misses them.
- */
-
-ngx_http_mcp_event_t *
-ngx_http_mcp_session_event_add(ngx_http_mcp_zone_t *ctx,
-    ngx_http_mcp_session_node_t *s, size_t len, ngx_log_t *log)
-{
-    ngx_queue_t           *q;
-    ngx_http_mcp_event_t  *ev;
-
-    for ( ;; ) {
-        if (s->events_size + len <= ctx->log_size
-            || ngx_queue_empty(&s->events))
-        {
-            ev = ngx_http_mcp_session_alloc(ctx,
-                                            offsetof(ngx_http_mcp_event_t,
-                                                     data) + len,
-                                            s, log);
-            if (ev != NULL) {
-                break;
-            }
-
-            if (ngx_queue_empty(&s->events)) {
-                return NULL;
-            }
-        }
-
-        /* notifications go first: a response is what a call waits for */
-        for (q = ngx_queue_head(&s->events);
-             q != ngx_queue_sentinel(&s->events);
-             q = ngx_queue_next(q))
-        {
-            ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
-
-            if (!ev->response) {
-                break;
-            }
-        }
-
-        if (q == ngx_queue_sentinel(&s->events)) {
-            q = ngx_queue_head(&s->events);
-        }
-
-        ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
-
-        ngx_log_error(NGX_LOG_INFO, log, 0,
-                      "mcp session %s: event log full, dropped %s "
-                      "%uD-%uL",
-                      ngx_http_mcp_session_log_id(s->id,
-                                                  NGX_HTTP_MCP_SESSION_ID_LEN),
-                      ev->response ? "response" : "event",
-                      ev->stream, ev->seq);
-
-        ngx_queue_remove(q);
-        s->events_size -= ev->len;
-        ngx_slab_free_locked(ctx->shpool, ev);
-    }
-
-    ngx_memzero(ev, offsetof(ngx_http_mcp_event_t, data));
-
-    ev->seq = s->next_seq++;
-    ev->len = len;
-
-    ngx_queue_insert_tail(&s->events, &ev->queue);
-    s->events_size += len;
-
-    return ev;
-}
-
-
-ngx_http_mcp_wait_t *
-ngx_http_mcp_session_wait_add(ngx_http_mcp_zone_t *ctx,
-    ngx_http_mcp_session_node_t *s, uint64_t request, u_char *id,
-    size_t id_len)
-{
-    ngx_http_mcp_wait_t  *w;
-
-    w = ngx_http_mcp_session_alloc(ctx,
-                                   offsetof(ngx_http_mcp_wait_t, id) + id_len,
-                                   s, ngx_cycle->log);
-    if (w == NULL) {
-        return NULL;
-    }
-
-    ngx_memzero(w, offsetof(ngx_http_mcp_wait_t, id));
-
-    w->owner = ngx_pid;
-    w->request = request;
-    w->id_len = id_len;
-    if (id_len) {
-        ngx_memcpy(w->id, id, id_len);
-    }
-
-    ngx_queue_insert_tail(&s->waits, &w->queue);
-
-    return w;
-}
-
-
-/* owner 0 matches any owner */
-
-ngx_http_mcp_wait_t *
-ngx_http_mcp_session_wait_find(ngx_http_mcp_session_node_t *s,
-    ngx_pid_t owner, uint64_t request, u_char *id, size_t id_len)
-{
-    ngx_queue_t          *q;
-    ngx_http_mcp_wait_t  *w;
-
-    for (q = ngx_queue_head(&s->waits);
-         q != ngx_queue_sentinel(&s->waits);
-         q = ngx_queue_next(q))
-    {
-        w = ngx_queue_data(q, ngx_http_mcp_wait_t, queue);
-
-        if ((owner && w->owner != owner) || w->request != request) {
-            continue;
-        }
-
-        if (request || (w->id_len == id_len
-                        && ngx_memcmp(w->id, id, id_len) == 0))
-        {
-            return w;
-        }
-    }
-
-    return NULL;
-}
-
-
-void
-ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
-    ngx_http_mcp_wait_t *w)
-{
-    if (w->answer) {
-        ngx_slab_free_locked(ctx->shpool, w->answer);
-    }
-
-    ngx_queue_remove(&w->queue);
-    ngx_slab_free_locked(ctx->shpool, w);
-}
-
-
-/*
- * A server notification for every session of the zone that subscribed
- * to uri (every session, with uri NULL), on its newest open GET stream.  The pids of the
- * workers to wake are pushed to owners.  Returns how many sessions got
- * the notification.
- */
-
-ngx_uint_t
-ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
-    u_char *data, size_t len, ngx_array_t *owners, ngx_log_t *log)
-{
-    ngx_uint_t                    n;
-    ngx_pid_t                    *pid;
-    ngx_queue_t                  *q, *sq;
-    ngx_http_mcp_zone_t          *ctx;
-    ngx_http_mcp_event_t         *ev;
-    ngx_http_mcp_stream_sh_t     *st;
-    ngx_http_mcp_session_node_t  *s;
-    ngx_http_mcp_subscription_t  *sub;
-
-    ctx = zone->data;
-    n = 0;
-
-    ngx_shmtx_lock(&ctx->shpool->mutex);
-
-    for (q = ngx_queue_head(&ctx->sh->queue);
-         q != ngx_queue_sentinel(&ctx->sh->queue);
-         q = ngx_queue_next(q))
-    {
-        s = ngx_queue_data(q, ngx_http_mcp_session_node_t, queue);
-
-        for (sub = s->subscriptions; uri != NULL && sub; sub = sub->next) {
-            if (sub->len == uri->len
-                && ngx_memcmp(sub->uri, uri->data, uri->len) == 0)
-            {
-                break;
-            }
-        }
-
-        if (uri != NULL && sub == NULL) {
-            continue;
-        }
-
-        st = NULL;
-
-        for (sq = ngx_queue_head(&s->sstreams);
-             sq != ngx_queue_sentinel(&s->sstreams);
-             sq = ngx_queue_next(sq))
-        {
-            st = ngx_queue_data(sq, ngx_http_mcp_stream_sh_t, queue);
-
-            if (st->standalone && st->owner) {
-                break;
-            }
-
-            st = NULL;
-        }
-
-        if (st == NULL) {
-            /* no stream to carry it: server notifications are not kept */
-            continue;
-        }
-
-        ev = ngx_http_mcp_session_event_add(ctx, s, len, log);
-        if (ev == NULL) {
-            continue;
-        }
-
-        ev->stream = st->id;
-        ngx_memcpy(ev->data, data, len);
-        n++;
-
-        pid = ngx_array_push(owners);
-        if (pid != NULL) {
-            *pid = st->owner;
-        }
-    }
-
-    ngx_shmtx_unlock(&ctx->shpool->mutex);
-
-    return n;
-}
-
-
 /* the gateway: where a session lives upstream */
 
 ngx_int_t
@@ -1631,4 +987,17 @@ ngx_http_mcp_session_log_id(u_char *id, size_t len)
     ngx_sprintf(buf, "#%08xD%Z", ngx_crc32_long(id, len));
 
     return buf;
+}
+
+
+void
+ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_wait_t *w)
+{
+    if (w->answer) {
+        ngx_slab_free_locked(ctx->shpool, w->answer);
+    }
+
+    ngx_queue_remove(&w->queue);
+    ngx_slab_free_locked(ctx->shpool, w);
 }

@@ -35,6 +35,8 @@ static ngx_int_t ngx_http_mcp_stream_prime(ngx_http_mcp_stream_t *st,
 static void ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st);
 static ngx_int_t ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st,
     size_t *len, ngx_uint_t *complete, ngx_uint_t *more);
+static ngx_int_t ngx_http_mcp_stream_frame(void *data, uint64_t seq,
+    u_char *text, size_t len);
 static ngx_int_t ngx_http_mcp_stream_reserve(ngx_http_mcp_stream_t *st,
     size_t size);
 static void ngx_http_mcp_stream_write_handler(ngx_http_request_t *r);
@@ -52,38 +54,25 @@ static ngx_str_t  ngx_http_mcp_sse_type = ngx_string("text/event-stream");
 /*
  * The reply of a POST becomes an SSE stream: the calls still running
  * write their messages and responses to it, and it ends after the last
- * response.  Replies that are ready already go first.
+ * response.
  */
 
 ngx_int_t
 ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 {
-    uint32_t                      id, token;
-    ngx_uint_t                    i;
-    ngx_http_request_t           *r;
-    ngx_http_mcp_msg_t           *msg;
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_stream_t        *st;
-    ngx_http_mcp_stream_sh_t     *sh;
-    ngx_http_mcp_session_node_t  *s;
+    uint32_t                id, token;
+    ngx_pid_t               prev;
+    ngx_http_request_t     *r;
+    ngx_http_mcp_stream_t  *st;
 
     r = ctx->request;
-    zctx = ctx->conf->zone->data;
+    token = ++ngx_http_mcp_worker.tokens;
 
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find_locked(zctx, &ctx->rctx.session_id);
-
-    sh = (s != NULL) ? ngx_http_mcp_session_stream_add(zctx, s, 0,
-                                                       ctx->pending)
-                     : NULL;
-
-    id = (sh != NULL) ? sh->id : 0;
-    token = (sh != NULL) ? (sh->token = ++ngx_http_mcp_worker.tokens) : 0;
-
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
-
-    if (sh == NULL) {
+    if (ngx_http_mcp_session_stream_open(ctx->conf->zone,
+                                         &ctx->rctx.session_id, 0,
+                                         ctx->pending, 0, token, &id, &prev)
+        != NGX_OK)
+    {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "mcp: no room for a stream in session %s",
                       ngx_http_mcp_session_log_id(ctx->rctx.session_id.data,
@@ -99,22 +88,6 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 
     ctx->stream = st;
 
-    msg = ctx->msgs.elts;
-
-    for (i = 0; i < ctx->msgs.nelts; i++) {
-
-        if (msg[i].call != NULL) {
-            msg[i].call->stream = id;
-            continue;
-        }
-
-        if (msg[i].reply != NULL
-            && ngx_http_mcp_stream_reply(ctx, &msg[i]) != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-    }
-
     if (ngx_http_mcp_stream_headers(r, ctx->rctx.version) != NGX_OK) {
         return NGX_ERROR;
     }
@@ -123,6 +96,12 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 
     /* the priming event and the first events go out from the wake-up */
     st->prime = 1;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "mcp session %s: POST reply is stream %uD",
+                   ngx_http_mcp_session_log_id(ctx->rctx.session_id.data,
+                                               ctx->rctx.session_id.len),
+                   id);
 
     return ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
 }
@@ -147,9 +126,9 @@ ngx_http_mcp_stream_reply(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
     cJSON_Delete(msg->reply);
     msg->reply = NULL;
 
-    return ngx_http_mcp_stream_send(ctx->conf->zone, &ctx->rctx.session_id,
-                                    ctx->stream->id, text, len, 0,
-                                    r->connection->log);
+    return ngx_http_mcp_session_send(ctx->conf->zone, &ctx->rctx.session_id,
+                                     ctx->stream->id, text, len, 0,
+                                     r->connection->log);
 }
 
 
@@ -161,137 +140,79 @@ ngx_http_mcp_stream_reply(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
 ngx_int_t
 ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 {
-    uint32_t                      id, token;
-    uint64_t                      seq;
-    ngx_pid_t                     prev;
-    ngx_uint_t                    version, created;
-    ngx_table_elt_t              *h, *last;
-    ngx_http_mcp_ctx_t           *ctx;
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_stream_t        *st;
-    ngx_http_mcp_reqctx_t         rctx;
-    ngx_http_mcp_stream_sh_t     *sh;
-    ngx_http_mcp_session_node_t  *s;
+    uint32_t                resume, id, token;
+    uint64_t                seq;
+    ngx_int_t               rc;
+    ngx_str_t               sid;
+    ngx_pid_t               prev;
+    ngx_table_elt_t        *last;
+    ngx_http_mcp_ctx_t     *ctx;
+    ngx_http_mcp_stream_t  *st;
 
-    if (!ngx_http_mcp_accepts_sse(r)) {
-        return ngx_http_mcp_send_error(r, 406, NULL,
-                                       NGX_HTTP_MCP_INVALID_REQUEST,
-                                       "Not Acceptable: a GET stream needs "
-                                       "Accept: text/event-stream");
+    ctx = ngx_http_mcp_ctx_create(r, mlcf, ngx_http_mcp_auth_get(r));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
-                               sizeof("Mcp-Session-Id") - 1);
-
-    if (h == NULL) {
-        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
-                                       NGX_HTTP_MCP_INVALID_REQUEST,
-                                       "Bad Request: Mcp-Session-Id header "
-                                       "is required");
-    }
-
-    ngx_memzero(&rctx, sizeof(ngx_http_mcp_reqctx_t));
-    rctx.auth = ngx_http_mcp_auth_get(r);
-
-    if (ngx_http_mcp_session_lookup(mlcf->zone, &h->value, &rctx)
+    if (ngx_http_mcp_session_preamble(r, mlcf, 1, &sid, &ctx->rctx, &rc)
         != NGX_OK)
     {
-        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
-                                       -32001, "Session not found");
+        return rc;
     }
-
-    version = rctx.version;
-
-    h = ngx_http_mcp_header_in(r, "MCP-Protocol-Version",
-                               sizeof("MCP-Protocol-Version") - 1);
-
-    if (h != NULL && ngx_http_mcp_version_parse(&h->value) == 0) {
-        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
-                                       NGX_HTTP_MCP_INVALID_REQUEST,
-                                       "Bad Request: unsupported "
-                                       "MCP-Protocol-Version");
-    }
-
-    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
-                               sizeof("Mcp-Session-Id") - 1);
 
     last = ngx_http_mcp_header_in(r, "Last-Event-ID",
                                   sizeof("Last-Event-ID") - 1);
 
     if (last == NULL
-        || ngx_http_mcp_stream_last_event_id(&last->value, &id, &seq)
+        || ngx_http_mcp_stream_last_event_id(&last->value, &resume, &seq)
            != NGX_OK)
     {
-        id = 0;
+        resume = 0;
         seq = 0;
     }
 
-    zctx = mlcf->zone->data;
-    prev = 0;
-    created = 0;
+    token = ++ngx_http_mcp_worker.tokens;
 
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find_locked(zctx, &h->value);
-
-    sh = (s != NULL && id) ? ngx_http_mcp_session_stream(s, id) : NULL;
-
-    if (sh != NULL) {
-        /* resumed: this connection replaces the lost one */
-        prev = sh->owner;
-        ngx_http_mcp_session_stream_owner(s, sh, ngx_pid);
-
-    } else if (s != NULL) {
-        if (id) {
-            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                          "mcp: stream %uD of Last-Event-ID is gone, "
-                          "a new stream starts", id);
-        }
-
-        sh = ngx_http_mcp_session_stream_add(zctx, s, 1, 0);
-        seq = 0;
-        created = 1;
-    }
-
-    id = (sh != NULL) ? sh->id : 0;
-    token = (sh != NULL) ? (sh->token = ++ngx_http_mcp_worker.tokens) : 0;
-
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
+    rc = ngx_http_mcp_session_stream_open(mlcf->zone, &sid, 1, 0, resume,
+                                          token, &id, &prev);
 
     if (prev) {
         /* the former owner, maybe this worker, finds it taken: lets go */
         (void) ngx_http_mcp_notify_pid(prev, r->connection->log);
     }
 
-    if (s == NULL) {
+    if (rc == NGX_DECLINED) {
         return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
-                                       -32001, "Session not found");
+                                       NGX_HTTP_MCP_SESSION_NOT_FOUND,
+                                       "Session not found");
     }
 
-    if (sh == NULL) {
+    if (rc != NGX_OK) {
         /* the client's doing, not the server's: no [error] line */
         return ngx_http_mcp_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
                                        NULL, NGX_HTTP_MCP_SERVER_ERROR,
                                        "Too many streams");
     }
 
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_ctx_t));
-    if (ctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (resume && id != resume) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "mcp: stream %uD of Last-Event-ID is gone, "
+                      "a new stream starts", resume);
+        seq = 0;
     }
 
-    ctx->request = r;
-    ctx->conf = mlcf;
-    ngx_http_set_ctx(r, ctx, ngx_http_mcp_module);
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "mcp session %s: GET stream %uD from event %uL",
+                   ngx_http_mcp_session_log_id(sid.data, sid.len), id, seq);
 
-    st = ngx_http_mcp_stream_create(r, mlcf, &h->value, id, token, seq);
+    st = ngx_http_mcp_stream_create(r, mlcf, &sid, id, token, seq);
     if (st == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     ctx->stream = st;
 
-    if (ngx_http_mcp_stream_headers(r, version) != NGX_OK) {
+    if (ngx_http_mcp_stream_headers(r, ctx->rctx.version) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -299,7 +220,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     r->main->count++;
 
     /* output starts from the wake-up, never inside this handler */
-    st->prime = created;
+    st->prime = (id != resume);
     (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
 
     return NGX_DONE;
@@ -418,108 +339,6 @@ ngx_http_mcp_stream_headers(ngx_http_request_t *r, ngx_uint_t version)
 }
 
 
-/*
- * Appends a message to a stream of a session and wakes the stream's
- * owner.  A response (response == 1) counts down the responses a POST
- * stream waits for; with data NULL it only counts down (a cancelled
- * call sends nothing).  NGX_DECLINED: the session or stream is gone.
- */
-
-ngx_int_t
-ngx_http_mcp_stream_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint32_t stream, u_char *data, size_t len, ngx_uint_t response,
-    ngx_log_t *log)
-{
-    ngx_pid_t                     owner;
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_event_t         *ev;
-    ngx_http_mcp_stream_sh_t     *sh;
-    ngx_http_mcp_session_node_t  *s;
-
-    zctx = zone->data;
-
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find_locked(zctx, sid);
-    sh = (s != NULL) ? ngx_http_mcp_session_stream(s, stream) : NULL;
-
-    if (sh == NULL) {
-        ngx_shmtx_unlock(&zctx->shpool->mutex);
-        return NGX_DECLINED;
-    }
-
-    if (data != NULL) {
-        ev = ngx_http_mcp_session_event_add(zctx, s, len, log);
-
-        if (ev == NULL) {
-            ngx_shmtx_unlock(&zctx->shpool->mutex);
-            ngx_log_error(NGX_LOG_ERR, log, 0,
-                          "mcp: no room in the zone for an event of "
-                          "session %s",
-                          ngx_http_mcp_session_log_id(sid->data, sid->len));
-            return NGX_ERROR;
-        }
-
-        ev->stream = stream;
-        ev->response = response;
-        ngx_memcpy(ev->data, data, len);
-    }
-
-    if (response && sh->pending) {
-        sh->pending--;
-    }
-
-    owner = sh->owner;
-
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
-
-    if (owner && ngx_http_mcp_notify_pid(owner, log) == NGX_DECLINED) {
-
-        /* its worker is gone (killed): the stream waits for a resume */
-
-        ngx_shmtx_lock(&zctx->shpool->mutex);
-
-        s = ngx_http_mcp_session_find_locked(zctx, sid);
-        sh = (s != NULL) ? ngx_http_mcp_session_stream(s, stream) : NULL;
-
-        if (sh != NULL && sh->owner == owner) {
-            ngx_http_mcp_session_stream_owner(s, sh, 0);
-        }
-
-        ngx_shmtx_unlock(&zctx->shpool->mutex);
-    }
-
-    return NGX_OK;
-}
-
-
-/* one more response is due on a POST stream */
-
-ngx_int_t
-ngx_http_mcp_stream_expect(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint32_t stream)
-{
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_stream_sh_t     *sh;
-    ngx_http_mcp_session_node_t  *s;
-
-    zctx = zone->data;
-
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find_locked(zctx, sid);
-    sh = (s != NULL) ? ngx_http_mcp_session_stream(s, stream) : NULL;
-
-    if (sh != NULL) {
-        sh->pending++;
-    }
-
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
-
-    return (sh != NULL) ? NGX_OK : NGX_DECLINED;
-}
-
-
 void
 ngx_http_mcp_streams_wake(void)
 {
@@ -631,86 +450,63 @@ ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st)
 /*
  * Appends the stream's unwritten events to its buffer (from *len on) as
  * SSE frames, about a chunk's worth.  complete: the stream has ended (a
- * POST stream with every response in the buffer); it is then removed from
- * the log.  more: events are left for the next chunk.
+ * POST stream with every response in the buffer); the store has then
+ * removed it.  more: events are left for the next chunk.
  */
 
 static ngx_int_t
 ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st, size_t *len,
     ngx_uint_t *complete, ngx_uint_t *more)
 {
-    u_char                       *p;
-    size_t                        need;
-    ngx_str_t                     sid;
-    ngx_int_t                     rc;
-    ngx_queue_t                  *q;
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_event_t         *ev;
-    ngx_http_mcp_stream_sh_t     *sh;
-    ngx_http_mcp_session_node_t  *s;
-
-    *complete = 0;
-    *more = 0;
+    ngx_int_t  rc;
+    ngx_str_t  sid;
 
     sid.data = st->sid;
     sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
 
-    zctx = st->conf->zone->data;
-    rc = NGX_OK;
+    st->len = *len;
 
-    ngx_shmtx_lock(&zctx->shpool->mutex);
+    rc = ngx_http_mcp_session_pull(st->conf->zone, &sid, st->id, st->token,
+                                   st->sent, ngx_http_mcp_stream_frame, st,
+                                   complete);
+    *len = st->len;
+    *more = (rc == NGX_AGAIN);
 
-    s = ngx_http_mcp_session_find_locked(zctx, &sid);
-    sh = (s != NULL) ? ngx_http_mcp_session_stream(s, st->id) : NULL;
+    return (rc == NGX_AGAIN) ? NGX_OK : rc;
+}
 
-    if (sh == NULL || sh->owner != ngx_pid || sh->token != st->token) {
-        rc = NGX_DECLINED;
-        goto done;
+
+/* one event as an SSE frame, at the end of the buffer; zone locked */
+
+static ngx_int_t
+ngx_http_mcp_stream_frame(void *data, uint64_t seq, u_char *text,
+    size_t len)
+{
+    ngx_http_mcp_stream_t *st = data;
+
+    u_char  *p;
+    size_t   need;
+
+    if (st->len >= NGX_HTTP_MCP_STREAM_CHUNK) {
+        return NGX_AGAIN;
     }
 
-    for (q = ngx_queue_head(&s->events);
-         q != ngx_queue_sentinel(&s->events);
-         q = ngx_queue_next(q))
-    {
-        ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
+    need = st->len + sizeof("id: 4294967295-18446744073709551615\n"
+                            "data: \n\n") + len;
 
-        if (ev->stream != st->id || ev->seq <= st->sent) {
-            continue;
-        }
-
-        if (*len >= NGX_HTTP_MCP_STREAM_CHUNK) {
-            *more = 1;
-            goto done;
-        }
-
-        need = *len + sizeof("id: 4294967295-18446744073709551615\n"
-                             "data: \n\n") + ev->len;
-
-        if (ngx_http_mcp_stream_reserve(st, need) != NGX_OK) {
-            rc = NGX_ERROR;
-            goto done;
-        }
-
-        p = ngx_sprintf(st->buf + *len, "id: %uD-%uL\ndata: ", st->id,
-                        ev->seq);
-        p = ngx_cpymem(p, ev->data, ev->len);
-        *p++ = '\n';
-        *p++ = '\n';
-
-        *len = p - st->buf;
-        st->sent = ev->seq;
+    if (ngx_http_mcp_stream_reserve(st, need) != NGX_OK) {
+        return NGX_ERROR;
     }
 
-    if (!sh->standalone && sh->pending == 0) {
-        *complete = 1;
-        ngx_http_mcp_session_stream_free(zctx, s, sh);
-    }
+    p = ngx_sprintf(st->buf + st->len, "id: %uD-%uL\ndata: ", st->id, seq);
+    p = ngx_cpymem(p, text, len);
+    *p++ = '\n';
+    *p++ = '\n';
 
-done:
+    st->len = p - st->buf;
+    st->sent = seq;
 
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
-
-    return rc;
+    return NGX_OK;
 }
 
 
@@ -953,31 +749,21 @@ ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st)
 }
 
 
-/* the stream in the log loses its owner, if this worker still is it */
+/* the stream in the log loses its owner, if this connection still is it */
 
 static void
 ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st)
 {
-    ngx_str_t                     sid;
-    ngx_http_mcp_zone_t          *zctx;
-    ngx_http_mcp_stream_sh_t     *sh;
-    ngx_http_mcp_session_node_t  *s;
+    ngx_str_t  sid;
 
     sid.data = st->sid;
     sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
 
-    zctx = st->conf->zone->data;
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, st->request->connection->log, 0,
+                   "mcp stream %uD: connection lets go", st->id);
 
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find_locked(zctx, &sid);
-    sh = (s != NULL) ? ngx_http_mcp_session_stream(s, st->id) : NULL;
-
-    if (sh != NULL && sh->owner == ngx_pid && sh->token == st->token) {
-        ngx_http_mcp_session_stream_owner(s, sh, 0);
-    }
-
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
+    ngx_http_mcp_session_stream_release(st->conf->zone, &sid, st->id,
+                                        st->token);
 }
 
 
@@ -1122,7 +908,6 @@ ngx_http_mcp_lists_changed(ngx_cycle_t *cycle)
     ngx_pid_t                 *pid;
     ngx_pool_t                *pool;
     ngx_array_t               *owners;
-    ngx_http_mcp_zone_t       *zctx;
     ngx_http_mcp_binding_t    *b;
     ngx_http_mcp_main_conf_t  *mmcf;
 
@@ -1172,19 +957,7 @@ ngx_http_mcp_lists_changed(ngx_cycle_t *cycle)
             }
         }
 
-        zctx = b[i].zone->data;
-
-        ngx_shmtx_lock(&zctx->shpool->mutex);
-
-        for (k = 0; k < 3; k++) {
-            changed[k] = zctx->sh->lists_known
-                         && zctx->sh->lists[k] != lists[k];
-            zctx->sh->lists[k] = lists[k];
-        }
-
-        zctx->sh->lists_known = 1;
-
-        ngx_shmtx_unlock(&zctx->shpool->mutex);
+        ngx_http_mcp_session_lists(b[i].zone, lists, changed);
 
         for (k = 0; k < 3; k++) {
             if (!changed[k]) {

@@ -1,0 +1,958 @@
+
+/*
+ * The strict JSON scan.  A gateway decides from a message (its method,
+ * its tool, its scopes) and then forwards the bytes to another parser,
+ * so a body must have one meaning for every parser: before cJSON reads
+ * it, this scanner walks it once and refuses what RFC 8259 and I-JSON
+ * (RFC 7493) leave to the parser's taste: two members of one object with
+ * the same name after unescaping (JSON.parse and Python keep the last,
+ * cJSON the first), control bytes and invalid UTF-8 in strings, lone
+ * surrogates, "\u0000" (cJSON ends a string there, other parsers do
+ * not), numbers beyond a double, and anything the grammar does not
+ * allow.  The same walk keeps the raw text of each message's "id".
+ *
+ * Pure: no HTTP, no cJSON; unit tested and fuzzed on its own.
+ */
+
+
+#include "ngx_http_mcp_json.h"
+
+#include <openssl/rand.h>
+#include <float.h>
+
+
+#define NGX_HTTP_MCP_JSON_MAX_DEPTH  128
+
+/* members an object may have before its names move to the hash table */
+#define NGX_HTTP_MCP_JSON_SMALL      8
+
+
+/* a member name: where it stands, and what it says once unescaped */
+typedef struct {
+    u_char                     *key;        /* at the opening quote */
+    uint32_t                    hash;
+    uint32_t                    len;        /* unescaped, in bytes */
+    uint32_t                    object;     /* table entries: whose */
+} ngx_http_mcp_json_name_t;
+
+
+typedef struct {
+    u_char                     *end;
+    ngx_pool_t                 *pool;
+    const char                 *error;
+    ngx_http_mcp_json_name_t   *table;      /* names of large objects */
+    ngx_uint_t                  size;       /* slots, a power of two */
+    ngx_uint_t                  used;
+    uint32_t                    objects;    /* large objects seen */
+    uint32_t                    seed;
+} ngx_http_mcp_json_scan_t;
+
+
+static u_char *ngx_http_mcp_json_ws(u_char *p, u_char *end);
+static u_char *ngx_http_mcp_json_literal(u_char *p, u_char *end);
+static ngx_uint_t ngx_http_mcp_json_number_fits(u_char *p, u_char *end);
+static u_char *ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan,
+    u_char *p, ngx_http_mcp_json_name_t *name);
+static u_char *ngx_http_mcp_json_escape(ngx_http_mcp_json_scan_t *scan,
+    u_char *p, uint32_t *cp);
+static size_t ngx_http_mcp_json_utf8(u_char *dst, uint32_t cp);
+static size_t ngx_http_mcp_json_unescape(u_char *p, u_char *dst);
+static ngx_uint_t ngx_http_mcp_json_names_equal(
+    ngx_http_mcp_json_scan_t *scan, ngx_http_mcp_json_name_t *a,
+    ngx_http_mcp_json_name_t *b);
+static ngx_int_t ngx_http_mcp_json_name_add(ngx_http_mcp_json_scan_t *scan,
+    ngx_http_mcp_json_name_t *name);
+static u_char *ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan,
+    u_char *p, ngx_uint_t depth);
+static u_char *ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan,
+    u_char *p, ngx_uint_t depth, ngx_str_t *id);
+static u_char *ngx_http_mcp_json_array(ngx_http_mcp_json_scan_t *scan,
+    u_char *p, ngx_uint_t depth);
+static ngx_int_t ngx_http_mcp_json_scan(ngx_http_mcp_json_scan_t *scan,
+    u_char *p, ngx_array_t *ids);
+
+
+static uint32_t  ngx_http_mcp_json_seed;
+
+
+static u_char *
+ngx_http_mcp_json_ws(u_char *p, u_char *end)
+{
+    while (p < end
+           && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+    {
+        p++;
+    }
+
+    return p;
+}
+
+
+/*
+ * A number, true, false or null, checked against the JSON grammar: cJSON
+ * is lenient (it takes "01"), and an id is echoed as the client wrote it,
+ * so what the module echoes must be JSON.
+ */
+
+static u_char *
+ngx_http_mcp_json_literal(u_char *p, u_char *end)
+{
+    u_char      *start;
+    ngx_uint_t   i;
+
+    static const char  *words[] = { "true", "false", "null" };
+
+    for (i = 0; i < 3; i++) {
+        if ((size_t) (end - p) >= ngx_strlen(words[i])
+            && ngx_strncmp(p, words[i], ngx_strlen(words[i])) == 0)
+        {
+            return p + ngx_strlen(words[i]);
+        }
+    }
+
+    if (p < end && *p == '-') {
+        p++;
+    }
+
+    if (p == end || *p < '0' || *p > '9') {
+        return NULL;
+    }
+
+    if (*p++ == '0' && p < end && *p >= '0' && *p <= '9') {
+        return NULL;
+    }
+
+    while (p < end && *p >= '0' && *p <= '9') {
+        p++;
+    }
+
+    if (p < end && *p == '.') {
+        start = ++p;
+
+        while (p < end && *p >= '0' && *p <= '9') {
+            p++;
+        }
+
+        if (p == start) {
+            return NULL;
+        }
+    }
+
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+
+        if (p < end && (*p == '+' || *p == '-')) {
+            p++;
+        }
+
+        start = p;
+
+        while (p < end && *p >= '0' && *p <= '9') {
+            p++;
+        }
+
+        if (p == start) {
+            return NULL;
+        }
+    }
+
+    return p;
+}
+
+
+/*
+ * A number that a double holds: 1e400 is infinity to cJSON and Python
+ * and an exact integer to Python when written out in 400 digits, so
+ * neither may pass.  The decimal magnitude is worked out from the text;
+ * only numbers at the very edge go to strtod().
+ */
+
+static ngx_uint_t
+ngx_http_mcp_json_number_fits(u_char *p, u_char *end)
+{
+    u_char     *q, buf[512];
+    double      d;
+    ngx_int_t   mag, exp, digits, lead;
+    ngx_uint_t  neg;
+
+    q = p;
+
+    if (*q == '-') {
+        q++;
+    }
+
+    if (*q < '0' || *q > '9') {
+        return 1;                    /* true, false, null */
+    }
+
+    digits = 0;
+    lead = 0;                        /* zeros after the point, before */
+                                     /* the first significant digit */
+    for ( /* void */ ; q < end && *q >= '0' && *q <= '9'; q++) {
+        digits++;
+    }
+
+    if (digits == 1 && q[-1] == '0') {
+        digits = 0;
+
+        if (q == end || *q != '.') {
+            return 1;                /* a zero, whatever its exponent */
+        }
+
+        for (q++; q < end && *q == '0'; q++) {
+            lead++;
+        }
+
+        if (q == end || *q < '1' || *q > '9') {
+            return 1;
+        }
+    }
+
+    while (q < end && ((*q >= '0' && *q <= '9') || *q == '.')) {
+        q++;
+    }
+
+    exp = 0;
+    neg = 0;
+
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        q++;
+
+        if (*q == '+' || *q == '-') {
+            neg = (*q++ == '-');
+        }
+
+        for ( /* void */ ; q < end && *q >= '0' && *q <= '9'; q++) {
+            if (exp < 100000) {
+                exp = exp * 10 + (*q - '0');
+            }
+        }
+    }
+
+    mag = (digits ? digits - 1 : -(lead + 1)) + (neg ? -exp : exp);
+
+    if (mag < 308) {
+        return 1;
+    }
+
+    if (mag > 308 || (size_t) (end - p) >= sizeof(buf)) {
+        return 0;
+    }
+
+    *ngx_cpymem(buf, p, end - p) = '\0';
+
+    d = strtod((char *) buf, NULL);
+
+    return d <= DBL_MAX && d >= -DBL_MAX;
+}
+
+
+/*
+ * p points at the opening quote; returns the position after the closing
+ * one.  With name set, the string is a member name: its unescaped bytes
+ * are hashed and counted, so that equal names are found however they
+ * were escaped.
+ */
+
+static u_char *
+ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan, u_char *p,
+    ngx_http_mcp_json_name_t *name)
+{
+    u_char    *end, *q, utf8[4];
+    uint32_t   cp, hash, len;
+    size_t     n, i;
+
+    end = scan->end;
+    hash = scan->seed;
+    len = 0;
+
+    for (p++; p < end; /* void */) {
+
+        if (*p == '"') {
+            if (name != NULL) {
+                name->hash = hash;
+                name->len = len;
+            }
+
+            return p + 1;
+        }
+
+        if (*p < 0x20) {
+            scan->error = "Parse error: control character in a string";
+            return NULL;
+        }
+
+        if (*p == '\\') {
+            p = ngx_http_mcp_json_escape(scan, p, &cp);
+            if (p == NULL) {
+                return NULL;
+            }
+
+            if (name == NULL) {
+                continue;
+            }
+
+            n = ngx_http_mcp_json_utf8(utf8, cp);
+
+        } else if (*p < 0x80) {
+            utf8[0] = *p++;
+            n = 1;
+
+        } else {
+            q = p;
+            cp = ngx_utf8_decode(&p, end - p);
+
+            /* UTF-16 surrogates have no place in UTF-8 (RFC 3629) */
+            if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+                scan->error = "Parse error: invalid UTF-8";
+                return NULL;
+            }
+
+            if (name == NULL) {
+                continue;
+            }
+
+            n = p - q;
+            ngx_memcpy(utf8, q, n);
+        }
+
+        for (i = 0; i < n; i++) {
+            hash = (hash ^ utf8[i]) * 16777619;
+        }
+
+        len += n;
+    }
+
+    scan->error = "Parse error: unterminated string";
+
+    return NULL;
+}
+
+
+/*
+ * p points at a backslash; sets *cp to the code point it stands for and
+ * returns the position after the escape (after both halves of a
+ * surrogate pair).
+ */
+
+static u_char *
+ngx_http_mcp_json_escape(ngx_http_mcp_json_scan_t *scan, u_char *p,
+    uint32_t *cp)
+{
+    u_char     *end;
+    ngx_int_t   hi, lo;
+
+    end = scan->end;
+
+    if (end - p < 2) {
+        scan->error = "Parse error: unterminated string";
+        return NULL;
+    }
+
+    switch (p[1]) {
+    case '"':  *cp = '"';  return p + 2;
+    case '\\': *cp = '\\'; return p + 2;
+    case '/':  *cp = '/';  return p + 2;
+    case 'b':  *cp = '\b'; return p + 2;
+    case 'f':  *cp = '\f'; return p + 2;
+    case 'n':  *cp = '\n'; return p + 2;
+    case 'r':  *cp = '\r'; return p + 2;
+    case 't':  *cp = '\t'; return p + 2;
+    case 'u':  break;
+    default:
+        scan->error = "Parse error: invalid escape in a string";
+        return NULL;
+    }
+
+    hi = (end - p >= 6) ? ngx_hextoi(p + 2, 4) : NGX_ERROR;
+
+    if (hi == NGX_ERROR) {
+        scan->error = "Parse error: invalid escape in a string";
+        return NULL;
+    }
+
+    p += 6;
+
+    if (hi == 0) {
+        /* cJSON's strings end at a NUL, other parsers' do not */
+        scan->error = "Parse error: NUL character in a string";
+        return NULL;
+    }
+
+    if (hi >= 0xdc00 && hi <= 0xdfff) {
+        scan->error = "Parse error: lone surrogate in a string";
+        return NULL;
+    }
+
+    if (hi < 0xd800 || hi > 0xdbff) {
+        *cp = hi;
+        return p;
+    }
+
+    lo = (end - p >= 6 && p[0] == '\\' && p[1] == 'u')
+         ? ngx_hextoi(p + 2, 4) : NGX_ERROR;
+
+    if (lo < 0xdc00 || lo > 0xdfff) {
+        scan->error = "Parse error: lone surrogate in a string";
+        return NULL;
+    }
+
+    *cp = 0x10000 + (((uint32_t) hi - 0xd800) << 10)
+          + ((uint32_t) lo - 0xdc00);
+
+    return p + 6;
+}
+
+
+static size_t
+ngx_http_mcp_json_utf8(u_char *dst, uint32_t cp)
+{
+    if (cp < 0x80) {
+        dst[0] = (u_char) cp;
+        return 1;
+    }
+
+    if (cp < 0x800) {
+        dst[0] = (u_char) (0xc0 | (cp >> 6));
+        dst[1] = (u_char) (0x80 | (cp & 0x3f));
+        return 2;
+    }
+
+    if (cp < 0x10000) {
+        dst[0] = (u_char) (0xe0 | (cp >> 12));
+        dst[1] = (u_char) (0x80 | ((cp >> 6) & 0x3f));
+        dst[2] = (u_char) (0x80 | (cp & 0x3f));
+        return 3;
+    }
+
+    dst[0] = (u_char) (0xf0 | (cp >> 18));
+    dst[1] = (u_char) (0x80 | ((cp >> 12) & 0x3f));
+    dst[2] = (u_char) (0x80 | ((cp >> 6) & 0x3f));
+    dst[3] = (u_char) (0x80 | (cp & 0x3f));
+    return 4;
+}
+
+
+/*
+ * The unescaped bytes of a string the scanner has accepted: p points at
+ * its opening quote; dst holds at least as many bytes as the string.
+ */
+
+static size_t
+ngx_http_mcp_json_unescape(u_char *p, u_char *dst)
+{
+    u_char                    *d;
+    uint32_t                   cp;
+    ngx_http_mcp_json_scan_t   scan;
+
+    scan.end = p + 1;
+    d = dst;
+
+    for (p++; *p != '"'; /* void */) {
+
+        if (*p != '\\') {
+            *d++ = *p++;
+            continue;
+        }
+
+        /* accepted already: the escape is whole and valid */
+        scan.end = p + 12;
+        p = ngx_http_mcp_json_escape(&scan, p, &cp);
+        d += ngx_http_mcp_json_utf8(d, cp);
+    }
+
+    return d - dst;
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_json_names_equal(ngx_http_mcp_json_scan_t *scan,
+    ngx_http_mcp_json_name_t *a, ngx_http_mcp_json_name_t *b)
+{
+    u_char  *da, *db;
+    size_t   na, nb;
+
+    if (a->hash != b->hash || a->len != b->len) {
+        return 0;
+    }
+
+    /* rare: equal hashes are nearly always equal names */
+    da = ngx_pnalloc(scan->pool, 2 * (size_t) a->len + 8);
+    if (da == NULL) {
+        return 1;                    /* refused either way */
+    }
+
+    db = da + a->len + 4;
+
+    na = ngx_http_mcp_json_unescape(a->key, da);
+    nb = ngx_http_mcp_json_unescape(b->key, db);
+
+    return na == nb && ngx_memcmp(da, db, na) == 0;
+}
+
+
+/*
+ * The names of objects with many members live in one open-addressing
+ * table for the whole body, keyed by object and name, so that a body of
+ * 100,000 members costs linear time.  The hash is seeded per process:
+ * names chosen to collide cannot be made ahead of time.
+ */
+
+static ngx_int_t
+ngx_http_mcp_json_name_add(ngx_http_mcp_json_scan_t *scan,
+    ngx_http_mcp_json_name_t *name)
+{
+    ngx_uint_t                 i, k, size;
+    ngx_http_mcp_json_name_t  *table, *slot;
+
+    if (2 * (scan->used + 1) > scan->size) {
+        size = scan->size ? 2 * scan->size : 64;
+
+        table = ngx_alloc(size * sizeof(ngx_http_mcp_json_name_t),
+                          scan->pool->log);
+        if (table == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memzero(table, size * sizeof(ngx_http_mcp_json_name_t));
+
+        for (i = 0; i < scan->size; i++) {
+            if (scan->table[i].key == NULL) {
+                continue;
+            }
+
+            k = (scan->table[i].hash ^ scan->table[i].object) & (size - 1);
+
+            while (table[k].key != NULL) {
+                k = (k + 1) & (size - 1);
+            }
+
+            table[k] = scan->table[i];
+        }
+
+        if (scan->table) {
+            ngx_free(scan->table);
+        }
+
+        scan->table = table;
+        scan->size = size;
+    }
+
+    k = (name->hash ^ name->object) & (scan->size - 1);
+
+    for ( ;; ) {
+        slot = &scan->table[k];
+
+        if (slot->key == NULL) {
+            *slot = *name;
+            scan->used++;
+            return NGX_OK;
+        }
+
+        if (slot->object == name->object
+            && ngx_http_mcp_json_names_equal(scan, slot, name))
+        {
+            return NGX_DECLINED;
+        }
+
+        k = (k + 1) & (scan->size - 1);
+    }
+}
+
+
+static u_char *
+ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan, u_char *p,
+    ngx_uint_t depth)
+{
+    u_char  *start;
+
+    if (p == scan->end) {
+        scan->error = "Parse error: unexpected end of input";
+        return NULL;
+    }
+
+    switch (*p) {
+
+    case '"':
+        return ngx_http_mcp_json_string(scan, p, NULL);
+
+    case '{':
+        return ngx_http_mcp_json_object(scan, p, depth, NULL);
+
+    case '[':
+        return ngx_http_mcp_json_array(scan, p, depth);
+    }
+
+    start = p;
+    p = ngx_http_mcp_json_literal(p, scan->end);
+
+    if (p == NULL) {
+        scan->error = NULL;
+        return NULL;
+    }
+
+    if (!ngx_http_mcp_json_number_fits(start, p)) {
+        scan->error = "Parse error: number out of range";
+        return NULL;
+    }
+
+    return p;
+}
+
+
+/*
+ * p points at '{'; with id set, keeps the raw text of the "id" member
+ * (the object is a message).  Returns the position after the object.
+ */
+
+static u_char *
+ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan, u_char *p,
+    ngx_uint_t depth, ngx_str_t *id)
+{
+    u_char                    *value, two[4];
+    uint32_t                   object;
+    ngx_uint_t                 i, n;
+    ngx_http_mcp_json_name_t   names[NGX_HTTP_MCP_JSON_SMALL], name;
+
+    if (depth == NGX_HTTP_MCP_JSON_MAX_DEPTH) {
+        scan->error = "Parse error: nesting too deep";
+        return NULL;
+    }
+
+    p = ngx_http_mcp_json_ws(p + 1, scan->end);
+
+    if (p < scan->end && *p == '}') {
+        return p + 1;
+    }
+
+    n = 0;
+    object = 0;
+
+    for ( ;; ) {
+
+        if (p == scan->end || *p != '"') {
+            return NULL;
+        }
+
+        name.key = p;
+        name.object = 0;
+
+        p = ngx_http_mcp_json_string(scan, p, &name);
+        if (p == NULL) {
+            return NULL;
+        }
+
+        p = ngx_http_mcp_json_ws(p, scan->end);
+
+        if (p == scan->end || *p != ':') {
+            return NULL;
+        }
+
+        value = ngx_http_mcp_json_ws(p + 1, scan->end);
+
+        p = ngx_http_mcp_json_value(scan, value, depth + 1);
+        if (p == NULL) {
+            return NULL;
+        }
+
+        if (n < NGX_HTTP_MCP_JSON_SMALL) {
+            for (i = 0; i < n; i++) {
+                if (ngx_http_mcp_json_names_equal(scan, &names[i], &name)) {
+                    goto duplicate;
+                }
+            }
+
+            names[n++] = name;
+
+        } else {
+            if (object == 0) {
+                /* too many to compare pairwise: into the table */
+                object = ++scan->objects;
+
+                for (i = 0; i < n; i++) {
+                    names[i].object = object;
+
+                    if (ngx_http_mcp_json_name_add(scan, &names[i])
+                        != NGX_OK)
+                    {
+                        return NULL;
+                    }
+                }
+            }
+
+            name.object = object;
+
+            switch (ngx_http_mcp_json_name_add(scan, &name)) {
+            case NGX_OK:
+                break;
+            case NGX_DECLINED:
+                goto duplicate;
+            default:
+                scan->error = "Parse error: out of memory";
+                return NULL;
+            }
+        }
+
+        if (id != NULL && id->data == NULL && name.len == 2
+            && ngx_http_mcp_json_unescape(name.key, two) == 2
+            && two[0] == 'i' && two[1] == 'd')
+        {
+            id->data = value;
+            id->len = p - value;
+        }
+
+        p = ngx_http_mcp_json_ws(p, scan->end);
+
+        if (p < scan->end && *p == '}') {
+            return p + 1;
+        }
+
+        if (p == scan->end || *p != ',') {
+            return NULL;
+        }
+
+        p = ngx_http_mcp_json_ws(p + 1, scan->end);
+    }
+
+duplicate:
+
+    scan->error = "Parse error: duplicate member name";
+
+    return NULL;
+}
+
+
+static u_char *
+ngx_http_mcp_json_array(ngx_http_mcp_json_scan_t *scan, u_char *p,
+    ngx_uint_t depth)
+{
+    if (depth == NGX_HTTP_MCP_JSON_MAX_DEPTH) {
+        scan->error = "Parse error: nesting too deep";
+        return NULL;
+    }
+
+    p = ngx_http_mcp_json_ws(p + 1, scan->end);
+
+    if (p < scan->end && *p == ']') {
+        return p + 1;
+    }
+
+    for ( ;; ) {
+        p = ngx_http_mcp_json_value(scan, p, depth + 1);
+        if (p == NULL) {
+            return NULL;
+        }
+
+        p = ngx_http_mcp_json_ws(p, scan->end);
+
+        if (p < scan->end && *p == ']') {
+            return p + 1;
+        }
+
+        if (p == scan->end || *p != ',') {
+            return NULL;
+        }
+
+        p = ngx_http_mcp_json_ws(p + 1, scan->end);
+    }
+}
+
+
+/*
+ * The whole body, once: a message or a batch of them, and nothing after.
+ * Pushes one ngx_str_t per message to ids: the raw id text, or empty.
+ * Without ids, the body is any one JSON text.
+ */
+
+static ngx_int_t
+ngx_http_mcp_json_scan(ngx_http_mcp_json_scan_t *scan, u_char *p,
+    ngx_array_t *ids)
+{
+    ngx_str_t  *id;
+
+    p = ngx_http_mcp_json_ws(p, scan->end);
+
+    if (ids == NULL) {
+        /* any JSON text, not a message */
+        p = ngx_http_mcp_json_value(scan, p, 0);
+        if (p == NULL) {
+            return NGX_DECLINED;
+        }
+
+        goto done;
+    }
+
+    if (p < scan->end && *p == '[') {
+        p = ngx_http_mcp_json_ws(p + 1, scan->end);
+
+        if (p < scan->end && *p == ']') {
+            p++;
+            goto done;
+        }
+
+        for ( ;; ) {
+            id = ngx_array_push(ids);
+            if (id == NULL) {
+                return NGX_ERROR;
+            }
+
+            ngx_str_null(id);
+
+            p = (p < scan->end && *p == '{')
+                ? ngx_http_mcp_json_object(scan, p, 1, id)
+                : ngx_http_mcp_json_value(scan, p, 1);
+
+            if (p == NULL) {
+                return NGX_DECLINED;
+            }
+
+            p = ngx_http_mcp_json_ws(p, scan->end);
+
+            if (p < scan->end && *p == ']') {
+                p++;
+                goto done;
+            }
+
+            if (p == scan->end || *p != ',') {
+                return NGX_DECLINED;
+            }
+
+            p = ngx_http_mcp_json_ws(p + 1, scan->end);
+        }
+    }
+
+    id = ngx_array_push(ids);
+    if (id == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_str_null(id);
+
+    p = (p < scan->end && *p == '{')
+        ? ngx_http_mcp_json_object(scan, p, 0, id)
+        : ngx_http_mcp_json_value(scan, p, 0);
+
+    if (p == NULL) {
+        return NGX_DECLINED;
+    }
+
+done:
+
+    if (ngx_http_mcp_json_ws(p, scan->end) != scan->end) {
+        scan->error = "Parse error: data after the message";
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p, size_t len,
+    ngx_array_t *ids, const char **error)
+{
+    ngx_int_t                  rc;
+    ngx_http_mcp_json_scan_t   scan;
+
+    while (ngx_http_mcp_json_seed == 0) {
+        if (RAND_bytes((u_char *) &ngx_http_mcp_json_seed,
+                       sizeof(uint32_t)) != 1)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    if (len == 0) {
+        /* an empty body may have no buffer at all */
+        *error = "Parse error: unexpected end of input";
+        return NGX_DECLINED;
+    }
+
+    ngx_memzero(&scan, sizeof(ngx_http_mcp_json_scan_t));
+    scan.end = p + len;
+    scan.pool = pool;
+    scan.seed = ngx_http_mcp_json_seed;
+
+    rc = ngx_http_mcp_json_scan(&scan, p, ids);
+
+    if (scan.table) {
+        ngx_free(scan.table);
+    }
+
+    *error = scan.error;
+
+    return rc;
+}
+
+
+/*
+ * Any JSON the module reads besides a POST body (a token's header and
+ * claims, a key set) passes the same strict scan: "aud" with a
+ * "\u0000" in it, or two "sub" members, must not mean one thing here and
+ * another to the token's issuer.  NGX_OK, NGX_DECLINED or NGX_ERROR.
+ */
+
+ngx_int_t
+ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
+    const char **error)
+{
+    return ngx_http_mcp_json_check(pool, p, len, NULL, error);
+}
+
+
+/*
+ * The raw text of a number that is the value of member "key" somewhere in
+ * body and equals value: a token beyond 2^53 is echoed as the client wrote
+ * it, not as cJSON's double.  NULL: not found.
+ */
+
+u_char *
+ngx_http_mcp_json_raw_number(ngx_str_t *body, const char *key, double value,
+    size_t *len)
+{
+    u_char  *p, *end, *start;
+    size_t   klen;
+
+    klen = ngx_strlen(key);
+    p = body->data;
+    end = body->data + body->len;
+
+    while (p < end) {
+        p = ngx_strlcasestrn(p, end, (u_char *) key, klen - 1);
+
+        if (p == NULL) {
+            return NULL;
+        }
+
+        start = p;
+        p += klen;
+
+        if (start == body->data || start[-1] != '"' || p >= end || *p != '"')
+        {
+            continue;
+        }
+
+        p = ngx_http_mcp_json_ws(p + 1, end);
+
+        if (p == end || *p != ':') {
+            continue;
+        }
+
+        start = ngx_http_mcp_json_ws(p + 1, end);
+        p = ngx_http_mcp_json_literal(start, end);
+
+        if (p == NULL || p == start || (*start != '-' && *start < '0')
+            || *start > '9')
+        {
+            p = start;
+            continue;
+        }
+
+        if (strtod((char *) start, NULL) == value) {
+            *len = p - start;
+            return start;
+        }
+    }
+
+    return NULL;
+}

@@ -1,0 +1,42 @@
+
+/*
+ * mcp_pass: what the gateway's edge (ngx_http_mcp_proxy.c) and its
+ * upstream side (ngx_http_mcp_proxy_upstream.c) share.
+ */
+
+
+#ifndef _NGX_HTTP_MCP_PROXY_H_INCLUDED_
+#define _NGX_HTTP_MCP_PROXY_H_INCLUDED_
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+typedef struct {
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_target_t      target;      /* the session's replica */
+    ngx_str_t                  client_sid;
+    ngx_str_t                  upstream_sid;  /* from the reply */
+    ngx_http_status_t          status;
+    ngx_http_chunked_t         chunked;
+    off_t                      length;      /* the reply's Content-Length */
+    u_char                    *acc;         /* a reply held for filtering */
+    size_t                     acc_len;
+    size_t                     acc_size;
+    unsigned                   initialize:1;
+    unsigned                   pinned:1;
+    unsigned                   filter:1;
+    unsigned                   is_chunked:1;
+    unsigned                   sid_seen:1;
+    unsigned                   init_ok:1;
+    unsigned                   replica_gone:1;
+    unsigned                   sse:1;       /* the reply is SSE */
+} ngx_http_mcp_proxy_ctx_t;
+
+
+/* relays a request to its replica: NGX_DONE, or a value to finalize with */
+ngx_int_t ngx_http_mcp_proxy_start(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+
+
+#endif /* _NGX_HTTP_MCP_PROXY_H_INCLUDED_ */

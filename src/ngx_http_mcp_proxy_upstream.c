@@ -1,0 +1,983 @@
+
+/*
+ * mcp_pass, the upstream side: the request to the replica, the reply's
+ * status and headers (the replica's session id is taken, never relayed),
+ * and its body relayed unbuffered, through the tool policy when tools/list
+ * replies are filtered.  An upstream is untrusted: what is held of its
+ * reply is bounded, and each of its failures is a JSON-RPC error.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_proxy.h"
+
+
+static ngx_uint_t ngx_http_mcp_proxy_one_peer(ngx_http_mcp_loc_conf_t *mlcf);
+static ngx_int_t ngx_http_mcp_proxy_create_request(ngx_http_request_t *r);
+static ngx_table_elt_t *ngx_http_mcp_proxy_header(ngx_http_request_t *r,
+    const char *name);
+static ngx_int_t ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_process_status(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_process_header(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_int_t ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_uint_t ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u);
+static void ngx_http_mcp_proxy_abort_request(ngx_http_request_t *r);
+static void ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r,
+    ngx_int_t rc);
+static ngx_int_t ngx_http_mcp_proxy_filter_init(void *data);
+static ngx_int_t ngx_http_mcp_proxy_filter(void *data, ssize_t bytes);
+static ngx_int_t ngx_http_mcp_proxy_output(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
+static ngx_int_t ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r,
+    u_char *pos, u_char *last);
+static ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data,
+    ngx_str_t *name);
+static ngx_int_t ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+
+
+ngx_int_t
+ngx_http_mcp_proxy_start(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_http_upstream_t      *u;
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    mlcf = pctx->ctx->conf;
+
+    if (ngx_http_upstream_create(r) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    u = r->upstream;
+
+    /* a session's requests stay on its replica; initialize may move on */
+    u->conf = pctx->initialize ? &mlcf->upstream_init : &mlcf->upstream;
+    u->output.tag = (ngx_buf_tag_t) &ngx_http_mcp_module;
+
+    u->create_request = ngx_http_mcp_proxy_create_request;
+    u->reinit_request = ngx_http_mcp_proxy_reinit_request;
+    u->process_header = ngx_http_mcp_proxy_process_status;
+    u->abort_request = ngx_http_mcp_proxy_abort_request;
+    u->finalize_request = ngx_http_mcp_proxy_finalize_request;
+
+    u->input_filter_init = ngx_http_mcp_proxy_filter_init;
+    u->input_filter = ngx_http_mcp_proxy_filter;
+    u->input_filter_ctx = r;
+
+    u->buffering = 0;
+
+#if (NGX_HTTP_SSL)
+    u->ssl = mlcf->ssl;
+    u->ssl_name = mlcf->ssl_host;
+#endif
+
+    if (pctx->pinned && !ngx_http_mcp_proxy_one_peer(mlcf)) {
+        /* the replica that created the session, not the balancer's pick */
+        u->resolved = ngx_pcalloc(r->pool,
+                                  sizeof(ngx_http_upstream_resolved_t));
+        if (u->resolved == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        u->resolved->sockaddr = pctx->target.sockaddr;
+        u->resolved->socklen = pctx->target.socklen;
+        u->resolved->name = pctx->target.name;
+        u->resolved->naddrs = 1;
+        u->resolved->port = ngx_inet_get_port(pctx->target.sockaddr);
+
+        /* the name TLS verifies and sends (SNI), not the address */
+        u->resolved->host = mlcf->ssl_host.len ? mlcf->ssl_host
+                                               : pctx->target.name;
+    }
+
+    ngx_http_upstream_init(r);
+
+    return NGX_DONE;
+}
+
+
+/*
+ * With one server there is nothing to pin: the request goes through the
+ * balancer, and so through the upstream's keepalive pool.
+ */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_one_peer(ngx_http_mcp_loc_conf_t *mlcf)
+{
+    ngx_http_upstream_server_t    *server;
+    ngx_http_upstream_srv_conf_t  *uscf;
+
+    uscf = mlcf->upstream.upstream;
+
+    if (uscf->servers == NULL || uscf->servers->nelts != 1) {
+        return 0;
+    }
+
+    server = uscf->servers->elts;
+
+    return server[0].naddrs == 1;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
+{
+    size_t                     len;
+    ngx_buf_t                 *b;
+    ngx_str_t                 *uri, sid;
+    ngx_uint_t                 i;
+    ngx_chain_t               *cl, *body;
+    ngx_table_elt_t           *h;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_loc_conf_t   *mlcf;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    static const char  *relayed[] = {
+        "Accept", "Content-Type", "MCP-Protocol-Version", "Last-Event-ID",
+        "Authorization", NULL
+    };
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    mlcf = ctx->conf;
+
+    uri = mlcf->proxy_uri.len ? &mlcf->proxy_uri : &r->unparsed_uri;
+    sid = pctx->target.sid;
+
+    len = r->method_name.len + 1 + uri->len + sizeof(" HTTP/1.1\r\n") - 1
+          + sizeof("Host: \r\n") - 1 + mlcf->proxy_host.len
+          + sizeof("Mcp-Session-Id: \r\n") - 1 + sid.len
+          + sizeof("Content-Length: \r\n") - 1 + NGX_OFF_T_LEN
+          + sizeof("\r\n") - 1;
+
+    for (i = 0; relayed[i]; i++) {
+        h = ngx_http_mcp_proxy_header(r, relayed[i]);
+
+        if (h != NULL) {
+            len += h->key.len + sizeof(": \r\n") - 1 + h->value.len;
+        }
+    }
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->last = ngx_sprintf(b->last, "%V %V HTTP/1.1\r\nHost: %V\r\n",
+                          &r->method_name, uri, &mlcf->proxy_host);
+
+    for (i = 0; relayed[i]; i++) {
+        h = ngx_http_mcp_proxy_header(r, relayed[i]);
+
+        if (h != NULL) {
+            b->last = ngx_sprintf(b->last, "%V: %V\r\n", &h->key, &h->value);
+        }
+    }
+
+    if (sid.len) {
+        b->last = ngx_sprintf(b->last, "Mcp-Session-Id: %V\r\n", &sid);
+    }
+
+    if (r->method == NGX_HTTP_POST) {
+        b->last = ngx_sprintf(b->last, "Content-Length: %uz\r\n",
+                              ctx->body.len);
+    }
+
+    *b->last++ = CR;
+    *b->last++ = LF;
+
+    cl = ngx_alloc_chain_link(r->pool);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    cl->buf = b;
+    cl->next = NULL;
+
+    /*
+     * The client's bytes go on unchanged.  Policy and scopes were decided
+     * on the parsed message, and the parser refuses every body that
+     * another parser could read differently (duplicate names, escapes
+     * that cJSON and others decode apart, numbers beyond a double), so
+     * the upstream reads what was checked; printing the message again
+     * would cost a print per request and change ids' spelling.
+     */
+
+    if (r->method == NGX_HTTP_POST && ctx->body.len) {
+        body = ngx_alloc_chain_link(r->pool);
+        b = ngx_calloc_buf(r->pool);
+
+        if (body == NULL || b == NULL) {
+            return NGX_ERROR;
+        }
+
+        b->pos = ctx->body.data;
+        b->last = ctx->body.data + ctx->body.len;
+        b->memory = 1;
+
+        body->buf = b;
+        body->next = NULL;
+        cl->next = body;
+    }
+
+    r->upstream->request_bufs = cl;
+
+    return NGX_OK;
+}
+
+
+/* the client's headers the upstream gets; Authorization only if asked */
+
+static ngx_table_elt_t *
+ngx_http_mcp_proxy_header(ngx_http_request_t *r, const char *name)
+{
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    if (ngx_strcmp(name, "Authorization") == 0) {
+        mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
+
+        if (!mlcf->pass_authorization) {
+            return NULL;
+        }
+    }
+
+    return ngx_http_mcp_header_in(r, name, ngx_strlen(name));
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r)
+{
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+
+    ngx_memzero(&pctx->status, sizeof(ngx_http_status_t));
+    pctx->sid_seen = 0;
+    pctx->acc_len = 0;
+
+    r->upstream->process_header = ngx_http_mcp_proxy_process_status;
+    r->state = 0;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_process_status(ngx_http_request_t *r)
+{
+    size_t                     len;
+    ngx_int_t                  rc;
+    ngx_http_upstream_t       *u;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    u = r->upstream;
+
+    rc = ngx_http_parse_status_line(r, &u->buffer, &pctx->status);
+
+    if (rc == NGX_AGAIN) {
+        return rc;
+    }
+
+    if (rc == NGX_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream sent no valid HTTP status line");
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
+    if (pctx->status.http_version < NGX_HTTP_VERSION_11) {
+        /* HTTP/1.0: the body may end with the connection */
+        u->headers_in.connection_close = 1;
+    }
+
+    u->headers_in.status_n = pctx->status.code;
+
+    if (u->state && u->state->status == 0) {
+        u->state->status = pctx->status.code;
+    }
+
+    len = pctx->status.end - pctx->status.start;
+
+    u->headers_in.status_line.len = len;
+    u->headers_in.status_line.data = ngx_pnalloc(r->pool, len);
+    if (u->headers_in.status_line.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(u->headers_in.status_line.data, pctx->status.start, len);
+
+    u->process_header = ngx_http_mcp_proxy_process_header;
+
+    return ngx_http_mcp_proxy_process_header(r);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_process_header(ngx_http_request_t *r)
+{
+    ngx_int_t                       rc;
+    ngx_table_elt_t                *h;
+    ngx_http_upstream_t            *u;
+    ngx_http_mcp_ctx_t             *ctx;
+    ngx_http_upstream_header_t     *hh;
+    ngx_http_mcp_proxy_ctx_t       *pctx;
+    ngx_http_upstream_main_conf_t  *umcf;
+
+    umcf = ngx_http_get_module_main_conf(r, ngx_http_upstream_module);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    u = r->upstream;
+
+    for ( ;; ) {
+
+        rc = ngx_http_parse_header_line(r, &u->buffer, 1);
+
+        if (rc == NGX_HTTP_PARSE_HEADER_DONE) {
+            return ngx_http_mcp_proxy_headers_done(r, pctx);
+        }
+
+        if (rc == NGX_AGAIN) {
+            return NGX_AGAIN;
+        }
+
+        if (rc != NGX_OK) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "mcp: upstream sent an invalid header line");
+            return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+        }
+
+        h = ngx_list_push(&u->headers_in.headers);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        h->hash = r->header_hash;
+
+        h->key.len = r->header_name_end - r->header_name_start;
+        h->value.len = r->header_end - r->header_start;
+
+        h->key.data = ngx_pnalloc(r->pool,
+                           h->key.len + 1 + h->value.len + 1 + h->key.len);
+        if (h->key.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        h->value.data = h->key.data + h->key.len + 1;
+        h->lowcase_key = h->key.data + h->key.len + 1 + h->value.len + 1;
+
+#if (nginx_version >= 1023000)
+        /* since 1.23.0 nginx chains headers with the same name */
+        h->next = NULL;
+#endif
+
+        ngx_memcpy(h->key.data, r->header_name_start, h->key.len);
+        h->key.data[h->key.len] = '\0';
+        ngx_memcpy(h->value.data, r->header_start, h->value.len);
+        h->value.data[h->value.len] = '\0';
+
+        if (h->key.len == r->lowcase_index) {
+            ngx_memcpy(h->lowcase_key, r->lowcase_header, h->key.len);
+
+        } else {
+            ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
+        }
+
+        if (h->key.len == sizeof("mcp-session-id") - 1
+            && ngx_strncmp(h->lowcase_key, "mcp-session-id", h->key.len) == 0)
+        {
+            /* the client sees the gateway's id, never the replica's */
+            pctx->upstream_sid = h->value;
+            pctx->sid_seen = 1;
+            h->value = pctx->client_sid;
+            continue;
+        }
+
+        hh = ngx_hash_find(&umcf->headers_in_hash, h->hash, h->lowcase_key,
+                           h->key.len);
+
+        if (hh && hh->handler(r, h, hh->offset) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_str_t               no = ngx_string("no");
+    ngx_uint_t              status;
+    ngx_table_elt_t        *h;
+    ngx_http_upstream_t    *u;
+    ngx_http_mcp_ctx_t     *ctx;
+    ngx_http_mcp_target_t   target;
+
+    u = r->upstream;
+    ctx = pctx->ctx;
+    status = u->headers_in.status_n;
+
+    if (status >= 400 && !ngx_http_mcp_proxy_mcp_type(u)) {
+        /* an error page, not MCP: the client gets a JSON-RPC error */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream answered %ui without a JSON-RPC "
+                      "body", status);
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
+    pctx->is_chunked = u->headers_in.chunked;
+    pctx->length = u->headers_in.content_length_n;
+    pctx->sse = u->headers_in.content_type != NULL
+                && u->headers_in.content_type->value.len
+                   >= sizeof("text/event-stream") - 1
+                && ngx_strncasecmp(u->headers_in.content_type->value.data,
+                                   (u_char *) "text/event-stream",
+                                   sizeof("text/event-stream") - 1) == 0;
+
+    if (pctx->is_chunked && ngx_http_mcp_proxy_chunks_valid(r, pctx) != NGX_OK)
+    {
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
+    /* the upstream's own X-Accel-* are hidden: this one is the gateway's */
+    if (pctx->sse
+        && ngx_http_mcp_header_out(r, "X-Accel-Buffering", &no) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (pctx->filter && pctx->length > (off_t) ctx->conf->filter_buffer_size)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: the upstream's reply of %O bytes is over "
+                      "\"mcp_pass_filter_buffer_size\" %uz",
+                      pctx->length, ctx->conf->filter_buffer_size);
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
+    if (pctx->filter) {
+        /* the reply changes length: it goes out chunked */
+        u->headers_in.content_length_n = -1;
+    }
+
+    if (pctx->initialize) {
+        if (status >= 200 && status < 300) {
+            pctx->init_ok = 1;
+
+            target.sockaddr = u->peer.sockaddr;
+            target.socklen = u->peer.socklen;
+            target.name = *u->peer.name;
+            target.sid = pctx->upstream_sid;
+
+            if (ngx_http_mcp_session_target_set(ctx->conf->zone,
+                                                &pctx->client_sid, &target)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            if (!pctx->sid_seen) {
+                /* a stateless replica: the client still gets a session */
+                h = ngx_list_push(&u->headers_in.headers);
+                if (h == NULL) {
+                    return NGX_ERROR;
+                }
+
+                h->hash = 1;
+#if (nginx_version >= 1023000)
+                h->next = NULL;
+#endif
+                ngx_str_set(&h->key, "Mcp-Session-Id");
+                h->value = pctx->client_sid;
+                h->lowcase_key = (u_char *) "mcp-session-id";
+            }
+
+        } else {
+            (void) ngx_http_mcp_session_delete(ctx->conf->zone,
+                                               &pctx->client_sid,
+                                               r->connection->log);
+        }
+    }
+
+    if (pctx->pinned
+        && (status == NGX_HTTP_NOT_FOUND
+            || (r->method == NGX_HTTP_DELETE && status >= 200
+                && status < 300)))
+    {
+        /* the replica forgot the session, or the client ended it */
+        (void) ngx_http_mcp_session_delete(ctx->conf->zone,
+                                           &pctx->client_sid,
+                                           r->connection->log);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The chunked body bytes that came with the headers, checked before the
+ * headers go to the client: a body broken from the start is a 502 with
+ * a JSON-RPC error; broken later, only the connection can end.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    off_t               size;
+    ngx_int_t           rc;
+    ngx_buf_t           b;
+    ngx_http_chunked_t  chunked;
+
+    /* copies: the body's real parse starts from the beginning */
+    b = r->upstream->buffer;
+    ngx_memzero(&chunked, sizeof(ngx_http_chunked_t));
+
+    for ( ;; ) {
+
+#if (nginx_version >= 1027002)
+        rc = ngx_http_parse_chunked(r, &b, &chunked, 0);
+#else
+        rc = ngx_http_parse_chunked(r, &b, &chunked);
+#endif
+
+        if (rc == NGX_OK) {
+            size = ngx_min((off_t) (b.last - b.pos), chunked.size);
+            b.pos += size;
+            chunked.size -= size;
+            continue;
+        }
+
+        if (rc == NGX_DONE || rc == NGX_AGAIN) {
+            return NGX_OK;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream sent an invalid chunked body");
+        return NGX_ERROR;
+    }
+}
+
+
+/* application/json or text/event-stream: what MCP servers answer */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u)
+{
+    ngx_str_t  *type;
+
+    if (u->headers_in.content_type == NULL) {
+        return u->headers_in.content_length_n == 0;
+    }
+
+    type = &u->headers_in.content_type->value;
+
+    return (type->len >= sizeof("application/json") - 1
+            && ngx_strncasecmp(type->data, (u_char *) "application/json",
+                               sizeof("application/json") - 1) == 0)
+           || (type->len >= sizeof("text/event-stream") - 1
+               && ngx_strncasecmp(type->data, (u_char *) "text/event-stream",
+                                  sizeof("text/event-stream") - 1) == 0);
+}
+
+
+static void
+ngx_http_mcp_proxy_abort_request(ngx_http_request_t *r)
+{
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "mcp proxy request aborted");
+}
+
+
+/*
+ * The session's replica did not answer: the session is gone with it.
+ * The error page filter answers 404, and the client initializes again.
+ */
+
+static void
+ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+
+    if (pctx->initialize && !pctx->init_ok) {
+        /* no replica took the session: it was never made */
+        (void) ngx_http_mcp_session_delete(ctx->conf->zone,
+                                           &pctx->client_sid,
+                                           r->connection->log);
+        return;
+    }
+
+    /*
+     * A replica that took the request is alive, however it answered (or
+     * did not, in time): only one that could not be reached is gone.
+     */
+    if (pctx->pinned && !r->upstream->request_sent && !r->header_sent
+        && (rc == NGX_HTTP_BAD_GATEWAY || rc == NGX_HTTP_GATEWAY_TIME_OUT))
+    {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "mcp: the replica of session %s is gone",
+                      ngx_http_mcp_session_log_id(pctx->client_sid.data,
+                                                  pctx->client_sid.len));
+
+        pctx->replica_gone = 1;
+
+        (void) ngx_http_mcp_session_delete(ctx->conf->zone,
+                                           &pctx->client_sid,
+                                           r->connection->log);
+    }
+}
+
+
+ngx_uint_t
+ngx_http_mcp_proxy_replica_gone(ngx_http_mcp_ctx_t *ctx)
+{
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    pctx = ctx->proxy;
+
+    return pctx != NULL && pctx->replica_gone;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_filter_init(void *data)
+{
+    ngx_http_request_t *r = data;
+
+    ngx_http_upstream_t       *u;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    u = r->upstream;
+
+    if (u->headers_in.status_n == NGX_HTTP_NO_CONTENT
+        || u->headers_in.status_n == NGX_HTTP_NOT_MODIFIED
+        || r->method == NGX_HTTP_HEAD)
+    {
+        u->length = 0;
+        u->keepalive = !u->headers_in.connection_close;
+
+    } else if (pctx->is_chunked) {
+        /* any positive length: the last chunk ends the body */
+        u->length = 1;
+        ngx_memzero(&pctx->chunked, sizeof(ngx_http_chunked_t));
+
+    } else if (pctx->length == 0) {
+        u->length = 0;
+        u->keepalive = !u->headers_in.connection_close;
+
+    } else {
+        /* -1: up to the close */
+        u->length = pctx->length;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Unbuffered body: bytes new data at u->buffer.last.  Chunked bodies are
+ * decoded (nginx chunks them again for the client); a body held for
+ * filtering goes out at its end.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_filter(void *data, ssize_t bytes)
+{
+    ngx_http_request_t *r = data;
+
+    u_char                    *pos;
+    size_t                     size;
+    ngx_int_t                  rc;
+    ngx_buf_t                 *b;
+    ngx_http_upstream_t       *u;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    u = r->upstream;
+    b = &u->buffer;
+
+    if (!pctx->is_chunked) {
+        pos = b->last;
+        b->last += bytes;
+
+        if (u->length != -1) {
+            if (bytes > u->length) {
+                ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                              "mcp: upstream sent more data than "
+                              "\"Content-Length\" said");
+                bytes = u->length;
+            }
+
+            u->length -= bytes;
+        }
+
+        rc = ngx_http_mcp_proxy_output(r, pctx, pos, pos + bytes);
+
+        if (rc != NGX_OK) {
+            return (rc == NGX_DONE) ? NGX_OK : NGX_ERROR;
+        }
+
+        if (u->length == 0) {
+            u->keepalive = !u->headers_in.connection_close;
+            return ngx_http_mcp_proxy_flush_filtered(r, pctx);
+        }
+
+        return NGX_OK;
+    }
+
+    b->pos = b->last;
+    b->last += bytes;
+
+    for ( ;; ) {
+
+#if (nginx_version >= 1027002)
+        /* 1.27.2 added keeping trailers; an MCP reply has no use for them */
+        rc = ngx_http_parse_chunked(r, b, &pctx->chunked, 0);
+#else
+        rc = ngx_http_parse_chunked(r, b, &pctx->chunked);
+#endif
+
+        if (rc == NGX_OK) {
+            size = ngx_min((off_t) (b->last - b->pos), pctx->chunked.size);
+
+            rc = ngx_http_mcp_proxy_output(r, pctx, b->pos, b->pos + size);
+
+            if (rc != NGX_OK) {
+                return (rc == NGX_DONE) ? NGX_OK : NGX_ERROR;
+            }
+
+            b->pos += size;
+            pctx->chunked.size -= size;
+            continue;
+        }
+
+        if (rc == NGX_DONE) {
+            u->length = 0;
+            u->keepalive = !u->headers_in.connection_close
+                           && b->pos == b->last;
+            return ngx_http_mcp_proxy_flush_filtered(r, pctx);
+        }
+
+        if (rc == NGX_AGAIN) {
+            return NGX_OK;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream sent an invalid chunked body");
+        return NGX_ERROR;
+    }
+}
+
+
+/* data of the body: out as it came, or held for the policy filter */
+
+static ngx_int_t
+ngx_http_mcp_proxy_output(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last)
+{
+    u_char  *p;
+    size_t   n, size;
+
+    if (pos == last) {
+        return NGX_OK;
+    }
+
+    if (pctx->filter) {
+        n = last - pos;
+
+        if (pctx->acc_len + n > pctx->ctx->conf->filter_buffer_size) {
+            return ngx_http_mcp_proxy_too_big(r, pctx);
+        }
+
+        if (pctx->acc_len + n > pctx->acc_size) {
+            size = ngx_max(2 * pctx->acc_size, pctx->acc_len + n);
+            size = ngx_min(size, pctx->ctx->conf->filter_buffer_size);
+
+            p = ngx_pnalloc(r->pool, size);
+            if (p == NULL) {
+                return NGX_ERROR;
+            }
+
+            if (pctx->acc_len) {
+                ngx_memcpy(p, pctx->acc, pctx->acc_len);
+            }
+
+            pctx->acc = p;
+            pctx->acc_size = size;
+        }
+
+        ngx_memcpy(pctx->acc + pctx->acc_len, pos, n);
+        pctx->acc_len += n;
+
+        return NGX_OK;
+    }
+
+    return ngx_http_mcp_proxy_append(r, pos, last);
+}
+
+
+/*
+ * A reply held for tool policy grew past mcp_pass_filter_buffer_size: the
+ * client gets a JSON-RPC error for its request instead (the headers are
+ * out, the held body is not), and the upstream connection is closed.
+ * Returns NGX_DONE: the reply is over.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    u_char               *body, *p, *last;
+    size_t                len;
+    cJSON                *id;
+    ngx_uint_t            i;
+    ngx_http_mcp_msg_t   *msg;
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "mcp: the upstream's reply is over "
+                  "\"mcp_pass_filter_buffer_size\" %uz",
+                  pctx->ctx->conf->filter_buffer_size);
+
+    /* the first request's id: a batch's other answers are lost with it */
+    id = NULL;
+    msg = pctx->ctx->msgs.elts;
+
+    for (i = 0; i < pctx->ctx->msgs.nelts && id == NULL; i++) {
+        if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST) {
+            id = msg[i].id;
+        }
+    }
+
+    body = ngx_http_mcp_error_print(r, id, NGX_HTTP_MCP_SERVER_ERROR,
+                                    "Bad gateway: the upstream MCP "
+                                    "server's reply is too large", &len);
+    if (body == NULL) {
+        return NGX_ERROR;
+    }
+
+    pctx->filter = 0;
+    pctx->acc_len = 0;
+    u->length = 0;
+    u->keepalive = 0;
+
+    if (pctx->sse) {
+        p = ngx_pnalloc(r->pool, sizeof("event: message\ndata: \n\n") + len);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        last = ngx_cpymem(p, "event: message\ndata: ",
+                          sizeof("event: message\ndata: ") - 1);
+        last = ngx_cpymem(last, body, len);
+        *last++ = '\n';
+        *last++ = '\n';
+
+        body = p;
+        len = last - p;
+    }
+
+    return ngx_http_mcp_proxy_append(r, body, body + len) == NGX_OK
+           ? NGX_DONE : NGX_ERROR;
+}
+
+
+/* memory for the client, at the end of the upstream's output */
+
+static ngx_int_t
+ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos, u_char *last)
+{
+    ngx_chain_t          *cl, **ll;
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+
+    for (cl = u->out_bufs, ll = &u->out_bufs; cl; cl = cl->next) {
+        ll = &cl->next;
+    }
+
+    cl = ngx_chain_get_free_buf(r->pool, &u->free_bufs);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    *ll = cl;
+
+    cl->buf->flush = 1;
+    cl->buf->memory = 1;
+    cl->buf->pos = pos;
+    cl->buf->last = last;
+    cl->buf->tag = u->output.tag;
+
+    return NGX_OK;
+}
+
+
+/* a tool the policy allows and the caller may call */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name)
+{
+    ngx_http_mcp_ctx_t *ctx = data;
+
+    ngx_str_t  scope;
+
+    return ngx_http_mcp_tool_allowed(ctx->conf, name)
+           && (ctx->rctx.auth == NULL
+               || ngx_http_mcp_auth_permits(ctx->rctx.auth, "tools", name,
+                                            &scope)
+                  == NGX_OK);
+}
+
+
+/* the held reply, its denied tools taken out, goes out whole */
+
+static ngx_int_t
+ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_str_t                    in, out;
+    ngx_http_mcp_tool_filter_t   tf;
+
+    if (!pctx->filter || pctx->acc_len == 0) {
+        return NGX_OK;
+    }
+
+    in.data = pctx->acc;
+    in.len = pctx->acc_len;
+
+    tf.allowed = ngx_http_mcp_proxy_tool_visible;
+    tf.data = pctx->ctx;
+
+    if (ngx_http_mcp_policy_filter_reply(r->pool, &tf, &in, &out)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    pctx->acc_len = 0;
+
+    return ngx_http_mcp_proxy_append(r, out.data, out.data + out.len);
+}

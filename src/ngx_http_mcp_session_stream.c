@@ -1,0 +1,866 @@
+
+/*
+ * The session store, second part: the streams, event log and waits of a
+ * session in the shared zone.  Each function here is a whole operation
+ * that takes the zone's lock itself; the stream and call code above ask
+ * for what they need and never see the zone.
+ *
+ * Streams.  Every message a session sends on a stream (a POST's SSE
+ * reply or a standalone GET) goes into the session's event log first;
+ * the worker whose connection carries the stream (its owner) is woken
+ * and pulls what it has not written yet.  So any worker can send on any
+ * stream, and Last-Event-ID replays from the log.
+ *
+ * Waits.  A call still running after dispatch, and each request it
+ * sends the client, has a wait record: a notifications/cancelled or an
+ * answer arriving at any worker is put there, and the waiting worker is
+ * woken to take it.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_session_zone.h"
+
+
+/* a session's streams, at most; past that the oldest detached one goes */
+#define NGX_HTTP_MCP_MAX_STREAMS  32
+
+
+static ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream(
+    ngx_http_mcp_session_node_t *s, uint32_t id);
+static ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream_add(
+    ngx_http_mcp_zone_t *ctx, ngx_http_mcp_session_node_t *s,
+    ngx_uint_t standalone, uint32_t pending);
+static void ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, ngx_http_mcp_stream_sh_t *st);
+static void ngx_http_mcp_session_stream_owner(ngx_http_mcp_session_node_t *s,
+    ngx_http_mcp_stream_sh_t *st, ngx_pid_t owner);
+static ngx_http_mcp_event_t *ngx_http_mcp_session_event_add(
+    ngx_http_mcp_zone_t *ctx, ngx_http_mcp_session_node_t *s, size_t len,
+    ngx_log_t *log);
+static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_add(
+    ngx_http_mcp_zone_t *ctx, ngx_http_mcp_session_node_t *s,
+    uint64_t request, u_char *id, size_t id_len);
+static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_find(
+    ngx_http_mcp_session_node_t *s, ngx_pid_t owner, uint64_t request,
+    u_char *id, size_t id_len);
+
+
+/*
+ * A stream for this worker's connection, with token telling its
+ * connections apart.  resume: the stream of a Last-Event-ID, taken over
+ * when it is still there (*prev: its former owner, to wake); else a new
+ * stream (*id differs from resume).  A POST stream waits for pending
+ * responses.  NGX_OK, NGX_DECLINED (no such session), NGX_BUSY (no room
+ * for another stream).
+ */
+
+ngx_int_t
+ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    ngx_uint_t standalone, uint32_t pending, uint32_t resume, uint32_t token,
+    uint32_t *id, ngx_pid_t *prev)
+{
+    ngx_int_t                     rc;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_stream_sh_t     *st;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    *prev = 0;
+    *id = 0;
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, sid);
+
+    if (s == NULL) {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    st = resume ? ngx_http_mcp_session_stream(s, resume) : NULL;
+
+    if (st != NULL) {
+        /* resumed: this connection replaces the lost one */
+        *prev = st->owner;
+        ngx_http_mcp_session_stream_owner(s, st, ngx_pid);
+
+    } else {
+        st = ngx_http_mcp_session_stream_add(ctx, s, standalone, pending);
+
+        if (st == NULL) {
+            rc = NGX_BUSY;
+            goto done;
+        }
+    }
+
+    st->token = token;
+    *id = st->id;
+
+done:
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/* the stream loses its owner, if this worker's connection token has it */
+
+void
+ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t id, uint32_t token)
+{
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_stream_sh_t     *st;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, sid);
+    st = (s != NULL) ? ngx_http_mcp_session_stream(s, id) : NULL;
+
+    if (st != NULL && st->owner == ngx_pid && st->token == token) {
+        ngx_http_mcp_session_stream_owner(s, st, 0);
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+}
+
+
+/* one more response is due on a POST stream */
+
+ngx_int_t
+ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t id)
+{
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_stream_sh_t     *st;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, sid);
+    st = (s != NULL) ? ngx_http_mcp_session_stream(s, id) : NULL;
+
+    if (st != NULL) {
+        st->pending++;
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return (st != NULL) ? NGX_OK : NGX_DECLINED;
+}
+
+
+/*
+ * Appends a message to a stream of a session and wakes the stream's
+ * owner.  A response (response == 1) counts down the responses a POST
+ * stream waits for; with data NULL it only counts down (a cancelled
+ * call sends nothing).  NGX_DECLINED: the session or stream is gone;
+ * NGX_ERROR: no room in the zone.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t stream, u_char *data, size_t len, ngx_uint_t response,
+    ngx_log_t *log)
+{
+    ngx_pid_t                     owner;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_event_t         *ev;
+    ngx_http_mcp_stream_sh_t     *st;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, sid);
+    st = (s != NULL) ? ngx_http_mcp_session_stream(s, stream) : NULL;
+
+    if (st == NULL) {
+        ngx_shmtx_unlock(&ctx->shpool->mutex);
+        return NGX_DECLINED;
+    }
+
+    if (data != NULL) {
+        ev = ngx_http_mcp_session_event_add(ctx, s, len, log);
+
+        if (ev == NULL) {
+            ngx_shmtx_unlock(&ctx->shpool->mutex);
+            ngx_log_error(NGX_LOG_ERR, log, 0,
+                          "mcp: no room in the zone for an event of "
+                          "session %s",
+                          ngx_http_mcp_session_log_id(sid->data, sid->len));
+            return NGX_ERROR;
+        }
+
+        ev->stream = stream;
+        ev->response = response;
+        ngx_memcpy(ev->data, data, len);
+    }
+
+    if (response && st->pending) {
+        st->pending--;
+    }
+
+    owner = st->owner;
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "mcp session %s stream %uD: %s queued for worker %P",
+                   ngx_http_mcp_session_log_id(sid->data, sid->len), stream,
+                   response ? "response" : "message", owner);
+
+    if (owner && ngx_http_mcp_notify_pid(owner, log) == NGX_DECLINED) {
+
+        /* its worker is gone (killed): the stream waits for a resume */
+
+        ngx_shmtx_lock(&ctx->shpool->mutex);
+
+        s = ngx_http_mcp_session_find(ctx, sid);
+        st = (s != NULL) ? ngx_http_mcp_session_stream(s, stream) : NULL;
+
+        if (st != NULL && st->owner == owner) {
+            ngx_http_mcp_session_stream_owner(s, st, 0);
+        }
+
+        ngx_shmtx_unlock(&ctx->shpool->mutex);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Hands the events of a stream after seq "after" to handler, in order,
+ * while the zone is locked (the handler copies them; it must not call
+ * the store).  The handler returns NGX_OK for the next event, NGX_AGAIN
+ * to stop for now, NGX_ERROR.  Returns NGX_OK with *complete set when a
+ * POST stream has all its responses (the stream is then removed from
+ * the log), NGX_AGAIN when events are left, NGX_DECLINED when the
+ * stream is gone or another connection took it, NGX_ERROR.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_pull(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t id, uint32_t token, uint64_t after,
+    ngx_http_mcp_event_pt handler, void *data, ngx_uint_t *complete)
+{
+    ngx_int_t                     rc;
+    ngx_queue_t                  *q;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_event_t         *ev;
+    ngx_http_mcp_stream_sh_t     *st;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    *complete = 0;
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, sid);
+    st = (s != NULL) ? ngx_http_mcp_session_stream(s, id) : NULL;
+
+    if (st == NULL || st->owner != ngx_pid || st->token != token) {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    for (q = ngx_queue_head(&s->events);
+         q != ngx_queue_sentinel(&s->events);
+         q = ngx_queue_next(q))
+    {
+        ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
+
+        if (ev->stream != id || ev->seq <= after) {
+            continue;
+        }
+
+        rc = handler(data, ev->seq, ev->data, ev->len);
+
+        if (rc != NGX_OK) {
+            goto done;
+        }
+    }
+
+    if (!st->standalone && st->pending == 0) {
+        *complete = 1;
+        ngx_http_mcp_session_stream_free(ctx, s, st);
+    }
+
+done:
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * After a reload: the zone's list hashes become lists; changed[k] says
+ * which of them differ from what the zone knew (nothing on first use).
+ */
+
+void
+ngx_http_mcp_session_lists(ngx_shm_zone_t *zone, uint32_t *lists,
+    ngx_uint_t *changed)
+{
+    ngx_uint_t            k;
+    ngx_http_mcp_zone_t  *ctx;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    for (k = 0; k < 3; k++) {
+        changed[k] = ctx->sh->lists_known && ctx->sh->lists[k] != lists[k];
+        ctx->sh->lists[k] = lists[k];
+    }
+
+    ctx->sh->lists_known = 1;
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+}
+
+
+/*
+ * A wait record for a call (request 0, its JSON-RPC id) or for a request
+ * to the client (request != 0; 1 here asks for the session's next
+ * request id, returned in *request).  NGX_OK, NGX_DECLINED (no such
+ * session), NGX_ERROR (no room).
+ */
+
+ngx_int_t
+ngx_http_mcp_session_wait(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint64_t *request, u_char *id, size_t len)
+{
+    ngx_int_t                     rc;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, sid);
+
+    if (s == NULL) {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    if (*request) {
+        *request = s->next_request++;
+    }
+
+    if (ngx_http_mcp_session_wait_add(ctx, s, *request, id, len) == NULL) {
+        rc = NGX_ERROR;
+    }
+
+done:
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/* removes this worker's wait record for a call (request 0) or a request */
+
+void
+ngx_http_mcp_session_unwait(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint64_t request, u_char *id, size_t len)
+{
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_wait_t          *w;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, sid);
+    w = (s != NULL) ? ngx_http_mcp_session_wait_find(s, ngx_pid, request,
+                                                     id, len)
+                    : NULL;
+
+    if (w != NULL) {
+        ngx_http_mcp_session_wait_free(ctx, w);
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+}
+
+
+/*
+ * What happened to this worker's wait: for a call (request 0), NGX_ABORT
+ * when the client cancelled it; for a request, NGX_OK when the client
+ * answered (the answer copied into pool, the record freed).  NGX_AGAIN:
+ * nothing yet; NGX_DECLINED: the session is gone; NGX_ERROR.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_waited(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint64_t request, u_char *id, size_t len, ngx_pool_t *pool,
+    ngx_str_t *answer)
+{
+    ngx_int_t                     rc;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_wait_t          *w;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    rc = NGX_AGAIN;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, sid);
+
+    if (s == NULL) {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    w = ngx_http_mcp_session_wait_find(s, ngx_pid, request, id, len);
+
+    if (w == NULL) {
+        goto done;
+    }
+
+    if (request == 0) {
+        rc = w->cancelled ? NGX_ABORT : NGX_AGAIN;
+        goto done;
+    }
+
+    if (!w->answered) {
+        goto done;
+    }
+
+    answer->data = ngx_pnalloc(pool, w->answer_len);
+
+    if (answer->data == NULL) {
+        rc = NGX_ERROR;
+
+    } else {
+        ngx_memcpy(answer->data, w->answer, w->answer_len);
+        answer->len = w->answer_len;
+        rc = NGX_OK;
+    }
+
+    ngx_http_mcp_session_wait_free(ctx, w);
+
+done:
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * A client's message for a wait, from whichever worker got it: the
+ * answer to request (text), or with request 0 the cancellation of the
+ * call with JSON-RPC id "id".  The waiting worker is woken.  NGX_OK, or
+ * NGX_DECLINED when nobody waits for it.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_deliver(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint64_t request, u_char *id, size_t len, u_char *text, size_t text_len,
+    ngx_log_t *log)
+{
+    u_char                       *answer;
+    ngx_pid_t                     owner;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_wait_t          *w;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    owner = 0;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, sid);
+    w = (s != NULL) ? ngx_http_mcp_session_wait_find(s, 0, request, id, len)
+                    : NULL;
+
+    if (w != NULL && request == 0) {
+        w->cancelled = 1;
+        owner = w->owner;
+
+    } else if (w != NULL && !w->answered) {
+        answer = ngx_http_mcp_session_alloc(ctx, text_len, s, log);
+
+        if (answer != NULL) {
+            ngx_memcpy(answer, text, text_len);
+            w->answer = answer;
+            w->answer_len = text_len;
+            w->answered = 1;
+            owner = w->owner;
+        }
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    if (owner == 0) {
+        return NGX_DECLINED;
+    }
+
+    (void) ngx_http_mcp_notify_pid(owner, log);
+
+    return NGX_OK;
+}
+
+
+static ngx_http_mcp_stream_sh_t *
+ngx_http_mcp_session_stream(ngx_http_mcp_session_node_t *s, uint32_t id)
+{
+    ngx_queue_t               *q;
+    ngx_http_mcp_stream_sh_t  *st;
+
+    for (q = ngx_queue_head(&s->sstreams);
+         q != ngx_queue_sentinel(&s->sstreams);
+         q = ngx_queue_next(q))
+    {
+        st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
+
+        if (st->id == id) {
+            return st;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * A new stream, owned by this worker.  A session keeps at most
+ * NGX_HTTP_MCP_MAX_STREAMS streams: past that the stream that lost its
+ * connection longest ago goes, with its events.
+ */
+
+static ngx_http_mcp_stream_sh_t *
+ngx_http_mcp_session_stream_add(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, ngx_uint_t standalone, uint32_t pending)
+{
+    ngx_uint_t                 n;
+    ngx_queue_t               *q;
+    ngx_http_mcp_stream_sh_t  *st, *oldest;
+
+    n = 0;
+    oldest = NULL;
+
+    for (q = ngx_queue_head(&s->sstreams);
+         q != ngx_queue_sentinel(&s->sstreams);
+         q = ngx_queue_next(q))
+    {
+        st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
+        n++;
+
+        if (st->owner == 0
+            && (oldest == NULL
+                || (ngx_msec_int_t) (st->detached - oldest->detached) < 0))
+        {
+            oldest = st;
+        }
+    }
+
+    if (n >= NGX_HTTP_MCP_MAX_STREAMS) {
+        if (oldest == NULL) {
+            return NULL;
+        }
+
+        ngx_http_mcp_session_stream_free(ctx, s, oldest);
+    }
+
+    st = ngx_http_mcp_session_alloc(ctx, sizeof(ngx_http_mcp_stream_sh_t), s,
+                                    ngx_cycle->log);
+    if (st == NULL) {
+        return NULL;
+    }
+
+    ngx_memzero(st, sizeof(ngx_http_mcp_stream_sh_t));
+
+    st->id = s->next_stream++;
+    st->pending = pending;
+    st->standalone = standalone;
+
+    /* newest first: server-initiated messages go to the newest GET */
+    ngx_queue_insert_head(&s->sstreams, &st->queue);
+
+    ngx_http_mcp_session_stream_owner(s, st, ngx_pid);
+
+    return st;
+}
+
+
+static void
+ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, ngx_http_mcp_stream_sh_t *st)
+{
+    ngx_queue_t           *q, *next;
+    ngx_http_mcp_event_t  *ev;
+
+    for (q = ngx_queue_head(&s->events);
+         q != ngx_queue_sentinel(&s->events);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
+
+        if (ev->stream == st->id) {
+            ngx_queue_remove(q);
+            s->events_size -= ev->len;
+            ngx_slab_free_locked(ctx->shpool, ev);
+        }
+    }
+
+    ngx_http_mcp_session_stream_owner(s, st, 0);
+
+    ngx_queue_remove(&st->queue);
+    ngx_slab_free_locked(ctx->shpool, st);
+}
+
+
+/* a session with owned streams is busy: it is not evicted */
+
+static void
+ngx_http_mcp_session_stream_owner(ngx_http_mcp_session_node_t *s,
+    ngx_http_mcp_stream_sh_t *st, ngx_pid_t owner)
+{
+    if (st->owner && !owner) {
+        s->streams--;
+        st->detached = ngx_current_msec;
+
+    } else if (!st->owner && owner) {
+        s->streams++;
+    }
+
+    st->owner = owner;
+}
+
+
+/*
+ * Room for an event of len bytes at the end of the session's log.  The
+ * log holds at most log_size bytes of messages: the oldest events go
+ * first to make room, and a reader that resumes after them misses them.
+ */
+
+static ngx_http_mcp_event_t *
+ngx_http_mcp_session_event_add(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, size_t len, ngx_log_t *log)
+{
+    ngx_queue_t           *q;
+    ngx_http_mcp_event_t  *ev;
+
+    for ( ;; ) {
+        if (s->events_size + len <= ctx->log_size
+            || ngx_queue_empty(&s->events))
+        {
+            ev = ngx_http_mcp_session_alloc(ctx,
+                                            offsetof(ngx_http_mcp_event_t,
+                                                     data) + len,
+                                            s, log);
+            if (ev != NULL) {
+                break;
+            }
+
+            if (ngx_queue_empty(&s->events)) {
+                return NULL;
+            }
+        }
+
+        /* notifications go first: a response is what a call waits for */
+        for (q = ngx_queue_head(&s->events);
+             q != ngx_queue_sentinel(&s->events);
+             q = ngx_queue_next(q))
+        {
+            ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
+
+            if (!ev->response) {
+                break;
+            }
+        }
+
+        if (q == ngx_queue_sentinel(&s->events)) {
+            q = ngx_queue_head(&s->events);
+        }
+
+        ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
+
+        ngx_log_error(NGX_LOG_INFO, log, 0,
+                      "mcp session %s: event log full, dropped %s "
+                      "%uD-%uL",
+                      ngx_http_mcp_session_log_id(s->id,
+                                                  NGX_HTTP_MCP_SESSION_ID_LEN),
+                      ev->response ? "response" : "event",
+                      ev->stream, ev->seq);
+
+        ngx_queue_remove(q);
+        s->events_size -= ev->len;
+        ngx_slab_free_locked(ctx->shpool, ev);
+    }
+
+    ngx_memzero(ev, offsetof(ngx_http_mcp_event_t, data));
+
+    ev->seq = s->next_seq++;
+    ev->len = len;
+
+    ngx_queue_insert_tail(&s->events, &ev->queue);
+    s->events_size += len;
+
+    return ev;
+}
+
+
+static ngx_http_mcp_wait_t *
+ngx_http_mcp_session_wait_add(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, uint64_t request, u_char *id,
+    size_t id_len)
+{
+    ngx_http_mcp_wait_t  *w;
+
+    w = ngx_http_mcp_session_alloc(ctx,
+                                   offsetof(ngx_http_mcp_wait_t, id) + id_len,
+                                   s, ngx_cycle->log);
+    if (w == NULL) {
+        return NULL;
+    }
+
+    ngx_memzero(w, offsetof(ngx_http_mcp_wait_t, id));
+
+    w->owner = ngx_pid;
+    w->request = request;
+    w->id_len = id_len;
+    if (id_len) {
+        ngx_memcpy(w->id, id, id_len);
+    }
+
+    ngx_queue_insert_tail(&s->waits, &w->queue);
+
+    return w;
+}
+
+
+/* owner 0 matches any owner */
+
+static ngx_http_mcp_wait_t *
+ngx_http_mcp_session_wait_find(ngx_http_mcp_session_node_t *s,
+    ngx_pid_t owner, uint64_t request, u_char *id, size_t id_len)
+{
+    ngx_queue_t          *q;
+    ngx_http_mcp_wait_t  *w;
+
+    for (q = ngx_queue_head(&s->waits);
+         q != ngx_queue_sentinel(&s->waits);
+         q = ngx_queue_next(q))
+    {
+        w = ngx_queue_data(q, ngx_http_mcp_wait_t, queue);
+
+        if ((owner && w->owner != owner) || w->request != request) {
+            continue;
+        }
+
+        if (request || (w->id_len == id_len
+                        && ngx_memcmp(w->id, id, id_len) == 0))
+        {
+            return w;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * A server notification for every session of the zone that subscribed
+ * to uri (every session, with uri NULL), on its newest open GET stream.  The pids of the
+ * workers to wake are pushed to owners.  Returns how many sessions got
+ * the notification.
+ */
+
+ngx_uint_t
+ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
+    u_char *data, size_t len, ngx_array_t *owners, ngx_log_t *log)
+{
+    ngx_uint_t                    n;
+    ngx_pid_t                    *pid;
+    ngx_queue_t                  *q, *sq;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_event_t         *ev;
+    ngx_http_mcp_stream_sh_t     *st;
+    ngx_http_mcp_session_node_t  *s;
+    ngx_http_mcp_subscription_t  *sub;
+
+    ctx = zone->data;
+    n = 0;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    for (q = ngx_queue_head(&ctx->sh->queue);
+         q != ngx_queue_sentinel(&ctx->sh->queue);
+         q = ngx_queue_next(q))
+    {
+        s = ngx_queue_data(q, ngx_http_mcp_session_node_t, queue);
+
+        for (sub = s->subscriptions; uri != NULL && sub; sub = sub->next) {
+            if (sub->len == uri->len
+                && ngx_memcmp(sub->uri, uri->data, uri->len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (uri != NULL && sub == NULL) {
+            continue;
+        }
+
+        st = NULL;
+
+        for (sq = ngx_queue_head(&s->sstreams);
+             sq != ngx_queue_sentinel(&s->sstreams);
+             sq = ngx_queue_next(sq))
+        {
+            st = ngx_queue_data(sq, ngx_http_mcp_stream_sh_t, queue);
+
+            if (st->standalone && st->owner) {
+                break;
+            }
+
+            st = NULL;
+        }
+
+        if (st == NULL) {
+            /* no stream to carry it: server notifications are not kept */
+            continue;
+        }
+
+        ev = ngx_http_mcp_session_event_add(ctx, s, len, log);
+        if (ev == NULL) {
+            continue;
+        }
+
+        ev->stream = st->id;
+        ngx_memcpy(ev->data, data, len);
+        n++;
+
+        pid = ngx_array_push(owners);
+        if (pid != NULL) {
+            *pid = st->owner;
+        }
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return n;
+}

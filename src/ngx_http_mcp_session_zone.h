@@ -1,0 +1,144 @@
+
+/*
+ * The session store's own view of the shared zone: what a session, its
+ * streams, event log and waits look like there.  Included by the store's
+ * two files (ngx_http_mcp_session.c, ngx_http_mcp_session_stream.c) and
+ * nothing else: every other file asks the store for whole operations.
+ */
+
+
+#ifndef _NGX_HTTP_MCP_SESSION_ZONE_H_INCLUDED_
+#define _NGX_HTTP_MCP_SESSION_ZONE_H_INCLUDED_
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+/* one message of a session's event log */
+typedef struct {
+    ngx_queue_t                queue;
+    uint64_t                   seq;         /* per session, from 1 */
+    uint32_t                   stream;
+    uint32_t                   len;
+    unsigned                   response:1;  /* ends a call of a POST */
+    u_char                     data[1];     /* one JSON-RPC message */
+} ngx_http_mcp_event_t;
+
+typedef struct {
+    ngx_queue_t                queue;
+    uint32_t                   id;          /* per session, from 1 */
+    uint32_t                   pending;     /* responses still due */
+    ngx_pid_t                  owner;       /* writing worker, 0: none */
+    uint32_t                   token;       /* which of its connections */
+    ngx_msec_t                 detached;    /* when it lost its owner */
+    unsigned                   standalone:1;  /* a GET stream */
+} ngx_http_mcp_stream_sh_t;
+
+/* an answer a worker waits for, or a call a client may cancel */
+typedef struct {
+    ngx_queue_t                queue;
+    ngx_pid_t                  owner;
+    uint64_t                   request;     /* server request id, or 0 */
+    u_char                    *answer;      /* the client's response */
+    size_t                     answer_len;
+    unsigned                   answered:1;
+    unsigned                   cancelled:1;
+    size_t                     id_len;      /* a call: its JSON-RPC id */
+    u_char                     id[1];
+} ngx_http_mcp_wait_t;
+
+
+/* a gateway session's replica and upstream id */
+typedef struct {
+    socklen_t                  socklen;
+    size_t                     name_len;
+    size_t                     sid_len;
+    u_char                     data[1];     /* sockaddr, name, sid */
+} ngx_http_mcp_target_sh_t;
+
+
+/* a client's sessions, for "mcp_session_zone ... per_client=" */
+typedef struct {
+    ngx_rbtree_node_t          node;        /* key: the digest's start */
+    ngx_uint_t                 sessions;
+    u_char                     digest[32];  /* SHA-256 of the key */
+} ngx_http_mcp_client_t;
+
+
+/* a session as the shm zone keeps it */
+typedef struct ngx_http_mcp_subscription_s  ngx_http_mcp_subscription_t;
+
+struct ngx_http_mcp_subscription_s {
+    ngx_http_mcp_subscription_t  *next;
+    size_t                        len;
+    u_char                        uri[1];
+};
+
+typedef struct {
+    u_char                     color;
+    u_char                     version;
+    u_char                     log_level;
+    u_char                     client_name_len;
+    unsigned                   initialized:1;
+    unsigned                   sampling:1;
+    unsigned                   elicitation:1;
+    unsigned                   roots:1;
+    unsigned                   bound:1;     /* to an authenticated caller */
+    ngx_uint_t                 streams;     /* owned streams: not idle */
+    ngx_queue_t                queue;
+    ngx_msec_t                 last;
+    ngx_http_mcp_subscription_t  *subscriptions;
+    ngx_uint_t                 nsubscriptions;
+    ngx_http_mcp_client_t     *client;      /* per_client=, or NULL */
+    ngx_http_mcp_target_sh_t  *target;      /* mcp_pass sessions */
+    ngx_queue_t                events;      /* ngx_http_mcp_event_t */
+    size_t                     events_size;
+    ngx_queue_t                sstreams;    /* ngx_http_mcp_stream_sh_t */
+    ngx_queue_t                waits;       /* ngx_http_mcp_wait_t */
+    uint64_t                   next_seq;
+    uint64_t                   next_request;
+    uint32_t                   next_stream;
+    u_char                     id[NGX_HTTP_MCP_SESSION_ID_LEN];
+    u_char                     client_name[NGX_HTTP_MCP_CLIENT_NAME_LEN];
+    u_char                     binding[NGX_HTTP_MCP_AUTH_BINDING_LEN];
+} ngx_http_mcp_session_node_t;
+
+
+typedef struct {
+    ngx_rbtree_t               rbtree;
+    ngx_rbtree_node_t          sentinel;
+    ngx_queue_t                queue;       /* LRU, most recent first */
+    ngx_uint_t                 count;
+    uint32_t                   lists[3];    /* what the lists were */
+    ngx_uint_t                 lists_known;
+    ngx_rbtree_t               clients;     /* ngx_http_mcp_client_t */
+    ngx_rbtree_node_t          clients_sentinel;
+} ngx_http_mcp_shctx_t;
+
+
+typedef struct {
+    ngx_http_mcp_shctx_t      *sh;
+    ngx_slab_pool_t           *shpool;
+    ngx_msec_t                 timeout;
+    size_t                     log_size;    /* a session's event log */
+    ngx_uint_t                 max_subscriptions;  /* a session's */
+    size_t                     max_uri;     /* a subscription's URI */
+    ngx_http_complex_value_t  *per_client;  /* whose sessions, or NULL */
+    ngx_uint_t                 per_client_max;
+    ngx_str_t                  name;
+} ngx_http_mcp_zone_t;
+
+
+ngx_int_t ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+
+/* called with the zone locked */
+ngx_http_mcp_session_node_t *ngx_http_mcp_session_find(
+    ngx_http_mcp_zone_t *ctx, ngx_str_t *id);
+void *ngx_http_mcp_session_alloc(ngx_http_mcp_zone_t *ctx, size_t size,
+    ngx_http_mcp_session_node_t *keep, ngx_log_t *log);
+void ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_wait_t *w);
+
+
+#endif /* _NGX_HTTP_MCP_SESSION_ZONE_H_INCLUDED_ */

@@ -19,6 +19,8 @@ static void *ngx_http_mcp_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static char *ngx_http_mcp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_mcp_pass_slot(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_mcp_builtin(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_mcp_session(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -103,7 +105,7 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
 
     { ngx_string("mcp_pass"),
       NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_mcp_pass,
+      ngx_http_mcp_pass_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -266,7 +268,10 @@ ngx_http_mcp_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    if (ngx_http_mcp_ipc_init(cycle) != NGX_OK) {
+    if (ngx_http_mcp_ipc_on_wake(ngx_http_mcp_streams_wake) != NGX_OK
+        || ngx_http_mcp_ipc_on_wake(ngx_http_mcp_calls_wake) != NGX_OK
+        || ngx_http_mcp_ipc_init(cycle) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -330,12 +335,14 @@ ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
     /*
      * set by ngx_pcalloc():
      *
-     *     mlcf->set = NULL;
-     *     mlcf->zone = NULL;
      *     mlcf->origins = NULL;
      */
 
     mlcf->enable = NGX_CONF_UNSET;
+    mlcf->set = NGX_CONF_UNSET_PTR;
+    mlcf->zone = NGX_CONF_UNSET_PTR;
+    mlcf->tools_allow = NGX_CONF_UNSET_PTR;
+    mlcf->tools_deny = NGX_CONF_UNSET_PTR;
     mlcf->any_origin = NGX_CONF_UNSET;
     mlcf->max_body = NGX_CONF_UNSET_SIZE;
     mlcf->page_size = NGX_CONF_UNSET_UINT;
@@ -357,25 +364,15 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
 
-    if (conf->set == NULL) {
-        conf->set = prev->set;
-    }
-
-    if (conf->tools_allow == NULL) {
-        conf->tools_allow = prev->tools_allow;
-    }
-
-    if (conf->tools_deny == NULL) {
-        conf->tools_deny = prev->tools_deny;
-    }
+    ngx_conf_merge_ptr_value(conf->set, prev->set, NULL);
+    ngx_conf_merge_ptr_value(conf->tools_allow, prev->tools_allow, NULL);
+    ngx_conf_merge_ptr_value(conf->tools_deny, prev->tools_deny, NULL);
 
     if (ngx_http_mcp_proxy_merge_conf(cf, prev, conf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
     }
 
-    if (conf->zone == NULL) {
-        conf->zone = prev->zone;
-    }
+    ngx_conf_merge_ptr_value(conf->zone, prev->zone, NULL);
 
     if (conf->origins == NULL && conf->any_origin == NGX_CONF_UNSET) {
         conf->origins = prev->origins;
@@ -435,6 +432,26 @@ ngx_http_mcp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* mcp_pass: the gateway's upstream; its requests come to the transport */
+
+static char *
+ngx_http_mcp_pass_slot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    char                      *rv;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    rv = ngx_http_mcp_pass(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_mcp_handler;
+
+    return NGX_CONF_OK;
+}
+
+
 static char *
 ngx_http_mcp_builtin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -442,7 +459,7 @@ ngx_http_mcp_builtin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     ngx_str_t  *value;
 
-    if (mlcf->set != NULL) {
+    if (mlcf->set != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
     }
 
@@ -464,7 +481,7 @@ ngx_http_mcp_session(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     ngx_str_t  *value;
 
-    if (mlcf->zone != NULL) {
+    if (mlcf->zone != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
     }
 

@@ -13,14 +13,9 @@
 #include "ngx_http_mcp_internal.h"
 
 
-#define NGX_HTTP_MCP_SERVER_ERROR  -32000
-
-
 static ngx_int_t ngx_http_mcp_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
-static const char *ngx_http_mcp_error_text(ngx_uint_t status,
-    ngx_int_t *code);
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -94,13 +89,13 @@ ngx_http_mcp_header_filter(ngx_http_request_t *r)
         r->headers_out.status_line.len = 0;
     }
 
-    text = ngx_http_mcp_error_text(r->headers_out.status, &code);
+    text = ngx_http_mcp_status_error(r->headers_out.status, &code);
 
     if (r->headers_out.status == NGX_HTTP_NOT_FOUND
         && ngx_http_mcp_proxy_replica_gone(ctx))
     {
         text = "Session not found";
-        code = -32001;
+        code = NGX_HTTP_MCP_SESSION_NOT_FOUND;
     }
 
     body = ngx_http_mcp_error_print(r, id, code, text, &len);
@@ -169,48 +164,4 @@ ngx_http_mcp_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     out.next = NULL;
 
     return ngx_http_next_body_filter(r, &out);
-}
-
-
-static const char *
-ngx_http_mcp_error_text(ngx_uint_t status, ngx_int_t *code)
-{
-    *code = (status >= 500) ? NGX_HTTP_MCP_SERVER_ERROR
-                            : NGX_HTTP_MCP_INVALID_REQUEST;
-
-    switch (status) {
-
-    case NGX_HTTP_TOO_MANY_REQUESTS:
-        *code = NGX_HTTP_MCP_SERVER_ERROR;
-        return "Too many requests: rate limit exceeded";
-
-    case NGX_HTTP_SERVICE_UNAVAILABLE:
-        return "Service unavailable";
-
-    case NGX_HTTP_REQUEST_ENTITY_TOO_LARGE:
-        return "Request body too large";
-
-    case NGX_HTTP_BAD_GATEWAY:
-        return "Bad gateway: the upstream MCP server failed";
-
-    case NGX_HTTP_GATEWAY_TIME_OUT:
-        return "Gateway timeout: the upstream MCP server did not answer "
-               "in time";
-
-    case NGX_HTTP_FORBIDDEN:
-        return "Forbidden";
-
-    case NGX_HTTP_NOT_FOUND:
-        return "Not found";
-
-    case NGX_HTTP_REQUEST_TIME_OUT:
-        return "Request timeout";
-
-    case NGX_HTTP_INTERNAL_SERVER_ERROR:
-        *code = NGX_HTTP_MCP_INTERNAL_ERROR;
-        return "Internal error";
-
-    default:
-        return (status >= 500) ? "Server error" : "Bad request";
-    }
 }

@@ -47,7 +47,7 @@ ngx_http_mcp_tools_policy(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     list = (ngx_array_t **) (p + cmd->offset);
 
-    if (*list == NULL) {
+    if (*list == NGX_CONF_UNSET_PTR) {
         *list = ngx_array_create(cf->pool, 4, sizeof(ngx_http_mcp_pattern_t));
         if (*list == NULL) {
             return NGX_CONF_ERROR;

@@ -248,6 +248,11 @@ ngx_http_mcp_session_expire(ngx_http_mcp_zone_t *ctx, ngx_uint_t n)
             return;
         }
 
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "mcp session %s expired, idle",
+                       ngx_http_mcp_session_log_id(s->id,
+                                                   NGX_HTTP_MCP_SESSION_ID_LEN));
+
         ngx_http_mcp_session_free(ctx, s);
     }
 }
@@ -591,6 +596,12 @@ ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "mcp session %s created, version %ui, %ui in the zone",
+                   ngx_http_mcp_session_log_id(id,
+                                               NGX_HTTP_MCP_SESSION_ID_LEN),
+                   init->version, ctx->sh->count);
+
     return NGX_OK;
 }
 
@@ -727,6 +738,11 @@ ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, log, 0,
+                   "mcp session %s %s, %ui workers to tell",
+                   ngx_http_mcp_session_log_id(id->data, id->len),
+                   s ? "deleted" : "to delete not found", n);
 
     for (i = 0; i < n; i++) {
         (void) ngx_http_mcp_notify_pid(owners[i], log);

@@ -26,6 +26,13 @@
 #define NGX_HTTP_MCP_MAX_STREAMS  32
 
 
+static ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream_lock(
+    ngx_http_mcp_zone_t *ctx, ngx_str_t *sid, uint32_t id,
+    ngx_http_mcp_session_node_t **s);
+static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_lock(
+    ngx_http_mcp_zone_t *ctx, ngx_str_t *sid, ngx_pid_t owner,
+    uint64_t request, u_char *id, size_t len,
+    ngx_http_mcp_session_node_t **s);
 static ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream(
     ngx_http_mcp_session_node_t *s, uint32_t id);
 static ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream_add(
@@ -44,6 +51,40 @@ static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_add(
 static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_find(
     ngx_http_mcp_session_node_t *s, ngx_pid_t owner, uint64_t request,
     u_char *id, size_t id_len);
+
+
+/*
+ * Locks the zone and finds a session's stream (or wait record): NULL
+ * when either is gone.  The caller unlocks.
+ */
+
+static ngx_http_mcp_stream_sh_t *
+ngx_http_mcp_session_stream_lock(ngx_http_mcp_zone_t *ctx, ngx_str_t *sid,
+    uint32_t id, ngx_http_mcp_session_node_t **s)
+{
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    *s = ngx_http_mcp_session_find(ctx, sid);
+
+    return (*s != NULL) ? ngx_http_mcp_session_stream(*s, id) : NULL;
+}
+
+
+/* owner 0 matches any owner */
+
+static ngx_http_mcp_wait_t *
+ngx_http_mcp_session_wait_lock(ngx_http_mcp_zone_t *ctx, ngx_str_t *sid,
+    ngx_pid_t owner, uint64_t request, u_char *id, size_t len,
+    ngx_http_mcp_session_node_t **s)
+{
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    *s = ngx_http_mcp_session_find(ctx, sid);
+
+    return (*s != NULL)
+           ? ngx_http_mcp_session_wait_find(*s, owner, request, id, len)
+           : NULL;
+}
 
 
 /*
@@ -118,10 +159,7 @@ ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
     ctx = zone->data;
 
-    ngx_shmtx_lock(&ctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find(ctx, sid);
-    st = (s != NULL) ? ngx_http_mcp_session_stream(s, id) : NULL;
+    st = ngx_http_mcp_session_stream_lock(ctx, sid, id, &s);
 
     if (st != NULL && st->owner == ngx_pid && st->token == token) {
         ngx_http_mcp_session_stream_owner(s, st, 0);
@@ -143,10 +181,7 @@ ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
     ctx = zone->data;
 
-    ngx_shmtx_lock(&ctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find(ctx, sid);
-    st = (s != NULL) ? ngx_http_mcp_session_stream(s, id) : NULL;
+    st = ngx_http_mcp_session_stream_lock(ctx, sid, id, &s);
 
     if (st != NULL) {
         st->pending++;
@@ -179,10 +214,7 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
     ctx = zone->data;
 
-    ngx_shmtx_lock(&ctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find(ctx, sid);
-    st = (s != NULL) ? ngx_http_mcp_session_stream(s, stream) : NULL;
+    st = ngx_http_mcp_session_stream_lock(ctx, sid, stream, &s);
 
     if (st == NULL) {
         ngx_shmtx_unlock(&ctx->shpool->mutex);
@@ -223,10 +255,7 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
         /* its worker is gone (killed): the stream waits for a resume */
 
-        ngx_shmtx_lock(&ctx->shpool->mutex);
-
-        s = ngx_http_mcp_session_find(ctx, sid);
-        st = (s != NULL) ? ngx_http_mcp_session_stream(s, stream) : NULL;
+        st = ngx_http_mcp_session_stream_lock(ctx, sid, stream, &s);
 
         if (st != NULL && st->owner == owner) {
             ngx_http_mcp_session_stream_owner(s, st, 0);
@@ -265,10 +294,7 @@ ngx_http_mcp_session_pull(ngx_shm_zone_t *zone, ngx_str_t *sid,
     *complete = 0;
     rc = NGX_OK;
 
-    ngx_shmtx_lock(&ctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find(ctx, sid);
-    st = (s != NULL) ? ngx_http_mcp_session_stream(s, id) : NULL;
+    st = ngx_http_mcp_session_stream_lock(ctx, sid, id, &s);
 
     if (st == NULL || st->owner != ngx_pid || st->token != token) {
         rc = NGX_DECLINED;
@@ -387,12 +413,7 @@ ngx_http_mcp_session_unwait(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
     ctx = zone->data;
 
-    ngx_shmtx_lock(&ctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find(ctx, sid);
-    w = (s != NULL) ? ngx_http_mcp_session_wait_find(s, ngx_pid, request,
-                                                     id, len)
-                    : NULL;
+    w = ngx_http_mcp_session_wait_lock(ctx, sid, ngx_pid, request, id, len, &s);
 
     if (w != NULL) {
         ngx_http_mcp_session_wait_free(ctx, w);
@@ -422,16 +443,12 @@ ngx_http_mcp_session_waited(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ctx = zone->data;
     rc = NGX_AGAIN;
 
-    ngx_shmtx_lock(&ctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find(ctx, sid);
-
+    w = ngx_http_mcp_session_wait_lock(ctx, sid, ngx_pid, request, id, len,
+                                       &s);
     if (s == NULL) {
         rc = NGX_DECLINED;
         goto done;
     }
-
-    w = ngx_http_mcp_session_wait_find(s, ngx_pid, request, id, len);
 
     if (w == NULL) {
         goto done;
@@ -488,11 +505,7 @@ ngx_http_mcp_session_deliver(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ctx = zone->data;
     owner = 0;
 
-    ngx_shmtx_lock(&ctx->shpool->mutex);
-
-    s = ngx_http_mcp_session_find(ctx, sid);
-    w = (s != NULL) ? ngx_http_mcp_session_wait_find(s, 0, request, id, len)
-                    : NULL;
+    w = ngx_http_mcp_session_wait_lock(ctx, sid, 0, request, id, len, &s);
 
     if (w != NULL && request == 0) {
         w->cancelled = 1;

@@ -222,6 +222,13 @@ ngx_http_mcp_preconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    if (ngx_http_mcp_add_provider(cf, "validation",
+                                  ngx_http_mcp_validation_set)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     return ngx_http_mcp_add_provider(cf, "everything",
                                      ngx_http_mcp_everything_init);
 }

@@ -51,10 +51,6 @@ ngx_int_t ngx_http_mcp_auth_permits(ngx_http_mcp_auth_t *auth,
 /* whether some tools need scopes of their own (mcp_auth_tool_scope) */
 ngx_uint_t ngx_http_mcp_auth_tool_scoped(ngx_http_mcp_auth_t *auth);
 
-/* sends 403 insufficient_scope; returns the rc for finalize */
-ngx_int_t ngx_http_mcp_auth_forbidden(ngx_http_request_t *r,
-    ngx_str_t *scope);
-
 /* sets WWW-Authenticate for a 403 insufficient_scope reply */
 ngx_int_t ngx_http_mcp_auth_challenge(ngx_http_request_t *r,
     ngx_str_t *scope);
@@ -72,6 +68,8 @@ ngx_int_t ngx_http_mcp_auth_check_input(void **loc_conf, ngx_pool_t *pool,
  */
 ngx_int_t ngx_http_mcp_schema_validate(ngx_pool_t *pool, cJSON *schema,
     cJSON *instance, u_char **error);
+ngx_int_t ngx_http_mcp_schema_check_limits(cJSON *json, ngx_uint_t depth,
+    ngx_uint_t max_depth, size_t max_string, const char **error);
 
 
 extern ngx_module_t  ngx_http_mcp_auth_module;

@@ -888,3 +888,49 @@ ngx_http_mcp_schema_num(char *buf, double d)
 
     return buf;
 }
+
+
+/*
+ * The input limits: no string (value or member name) over max_string
+ * bytes, no nesting deeper than max_depth.  NGX_OK, or NGX_DECLINED with
+ * *error saying which.
+ */
+
+ngx_int_t
+ngx_http_mcp_schema_check_limits(cJSON *json, ngx_uint_t depth,
+    ngx_uint_t max_depth, size_t max_string, const char **error)
+{
+    cJSON  *item;
+
+    if (cJSON_IsString(json)
+        && ngx_strlen(json->valuestring) > max_string)
+    {
+        *error = "hold a string that is too long";
+        return NGX_DECLINED;
+    }
+
+    if (!cJSON_IsObject(json) && !cJSON_IsArray(json)) {
+        return NGX_OK;
+    }
+
+    if (depth > max_depth) {
+        *error = "nest too deep";
+        return NGX_DECLINED;
+    }
+
+    cJSON_ArrayForEach(item, json) {
+        if (item->string != NULL && ngx_strlen(item->string) > max_string) {
+            *error = "hold a string that is too long";
+            return NGX_DECLINED;
+        }
+
+        if (ngx_http_mcp_schema_check_limits(item, depth + 1, max_depth,
+                                         max_string, error)
+            != NGX_OK)
+        {
+            return NGX_DECLINED;
+        }
+    }
+
+    return NGX_OK;
+}

@@ -83,7 +83,7 @@ for my $wait (0, 0.3) {
     $d->close;
     my @other = take_all(call_stream($t, $sid, 'l1', 'test_tool_with_logging', {}), 3);
     is(scalar(rpc_of(@other)), 4, 'another call in the session streamed its 4 messages');
-    Time::HiRes::sleep(0.2);    # the dropped calls finish
+    # the dropped calls may still run: the replay below waits for their end
 
     my $r = $t->mcp_get_stream($sid, last_event_id => $first->{id}, timeout => 3);
     is($r->status, 200, "GET Last-Event-ID: $first->{id} (the last id seen): 200");
@@ -128,7 +128,6 @@ for my $wait (0, 0.3) {
     take($s, 3);
     my $req = take($s, 3);
     $s->close;
-    Time::HiRes::sleep(0.1);
 
     my $t0 = time;
     my $r = $t->mcp_get_stream($sid, last_event_id => $req->{id}, timeout => 3);
@@ -223,10 +222,12 @@ for my $id (@gone, '999-3', 'garbage') {
         push @primes, take($s, 3)->{id};
         $s->close;
     }
+    # The calls run on without their clients, about 200 ms: nothing marks
+    # the end of a call whose client left, so this waits that long.
     Time::HiRes::sleep(0.4);
+    my ($st1) = id_parts($primes[0]);
     my %dropped = map { /dropped event (\d+-\d+)/ ? ($1 => 1) : () }
                   grep { /\[info\].*event log full, dropped event/ } split /\n/, $t->log_since($mark);
-    my ($st1) = id_parts($primes[0]);
     my @lost1 = grep { (id_parts($_))[0] == $st1 } keys %dropped;
     ok(@lost1, 'log=1k: events of the first stream were dropped, with [info] lines ('
        . join(',', sort keys %dropped) . ')');

@@ -161,7 +161,7 @@ ngx_fuzz_jwt(ngx_pool_t *pool, u_char *token, size_t tlen, u_char *jwks,
 
     error = NULL;
 
-    /* no issuer list; the audience is never NULL (auth.c defaults it) */
+    /* no issuer list; the audience is never NULL (auth_module.c defaults it) */
     rc = ngx_http_mcp_jwt_check_claims(&jwt, 1750000000, 0, NULL, &none,
                                        &error);
 

@@ -5,7 +5,7 @@
  * for server-initiated messages, or resumes a stream with Last-Event-ID.
  *
  * Every event goes into the session's event log in the shm zone first
- * (see ngx_http_mcp_stream_send()); the worker that holds the stream's
+ * (see ngx_http_mcp_session_send()); the worker that holds the stream's
  * connection, its owner, is woken and writes what it has not written
  * yet.  Event ids are "<stream>-<seq>": unique in the session, and they
  * name the stream that Last-Event-ID resumes.

@@ -158,7 +158,10 @@ ngx_uint_t ngx_http_mcp_api_version(void);
 
 /*
  * registration, at configuration time: from a module's preconfiguration
- * or a directive of the http block.
+ * or a directive of the http block.  A set name registered twice, or
+ * within a set a tool or prompt name, a resource URI or a URI template
+ * added twice, is a configuration error that names it.  A set is built
+ * (its provider called) when a location first names it in mcp_builtin.
  */
 ngx_int_t ngx_http_mcp_add_provider(ngx_conf_t *cf, char *name,
     ngx_http_mcp_provider_pt init);

@@ -4,7 +4,7 @@
  * resources, prompts and completions the MCP conformance suite expects
  * of its Everything Server.
  *
- * Only the public registration API is used, so the file doubles as an
+ * Only the public API (ngx_http_mcp.h) is used, so the file doubles as an
  * example for other providers.  Entries whose answer never changes keep
  * it as a JSON tree parsed at configuration time (a config error shows a
  * typo at startup) and hand a copy to each call.
@@ -14,10 +14,7 @@
  */
 
 
-#include <ngx_config.h>
-#include <ngx_core.h>
-#include <ngx_http.h>
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_fixtures.h"
 
 
 /* a 1x1 red RGBA PNG */

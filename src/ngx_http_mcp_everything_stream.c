@@ -9,7 +9,7 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_fixtures.h"
 
 
 #define NGX_HTTP_MCP_EVERYTHING_STEP    50

@@ -236,8 +236,8 @@ ngx_str_t *ngx_http_mcp_var(ngx_http_mcp_call_t *call, char *name);
 
 /*
  * The entry the call addresses: its name (tool or prompt name, resource
- * URI, URI template) and the data it was registered with.  NULL for
- * completion/complete, which addresses a set.
+ * URI, URI template) and the data it was registered with.  For
+ * completion/complete, the prompt or resource template its ref names.
  */
 ngx_str_t *ngx_http_mcp_call_entry_name(ngx_http_mcp_call_t *call);
 void *ngx_http_mcp_call_entry_data(ngx_http_mcp_call_t *call);

@@ -19,11 +19,12 @@
  *
  * A call is opaque: handlers read it through the accessors below.  It
  * has a pool of its own (ngx_http_mcp_call_pool()), which lives until
- * the call ends, however long the HTTP request that brought it lasts: a client
- * may disconnect and resume the stream later.  Handlers keep their state
- * and timers there and remove timers in a pool cleanup handler, which
- * also runs when the call is cancelled (notifications/cancelled).  Once
- * a call has ended, the handler must not touch it again.
+ * the call ends, however long the HTTP request that brought it lasts:
+ * a client may disconnect and resume the stream later.  Handlers keep
+ * their state and timers there and remove timers in a pool cleanup
+ * handler, which also runs when the call is cancelled
+ * (notifications/cancelled).  Once a call has ended, the handler must
+ * not touch it again.
  *
  * Before its result, a call may send notifications (progress, log
  * messages) and requests (sampling, elicitation) to the client; the

@@ -218,19 +218,7 @@ ngx_module_t  ngx_http_mcp_module = {
 static ngx_int_t
 ngx_http_mcp_preconfiguration(ngx_conf_t *cf)
 {
-    if (ngx_http_mcp_add_variables(cf) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    if (ngx_http_mcp_add_provider(cf, "validation",
-                                  ngx_http_mcp_validation_set)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    return ngx_http_mcp_add_provider(cf, "everything",
-                                     ngx_http_mcp_everything_init);
+    return ngx_http_mcp_add_variables(cf);
 }
 
 

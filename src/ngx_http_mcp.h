@@ -17,16 +17,22 @@
  * both cases, or NGX_ERROR when it could not do its work and did not end
  * the call; the transport then answers with an internal error.
  *
- * A call has a pool of its own (call->pool), which lives until the call
- * ends, however long the HTTP request that brought it lasts: a client
- * may disconnect and resume the stream later.  Handlers keep their state
- * and timers there and remove timers in a pool cleanup handler, which
- * also runs when the call is cancelled (notifications/cancelled).  Once
- * a call has ended, the handler must not touch it again.
+ * A call is opaque: handlers read it through the accessors below.  It
+ * has a pool of its own (ngx_http_mcp_call_pool()), which lives until
+ * the call ends, however long the HTTP request that brought it lasts:
+ * a client may disconnect and resume the stream later.  Handlers keep
+ * their state and timers there and remove timers in a pool cleanup
+ * handler, which also runs when the call is cancelled
+ * (notifications/cancelled).  Once a call has ended, the handler must
+ * not touch it again.
  *
  * Before its result, a call may send notifications (progress, log
  * messages) and requests (sampling, elicitation) to the client; the
  * reply then becomes an SSE stream.
+ *
+ * Providers and handlers may live in a module of their own, in this .so
+ * or another one loaded after it (see "Extension API" in README.md);
+ * such a module includes this header and nothing else of this module.
  */
 
 
@@ -41,6 +47,23 @@
 
 
 #define NGX_HTTP_MCP_MODULE_VERSION        "0.1.0"
+
+/*
+ * The version of the API this header declares.  It changes when a
+ * declaration here changes in a way that breaks a module built against
+ * the previous one (a function removed, a signature or a structure
+ * changed); a function added later leaves it.  A module checks it when
+ * it is compiled:
+ *
+ *     #if (NGX_HTTP_MCP_API_VERSION != 1)
+ *     #error "written for version 1 of the ngx_http_mcp_module API"
+ *     #endif
+ *
+ * and a module in a .so of its own checks, in its preconfiguration, that
+ * the ngx_http_mcp_module it is loaded with was built with the same:
+ * ngx_http_mcp_api_version() == NGX_HTTP_MCP_API_VERSION.
+ */
+#define NGX_HTTP_MCP_API_VERSION           1
 
 #define NGX_HTTP_MCP_PARSE_ERROR           -32700
 #define NGX_HTTP_MCP_INVALID_REQUEST       -32600
@@ -76,8 +99,6 @@
 
 
 typedef struct ngx_http_mcp_call_s  ngx_http_mcp_call_t;
-typedef struct ngx_http_mcp_ctx_s   ngx_http_mcp_ctx_t;
-typedef struct ngx_http_mcp_call_edge_s  ngx_http_mcp_call_edge_t;
 
 typedef ngx_int_t (*ngx_http_mcp_handler_pt)(ngx_http_mcp_call_t *call);
 
@@ -133,44 +154,16 @@ typedef ngx_int_t (*ngx_http_mcp_provider_pt)(ngx_conf_t *cf,
     ngx_http_mcp_set_t *set);
 
 
-struct ngx_http_mcp_call_s {
-    ngx_pool_t                *pool;            /* the call's own */
-    ngx_log_t                 *log;
-    ngx_http_mcp_reqctx_t     *rctx;
+/* NGX_HTTP_MCP_API_VERSION of the loaded ngx_http_mcp_module */
+ngx_uint_t ngx_http_mcp_api_version(void);
 
-    ngx_str_t                  method;
-    cJSON                     *params;          /* NULL when absent */
-    cJSON                     *arguments;       /* params.arguments */
-    cJSON                     *progress_token;  /* params._meta.
-                                                   progressToken */
-    ngx_http_mcp_entry_t      *entry;           /* addressed entry */
-    ngx_str_t                  uri;             /* resources/read */
-    ngx_array_t               *vars;            /* template variables,
-                                                   ngx_keyval_t */
-    void                      *data;            /* the handler's own */
-
-    /* owned by the module */
-    ngx_http_mcp_ctx_t        *ctx;             /* its POST, while it lasts */
-    ngx_http_mcp_call_edge_t  *edge;            /* the POST's hooks */
-    void                      *conf;            /* the location's */
-    void                     **loc_conf;        /* every module's, there */
-    cJSON                     *message;         /* the request */
-    cJSON                     *id;
-    ngx_uint_t                 index;           /* in ctx->msgs */
-    uint32_t                   stream;          /* SSE stream, 0: none */
-    ngx_queue_t                queue;           /* the worker's live calls */
-    ngx_array_t               *requests;        /* to the client, pending */
-    u_char                    *id_text;         /* the id as JSON */
-    cJSON                     *token_raw;       /* an integer token, as
-                                                   the client wrote it */
-    size_t                     id_len;
-    unsigned                   done:1;
-    unsigned                   running:1;
-    unsigned                   live:1;          /* in the worker's list */
-};
-
-
-/* registration, at configuration time */
+/*
+ * registration, at configuration time: from a module's preconfiguration
+ * or a directive of the http block.  A set name registered twice, or
+ * within a set a tool or prompt name, a resource URI or a URI template
+ * added twice, is a configuration error that names it.  A set is built
+ * (its provider called) when a location first names it in mcp_builtin.
+ */
 ngx_int_t ngx_http_mcp_add_provider(ngx_conf_t *cf, char *name,
     ngx_http_mcp_provider_pt init);
 ngx_int_t ngx_http_mcp_add_tool(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
@@ -217,7 +210,56 @@ ngx_int_t ngx_http_mcp_resource_updated(ngx_str_t *uri);
 cJSON *ngx_http_mcp_text_content(const char *text);
 cJSON *ngx_http_mcp_tool_result(cJSON *content, ngx_uint_t is_error);
 cJSON *ngx_http_mcp_parse_json(ngx_conf_t *cf, const char *json);
+
+
+/*
+ * What a handler reads of its call.  What they return lives as long as
+ * the call, until it ends.
+ */
+
+/* the call's own pool and log (for state, timers, error log lines) */
+ngx_pool_t *ngx_http_mcp_call_pool(ngx_http_mcp_call_t *call);
+ngx_log_t *ngx_http_mcp_call_get_log(ngx_http_mcp_call_t *call);
+
+/* the JSON-RPC method ("tools/call", ...) and its params, or NULL */
+ngx_str_t *ngx_http_mcp_call_method(ngx_http_mcp_call_t *call);
+cJSON *ngx_http_mcp_call_params(ngx_http_mcp_call_t *call);
+
+/* tools/call and prompts/get: params.arguments, or NULL */
+cJSON *ngx_http_mcp_call_arguments(ngx_http_mcp_call_t *call);
+
+/*
+ * resources/read: the URI asked for (empty for other methods) and, when
+ * a template matched it, the template's variables by name (NULL: none)
+ */
+ngx_str_t *ngx_http_mcp_call_uri(ngx_http_mcp_call_t *call);
 ngx_str_t *ngx_http_mcp_var(ngx_http_mcp_call_t *call, char *name);
+
+/*
+ * The entry the call addresses: its name (tool or prompt name, resource
+ * URI, URI template) and the data it was registered with.  For
+ * completion/complete, the prompt or resource template its ref names.
+ */
+ngx_str_t *ngx_http_mcp_call_entry_name(ngx_http_mcp_call_t *call);
+void *ngx_http_mcp_call_entry_data(ngx_http_mcp_call_t *call);
+
+/* a pointer for the handler's own use, NULL until set */
+void *ngx_http_mcp_call_data(ngx_http_mcp_call_t *call);
+void ngx_http_mcp_call_set_data(ngx_http_mcp_call_t *call, void *data);
+
+/* whether the client asked for progress (params._meta.progressToken) */
+ngx_uint_t ngx_http_mcp_call_has_progress_token(ngx_http_mcp_call_t *call);
+
+/* the caller: protocol version, client name, capabilities; read only */
+ngx_http_mcp_reqctx_t *ngx_http_mcp_call_client(ngx_http_mcp_call_t *call);
+
+/*
+ * An HTTP module's location configuration in the location that served
+ * the call, what ngx_http_get_module_loc_conf(r, module) gave in its
+ * request: a handler's module reads its own directives with it.
+ */
+void *ngx_http_mcp_call_loc_conf(ngx_http_mcp_call_t *call,
+    ngx_module_t *module);
 
 
 extern ngx_module_t  ngx_http_mcp_module;

@@ -4,7 +4,7 @@
  * resources, prompts and completions the MCP conformance suite expects
  * of its Everything Server.
  *
- * Only the public registration API is used, so the file doubles as an
+ * Only the public API (ngx_http_mcp.h) is used, so the file doubles as an
  * example for other providers.  Entries whose answer never changes keep
  * it as a JSON tree parsed at configuration time (a config error shows a
  * typo at startup) and hand a copy to each call.
@@ -14,10 +14,7 @@
  */
 
 
-#include <ngx_config.h>
-#include <ngx_core.h>
-#include <ngx_http.h>
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_fixtures.h"
 
 
 /* a 1x1 red RGBA PNG */
@@ -373,7 +370,7 @@ ngx_http_mcp_everything_fixed(ngx_http_mcp_call_t *call)
 {
     cJSON  *result;
 
-    result = cJSON_Duplicate(call->entry->data, 1);
+    result = cJSON_Duplicate(ngx_http_mcp_call_entry_data(call), 1);
 
     return ngx_http_mcp_everything_reply(call, result);
 }
@@ -384,18 +381,19 @@ ngx_http_mcp_everything_schema_tool(ngx_http_mcp_call_t *call)
 {
     char    *args;
     u_char  *text;
-    cJSON   *result, *content, *item;
+    cJSON   *arguments, *result, *content, *item;
 
     args = NULL;
+    arguments = ngx_http_mcp_call_arguments(call);
 
-    if (call->arguments != NULL) {
-        args = cJSON_PrintUnformatted(call->arguments);
+    if (arguments != NULL) {
+        args = cJSON_PrintUnformatted(arguments);
         if (args == NULL) {
             return NGX_ERROR;
         }
     }
 
-    text = ngx_pnalloc(call->pool,
+    text = ngx_pnalloc(ngx_http_mcp_call_pool(call),
                        sizeof("JSON Schema 2020-12 tool called with: {}")
                        + ((args != NULL) ? ngx_strlen(args) : 0));
 
@@ -432,11 +430,13 @@ ngx_http_mcp_everything_schema_tool(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_everything_template(ngx_http_mcp_call_t *call)
 {
-    char       *id, *uri, *text;
-    u_char     *data;
-    cJSON      *json, *result;
-    ngx_str_t  *var;
+    char        *id, *uri, *text;
+    u_char      *data;
+    cJSON       *json, *result;
+    ngx_str_t   *var;
+    ngx_pool_t  *pool;
 
+    pool = ngx_http_mcp_call_pool(call);
     var = ngx_http_mcp_var(call, "id");
 
     /* a decoded "%00" would cut the C strings cJSON works with */
@@ -449,9 +449,9 @@ ngx_http_mcp_everything_template(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    id = ngx_http_mcp_everything_cstr(call->pool, var);
-    uri = ngx_http_mcp_everything_cstr(call->pool, &call->uri);
-    data = ngx_pnalloc(call->pool, sizeof("Data for ID: ") + var->len);
+    id = ngx_http_mcp_everything_cstr(pool, var);
+    uri = ngx_http_mcp_everything_cstr(pool, ngx_http_mcp_call_uri(call));
+    data = ngx_pnalloc(pool, sizeof("Data for ID: ") + var->len);
 
     if (id == NULL || uri == NULL || data == NULL) {
         return NGX_ERROR;
@@ -488,11 +488,12 @@ static ngx_int_t
 ngx_http_mcp_everything_prompt_args(ngx_http_mcp_call_t *call)
 {
     u_char      *text;
-    cJSON       *content;
+    cJSON       *content, *arguments;
     const char  *arg1, *arg2;
 
-    arg1 = ngx_http_mcp_everything_string(call->arguments, "arg1");
-    arg2 = ngx_http_mcp_everything_string(call->arguments, "arg2");
+    arguments = ngx_http_mcp_call_arguments(call);
+    arg1 = ngx_http_mcp_everything_string(arguments, "arg1");
+    arg2 = ngx_http_mcp_everything_string(arguments, "arg2");
 
     /*
      * Prompt arguments are strings: a number or an object is a mistake of
@@ -505,7 +506,7 @@ ngx_http_mcp_everything_prompt_args(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    text = ngx_pnalloc(call->pool,
+    text = ngx_pnalloc(ngx_http_mcp_call_pool(call),
                        sizeof("Prompt with arguments: arg1='', arg2=''")
                        + ngx_strlen(arg1) + ngx_strlen(arg2));
     if (text == NULL) {
@@ -528,7 +529,8 @@ ngx_http_mcp_everything_prompt_resource(ngx_http_mcp_call_t *call)
     cJSON       *content, *type, *resource, *text;
     const char  *uri;
 
-    uri = ngx_http_mcp_everything_string(call->arguments, "resourceUri");
+    uri = ngx_http_mcp_everything_string(ngx_http_mcp_call_arguments(call),
+                                         "resourceUri");
 
     if (uri == NULL) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
@@ -568,13 +570,14 @@ ngx_http_mcp_everything_prompt_resource(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_everything_complete(ngx_http_mcp_call_t *call)
 {
-    cJSON                            *ref, *argument, *result;
+    cJSON                            *params, *ref, *argument, *result;
     ngx_uint_t                        known;
     const char                       *type, *name, *arg, *value;
     ngx_http_mcp_everything_compl_t  *c, *found;
 
-    ref = cJSON_GetObjectItemCaseSensitive(call->params, "ref");
-    argument = cJSON_GetObjectItemCaseSensitive(call->params, "argument");
+    params = ngx_http_mcp_call_params(call);
+    ref = cJSON_GetObjectItemCaseSensitive(params, "ref");
+    argument = cJSON_GetObjectItemCaseSensitive(params, "argument");
 
     type = ngx_http_mcp_everything_string(ref, "type");
     name = NULL;

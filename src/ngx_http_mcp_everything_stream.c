@@ -9,7 +9,7 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_fixtures.h"
 
 
 #define NGX_HTTP_MCP_EVERYTHING_STEP    50
@@ -346,15 +346,18 @@ static ngx_http_mcp_everything_steps_t *
 ngx_http_mcp_everything_steps(ngx_http_mcp_call_t *call,
     ngx_event_handler_pt handler)
 {
+    ngx_pool_t                       *pool;
     ngx_pool_cleanup_t               *cln;
     ngx_http_mcp_everything_steps_t  *steps;
 
-    steps = ngx_pcalloc(call->pool, sizeof(ngx_http_mcp_everything_steps_t));
+    pool = ngx_http_mcp_call_pool(call);
+
+    steps = ngx_pcalloc(pool, sizeof(ngx_http_mcp_everything_steps_t));
     if (steps == NULL) {
         return NULL;
     }
 
-    cln = ngx_pool_cleanup_add(call->pool, 0);
+    cln = ngx_pool_cleanup_add(pool, 0);
     if (cln == NULL) {
         return NULL;
     }
@@ -362,7 +365,7 @@ ngx_http_mcp_everything_steps(ngx_http_mcp_call_t *call,
     steps->call = call;
     steps->timer.handler = handler;
     steps->timer.data = steps;
-    steps->timer.log = call->log;
+    steps->timer.log = ngx_http_mcp_call_get_log(call);
 
     cln->handler = ngx_http_mcp_everything_steps_cleanup;
     cln->data = steps;
@@ -387,9 +390,10 @@ ngx_http_mcp_everything_steps_cleanup(void *data)
 static ngx_int_t
 ngx_http_mcp_everything_sampling(ngx_http_mcp_call_t *call)
 {
-    cJSON  *prompt, *params, *messages, *message, *content;
+    cJSON  *arguments, *prompt, *params, *messages, *message, *content;
 
-    prompt = cJSON_GetObjectItemCaseSensitive(call->arguments, "prompt");
+    arguments = ngx_http_mcp_call_arguments(call);
+    prompt = cJSON_GetObjectItemCaseSensitive(arguments, "prompt");
 
     if (!cJSON_IsString(prompt)) {
         ngx_http_mcp_everything_text(call, "The \"prompt\" argument must be "
@@ -397,7 +401,7 @@ ngx_http_mcp_everything_sampling(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    if (!call->rctx->sampling) {
+    if (!ngx_http_mcp_call_client(call)->sampling) {
         ngx_http_mcp_everything_text(call, "The client does not support "
                                      "sampling", 1);
         return NGX_OK;
@@ -450,7 +454,7 @@ ngx_http_mcp_everything_sampled(ngx_http_mcp_call_t *call, cJSON *result,
 
     len = sizeof("LLM response: ") + ngx_strlen(answer->valuestring);
 
-    text = ngx_pnalloc(call->pool, len);
+    text = ngx_pnalloc(ngx_http_mcp_call_pool(call), len);
     if (text == NULL) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
                                 "Internal error");
@@ -470,9 +474,9 @@ ngx_http_mcp_everything_elicit(ngx_http_mcp_call_t *call)
     cJSON                             *params, *schema, *message;
     ngx_http_mcp_everything_elicit_t  *e;
 
-    e = call->entry->data;
+    e = ngx_http_mcp_call_entry_data(call);
 
-    if (!call->rctx->elicitation) {
+    if (!ngx_http_mcp_call_client(call)->elicitation) {
         ngx_http_mcp_everything_text(call, "The client does not support "
                                      "elicitation", 1);
         return NGX_OK;
@@ -481,8 +485,9 @@ ngx_http_mcp_everything_elicit(ngx_http_mcp_call_t *call)
     message = NULL;
 
     if (e->message == NULL) {
-        message = cJSON_GetObjectItemCaseSensitive(call->arguments,
-                                                   "message");
+        message = cJSON_GetObjectItemCaseSensitive(
+                                    ngx_http_mcp_call_arguments(call),
+                                    "message");
 
         if (!cJSON_IsString(message)) {
             ngx_http_mcp_everything_text(call, "The \"message\" argument "
@@ -541,7 +546,7 @@ ngx_http_mcp_everything_elicited(ngx_http_mcp_call_t *call, cJSON *result,
           + ngx_strlen(action->valuestring)
           + (content ? ngx_strlen(content) : sizeof("null"));
 
-    text = ngx_pnalloc(call->pool, len);
+    text = ngx_pnalloc(ngx_http_mcp_call_pool(call), len);
 
     if (text == NULL) {
         cJSON_free(content);

@@ -10,6 +10,7 @@
 
 
 #include "ngx_http_mcp.h"
+#include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_json.h"
 

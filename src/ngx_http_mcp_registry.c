@@ -14,9 +14,9 @@
 
 static ngx_http_mcp_set_t *ngx_http_mcp_set_create(ngx_conf_t *cf,
     ngx_str_t *name);
-static ngx_int_t ngx_http_mcp_add(ngx_conf_t *cf, ngx_array_t *entries,
-    const char *json, const char *key, ngx_http_mcp_handler_pt handler,
-    void *data);
+static ngx_int_t ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    ngx_array_t *entries, const char *json, const char *key,
+    ngx_http_mcp_handler_pt handler, void *data);
 static void ngx_http_mcp_json_cleanup(void *data);
 static ngx_int_t ngx_http_mcp_cursor_parse(cJSON *cursor, ngx_uint_t *offset);
 static char *ngx_http_mcp_cursor_make(ngx_pool_t *pool, ngx_uint_t offset);
@@ -26,10 +26,27 @@ ngx_int_t
 ngx_http_mcp_add_provider(ngx_conf_t *cf, char *name,
     ngx_http_mcp_provider_pt init)
 {
+    size_t                     len;
+    ngx_uint_t                 i;
     ngx_http_mcp_provider_t   *p;
     ngx_http_mcp_main_conf_t  *mmcf;
 
     mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
+
+    /* two modules that pick one name: neither would know which is served */
+
+    len = ngx_strlen(name);
+    p = mmcf->providers.elts;
+
+    for (i = 0; i < mmcf->providers.nelts; i++) {
+        if (p[i].name.len == len
+            && ngx_strncmp(p[i].name.data, name, len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate MCP set \"%s\"", name);
+            return NGX_ERROR;
+        }
+    }
 
     p = ngx_array_push(&mmcf->providers);
     if (p == NULL) {
@@ -37,7 +54,7 @@ ngx_http_mcp_add_provider(ngx_conf_t *cf, char *name,
     }
 
     p->name.data = (u_char *) name;
-    p->name.len = ngx_strlen(name);
+    p->name.len = len;
     p->init = init;
     p->set = NULL;
 
@@ -130,7 +147,8 @@ ngx_int_t
 ngx_http_mcp_add_tool(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     const char *json, ngx_http_mcp_handler_pt handler, void *data)
 {
-    return ngx_http_mcp_add(cf, &set->tools, json, "name", handler, data);
+    return ngx_http_mcp_add(cf, set, &set->tools, json, "name", handler,
+                            data);
 }
 
 
@@ -138,7 +156,8 @@ ngx_int_t
 ngx_http_mcp_add_resource(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     const char *json, ngx_http_mcp_handler_pt handler, void *data)
 {
-    return ngx_http_mcp_add(cf, &set->resources, json, "uri", handler, data);
+    return ngx_http_mcp_add(cf, set, &set->resources, json, "uri", handler,
+                            data);
 }
 
 
@@ -146,7 +165,7 @@ ngx_int_t
 ngx_http_mcp_add_template(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     const char *json, ngx_http_mcp_handler_pt handler, void *data)
 {
-    return ngx_http_mcp_add(cf, &set->templates, json, "uriTemplate",
+    return ngx_http_mcp_add(cf, set, &set->templates, json, "uriTemplate",
                             handler, data);
 }
 
@@ -155,13 +174,15 @@ ngx_int_t
 ngx_http_mcp_add_prompt(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     const char *json, ngx_http_mcp_handler_pt handler, void *data)
 {
-    return ngx_http_mcp_add(cf, &set->prompts, json, "name", handler, data);
+    return ngx_http_mcp_add(cf, set, &set->prompts, json, "name", handler,
+                            data);
 }
 
 
 static ngx_int_t
-ngx_http_mcp_add(ngx_conf_t *cf, ngx_array_t *entries, const char *json,
-    const char *key, ngx_http_mcp_handler_pt handler, void *data)
+ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    ngx_array_t *entries, const char *json, const char *key,
+    ngx_http_mcp_handler_pt handler, void *data)
 {
     cJSON                 *desc, *name;
     ngx_str_t              s;
@@ -186,7 +207,12 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_array_t *entries, const char *json,
 
     if (ngx_http_mcp_find(entries, &s) != NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "duplicate MCP entry \"%V\"", &s);
+                           "duplicate MCP %s \"%V\" in set \"%V\"",
+                           (entries == &set->tools) ? "tool"
+                           : (entries == &set->prompts) ? "prompt"
+                           : (entries == &set->resources) ? "resource"
+                           : "resource template",
+                           &s, &set->name);
         return NGX_ERROR;
     }
 

@@ -1,0 +1,58 @@
+
+/*
+ * ngx_http_mcp_module: what a call is inside the module.  Handlers see
+ * ngx_http_mcp_call_t as an opaque type and use the accessors of
+ * ngx_http_mcp.h, so that this structure can change without breaking a
+ * module built against an older header.
+ */
+
+
+#ifndef _NGX_HTTP_MCP_CALL_H_INCLUDED_
+#define _NGX_HTTP_MCP_CALL_H_INCLUDED_
+
+
+#include "ngx_http_mcp.h"
+
+
+typedef struct ngx_http_mcp_ctx_s   ngx_http_mcp_ctx_t;
+typedef struct ngx_http_mcp_call_edge_s  ngx_http_mcp_call_edge_t;
+
+
+struct ngx_http_mcp_call_s {
+    ngx_pool_t                *pool;            /* the call's own */
+    ngx_log_t                 *log;
+    ngx_http_mcp_reqctx_t     *rctx;
+
+    ngx_str_t                  method;
+    cJSON                     *params;          /* NULL when absent */
+    cJSON                     *arguments;       /* params.arguments */
+    cJSON                     *progress_token;  /* params._meta.
+                                                   progressToken */
+    ngx_http_mcp_entry_t      *entry;           /* addressed entry */
+    ngx_str_t                  uri;             /* resources/read */
+    ngx_array_t               *vars;            /* template variables,
+                                                   ngx_keyval_t */
+    void                      *data;            /* the handler's own */
+
+    /* owned by the module */
+    ngx_http_mcp_ctx_t        *ctx;             /* its POST, while it lasts */
+    ngx_http_mcp_call_edge_t  *edge;            /* the POST's hooks */
+    void                      *conf;            /* the location's */
+    void                     **loc_conf;        /* every module's, there */
+    cJSON                     *message;         /* the request */
+    cJSON                     *id;
+    ngx_uint_t                 index;           /* in ctx->msgs */
+    uint32_t                   stream;          /* SSE stream, 0: none */
+    ngx_queue_t                queue;           /* the worker's live calls */
+    ngx_array_t               *requests;        /* to the client, pending */
+    u_char                    *id_text;         /* the id as JSON */
+    cJSON                     *token_raw;       /* an integer token, as
+                                                   the client wrote it */
+    size_t                     id_len;
+    unsigned                   done:1;
+    unsigned                   running:1;
+    unsigned                   live:1;          /* in the worker's list */
+};
+
+
+#endif /* _NGX_HTTP_MCP_CALL_H_INCLUDED_ */

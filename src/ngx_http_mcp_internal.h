@@ -432,14 +432,4 @@ ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx);
 
 
-/* ---- everything.c, everything_stream.c: the test fixtures ---- */
-
-ngx_int_t ngx_http_mcp_everything_init(ngx_conf_t *cf,
-    ngx_http_mcp_set_t *set);
-ngx_int_t ngx_http_mcp_everything_streaming_init(ngx_conf_t *cf,
-    ngx_http_mcp_set_t *set);
-ngx_int_t ngx_http_mcp_validation_set(ngx_conf_t *cf,
-    ngx_http_mcp_set_t *set);
-
-
 #endif /* _NGX_HTTP_MCP_INTERNAL_H_INCLUDED_ */

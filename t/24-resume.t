@@ -47,6 +47,9 @@ for my $wait (0, 0.3) {
     ended_ok($s, "test_reconnection ($what): the POST stream ends");
     is(scalar @ev, 1, "test_reconnection ($what): after the priming event only");
     priming_ok($ev[0], 1000, "test_reconnection ($what): priming event with retry");
+    # The result enters the session's event log about 100 ms after the
+    # call, and nothing shows it there but a resume, the step under test:
+    # so this case waits 0.3 s (a slow result still arrives, live).
     Time::HiRes::sleep($wait) if $wait;
 
     my $g = $t->mcp_get_stream($sid, last_event_id => $ev[0]{id}, timeout => 3);
@@ -83,7 +86,9 @@ for my $wait (0, 0.3) {
     $d->close;
     my @other = take_all(call_stream($t, $sid, 'l1', 'test_tool_with_logging', {}), 3);
     is(scalar(rpc_of(@other)), 4, 'another call in the session streamed its 4 messages');
-    # the dropped calls may still run: the replay below waits for their end
+    # r1 and r2 started before l1, whose messages are as many and as far
+    # apart as theirs: they are over, or nearly (the replays below read
+    # up to their responses either way).
 
     my $r = $t->mcp_get_stream($sid, last_event_id => $first->{id}, timeout => 3);
     is($r->status, 200, "GET Last-Event-ID: $first->{id} (the last id seen): 200");
@@ -124,10 +129,13 @@ for my $wait (0, 0.3) {
 # --- resuming a stream whose call waits for the client ---------------------------------
 
 {
-    my $s = call_stream($t, $sid, 'w1', 'test_sampling', { prompt => 'p' });
+    my $s = call_stream($t, $sid, 'w1', 'test_sampling', { prompt => 'p' }, tag => 'w1');
     take($s, 3);
     my $req = take($s, 3);
     $s->close;
+    # pids.log has the POST's line once its worker let the connection go
+    ok(pids_by_tag($t, ['w1'], 5)->{w1}, 'the server saw the client of a waiting call leave')
+        or diag('no logs/pids.log line for the POST within 5 s');
 
     my $t0 = time;
     my $r = $t->mcp_get_stream($sid, last_event_id => $req->{id}, timeout => 3);
@@ -166,9 +174,11 @@ for my $wait (0, 0.3) {
         my $replay = take($g2, 3);
         my $case = (worker_of($g1) // 0) == (worker_of($g2) // -1) ? 'same' : 'other';
         if ($seen{$case}) { $_->close for $g1, $g2; next }
-        Time::HiRes::sleep(0.1);
+        # The takeover ends the old connection: read it to its end (up to
+        # 5 s) before the next notification is made.
+        my @on1 = grep { $_->{data} } take_all($g1, 5);
         $t->mcp_request($s, 'tools/call', { name => 'update_watched_resource' }, id => 'u2');
-        my @on1 = grep { $_->{data} } take_all($g1, 0.3);
+        push @on1, grep { $_->{data} } take_all($g1, 0.3);
         my @on2 = grep { $_->{data} } quiet_for(0.1, $g2);
         $seen{$case} = { ev1 => $ev1, replay => $replay, on1 => \@on1, on2 => \@on2,
                          g1_done => $g1->is_done };
@@ -222,12 +232,14 @@ for my $id (@gone, '999-3', 'garbage') {
         push @primes, take($s, 3)->{id};
         $s->close;
     }
-    # The calls run on without their clients, about 200 ms: nothing marks
-    # the end of a call whose client left, so this waits that long.
+    # The calls run on without their clients for about 100 ms, and their
+    # ends leave no mark: a drop line says an event went, never that the
+    # last one has.  Counted too early, a later drop breaks the sum below,
+    # so this waits 0.4 s.
     Time::HiRes::sleep(0.4);
-    my ($st1) = id_parts($primes[0]);
     my %dropped = map { /dropped event (\d+-\d+)/ ? ($1 => 1) : () }
                   grep { /\[info\].*event log full, dropped event/ } split /\n/, $t->log_since($mark);
+    my ($st1) = id_parts($primes[0]);
     my @lost1 = grep { (id_parts($_))[0] == $st1 } keys %dropped;
     ok(@lost1, 'log=1k: events of the first stream were dropped, with [info] lines ('
        . join(',', sort keys %dropped) . ')');

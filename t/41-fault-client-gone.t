@@ -18,9 +18,31 @@ use Time::HiRes qw(time sleep);
 use McpTest;
 use McpAssert;
 
-my $t = everything();
+# logs/tags.log: the X-Tag header of each request, written when nginx is
+# done with the request (for a dropped connection: once it saw the drop)
+my $t = everything(http => "log_format tags '\$http_x_tag';",
+                   location => 'access_log %%PREFIX%%/logs/access.log;'
+                             . ' access_log %%PREFIX%%/logs/tags.log tags;');
 my @workers = $t->worker_pids;
 my ($sid) = $t->mcp_initialize;
+
+# Waits up to 5 s until every tag of @want has its line in tags.log
+# (whole lines only: "early1" may be the start of "early10" being written).
+sub tags_logged {
+    my (@want) = @_;
+    my $deadline = time + 5;
+    while (1) {
+        my $log = McpTest::_slurp($t->prefix . '/logs/tags.log') // '';
+        my %have = map { $_ => 1 } $log =~ /^(.*)\n/mg;
+        my @missing = grep { !$have{$_} } @want;
+        return 1 unless @missing;
+        if (time > $deadline) {
+            diag("no tags.log line within 5 s for: @missing");
+            return 0;
+        }
+        sleep 0.05;
+    }
+}
 
 sub progress_call {
     my ($id) = @_;
@@ -31,7 +53,7 @@ sub progress_call {
 
 # --- dropped after the first progress event, then resumed -------------------
 
-my $s = $t->mcp_post($sid, progress_call('drop'), stream => 1);
+my $s = $t->mcp_post($sid, progress_call('drop'), stream => 1, headers => { 'X-Tag' => 'drop' });
 is($s->status, 200, 'the progress tool replies 200');
 like($s->header('content-type') // '', qr{^text/event-stream}, 'with a stream');
 my $prime = $s->next_event(2);
@@ -43,8 +65,13 @@ is($first && $first->{json} && $first->{json}{method}, 'notifications/progress',
 my $last = $first ? $first->{id} : $prime->{id};
 $s->close;
 
-# The tool goes on with nobody connected; the resume below waits for its
-# result, and only then are the workers counted: they outlived its end.
+ok(tags_logged('drop'), 'the server saw the client leave');
+is_deeply([ $t->worker_pids ], \@workers, 'no worker died when the client left');
+# The tool ends about 100 ms after its start, with nobody connected, and
+# leaves no mark but its events in the session's log, which only the
+# resume below reads: so the resume waits 0.4 s, to find them all there.
+sleep 0.4;
+
 my $g = $t->mcp_get_stream($sid, last_event_id => $last);
 is($g->status, 200, "GET with Last-Event-ID $last resumes the stream");
 my (@progress, $result);
@@ -58,7 +85,6 @@ while (time < $deadline) {
         last;
     }
 }
-is_deeply([ $t->worker_pids ], \@workers, 'no worker died when the client left');
 is_deeply(\@progress, [ 50, 100 ], 'the resumed stream replays the missed progress (50, 100)');
 is_deeply($result && $result->{result},
           { content => [ { type => 'text', text => 'Tool with progress executed successfully' } ] },
@@ -70,15 +96,17 @@ $g->close;
 my $raw = McpTest::encode_json(progress_call('x'));
 for my $i (1 .. 10) {
     # before the response headers: the request is sent, the socket closed
+    my $early = $raw =~ s/"x"/"early$i"/r;
     my $c = $t->connect;
     print $c "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
            . "Accept: application/json, text/event-stream\r\nMcp-Session-Id: $sid\r\n"
-           . "MCP-Protocol-Version: 2025-11-25\r\nContent-Length: " . length($raw)
-           . "\r\n\r\n" . ($raw =~ s/"x"/"early$i"/r);
+           . "X-Tag: early$i\r\n"
+           . "MCP-Protocol-Version: 2025-11-25\r\nContent-Length: " . length($early)
+           . "\r\n\r\n" . $early;
     close $c;
 
     # after the priming event
-    my $p = $t->mcp_post($sid, progress_call("late$i"), stream => 1);
+    my $p = $t->mcp_post($sid, progress_call("late$i"), stream => 1, headers => { 'X-Tag' => "late$i" });
     $p->next_event(2);
     $p->close;
 
@@ -86,23 +114,24 @@ for my $i (1 .. 10) {
     my $b = $t->connect;
     print $b "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
            . "Accept: application/json, text/event-stream\r\nMcp-Session-Id: $sid\r\n"
+           . "X-Tag: body$i\r\n"
            . "Content-Length: 1000\r\n\r\n" . substr($raw, 0, 20);
     close $b;
 
     # a standalone GET stream
-    my $get = $t->mcp_get_stream($sid);
+    my $get = $t->mcp_get_stream($sid, headers => { 'X-Tag' => "get$i" });
     $get->close;
 }
 
-# Calls served on every worker after the drops: each worker's event loop
-# has gone past its closed connections, so a crash there has happened.
+ok(tags_logged(map { ("early$_", "late$_", "body$_", "get$_") } 1 .. 10),
+   'the server is done with the 40 dropped connections');
+is_deeply([ $t->worker_pids ], \@workers, '40 dropped connections: the same workers');
 my $bad = 0;
 for my $i (1 .. 8) {
     my ($m) = $t->mcp_request($sid, 'tools/call', { name => 'test_simple_text' }, id => "after$i");
     $bad++ unless ref $m eq 'HASH' && ref $m->{result} eq 'HASH';
 }
 is($bad, 0, 'the session still serves calls, on every worker');
-is_deeply([ $t->worker_pids ], \@workers, '40 dropped connections: the same workers');
 my $p = $t->mcp_post($sid, progress_call('whole'), stream => 1);
 my @all;
 while (my $ev = $p->next_event(3)) { push @all, $ev }

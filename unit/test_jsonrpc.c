@@ -1,8 +1,9 @@
 
 /*
- * Unit tests of the pure JSON-RPC files: the strict scan
- * (ngx_http_mcp_json.c) and message parsing and building
- * (ngx_http_mcp_jsonrpc.c).
+ * Unit tests of src/ngx_http_mcp_jsonrpc.c: messages and batches as the
+ * transport sees them, the strict scan's refusals (each with its
+ * reason), ids echoed as the client wrote them, and the replies built
+ * and printed.
  */
 
 
@@ -14,279 +15,729 @@
 #include "unit.h"
 
 
-/* parses text; returns the parse's result, *msgs filled */
-static ngx_int_t
-parse(ngx_pool_t *pool, const char *text, ngx_array_t *msgs, cJSON **root,
-    ngx_uint_t *batch, const char **error)
-{
-    ngx_array_init(msgs, pool, 2, sizeof(ngx_http_mcp_msg_t));
-
-    return ngx_http_mcp_jsonrpc_parse(pool, (u_char *) text, strlen(text),
-                                      root, msgs, batch, error);
-}
-
-
-static ngx_int_t
-strict(ngx_pool_t *pool, const char *text, const char **error)
-{
-    return ngx_http_mcp_json_strict(pool, (u_char *) text, strlen(text),
-                                    error);
-}
-
-
-static void
-test_strict(ngx_pool_t *pool)
-{
-    const char  *error;
-
-    UNIT_CHECK(strict(pool, "{\"a\":1,\"b\":[true,false,null]}", &error)
-               == NGX_OK, "strict: a plain object passes");
-    UNIT_CHECK(strict(pool, "{\"a\":1,\"a\":2}", &error) == NGX_DECLINED,
-               "strict: two members with one name are refused");
-    UNIT_CHECK(strict(pool, "{\"name\":1,\"na\\u006de\":2}", &error)
-               == NGX_DECLINED,
-               "strict: names equal after unescaping are refused");
-    UNIT_CHECK(strict(pool, "{\"o\":{\"x\":1,\"x\":1}}", &error)
-               == NGX_DECLINED, "strict: duplicates at depth are refused");
-    UNIT_CHECK(strict(pool,
-                      "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,"
-                      "\"g\":7,\"h\":8,\"i\":9,\"j\":10,\"e\":11}", &error)
-               == NGX_DECLINED,
-               "strict: a duplicate in a large object (hash table)");
-    UNIT_CHECK(strict(pool,
-                      "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,"
-                      "\"g\":7,\"h\":8,\"i\":9,\"j\":10,\"k\":11}", &error)
-               == NGX_OK, "strict: a large object without duplicates");
-    UNIT_CHECK(strict(pool, "[{\"a\":1},{\"a\":1}]", &error) == NGX_OK,
-               "strict: one name in two objects is fine");
-    UNIT_CHECK(strict(pool, "\"\\u0000\"", &error) == NGX_DECLINED,
-               "strict: \\u0000 is refused");
-    UNIT_CHECK(strict(pool, "\"\\ud800\"", &error) == NGX_DECLINED,
-               "strict: a lone high surrogate is refused");
-    UNIT_CHECK(strict(pool, "\"\\udc00\"", &error) == NGX_DECLINED,
-               "strict: a lone low surrogate is refused");
-    UNIT_CHECK(strict(pool, "\"\\ud83d\\ude00\"", &error) == NGX_OK,
-               "strict: a surrogate pair passes");
-    UNIT_CHECK(strict(pool, "\"\xc0\xaf\"", &error) == NGX_DECLINED,
-               "strict: overlong UTF-8 is refused");
-    UNIT_CHECK(strict(pool, "\"\xed\xa0\x80\"", &error) == NGX_DECLINED,
-               "strict: an encoded surrogate is refused");
-    UNIT_CHECK(strict(pool, "\"\xe2\x82\xac\"", &error) == NGX_OK,
-               "strict: valid UTF-8 passes");
-    UNIT_CHECK(strict(pool, "\"a\tb\"", &error) == NGX_DECLINED,
-               "strict: a raw control byte in a string is refused");
-    UNIT_CHECK(strict(pool, "\xef\xbb\xbf{}", &error) == NGX_DECLINED,
-               "strict: a BOM is refused");
-    UNIT_CHECK(strict(pool, "01", &error) == NGX_DECLINED,
-               "strict: a leading zero is refused");
-    UNIT_CHECK(strict(pool, "1e999", &error) == NGX_DECLINED,
-               "strict: a number beyond a double is refused");
-    UNIT_CHECK(strict(pool, "-0.5e-3", &error) == NGX_OK,
-               "strict: a negative exponent number passes");
-    UNIT_CHECK(strict(pool, "{\"a\":1,}", &error) == NGX_DECLINED,
-               "strict: a trailing comma is refused");
-    UNIT_CHECK(strict(pool, "{} {}", &error) == NGX_DECLINED,
-               "strict: trailing bytes are refused");
-    UNIT_CHECK(strict(pool, "", &error) == NGX_DECLINED && error != NULL,
-               "strict: empty input is refused with a reason");
-    UNIT_CHECK(strict(pool, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
-                      "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
-                      "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
-                      "[[[[[[[[[[[[[[[[[[[[[[[", &error) == NGX_DECLINED,
-               "strict: nesting beyond the limit is refused");
-}
-
-
-static void
-test_parse(ngx_pool_t *pool)
-{
-    cJSON               *root;
+typedef struct {
     ngx_int_t            rc;
-    ngx_uint_t           batch;
+    cJSON               *root;
     ngx_array_t          msgs;
+    ngx_uint_t           batch;
     const char          *error;
-    ngx_http_mcp_msg_t  *msg;
-
-    rc = parse(pool, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}",
-               &msgs, &root, &batch, &error);
-    msg = msgs.elts;
-    UNIT_CHECK(rc == NGX_OK && msgs.nelts == 1 && !batch,
-               "parse: one request");
-    UNIT_CHECK(msg[0].type == NGX_HTTP_MCP_MSG_REQUEST,
-               "parse: classified as a request");
-    UNIT_CHECK(UNIT_STR_EQ(msg[0].method.data, msg[0].method.len, "ping"),
-               "parse: its method");
-    UNIT_CHECK(cJSON_IsRaw(msg[0].id)
-               && strcmp(msg[0].id->valuestring, "7") == 0,
-               "parse: the id is kept as raw text");
-    cJSON_Delete(msg[0].id);
-    cJSON_Delete(root);
-
-    rc = parse(pool, "{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890123,"
-               "\"method\":\"ping\"}", &msgs, &root, &batch, &error);
-    msg = msgs.elts;
-    UNIT_CHECK(rc == NGX_OK && cJSON_IsRaw(msg[0].id)
-               && strcmp(msg[0].id->valuestring, "12345678901234567890123")
-                  == 0,
-               "parse: an id beyond 2^53 is echoed digit for digit");
-    cJSON_Delete(msg[0].id);
-    cJSON_Delete(root);
-
-    rc = parse(pool, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
-               "initialized\"}", &msgs, &root, &batch, &error);
-    msg = msgs.elts;
-    UNIT_CHECK(rc == NGX_OK && msg[0].type == NGX_HTTP_MCP_MSG_NOTIFICATION,
-               "parse: a notification");
-    cJSON_Delete(root);
-
-    rc = parse(pool, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}",
-               &msgs, &root, &batch, &error);
-    msg = msgs.elts;
-    UNIT_CHECK(rc == NGX_OK && msg[0].type == NGX_HTTP_MCP_MSG_RESPONSE,
-               "parse: a response");
-    cJSON_Delete(msg[0].id);
-    cJSON_Delete(root);
-
-    rc = parse(pool, "{\"jsonrpc\":\"2.0\",\"id\":-0,\"method\":\"ping\"}",
-               &msgs, &root, &batch, &error);
-    msg = msgs.elts;
-    UNIT_CHECK(rc == NGX_OK && msg[0].type == NGX_HTTP_MCP_MSG_INVALID,
-               "parse: id -0 makes the message invalid");
-    cJSON_Delete(msg[0].id);
-    cJSON_Delete(root);
-
-    rc = parse(pool, "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}",
-               &msgs, &root, &batch, &error);
-    msg = msgs.elts;
-    UNIT_CHECK(rc == NGX_OK && msg[0].type == NGX_HTTP_MCP_MSG_INVALID,
-               "parse: jsonrpc other than 2.0 is invalid");
-    cJSON_Delete(msg[0].id);
-    cJSON_Delete(root);
-
-    rc = parse(pool, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\"},"
-               "{\"jsonrpc\":\"2.0\",\"method\":\"b\"},5]",
-               &msgs, &root, &batch, &error);
-    msg = msgs.elts;
-    UNIT_CHECK(rc == NGX_OK && batch && msgs.nelts == 3,
-               "parse: a batch of three");
-    UNIT_CHECK(msgs.nelts == 3 && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST
-               && msg[1].type == NGX_HTTP_MCP_MSG_NOTIFICATION
-               && msg[2].type == NGX_HTTP_MCP_MSG_INVALID,
-               "parse: a batch's members are classified one by one");
-    if (msgs.nelts == 3) {
-        cJSON_Delete(msg[0].id);
-        cJSON_Delete(msg[2].id);
-    }
-    cJSON_Delete(root);
-
-    rc = parse(pool, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\","
-               "\"method\":\"tools/call\"}", &msgs, &root, &batch, &error);
-    UNIT_CHECK(rc == NGX_DECLINED && error != NULL
-               && strstr(error, "Parse error") != NULL,
-               "parse: a duplicate method is a parse error");
-
-    rc = parse(pool, "{\"jsonrpc\":", &msgs, &root, &batch, &error);
-    UNIT_CHECK(rc == NGX_DECLINED, "parse: truncated JSON is refused");
-}
+} ngx_unit_parse_t;
 
 
-static void
-test_build(ngx_pool_t *pool)
-{
-    u_char  *text;
-    size_t   len;
-    cJSON   *id, *reply;
-    u_char   buf[17];
-
-    id = cJSON_CreateRaw("42");
-    reply = ngx_http_mcp_jsonrpc_result(id, cJSON_CreateObject());
-    text = ngx_http_mcp_jsonrpc_print(pool, reply, &len);
-    UNIT_CHECK(text != NULL
-               && UNIT_STR_EQ(text, len,
-                              "{\"jsonrpc\":\"2.0\",\"id\":42,\"result\":{}}"),
-               "build: a result echoes the raw id");
-    cJSON_Delete(reply);
-
-    reply = ngx_http_mcp_jsonrpc_error(id, NGX_HTTP_MCP_INVALID_PARAMS,
-                                       "bad", "abcd");
-    text = ngx_http_mcp_jsonrpc_print(pool, reply, &len);
-    UNIT_CHECK(text != NULL
-               && strstr((char *) text, "\"code\":-32602") != NULL
-               && strstr((char *) text, "\"message\":\"bad\"") != NULL
-               && strstr((char *) text, "abcd") != NULL,
-               "build: an error has code, message and correlation id");
-    cJSON_Delete(reply);
-
-    reply = ngx_http_mcp_jsonrpc_error(NULL, NGX_HTTP_MCP_PARSE_ERROR,
-                                       "Parse error", "x");
-    text = ngx_http_mcp_jsonrpc_print(pool, reply, &len);
-    UNIT_CHECK(text != NULL && strstr((char *) text, "\"id\":null") != NULL,
-               "build: an error without an id has id null");
-    cJSON_Delete(reply);
-    cJSON_Delete(id);
-
-    UNIT_CHECK(ngx_http_mcp_correlation_id(buf, 16) == NGX_OK,
-               "build: a correlation id is made");
-    buf[16] = '\0';
-    UNIT_CHECK(strspn((char *) buf, "0123456789abcdef") == 16,
-               "build: the correlation id is 16 hex digits");
-}
+static ngx_int_t ngx_unit_parse_len(ngx_unit_parse_t *p, const char *body,
+    size_t len);
+static ngx_int_t ngx_unit_parse(ngx_unit_parse_t *p, const char *body);
+static ngx_http_mcp_msg_t *ngx_unit_msg(ngx_unit_parse_t *p, ngx_uint_t i);
+static void ngx_unit_parse_free(ngx_unit_parse_t *p);
+static char *ngx_unit_print(cJSON *json);
+static char *ngx_unit_echo(ngx_http_mcp_msg_t *msg);
+static void ngx_unit_refused(const char *body, const char *error,
+    const char *name);
+static void ngx_unit_accepted(const char *body, const char *name);
+static void test_messages(void);
+static void test_ids(void);
+static void test_invalid_messages(void);
+static void test_batches(void);
+static void test_strict(void);
+static void test_numbers(void);
+static void test_replies(void);
+static void test_helpers(void);
 
 
-static void
-test_versions(void)
-{
-    ngx_str_t  v;
-
-    ngx_str_set(&v, "2025-11-25");
-    UNIT_CHECK(ngx_http_mcp_version_parse(&v) == NGX_HTTP_MCP_V20251125,
-               "versions: 2025-11-25 is known");
-    ngx_str_set(&v, "2025-03-26");
-    UNIT_CHECK(ngx_http_mcp_version_parse(&v) == NGX_HTTP_MCP_V20250326,
-               "versions: 2025-03-26 is known");
-    ngx_str_set(&v, "2024-11-05");
-    UNIT_CHECK(ngx_http_mcp_version_parse(&v) == 0,
-               "versions: 2024-11-05 is not spoken");
-    UNIT_CHECK(strcmp(ngx_http_mcp_version_name(NGX_HTTP_MCP_V20250618),
-                      "2025-06-18") == 0,
-               "versions: names round-trip");
-}
-
-
-static void
-test_raw_number(void)
-{
-    u_char     *p;
-    size_t      len;
-    ngx_str_t   body;
-
-    ngx_str_set(&body, "{\"params\":{\"_meta\":{\"progressToken\": "
-                "9007199254740993}}}");
-
-    p = ngx_http_mcp_json_raw_number(&body, "progressToken",
-                                     9007199254740993.0, &len);
-    UNIT_CHECK(p != NULL && UNIT_STR_EQ(p, len, "9007199254740993"),
-               "raw number: the token as the client wrote it");
-
-    p = ngx_http_mcp_json_raw_number(&body, "progressToken", 5.0, &len);
-    UNIT_CHECK(p == NULL, "raw number: another value is not found");
-}
+static ngx_pool_t  *pool;
 
 
 int
 main(void)
 {
-    ngx_pool_t  *pool;
-
     pool = ngx_shim_pool_create();
+    if (pool == NULL) {
+        return 2;
+    }
 
-    test_strict(pool);
-    test_parse(pool);
-    test_build(pool);
-    test_versions();
-    test_raw_number();
+    test_messages();
+    test_ids();
+    test_invalid_messages();
+    test_batches();
+    test_strict();
+    test_numbers();
+    test_replies();
+    test_helpers();
 
     ngx_shim_pool_destroy(pool);
 
-    return unit_done("jsonrpc");
+    return ngx_unit_done("test_jsonrpc");
+}
+
+
+/* an exact-size copy of the body: a read past it is an ASan report */
+
+static ngx_int_t
+ngx_unit_parse_len(ngx_unit_parse_t *p, const char *body, size_t len)
+{
+    u_char  *copy;
+
+    ngx_memzero(p, sizeof(ngx_unit_parse_t));
+
+    copy = ngx_pnalloc(pool, len);
+    if (copy == NULL
+        || ngx_array_init(&p->msgs, pool, 1, sizeof(ngx_http_mcp_msg_t))
+           != NGX_OK)
+    {
+        p->rc = NGX_ERROR;
+        return p->rc;
+    }
+
+    ngx_memcpy(copy, body, len);
+
+    p->rc = ngx_http_mcp_jsonrpc_parse(pool, copy, len, &p->root, &p->msgs,
+                                       &p->batch, &p->error);
+    return p->rc;
+}
+
+
+static ngx_int_t
+ngx_unit_parse(ngx_unit_parse_t *p, const char *body)
+{
+    return ngx_unit_parse_len(p, body, strlen(body));
+}
+
+
+static ngx_http_mcp_msg_t *
+ngx_unit_msg(ngx_unit_parse_t *p, ngx_uint_t i)
+{
+    static ngx_http_mcp_msg_t  none;
+
+    if (i >= p->msgs.nelts) {
+        ngx_memzero(&none, sizeof(ngx_http_mcp_msg_t));
+        none.error = "(no such message)";
+        return &none;
+    }
+
+    return (ngx_http_mcp_msg_t *) p->msgs.elts + i;
+}
+
+
+static void
+ngx_unit_parse_free(ngx_unit_parse_t *p)
+{
+    ngx_uint_t           i;
+    ngx_http_mcp_msg_t  *msg;
+
+    msg = p->msgs.elts;
+
+    for (i = 0; i < p->msgs.nelts; i++) {
+        cJSON_Delete(msg[i].id);
+    }
+
+    cJSON_Delete(p->root);
+    p->root = NULL;
+    p->msgs.nelts = 0;
+}
+
+
+/* the printed text, NUL-terminated, in the pool; frees the tree */
+
+static char *
+ngx_unit_print(cJSON *json)
+{
+    u_char  *text, *s;
+    size_t   len;
+
+    if (json == NULL) {
+        return NULL;
+    }
+
+    text = ngx_http_mcp_jsonrpc_print(pool, json, &len);
+    cJSON_Delete(json);
+
+    if (text == NULL) {
+        return NULL;
+    }
+
+    s = ngx_pnalloc(pool, len + 1);
+    if (s == NULL) {
+        return NULL;
+    }
+
+    *ngx_cpymem(s, text, len) = '\0';
+
+    return (char *) s;
+}
+
+
+/* the id of a message as its reply echoes it */
+
+static char *
+ngx_unit_echo(ngx_http_mcp_msg_t *msg)
+{
+    char   *text, *start, *end;
+    cJSON  *reply;
+
+    reply = ngx_http_mcp_jsonrpc_result(msg->id, cJSON_CreateObject());
+
+    text = ngx_unit_print(reply);
+    if (text == NULL) {
+        return NULL;
+    }
+
+    /* {"jsonrpc":"2.0","id":<id>,"result":{}} */
+    start = strstr(text, "\"id\":");
+    end = strstr(text, ",\"result\":{}}");
+
+    if (start == NULL || end == NULL || end < start + 5) {
+        return text;
+    }
+
+    *end = '\0';
+
+    return start + 5;
+}
+
+
+static void
+ngx_unit_refused(const char *body, const char *error, const char *name)
+{
+    ngx_unit_parse_t  p;
+
+    ngx_unit_parse(&p, body);
+
+    if (!CHECK(p.rc == NGX_DECLINED && p.root == NULL && p.msgs.nelts == 0
+               && ngx_unit_streq(p.error, error), name))
+    {
+        printf("#   got rc %d, error \"%s\"; want NGX_DECLINED, \"%s\"\n",
+               (int) p.rc, p.error ? p.error : "(null)",
+               error ? error : "(null)");
+    }
+
+    ngx_unit_parse_free(&p);
+}
+
+
+static void
+ngx_unit_accepted(const char *body, const char *name)
+{
+    ngx_unit_parse_t  p;
+
+    ngx_unit_parse(&p, body);
+    CHECK(p.rc == NGX_OK && p.msgs.nelts == 1
+          && ngx_unit_msg(&p, 0)->type == NGX_HTTP_MCP_MSG_REQUEST, name);
+    ngx_unit_parse_free(&p);
+}
+
+
+static void
+test_messages(void)
+{
+    cJSON               *x;
+    ngx_unit_parse_t     p;
+    ngx_http_mcp_msg_t  *m;
+
+    ngx_unit_parse(&p, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
+    m = ngx_unit_msg(&p, 0);
+    CHECK_INT(p.rc, NGX_OK, "request: NGX_OK");
+    CHECK_INT(p.batch, 0, "request: not a batch");
+    CHECK_INT(p.msgs.nelts, 1, "request: one message");
+    CHECK_INT(m->type, NGX_HTTP_MCP_MSG_REQUEST, "request: a request");
+    CHECK_MEM(m->method.data, m->method.len, "ping", "request: method");
+    CHECK(m->params == NULL && m->error == NULL,
+          "request: no params, no error");
+    CHECK(m->json == p.root, "request: the message is the root");
+    CHECK_STR(ngx_unit_echo(m), "1", "request: id 1 echoed");
+    ngx_unit_parse_free(&p);
+
+    ngx_unit_parse(&p, " \r\n\t{\"method\":\"tools/call\",\"params\":"
+                   "{\"name\":\"x\",\"arguments\":{\"a\":[1,2]}},"
+                   "\"jsonrpc\":\"2.0\",\"id\":\"abc\"} \n");
+    m = ngx_unit_msg(&p, 0);
+    CHECK_INT(m->type, NGX_HTTP_MCP_MSG_REQUEST,
+              "white space around, members in any order: a request");
+    x = cJSON_GetObjectItemCaseSensitive(m->params, "name");
+    CHECK(cJSON_IsString(x) && strcmp(x->valuestring, "x") == 0,
+          "request: params.name");
+    CHECK_STR(ngx_unit_echo(m), "\"abc\"", "request: string id echoed");
+    ngx_unit_parse_free(&p);
+
+    ngx_unit_parse(&p, "{\"jsonrpc\":\"2.0\","
+                   "\"method\":\"notifications/initialized\"}");
+    m = ngx_unit_msg(&p, 0);
+    CHECK_INT(m->type, NGX_HTTP_MCP_MSG_NOTIFICATION,
+              "no id: a notification");
+    CHECK(m->id == NULL, "notification: no id");
+    CHECK_MEM(m->method.data, m->method.len, "notifications/initialized",
+              "notification: method");
+    ngx_unit_parse_free(&p);
+
+    ngx_unit_parse(&p, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}");
+    CHECK_INT(ngx_unit_msg(&p, 0)->type, NGX_HTTP_MCP_MSG_RESPONSE,
+              "id and result: a response");
+    ngx_unit_parse_free(&p);
+
+    ngx_unit_parse(&p, "{\"jsonrpc\":\"2.0\",\"id\":7,"
+                   "\"error\":{\"code\":-1,\"message\":\"no\"}}");
+    CHECK_INT(ngx_unit_msg(&p, 0)->type, NGX_HTTP_MCP_MSG_RESPONSE,
+              "id and error: a response");
+    ngx_unit_parse_free(&p);
+}
+
+
+static void
+test_ids(void)
+{
+    ngx_unit_parse_t     p;
+    ngx_http_mcp_msg_t  *m;
+
+    /* beyond 2^64: a double would print 1.2345678901234568e+22 */
+    ngx_unit_parse(&p, "{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890123,"
+                   "\"method\":\"ping\"}");
+    m = ngx_unit_msg(&p, 0);
+    CHECK_INT(m->type, NGX_HTTP_MCP_MSG_REQUEST, "id beyond 2^64: accepted");
+    CHECK_STR(ngx_unit_echo(m), "12345678901234567890123",
+              "id beyond 2^64: echoed digit for digit");
+    ngx_unit_parse_free(&p);
+
+    ngx_unit_parse(&p, "{\"jsonrpc\":\"2.0\",\"id\":9007199254740993,"
+                   "\"method\":\"ping\"}");
+    CHECK_STR(ngx_unit_echo(ngx_unit_msg(&p, 0)), "9007199254740993",
+              "id 2^53 + 1: echoed exactly");
+    ngx_unit_parse_free(&p);
+
+    ngx_unit_parse(&p, "{\"jsonrpc\":\"2.0\",\"id\":-42,\"method\":\"ping\"}");
+    CHECK_STR(ngx_unit_echo(ngx_unit_msg(&p, 0)), "-42",
+              "negative id echoed");
+    ngx_unit_parse_free(&p);
+
+    ngx_unit_parse(&p, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"ping\"}");
+    CHECK_STR(ngx_unit_echo(ngx_unit_msg(&p, 0)), "0", "id 0 echoed");
+    ngx_unit_parse_free(&p);
+
+    /* the raw id is found by the unescaped name */
+    ngx_unit_parse(&p, "{\"jsonrpc\":\"2.0\","
+                   "\"\\u0069d\":18446744073709551617,\"method\":\"ping\"}");
+    m = ngx_unit_msg(&p, 0);
+    CHECK_INT(m->type, NGX_HTTP_MCP_MSG_REQUEST,
+              "escaped \"id\" name: a request");
+    CHECK_STR(ngx_unit_echo(m), "18446744073709551617",
+              "escaped \"id\" name: the raw id echoed");
+    ngx_unit_parse_free(&p);
+
+    /* the id of params is not the message's */
+    ngx_unit_parse(&p, "{\"jsonrpc\":\"2.0\",\"params\":{\"id\":5},"
+                   "\"method\":\"ping\",\"id\":6}");
+    CHECK_STR(ngx_unit_echo(ngx_unit_msg(&p, 0)), "6",
+              "an \"id\" inside params is not taken for the message's");
+    ngx_unit_parse_free(&p);
+
+    ngx_unit_parse(&p, "{\"jsonrpc\":\"2.0\",\"id\":\"\\u00e9\\n\","
+                   "\"method\":\"ping\"}");
+    CHECK_STR(ngx_unit_echo(ngx_unit_msg(&p, 0)), "\"\xc3\xa9\\n\"",
+              "string id with escapes echoed as JSON");
+    ngx_unit_parse_free(&p);
+}
+
+
+static void
+test_invalid_messages(void)
+{
+    ngx_uint_t           i;
+    ngx_unit_parse_t     p;
+    ngx_http_mcp_msg_t  *m;
+
+    static const struct {
+        const char  *body;
+        const char  *error;
+        const char  *id;            /* echoed in the error reply */
+        const char  *name;
+    } cases[] = {
+        { "{\"jsonrpc\":\"2.0\",\"id\":-0,\"method\":\"ping\"}",
+          "\"id\" must be a string or an integer", NULL,
+          "id -0 refused" },
+        { "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}",
+          "\"id\" must be a string or an integer", NULL,
+          "id 1.5 refused" },
+        { "{\"jsonrpc\":\"2.0\",\"id\":1e3,\"method\":\"ping\"}",
+          "\"id\" must be a string or an integer", NULL,
+          "id 1e3 refused" },
+        { "{\"jsonrpc\":\"2.0\",\"id\":1.0,\"method\":\"ping\"}",
+          "\"id\" must be a string or an integer", NULL,
+          "id 1.0 refused" },
+        { "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}",
+          "\"id\" must be a string or an integer", NULL,
+          "id null refused" },
+        { "{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"ping\"}",
+          "\"id\" must be a string or an integer", NULL,
+          "id true refused" },
+        { "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}",
+          "\"id\" must be a string or an integer", NULL,
+          "id [1] refused" },
+        { "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}",
+          "\"jsonrpc\" must be \"2.0\"", "1",
+          "jsonrpc 1.0 refused" },
+        { "{\"id\":1,\"method\":\"ping\"}",
+          "\"jsonrpc\" must be \"2.0\"", "1",
+          "no jsonrpc member refused" },
+        { "{\"jsonrpc\":2.0,\"id\":1,\"method\":\"ping\"}",
+          "\"jsonrpc\" must be \"2.0\"", "1",
+          "jsonrpc as a number refused" },
+        { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\"}",
+          "\"method\" must be a non-empty string", "1",
+          "empty method refused" },
+        { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}",
+          "\"method\" must be a non-empty string", "1",
+          "method 5 refused" },
+        { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":[1]}",
+          "\"params\" must be an object", "1",
+          "params as an array refused" },
+        { "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":{}}",
+          "a response needs an \"id\" and exactly one of \"result\" and "
+          "\"error\"", "1",
+          "result and error refused" },
+        { "{\"jsonrpc\":\"2.0\",\"result\":{}}",
+          "a response needs an \"id\" and exactly one of \"result\" and "
+          "\"error\"", NULL,
+          "a response without id refused" },
+        { "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":\"bad\"}",
+          "\"error\" must be an object", "1",
+          "error as a string refused" },
+        { "{\"jsonrpc\":\"2.0\"}",
+          "a response needs an \"id\" and exactly one of \"result\" and "
+          "\"error\"", NULL,
+          "neither method nor result refused" },
+        { "42", "message is not an object", NULL,
+          "a number is no message" },
+        { "\"ping\"", "message is not an object", NULL,
+          "a string is no message" },
+    };
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ngx_unit_parse(&p, cases[i].body);
+        m = ngx_unit_msg(&p, 0);
+
+        if (!CHECK(p.rc == NGX_OK && p.msgs.nelts == 1
+                   && m->type == NGX_HTTP_MCP_MSG_INVALID
+                   && ngx_unit_streq(m->error, cases[i].error)
+                   && (cases[i].id == NULL
+                       ? m->id == NULL
+                       : ngx_unit_streq(ngx_unit_echo(m), cases[i].id)),
+                   cases[i].name))
+        {
+            printf("#   got rc %d, type %d, error \"%s\", id %s\n",
+                   (int) p.rc, (int) m->type,
+                   m->error ? m->error : "(null)",
+                   m->id ? "set" : "NULL");
+        }
+
+        ngx_unit_parse_free(&p);
+    }
+}
+
+
+static void
+test_batches(void)
+{
+    ngx_unit_parse_t     p;
+    ngx_http_mcp_msg_t  *m;
+
+    ngx_unit_parse(&p, "[{\"jsonrpc\":\"2.0\",\"id\":99999999999999999999,"
+                   "\"method\":\"a\"},"
+                   " {\"jsonrpc\":\"2.0\",\"method\":\"b\"} ,"
+                   "{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"result\":{}},"
+                   "5,"
+                   "{\"jsonrpc\":\"2.0\",\"id\":-0,\"method\":\"c\"}]");
+    CHECK_INT(p.rc, NGX_OK, "batch: NGX_OK");
+    CHECK_INT(p.batch, 1, "batch: flagged as a batch");
+    CHECK_INT(p.msgs.nelts, 5, "batch: five messages");
+
+    m = ngx_unit_msg(&p, 0);
+    CHECK(m->type == NGX_HTTP_MCP_MSG_REQUEST
+          && m->method.len == 1 && m->method.data[0] == 'a',
+          "batch: first a request to a");
+    CHECK_STR(ngx_unit_echo(m), "99999999999999999999",
+              "batch: the first message's raw id");
+    CHECK_INT(ngx_unit_msg(&p, 1)->type, NGX_HTTP_MCP_MSG_NOTIFICATION,
+              "batch: second a notification");
+    m = ngx_unit_msg(&p, 2);
+    CHECK_INT(m->type, NGX_HTTP_MCP_MSG_RESPONSE, "batch: third a response");
+    CHECK_STR(ngx_unit_echo(m), "\"s\"", "batch: the third message's id");
+    m = ngx_unit_msg(&p, 3);
+    CHECK(m->type == NGX_HTTP_MCP_MSG_INVALID && m->error != NULL
+          && strcmp(m->error, "message is not an object") == 0,
+          "batch: 5 is an invalid message, the others stand");
+    m = ngx_unit_msg(&p, 4);
+    CHECK(m->type == NGX_HTTP_MCP_MSG_INVALID && m->id == NULL,
+          "batch: id -0 makes its message invalid, with no id to echo");
+    ngx_unit_parse_free(&p);
+
+    ngx_unit_parse(&p, " [ ] ");
+    CHECK(p.rc == NGX_OK && p.batch == 1 && p.msgs.nelts == 0,
+          "empty batch: NGX_OK, a batch of nothing");
+    ngx_unit_parse_free(&p);
+
+    /* one bad message spoils the body, not just itself */
+    ngx_unit_refused("[{\"jsonrpc\":\"2.0\",\"method\":\"a\"},"
+                     "{\"a\":1,\"a\":2}]",
+                     "Parse error: duplicate member name",
+                     "batch with a duplicate name in one message: refused");
+    ngx_unit_refused("[{\"jsonrpc\":\"2.0\",\"method\":\"a\"},]", NULL,
+                     "batch with a trailing comma: refused");
+    ngx_unit_refused("[{\"jsonrpc\":\"2.0\",\"method\":\"a\"}", NULL,
+                     "unclosed batch: refused");
+}
+
+
+static void
+test_strict(void)
+{
+    ngx_uint_t         i;
+    u_char             buf[2048], *b;
+    ngx_unit_parse_t   p;
+
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"method\":\"b\"}",
+                     "Parse error: duplicate member name",
+                     "duplicate member name refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"m\\u0065thod\":"
+                     "\"b\"}", "Parse error: duplicate member name",
+                     "duplicate name written with an escape refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"params\":"
+                     "{\"x\":{\"k\":1,\"k\":1}}}",
+                     "Parse error: duplicate member name",
+                     "duplicate name deep in params refused");
+    ngx_unit_refused("{\"\xc3\xa9\":1,\"\\u00e9\":2}",
+                     "Parse error: duplicate member name",
+                     "duplicate non-ASCII name (raw and escaped) refused");
+    ngx_unit_refused("{\"\\ud83d\\ude00\":1,\"\xf0\x9f\x98\x80\":2}",
+                     "Parse error: duplicate member name",
+                     "duplicate name, surrogate pair and raw UTF-8, refused");
+
+    /* objects of more than 8 members go through the hash table */
+    b = ngx_cpymem(buf, "{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{",
+                   sizeof("{\"jsonrpc\":\"2.0\",\"method\":\"m\","
+                          "\"params\":{") - 1);
+
+    for (i = 0; i < 40; i++) {
+        b = ngx_sprintf(b, "%s\"k%ui\":%ui", i ? "," : "", i, i);
+    }
+
+    *b++ = '}';
+    *b++ = '}';
+    ngx_unit_parse_len(&p, (char *) buf, b - buf);
+    CHECK(p.rc == NGX_OK
+          && cJSON_GetArraySize(ngx_unit_msg(&p, 0)->params) == 40,
+          "40 distinct names: accepted");
+    ngx_unit_parse_free(&p);
+
+    /* the same with k7 again as the last name */
+    b -= 2;
+    b = ngx_cpymem(b, ",\"k\\u0037\":0}}", sizeof(",\"k\\u0037\":0}}") - 1);
+    ngx_unit_parse_len(&p, (char *) buf, b - buf);
+    CHECK(p.rc == NGX_DECLINED && p.error != NULL
+          && strcmp(p.error, "Parse error: duplicate member name") == 0,
+          "41 names, the last repeating the 8th (escaped): refused");
+    ngx_unit_parse_free(&p);
+
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}",
+                     "Parse error: invalid UTF-8", "byte 0xff refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"\xc0\xaf\"}",
+                     "Parse error: invalid UTF-8", "overlong UTF-8 refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"\xed\xa0\x80\"}",
+                     "Parse error: invalid UTF-8",
+                     "a surrogate encoded in UTF-8 refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"\xf4\x90\x80\x80\"}",
+                     "Parse error: invalid UTF-8",
+                     "a code point beyond U+10FFFF refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"\xe2\x82\"}",
+                     "Parse error: invalid UTF-8",
+                     "a truncated UTF-8 sequence refused");
+    ngx_unit_accepted("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                      "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}",
+                      "2-, 3- and 4-byte UTF-8 accepted");
+
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"\\ud800\"}",
+                     "Parse error: lone surrogate in a string",
+                     "lone high surrogate refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"\\udc00x\"}",
+                     "Parse error: lone surrogate in a string",
+                     "lone low surrogate refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"\\ud800\\u0041\"}",
+                     "Parse error: lone surrogate in a string",
+                     "high surrogate followed by no low one refused");
+    ngx_unit_accepted("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                      "\"\\ud83d\\ude00\"}", "surrogate pair accepted");
+
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"a\\u0000b\"}",
+                     "Parse error: NUL character in a string",
+                     "\\u0000 refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"a\tb\"}",
+                     "Parse error: control character in a string",
+                     "a raw tab in a string refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"a\\xb\"}",
+                     "Parse error: invalid escape in a string",
+                     "escape \\x refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"a\\u12g4\"}",
+                     "Parse error: invalid escape in a string",
+                     "escape \\u with a non-hex digit refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"abc",
+                     "Parse error: unterminated string",
+                     "unterminated string refused");
+
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"a\"} {}",
+                     "Parse error: data after the message",
+                     "a second object after the message refused");
+    ngx_unit_refused("\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"method\":\"a\"}",
+                     NULL, "byte order mark refused");
+    ngx_unit_refused("{\"jsonrpc\":\"2.0\",\"method\":\"a\",}", NULL,
+                     "trailing comma in an object refused");
+    ngx_unit_refused("{'jsonrpc':'2.0'}", NULL, "single quotes refused");
+    ngx_unit_refused("{\"a\":tru}", NULL, "misspelt literal refused");
+
+    ngx_unit_parse_len(&p, "", 0);
+    CHECK(p.rc == NGX_DECLINED && p.error != NULL
+          && strcmp(p.error, "Parse error: unexpected end of input") == 0,
+          "empty body refused: unexpected end of input");
+    ngx_unit_parse_free(&p);
+
+    /* 127 levels inside the message pass, 128 do not */
+    b = ngx_cpymem(buf, "{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"x\":",
+                   sizeof("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"x\":") - 1);
+    ngx_memset(b, '[', 127);
+    ngx_memset(b + 127, ']', 127);
+    b[254] = '}';
+    ngx_unit_parse_len(&p, (char *) buf, b + 255 - buf);
+    CHECK(p.rc == NGX_OK && p.msgs.nelts == 1,
+          "arrays nested 127 deep in a message: accepted");
+    ngx_unit_parse_free(&p);
+
+    ngx_memset(b, '[', 128);
+    ngx_memset(b + 128, ']', 128);
+    b[256] = '}';
+    ngx_unit_parse_len(&p, (char *) buf, b + 257 - buf);
+    CHECK(p.rc == NGX_DECLINED && p.error != NULL
+          && strcmp(p.error, "Parse error: nesting too deep") == 0,
+          "arrays nested 128 deep in a message: nesting too deep");
+    ngx_unit_parse_free(&p);
+}
+
+
+static void
+test_numbers(void)
+{
+    ngx_unit_refused("{\"x\":1e400}", "Parse error: number out of range",
+                     "1e400 refused");
+    ngx_unit_refused("{\"x\":-1e400}", "Parse error: number out of range",
+                     "-1e400 refused");
+    ngx_unit_refused("{\"x\":2e308}", "Parse error: number out of range",
+                     "2e308 refused");
+    ngx_unit_refused("{\"x\":0.1e310}", "Parse error: number out of range",
+                     "0.1e310 refused");
+    ngx_unit_refused("{\"x\":01}", NULL, "leading zero refused");
+    ngx_unit_refused("{\"x\":1.}", NULL, "1. refused");
+    ngx_unit_refused("{\"x\":.5}", NULL, ".5 refused");
+    ngx_unit_refused("{\"x\":1e}", NULL, "1e refused");
+    ngx_unit_refused("{\"x\":+1}", NULL, "+1 refused");
+    ngx_unit_refused("{\"x\":-}", NULL, "a lone minus refused");
+    ngx_unit_refused("{\"x\":NaN}", NULL, "NaN refused");
+
+    ngx_unit_accepted("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\","
+                      "\"params\":{\"a\":1e308,\"b\":-1.7976931348623157e308,"
+                      "\"c\":1.5E-300,\"d\":0e99999,\"e\":0.000001e-400,"
+                      "\"f\":-0.0,\"g\":123456789012345678901234567890}}",
+                      "numbers a double holds (and zeros) accepted");
+}
+
+
+static void
+test_replies(void)
+{
+    cJSON  *id;
+
+    id = cJSON_CreateRaw("12345678901234567890");
+    CHECK_STR(ngx_unit_print(ngx_http_mcp_jsonrpc_error(id,
+                  NGX_HTTP_MCP_INVALID_REQUEST, "Invalid Request",
+                  "0123456789abcdef")),
+              "{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890,\"error\":"
+              "{\"code\":-32600,\"message\":\"Invalid Request\",\"data\":"
+              "{\"correlationId\":\"0123456789abcdef\"}}}",
+              "error reply: raw id, code, message, correlation id");
+
+    CHECK_STR(ngx_unit_print(ngx_http_mcp_jsonrpc_result(id,
+                  cJSON_CreateString("ok"))),
+              "{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890,"
+              "\"result\":\"ok\"}",
+              "result reply: raw id and result");
+    cJSON_Delete(id);
+
+    CHECK_STR(ngx_unit_print(ngx_http_mcp_jsonrpc_error(NULL,
+                  NGX_HTTP_MCP_PARSE_ERROR, "Parse error", NULL)),
+              "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":"
+              "{\"code\":-32700,\"message\":\"Parse error\"}}",
+              "error reply without id: id null, no data");
+
+    id = cJSON_CreateString("q\"\\");
+    CHECK_STR(ngx_unit_print(ngx_http_mcp_jsonrpc_error(id,
+                  NGX_HTTP_MCP_METHOD_NOT_FOUND, "Method \"x\" not found",
+                  NULL)),
+              "{\"jsonrpc\":\"2.0\",\"id\":\"q\\\"\\\\\",\"error\":"
+              "{\"code\":-32601,\"message\":\"Method \\\"x\\\" not found\"}}",
+              "error reply: id and message escaped");
+    cJSON_Delete(id);
+}
+
+
+static void
+test_helpers(void)
+{
+    u_char      buf[40], *raw;
+    size_t      i, len;
+    ngx_str_t   body;
+    const char  *error;
+
+    ngx_memset(buf, 'z', sizeof(buf));
+    CHECK_INT(ngx_http_mcp_correlation_id(buf, 16), NGX_OK,
+              "correlation id of 16: NGX_OK");
+
+    for (i = 0; i < 16; i++) {
+        if (!((buf[i] >= '0' && buf[i] <= '9')
+              || (buf[i] >= 'a' && buf[i] <= 'f')))
+        {
+            break;
+        }
+    }
+
+    CHECK(i == 16 && buf[16] == 'z',
+          "correlation id: 16 lowercase hex digits, nothing more written");
+    CHECK_INT(ngx_http_mcp_correlation_id(buf, 15), NGX_ERROR,
+              "correlation id of odd length: NGX_ERROR");
+    CHECK_INT(ngx_http_mcp_correlation_id(buf, 34), NGX_ERROR,
+              "correlation id over 32: NGX_ERROR");
+
+    ngx_str_set(&body, "{\"a\":{\"progressToken\": 123456789012345678901,"
+                "\"x\":\"progressToken\"}}");
+    len = 0;
+    raw = ngx_http_mcp_json_raw_number(&body, "progressToken",
+                                       123456789012345678901.0, &len);
+    CHECK_MEM(raw, len, "123456789012345678901",
+              "raw number: the token as written");
+    raw = ngx_http_mcp_json_raw_number(&body, "progressToken", 5.0, &len);
+    CHECK(raw == NULL, "raw number of another value: NULL");
+    raw = ngx_http_mcp_json_raw_number(&body, "nothere", 1.0, &len);
+    CHECK(raw == NULL, "raw number of a missing key: NULL");
+
+    ngx_str_set(&body, "[\"id\", {\"id\":-7}]");
+    raw = ngx_http_mcp_json_raw_number(&body, "id", -7.0, &len);
+    CHECK_MEM(raw, len, "-7",
+              "raw number: a string equal to the key is skipped");
+
+    CHECK_INT(ngx_http_mcp_json_strict(pool, (u_char *) "[1,\"a\",null]", 12,
+                                       &error), NGX_OK,
+              "json_strict: an array is any JSON text");
+    CHECK_INT(ngx_http_mcp_json_strict(pool, (u_char *) "\"s\"", 3, &error),
+              NGX_OK, "json_strict: a string is any JSON text");
+    error = NULL;
+    CHECK(ngx_http_mcp_json_strict(pool, (u_char *) "{\"a\":1,\"a\":1}", 13,
+                                   &error) == NGX_DECLINED
+          && error != NULL
+          && strcmp(error, "Parse error: duplicate member name") == 0,
+          "json_strict: duplicate names refused");
+    CHECK_INT(ngx_http_mcp_json_strict(pool, (u_char *) "{} 1", 4, &error),
+              NGX_DECLINED, "json_strict: data after the text refused");
 }

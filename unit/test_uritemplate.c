@@ -1,7 +1,9 @@
 
 /*
- * Unit tests of RFC 6570 template matching (ngx_http_mcp_uritemplate.c):
- * resources/read finds a template's resource and its variables.
+ * Unit tests of src/ngx_http_mcp_uritemplate.c: RFC 6570 matching (the
+ * file matches URIs against templates; it does not expand them).  Every
+ * operator the file supports, percent-decoding, prefixes, explode, the
+ * ambiguous cases it resolves, and the templates it refuses.
  */
 
 
@@ -13,124 +15,327 @@
 #include "unit.h"
 
 
-static ngx_array_t *
-match(ngx_pool_t *pool, const char *tmpl, const char *uri, ngx_int_t *rc)
-{
-    ngx_str_t     t, u;
-    ngx_array_t  *vars;
-
-    t.data = (u_char *) tmpl;
-    t.len = strlen(tmpl);
-    u.data = (u_char *) uri;
-    u.len = strlen(uri);
-
-    vars = ngx_array_create(pool, 4, sizeof(ngx_keyval_t));
-    *rc = ngx_http_mcp_uritemplate_match(pool, &t, &u, vars);
-
-    return vars;
-}
+static ngx_int_t ngx_unit_match(const char *tmpl, const char *uri,
+    char *out, size_t size);
+static void ngx_unit_matches(const char *tmpl, const char *uri,
+    const char *want, const char *name);
+static void ngx_unit_declines(const char *tmpl, const char *uri,
+    const char *name);
+static void ngx_unit_malformed(const char *tmpl, const char *name);
+static void test_simple(void);
+static void test_operators(void);
+static void test_lists(void);
+static void test_prefix(void);
+static void test_malformed(void);
+static void test_vars_array(void);
 
 
-/* the value of variable name, or NULL */
-static const char *
-var(ngx_array_t *vars, const char *name)
-{
-    ngx_uint_t     i;
-    ngx_keyval_t  *kv;
-
-    kv = vars->elts;
-
-    for (i = 0; i < vars->nelts; i++) {
-        if (UNIT_STR_EQ(kv[i].key.data, kv[i].key.len, name)) {
-            return (const char *) kv[i].value.data;
-        }
-    }
-
-    return NULL;
-}
+static ngx_pool_t  *pool;
 
 
 int
 main(void)
 {
-    ngx_int_t     rc;
-    const char   *v;
-    ngx_pool_t   *pool;
-    ngx_array_t  *vars;
-
     pool = ngx_shim_pool_create();
+    if (pool == NULL) {
+        return 2;
+    }
 
-    vars = match(pool, "test://template/{id}/data", "test://template/42/data",
-                 &rc);
-    UNIT_CHECK(rc == NGX_OK, "simple: matches");
-    v = var(vars, "id");
-    UNIT_CHECK(v != NULL && strcmp(v, "42") == 0, "simple: id is 42");
-
-    (void) match(pool, "test://template/{id}/data",
-                 "test://template/42/other", &rc);
-    UNIT_CHECK(rc == NGX_DECLINED, "simple: another suffix does not match");
-
-    (void) match(pool, "test://template/{id}/data",
-                 "test://template/a/b/data", &rc);
-    UNIT_CHECK(rc == NGX_DECLINED,
-               "simple: a simple variable takes no slash");
-
-    vars = match(pool, "test://template/{id}/data",
-                 "test://template/a%20b/data", &rc);
-    v = var(vars, "id");
-    UNIT_CHECK(rc == NGX_OK && v != NULL && strcmp(v, "a b") == 0,
-               "simple: percent-encoding is decoded");
-
-    vars = match(pool, "file:///{+path}", "file:///etc/nginx/nginx.conf",
-                 &rc);
-    v = var(vars, "path");
-    UNIT_CHECK(rc == NGX_OK && v != NULL
-               && strcmp(v, "etc/nginx/nginx.conf") == 0,
-               "reserved: {+path} takes slashes");
-
-    vars = match(pool, "http://example.com/search{?q,lang}",
-                 "http://example.com/search?q=cat&lang=en", &rc);
-    UNIT_CHECK(rc == NGX_OK, "query: matches");
-    v = var(vars, "q");
-    UNIT_CHECK(v != NULL && strcmp(v, "cat") == 0, "query: q");
-    v = var(vars, "lang");
-    UNIT_CHECK(v != NULL && strcmp(v, "en") == 0, "query: lang");
-
-    vars = match(pool, "http://example.com/search{?q,lang}",
-                 "http://example.com/search?q=cat", &rc);
-    UNIT_CHECK(rc == NGX_OK && var(vars, "lang") == NULL,
-               "query: a missing parameter is left out");
-
-    vars = match(pool, "http://example.com{/a,b}",
-                 "http://example.com/x/y", &rc);
-    UNIT_CHECK(rc == NGX_OK && var(vars, "a") != NULL
-               && strcmp(var(vars, "a"), "x") == 0
-               && var(vars, "b") != NULL && strcmp(var(vars, "b"), "y") == 0,
-               "path segments: {/a,b}");
-
-    vars = match(pool, "doc{#frag}", "doc#intro", &rc);
-    v = var(vars, "frag");
-    UNIT_CHECK(rc == NGX_OK && v != NULL && strcmp(v, "intro") == 0,
-               "fragment: {#frag}");
-
-    vars = match(pool, "x{.ext}", "x.json", &rc);
-    v = var(vars, "ext");
-    UNIT_CHECK(rc == NGX_OK && v != NULL && strcmp(v, "json") == 0,
-               "label: {.ext}");
-
-    (void) match(pool, "a{id}b", "a", &rc);
-    UNIT_CHECK(rc == NGX_DECLINED, "a URI shorter than the template");
-
-    (void) match(pool, "plain://uri", "plain://uri", &rc);
-    UNIT_CHECK(rc == NGX_OK, "a template without variables matches itself");
-
-    (void) match(pool, "plain://uri", "plain://uri2", &rc);
-    UNIT_CHECK(rc == NGX_DECLINED, "... and nothing longer");
-
-    (void) match(pool, "bad{id", "bad1", &rc);
-    UNIT_CHECK(rc != NGX_OK, "an unclosed expression matches nothing");
+    test_simple();
+    test_operators();
+    test_lists();
+    test_prefix();
+    test_malformed();
+    test_vars_array();
 
     ngx_shim_pool_destroy(pool);
 
-    return unit_done("uritemplate");
+    return ngx_unit_done("test_uritemplate");
+}
+
+
+/*
+ * Matches and writes the variables found as "key=value;key=value" into
+ * out.  Template and URI are exact-size copies: a read past either is an
+ * ASan report.  Checks the matcher's promises on the way: keys and
+ * values NUL-terminated, no variables left behind when it declines.
+ */
+
+static ngx_int_t
+ngx_unit_match(const char *tmpl, const char *uri, char *out, size_t size)
+{
+    char          *o;
+    ngx_int_t      rc;
+    ngx_str_t      t, u;
+    ngx_uint_t     i;
+    ngx_array_t   *vars;
+    ngx_keyval_t  *kv;
+
+    out[0] = '\0';
+
+    t.len = strlen(tmpl);
+    t.data = ngx_pnalloc(pool, t.len);
+    u.len = strlen(uri);
+    u.data = ngx_pnalloc(pool, u.len);
+    vars = ngx_array_create(pool, 2, sizeof(ngx_keyval_t));
+
+    if (t.data == NULL || u.data == NULL || vars == NULL) {
+        return -100;
+    }
+
+    ngx_memcpy(t.data, tmpl, t.len);
+    ngx_memcpy(u.data, uri, u.len);
+
+    rc = ngx_http_mcp_uritemplate_match(pool, &t, &u, vars);
+
+    if (rc != NGX_OK) {
+        return (vars->nelts == 0) ? rc : -101;
+    }
+
+    kv = vars->elts;
+    o = out;
+
+    for (i = 0; i < vars->nelts; i++) {
+        if (kv[i].key.data[kv[i].key.len] != '\0'
+            || kv[i].value.data[kv[i].value.len] != '\0')
+        {
+            return -102;
+        }
+
+        o += snprintf(o, size - (o - out), "%s%s=%s", i ? ";" : "",
+                      (char *) kv[i].key.data, (char *) kv[i].value.data);
+
+        if ((size_t) (o - out) >= size) {
+            return -103;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_unit_matches(const char *tmpl, const char *uri, const char *want,
+    const char *name)
+{
+    char       got[512];
+    ngx_int_t  rc;
+
+    rc = ngx_unit_match(tmpl, uri, got, sizeof(got));
+
+    if (!CHECK(rc == NGX_OK && strcmp(got, want) == 0, name)) {
+        printf("#   %s ~ %s: rc %d, got \"%s\", want \"%s\"\n", tmpl, uri,
+               (int) rc, got, want);
+    }
+}
+
+
+static void
+ngx_unit_declines(const char *tmpl, const char *uri, const char *name)
+{
+    char       got[512];
+    ngx_int_t  rc;
+
+    rc = ngx_unit_match(tmpl, uri, got, sizeof(got));
+
+    if (!CHECK(rc == NGX_DECLINED, name)) {
+        printf("#   %s ~ %s: rc %d, got \"%s\", want NGX_DECLINED\n", tmpl,
+               uri, (int) rc, got);
+    }
+}
+
+
+static void
+ngx_unit_malformed(const char *tmpl, const char *name)
+{
+    char       got[512];
+    ngx_int_t  rc;
+
+    /* an error whatever the URI, even one equal to the template */
+    rc = ngx_unit_match(tmpl, tmpl, got, sizeof(got));
+
+    if (!CHECK(rc == NGX_ERROR, name)) {
+        printf("#   %s: rc %d, want NGX_ERROR\n", tmpl, (int) rc);
+    }
+}
+
+
+static void
+test_simple(void)
+{
+    ngx_unit_matches("test://static", "test://static", "",
+                     "a template without expressions matches itself");
+    ngx_unit_declines("test://static", "test://statics",
+                      "... and nothing longer");
+    ngx_unit_declines("test://static", "test://stati",
+                      "... and nothing shorter");
+
+    ngx_unit_matches("test://template/{id}/data", "test://template/42/data",
+                     "id=42", "{id}: the value between the literals");
+    ngx_unit_matches("test://template/{id}/data",
+                     "test://template/a%20b%2Fc/data", "id=a b/c",
+                     "{id}: percent-decoded value");
+    ngx_unit_matches("test://template/{id}/data",
+                     "test://template/%C3%A9t%c3%a9/data",
+                     "id=\xc3\xa9t\xc3\xa9",
+                     "{id}: UTF-8 triplets decoded, either case of hex");
+    ngx_unit_declines("test://template/{id}/data", "test://template//data",
+                      "{id}: an empty value does not match");
+    ngx_unit_declines("test://template/{id}/data",
+                      "test://template/a/b/data",
+                      "{id}: a \"/\" is no part of a simple value");
+    ngx_unit_declines("test://template/{id}/data",
+                      "test://template/a%2/data",
+                      "{id}: a broken percent triplet does not match");
+    ngx_unit_declines("test://template/{id}/data",
+                      "test://other/42/data",
+                      "a different literal does not match");
+    ngx_unit_matches("x{a}{b}", "xyz", "a=y;b=z",
+                     "{a}{b}: the first takes the longest run that leaves "
+                     "the second a value");
+}
+
+
+static void
+test_operators(void)
+{
+    ngx_unit_matches("file:///{+path}", "file:///a/b/c.txt?x=1#f",
+                     "path=a/b/c.txt?x=1#f",
+                     "{+path}: reserved characters are part of the value");
+    ngx_unit_declines("file:///{+path}", "file:///",
+                      "{+path}: an empty value does not match");
+
+    ngx_unit_matches("http://h/{#frag}", "http://h/#sec/1",
+                     "frag=sec/1", "{#frag}: the fragment");
+    ngx_unit_matches("http://h/{#frag}", "http://h/", "",
+                     "{#frag}: absent, the variable is undefined");
+
+    ngx_unit_matches("file{.ext}", "file.txt", "ext=txt", "{.ext}: a label");
+    ngx_unit_matches("file{.ext}", "file.tar.gz", "ext=tar.gz",
+                     "{.ext}: the last variable takes the other labels");
+    ngx_unit_declines("file{.ext}", "filetxt",
+                      "{.ext}: no \".\", no match");
+
+    ngx_unit_matches("http://h{/a,b}", "http://h/x/y", "a=x;b=y",
+                     "{/a,b}: one segment each");
+    ngx_unit_matches("http://h{/a,b}", "http://h/x", "a=x",
+                     "{/a,b}: b undefined");
+    ngx_unit_declines("http://h{/a,b}", "http://h/x/y/z",
+                      "{/a,b}: more segments than variables");
+
+    ngx_unit_matches("/s{?q,lang}", "/s?q=cat&lang=en", "q=cat;lang=en",
+                     "{?q,lang}: both");
+    ngx_unit_matches("/s{?q,lang}", "/s?lang=en&q=c%26t", "lang=en;q=c&t",
+                     "{?q,lang}: in another order, decoded");
+    ngx_unit_matches("/s{?q,lang}", "/s?lang=", "lang=",
+                     "{?q,lang}: one, with an empty value");
+    ngx_unit_matches("/s{?q,lang}", "/s", "",
+                     "{?q,lang}: none");
+    ngx_unit_declines("/s{?q,lang}", "/s?z=1",
+                      "{?q,lang}: a name the template lacks");
+    ngx_unit_declines("/s{?q,lang}", "/s?q=1&q=2",
+                      "{?q,lang}: a name twice");
+    ngx_unit_matches("/s?fixed=1{&q}", "/s?fixed=1&q=x", "q=x",
+                     "{&q}: a query continued");
+
+    ngx_unit_matches("x{;p,r}", "x;p;r=5", "p=;r=5",
+                     "{;p,r}: \";p\" is an empty value, \";r=5\" a value");
+}
+
+
+static void
+test_lists(void)
+{
+    ngx_unit_matches("/{a,b}", "/1,2", "a=1;b=2", "{a,b}: two values");
+    ngx_unit_matches("/{a,b}", "/1", "a=1", "{a,b}: b undefined");
+    ngx_unit_declines("/{a,b}", "/1,2,3",
+                      "{a,b}: more items than variables");
+    ngx_unit_matches("/{a,b*}", "/1,2,3", "a=1;b=2,3",
+                     "{a,b*}: an exploded last variable takes the rest");
+    ngx_unit_matches("/{+a,b}", "/1,2,3", "a=1;b=2,3",
+                     "{+a,b}: a reserved last variable takes the rest");
+    ngx_unit_matches("/list{/items*}", "/list/a/b/c", "items=a/b/c",
+                     "{/items*}: exploded path segments");
+}
+
+
+static void
+test_prefix(void)
+{
+    ngx_unit_matches("/{id:3}", "/abc", "id=abc", "{id:3}: three chars");
+    ngx_unit_declines("/{id:3}", "/abcd", "{id:3}: four chars do not");
+    ngx_unit_matches("/{id:2}", "/%C3%A9%C3%A9", "id=\xc3\xa9\xc3\xa9",
+                     "{id:2}: characters, not bytes, are counted");
+    ngx_unit_declines("/{id:2}", "/%C3%A9%C3%A9x",
+                      "{id:2}: three characters do not");
+    ngx_unit_matches("/{id:3}/{rest}", "/abc/def", "id=abc;rest=def",
+                     "{id:3}/{rest}: both");
+}
+
+
+static void
+test_malformed(void)
+{
+    ngx_unit_malformed("a{id", "an unclosed brace: NGX_ERROR");
+    ngx_unit_malformed("a}b", "a stray \"}\": NGX_ERROR");
+    ngx_unit_malformed("a{}", "an empty expression: NGX_ERROR");
+    ngx_unit_malformed("a{=x}", "a reserved operator (=): NGX_ERROR");
+    ngx_unit_malformed("a{|x}", "a reserved operator (|): NGX_ERROR");
+    ngx_unit_malformed("a{x:0}", "a prefix of 0: NGX_ERROR");
+    ngx_unit_malformed("a{x:10000}", "a prefix beyond 9999: NGX_ERROR");
+    ngx_unit_malformed("a{x y}", "a space in a name: NGX_ERROR");
+    ngx_unit_malformed("a{x%zz}", "a bad triplet in a name: NGX_ERROR");
+    ngx_unit_malformed("a{..x}", "a name starting with \".\": NGX_ERROR");
+    ngx_unit_malformed("a{a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q}",
+                       "17 variables in one expression: NGX_ERROR");
+    ngx_unit_malformed("{ok}/{x,}", "an empty name after a comma: NGX_ERROR");
+
+    ngx_unit_matches("a{a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p}", "a1", "a=1",
+                     "16 variables in one expression: accepted");
+    ngx_unit_matches("/{x.y_Z%41}", "/v", "x.y_Z%41=v",
+                     "dots, underscores and triplets in a name: accepted");
+}
+
+
+static void
+test_vars_array(void)
+{
+    ngx_str_t      t, u;
+    ngx_array_t   *vars;
+    ngx_keyval_t  *kv;
+
+    vars = ngx_array_create(pool, 1, sizeof(ngx_keyval_t));
+    if (vars == NULL) {
+        CHECK(0, "array");
+        return;
+    }
+
+    kv = ngx_array_push(vars);
+    if (kv == NULL) {
+        CHECK(0, "array");
+        return;
+    }
+
+    ngx_str_set(&kv->key, "before");
+    ngx_str_set(&kv->value, "kept");
+
+    ngx_str_set(&t, "/{a}/{b}");
+    ngx_str_set(&u, "/1/2/3");
+
+    CHECK(ngx_http_mcp_uritemplate_match(pool, &t, &u, vars) == NGX_DECLINED
+          && vars->nelts == 1,
+          "a failed match leaves the caller's variables as they were");
+
+    ngx_str_set(&u, "/1/2");
+
+    CHECK(ngx_http_mcp_uritemplate_match(pool, &t, &u, vars) == NGX_OK
+          && vars->nelts == 3,
+          "a match appends to the caller's variables");
+
+    kv = vars->elts;
+
+    CHECK(kv[0].value.len == 4 && ngx_strncmp(kv[0].value.data, "kept", 4) == 0
+          && kv[1].key.len == 1 && kv[1].key.data[0] == 'a'
+          && kv[2].value.len == 1 && kv[2].value.data[0] == '2',
+          "... after them, in template order");
 }

@@ -9,6 +9,8 @@
 
 #include "ngx_http_mcp_internal.h"
 
+#include <openssl/sha.h>
+
 
 static ngx_int_t ngx_http_mcp_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_mcp_postconfiguration(ngx_conf_t *cf);
@@ -26,6 +28,8 @@ static char *ngx_http_mcp_builtin(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_mcp_session(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_mcp_allowed_origins(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_mcp_state_key(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 
@@ -101,6 +105,20 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       ngx_conf_set_msec_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_mcp_loc_conf_t, request_timeout),
+      NULL },
+
+    { ngx_string("mcp_state_key"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_mcp_state_key,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_state_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, state_timeout),
       NULL },
 
     { ngx_string("mcp_pass"),
@@ -346,6 +364,8 @@ ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
     mlcf->keepalive = NGX_CONF_UNSET_MSEC;
     mlcf->retry = NGX_CONF_UNSET_MSEC;
     mlcf->request_timeout = NGX_CONF_UNSET_MSEC;
+    mlcf->state_key = NGX_CONF_UNSET_PTR;
+    mlcf->state_timeout = NGX_CONF_UNSET_MSEC;
 
     return mlcf;
 }
@@ -381,6 +401,9 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_msec_value(conf->retry, prev->retry, 1000);
     ngx_conf_merge_msec_value(conf->request_timeout, prev->request_timeout,
                               60000);
+    ngx_conf_merge_ptr_value(conf->state_key, prev->state_key, NULL);
+    ngx_conf_merge_msec_value(conf->state_timeout, prev->state_timeout,
+                              600000);
 
     if (conf->enable && conf->zone == NULL) {
         conf->zone = ngx_http_mcp_session_default_zone(cf);
@@ -610,6 +633,79 @@ ngx_http_mcp_check_page_size(ngx_conf_t *cf, void *post, void *data)
                            "not \"%ui\"", *np);
         return NGX_CONF_ERROR;
     }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * mcp_state_key file: the requestState key that every node serving the
+ * endpoint shares.  The file holds at least 32 random bytes (for
+ * example "openssl rand -hex 32"); the key is their SHA-256.
+ */
+
+static char *
+ngx_http_mcp_state_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_loc_conf_t  *mlcf = conf;
+
+    u_char       *key;
+    ssize_t       n;
+    ngx_str_t    *value, name;
+    ngx_file_t    file;
+    ngx_fd_t      fd;
+    u_char        buf[4096];
+
+    if (mlcf->state_key != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    name = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    fd = ngx_open_file(name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_open_file_n " \"%V\" failed", &name);
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&file, sizeof(ngx_file_t));
+    file.fd = fd;
+    file.name = name;
+    file.log = cf->log;
+
+    n = ngx_read_file(&file, buf, sizeof(buf), 0);
+
+    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
+        ngx_conf_log_error(NGX_LOG_ALERT, cf, ngx_errno,
+                           ngx_close_file_n " \"%V\" failed", &name);
+    }
+
+    if (n == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (n < 32) {
+        ngx_explicit_memzero(buf, sizeof(buf));
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must hold at least 32 bytes", &name);
+        return NGX_CONF_ERROR;
+    }
+
+    key = ngx_palloc(cf->pool, SHA256_DIGEST_LENGTH);
+    if (key == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    SHA256(buf, n, key);
+    ngx_explicit_memzero(buf, sizeof(buf));
+
+    mlcf->state_key = key;
 
     return NGX_CONF_OK;
 }

@@ -74,6 +74,12 @@
 #define NGX_HTTP_MCP_SERVER_ERROR          -32000
 #define NGX_HTTP_MCP_SESSION_NOT_FOUND     -32001
 #define NGX_HTTP_MCP_REQUEST_TIMED_OUT     -32001  /* a server request */
+/* 2026-07-28: the HTTP headers disagree with the body */
+#define NGX_HTTP_MCP_HEADER_MISMATCH       -32020
+/* 2026-07-28: the request needs a client capability it did not declare */
+#define NGX_HTTP_MCP_MISSING_CAPABILITY    -32021
+/* 2026-07-28: a protocol version this server does not speak */
+#define NGX_HTTP_MCP_UNSUPPORTED_VERSION   -32022
 
 /* an HTTP status nginx has no name for */
 #define NGX_HTTP_MCP_NOT_ACCEPTABLE        406
@@ -82,7 +88,11 @@
 #define NGX_HTTP_MCP_V20250326             1
 #define NGX_HTTP_MCP_V20250618             2
 #define NGX_HTTP_MCP_V20251125             3
+#define NGX_HTTP_MCP_V20260728             4
+/* the newest revision with sessions, what initialize negotiates */
 #define NGX_HTTP_MCP_VLATEST               NGX_HTTP_MCP_V20251125
+/* the first stateless revision: no session, per-request _meta */
+#define NGX_HTTP_MCP_VSTATELESS            NGX_HTTP_MCP_V20260728
 
 /* logging/setLevel levels, in order of severity */
 #define NGX_HTTP_MCP_LOG_DEBUG             0
@@ -93,6 +103,8 @@
 #define NGX_HTTP_MCP_LOG_CRITICAL          5
 #define NGX_HTTP_MCP_LOG_ALERT             6
 #define NGX_HTTP_MCP_LOG_EMERGENCY         7
+/* a stateless request without a log level: no log messages at all */
+#define NGX_HTTP_MCP_LOG_NONE              8
 
 #define NGX_HTTP_MCP_SESSION_ID_LEN        32
 #define NGX_HTTP_MCP_CLIENT_NAME_LEN       64
@@ -179,6 +191,9 @@ ngx_int_t ngx_http_mcp_add_prompt(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
 void ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result);
 void ngx_http_mcp_call_error(ngx_http_mcp_call_t *call, ngx_int_t code,
     const char *message);
+/* the same with the error's "data" member, which it takes (may be NULL) */
+void ngx_http_mcp_call_error_data(ngx_http_mcp_call_t *call, ngx_int_t code,
+    const char *message, cJSON *data);
 
 /*
  * Messages to the client before the result; each takes params.  They
@@ -195,6 +210,31 @@ ngx_int_t ngx_http_mcp_call_progress(ngx_http_mcp_call_t *call,
 ngx_int_t ngx_http_mcp_call_request(ngx_http_mcp_call_t *call,
     const char *method, cJSON *params, ngx_http_mcp_answer_pt handler,
     void *data);
+
+/*
+ * Multi-round requests (2026-07-28): a stateless client has no stream a
+ * server request could travel on.  A tools/call, prompts/get or
+ * resources/read handler that needs the client ends its call with an
+ * input-required result instead: requests is an object of key ->
+ * {"method": ..., "params": ...} (sampling/createMessage,
+ * elicitation/create, roots/list), state (may be NULL) is whatever the
+ * handler wants back.  The client retries the same request with the
+ * answers; the handler runs again and finds them with call_input() and
+ * its state with call_state().
+ *
+ * The module seals state with HMAC-SHA256 (mcp_state_key), binds it to
+ * the method, the name or URI and the caller, and makes it expire
+ * (mcp_state_timeout): a retry with a forged, foreign or stale state is
+ * refused before the handler runs.  Requests for a capability the
+ * client did not declare are left out; when none is left, the call ends
+ * with -32021.  input_required() takes requests and state.
+ */
+void ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call,
+    cJSON *requests, cJSON *state);
+/* the answer to the input request key on this retry, or NULL; read only */
+cJSON *ngx_http_mcp_call_input(ngx_http_mcp_call_t *call, const char *key);
+/* the state the previous round left, or NULL on a first round; read only */
+cJSON *ngx_http_mcp_call_state(ngx_http_mcp_call_t *call);
 
 /*
  * Ends the HTTP response that carries the call's stream, after the SSE
@@ -250,7 +290,11 @@ void ngx_http_mcp_call_set_data(ngx_http_mcp_call_t *call, void *data);
 /* whether the client asked for progress (params._meta.progressToken) */
 ngx_uint_t ngx_http_mcp_call_has_progress_token(ngx_http_mcp_call_t *call);
 
-/* the caller: protocol version, client name, capabilities; read only */
+/*
+ * the caller: protocol version, client name, capabilities; read only.
+ * version >= NGX_HTTP_MCP_VSTATELESS: a stateless request, which has no
+ * session and whose capabilities are the ones its own _meta declares.
+ */
 ngx_http_mcp_reqctx_t *ngx_http_mcp_call_client(ngx_http_mcp_call_t *call);
 
 /*

@@ -187,7 +187,14 @@ ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
         return;
     }
 
-    if (result == NULL) {
+    if (result == NULL
+        || (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS
+            && !cJSON_HasObjectItem(result, "resultType")
+            && cJSON_AddStringToObject(result, "resultType", "complete")
+               == NULL)
+        || (call->finish != NULL && call->finish(call, result) != NGX_OK))
+    {
+        cJSON_Delete(result);
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
                                 "Internal error");
         return;
@@ -209,13 +216,35 @@ void
 ngx_http_mcp_call_error(ngx_http_mcp_call_t *call, ngx_int_t code,
     const char *message)
 {
+    ngx_http_mcp_call_error_data(call, code, message, NULL);
+}
+
+
+void
+ngx_http_mcp_call_error_data(ngx_http_mcp_call_t *call, ngx_int_t code,
+    const char *message, cJSON *data)
+{
+    cJSON  *reply;
+
     if (call->done) {
+        cJSON_Delete(data);
         return;
     }
 
-    ngx_http_mcp_call_end(call, ngx_http_mcp_error_reply(call->log, call->id,
-                                                         code, message,
-                                                         &call->method));
+    reply = ngx_http_mcp_error_reply(call->log, call->id, code, message,
+                                     &call->method);
+
+    if (reply != NULL
+        && ngx_http_mcp_jsonrpc_error_data(reply, data) != NGX_OK)
+    {
+        cJSON_Delete(reply);
+        reply = NULL;
+
+    } else if (reply == NULL) {
+        cJSON_Delete(data);
+    }
+
+    ngx_http_mcp_call_end(call, reply);
 }
 
 
@@ -287,6 +316,7 @@ ngx_http_mcp_call_free(ngx_http_mcp_call_t *call)
     cJSON_Delete(call->message);
     cJSON_Delete(call->id);
     cJSON_Delete(call->token_raw);
+    cJSON_Delete(call->state);
 
     /* the handler's cleanup handlers remove its timers */
     ngx_destroy_pool(call->pool);
@@ -685,6 +715,16 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
     ngx_int_t                 rc;
     ngx_http_mcp_request_t   *req, **rp;
     ngx_http_mcp_loc_conf_t  *mlcf;
+
+    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
+        /* no stream for requests: see ngx_http_mcp_call_input_required() */
+        cJSON_Delete(params);
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_REQUEST,
+                                "Invalid Request: this tool sends requests "
+                                "to the client, which needs a 2025-11-25 "
+                                "session");
+        return NGX_DECLINED;
+    }
 
     if (call->done || ngx_http_mcp_call_stream(call) != NGX_OK) {
         cJSON_Delete(params);

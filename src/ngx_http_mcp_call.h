@@ -33,6 +33,13 @@ struct ngx_http_mcp_call_s {
     ngx_array_t               *vars;            /* template variables,
                                                    ngx_keyval_t */
     void                      *data;            /* the handler's own */
+    cJSON                     *inputs;          /* params.inputResponses */
+    cJSON                     *state;           /* opened requestState,
+                                                   owned */
+    ngx_int_t                (*finish)(ngx_http_mcp_call_t *call,
+                                       cJSON *result);
+                                                /* what the method adds
+                                                   to every result */
 
     /* owned by the module */
     ngx_http_mcp_ctx_t        *ctx;             /* its POST, while it lasts */

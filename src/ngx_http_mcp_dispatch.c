@@ -10,9 +10,16 @@
 #include "ngx_http_mcp_internal.h"
 
 
+/* which revisions have a method */
+#define NGX_HTTP_MCP_SESSIONFUL    0x01    /* 2025-03-26 to 2025-11-25 */
+#define NGX_HTTP_MCP_STATELESS     0x02    /* 2026-07-28 */
+#define NGX_HTTP_MCP_ANY_ERA       0x03
+
+
 typedef struct {
     ngx_str_t                  name;
     ngx_http_mcp_handler_pt    handler;
+    ngx_uint_t                 eras;
 } ngx_http_mcp_method_t;
 
 
@@ -26,7 +33,11 @@ typedef struct {
 
 static ngx_http_mcp_method_t *ngx_http_mcp_method(ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_initialize(ngx_http_mcp_call_t *call);
-static cJSON *ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set);
+static ngx_int_t ngx_http_mcp_discover(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call,
+    cJSON *result);
+static cJSON *ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set,
+    ngx_uint_t stateless);
 static ngx_int_t ngx_http_mcp_ping(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_set_level(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_complete(ngx_http_mcp_call_t *call);
@@ -35,6 +46,7 @@ static ngx_int_t ngx_http_mcp_list(ngx_http_mcp_call_t *call);
 static ngx_uint_t ngx_http_mcp_policy_allows(void *data, ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_resources_read(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_run_entry(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_prompts_get(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_check_prompt_arguments(
@@ -52,21 +64,37 @@ static ngx_array_t *ngx_http_mcp_permitted_tools(ngx_http_mcp_call_t *call,
 static ngx_int_t ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call);
 
 
+/*
+ * 2026-07-28 has no lifecycle (initialize, ping), sets the log level per
+ * request and replaces resources/subscribe with subscriptions/listen;
+ * it adds server/discover.
+ */
 static ngx_http_mcp_method_t  ngx_http_mcp_methods[] = {
-    { ngx_string("initialize"), ngx_http_mcp_initialize },
-    { ngx_string("ping"), ngx_http_mcp_ping },
-    { ngx_string("tools/list"), ngx_http_mcp_list },
-    { ngx_string("tools/call"), ngx_http_mcp_tools_call },
-    { ngx_string("resources/list"), ngx_http_mcp_list },
-    { ngx_string("resources/read"), ngx_http_mcp_resources_read },
-    { ngx_string("resources/templates/list"), ngx_http_mcp_list },
-    { ngx_string("resources/subscribe"), ngx_http_mcp_subscribe },
-    { ngx_string("resources/unsubscribe"), ngx_http_mcp_subscribe },
-    { ngx_string("prompts/list"), ngx_http_mcp_list },
-    { ngx_string("prompts/get"), ngx_http_mcp_prompts_get },
-    { ngx_string("logging/setLevel"), ngx_http_mcp_set_level },
-    { ngx_string("completion/complete"), ngx_http_mcp_complete },
-    { ngx_null_string, NULL }
+    { ngx_string("initialize"), ngx_http_mcp_initialize,
+      NGX_HTTP_MCP_SESSIONFUL },
+    { ngx_string("ping"), ngx_http_mcp_ping, NGX_HTTP_MCP_SESSIONFUL },
+    { ngx_string("server/discover"), ngx_http_mcp_discover,
+      NGX_HTTP_MCP_STATELESS },
+    { ngx_string("tools/list"), ngx_http_mcp_list, NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("tools/call"), ngx_http_mcp_tools_call,
+      NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("resources/list"), ngx_http_mcp_list, NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("resources/read"), ngx_http_mcp_resources_read,
+      NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("resources/templates/list"), ngx_http_mcp_list,
+      NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("resources/subscribe"), ngx_http_mcp_subscribe,
+      NGX_HTTP_MCP_SESSIONFUL },
+    { ngx_string("resources/unsubscribe"), ngx_http_mcp_subscribe,
+      NGX_HTTP_MCP_SESSIONFUL },
+    { ngx_string("prompts/list"), ngx_http_mcp_list, NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("prompts/get"), ngx_http_mcp_prompts_get,
+      NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("logging/setLevel"), ngx_http_mcp_set_level,
+      NGX_HTTP_MCP_SESSIONFUL },
+    { ngx_string("completion/complete"), ngx_http_mcp_complete,
+      NGX_HTTP_MCP_ANY_ERA },
+    { ngx_null_string, NULL, 0 }
 };
 
 
@@ -106,21 +134,31 @@ ngx_http_mcp_method(ngx_str_t *name)
 }
 
 
+/* whether a session-ful client may call the method */
+
 ngx_uint_t
 ngx_http_mcp_dispatch_known(ngx_str_t *method)
 {
-    return ngx_http_mcp_method(method) != NULL;
+    ngx_http_mcp_method_t  *m;
+
+    m = ngx_http_mcp_method(method);
+
+    return m != NULL && (m->eras & NGX_HTTP_MCP_SESSIONFUL);
 }
 
 
 ngx_int_t
 ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call)
 {
+    ngx_uint_t              era;
     ngx_http_mcp_method_t  *m;
 
     m = ngx_http_mcp_method(&call->method);
 
-    if (m == NULL) {
+    era = (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS)
+          ? NGX_HTTP_MCP_STATELESS : NGX_HTTP_MCP_SESSIONFUL;
+
+    if (m == NULL || !(m->eras & era)) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_METHOD_NOT_FOUND,
                                 "Method not found");
         return NGX_OK;
@@ -185,7 +223,7 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
            == NULL
         || !cJSON_AddItemToObject(result, "capabilities",
                                   ngx_http_mcp_capabilities(
-                                      ngx_http_mcp_call_conf(call)->set))
+                                      ngx_http_mcp_call_conf(call)->set, 0))
         || (info = cJSON_AddObjectToObject(result, "serverInfo")) == NULL
         || cJSON_AddStringToObject(info, "name", "ngx_http_mcp_module")
            == NULL
@@ -202,8 +240,73 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
 }
 
 
+/*
+ * server/discover (2026-07-28): what initialize tells a 2025 client,
+ * for a client that has no session: the versions we speak, the
+ * capabilities and who we are.
+ */
+
+static ngx_int_t
+ngx_http_mcp_discover(ngx_http_mcp_call_t *call)
+{
+    cJSON  *result, *meta, *info;
+
+    result = cJSON_CreateObject();
+
+    if (result == NULL
+        || !cJSON_AddItemToObject(result, "supportedVersions",
+                                  ngx_http_mcp_versions_json())
+        || !cJSON_AddItemToObject(result, "capabilities",
+                                  ngx_http_mcp_capabilities(
+                                      ngx_http_mcp_call_conf(call)->set, 1))
+        || (meta = cJSON_AddObjectToObject(result, "_meta")) == NULL
+        || (info = cJSON_AddObjectToObject(meta,
+                       "io.modelcontextprotocol/serverInfo")) == NULL
+        || cJSON_AddStringToObject(info, "name", "ngx_http_mcp_module")
+           == NULL
+        || cJSON_AddStringToObject(info, "version",
+                                   NGX_HTTP_MCP_MODULE_VERSION) == NULL)
+    {
+        cJSON_Delete(result);
+        return NGX_ERROR;
+    }
+
+    call->finish = ngx_http_mcp_cache_hints;
+
+    ngx_http_mcp_call_result(call, result);
+
+    return NGX_OK;
+}
+
+
+/*
+ * 2026-07-28's caching hints on what a client may cache: lists, reads
+ * and discover.  What an authenticated caller sees may be its own
+ * (permits filter the tools), so it is private then.
+ */
+
+static ngx_int_t
+ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call, cJSON *result)
+{
+    if (cJSON_AddNumberToObject(result, "ttlMs", 0) == NULL
+        || cJSON_AddStringToObject(result, "cacheScope",
+                                   call->rctx->auth ? "private" : "public")
+           == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The capabilities of a set.  A stateless client has no session to hear
+ * list changes or resource updates on, so it is not offered them.
+ */
+
 static cJSON *
-ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set)
+ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set, ngx_uint_t stateless)
 {
     cJSON  *caps, *cap;
 
@@ -224,7 +327,9 @@ ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set)
     if (set->tools.nelts) {
         cap = cJSON_AddObjectToObject(caps, "tools");
 
-        if (cap == NULL || !cJSON_AddTrueToObject(cap, "listChanged")) {
+        if (cap == NULL
+            || (!stateless && !cJSON_AddTrueToObject(cap, "listChanged")))
+        {
             goto failed;
         }
     }
@@ -232,8 +337,10 @@ ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set)
     if (set->resources.nelts || set->templates.nelts) {
         cap = cJSON_AddObjectToObject(caps, "resources");
 
-        if (cap == NULL || !cJSON_AddTrueToObject(cap, "subscribe")
-            || !cJSON_AddTrueToObject(cap, "listChanged"))
+        if (cap == NULL
+            || (!stateless
+                && (!cJSON_AddTrueToObject(cap, "subscribe")
+                    || !cJSON_AddTrueToObject(cap, "listChanged"))))
         {
             goto failed;
         }
@@ -242,7 +349,9 @@ ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set)
     if (set->prompts.nelts) {
         cap = cJSON_AddObjectToObject(caps, "prompts");
 
-        if (cap == NULL || !cJSON_AddTrueToObject(cap, "listChanged")) {
+        if (cap == NULL
+            || (!stateless && !cJSON_AddTrueToObject(cap, "listChanged")))
+        {
             goto failed;
         }
     }
@@ -442,6 +551,10 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call)
         return NGX_ERROR;
     }
 
+    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
+        call->finish = ngx_http_mcp_cache_hints;
+    }
+
     ngx_http_mcp_call_result(call, result);
 
     return NGX_OK;
@@ -496,7 +609,7 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    return call->entry->handler(call);
+    return ngx_http_mcp_run_entry(call);
 }
 
 
@@ -532,7 +645,7 @@ ngx_http_mcp_prompts_get(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    return call->entry->handler(call);
+    return ngx_http_mcp_run_entry(call);
 }
 
 
@@ -584,6 +697,32 @@ ngx_http_mcp_resources_read(ngx_http_mcp_call_t *call)
 
     if (ngx_http_mcp_find_resource(call) == NULL) {
         return NGX_OK;
+    }
+
+    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
+        call->finish = ngx_http_mcp_cache_hints;
+    }
+
+    return ngx_http_mcp_run_entry(call);
+}
+
+
+/*
+ * The handler of a tool, prompt or resource: on a stateless retry, once
+ * the answers and the state it brings are checked (see mrtr.c).
+ */
+
+static ngx_int_t
+ngx_http_mcp_run_entry(ngx_http_mcp_call_t *call)
+{
+    ngx_int_t  rc;
+
+    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
+        rc = ngx_http_mcp_call_open_state(call);
+
+        if (rc != NGX_OK) {
+            return (rc == NGX_DECLINED) ? NGX_OK : rc;
+        }
     }
 
     return call->entry->handler(call);
@@ -654,7 +793,7 @@ ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call)
 static ngx_http_mcp_entry_t *
 ngx_http_mcp_find_resource(ngx_http_mcp_call_t *call)
 {
-    cJSON               *uri;
+    cJSON               *uri, *data;
     ngx_http_mcp_set_t  *set;
 
     if (ngx_http_mcp_param(call, call->params, "uri", cJSON_String, 1, &uri)
@@ -680,7 +819,23 @@ ngx_http_mcp_find_resource(ngx_http_mcp_call_t *call)
         return NULL;
     }
 
-    if (call->entry == NULL) {
+    if (call->entry == NULL
+        && call->rctx->version >= NGX_HTTP_MCP_VSTATELESS)
+    {
+        /* 2026-07-28 (SEP-2164): invalid params, naming the URI */
+        data = cJSON_CreateObject();
+
+        if (data != NULL
+            && cJSON_AddStringToObject(data, "uri", uri->valuestring) == NULL)
+        {
+            cJSON_Delete(data);
+            data = NULL;
+        }
+
+        ngx_http_mcp_call_error_data(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                     "Resource not found", data);
+
+    } else if (call->entry == NULL) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
                                 "Resource not found");
     }

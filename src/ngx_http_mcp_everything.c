@@ -359,7 +359,11 @@ ngx_http_mcp_everything_init(ngx_conf_t *cf, ngx_http_mcp_set_t *set)
 
     set->complete = ngx_http_mcp_everything_complete;
 
-    return ngx_http_mcp_everything_streaming_init(cf, set);
+    if (ngx_http_mcp_everything_streaming_init(cf, set) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_everything_mrtr_init(cf, set);
 }
 
 

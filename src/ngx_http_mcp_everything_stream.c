@@ -132,6 +132,14 @@ ngx_http_mcp_everything_streaming_init(ngx_conf_t *cf,
             NGX_HTTP_MCP_EVERYTHING_NONE),
             ngx_http_mcp_everything_logging, NULL) != NGX_OK
 
+        /* the same, as the stateless suite names it */
+        || ngx_http_mcp_add_tool(cf, set, NGX_HTTP_MCP_EVERYTHING_TOOL(
+            "test_logging_tool",
+            "Emits log messages at the request's log level, none without "
+            "one",
+            NGX_HTTP_MCP_EVERYTHING_NONE),
+            ngx_http_mcp_everything_logging, NULL) != NGX_OK
+
         || ngx_http_mcp_add_tool(cf, set, NGX_HTTP_MCP_EVERYTHING_TOOL(
             "test_tool_with_progress",
             "Tests tool that reports progress notifications",

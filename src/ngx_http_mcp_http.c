@@ -26,12 +26,21 @@ typedef struct {
 } ngx_http_mcp_status_t;
 
 
+/* what ends a stateless request's own session with the request */
+typedef struct {
+    ngx_shm_zone_t            *zone;
+    ngx_log_t                 *log;
+    ngx_str_t                  id;
+} ngx_http_mcp_session_end_t;
+
+
 static ngx_uint_t ngx_http_mcp_localhost_origin(ngx_str_t *origin);
 static ngx_int_t ngx_http_mcp_accept_q(ngx_str_t *accept, ngx_str_t *type,
     ngx_uint_t *specificity);
 static u_char *ngx_http_mcp_accept_param(u_char *p, u_char *end,
     ngx_int_t *q);
 static void ngx_http_mcp_cleanup(void *data);
+static void ngx_http_mcp_session_end(void *data);
 
 
 static ngx_str_t  ngx_http_mcp_json_type = ngx_string("application/json");
@@ -748,11 +757,34 @@ ngx_int_t
 ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status, cJSON *id,
     ngx_int_t code, const char *message)
 {
+    return ngx_http_mcp_send_error_data(r, status, id, code, message, NULL);
+}
+
+
+/* the same with members for the error's "data" (an object, freed) */
+
+ngx_int_t
+ngx_http_mcp_send_error_data(ngx_http_request_t *r, ngx_uint_t status,
+    cJSON *id, ngx_int_t code, const char *message, cJSON *data)
+{
     u_char              *body;
     size_t               len;
+    cJSON               *reply;
     ngx_http_mcp_ctx_t  *ctx;
 
-    body = ngx_http_mcp_error_print(r, id, code, message, &len);
+    reply = ngx_http_mcp_error_reply(r->connection->log, id, code, message,
+                                     NULL);
+
+    if (reply == NULL || ngx_http_mcp_jsonrpc_error_data(reply, data) != NGX_OK)
+    {
+        cJSON_Delete(reply);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    body = ngx_http_mcp_jsonrpc_print(r->pool, reply, &len);
+
+    cJSON_Delete(reply);
+
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -936,6 +968,77 @@ ngx_http_mcp_session_new(ngx_http_mcp_ctx_t *ctx,
     ctx->rctx.session_id = ctx->new_session;
 
     return NGX_OK;
+}
+
+
+/*
+ * A stateless request (2026-07-28) whose reply becomes an SSE stream:
+ * the stream's events need a session's log to travel through, so the
+ * request gets a session of its own that nobody is told of and that
+ * ends with the request.  It counts against the client's sessions.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx)
+{
+    ngx_int_t                     rc;
+    ngx_pool_cleanup_t           *cln;
+    ngx_http_mcp_session_init_t   init;
+    ngx_http_mcp_session_end_t   *end;
+
+    ngx_memzero(&init, sizeof(ngx_http_mcp_session_init_t));
+
+    init.version = ctx->rctx.version;
+    init.client_name = ctx->rctx.client_name;
+
+    if (ctx->rctx.auth != NULL) {
+        init.binding = ((ngx_http_mcp_auth_t *) ctx->rctx.auth)->binding;
+    }
+
+    if (ngx_http_mcp_session_client_key(ctx->conf->zone, ctx->request,
+                                        &init.client_key)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(ctx->request->pool,
+                               sizeof(ngx_http_mcp_session_end_t));
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    end = cln->data;
+    end->zone = ctx->conf->zone;
+    end->log = ctx->request->connection->log;
+    end->id.len = 0;
+    end->id.data = ngx_pnalloc(ctx->request->pool,
+                               NGX_HTTP_MCP_SESSION_ID_LEN);
+    if (end->id.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_session_create(ctx->conf->zone, end->log, &init,
+                                     end->id.data);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    end->id.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+    cln->handler = ngx_http_mcp_session_end;
+
+    ctx->rctx.session_id = end->id;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_session_end(void *data)
+{
+    ngx_http_mcp_session_end_t  *end = data;
+
+    (void) ngx_http_mcp_session_delete(end->zone, &end->id, end->log);
 }
 
 

@@ -70,6 +70,9 @@ typedef struct {
     ngx_msec_t                 keepalive;   /* SSE comment interval */
     ngx_msec_t                 retry;       /* SSE retry: field */
     ngx_msec_t                 request_timeout;  /* server requests */
+    u_char                    *state_key;   /* mcp_state_key's, or NULL:
+                                               the zone's */
+    ngx_msec_t                 state_timeout;  /* requestState lifetime */
 } ngx_http_mcp_loc_conf_t;
 
 
@@ -165,6 +168,7 @@ struct ngx_http_mcp_ctx_s {
     unsigned                   batch:1;
     unsigned                   parsed:1;
     unsigned                   waiting:1;
+    unsigned                   stateless:1;  /* 2026-07-28: no session */
 };
 
 
@@ -241,6 +245,8 @@ u_char *ngx_http_mcp_jsonrpc_print(ngx_pool_t *pool, cJSON *json,
 ngx_int_t ngx_http_mcp_correlation_id(u_char *buf, size_t len);
 ngx_uint_t ngx_http_mcp_version_parse(ngx_str_t *s);
 const char *ngx_http_mcp_version_name(ngx_uint_t version);
+cJSON *ngx_http_mcp_versions_json(void);
+ngx_int_t ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data);
 
 /* uritemplate.c: RFC 6570 matching */
 ngx_int_t ngx_http_mcp_uritemplate_match(ngx_pool_t *pool, ngx_str_t *tmpl,
@@ -276,6 +282,7 @@ ngx_int_t ngx_http_mcp_session_target(ngx_shm_zone_t *zone, ngx_str_t *id,
 ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_target_t *target);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);
+void ngx_http_mcp_session_state_key(ngx_shm_zone_t *zone, u_char *key);
 
 ngx_int_t ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone,
     ngx_str_t *sid, ngx_uint_t standalone, uint32_t pending, uint32_t resume,
@@ -338,6 +345,10 @@ ngx_int_t ngx_http_mcp_send(ngx_http_request_t *r, ngx_uint_t status,
     ngx_http_mcp_ctx_t *ctx, u_char *body, size_t len);
 ngx_int_t ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status,
     cJSON *id, ngx_int_t code, const char *message);
+ngx_int_t ngx_http_mcp_send_error_data(ngx_http_request_t *r,
+    ngx_uint_t status, cJSON *id, ngx_int_t code, const char *message,
+    cJSON *data);
+ngx_int_t ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx);
 const char *ngx_http_mcp_status_error(ngx_uint_t status, ngx_int_t *code);
 cJSON *ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     const char *message, ngx_str_t *method);
@@ -403,6 +414,7 @@ ngx_int_t ngx_http_mcp_client_response(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ngx_http_mcp_msg_t *msg, ngx_pool_t *pool, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ngx_http_mcp_msg_t *msg, ngx_pool_t *pool, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call);
 
 
 /* ---- dispatch.c: the method table ---- */
@@ -422,6 +434,14 @@ ngx_int_t ngx_http_mcp_proxy_other(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 ngx_uint_t ngx_http_mcp_proxy_replica_gone(ngx_http_mcp_ctx_t *ctx);
 ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
+
+
+/* ---- stateless.c: the HTTP edge of a 2026-07-28 request ---- */
+
+ngx_uint_t ngx_http_mcp_stateless_request(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx,
+    ngx_int_t *rc);
+ngx_uint_t ngx_http_mcp_stateless_status(cJSON *reply);
 
 
 /* ---- transport.c, variables.c: the entry points ---- */

@@ -370,7 +370,8 @@ static ngx_str_t  ngx_http_mcp_versions[] = {
     ngx_null_string,
     ngx_string("2025-03-26"),
     ngx_string("2025-06-18"),
-    ngx_string("2025-11-25")
+    ngx_string("2025-11-25"),
+    ngx_string("2026-07-28")
 };
 
 
@@ -379,7 +380,7 @@ ngx_http_mcp_version_parse(ngx_str_t *s)
 {
     ngx_uint_t  v;
 
-    for (v = NGX_HTTP_MCP_V20250326; v <= NGX_HTTP_MCP_VLATEST; v++) {
+    for (v = NGX_HTTP_MCP_V20250326; v <= NGX_HTTP_MCP_VSTATELESS; v++) {
         if (s->len == ngx_http_mcp_versions[v].len
             && ngx_strncmp(s->data, ngx_http_mcp_versions[v].data, s->len)
                == 0)
@@ -396,4 +397,73 @@ const char *
 ngx_http_mcp_version_name(ngx_uint_t version)
 {
     return (const char *) ngx_http_mcp_versions[version].data;
+}
+
+
+/* every version this server speaks, newest first, as a JSON array */
+
+cJSON *
+ngx_http_mcp_versions_json(void)
+{
+    cJSON       *list, *v;
+    ngx_uint_t   i;
+
+    list = cJSON_CreateArray();
+    if (list == NULL) {
+        return NULL;
+    }
+
+    for (i = NGX_HTTP_MCP_VSTATELESS; i >= NGX_HTTP_MCP_V20250326; i--) {
+        v = cJSON_CreateString(ngx_http_mcp_version_name(i));
+
+        if (v == NULL || !cJSON_AddItemToArray(list, v)) {
+            cJSON_Delete(v);
+            cJSON_Delete(list);
+            return NULL;
+        }
+    }
+
+    return list;
+}
+
+
+/*
+ * Moves the members of data (an object; freed) into the error's "data",
+ * beside its correlation id.
+ */
+
+ngx_int_t
+ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data)
+{
+    cJSON  *error, *to, *item;
+
+    if (data == NULL) {
+        return NGX_OK;
+    }
+
+    error = cJSON_GetObjectItemCaseSensitive(reply, "error");
+    to = cJSON_GetObjectItemCaseSensitive(error, "data");
+
+    if (to == NULL) {
+        to = cJSON_AddObjectToObject(error, "data");
+    }
+
+    if (to == NULL) {
+        cJSON_Delete(data);
+        return NGX_ERROR;
+    }
+
+    while (data->child != NULL) {
+        item = cJSON_DetachItemViaPointer(data, data->child);
+
+        if (!cJSON_AddItemToObject(to, item->string, item)) {
+            cJSON_Delete(item);
+            cJSON_Delete(data);
+            return NGX_ERROR;
+        }
+    }
+
+    cJSON_Delete(data);
+
+    return NGX_OK;
 }

@@ -73,6 +73,10 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_rbtree_init(&ctx->sh->clients, &ctx->sh->clients_sentinel,
                     ngx_rbtree_insert_value);
 
+    if (RAND_bytes(ctx->sh->state_key, sizeof(ctx->sh->state_key)) != 1) {
+        return NGX_ERROR;
+    }
+
     len = sizeof(" in MCP session zone \"\"") + shm_zone->shm.name.len;
 
     ctx->shpool->log_ctx = ngx_slab_alloc(ctx->shpool, len);
@@ -453,7 +457,8 @@ ngx_http_mcp_session_init_params(cJSON *params,
         init->version = ngx_http_mcp_version_parse(&s);
     }
 
-    if (init->version == 0) {
+    /* a stateless revision has no initialize: offer our latest with one */
+    if (init->version == 0 || init->version > NGX_HTTP_MCP_VLATEST) {
         init->version = NGX_HTTP_MCP_VLATEST;
     }
 
@@ -1016,4 +1021,18 @@ ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
 
     ngx_queue_remove(&w->queue);
     ngx_slab_free_locked(ctx->shpool, w);
+}
+
+
+/* the zone's requestState key: every worker of every cycle has the same */
+
+void
+ngx_http_mcp_session_state_key(ngx_shm_zone_t *zone, u_char *key)
+{
+    ngx_http_mcp_zone_t  *ctx;
+
+    ctx = zone->data;
+
+    /* written once when the zone was made, read only since */
+    ngx_memcpy(key, ctx->sh->state_key, sizeof(ctx->sh->state_key));
 }

@@ -113,6 +113,10 @@ typedef struct {
     ngx_uint_t                 lists_known;
     ngx_rbtree_t               clients;     /* ngx_http_mcp_client_t */
     ngx_rbtree_node_t          clients_sentinel;
+    u_char                     state_key[32];  /* requestState's HMAC key
+                                                 when mcp_state_key is not
+                                                 set: made at start, kept
+                                                 over reloads */
 } ngx_http_mcp_shctx_t;
 
 

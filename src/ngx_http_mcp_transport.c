@@ -15,7 +15,8 @@ static ngx_int_t ngx_http_mcp_post(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 static ngx_int_t ngx_http_mcp_delete(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
-static ngx_int_t ngx_http_mcp_check_headers(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_check_headers(ngx_http_request_t *r,
+    ngx_http_mcp_ctx_t *ctx);
 static void ngx_http_mcp_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_refuse(ngx_http_request_t *r,
     ngx_int_t status);
@@ -147,7 +148,8 @@ ngx_http_mcp_rewrite_handler(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    ctx->refused = ngx_http_mcp_check_headers(r);
+    ctx->stateless = ngx_http_mcp_stateless_request(r);
+    ctx->refused = ngx_http_mcp_check_headers(r, ctx);
 
     if (ctx->refused == NGX_OK
         && r->headers_in.content_length_n > (off_t) mlcf->max_body)
@@ -295,7 +297,7 @@ ngx_http_mcp_refuse(ngx_http_request_t *r, ngx_int_t status)
 /* returns NGX_OK or the HTTP status that refuses the request */
 
 static ngx_int_t
-ngx_http_mcp_check_headers(ngx_http_request_t *r)
+ngx_http_mcp_check_headers(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx)
 {
     ngx_str_t  type;
 
@@ -321,7 +323,8 @@ ngx_http_mcp_check_headers(ngx_http_request_t *r)
         return NGX_HTTP_UNSUPPORTED_MEDIA_TYPE;
     }
 
-    if (ngx_http_mcp_version_check(r) != NGX_OK) {
+    /* a stateless request's version is answered with its id: -32022 */
+    if (!ctx->stateless && ngx_http_mcp_version_check(r) != NGX_OK) {
         return NGX_HTTP_BAD_REQUEST;
     }
 
@@ -454,8 +457,17 @@ ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx)
                                        "Invalid Request: empty batch");
     }
 
-    if (!ctx->batch && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST
-        && ngx_strcmp(msg[0].method.data, "initialize") == 0)
+    if (ctx->stateless) {
+        /* 2026-07-28: the request says who its client is, no session */
+        if (ngx_http_mcp_stateless_check(ctx, &rc) != NGX_OK) {
+            return rc;
+        }
+
+        ctx->status = NGX_HTTP_OK;
+        rc = ngx_http_mcp_post_call(ctx, &msg[0], 0);
+
+    } else if (!ctx->batch && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST
+               && ngx_strcmp(msg[0].method.data, "initialize") == 0)
     {
         /* the one request that needs no session */
         ctx->status = NGX_HTTP_OK;
@@ -750,6 +762,10 @@ ngx_http_mcp_post_end(ngx_http_mcp_call_t *call, cJSON *reply)
 
     msg[call->index].reply = reply;
 
+    if (ctx->stateless && reply != NULL) {
+        ctx->status = ngx_http_mcp_stateless_status(reply);
+    }
+
     if (ctx->waiting && ctx->pending == 0) {
         ngx_http_finalize_request(ctx->request, ngx_http_mcp_reply(ctx));
     }
@@ -772,6 +788,21 @@ ngx_http_mcp_post_stream(ngx_http_mcp_call_t *call)
     ngx_http_mcp_msg_t  *msg;
 
     ctx = call->ctx;
+
+    if (ctx->stateless && ctx->rctx.session_id.len == 0) {
+        /* the stream's events travel through a session of the request's */
+        if (ngx_http_mcp_session_carrier(ctx) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        call->rctx->session_id.data = ngx_pstrdup(call->pool,
+                                                  &ctx->rctx.session_id);
+        if (call->rctx->session_id.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        call->rctx->session_id.len = ctx->rctx.session_id.len;
+    }
 
     if (ngx_http_mcp_stream_start(ctx) != NGX_OK) {
         return NGX_ERROR;

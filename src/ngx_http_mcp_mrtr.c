@@ -1,0 +1,376 @@
+
+/*
+ * Multi-round requests (2026-07-28): instead of sending a stateless
+ * client requests it has no stream for, a handler ends its call with an
+ * input-required result, and the client retries the same request with
+ * the answers (inputResponses) and the state it was given
+ * (requestState).
+ *
+ * The client holds the state so that no worker or node has to: any of
+ * them opens it with the shared key (mcp_state_key, else the zone's).
+ * The state is attacker-controlled input, so it is sealed with an HMAC
+ * that also covers what it was made for (method, name or URI, caller)
+ * and an expiry; what does not open is refused before the handler runs.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_state.h"
+
+
+static ngx_int_t ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call,
+    ngx_str_t *bind);
+static void ngx_http_mcp_mrtr_key(ngx_http_mcp_call_t *call, u_char *key);
+static const char *ngx_http_mcp_mrtr_capability(cJSON *request,
+    ngx_http_mcp_reqctx_t *rctx, ngx_uint_t *declared);
+static ngx_int_t ngx_http_mcp_mrtr_invalid(ngx_http_mcp_call_t *call,
+    const char *message);
+
+
+/*
+ * Before the handler of a retry runs: inputResponses must be an object
+ * of objects, and requestState must open.  Returns NGX_OK, or
+ * NGX_DECLINED when the call was ended with -32602.
+ */
+
+ngx_int_t
+ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call)
+{
+    u_char      key[NGX_HTTP_MCP_STATE_KEY_LEN];
+    cJSON      *inputs, *input, *token;
+    ngx_int_t   rc;
+    ngx_str_t   bind, text, payload;
+
+    inputs = cJSON_GetObjectItemCaseSensitive(call->params, "inputResponses");
+
+    if (inputs != NULL) {
+        if (!cJSON_IsObject(inputs)) {
+            return ngx_http_mcp_mrtr_invalid(call, "Invalid params: "
+                                             "inputResponses must be an "
+                                             "object");
+        }
+
+        cJSON_ArrayForEach(input, inputs) {
+            if (!cJSON_IsObject(input)) {
+                return ngx_http_mcp_mrtr_invalid(call, "Invalid params: "
+                                                 "each of inputResponses "
+                                                 "must be an object");
+            }
+        }
+
+        call->inputs = inputs;
+    }
+
+    token = cJSON_GetObjectItemCaseSensitive(call->params, "requestState");
+
+    if (token == NULL) {
+        return NGX_OK;
+    }
+
+    if (!cJSON_IsString(token)) {
+        return ngx_http_mcp_mrtr_invalid(call, "Invalid params: "
+                                         "requestState must be a string");
+    }
+
+    if (ngx_http_mcp_mrtr_bind(call, &bind) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_mcp_mrtr_key(call, key);
+
+    text.data = (u_char *) token->valuestring;
+    text.len = ngx_strlen(token->valuestring);
+
+    rc = ngx_http_mcp_state_open(call->pool, key, &bind, &text, ngx_time(),
+                                 &payload);
+
+    ngx_explicit_memzero(key, sizeof(key));
+
+    switch (rc) {
+
+    case NGX_OK:
+        break;
+
+    case NGX_ABORT:
+        return ngx_http_mcp_mrtr_invalid(call, "Invalid params: "
+                                         "requestState has expired");
+
+    case NGX_DECLINED:
+        ngx_log_error(NGX_LOG_INFO, call->log, 0,
+                      "mcp: a requestState for \"%V\" did not verify",
+                      &call->method);
+
+        return ngx_http_mcp_mrtr_invalid(call, "Invalid params: "
+                                         "requestState is not valid");
+
+    default:
+        return NGX_ERROR;
+    }
+
+    call->state = cJSON_ParseWithLength((char *) payload.data, payload.len);
+
+    if (call->state == NULL) {
+        /* we sealed it: only memory can fail here */
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
+    cJSON *state)
+{
+    char                     *text;
+    u_char                    key[NGX_HTTP_MCP_STATE_KEY_LEN];
+    cJSON                    *request, *next, *result, *missing;
+    ngx_int_t                 rc;
+    ngx_str_t                 bind, payload, token;
+    ngx_uint_t                declared, n;
+    const char               *capability;
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    if (call->rctx->version < NGX_HTTP_MCP_VSTATELESS) {
+        /* a session's client is asked with call_request() instead */
+        cJSON_Delete(requests);
+        cJSON_Delete(state);
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_REQUEST,
+                                "Invalid Request: this tool asks for input "
+                                "the way of protocol version 2026-07-28");
+        return;
+    }
+
+    result = NULL;
+    missing = cJSON_CreateObject();
+
+    if (requests == NULL || missing == NULL) {
+        goto failed;
+    }
+
+    /* what the client cannot answer is not asked */
+    n = 0;
+
+    for (request = requests->child; request; request = next) {
+        next = request->next;
+
+        capability = ngx_http_mcp_mrtr_capability(request, call->rctx,
+                                                  &declared);
+        if (declared) {
+            n++;
+            continue;
+        }
+
+        if (capability != NULL
+            && !cJSON_HasObjectItem(missing, capability)
+            && cJSON_AddObjectToObject(missing, capability) == NULL)
+        {
+            goto failed;
+        }
+
+        cJSON_Delete(cJSON_DetachItemViaPointer(requests, request));
+    }
+
+    if (n == 0 && missing->child != NULL) {
+        cJSON_Delete(requests);
+        cJSON_Delete(state);
+
+        result = cJSON_CreateObject();
+
+        if (result == NULL
+            || !cJSON_AddItemToObject(result, "requiredCapabilities",
+                                      missing))
+        {
+            cJSON_Delete(result);
+            cJSON_Delete(missing);
+            result = NULL;
+        }
+
+        ngx_http_mcp_call_error_data(call, NGX_HTTP_MCP_MISSING_CAPABILITY,
+                                     "Missing required client capability",
+                                     result);
+        return;
+    }
+
+    cJSON_Delete(missing);
+    missing = NULL;
+
+    result = cJSON_CreateObject();
+
+    if (result == NULL
+        || cJSON_AddStringToObject(result, "resultType", "input_required")
+           == NULL)
+    {
+        goto failed;
+    }
+
+    if (requests->child != NULL) {
+        cJSON_AddItemToObject(result, "inputRequests", requests);
+
+    } else {
+        cJSON_Delete(requests);
+    }
+
+    requests = NULL;
+
+    if (state != NULL) {
+        text = cJSON_PrintUnformatted(state);
+        cJSON_Delete(state);
+        state = NULL;
+
+        if (text == NULL || ngx_http_mcp_mrtr_bind(call, &bind) != NGX_OK) {
+            cJSON_free(text);
+            goto failed;
+        }
+
+        payload.data = (u_char *) text;
+        payload.len = ngx_strlen(text);
+
+        mlcf = ngx_http_mcp_call_conf(call);
+        ngx_http_mcp_mrtr_key(call, key);
+
+        rc = ngx_http_mcp_state_seal(call->pool, key, &bind, &payload,
+                                     ngx_time() + mlcf->state_timeout / 1000,
+                                     &token);
+
+        ngx_explicit_memzero(key, sizeof(key));
+        cJSON_free(text);
+
+        if (rc != NGX_OK) {
+            goto failed;
+        }
+
+        text = ngx_pnalloc(call->pool, token.len + 1);
+        if (text == NULL) {
+            goto failed;
+        }
+
+        *ngx_cpymem(text, token.data, token.len) = '\0';
+
+        if (cJSON_AddStringToObject(result, "requestState", text) == NULL) {
+            goto failed;
+        }
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, call->log, 0,
+                   "mcp call \"%V\" needs input from the client",
+                   &call->method);
+
+    ngx_http_mcp_call_result(call, result);
+
+    return;
+
+failed:
+
+    cJSON_Delete(requests);
+    cJSON_Delete(state);
+    cJSON_Delete(missing);
+    cJSON_Delete(result);
+
+    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                            "Internal error");
+}
+
+
+cJSON *
+ngx_http_mcp_call_input(ngx_http_mcp_call_t *call, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(call->inputs, key);
+}
+
+
+cJSON *
+ngx_http_mcp_call_state(ngx_http_mcp_call_t *call)
+{
+    return call->state;
+}
+
+
+/* what a state was made for: "method\nname or URI\ncaller" */
+
+static ngx_int_t
+ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call, ngx_str_t *bind)
+{
+    u_char     *p;
+    ngx_str_t  *name, none = ngx_null_string;
+
+    name = (call->entry != NULL) ? &call->entry->name : &none;
+
+    if (call->uri.len) {
+        name = &call->uri;
+    }
+
+    bind->len = call->method.len + 1 + name->len + 1
+                + call->rctx->subject.len;
+
+    bind->data = ngx_pnalloc(call->pool, bind->len);
+    if (bind->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(bind->data, call->method.data, call->method.len);
+    *p++ = '\n';
+    p = ngx_cpymem(p, name->data, name->len);
+    *p++ = '\n';
+    ngx_memcpy(p, call->rctx->subject.data, call->rctx->subject.len);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_mrtr_key(ngx_http_mcp_call_t *call, u_char *key)
+{
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    mlcf = ngx_http_mcp_call_conf(call);
+
+    if (mlcf->state_key != NULL) {
+        ngx_memcpy(key, mlcf->state_key, NGX_HTTP_MCP_STATE_KEY_LEN);
+
+    } else {
+        ngx_http_mcp_session_state_key(mlcf->zone, key);
+    }
+}
+
+
+/* the client capability an input request needs, and whether it is there */
+
+static const char *
+ngx_http_mcp_mrtr_capability(cJSON *request, ngx_http_mcp_reqctx_t *rctx,
+    ngx_uint_t *declared)
+{
+    cJSON  *method;
+
+    method = cJSON_GetObjectItemCaseSensitive(request, "method");
+    *declared = 0;
+
+    if (!cJSON_IsString(method)) {
+        return NULL;
+    }
+
+    if (ngx_strcmp(method->valuestring, "sampling/createMessage") == 0) {
+        *declared = rctx->sampling;
+        return "sampling";
+    }
+
+    if (ngx_strcmp(method->valuestring, "elicitation/create") == 0) {
+        *declared = rctx->elicitation;
+        return "elicitation";
+    }
+
+    if (ngx_strcmp(method->valuestring, "roots/list") == 0) {
+        *declared = rctx->roots;
+        return "roots";
+    }
+
+    return NULL;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_mrtr_invalid(ngx_http_mcp_call_t *call, const char *message)
+{
+    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS, message);
+    return NGX_DECLINED;
+}

@@ -1,0 +1,392 @@
+
+/*
+ * The HTTP edge of the stateless revision (2026-07-28): a request that
+ * names such a version in MCP-Protocol-Version and carries no
+ * Mcp-Session-Id is a whole conversation in itself.  Its params._meta
+ * says who the client is and what it can do, and the standard headers
+ * (Mcp-Method, Mcp-Name) must say what its body says, because nginx and
+ * every proxy before us route on them without reading the body.
+ *
+ * The checks run in the spec's order, each refusal a JSON-RPC error that
+ * echoes the request's id: an unknown version (-32022, with the ones we
+ * speak), missing _meta keys (-32602), a version in _meta that differs
+ * from the header's (-32020), headers that differ from the body
+ * (-32020).  What passes fills the request context that a session would
+ * fill for a 2025 client.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+#define NGX_HTTP_MCP_META_PREFIX  "io.modelcontextprotocol/"
+
+
+static ngx_int_t ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg, ngx_int_t *rc);
+static ngx_int_t ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg, ngx_int_t *rc);
+static ngx_int_t ngx_http_mcp_stateless_refuse(ngx_http_mcp_ctx_t *ctx,
+    cJSON *id, ngx_uint_t status, ngx_int_t code, const char *message,
+    cJSON *data, ngx_int_t *rc);
+static cJSON *ngx_http_mcp_meta(cJSON *meta, const char *name);
+static const char *ngx_http_mcp_name_param(ngx_str_t *method);
+static ngx_uint_t ngx_http_mcp_header_is(ngx_table_elt_t *h,
+    const char *value, size_t len);
+static ngx_uint_t ngx_http_mcp_log_level(cJSON *level);
+
+
+static const char  *ngx_http_mcp_levels[] = {
+    "debug", "info", "notice", "warning", "error", "critical", "alert",
+    "emergency", NULL
+};
+
+
+/*
+ * Whether a POST is of the stateless revision, from its headers alone:
+ * a version that is not one of the session-ful ones (a stateless one, or
+ * one we do not know, answered with -32022 once the id is known) and no
+ * session.  A 2025 client that names a version we do not speak keeps
+ * its old answer: it sends Mcp-Session-Id, or no version at initialize.
+ */
+
+ngx_uint_t
+ngx_http_mcp_stateless_request(ngx_http_request_t *r)
+{
+    ngx_uint_t        v;
+    ngx_table_elt_t  *h;
+
+    h = ngx_http_mcp_header_in(r, "MCP-Protocol-Version",
+                               sizeof("MCP-Protocol-Version") - 1);
+
+    if (h == NULL
+        || ngx_http_mcp_header_in(r, "Mcp-Session-Id",
+                                  sizeof("Mcp-Session-Id") - 1)
+           != NULL)
+    {
+        return 0;
+    }
+
+    v = ngx_http_mcp_version_parse(&h->value);
+
+    return v == 0 || v >= NGX_HTTP_MCP_VSTATELESS;
+}
+
+
+/*
+ * Checks a stateless POST's one message and fills ctx->rctx from it.
+ * Returns NGX_OK, or NGX_DECLINED when the request was refused; *rc is
+ * then the refusal's value for ngx_http_finalize_request().
+ */
+
+ngx_int_t
+ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc)
+{
+    ngx_http_mcp_msg_t  *msg;
+
+    msg = ctx->msgs.elts;
+
+    if (ctx->batch) {
+        return ngx_http_mcp_stateless_refuse(ctx, NULL, NGX_HTTP_BAD_REQUEST,
+                   NGX_HTTP_MCP_INVALID_REQUEST,
+                   "Invalid Request: a stateless request is one message, "
+                   "not a batch", NULL, rc);
+    }
+
+    if (msg[0].type != NGX_HTTP_MCP_MSG_REQUEST) {
+        /* nothing to answer: responses and notifications need a session */
+        return ngx_http_mcp_stateless_refuse(ctx, msg[0].id,
+                   NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_INVALID_REQUEST,
+                   msg[0].type == NGX_HTTP_MCP_MSG_INVALID
+                   ? "Invalid Request"
+                   : "Invalid Request: a stateless request must be a "
+                     "JSON-RPC request", NULL, rc);
+    }
+
+    if (ngx_http_mcp_stateless_meta(ctx, &msg[0], rc) != NGX_OK
+        || ngx_http_mcp_stateless_headers(ctx, &msg[0], rc) != NGX_OK)
+    {
+        return NGX_DECLINED;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ctx->request->connection->log, 0,
+                   "mcp stateless request \"%V\"", &msg[0].method);
+
+    return NGX_OK;
+}
+
+
+/* the version, the client and its capabilities, from params._meta */
+
+static ngx_int_t
+ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
+    ngx_int_t *rc)
+{
+    cJSON                  *meta, *version, *caps, *info, *name, *data;
+    cJSON                  *list;
+    ngx_str_t               s;
+    ngx_uint_t              v;
+    ngx_table_elt_t        *h;
+    ngx_http_mcp_reqctx_t  *rctx;
+
+    h = ngx_http_mcp_header_in(ctx->request, "MCP-Protocol-Version",
+                               sizeof("MCP-Protocol-Version") - 1);
+
+    v = ngx_http_mcp_version_parse(&h->value);
+
+    if (v == 0) {
+        /* the header's value, which is not NUL-terminated */
+        s.len = h->value.len;
+        s.data = ngx_pnalloc(ctx->request->pool, s.len + 1);
+
+        if (s.data == NULL) {
+            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return NGX_DECLINED;
+        }
+
+        *ngx_cpymem(s.data, h->value.data, s.len) = '\0';
+
+        data = cJSON_CreateObject();
+        list = ngx_http_mcp_versions_json();
+
+        if (data == NULL || list == NULL
+            || !cJSON_AddItemToObject(data, "supported", list)
+            || cJSON_AddStringToObject(data, "requested", (char *) s.data)
+               == NULL)
+        {
+            if (data == NULL || cJSON_GetObjectItem(data, "supported") == NULL)
+            {
+                cJSON_Delete(list);
+            }
+
+            cJSON_Delete(data);
+            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return NGX_DECLINED;
+        }
+
+        return ngx_http_mcp_stateless_refuse(ctx, msg->id,
+                   NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_UNSUPPORTED_VERSION,
+                   "Unsupported protocol version", data, rc);
+    }
+
+    meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
+    version = ngx_http_mcp_meta(meta, "protocolVersion");
+    caps = ngx_http_mcp_meta(meta, "clientCapabilities");
+
+    if (!cJSON_IsString(version) || !cJSON_IsObject(caps)) {
+        return ngx_http_mcp_stateless_refuse(ctx, msg->id,
+                   NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_INVALID_PARAMS,
+                   "Invalid params: _meta needs "
+                   "io.modelcontextprotocol/protocolVersion and "
+                   "io.modelcontextprotocol/clientCapabilities", NULL, rc);
+    }
+
+    if (ngx_strlen(version->valuestring) != h->value.len
+        || ngx_strncmp(version->valuestring, h->value.data, h->value.len)
+           != 0)
+    {
+        return ngx_http_mcp_stateless_refuse(ctx, msg->id,
+                   NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_HEADER_MISMATCH,
+                   "Header mismatch: MCP-Protocol-Version differs from "
+                   "_meta's protocolVersion", NULL, rc);
+    }
+
+    rctx = &ctx->rctx;
+
+    rctx->version = v;
+    rctx->sampling = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps,
+                                                               "sampling"));
+    rctx->elicitation = cJSON_IsObject(
+                      cJSON_GetObjectItemCaseSensitive(caps, "elicitation"));
+    rctx->roots = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps,
+                                                                 "roots"));
+
+    /* no level, no log messages: the client did not ask for them */
+    rctx->log_level = ngx_http_mcp_log_level(ngx_http_mcp_meta(meta,
+                                                                "logLevel"));
+
+    info = ngx_http_mcp_meta(meta, "clientInfo");
+    name = cJSON_GetObjectItemCaseSensitive(info, "name");
+
+    if (cJSON_IsString(name)) {
+        rctx->client_name.data = (u_char *) name->valuestring;
+        rctx->client_name.len = ngx_min(ngx_strlen(name->valuestring),
+                                        NGX_HTTP_MCP_CLIENT_NAME_LEN);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Mcp-Method must be there and be the body's method; Mcp-Name must be
+ * there and be the body's name, URI or task id for the methods that have
+ * one.  Values compare exactly: header names are case-insensitive,
+ * values are not.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg, ngx_int_t *rc)
+{
+    cJSON            *name;
+    const char       *param;
+    ngx_table_elt_t  *h;
+
+    h = ngx_http_mcp_header_in(ctx->request, "Mcp-Method",
+                               sizeof("Mcp-Method") - 1);
+
+    if (h == NULL
+        || ngx_http_mcp_header_in_after(ctx->request, h, "Mcp-Method",
+                                        sizeof("Mcp-Method") - 1) != NULL
+        || !ngx_http_mcp_header_is(h, (char *) msg->method.data,
+                                   msg->method.len))
+    {
+        return ngx_http_mcp_stateless_refuse(ctx, msg->id,
+                   NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_HEADER_MISMATCH,
+                   "Header mismatch: Mcp-Method must be the request's "
+                   "method", NULL, rc);
+    }
+
+    param = ngx_http_mcp_name_param(&msg->method);
+
+    if (param == NULL) {
+        return NGX_OK;
+    }
+
+    name = cJSON_GetObjectItemCaseSensitive(msg->params, param);
+
+    h = ngx_http_mcp_header_in(ctx->request, "Mcp-Name",
+                               sizeof("Mcp-Name") - 1);
+
+    if (h == NULL
+        || ngx_http_mcp_header_in_after(ctx->request, h, "Mcp-Name",
+                                        sizeof("Mcp-Name") - 1) != NULL
+        || !cJSON_IsString(name)
+        || !ngx_http_mcp_header_is(h, name->valuestring,
+                                   ngx_strlen(name->valuestring)))
+    {
+        return ngx_http_mcp_stateless_refuse(ctx, msg->id,
+                   NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_HEADER_MISMATCH,
+                   "Header mismatch: Mcp-Name must be the request's name "
+                   "or URI", NULL, rc);
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_stateless_refuse(ngx_http_mcp_ctx_t *ctx, cJSON *id,
+    ngx_uint_t status, ngx_int_t code, const char *message, cJSON *data,
+    ngx_int_t *rc)
+{
+    *rc = ngx_http_mcp_send_error_data(ctx->request, status, id, code,
+                                       message, data);
+    return NGX_DECLINED;
+}
+
+
+/*
+ * The HTTP status of a stateless reply: the errors that say the request
+ * was wrong for this endpoint are HTTP errors too, so that nginx's
+ * access log, limit_req and proxies see them.
+ */
+
+ngx_uint_t
+ngx_http_mcp_stateless_status(cJSON *reply)
+{
+    cJSON  *error, *code;
+
+    error = cJSON_GetObjectItemCaseSensitive(reply, "error");
+    code = cJSON_GetObjectItemCaseSensitive(error, "code");
+
+    if (!cJSON_IsNumber(code)) {
+        return NGX_HTTP_OK;
+    }
+
+    switch (code->valueint) {
+
+    case NGX_HTTP_MCP_METHOD_NOT_FOUND:
+        return NGX_HTTP_NOT_FOUND;
+
+    case NGX_HTTP_MCP_HEADER_MISMATCH:
+    case NGX_HTTP_MCP_MISSING_CAPABILITY:
+    case NGX_HTTP_MCP_UNSUPPORTED_VERSION:
+        return NGX_HTTP_BAD_REQUEST;
+
+    default:
+        return NGX_HTTP_OK;
+    }
+}
+
+
+static cJSON *
+ngx_http_mcp_meta(cJSON *meta, const char *name)
+{
+    char  key[64];
+
+    ngx_snprintf((u_char *) key, sizeof(key), NGX_HTTP_MCP_META_PREFIX "%s%Z",
+                 name);
+
+    return cJSON_GetObjectItemCaseSensitive(meta, key);
+}
+
+
+/* the param that Mcp-Name repeats, for the methods that have one */
+
+static const char *
+ngx_http_mcp_name_param(ngx_str_t *method)
+{
+    static struct {
+        ngx_str_t    method;
+        const char  *param;
+    } names[] = {
+        { ngx_string("tools/call"), "name" },
+        { ngx_string("prompts/get"), "name" },
+        { ngx_string("resources/read"), "uri" },
+        { ngx_string("tasks/get"), "taskId" },
+        { ngx_string("tasks/update"), "taskId" },
+        { ngx_string("tasks/cancel"), "taskId" },
+        { ngx_null_string, NULL }
+    };
+
+    ngx_uint_t  i;
+
+    for (i = 0; names[i].param; i++) {
+        if (names[i].method.len == method->len
+            && ngx_strncmp(names[i].method.data, method->data, method->len)
+               == 0)
+        {
+            return names[i].param;
+        }
+    }
+
+    return NULL;
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_header_is(ngx_table_elt_t *h, const char *value, size_t len)
+{
+    return h->value.len == len && ngx_strncmp(h->value.data, value, len) == 0;
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_log_level(cJSON *level)
+{
+    ngx_uint_t  i;
+
+    if (!cJSON_IsString(level)) {
+        return NGX_HTTP_MCP_LOG_NONE;
+    }
+
+    for (i = 0; ngx_http_mcp_levels[i]; i++) {
+        if (ngx_strcmp(level->valuestring, ngx_http_mcp_levels[i]) == 0) {
+            return i;
+        }
+    }
+
+    return NGX_HTTP_MCP_LOG_NONE;
+}

@@ -132,14 +132,6 @@ ngx_http_mcp_everything_streaming_init(ngx_conf_t *cf,
             NGX_HTTP_MCP_EVERYTHING_NONE),
             ngx_http_mcp_everything_logging, NULL) != NGX_OK
 
-        /* the same, as the stateless suite names it */
-        || ngx_http_mcp_add_tool(cf, set, NGX_HTTP_MCP_EVERYTHING_TOOL(
-            "test_logging_tool",
-            "Emits log messages at the request's log level, none without "
-            "one",
-            NGX_HTTP_MCP_EVERYTHING_NONE),
-            ngx_http_mcp_everything_logging, NULL) != NGX_OK
-
         || ngx_http_mcp_add_tool(cf, set, NGX_HTTP_MCP_EVERYTHING_TOOL(
             "test_tool_with_progress",
             "Tests tool that reports progress notifications",
@@ -191,7 +183,15 @@ ngx_http_mcp_everything_streaming_init(ngx_conf_t *cf,
             "Changes test://watched-resource: subscribers get "
             "notifications/resources/updated",
             NGX_HTTP_MCP_EVERYTHING_NONE),
-            ngx_http_mcp_everything_update, NULL) != NGX_OK)
+            ngx_http_mcp_everything_update, NULL) != NGX_OK
+
+        /* test_tool_with_logging, as the 2026-07-28 suite names it */
+        || ngx_http_mcp_add_tool(cf, set, NGX_HTTP_MCP_EVERYTHING_TOOL(
+            "test_logging_tool",
+            "Emits log messages at the request's log level, none without "
+            "one",
+            NGX_HTTP_MCP_EVERYTHING_NONE),
+            ngx_http_mcp_everything_logging, NULL) != NGX_OK)
     {
         return NGX_ERROR;
     }

@@ -27,6 +27,8 @@ static ngx_int_t ngx_http_mcp_proxy_ssl(ngx_conf_t *cf,
 static void ngx_http_mcp_proxy_body_ready(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_go(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_uint_t ngx_http_mcp_proxy_filters(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg);
 static ngx_int_t ngx_http_mcp_proxy_refuse(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_proxy_refuse_batch(ngx_http_mcp_ctx_t *ctx,
@@ -349,6 +351,22 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
 
     msg = ctx->msgs.elts;
 
+    if (ctx->stateless) {
+        /*
+         * 2026-07-28: checked here as the upstream will check it, so that
+         * what the gateway decided on is what the upstream reads; then
+         * to any replica, as no replica holds a session for it.
+         */
+        if (ngx_http_mcp_stateless_check(ctx, &rc) != NGX_OK) {
+            return rc;
+        }
+
+        pctx->stateless = 1;
+        pctx->filter = ngx_http_mcp_proxy_filters(ctx, &msg[0]);
+
+        return ngx_http_mcp_proxy_go(r, pctx);
+    }
+
     if (!ctx->batch && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST
         && ngx_strcmp(msg[0].method.data, "initialize") == 0)
     {
@@ -403,18 +421,26 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
     pctx->client_sid = h->value;
 
     for (i = 0; i < ctx->msgs.nelts; i++) {
-        if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST
-            && msg[i].method.len == sizeof("tools/list") - 1
-            && ngx_strcmp(msg[i].method.data, "tools/list") == 0
-            && (ngx_http_mcp_policy_on(ctx->conf)
-                || (ctx->rctx.auth != NULL
-                    && ngx_http_mcp_auth_tool_scoped(ctx->rctx.auth))))
-        {
+        if (ngx_http_mcp_proxy_filters(ctx, &msg[i])) {
             pctx->filter = 1;
         }
     }
 
     return ngx_http_mcp_proxy_go(r, pctx);
+}
+
+
+/* a tools/list whose reply the policy or the caller's scopes filter */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_filters(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
+{
+    return msg->type == NGX_HTTP_MCP_MSG_REQUEST
+           && msg->method.len == sizeof("tools/list") - 1
+           && ngx_strcmp(msg->method.data, "tools/list") == 0
+           && (ngx_http_mcp_policy_on(ctx->conf)
+               || (ctx->rctx.auth != NULL
+                   && ngx_http_mcp_auth_tool_scoped(ctx->rctx.auth)));
 }
 
 

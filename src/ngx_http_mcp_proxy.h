@@ -25,6 +25,7 @@ typedef struct {
     size_t                     acc_size;
     unsigned                   initialize:1;
     unsigned                   pinned:1;
+    unsigned                   stateless:1;  /* 2026-07-28: any replica */
     unsigned                   filter:1;
     unsigned                   is_chunked:1;
     unsigned                   sid_seen:1;

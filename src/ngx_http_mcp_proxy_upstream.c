@@ -56,8 +56,12 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
 
     u = r->upstream;
 
-    /* a session's requests stay on its replica; initialize may move on */
-    u->conf = pctx->initialize ? &mlcf->upstream_init : &mlcf->upstream;
+    /*
+     * A session's requests stay on its replica; initialize and stateless
+     * requests, which no replica holds state for, may move on.
+     */
+    u->conf = (pctx->initialize || pctx->stateless) ? &mlcf->upstream_init
+                                                    : &mlcf->upstream;
     u->output.tag = (ngx_buf_tag_t) &ngx_http_mcp_module;
 
     u->create_request = ngx_http_mcp_proxy_create_request;
@@ -140,7 +144,7 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
 
     static const char  *relayed[] = {
         "Accept", "Content-Type", "MCP-Protocol-Version", "Last-Event-ID",
-        "Authorization", NULL
+        "Authorization", "Mcp-Method", "Mcp-Name", NULL
     };
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);

@@ -18,6 +18,15 @@ my @NAMES = qw(test_simple_text test_image_content test_audio_content test_embed
 my @STREAMING = qw(test_tool_with_logging test_tool_with_progress test_sampling test_elicitation
                    test_elicitation_sep1034_defaults test_elicitation_sep1330_enums
                    test_reconnection update_watched_resource);
+# The tools a 2026-07-28 client exercises come last (t/63-stateless.t).
+my @STATELESS = qw(test_logging_tool test_input_required_result_elicitation
+                   test_input_required_result_sampling test_input_required_result_list_roots
+                   test_input_required_result_request_state
+                   test_input_required_result_tampered_state
+                   test_input_required_result_multiple_inputs
+                   test_input_required_result_multi_round
+                   test_input_required_result_capabilities test_streaming_elicitation
+                   test_missing_capability);
 my %TAKES_ARGS = (json_schema_2020_12_tool => 1, test_sampling => 1, test_elicitation => 1);
 my $NO_ARGS = { type => 'object', properties => {} };
 
@@ -27,8 +36,9 @@ my ($list) = $t->mcp_request($sid, 'tools/list', undef, id => 'l');
 my $tools = ref $list eq 'HASH' && ref $list->{result} eq 'HASH' ? $list->{result}{tools} : undef;
 is(ref $tools, 'ARRAY', 'tools/list: result.tools is an array');
 $tools = [] unless ref $tools eq 'ARRAY';
-is_deeply([ map { $_->{name} } @$tools ], [ @NAMES, @STREAMING ],
-          'tools/list: the Everything tools, in order (15: the seven, then the streaming ones)');
+is_deeply([ map { $_->{name} } @$tools ], [ @NAMES, @STREAMING, @STATELESS ],
+          'tools/list: the Everything tools, in order (26: the seven, the streaming ones, '
+          . 'the stateless ones)');
 ok(!exists $list->{result}{nextCursor}, 'tools/list: one page (no nextCursor)');
 for my $tool (@$tools) {
     ok(defined $tool->{description} && !ref $tool->{description} && length $tool->{description},

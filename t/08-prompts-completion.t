@@ -27,8 +27,9 @@ sub user_text { { role => 'user', content => { type => 'text', text => $_[0] } }
     my $p = $msg->{result}{prompts} // [];
     is_deeply([ map { $_->{name} } @$p ],
               [ qw(test_simple_prompt test_prompt_with_arguments
-                   test_prompt_with_embedded_resource test_prompt_with_image) ],
-              'prompts/list: the four Everything prompts, in order');
+                   test_prompt_with_embedded_resource test_prompt_with_image
+                   test_input_required_result_prompt) ],
+              'prompts/list: the five Everything prompts, in order');
     ok(!exists $msg->{result}{nextCursor}, 'prompts/list: one page');
     my %by = map { $_->{name} => $_ } @$p;
     is_deeply($by{test_prompt_with_arguments}, {

@@ -18,6 +18,13 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"
 wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
 
+-- BENCH_HEADERS: more headers, "Name: value" separated by ";" (a 2026-07-28
+-- request's MCP-Protocol-Version, Mcp-Method and Mcp-Name)
+for name, value in string.gmatch(os.getenv("BENCH_HEADERS") or "",
+                                 "%s*([^:;]+):%s*([^;]*)") do
+    wrk.headers[name] = value
+end
+
 local sid = os.getenv("BENCH_SID")
 if sid ~= nil and sid ~= "" then
     wrk.headers["Mcp-Session-Id"] = sid

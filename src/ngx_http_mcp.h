@@ -124,9 +124,10 @@ typedef void (*ngx_http_mcp_answer_pt)(ngx_http_mcp_call_t *call,
 
 
 /*
- * What a handler may know about its caller.  A session usually supplies
- * it; a stateless request (protocol revision 2026-07-28) will supply it
- * from the request's _meta instead, so handlers never look at sessions.
+ * What a handler may know about its caller.  A session supplies it for a
+ * 2025 client; a stateless request (protocol revision 2026-07-28)
+ * supplies it from the request's _meta, so handlers never look at
+ * sessions.
  */
 typedef struct {
     ngx_uint_t                 version;
@@ -207,6 +208,11 @@ ngx_int_t ngx_http_mcp_call_log(ngx_http_mcp_call_t *call, ngx_uint_t level,
     const char *logger, const char *text);
 ngx_int_t ngx_http_mcp_call_progress(ngx_http_mcp_call_t *call,
     double progress, double total, const char *message);
+/*
+ * A request to the client, whose answer comes to handler.  It needs a
+ * session's stream: in a stateless (2026-07-28) call it ends the call
+ * with -32600 and returns NGX_DECLINED; see call_input_required().
+ */
 ngx_int_t ngx_http_mcp_call_request(ngx_http_mcp_call_t *call,
     const char *method, cJSON *params, ngx_http_mcp_answer_pt handler,
     void *data);
@@ -245,6 +251,12 @@ ngx_int_t ngx_http_mcp_call_close_stream(ngx_http_mcp_call_t *call);
 
 /* tells every session subscribed to uri that the resource changed */
 ngx_int_t ngx_http_mcp_resource_updated(ngx_str_t *uri);
+
+/*
+ * tells every stateless client listening for it (subscriptions/listen)
+ * that a list changed: list is "tools", "prompts" or "resources"
+ */
+ngx_int_t ngx_http_mcp_list_changed(const char *list);
 
 /* result builders; NULL on allocation failure */
 cJSON *ngx_http_mcp_text_content(const char *text);

@@ -37,6 +37,7 @@ static ngx_int_t ngx_http_mcp_mrtr_stateful(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_mrtr_multiple(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_mrtr_rounds(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_mrtr_prompt(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_mrtr_trigger(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_mrtr_ask(ngx_http_mcp_call_t *call,
     ngx_http_mcp_mrtr_ask_t *asks, ngx_uint_t n, cJSON *state);
 static cJSON *ngx_http_mcp_mrtr_accepted(ngx_http_mcp_call_t *call,
@@ -190,6 +191,15 @@ static struct {
     { NGX_HTTP_MCP_MRTR_TOOL("test_missing_capability",
           "Needs sampling: a request that does not declare it gets -32021"),
       ngx_http_mcp_mrtr_simple, &ngx_http_mcp_mrtr_needs_sampling },
+
+    { NGX_HTTP_MCP_MRTR_TOOL("test_trigger_tool_change",
+          "Tells subscriptions/listen streams that the tool list changed"),
+      ngx_http_mcp_mrtr_trigger, "tools" },
+
+    { NGX_HTTP_MCP_MRTR_TOOL("test_trigger_prompt_change",
+          "Tells subscriptions/listen streams that the prompt list "
+          "changed"),
+      ngx_http_mcp_mrtr_trigger, "prompts" },
 
     { NULL, NULL, NULL }
 };
@@ -605,6 +615,26 @@ ngx_http_mcp_mrtr_text(ngx_http_mcp_call_t *call, const char *prefix,
     ngx_http_mcp_call_result(call, ngx_http_mcp_tool_result(content,
                                                             is_error));
     return NGX_OK;
+}
+
+
+/*
+ * The set changes only with the configuration: the trigger tools tell
+ * the listeners as if it had, for clients and tests to see the stream.
+ */
+
+static ngx_int_t
+ngx_http_mcp_mrtr_trigger(ngx_http_mcp_call_t *call)
+{
+    const char  *list;
+
+    list = ngx_http_mcp_call_entry_data(call);
+
+    if (ngx_http_mcp_list_changed(list) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_mrtr_text(call, "Listeners told: ", list, 0);
 }
 
 

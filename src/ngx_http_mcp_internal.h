@@ -36,6 +36,11 @@ typedef struct {
 #define NGX_HTTP_MCP_LIST_RESOURCES  1
 #define NGX_HTTP_MCP_LIST_PROMPTS    2
 
+/* what a subscriptions/listen asked for */
+#define NGX_HTTP_MCP_LISTEN_TOOLS      0x01
+#define NGX_HTTP_MCP_LISTEN_PROMPTS    0x02
+#define NGX_HTTP_MCP_LISTEN_RESOURCES  0x04
+
 
 typedef struct {
     ngx_array_t                providers;   /* ngx_http_mcp_provider_t */
@@ -283,6 +288,11 @@ ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_target_t *target);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);
 void ngx_http_mcp_session_state_key(ngx_shm_zone_t *zone, u_char *key);
+ngx_int_t ngx_http_mcp_session_listen(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t stream, ngx_uint_t lists, u_char *id, size_t len,
+    ngx_log_t *log);
+ngx_uint_t ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone,
+    ngx_uint_t list, const char *method, ngx_log_t *log);
 
 ngx_int_t ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone,
     ngx_str_t *sid, ngx_uint_t standalone, uint32_t pending, uint32_t resume,

@@ -69,6 +69,7 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                     ngx_http_mcp_session_rbtree_insert);
 
     ngx_queue_init(&ctx->sh->queue);
+    ngx_queue_init(&ctx->sh->listeners);
 
     ngx_rbtree_init(&ctx->sh->clients, &ctx->sh->clients_sentinel,
                     ngx_rbtree_insert_value);
@@ -195,6 +196,11 @@ ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
         ngx_slab_free_locked(ctx->shpool, s->target);
     }
 
+    if (s->listen) {
+        ngx_queue_remove(&s->listen->queue);
+        ngx_slab_free_locked(ctx->shpool, s->listen);
+    }
+
     while (!ngx_queue_empty(&s->events)) {
         q = ngx_queue_head(&s->events);
         ngx_queue_remove(q);
@@ -267,7 +273,7 @@ ngx_http_mcp_session_expire(ngx_http_mcp_zone_t *ctx, ngx_uint_t n)
 static ngx_uint_t
 ngx_http_mcp_session_idle(ngx_http_mcp_session_node_t *s)
 {
-    return s->streams == 0 && ngx_queue_empty(&s->waits);
+    return s->streams == 0 && ngx_queue_empty(&s->waits) && s->listen == NULL;
 }
 
 

@@ -877,3 +877,136 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
 
     return n;
 }
+
+
+/*
+ * subscriptions/listen (2026-07-28): the stream of the request's session
+ * hears the list changes named by lists.  id is the listen request's id
+ * as JSON, which every notification names as its subscription.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_listen(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t stream, ngx_uint_t lists, u_char *id, size_t len, ngx_log_t *log)
+{
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_listen_sh_t     *l;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, sid);
+
+    if (s == NULL || s->listen != NULL) {
+        ngx_shmtx_unlock(&ctx->shpool->mutex);
+        return NGX_DECLINED;
+    }
+
+    l = ngx_http_mcp_session_alloc(ctx,
+                                   offsetof(ngx_http_mcp_listen_sh_t, id)
+                                   + len, s, log);
+    if (l == NULL) {
+        ngx_shmtx_unlock(&ctx->shpool->mutex);
+        return NGX_ERROR;
+    }
+
+    l->session = s;
+    l->stream = stream;
+    l->lists = lists;
+    l->id_len = len;
+    ngx_memcpy(l->id, id, len);
+
+    ngx_queue_insert_tail(&ctx->sh->listeners, &l->queue);
+    s->listen = l;
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A list changed: each listener that asked for it gets the notification
+ * (method) on its stream, and the workers holding those streams are
+ * woken.  Listeners are never evicted (they are not idle), so the walk
+ * is safe while events are added.  Returns how many were told.
+ */
+
+ngx_uint_t
+ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone, ngx_uint_t list,
+    const char *method, ngx_log_t *log)
+{
+    size_t                     len;
+    ngx_pid_t                  owners[64];
+    ngx_uint_t                 i, n, told;
+    ngx_queue_t               *q;
+    ngx_http_mcp_zone_t       *ctx;
+    ngx_http_mcp_event_t      *ev;
+    ngx_http_mcp_listen_sh_t  *l;
+    ngx_http_mcp_stream_sh_t  *st;
+
+    static const char  prefix[] = "{\"jsonrpc\":\"2.0\",\"method\":\"";
+    static const char  middle[] = "\",\"params\":{\"_meta\":"
+                                  "{\"io.modelcontextprotocol/"
+                                  "subscriptionId\":";
+    static const char  suffix[] = "}}}";
+
+    ctx = zone->data;
+    n = 0;
+    told = 0;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    for (q = ngx_queue_head(&ctx->sh->listeners);
+         q != ngx_queue_sentinel(&ctx->sh->listeners);
+         q = ngx_queue_next(q))
+    {
+        l = ngx_queue_data(q, ngx_http_mcp_listen_sh_t, queue);
+
+        if (!(l->lists & list)) {
+            continue;
+        }
+
+        len = sizeof(prefix) - 1 + ngx_strlen(method) + sizeof(middle) - 1
+              + l->id_len + sizeof(suffix) - 1;
+
+        ev = ngx_http_mcp_session_event_add(ctx, l->session, len, log);
+        if (ev == NULL) {
+            continue;
+        }
+
+        ev->stream = l->stream;
+        ev->response = 0;
+
+        ngx_sprintf(ev->data, "%s%s%s%*s%s", prefix, method, middle,
+                    l->id_len, l->id, suffix);
+
+        told++;
+
+        st = ngx_http_mcp_session_stream(l->session, l->stream);
+
+        if (st == NULL || st->owner == 0) {
+            continue;
+        }
+
+        for (i = 0; i < n; i++) {
+            if (owners[i] == st->owner) {
+                break;
+            }
+        }
+
+        if (i == n && n < 64) {
+            owners[n++] = st->owner;
+        }
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    for (i = 0; i < n; i++) {
+        (void) ngx_http_mcp_notify_pid(owners[i], log);
+    }
+
+    return told;
+}

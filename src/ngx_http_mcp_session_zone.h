@@ -67,6 +67,7 @@ typedef struct {
 
 /* a session as the shm zone keeps it */
 typedef struct ngx_http_mcp_subscription_s  ngx_http_mcp_subscription_t;
+typedef struct ngx_http_mcp_listen_sh_s  ngx_http_mcp_listen_sh_t;
 
 struct ngx_http_mcp_subscription_s {
     ngx_http_mcp_subscription_t  *next;
@@ -91,6 +92,7 @@ typedef struct {
     ngx_uint_t                 nsubscriptions;
     ngx_http_mcp_client_t     *client;      /* per_client=, or NULL */
     ngx_http_mcp_target_sh_t  *target;      /* mcp_pass sessions */
+    ngx_http_mcp_listen_sh_t  *listen;      /* subscriptions/listen */
     ngx_queue_t                events;      /* ngx_http_mcp_event_t */
     size_t                     events_size;
     ngx_queue_t                sstreams;    /* ngx_http_mcp_stream_sh_t */
@@ -104,6 +106,21 @@ typedef struct {
 } ngx_http_mcp_session_node_t;
 
 
+/*
+ * A stateless client's subscriptions/listen: the session of its request
+ * and the stream that hears the list changes it asked for.
+ */
+struct ngx_http_mcp_listen_sh_s {
+    ngx_queue_t                queue;       /* the zone's listeners */
+    ngx_http_mcp_session_node_t  *session;
+    uint32_t                   stream;
+    ngx_uint_t                 lists;       /* NGX_HTTP_MCP_LISTEN_* */
+    size_t                     id_len;
+    u_char                     id[1];       /* the listen request's id,
+                                               as JSON */
+};
+
+
 typedef struct {
     ngx_rbtree_t               rbtree;
     ngx_rbtree_node_t          sentinel;
@@ -113,6 +130,7 @@ typedef struct {
     ngx_uint_t                 lists_known;
     ngx_rbtree_t               clients;     /* ngx_http_mcp_client_t */
     ngx_rbtree_node_t          clients_sentinel;
+    ngx_queue_t                listeners;   /* ngx_http_mcp_listen_sh_t */
     u_char                     state_key[32];  /* requestState's HMAC key
                                                  when mcp_state_key is not
                                                  set: made at start, kept

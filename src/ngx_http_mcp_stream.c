@@ -982,3 +982,39 @@ ngx_http_mcp_lists_changed(ngx_cycle_t *cycle)
 
     return NGX_OK;
 }
+
+
+ngx_int_t
+ngx_http_mcp_list_changed(const char *list)
+{
+    char                       method[64];
+    ngx_uint_t                 i, bit;
+    ngx_shm_zone_t           **zone;
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    if (ngx_strcmp(list, "tools") == 0) {
+        bit = NGX_HTTP_MCP_LISTEN_TOOLS;
+
+    } else if (ngx_strcmp(list, "prompts") == 0) {
+        bit = NGX_HTTP_MCP_LISTEN_PROMPTS;
+
+    } else if (ngx_strcmp(list, "resources") == 0) {
+        bit = NGX_HTTP_MCP_LISTEN_RESOURCES;
+
+    } else {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf((u_char *) method, "notifications/%s/list_changed%Z", list);
+
+    mmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_mcp_module);
+    zone = mmcf->zones.elts;
+
+    for (i = 0; i < mmcf->zones.nelts; i++) {
+        (void) ngx_http_mcp_session_list_changed(zone[i], bit, method,
+                                                 ngx_cycle->log);
+    }
+
+    return NGX_OK;
+}

@@ -26,7 +26,8 @@ my @STATELESS = qw(test_logging_tool test_input_required_result_elicitation
                    test_input_required_result_multiple_inputs
                    test_input_required_result_multi_round
                    test_input_required_result_capabilities test_streaming_elicitation
-                   test_missing_capability);
+                   test_missing_capability test_trigger_tool_change
+                   test_trigger_prompt_change);
 my %TAKES_ARGS = (json_schema_2020_12_tool => 1, test_sampling => 1, test_elicitation => 1);
 my $NO_ARGS = { type => 'object', properties => {} };
 
@@ -37,7 +38,7 @@ my $tools = ref $list eq 'HASH' && ref $list->{result} eq 'HASH' ? $list->{resul
 is(ref $tools, 'ARRAY', 'tools/list: result.tools is an array');
 $tools = [] unless ref $tools eq 'ARRAY';
 is_deeply([ map { $_->{name} } @$tools ], [ @NAMES, @STREAMING, @STATELESS ],
-          'tools/list: the Everything tools, in order (26: the seven, the streaming ones, '
+          'tools/list: the Everything tools, in order (28: the seven, the streaming ones, '
           . 'the stateless ones)');
 ok(!exists $list->{result}{nextCursor}, 'tools/list: one page (no nextCursor)');
 for my $tool (@$tools) {

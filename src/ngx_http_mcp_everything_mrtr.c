@@ -32,6 +32,8 @@ typedef struct {
 } ngx_http_mcp_mrtr_asks_t;
 
 
+static const char *ngx_http_mcp_mrtr_one(ngx_http_mcp_call_t *call,
+    ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_mrtr_simple(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_mrtr_stateful(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_mrtr_multiple(ngx_http_mcp_call_t *call);
@@ -228,10 +230,13 @@ ngx_http_mcp_everything_mrtr_init(ngx_conf_t *cf, ngx_http_mcp_set_t *set)
 }
 
 
-/* one question; the answer completes the call */
+/*
+ * The answer to the entry's one question, as text; NULL when the call
+ * has none yet and was ended asking for it (*rc: what to return).
+ */
 
-static ngx_int_t
-ngx_http_mcp_mrtr_simple(ngx_http_mcp_call_t *call)
+static const char *
+ngx_http_mcp_mrtr_one(ngx_http_mcp_call_t *call, ngx_int_t *rc)
 {
     const char               *text;
     ngx_http_mcp_mrtr_ask_t  *ask;
@@ -241,10 +246,28 @@ ngx_http_mcp_mrtr_simple(ngx_http_mcp_call_t *call)
     text = ngx_http_mcp_mrtr_answer_text(call, ask);
 
     if (text == NULL) {
-        return ngx_http_mcp_mrtr_ask(call, ask, 1, NULL);
+        *rc = ngx_http_mcp_mrtr_ask(call, ask, 1, NULL);
     }
 
-    if (ask == &ngx_http_mcp_mrtr_user_name) {
+    return text;
+}
+
+
+/* one question; the answer completes the call */
+
+static ngx_int_t
+ngx_http_mcp_mrtr_simple(ngx_http_mcp_call_t *call)
+{
+    ngx_int_t    rc;
+    const char  *text;
+
+    text = ngx_http_mcp_mrtr_one(call, &rc);
+
+    if (text == NULL) {
+        return rc;
+    }
+
+    if (ngx_http_mcp_call_entry_data(call) == &ngx_http_mcp_mrtr_user_name) {
         return ngx_http_mcp_mrtr_text(call, "Hello, ", text, 0);
     }
 
@@ -427,16 +450,14 @@ ngx_http_mcp_mrtr_rounds(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_mrtr_prompt(ngx_http_mcp_call_t *call)
 {
-    cJSON                    *result, *messages, *message, *content;
-    const char               *text;
-    ngx_http_mcp_mrtr_ask_t  *ask;
+    cJSON       *result, *messages, *message, *content;
+    ngx_int_t    rc;
+    const char  *text;
 
-    ask = ngx_http_mcp_call_entry_data(call);
-
-    text = ngx_http_mcp_mrtr_answer_text(call, ask);
+    text = ngx_http_mcp_mrtr_one(call, &rc);
 
     if (text == NULL) {
-        return ngx_http_mcp_mrtr_ask(call, ask, 1, NULL);
+        return rc;
     }
 
     result = cJSON_CreateObject();

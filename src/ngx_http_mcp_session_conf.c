@@ -290,7 +290,7 @@ ngx_shm_zone_t *
 ngx_http_mcp_session_default_zone(ngx_conf_t *cf)
 {
     ngx_str_t                  name = ngx_string(NGX_HTTP_MCP_DEFAULT_ZONE);
-    ngx_shm_zone_t            *shm_zone, **zp;
+    ngx_shm_zone_t            *shm_zone;
     ngx_http_mcp_zone_t       *ctx;
     ngx_http_mcp_main_conf_t  *mmcf;
 
@@ -322,14 +322,6 @@ ngx_http_mcp_session_default_zone(ngx_conf_t *cf)
         shm_zone->init = ngx_http_mcp_session_init_zone;
         shm_zone->data = ctx;
     }
-
-    /* told of resource updates and list changes as the named ones are */
-    zp = ngx_array_push(&mmcf->zones);
-    if (zp == NULL) {
-        return NULL;
-    }
-
-    *zp = shm_zone;
 
     mmcf->default_zone = shm_zone;
 

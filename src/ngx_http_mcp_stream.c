@@ -1016,5 +1016,11 @@ ngx_http_mcp_list_changed(const char *list)
                                                  ngx_cycle->log);
     }
 
+    /* the zone of locations without mcp_session is not on the list */
+    if (mmcf->default_zone) {
+        (void) ngx_http_mcp_session_list_changed(mmcf->default_zone, bit,
+                                                 method, ngx_cycle->log);
+    }
+
     return NGX_OK;
 }

@@ -287,7 +287,7 @@ ngx_int_t ngx_http_mcp_session_target(ngx_shm_zone_t *zone, ngx_str_t *id,
 ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_target_t *target);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);
-void ngx_http_mcp_session_state_key(ngx_shm_zone_t *zone, u_char *key);
+ngx_int_t ngx_http_mcp_session_state_key(ngx_shm_zone_t *zone, u_char *key);
 ngx_int_t ngx_http_mcp_session_listen(ngx_shm_zone_t *zone, ngx_str_t *sid,
     uint32_t stream, ngx_uint_t lists, u_char *id, size_t len,
     ngx_log_t *log);

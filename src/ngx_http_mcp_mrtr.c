@@ -20,7 +20,8 @@
 
 static ngx_int_t ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call,
     ngx_str_t *bind);
-static void ngx_http_mcp_mrtr_key(ngx_http_mcp_call_t *call, u_char *key);
+static ngx_int_t ngx_http_mcp_mrtr_key(ngx_http_mcp_call_t *call,
+    u_char *key);
 static const char *ngx_http_mcp_mrtr_capability(cJSON *request,
     ngx_http_mcp_reqctx_t *rctx, ngx_uint_t *declared);
 static ngx_int_t ngx_http_mcp_mrtr_invalid(ngx_http_mcp_call_t *call,
@@ -76,7 +77,9 @@ ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call)
         return NGX_ERROR;
     }
 
-    ngx_http_mcp_mrtr_key(call, key);
+    if (ngx_http_mcp_mrtr_key(call, key) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     text.data = (u_char *) token->valuestring;
     text.len = ngx_strlen(token->valuestring);
@@ -227,7 +230,11 @@ ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
         payload.len = ngx_strlen(text);
 
         mlcf = ngx_http_mcp_call_conf(call);
-        ngx_http_mcp_mrtr_key(call, key);
+
+        if (ngx_http_mcp_mrtr_key(call, key) != NGX_OK) {
+            cJSON_free(text);
+            goto failed;
+        }
 
         rc = ngx_http_mcp_state_seal(call->pool, key, &bind, &payload,
                                      ngx_time() + mlcf->state_timeout / 1000,
@@ -318,7 +325,7 @@ ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call, ngx_str_t *bind)
 }
 
 
-static void
+static ngx_int_t
 ngx_http_mcp_mrtr_key(ngx_http_mcp_call_t *call, u_char *key)
 {
     ngx_http_mcp_loc_conf_t  *mlcf;
@@ -327,10 +334,15 @@ ngx_http_mcp_mrtr_key(ngx_http_mcp_call_t *call, u_char *key)
 
     if (mlcf->state_key != NULL) {
         ngx_memcpy(key, mlcf->state_key, NGX_HTTP_MCP_STATE_KEY_LEN);
-
-    } else {
-        ngx_http_mcp_session_state_key(mlcf->zone, key);
+        return NGX_OK;
     }
+
+    if (ngx_http_mcp_session_state_key(mlcf->zone, key) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, call->log, 0, "mcp: RAND_bytes() failed");
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }
 
 

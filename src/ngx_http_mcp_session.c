@@ -70,13 +70,10 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     ngx_queue_init(&ctx->sh->queue);
     ngx_queue_init(&ctx->sh->listeners);
+    ctx->sh->state_key_made = 0;
 
     ngx_rbtree_init(&ctx->sh->clients, &ctx->sh->clients_sentinel,
                     ngx_rbtree_insert_value);
-
-    if (RAND_bytes(ctx->sh->state_key, sizeof(ctx->sh->state_key)) != 1) {
-        return NGX_ERROR;
-    }
 
     len = sizeof(" in MCP session zone \"\"") + shm_zone->shm.name.len;
 
@@ -1030,15 +1027,36 @@ ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
 }
 
 
-/* the zone's requestState key: every worker of every cycle has the same */
+/*
+ * The zone's requestState key: every worker of every cycle has the same.
+ * It is made on first use, in a worker: not when the zone is made, as
+ * "nginx -t" makes zones too, and OpenSSL's random generator set up
+ * there outlives the test's exit.
+ */
 
-void
+ngx_int_t
 ngx_http_mcp_session_state_key(ngx_shm_zone_t *zone, u_char *key)
 {
+    ngx_int_t             rc;
     ngx_http_mcp_zone_t  *ctx;
 
     ctx = zone->data;
+    rc = NGX_OK;
 
-    /* written once when the zone was made, read only since */
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    if (!ctx->sh->state_key_made) {
+        if (RAND_bytes(ctx->sh->state_key, sizeof(ctx->sh->state_key)) == 1) {
+            ctx->sh->state_key_made = 1;
+
+        } else {
+            rc = NGX_ERROR;
+        }
+    }
+
     ngx_memcpy(key, ctx->sh->state_key, sizeof(ctx->sh->state_key));
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
 }

@@ -133,8 +133,9 @@ typedef struct {
     ngx_queue_t                listeners;   /* ngx_http_mcp_listen_sh_t */
     u_char                     state_key[32];  /* requestState's HMAC key
                                                  when mcp_state_key is not
-                                                 set: made at start, kept
-                                                 over reloads */
+                                                 set: made on first use,
+                                                 kept over reloads */
+    ngx_uint_t                 state_key_made;
 } ngx_http_mcp_shctx_t;
 
 

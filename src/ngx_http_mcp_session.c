@@ -73,6 +73,10 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_rbtree_init(&ctx->sh->clients, &ctx->sh->clients_sentinel,
                     ngx_rbtree_insert_value);
 
+    ngx_rbtree_init(&ctx->sh->tasks, &ctx->sh->tasks_sentinel,
+                    ngx_rbtree_insert_value);
+    ngx_queue_init(&ctx->sh->task_queue);
+
     if (RAND_bytes(ctx->sh->state_key, sizeof(ctx->sh->state_key)) != 1) {
         return NGX_ERROR;
     }

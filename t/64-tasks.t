@@ -191,6 +191,33 @@ rpc('tasks/cancel', { taskId => ($_->{result} // {})->{taskId} // 'none' }, path
 rpc('tasks/cancel', { taskId => ($bobs->{result} // {})->{taskId} // 'none' }, path => '/small',
     client => 'bob');
 
+# --- 2025-11-25: the client asks with params.task --------------------------------------
+
+{
+    my ($sid) = $t->mcp_initialize(protocol_version => '2025-11-25');
+    my ($m) = $t->mcp_request($sid, 'tools/call',
+                              { name => 'slow_compute', arguments => { seconds => 0.3, label => 'old' },
+                                task => { ttl => 60000 } });
+    my $task = (($m->{result} // {})->{task}) // {};
+    is($task->{ttl}, 60000, '2025-11-25: a task, nested, with the ttl asked for');
+    my $tid = $task->{taskId} // 'none';
+    ($m) = $t->mcp_request($sid, 'tasks/list');
+    is_deeply([ map { $_->{taskId} } @{ ($m->{result} // {})->{tasks} // [] } ], [$tid],
+              '2025-11-25: tasks/list has the session\'s task');
+    ($m) = $t->mcp_request($sid, 'tasks/result', { taskId => $tid });
+    is((($m->{result} // {})->{content} // [{}])->[0]{text}, 'Computed old',
+       '2025-11-25: tasks/result waits for the result');
+    is((($m->{result} // {})->{_meta} // {})->{'io.modelcontextprotocol/related-task'}{taskId}, $tid,
+       '... related to the task');
+    ($m) = $t->mcp_request($sid, 'tasks/cancel', { taskId => $tid });
+    is(($m->{error} // {})->{code}, -32602, '2025-11-25: cancelling a task that is over: -32602');
+    my ($other) = $t->mcp_initialize(protocol_version => '2025-11-25');
+    ($m) = $t->mcp_request($other, 'tasks/get', { taskId => $tid });
+    is(($m->{error} // {})->{code}, -32602, '2025-11-25: another session does not find it');
+    ($m) = $t->mcp_request($sid, 'tools/call', { name => 'failing_job', arguments => {} });
+    is(($m->{error} // {})->{code}, -32601, '2025-11-25: a required tool without params.task: -32601');
+}
+
 # --- the log --------------------------------------------------------------------------------
 
 my @lines = grep { /mcp task / } split /\n/, $t->error_log;

@@ -8,6 +8,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_task.h"
 
 #include <openssl/sha.h>
 
@@ -119,6 +120,13 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       ngx_conf_set_msec_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_mcp_loc_conf_t, state_timeout),
+      NULL },
+
+    { ngx_string("mcp_task_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, task_timeout),
       NULL },
 
     { ngx_string("mcp_pass"),
@@ -283,6 +291,7 @@ ngx_http_mcp_init_process(ngx_cycle_t *cycle)
 
     if (ngx_http_mcp_ipc_on_wake(ngx_http_mcp_streams_wake) != NGX_OK
         || ngx_http_mcp_ipc_on_wake(ngx_http_mcp_calls_wake) != NGX_OK
+        || ngx_http_mcp_ipc_on_wake(ngx_http_mcp_tasks_wake) != NGX_OK
         || ngx_http_mcp_ipc_init(cycle) != NGX_OK)
     {
         return NGX_ERROR;
@@ -366,6 +375,7 @@ ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
     mlcf->request_timeout = NGX_CONF_UNSET_MSEC;
     mlcf->state_key = NGX_CONF_UNSET_PTR;
     mlcf->state_timeout = NGX_CONF_UNSET_MSEC;
+    mlcf->task_timeout = NGX_CONF_UNSET_MSEC;
 
     return mlcf;
 }
@@ -404,6 +414,8 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_ptr_value(conf->state_key, prev->state_key, NULL);
     ngx_conf_merge_msec_value(conf->state_timeout, prev->state_timeout,
                               600000);
+    ngx_conf_merge_msec_value(conf->task_timeout, prev->task_timeout,
+                              3600000);
 
     if (conf->enable && conf->zone == NULL) {
         conf->zone = ngx_http_mcp_session_default_zone(cf);

@@ -141,6 +141,9 @@ typedef struct {
     unsigned                   sampling:1;
     unsigned                   elicitation:1;
     unsigned                   roots:1;
+    unsigned                   tasks:1;    /* 2026-07-28: declares the
+                                              io.modelcontextprotocol/
+                                              tasks extension */
 } ngx_http_mcp_reqctx_t;
 
 

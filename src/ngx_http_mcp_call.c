@@ -259,6 +259,16 @@ ngx_http_mcp_call_end(ngx_http_mcp_call_t *call, cJSON *reply)
 {
     call->done = 1;
 
+    if (call->divert != NULL && call->divert(call, reply) == NGX_OK) {
+        cJSON_Delete(reply);
+
+        if (!call->running) {
+            ngx_http_mcp_call_free(call);
+        }
+
+        return;
+    }
+
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, call->log, 0,
                    "mcp call \"%V\" ended, %s", &call->method,
                    call->ctx ? "its POST is there" : "by its stream");
@@ -340,6 +350,11 @@ ngx_http_mcp_call_live(ngx_http_mcp_call_t *call)
     call->live = 1;
     ngx_queue_insert_tail(&ngx_http_mcp_worker.calls, &call->queue);
 
+    if (call->rctx->session_id.len == 0) {
+        /* stateless, without a stream: nothing can cancel it by id */
+        return;
+    }
+
     id = ngx_http_mcp_call_id_text(call, &len);
     if (id == NULL) {
         return;
@@ -373,6 +388,10 @@ ngx_http_mcp_call_unwait(ngx_http_mcp_call_t *call)
 
     mlcf = call->conf;
     sid = &call->rctx->session_id;
+
+    if (sid->len == 0) {
+        return;
+    }
 
     id = ngx_http_mcp_call_id_text(call, &len);
 
@@ -434,6 +453,11 @@ ngx_http_mcp_call_check(ngx_http_mcp_call_t *call)
 
     mlcf = call->conf;
     sid = &call->rctx->session_id;
+
+    if (sid->len == 0) {
+        /* a stateless call has no session to lose nor a wait record */
+        return;
+    }
 
     id = ngx_http_mcp_call_id_text(call, &len);
 

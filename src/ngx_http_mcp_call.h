@@ -40,6 +40,16 @@ struct ngx_http_mcp_call_s {
                                        cJSON *result);
                                                 /* what the method adds
                                                    to every result */
+    ngx_int_t                (*divert)(ngx_http_mcp_call_t *call,
+                                       cJSON *reply);
+                                                /* a task's: its response
+                                                   goes to the task, not
+                                                   to the client; NGX_OK,
+                                                   or NGX_DECLINED: send
+                                                   it as usual */
+    void                      *task;            /* the task's own */
+    ngx_str_t                  client_key;      /* mcp_session_zone's
+                                                   per_client value */
 
     /* owned by the module */
     ngx_http_mcp_ctx_t        *ctx;             /* its POST, while it lasts */

@@ -8,6 +8,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_task.h"
 
 
 /* which revisions have a method */
@@ -97,6 +98,15 @@ static ngx_http_mcp_method_t  ngx_http_mcp_methods[] = {
       NGX_HTTP_MCP_SESSIONFUL },
     { ngx_string("completion/complete"), ngx_http_mcp_complete,
       NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("tasks/get"), ngx_http_mcp_tasks_get, NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("tasks/cancel"), ngx_http_mcp_tasks_cancel,
+      NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("tasks/update"), ngx_http_mcp_tasks_update,
+      NGX_HTTP_MCP_STATELESS },
+    { ngx_string("tasks/result"), ngx_http_mcp_tasks_result,
+      NGX_HTTP_MCP_SESSIONFUL },
+    { ngx_string("tasks/list"), ngx_http_mcp_tasks_list,
+      NGX_HTTP_MCP_SESSIONFUL },
     { ngx_null_string, NULL, 0 }
 };
 
@@ -423,6 +433,10 @@ ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set, ngx_uint_t stateless)
         if (cap == NULL || !cJSON_AddTrueToObject(cap, "listChanged")) {
             goto failed;
         }
+
+        if (ngx_http_mcp_task_capabilities(set, caps, stateless) != NGX_OK) {
+            goto failed;
+        }
     }
 
     if (set->resources.nelts || set->templates.nelts) {
@@ -697,7 +711,8 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    return ngx_http_mcp_run_entry(call);
+    /* the tool runs, as a task when it goes on (see task.c) */
+    return ngx_http_mcp_task_call(call, ngx_http_mcp_run_entry);
 }
 
 

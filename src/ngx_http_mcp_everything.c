@@ -363,7 +363,11 @@ ngx_http_mcp_everything_init(ngx_conf_t *cf, ngx_http_mcp_set_t *set)
         return NGX_ERROR;
     }
 
-    return ngx_http_mcp_everything_mrtr_init(cf, set);
+    if (ngx_http_mcp_everything_mrtr_init(cf, set) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_everything_tasks_init(cf, set);
 }
 
 

@@ -20,6 +20,8 @@ ngx_int_t ngx_http_mcp_everything_streaming_init(ngx_conf_t *cf,
     ngx_http_mcp_set_t *set);
 ngx_int_t ngx_http_mcp_everything_mrtr_init(ngx_conf_t *cf,
     ngx_http_mcp_set_t *set);
+ngx_int_t ngx_http_mcp_everything_tasks_init(ngx_conf_t *cf,
+    ngx_http_mcp_set_t *set);
 ngx_int_t ngx_http_mcp_validation_set(ngx_conf_t *cf,
     ngx_http_mcp_set_t *set);
 

@@ -78,6 +78,7 @@ typedef struct {
     u_char                    *state_key;   /* mcp_state_key's, or NULL:
                                                the zone's */
     ngx_msec_t                 state_timeout;  /* requestState lifetime */
+    ngx_msec_t                 task_timeout;   /* a task's ttl */
 } ngx_http_mcp_loc_conf_t;
 
 
@@ -181,6 +182,7 @@ struct ngx_http_mcp_ctx_s {
 typedef struct {
     ngx_queue_t                streams;     /* ngx_http_mcp_stream_t */
     ngx_queue_t                calls;       /* live ngx_http_mcp_call_t */
+    ngx_queue_t                tasks;       /* the tasks running here */
     ngx_event_t                wake;        /* posted: look at shm */
     ngx_event_t                watch;       /* notices shutdown */
     ngx_connection_t          *ipc;

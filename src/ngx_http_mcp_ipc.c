@@ -80,6 +80,7 @@ ngx_http_mcp_ipc_init(ngx_cycle_t *cycle)
 
     ngx_queue_init(&ngx_http_mcp_worker.streams);
     ngx_queue_init(&ngx_http_mcp_worker.calls);
+    ngx_queue_init(&ngx_http_mcp_worker.tasks);
 
     ngx_http_mcp_worker.log = cycle->log;
 

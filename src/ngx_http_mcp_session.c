@@ -75,6 +75,11 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_rbtree_init(&ctx->sh->clients, &ctx->sh->clients_sentinel,
                     ngx_rbtree_insert_value);
 
+    ngx_rbtree_init(&ctx->sh->tasks, &ctx->sh->tasks_sentinel,
+                    ngx_rbtree_insert_value);
+    ngx_queue_init(&ctx->sh->task_queue);
+    ctx->sh->ntasks = 0;
+
     len = sizeof(" in MCP session zone \"\"") + shm_zone->shm.name.len;
 
     ctx->shpool->log_ctx = ngx_slab_alloc(ctx->shpool, len);

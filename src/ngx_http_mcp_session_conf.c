@@ -16,6 +16,8 @@
 #define NGX_HTTP_MCP_DEFAULT_LOG_SIZE   (256 * 1024)
 #define NGX_HTTP_MCP_DEFAULT_SUBS       64
 #define NGX_HTTP_MCP_DEFAULT_URI        NGX_HTTP_MCP_SUBSCRIPTION_URI_LEN
+#define NGX_HTTP_MCP_DEFAULT_TASKS      1024
+#define NGX_HTTP_MCP_DEFAULT_CLIENT_TASKS  256
 
 
 static char *ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
@@ -49,6 +51,8 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     ctx->max_subscriptions = NGX_HTTP_MCP_DEFAULT_SUBS;
     ctx->max_uri = NGX_HTTP_MCP_DEFAULT_URI;
+    ctx->max_tasks = NGX_HTTP_MCP_DEFAULT_TASKS;
+    ctx->max_client_tasks = NGX_HTTP_MCP_DEFAULT_CLIENT_TASKS;
 
     for (i = 1; i < cf->args->nelts; i++) {
 
@@ -147,6 +151,36 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
 
             ctx->max_uri = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "tasks=", 6) == 0) {
+
+            n = ngx_atoi(value[i].data + 6, value[i].len - 6);
+
+            if (n == NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid number of tasks \"%V\"",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            ctx->max_tasks = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "tasks_per_client=", 17) == 0) {
+
+            n = ngx_atoi(value[i].data + 17, value[i].len - 17);
+
+            if (n == NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid number of tasks \"%V\"",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            ctx->max_client_tasks = n;
             continue;
         }
 
@@ -317,6 +351,8 @@ ngx_http_mcp_session_default_zone(ngx_conf_t *cf)
         ctx->log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
         ctx->max_subscriptions = NGX_HTTP_MCP_DEFAULT_SUBS;
         ctx->max_uri = NGX_HTTP_MCP_DEFAULT_URI;
+        ctx->max_tasks = NGX_HTTP_MCP_DEFAULT_TASKS;
+        ctx->max_client_tasks = NGX_HTTP_MCP_DEFAULT_CLIENT_TASKS;
         ctx->name = name;
 
         shm_zone->init = ngx_http_mcp_session_init_zone;

@@ -1,9 +1,9 @@
 
 /*
  * The session store's own view of the shared zone: what a session, its
- * streams, event log and waits look like there.  Included by the store's
- * two files (ngx_http_mcp_session.c, ngx_http_mcp_session_stream.c) and
- * nothing else: every other file asks the store for whole operations.
+ * streams, event log and waits look like there, and its tasks.  Included
+ * by the store's files (ngx_http_mcp_session.c, ngx_http_mcp_session_*.c)
+ * and nothing else: every other file asks the store for whole operations.
  */
 
 
@@ -12,6 +12,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_task.h"
 
 
 /* one message of a session's event log */
@@ -121,6 +122,23 @@ struct ngx_http_mcp_listen_sh_s {
 };
 
 
+/* a task (ngx_http_mcp_session_task.c): blobs are zone allocations */
+typedef struct {
+    ngx_rbtree_node_t          node;        /* key: the id's first bytes */
+    ngx_queue_t                queue;       /* the zone's, oldest first */
+    u_char                     id[NGX_HTTP_MCP_TASK_ID_LEN];
+    u_char                     owner[NGX_HTTP_MCP_TASK_OWNER_LEN];
+    ngx_uint_t                 status;
+    uint64_t                   created;     /* ms since the epoch */
+    uint64_t                   updated;
+    ngx_msec_t                 ttl;
+    uint32_t                   version;     /* changes with every write */
+    ngx_pid_t                  pid;         /* the worker running it */
+    unsigned                   stateless:1;
+    ngx_str_t                  blobs[NGX_HTTP_MCP_TASK_BLOBS];
+} ngx_http_mcp_task_sh_t;
+
+
 typedef struct {
     ngx_rbtree_t               rbtree;
     ngx_rbtree_node_t          sentinel;
@@ -136,6 +154,10 @@ typedef struct {
                                                  set: made on first use,
                                                  kept over reloads */
     ngx_uint_t                 state_key_made;
+    ngx_rbtree_t               tasks;       /* ngx_http_mcp_task_sh_t */
+    ngx_rbtree_node_t          tasks_sentinel;
+    ngx_queue_t                task_queue;
+    ngx_uint_t                 ntasks;
 } ngx_http_mcp_shctx_t;
 
 
@@ -148,6 +170,8 @@ typedef struct {
     size_t                     max_uri;     /* a subscription's URI */
     ngx_http_complex_value_t  *per_client;  /* whose sessions, or NULL */
     ngx_uint_t                 per_client_max;
+    ngx_uint_t                 max_tasks;   /* the zone's tasks, at most */
+    ngx_uint_t                 max_client_tasks;  /* one owner's */
     ngx_str_t                  name;
 } ngx_http_mcp_zone_t;
 

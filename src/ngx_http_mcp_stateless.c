@@ -200,6 +200,9 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
                       cJSON_GetObjectItemCaseSensitive(caps, "elicitation"));
     rctx->roots = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps,
                                                                  "roots"));
+    rctx->tasks = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+                      cJSON_GetObjectItemCaseSensitive(caps, "extensions"),
+                      NGX_HTTP_MCP_META_PREFIX "tasks"));
 
     /* no level, no log messages: the client did not ask for them */
     rctx->log_level = ngx_http_mcp_log_level(ngx_http_mcp_meta(meta,

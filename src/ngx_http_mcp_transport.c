@@ -32,6 +32,7 @@ static ngx_int_t ngx_http_mcp_notification(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg);
 static ngx_int_t ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg, ngx_uint_t index);
+static ngx_int_t ngx_http_mcp_post_failed(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_post_detach(ngx_http_mcp_ctx_t *ctx);
 static ngx_int_t ngx_http_mcp_post_end(ngx_http_mcp_call_t *call,
     cJSON *reply);
@@ -676,6 +677,7 @@ ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     ngx_uint_t index)
 {
     cJSON                *message;
+    ngx_str_t             key;
     ngx_http_mcp_call_t  *call;
 
     if (ctx->batch) {
@@ -686,17 +688,30 @@ ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
         ctx->root = NULL;
     }
 
+    /* whose tasks the call sees (ngx_http_mcp_task.c) */
+    if (ngx_http_mcp_session_client_key(ctx->conf->zone, ctx->request, &key)
+        != NGX_OK)
+    {
+        cJSON_Delete(message);
+        return NGX_ERROR;
+    }
+
     call = ngx_http_mcp_call_create(ctx->request->connection->log, ctx->conf,
                                     &ctx->rctx, msg, message, &ctx->body);
     if (call == NULL) {
         return NGX_ERROR;
     }
 
+    /* the request's value dies with it; the call may not */
+    call->client_key.len = key.len;
+    call->client_key.data = ngx_pstrdup(call->pool, &key);
+
     call->ctx = ctx;
     call->edge = &ngx_http_mcp_post_edge;
     call->loc_conf = ctx->request->loc_conf;
     call->index = index;
     msg->call = call;
+
     ctx->pending++;
 
     if (ctx->stream != NULL) {
@@ -712,9 +727,20 @@ ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
         }
     }
 
-    ngx_http_mcp_call_run(call, ngx_http_mcp_dispatch);
+    ngx_http_mcp_call_run(call, (key.len && call->client_key.data == NULL)
+                                ? ngx_http_mcp_post_failed
+                                : ngx_http_mcp_dispatch);
 
     return NGX_OK;
+}
+
+
+/* a call that could not be set up: an internal error */
+
+static ngx_int_t
+ngx_http_mcp_post_failed(ngx_http_mcp_call_t *call)
+{
+    return NGX_ERROR;
 }
 
 

@@ -31,7 +31,7 @@ my %client = (capabilities => {}, clientInfo => { name => 'lifecycle-test', vers
     is($res->{protocolVersion}, '2025-11-25', 'initialize: protocolVersion 2025-11-25');
     is_deeply($res->{capabilities}, \%SEED_CAPABILITIES,
               'initialize: capabilities are the seed\'s (tools, resources+subscribe, prompts, '
-              . 'logging, completions)');
+              . 'logging, completions, tasks)');
     ok(ref $res->{serverInfo} eq 'HASH' && ($res->{serverInfo}{name} // '') ne ''
        && ($res->{serverInfo}{version} // '') =~ /^\d+\.\d+/,
        'initialize: serverInfo has a name and a version');

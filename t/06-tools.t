@@ -28,6 +28,9 @@ my @STATELESS = qw(test_logging_tool test_input_required_result_elicitation
                    test_input_required_result_capabilities test_streaming_elicitation
                    test_missing_capability test_trigger_tool_change
                    test_trigger_prompt_change);
+# The tools of the tasks scenarios come after them (t/64-tasks.t).
+my @TASKS = qw(greet slow_compute failing_job protocol_error_job confirm_delete multi_input
+               test_tool_with_task);
 my %TAKES_ARGS = (json_schema_2020_12_tool => 1, test_sampling => 1, test_elicitation => 1);
 my $NO_ARGS = { type => 'object', properties => {} };
 
@@ -37,9 +40,15 @@ my ($list) = $t->mcp_request($sid, 'tools/list', undef, id => 'l');
 my $tools = ref $list eq 'HASH' && ref $list->{result} eq 'HASH' ? $list->{result}{tools} : undef;
 is(ref $tools, 'ARRAY', 'tools/list: result.tools is an array');
 $tools = [] unless ref $tools eq 'ARRAY';
-is_deeply([ map { $_->{name} } @$tools ], [ @NAMES, @STREAMING, @STATELESS ],
-          'tools/list: the Everything tools, in order (28: the seven, the streaming ones, '
-          . 'the stateless ones)');
+my %by_name = map { $_->{name} => $_ } @$tools;
+is_deeply([ map { $_->{name} } @$tools ], [ @NAMES, @STREAMING, @STATELESS, @TASKS ],
+          'tools/list: the Everything tools, in order (35: the seven, the streaming ones, '
+          . 'the stateless ones, the tasks ones)');
+is_deeply({ map { $_ => ($by_name{$_}{execution} // {})->{taskSupport} } @TASKS },
+          { greet => undef, slow_compute => 'optional', failing_job => 'required',
+            protocol_error_job => 'optional', confirm_delete => 'optional',
+            multi_input => 'optional', test_tool_with_task => 'required' },
+          'tools/list: the tasks tools say whether they may run as tasks (execution.taskSupport)');
 ok(!exists $list->{result}{nextCursor}, 'tools/list: one page (no nextCursor)');
 for my $tool (@$tools) {
     ok(defined $tool->{description} && !ref $tool->{description} && length $tool->{description},

@@ -28,6 +28,8 @@ our %SEED_CAPABILITIES = (
     prompts     => { listChanged => JSON::PP::true() },
     logging     => {},
     completions => {},
+    # a tool of the set may run as a task (2025-11-25's experimental tasks)
+    tasks       => { list => {}, cancel => {}, requests => { tools => { call => {} } } },
 );
 
 # A started instance serving the Everything set at /mcp.  Options: location

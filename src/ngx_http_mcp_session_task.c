@@ -1,0 +1,582 @@
+
+/*
+ * The session store, third part: tasks.  A task is a tools/call that
+ * goes on after its reply; any worker may be asked about it, so its
+ * record lives in the zone: status, times, and what it keeps as JSON
+ * texts (its request, the input it waits for, the answers, the outcome).
+ * Each function is a whole operation that takes the zone's lock; the
+ * JSON itself is the business of ngx_http_mcp_task.c, which reads a copy
+ * and writes back with a version check, so nothing is parsed under the
+ * lock.
+ *
+ * A task belongs to its owner (a digest of the auth subject, the session
+ * or the client key): a task of another owner is not found.  Tasks live
+ * for their ttl from creation, however they end; an expired task is
+ * freed when the store next meets it, and creating one frees every
+ * expired task first.  The zone and each owner hold a bounded number.
+ * Every change of status is logged at "info" by the task's id alone.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_session_zone.h"
+
+
+static ngx_http_mcp_task_sh_t *ngx_http_mcp_session_task_find(
+    ngx_http_mcp_zone_t *ctx, u_char *id, ngx_log_t *log);
+static void ngx_http_mcp_session_task_expire(ngx_http_mcp_zone_t *ctx,
+    ngx_log_t *log);
+static ngx_uint_t ngx_http_mcp_session_task_expired(
+    ngx_http_mcp_task_sh_t *ts, uint64_t now);
+static void ngx_http_mcp_session_task_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts);
+static ngx_int_t ngx_http_mcp_session_task_blob(ngx_http_mcp_zone_t *ctx,
+    ngx_str_t *to, ngx_str_t *from);
+static ngx_int_t ngx_http_mcp_session_task_copy(ngx_http_mcp_task_sh_t *ts,
+    ngx_pool_t *pool, ngx_http_mcp_task_t *t, ngx_uint_t blobs);
+static uint64_t ngx_http_mcp_session_task_now(void);
+
+
+static const char  *ngx_http_mcp_task_statuses[] = {
+    "working", "input_required", "completed", "failed", "cancelled"
+};
+
+
+const char *
+ngx_http_mcp_task_status_name(ngx_uint_t status)
+{
+    return ngx_http_mcp_task_statuses[status];
+}
+
+
+/*
+ * A new task, working.  NGX_OK; NGX_BUSY when the zone holds as many
+ * tasks as it may, NGX_DECLINED when the owner does, NGX_ERROR when the
+ * zone has no room.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_task_create(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
+    ngx_log_t *log)
+{
+    ngx_int_t                rc;
+    ngx_uint_t               i, n;
+    ngx_queue_t             *q;
+    ngx_http_mcp_zone_t     *ctx;
+    ngx_http_mcp_task_sh_t  *ts;
+
+    ctx = zone->data;
+    rc = NGX_OK;
+
+    t->created = ngx_http_mcp_session_task_now();
+    t->updated = t->created;
+    t->status = NGX_HTTP_MCP_TASK_WORKING;
+    t->version = 1;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    ngx_http_mcp_session_task_expire(ctx, log);
+
+    if (ctx->sh->ntasks >= ctx->max_tasks) {
+        rc = NGX_BUSY;
+        goto done;
+    }
+
+    n = 0;
+
+    for (q = ngx_queue_head(&ctx->sh->task_queue);
+         q != ngx_queue_sentinel(&ctx->sh->task_queue);
+         q = ngx_queue_next(q))
+    {
+        ts = ngx_queue_data(q, ngx_http_mcp_task_sh_t, queue);
+
+        if (ngx_memcmp(ts->owner, t->owner, NGX_HTTP_MCP_TASK_OWNER_LEN)
+            == 0)
+        {
+            n++;
+        }
+    }
+
+    if (n >= ctx->max_client_tasks) {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    ts = ngx_slab_calloc_locked(ctx->shpool, sizeof(ngx_http_mcp_task_sh_t));
+    if (ts == NULL) {
+        rc = NGX_ERROR;
+        goto done;
+    }
+
+    ngx_memcpy(ts->id, t->id, NGX_HTTP_MCP_TASK_ID_LEN);
+    ngx_memcpy(ts->owner, t->owner, NGX_HTTP_MCP_TASK_OWNER_LEN);
+    ngx_memcpy(&ts->node.key, t->id, sizeof(uint32_t));
+
+    ts->status = t->status;
+    ts->created = t->created;
+    ts->updated = t->updated;
+    ts->ttl = t->ttl;
+    ts->version = t->version;
+    ts->pid = t->pid;
+    ts->stateless = t->stateless;
+
+    for (i = 0; i < NGX_HTTP_MCP_TASK_BLOBS; i++) {
+        if (ngx_http_mcp_session_task_blob(ctx, &ts->blobs[i], &t->blobs[i])
+            != NGX_OK)
+        {
+            ngx_http_mcp_session_task_free(ctx, ts);
+            rc = NGX_ERROR;
+            goto done;
+        }
+    }
+
+    ngx_rbtree_insert(&ctx->sh->tasks, &ts->node);
+    ngx_queue_insert_tail(&ctx->sh->task_queue, &ts->queue);
+    ctx->sh->ntasks++;
+
+    ngx_log_error(NGX_LOG_INFO, log, 0, "mcp task %*s created, working",
+                  (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
+
+done:
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/* a copy of the owner's task, its texts in pool; NGX_DECLINED: none */
+
+ngx_int_t
+ngx_http_mcp_session_task_get(ngx_shm_zone_t *zone, u_char *id,
+    u_char *owner, ngx_pool_t *pool, ngx_http_mcp_task_t *t, ngx_log_t *log)
+{
+    ngx_int_t                rc;
+    ngx_http_mcp_zone_t     *ctx;
+    ngx_http_mcp_task_sh_t  *ts;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    ts = ngx_http_mcp_session_task_find(ctx, id, log);
+
+    if (ts == NULL
+        || ngx_memcmp(ts->owner, owner, NGX_HTTP_MCP_TASK_OWNER_LEN) != 0)
+    {
+        rc = NGX_DECLINED;
+
+    } else {
+        rc = ngx_http_mcp_session_task_copy(ts, pool, t, 1);
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * Writes what t says of a task that is not over: its status, pid and
+ * texts (a NULL data keeps a text, an empty one drops it).  check: only
+ * when the task is still at t->version.  NGX_OK; NGX_AGAIN when it
+ * changed meanwhile; NGX_DECLINED when it is gone or over; NGX_ERROR
+ * when the zone has no room (the task is left as it was, but for texts
+ * already written).
+ */
+
+ngx_int_t
+ngx_http_mcp_session_task_set(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
+    ngx_uint_t check, ngx_log_t *log)
+{
+    ngx_int_t                rc;
+    ngx_uint_t               i;
+    ngx_http_mcp_zone_t     *ctx;
+    ngx_http_mcp_task_sh_t  *ts;
+
+    ctx = zone->data;
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    ts = ngx_http_mcp_session_task_find(ctx, t->id, log);
+
+    if (ts == NULL || ngx_http_mcp_task_terminal(ts->status)) {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    if (check && ts->version != t->version) {
+        rc = NGX_AGAIN;
+        goto done;
+    }
+
+    for (i = 0; i < NGX_HTTP_MCP_TASK_BLOBS; i++) {
+        if (t->blobs[i].data == NULL) {
+            continue;
+        }
+
+        if (ngx_http_mcp_session_task_blob(ctx, &ts->blobs[i], &t->blobs[i])
+            != NGX_OK)
+        {
+            rc = NGX_ERROR;
+            goto done;
+        }
+    }
+
+    if (ts->status != t->status) {
+        ngx_log_error(NGX_LOG_INFO, log, 0, "mcp task %*s %s",
+                      (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id,
+                      ngx_http_mcp_task_status_name(t->status));
+    }
+
+    ts->status = t->status;
+    ts->pid = t->pid;
+    ts->version++;
+    ts->updated = ngx_http_mcp_session_task_now();
+
+    t->version = ts->version;
+
+done:
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * The owner cancels a task: one not over is cancelled at once, and *pid
+ * is the worker running it, to be woken; one over stays as it is.
+ * NGX_DECLINED: no such task.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone, u_char *id,
+    u_char *owner, ngx_pid_t *pid, ngx_log_t *log)
+{
+    ngx_int_t                rc;
+    ngx_http_mcp_zone_t     *ctx;
+    ngx_http_mcp_task_sh_t  *ts;
+
+    ctx = zone->data;
+    *pid = 0;
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    ts = ngx_http_mcp_session_task_find(ctx, id, log);
+
+    if (ts == NULL
+        || ngx_memcmp(ts->owner, owner, NGX_HTTP_MCP_TASK_OWNER_LEN) != 0)
+    {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    if (ngx_http_mcp_task_terminal(ts->status)) {
+        goto done;
+    }
+
+    *pid = ts->pid;
+
+    ts->status = NGX_HTTP_MCP_TASK_CANCELLED;
+    ts->pid = 0;
+    ts->version++;
+    ts->updated = ngx_http_mcp_session_task_now();
+
+    ngx_log_error(NGX_LOG_INFO, log, 0, "mcp task %*s cancelled",
+                  (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
+
+done:
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/* whether this worker should go on with a task: NGX_OK, or NGX_ABORT */
+
+ngx_int_t
+ngx_http_mcp_session_task_live(ngx_shm_zone_t *zone, u_char *id)
+{
+    ngx_int_t                rc;
+    ngx_http_mcp_zone_t     *ctx;
+    ngx_http_mcp_task_sh_t  *ts;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    ts = ngx_http_mcp_session_task_find(ctx, id, ngx_cycle->log);
+
+    rc = (ts != NULL && !ngx_http_mcp_task_terminal(ts->status)
+          && ts->pid == ngx_pid)
+         ? NGX_OK : NGX_ABORT;
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * Up to n of the owner's tasks, oldest first, after the task "after"
+ * (NULL: from the first), without their texts.  *more: some are left.
+ * NGX_DECLINED: "after" is not one of the owner's tasks.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_task_list(ngx_shm_zone_t *zone, u_char *owner,
+    u_char *after, ngx_uint_t n, ngx_pool_t *pool, ngx_array_t *tasks,
+    ngx_uint_t *more, ngx_log_t *log)
+{
+    ngx_int_t                rc;
+    ngx_queue_t             *q;
+    ngx_http_mcp_task_t     *t;
+    ngx_http_mcp_zone_t     *ctx;
+    ngx_http_mcp_task_sh_t  *ts;
+
+    ctx = zone->data;
+    *more = 0;
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    ngx_http_mcp_session_task_expire(ctx, log);
+
+    q = ngx_queue_head(&ctx->sh->task_queue);
+
+    if (after != NULL) {
+        ts = ngx_http_mcp_session_task_find(ctx, after, log);
+
+        if (ts == NULL
+            || ngx_memcmp(ts->owner, owner, NGX_HTTP_MCP_TASK_OWNER_LEN) != 0)
+        {
+            rc = NGX_DECLINED;
+            goto done;
+        }
+
+        q = ngx_queue_next(&ts->queue);
+    }
+
+    for ( /* void */ ;
+         q != ngx_queue_sentinel(&ctx->sh->task_queue);
+         q = ngx_queue_next(q))
+    {
+        ts = ngx_queue_data(q, ngx_http_mcp_task_sh_t, queue);
+
+        if (ngx_memcmp(ts->owner, owner, NGX_HTTP_MCP_TASK_OWNER_LEN) != 0) {
+            continue;
+        }
+
+        if (tasks->nelts == n) {
+            *more = 1;
+            break;
+        }
+
+        t = ngx_array_push(tasks);
+        if (t == NULL) {
+            rc = NGX_ERROR;
+            break;
+        }
+
+        (void) ngx_http_mcp_session_task_copy(ts, pool, t, 0);
+    }
+
+done:
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/* called with the zone locked; an expired task found is freed */
+
+static ngx_http_mcp_task_sh_t *
+ngx_http_mcp_session_task_find(ngx_http_mcp_zone_t *ctx, u_char *id,
+    ngx_log_t *log)
+{
+    uint32_t                 key;
+    ngx_rbtree_node_t       *node, *sentinel;
+    ngx_http_mcp_task_sh_t  *ts;
+
+    ngx_memcpy(&key, id, sizeof(uint32_t));
+
+    node = ctx->sh->tasks.root;
+    sentinel = ctx->sh->tasks.sentinel;
+
+    while (node != sentinel) {
+
+        if (key != node->key) {
+            node = (key < node->key) ? node->left : node->right;
+            continue;
+        }
+
+        ts = (ngx_http_mcp_task_sh_t *) node;
+
+        if (ngx_memcmp(ts->id, id, NGX_HTTP_MCP_TASK_ID_LEN) != 0) {
+            /* equal keys go right in ngx_rbtree_insert_value() */
+            node = node->right;
+            continue;
+        }
+
+        if (!ngx_http_mcp_session_task_expired(ts,
+                                           ngx_http_mcp_session_task_now()))
+        {
+            return ts;
+        }
+
+        ngx_log_error(NGX_LOG_INFO, log, 0, "mcp task %*s expired",
+                      (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
+
+        ngx_http_mcp_session_task_free(ctx, ts);
+
+        return NULL;
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_mcp_session_task_expire(ngx_http_mcp_zone_t *ctx, ngx_log_t *log)
+{
+    uint64_t                 now;
+    ngx_queue_t             *q, *next;
+    ngx_http_mcp_task_sh_t  *ts;
+
+    now = ngx_http_mcp_session_task_now();
+
+    for (q = ngx_queue_head(&ctx->sh->task_queue);
+         q != ngx_queue_sentinel(&ctx->sh->task_queue);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        ts = ngx_queue_data(q, ngx_http_mcp_task_sh_t, queue);
+
+        if (!ngx_http_mcp_session_task_expired(ts, now)) {
+            continue;
+        }
+
+        ngx_log_error(NGX_LOG_INFO, log, 0, "mcp task %*s expired",
+                      (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
+
+        ngx_http_mcp_session_task_free(ctx, ts);
+    }
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_session_task_expired(ngx_http_mcp_task_sh_t *ts, uint64_t now)
+{
+    return now >= ts->created + ts->ttl;
+}
+
+
+/* a task not yet in the tree has no queue links either */
+
+static void
+ngx_http_mcp_session_task_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < NGX_HTTP_MCP_TASK_BLOBS; i++) {
+        if (ts->blobs[i].data != NULL) {
+            ngx_slab_free_locked(ctx->shpool, ts->blobs[i].data);
+        }
+    }
+
+    if (ts->queue.next != NULL) {
+        ngx_rbtree_delete(&ctx->sh->tasks, &ts->node);
+        ngx_queue_remove(&ts->queue);
+        ctx->sh->ntasks--;
+    }
+
+    ngx_slab_free_locked(ctx->shpool, ts);
+}
+
+
+/* replaces a text: a copy of from, or none when from is empty */
+
+static ngx_int_t
+ngx_http_mcp_session_task_blob(ngx_http_mcp_zone_t *ctx, ngx_str_t *to,
+    ngx_str_t *from)
+{
+    u_char  *p;
+
+    p = NULL;
+
+    if (from->len) {
+        p = ngx_slab_alloc_locked(ctx->shpool, from->len);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(p, from->data, from->len);
+    }
+
+    if (to->data != NULL) {
+        ngx_slab_free_locked(ctx->shpool, to->data);
+    }
+
+    to->data = p;
+    to->len = from->len;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_session_task_copy(ngx_http_mcp_task_sh_t *ts, ngx_pool_t *pool,
+    ngx_http_mcp_task_t *t, ngx_uint_t blobs)
+{
+    ngx_uint_t  i;
+
+    ngx_memzero(t, sizeof(ngx_http_mcp_task_t));
+
+    ngx_memcpy(t->id, ts->id, NGX_HTTP_MCP_TASK_ID_LEN);
+    ngx_memcpy(t->owner, ts->owner, NGX_HTTP_MCP_TASK_OWNER_LEN);
+
+    t->status = ts->status;
+    t->created = ts->created;
+    t->updated = ts->updated;
+    t->ttl = ts->ttl;
+    t->version = ts->version;
+    t->pid = ts->pid;
+    t->stateless = ts->stateless;
+
+    if (!blobs) {
+        return NGX_OK;
+    }
+
+    for (i = 0; i < NGX_HTTP_MCP_TASK_BLOBS; i++) {
+        if (ts->blobs[i].len == 0) {
+            continue;
+        }
+
+        t->blobs[i].data = ngx_pnalloc(pool, ts->blobs[i].len);
+        if (t->blobs[i].data == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(t->blobs[i].data, ts->blobs[i].data, ts->blobs[i].len);
+        t->blobs[i].len = ts->blobs[i].len;
+    }
+
+    return NGX_OK;
+}
+
+
+static uint64_t
+ngx_http_mcp_session_task_now(void)
+{
+    ngx_time_t  *tp;
+
+    tp = ngx_timeofday();
+
+    return (uint64_t) tp->sec * 1000 + tp->msec;
+}

@@ -10,6 +10,7 @@
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_task.h"
 
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 
 
@@ -653,7 +654,7 @@ ngx_http_mcp_check_page_size(ngx_conf_t *cf, void *post, void *data)
 /*
  * mcp_state_key file: the requestState key that every node serving the
  * endpoint shares.  The file holds at least 32 random bytes (for
- * example "openssl rand -hex 32"); the key is their SHA-256.
+ * example "openssl rand -hex 32"); the key is the SHA-256 of all of it.
  */
 
 static char *
@@ -661,12 +662,15 @@ ngx_http_mcp_state_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_mcp_loc_conf_t  *mlcf = conf;
 
-    u_char       *key;
-    ssize_t       n;
-    ngx_str_t    *value, name;
-    ngx_file_t    file;
-    ngx_fd_t      fd;
-    u_char        buf[4096];
+    off_t            offset;
+    u_char          *key, buf[4096];
+    char            *rv;
+    ssize_t          n;
+    ngx_fd_t         fd;
+    ngx_str_t       *value, name;
+    ngx_file_t       file;
+    EVP_MD_CTX      *md;
+    ngx_file_info_t  fi;
 
     if (mlcf->state_key != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
@@ -679,8 +683,19 @@ ngx_http_mcp_state_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    key = ngx_palloc(cf->pool, SHA256_DIGEST_LENGTH);
+    md = EVP_MD_CTX_new();
+
+    if (key == NULL || md == NULL
+        || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+    {
+        EVP_MD_CTX_free(md);
+        return NGX_CONF_ERROR;
+    }
+
     fd = ngx_open_file(name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
     if (fd == NGX_INVALID_FILE) {
+        EVP_MD_CTX_free(md);
         ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
                            ngx_open_file_n " \"%V\" failed", &name);
         return NGX_CONF_ERROR;
@@ -691,33 +706,55 @@ ngx_http_mcp_state_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     file.name = name;
     file.log = cf->log;
 
-    n = ngx_read_file(&file, buf, sizeof(buf), 0);
+    rv = NGX_CONF_ERROR;
+    offset = 0;
+
+    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR || !ngx_is_file(&fi)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" is not a file", &name);
+        goto done;
+    }
+
+    for ( ;; ) {
+        n = ngx_read_file(&file, buf, sizeof(buf), offset);
+
+        if (n == NGX_ERROR) {
+            goto done;
+        }
+
+        if (n == 0) {
+            break;
+        }
+
+        if (EVP_DigestUpdate(md, buf, n) != 1) {
+            goto done;
+        }
+
+        offset += n;
+    }
+
+    if (offset < 32) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" must hold at least 32 bytes", &name);
+        goto done;
+    }
+
+    if (EVP_DigestFinal_ex(md, key, NULL) != 1) {
+        goto done;
+    }
+
+    mlcf->state_key = key;
+    rv = NGX_CONF_OK;
+
+done:
+
+    ngx_explicit_memzero(buf, sizeof(buf));
+    EVP_MD_CTX_free(md);
 
     if (ngx_close_file(fd) == NGX_FILE_ERROR) {
         ngx_conf_log_error(NGX_LOG_ALERT, cf, ngx_errno,
                            ngx_close_file_n " \"%V\" failed", &name);
     }
 
-    if (n == NGX_ERROR) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (n < 32) {
-        ngx_explicit_memzero(buf, sizeof(buf));
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\" must hold at least 32 bytes", &name);
-        return NGX_CONF_ERROR;
-    }
-
-    key = ngx_palloc(cf->pool, SHA256_DIGEST_LENGTH);
-    if (key == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    SHA256(buf, n, key);
-    ngx_explicit_memzero(buf, sizeof(buf));
-
-    mlcf->state_key = key;
-
-    return NGX_CONF_OK;
+    return rv;
 }

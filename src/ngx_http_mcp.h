@@ -249,6 +249,7 @@ cJSON *ngx_http_mcp_call_state(ngx_http_mcp_call_t *call);
  * Ends the HTTP response that carries the call's stream, after the SSE
  * priming event (SEP-1699 polling); the client reconnects with GET and
  * Last-Event-ID and gets the rest of the stream, the result included.
+ * A stateless client cannot resume: NGX_DECLINED, the stream stays.
  */
 ngx_int_t ngx_http_mcp_call_close_stream(ngx_http_mcp_call_t *call);
 

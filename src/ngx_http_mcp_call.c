@@ -818,6 +818,11 @@ ngx_http_mcp_call_close_stream(ngx_http_mcp_call_t *call)
 {
     ngx_int_t  rc;
 
+    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
+        /* a stateless client cannot resume: the result stays on this one */
+        return NGX_DECLINED;
+    }
+
     rc = ngx_http_mcp_call_stream(call);
 
     if (rc != NGX_OK) {

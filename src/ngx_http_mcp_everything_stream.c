@@ -327,7 +327,8 @@ ngx_http_mcp_everything_reconnection(ngx_http_mcp_call_t *call)
         return NGX_ERROR;
     }
 
-    if (ngx_http_mcp_call_close_stream(call) != NGX_OK) {
+    /* a stateless client's stream stays (NGX_DECLINED): the result too */
+    if (ngx_http_mcp_call_close_stream(call) == NGX_ERROR) {
         return NGX_ERROR;
     }
 

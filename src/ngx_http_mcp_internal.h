@@ -175,6 +175,7 @@ struct ngx_http_mcp_ctx_s {
     unsigned                   parsed:1;
     unsigned                   waiting:1;
     unsigned                   stateless:1;  /* 2026-07-28: no session */
+    unsigned                   busy:1;      /* no room: 503 */
 };
 
 

@@ -243,6 +243,15 @@ ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
         ngx_explicit_memzero(key, sizeof(key));
         cJSON_free(text);
 
+        if (rc == NGX_DECLINED) {
+            /* what the client sent made the state too large to hand back */
+            cJSON_Delete(result);
+            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                    "Invalid params: the request's state "
+                                    "would be too large");
+            return;
+        }
+
         if (rc != NGX_OK) {
             goto failed;
         }

@@ -22,6 +22,8 @@
 #define NGX_HTTP_MCP_META_PREFIX  "io.modelcontextprotocol/"
 
 
+static ngx_int_t ngx_http_mcp_stateless_version(ngx_http_mcp_ctx_t *ctx,
+    cJSON *id, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
@@ -86,6 +88,12 @@ ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc)
 
     msg = ctx->msgs.elts;
 
+    if (ngx_http_mcp_stateless_version(ctx, ctx->batch ? NULL : msg[0].id, rc)
+        != NGX_OK)
+    {
+        return NGX_DECLINED;
+    }
+
     if (ctx->batch) {
         return ngx_http_mcp_stateless_refuse(ctx, NULL, NGX_HTTP_BAD_REQUEST,
                    NGX_HTTP_MCP_INVALID_REQUEST,
@@ -116,15 +124,79 @@ ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc)
 }
 
 
+/*
+ * The version comes first: one MCP-Protocol-Version header, naming a
+ * version we speak (else -32022 with the ones we do).  id: the request's,
+ * NULL for a batch.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stateless_version(ngx_http_mcp_ctx_t *ctx, cJSON *id,
+    ngx_int_t *rc)
+{
+    cJSON            *data, *list;
+    ngx_str_t         s;
+    ngx_table_elt_t  *h;
+
+    h = ngx_http_mcp_header_in(ctx->request, "MCP-Protocol-Version",
+                               sizeof("MCP-Protocol-Version") - 1);
+
+    if (ngx_http_mcp_header_in_after(ctx->request, h, "MCP-Protocol-Version",
+                                     sizeof("MCP-Protocol-Version") - 1)
+        != NULL)
+    {
+        return ngx_http_mcp_stateless_refuse(ctx, id, NGX_HTTP_BAD_REQUEST,
+                   NGX_HTTP_MCP_HEADER_MISMATCH,
+                   "Header mismatch: MCP-Protocol-Version sent twice", NULL,
+                   rc);
+    }
+
+    if (ngx_http_mcp_version_parse(&h->value) != 0) {
+        return NGX_OK;
+    }
+
+    /* the header's value, which is not NUL-terminated */
+    s.len = h->value.len;
+    s.data = ngx_pnalloc(ctx->request->pool, s.len + 1);
+
+    if (s.data == NULL) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_DECLINED;
+    }
+
+    *ngx_cpymem(s.data, h->value.data, s.len) = '\0';
+
+    data = cJSON_CreateObject();
+    list = ngx_http_mcp_versions_json();
+
+    if (data == NULL || list == NULL
+        || !cJSON_AddItemToObject(data, "supported", list))
+    {
+        cJSON_Delete(list);
+        cJSON_Delete(data);
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_DECLINED;
+    }
+
+    if (cJSON_AddStringToObject(data, "requested", (char *) s.data) == NULL) {
+        cJSON_Delete(data);
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_mcp_stateless_refuse(ctx, id, NGX_HTTP_BAD_REQUEST,
+               NGX_HTTP_MCP_UNSUPPORTED_VERSION,
+               "Unsupported protocol version", data, rc);
+}
+
+
 /* the version, the client and its capabilities, from params._meta */
 
 static ngx_int_t
 ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     ngx_int_t *rc)
 {
-    cJSON                  *meta, *version, *caps, *info, *name, *data;
-    cJSON                  *list;
-    ngx_str_t               s;
+    cJSON                  *meta, *version, *caps, *info, *name;
     ngx_uint_t              v;
     ngx_table_elt_t        *h;
     ngx_http_mcp_reqctx_t  *rctx;
@@ -133,41 +205,6 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
                                sizeof("MCP-Protocol-Version") - 1);
 
     v = ngx_http_mcp_version_parse(&h->value);
-
-    if (v == 0) {
-        /* the header's value, which is not NUL-terminated */
-        s.len = h->value.len;
-        s.data = ngx_pnalloc(ctx->request->pool, s.len + 1);
-
-        if (s.data == NULL) {
-            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
-            return NGX_DECLINED;
-        }
-
-        *ngx_cpymem(s.data, h->value.data, s.len) = '\0';
-
-        data = cJSON_CreateObject();
-        list = ngx_http_mcp_versions_json();
-
-        if (data == NULL || list == NULL
-            || !cJSON_AddItemToObject(data, "supported", list)
-            || cJSON_AddStringToObject(data, "requested", (char *) s.data)
-               == NULL)
-        {
-            if (data == NULL || cJSON_GetObjectItem(data, "supported") == NULL)
-            {
-                cJSON_Delete(list);
-            }
-
-            cJSON_Delete(data);
-            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
-            return NGX_DECLINED;
-        }
-
-        return ngx_http_mcp_stateless_refuse(ctx, msg->id,
-                   NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_UNSUPPORTED_VERSION,
-                   "Unsupported protocol version", data, rc);
-    }
 
     meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
     version = ngx_http_mcp_meta(meta, "protocolVersion");
@@ -212,9 +249,19 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     name = cJSON_GetObjectItemCaseSensitive(info, "name");
 
     if (cJSON_IsString(name)) {
-        rctx->client_name.data = (u_char *) name->valuestring;
+        /* a copy: the call takes the message, and $mcp_client_name is
+           read in the log phase, after the call is gone */
         rctx->client_name.len = ngx_min(ngx_strlen(name->valuestring),
                                         NGX_HTTP_MCP_CLIENT_NAME_LEN);
+        rctx->client_name.data = ngx_pnalloc(ctx->request->pool,
+                                             rctx->client_name.len);
+        if (rctx->client_name.data == NULL) {
+            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return NGX_DECLINED;
+        }
+
+        ngx_memcpy(rctx->client_name.data, name->valuestring,
+                   rctx->client_name.len);
     }
 
     return NGX_OK;

@@ -789,7 +789,8 @@ ngx_http_mcp_post_end(ngx_http_mcp_call_t *call, cJSON *reply)
     msg[call->index].reply = reply;
 
     if (ctx->stateless && reply != NULL) {
-        ctx->status = ngx_http_mcp_stateless_status(reply);
+        ctx->status = ctx->busy ? NGX_HTTP_SERVICE_UNAVAILABLE
+                                : ngx_http_mcp_stateless_status(reply);
     }
 
     if (ctx->waiting && ctx->pending == 0) {
@@ -809,6 +810,8 @@ ngx_http_mcp_post_end(ngx_http_mcp_call_t *call, cJSON *reply)
 static ngx_int_t
 ngx_http_mcp_post_stream(ngx_http_mcp_call_t *call)
 {
+    ngx_int_t            rc;
+    ngx_str_t            retry = ngx_string("1");
     ngx_uint_t           i;
     ngx_http_mcp_ctx_t  *ctx;
     ngx_http_mcp_msg_t  *msg;
@@ -817,7 +820,24 @@ ngx_http_mcp_post_stream(ngx_http_mcp_call_t *call)
 
     if (ctx->stateless && ctx->rctx.session_id.len == 0) {
         /* the stream's events travel through a session of the request's */
-        if (ngx_http_mcp_session_carrier(ctx) != NGX_OK) {
+        rc = ngx_http_mcp_session_carrier(ctx);
+
+        if (rc == NGX_DECLINED) {
+            /* no room, or the client's sessions all busy: as initialize */
+            if (ngx_http_mcp_header_out(ctx->request, "Retry-After", &retry)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            ctx->busy = 1;
+            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_SERVER_ERROR,
+                                    "Service unavailable: no room for the "
+                                    "request's stream");
+            return NGX_ERROR;
+        }
+
+        if (rc != NGX_OK) {
             return NGX_ERROR;
         }
 

@@ -14,8 +14,9 @@
 # dropped or -32021.  The same through mcp_pass; a 2025 session beside it;
 # error.log quiet and free of tokens.  Then attacks: odd types, huge
 # values, duplicated headers, clients that vanish mid-stream (200 times,
-# the zone must not fill up).  Bugs found are kept as TODO tests (marked
-# "BUG:").
+# the zone must not fill up).  The bugs the attack found (a use after
+# free of $mcp_client_name, errors logged for client input, quota and
+# header cases) are fixed; their tests stay.
 
 use strict;
 use warnings;
@@ -170,11 +171,11 @@ sub printable { my ($s) = @_; $s =~ s/([^\x20-\x7e])/sprintf('\\x%02x', ord $1)/
        'supportedVersions includes 2025-11-25 (sessions still served)');
     is(ref $res->{capabilities}, 'HASH', 'capabilities is an object');
     is_deeply([ sort keys %{ $res->{capabilities} // {} } ],
-              [ qw(completions logging prompts resources tools) ],
-              'capabilities: tools, resources, prompts, logging, completions');
-    ok(!exists $res->{capabilities}{tools}{listChanged}
+              [ qw(completions extensions logging prompts resources tools) ],
+              'capabilities: tools, resources, prompts, logging, completions, extensions (tasks)');
+    ok($res->{capabilities}{tools}{listChanged} && $res->{capabilities}{prompts}{listChanged}
        && !exists $res->{capabilities}{resources}{subscribe},
-       'no listChanged / subscribe: a stateless client has no session to hear them on');
+       'listChanged (heard on subscriptions/listen), no subscribe (resourceSubscriptions is not honoured)');
     my $info = ($res->{_meta} // {})->{"${P}serverInfo"} // {};
     is($info->{name}, 'ngx_http_mcp_module', '_meta serverInfo.name');
     like($info->{version} // '', qr/^\d+\.\d+\.\d+/, '_meta serverInfo.version');
@@ -659,12 +660,9 @@ NGX
     $r = $use->($k1, '/keyed', $mint->($k1, '/nokey'), 'k-4');
     is_error(msg($r), -32602, 'k-4', '... also in the same instance');
 
-    TODO: {
-        local $TODO = 'BUG: mcp_state_key hashes only the first 4096 bytes of the file';
-        $r = $use->($k2, '/long', $mint->($k1, '/long'), 'k-5');
-        is_error(msg($r), -32602, 'k-5',
-                 'key files that differ after byte 4096 are different keys: refused');
-    }
+    $r = $use->($k2, '/long', $mint->($k1, '/long'), 'k-5');
+    is_error(msg($r), -32602, 'k-5',
+             'key files that differ after byte 4096 are different keys: refused');
 
     for my $k ($k1, $k2) {
         my @tok = grep { $k->error_log =~ /\Q$_\E/ } @TOKENS;
@@ -880,14 +878,10 @@ NGX
 
     # a tool that ends its stream early for the client to resume (SEP-1699):
     # a stateless client has nothing to resume with
-    TODO: {
-        local $TODO = 'BUG: test_reconnection statelessly ends the stream after the priming event, '
-                    . 'the call dies ("Session terminated") and no response ever comes';
-        $r = call('test_reconnection', id => 'reconn', timeout => 4);
-        my ($resp) = grep { ref $_ eq 'HASH' && ($_->{id} // '') eq 'reconn' } @{ $r->{messages} // [] };
-        ok($resp && (exists $resp->{result} || exists $resp->{error}),
-           'test_reconnection statelessly: the stream carries a response');
-    }
+    $r = call('test_reconnection', id => 'reconn', timeout => 4);
+    my ($resp) = grep { ref $_ eq 'HASH' && ($_->{id} // '') eq 'reconn' } @{ $r->{messages} // [] };
+    ok($resp && (exists $resp->{result} || exists $resp->{error}),
+       'test_reconnection statelessly: the stream carries a response');
 
     # one member twice: which one would a proxy see?  Refused, not first- or last-wins
     my $mj = McpTest::encode_json(meta());
@@ -920,20 +914,13 @@ NGX
     $r = sl('tools/list', { _meta => meta() }, id => 'dupv2',
             headers => { 'MCP-Protocol-Version' => [ '2025-11-25', $V ] });
     ok($r->{status} == 400 && !result($r), 'MCP-Protocol-Version twice, 2025 first: refused');
-    TODO: {
-        local $TODO = 'BUG: a duplicated MCP-Protocol-Version (2026-07-28, 2025-11-25) is served '
-                    . '(first wins), unlike a duplicated Mcp-Method';
-        $r = sl('tools/list', { _meta => meta() }, id => 'dupv',
-                headers => { 'MCP-Protocol-Version' => [ $V, '2025-11-25' ] });
-        is($r->{status}, 400, 'MCP-Protocol-Version twice with different values: 400');
-        is((err($r) // {})->{code}, -32020, '... -32020');
-    }
-    TODO: {
-        local $TODO = 'BUG: an unknown version with a batch gets -32600, not -32022 (the version is checked first)';
-        $r = sl('server/discover', undef, headers => { 'MCP-Protocol-Version' => 'v9' },
-                body => [ { jsonrpc => '2.0', id => 1, method => 'server/discover', params => { _meta => meta(version => 'v9') } } ]);
-        is_rpc_error_body($r, 400, -32022, undef, 'an unknown version with a batch: -32022');
-    }
+    $r = sl('tools/list', { _meta => meta() }, id => 'dupv',
+            headers => { 'MCP-Protocol-Version' => [ $V, '2025-11-25' ] });
+    is($r->{status}, 400, 'MCP-Protocol-Version twice with different values: 400');
+    is((err($r) // {})->{code}, -32020, '... -32020');
+    $r = sl('server/discover', undef, headers => { 'MCP-Protocol-Version' => 'v9' },
+            body => [ { jsonrpc => '2.0', id => 1, method => 'server/discover', params => { _meta => meta(version => 'v9') } } ]);
+    is_rpc_error_body($r, 400, -32022, undef, 'an unknown version with a batch: -32022');
     my $srv = result(sl('server/discover', { _meta => meta() }));
     ok($srv, 'after the attacks: server/discover still answers');
 }
@@ -1020,11 +1007,8 @@ NGX
     my $r = call($MR, caps => \%EL, t => $b, state => (result($r1) // {})->{requestState}, id => 'big-name',
                  inputs => { step1 => { action => 'accept', content => { name => 'N' x 60_000 } } });
     ok(msg($r), 'a 60000-byte name in round 1: an answer');
-    TODO: {
-        local $TODO = 'BUG: a state too large to seal (client data) is an [error] "Internal error" -32603';
-        unlike($b->log_since($mark), qr/\[error\]/, 'a 60000-byte name: no [error] line in error.log');
-        isnt((err($r) // {})->{code}, -32603, '... and not -32603 Internal error for client input');
-    }
+    unlike($b->log_since($mark), qr/\[error\]/, 'a 60000-byte name: no [error] line in error.log');
+    isnt((err($r) // {})->{code}, -32603, '... and not -32603 Internal error for client input');
 
     # concurrent stateless streams of one client beyond per_client
     my @s = map {
@@ -1040,13 +1024,9 @@ NGX
                     : $body =~ /"code":(-?\d+)/ ? "$s->{status}/$1" : "$s->{status}/?";
     }
     is(scalar(grep { $_ eq 'complete' } @status), 2, 'per_client 2: two concurrent streams complete (@status)');
-    TODO: {
-        local $TODO = 'BUG: a stateless stream over the per_client quota gets 200 + -32603 Internal error '
-                    . 'and an [error] line, not 503 + Retry-After as initialize does';
-        my @over = grep { $_ ne 'complete' } @status;
-        ok(@over && !grep({ !m{^503/} } @over), 'the streams over the quota: 503');
-        unlike($b->log_since($mark), qr/\[error\]/, '... and no [error] line');
-    }
+    my @over = grep { $_ ne 'complete' } @status;
+    ok(@over && !grep({ !m{^503/} } @over), 'the streams over the quota: 503');
+    unlike($b->log_since($mark), qr/\[error\]/, '... and no [error] line');
     $b->stop;
 }
 
@@ -1075,50 +1055,38 @@ NGX
                tag => 'gw');
     is($r->{headers}{'x-client'}, $name, '$mcp_client_name of a stateless request through mcp_pass');
     my @got;
-    TODO: {
-        local $TODO = 'BUG (use after free): $mcp_client_name of a stateless request points into the '
-                    . 'parsed body, freed when the call ends: freed heap bytes (a heap pointer) reach '
-                    . 'headers and logs';
-        for my $req ([ 'tools/call', { name => 'test_simple_text', arguments => {}, _meta => $m } ],
-                     [ 'tools/list', { _meta => $m } ],
-                     [ 'tools/call', { name => 'test_missing_capability', arguments => {}, _meta => $m } ]) {
-            $r = sl(@$req, t => $u);
-            push @got, $r->{headers}{'x-client'} // '(none)';
-            ok($got[-1] eq $name, "X-Client: \$mcp_client_name of a stateless $req->[0]")
-                or diag('got X-Client: ' . printable($got[-1]));
-        }
-        my $log = '';
-        my $until = time + 3;
-        while (time < $until) {
-            $log = McpTest::_slurp($u->prefix . '/logs/cn.log') // '';
-            last if (() = $log =~ /\n/g) >= 6;
-            sleep 0.05;
-        }
-        my @names = map { (split /\|/)[0] } grep { /\|tools\// } split /\n/, $log;
-        ok(@names >= 4 && !grep({ $_ ne $name && $_ ne "init-$name" } @names),
-           'the access log: the client names as sent') or diag(printable(join ' ', @names));
+    for my $req ([ 'tools/call', { name => 'test_simple_text', arguments => {}, _meta => $m } ],
+                 [ 'tools/list', { _meta => $m } ],
+                 [ 'tools/call', { name => 'test_missing_capability', arguments => {}, _meta => $m } ]) {
+        $r = sl(@$req, t => $u);
+        push @got, $r->{headers}{'x-client'} // '(none)';
+        ok($got[-1] eq $name, "X-Client: \$mcp_client_name of a stateless $req->[0]")
+            or diag('got X-Client: ' . printable($got[-1]));
     }
+    my $log = '';
+    my $until = time + 3;
+    while (time < $until) {
+        $log = McpTest::_slurp($u->prefix . '/logs/cn.log') // '';
+        last if (() = $log =~ /\n/g) >= 6;
+        sleep 0.05;
+    }
+    my @names = map { (split /\|/)[0] } grep { /\|tools\// } split /\n/, $log;
+    ok(@names >= 4 && !grep({ $_ ne $name && $_ ne "init-$name" } @names),
+       'the access log: the client names as sent') or diag(printable(join ' ', @names));
     $u->stop(check => 0);
     my @problems = $u->log_problems;
     if ($ENV{MCP_NGINX_PRELOAD}) {
         # a sanitizer build sees the freed memory being read
-        TODO: {
-            local $TODO = 'BUG (use after free): AddressSanitizer reports heap-use-after-free';
-            is(scalar @problems, 0, 'no sanitizer report') or diag(join "\n", grep { defined } @problems[0 .. 3]);
-        }
+        is(scalar @problems, 0, 'no sanitizer report') or diag(join "\n", grep { defined } @problems[0 .. 3]);
     }
     else {
         is(scalar @problems, 0, 'the $mcp_client_name instance: error log clean');
     }
 }
 
-TODO: {
-    local $TODO = 'BUG: a stateless call that goes on after dispatch logs "cannot be cancelled: no room '
-                . 'in the zone" though the zone is nearly empty';
-    my $mark = $t->log_mark;
-    call('test_logging_tool');
-    unlike($t->log_since($mark), qr/no room in the zone/, 'no "no room in the zone" with a nearly empty zone');
-}
+my $mark = $t->log_mark;
+call('test_logging_tool');
+unlike($t->log_since($mark), qr/no room in the zone/, 'no "no room in the zone" with a nearly empty zone');
 
 # --- (8) error.log: quiet, and no requestState in it ---------------------------------------------
 

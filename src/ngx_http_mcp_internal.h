@@ -247,6 +247,7 @@ ngx_uint_t ngx_http_mcp_version_parse(ngx_str_t *s);
 const char *ngx_http_mcp_version_name(ngx_uint_t version);
 cJSON *ngx_http_mcp_versions_json(void);
 ngx_int_t ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data);
+const char *ngx_http_mcp_jsonrpc_name_param(ngx_str_t *method);
 
 /* uritemplate.c: RFC 6570 matching */
 ngx_int_t ngx_http_mcp_uritemplate_match(ngx_pool_t *pool, ngx_str_t *tmpl,

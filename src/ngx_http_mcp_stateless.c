@@ -30,7 +30,6 @@ static ngx_int_t ngx_http_mcp_stateless_refuse(ngx_http_mcp_ctx_t *ctx,
     cJSON *id, ngx_uint_t status, ngx_int_t code, const char *message,
     cJSON *data, ngx_int_t *rc);
 static cJSON *ngx_http_mcp_meta(cJSON *meta, const char *name);
-static const char *ngx_http_mcp_name_param(ngx_str_t *method);
 static ngx_uint_t ngx_http_mcp_header_is(ngx_table_elt_t *h,
     const char *value, size_t len);
 static ngx_uint_t ngx_http_mcp_log_level(cJSON *level);
@@ -248,7 +247,7 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
                    "method", NULL, rc);
     }
 
-    param = ngx_http_mcp_name_param(&msg->method);
+    param = ngx_http_mcp_jsonrpc_name_param(&msg->method);
 
     if (param == NULL) {
         return NGX_OK;
@@ -330,39 +329,6 @@ ngx_http_mcp_meta(cJSON *meta, const char *name)
                  name);
 
     return cJSON_GetObjectItemCaseSensitive(meta, key);
-}
-
-
-/* the param that Mcp-Name repeats, for the methods that have one */
-
-static const char *
-ngx_http_mcp_name_param(ngx_str_t *method)
-{
-    static struct {
-        ngx_str_t    method;
-        const char  *param;
-    } names[] = {
-        { ngx_string("tools/call"), "name" },
-        { ngx_string("prompts/get"), "name" },
-        { ngx_string("resources/read"), "uri" },
-        { ngx_string("tasks/get"), "taskId" },
-        { ngx_string("tasks/update"), "taskId" },
-        { ngx_string("tasks/cancel"), "taskId" },
-        { ngx_null_string, NULL }
-    };
-
-    ngx_uint_t  i;
-
-    for (i = 0; names[i].param; i++) {
-        if (names[i].method.len == method->len
-            && ngx_strncmp(names[i].method.data, method->data, method->len)
-               == 0)
-        {
-            return names[i].param;
-        }
-    }
-
-    return NULL;
 }
 
 

@@ -115,6 +115,9 @@ typedef struct {
     ngx_http_mcp_call_t       *call;        /* a request's call */
     cJSON                     *reply;       /* the error for an invalid
                                                message */
+    ngx_array_t               *param_headers;  /* a stateless tools/call's
+                                               Mcp-Param-*: ngx_keyval_t,
+                                               the name after the prefix */
 } ngx_http_mcp_msg_t;
 
 

@@ -26,7 +26,7 @@ my @STATELESS = qw(test_logging_tool test_input_required_result_elicitation
                    test_input_required_result_multiple_inputs
                    test_input_required_result_multi_round
                    test_input_required_result_capabilities test_streaming_elicitation
-                   test_missing_capability);
+                   test_missing_capability test_custom_header_tool);
 my %TAKES_ARGS = (json_schema_2020_12_tool => 1, test_sampling => 1, test_elicitation => 1);
 my $NO_ARGS = { type => 'object', properties => {} };
 
@@ -37,7 +37,7 @@ my $tools = ref $list eq 'HASH' && ref $list->{result} eq 'HASH' ? $list->{resul
 is(ref $tools, 'ARRAY', 'tools/list: result.tools is an array');
 $tools = [] unless ref $tools eq 'ARRAY';
 is_deeply([ map { $_->{name} } @$tools ], [ @NAMES, @STREAMING, @STATELESS ],
-          'tools/list: the Everything tools, in order (26: the seven, the streaming ones, '
+          'tools/list: the Everything tools, in order (27: the seven, the streaming ones, '
           . 'the stateless ones)');
 ok(!exists $list->{result}{nextCursor}, 'tools/list: one page (no nextCursor)');
 for my $tool (@$tools) {
@@ -59,6 +59,13 @@ is_deeply($by{test_elicitation}{inputSchema},
             properties => { message => { type => 'string',
                                          description => 'The message to show the user' } } },
           'tools/list: test_elicitation takes a required string "message"');
+is_deeply($by{test_custom_header_tool}{inputSchema},
+          { type => 'object', required => [qw(region priority verbose)],
+            properties => { region   => { type => 'string',  'x-mcp-header' => 'Region' },
+                            priority => { type => 'integer', 'x-mcp-header' => 'Priority' },
+                            verbose  => { type => 'boolean', 'x-mcp-header' => 'Verbose' },
+                            query    => { type => 'string' } } },
+          'tools/list: test_custom_header_tool mirrors three arguments into headers (t/65)');
 is($by{test_simple_text}{description}, 'Tests simple text content response',
    'tools/list: test_simple_text description');
 

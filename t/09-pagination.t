@@ -74,7 +74,7 @@ for my $method (sort keys %LISTS) {
     }
 }
 
-# Page size 1: 26 tools (the seven, eight streaming ones, eleven stateless ones), 26 pages.
+# Page size 1: 27 tools (the seven, eight streaming ones, twelve stateless ones), 27 pages.
 {
     my ($n, $msg, @names) = (0, list('tools/list', undef, path => '/one'));
     while ($msg && $n < 40) {
@@ -83,8 +83,8 @@ for my $method (sort keys %LISTS) {
         my $next = $msg->{result}{nextCursor} // last;
         $msg = list('tools/list', $next, path => '/one', id => "o$n");
     }
-    is($n, 26, 'mcp_page_size 1: 26 tools in 26 pages');
-    is(scalar @names, 26, 'mcp_page_size 1: one tool per page');
+    is($n, 27, 'mcp_page_size 1: 27 tools in 27 pages');
+    is(scalar @names, 27, 'mcp_page_size 1: one tool per page');
     is_deeply([ @names[7 .. 14] ],
               [ qw(test_tool_with_logging test_tool_with_progress test_sampling test_elicitation
                    test_elicitation_sep1034_defaults test_elicitation_sep1330_enums

@@ -162,6 +162,7 @@ struct ngx_http_mcp_ctx_s {
     void                      *proxy;       /* mcp_pass: its own state */
     ngx_str_t                  var_method;  /* copies for $mcp_*: calls */
     ngx_str_t                  var_tool;    /* take their messages */
+    ngx_str_t                  var_name;
     ngx_str_t                  var_id;
     ngx_str_t                  var_client;
     const char                *parse_error;  /* why, or NULL */

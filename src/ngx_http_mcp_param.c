@@ -52,6 +52,7 @@ static ngx_int_t ngx_http_mcp_param_base64(ngx_pool_t *pool, u_char *p,
 static ngx_int_t ngx_http_mcp_param_b64_value(u_char c);
 static ngx_int_t ngx_http_mcp_param_matches(ngx_pool_t *pool, cJSON *value,
     ngx_str_t *text);
+static ngx_uint_t ngx_http_mcp_param_primitive(cJSON *type);
 static ngx_uint_t ngx_http_mcp_param_is_number(ngx_str_t *text);
 static ngx_uint_t ngx_http_mcp_param_is_token(const char *name);
 static ngx_uint_t ngx_http_mcp_param_name_is(ngx_str_t *s, const char *name);
@@ -281,11 +282,7 @@ ngx_http_mcp_param_declared(void *data, cJSON *prop, cJSON *name,
 
     type = cJSON_GetObjectItemCaseSensitive(prop, "type");
 
-    if (!cJSON_IsString(type)
-        || (ngx_strcmp(type->valuestring, "string") != 0
-            && ngx_strcmp(type->valuestring, "integer") != 0
-            && ngx_strcmp(type->valuestring, "boolean") != 0))
-    {
+    if (!ngx_http_mcp_param_primitive(type)) {
         return ngx_http_mcp_param_refuse(ctx->pool, ctx->error,
                    "x-mcp-header \"%*s\" is on a property that is not of "
                    "type string, integer or boolean", name->valuestring);
@@ -310,6 +307,44 @@ ngx_http_mcp_param_declared(void *data, cJSON *prop, cJSON *name,
     s->len = ngx_strlen(s->data);
 
     return NGX_OK;
+}
+
+
+/*
+ * "string", "integer" or "boolean", or a list of one of them and "null":
+ * a null argument has no header, so a nullable one may be mirrored too.
+ */
+
+static ngx_uint_t
+ngx_http_mcp_param_primitive(cJSON *type)
+{
+    cJSON       *t;
+    ngx_uint_t   n;
+
+    if (cJSON_IsString(type)) {
+        return ngx_strcmp(type->valuestring, "string") == 0
+               || ngx_strcmp(type->valuestring, "integer") == 0
+               || ngx_strcmp(type->valuestring, "boolean") == 0;
+    }
+
+    if (!cJSON_IsArray(type)) {
+        return 0;
+    }
+
+    n = 0;
+
+    cJSON_ArrayForEach(t, type) {
+
+        if (cJSON_IsString(t) && ngx_strcmp(t->valuestring, "null") == 0) {
+            continue;
+        }
+
+        if (n++ || !cJSON_IsString(t) || !ngx_http_mcp_param_primitive(t)) {
+            return 0;
+        }
+    }
+
+    return n == 1;
 }
 
 

@@ -450,6 +450,25 @@ test_schema(void)
                     "\"object\",\"x-mcp-header\":\"A\"}}}",
                     "x-mcp-header \"A\" is on a property that is not of "
                     "type string, integer or boolean", "schema: object");
+    ngx_unit_schema("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+                    "[\"string\",\"null\"],\"x-mcp-header\":\"A\"}}}", NULL,
+                    "schema: a nullable string");
+    ngx_unit_schema("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+                    "[\"null\",\"boolean\"],\"x-mcp-header\":\"A\"}}}", NULL,
+                    "schema: a nullable boolean");
+    ngx_unit_schema("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+                    "[\"string\",\"integer\"],\"x-mcp-header\":\"A\"}}}",
+                    "x-mcp-header \"A\" is on a property that is not of "
+                    "type string, integer or boolean", "schema: two types");
+    ngx_unit_schema("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+                    "[\"null\"],\"x-mcp-header\":\"A\"}}}",
+                    "x-mcp-header \"A\" is on a property that is not of "
+                    "type string, integer or boolean", "schema: null alone");
+    ngx_unit_schema("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+                    "[[\"string\"]],\"x-mcp-header\":\"A\"}}}",
+                    "x-mcp-header \"A\" is on a property that is not of "
+                    "type string, integer or boolean",
+                    "schema: a list in a list");
     ngx_unit_schema("{\"type\":\"object\",\"properties\":{\"a\":{"
                     "\"x-mcp-header\":\"A\"}}}",
                     "x-mcp-header \"A\" is on a property that is not of "

@@ -47,6 +47,8 @@ static u_char *ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call,
     size_t *len);
 static ngx_int_t ngx_http_mcp_call_raw_token(ngx_http_mcp_call_t *call,
     ngx_str_t *body);
+static ngx_int_t ngx_http_mcp_call_param_headers(ngx_http_mcp_call_t *call,
+    ngx_array_t *from);
 static cJSON *ngx_http_mcp_message(cJSON *id, const char *method,
     cJSON *params);
 
@@ -161,8 +163,11 @@ ngx_http_mcp_call_create(ngx_log_t *clog, void *conf,
     call->progress_token = cJSON_GetObjectItemCaseSensitive(meta,
                                                             "progressToken");
 
-    if (cJSON_IsNumber(call->progress_token)
-        && ngx_http_mcp_call_raw_token(call, body) != NGX_OK)
+    if ((cJSON_IsNumber(call->progress_token)
+         && ngx_http_mcp_call_raw_token(call, body) != NGX_OK)
+        || (msg->param_headers != NULL
+            && ngx_http_mcp_call_param_headers(call, msg->param_headers)
+               != NGX_OK))
     {
         ngx_http_mcp_call_free(call);
         return NULL;
@@ -981,6 +986,42 @@ ngx_http_mcp_call_raw_token(ngx_http_mcp_call_t *call, ngx_str_t *body)
     }
 
     call->progress_token = call->token_raw;
+
+    return NGX_OK;
+}
+
+
+/* a stateless call's Mcp-Param-* headers: the call outlives its request */
+
+static ngx_int_t
+ngx_http_mcp_call_param_headers(ngx_http_mcp_call_t *call, ngx_array_t *from)
+{
+    ngx_uint_t     i;
+    ngx_keyval_t  *src, *dst;
+
+    call->param_headers = ngx_array_create(call->pool, ngx_max(from->nelts, 1),
+                                           sizeof(ngx_keyval_t));
+    if (call->param_headers == NULL) {
+        return NGX_ERROR;
+    }
+
+    src = from->elts;
+
+    for (i = 0; i < from->nelts; i++) {
+        dst = ngx_array_push(call->param_headers);
+        if (dst == NULL) {
+            return NGX_ERROR;
+        }
+
+        dst->key.len = src[i].key.len;
+        dst->key.data = ngx_pstrdup(call->pool, &src[i].key);
+        dst->value.len = src[i].value.len;
+        dst->value.data = ngx_pstrdup(call->pool, &src[i].value);
+
+        if (dst->key.data == NULL || dst->value.data == NULL) {
+            return NGX_ERROR;
+        }
+    }
 
     return NGX_OK;
 }

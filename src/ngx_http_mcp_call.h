@@ -36,6 +36,10 @@ struct ngx_http_mcp_call_s {
     cJSON                     *inputs;          /* params.inputResponses */
     cJSON                     *state;           /* opened requestState,
                                                    owned */
+    ngx_array_t               *param_headers;   /* Mcp-Param-* of a
+                                                   stateless tools/call,
+                                                   ngx_keyval_t; NULL:
+                                                   none */
     ngx_int_t                (*finish)(ngx_http_mcp_call_t *call,
                                        cJSON *result);
                                                 /* what the method adds

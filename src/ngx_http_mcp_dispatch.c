@@ -9,6 +9,7 @@
 
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_param.h"
 
 
 /* which revisions have a method */
@@ -63,6 +64,7 @@ static ngx_int_t ngx_http_mcp_authorize(ngx_http_mcp_call_t *call,
     const char *capability, ngx_str_t *tool);
 static ngx_array_t *ngx_http_mcp_permitted_tools(ngx_http_mcp_call_t *call,
     ngx_array_t *tools);
+static ngx_int_t ngx_http_mcp_check_param_headers(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call);
 
 
@@ -707,6 +709,12 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
+    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS
+        && ngx_http_mcp_check_param_headers(call) != NGX_OK)
+    {
+        return NGX_OK;
+    }
+
     if (ngx_http_mcp_check_arguments(call) != NGX_OK) {
         return NGX_OK;
     }
@@ -1081,6 +1089,42 @@ ngx_http_mcp_permitted_tools(ngx_http_mcp_call_t *call, ngx_array_t *tools)
     }
 
     return list;
+}
+
+
+/*
+ * 2026-07-28 (SEP-2243): the arguments that the tool's schema mirrors
+ * into Mcp-Param-* headers must be what the headers say, or a proxy may
+ * have routed on a value the tool never sees.  The edge handed the
+ * headers over as data.  NGX_OK, or NGX_DECLINED when the call has ended
+ * with -32020, which a stateless POST answers with HTTP 400.
+ */
+
+static ngx_int_t
+ngx_http_mcp_check_param_headers(ngx_http_mcp_call_t *call)
+{
+    u_char     *error;
+    ngx_int_t   rc;
+
+    rc = ngx_http_mcp_param_check(call->pool,
+                                  cJSON_GetObjectItemCaseSensitive(
+                                      call->entry->desc, "inputSchema"),
+                                  call->arguments, call->param_headers,
+                                  &error);
+    if (rc == NGX_OK) {
+        return NGX_OK;
+    }
+
+    if (rc == NGX_ERROR) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return NGX_DECLINED;
+    }
+
+    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_HEADER_MISMATCH,
+                            (const char *) error);
+
+    return NGX_DECLINED;
 }
 
 

@@ -3,9 +3,10 @@
  * The tools of the "everything" set that a stateless (2026-07-28) client
  * exercises: multi-round requests, which ask the client for input with
  * an input-required result and complete on the retry that answers, and
- * the tools the conformance suite uses to check capability declarations
- * and per-request log levels.  Each round is computed from the retry
- * alone (its answers and its sealed state), so any worker can serve it.
+ * the tools the conformance suite uses to check capability declarations,
+ * per-request log levels and custom parameter headers.  Each round is
+ * computed from the retry alone (its answers and its sealed state), so
+ * any worker can serve it.
  */
 
 
@@ -40,6 +41,7 @@ static ngx_int_t ngx_http_mcp_mrtr_multiple(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_mrtr_rounds(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_mrtr_prompt(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_mrtr_trigger(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_mrtr_echo(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_mrtr_ask(ngx_http_mcp_call_t *call,
     ngx_http_mcp_mrtr_ask_t *asks, ngx_uint_t n, cJSON *state);
 static cJSON *ngx_http_mcp_mrtr_accepted(ngx_http_mcp_call_t *call,
@@ -203,6 +205,20 @@ static struct {
           "changed"),
       ngx_http_mcp_mrtr_trigger, "prompts" },
 
+    /* SEP-2243: a call must mirror three arguments into headers */
+    { "{\"name\":\"test_custom_header_tool\",\"description\":\"Echoes "
+      "its arguments; region, priority and verbose travel in "
+      "Mcp-Param-Region, Mcp-Param-Priority and Mcp-Param-Verbose "
+      "headers too\",\"inputSchema\":{\"type\":\"object\","
+      "\"properties\":{"
+      "\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+      "\"priority\":{\"type\":\"integer\","
+      "\"x-mcp-header\":\"Priority\"},"
+      "\"verbose\":{\"type\":\"boolean\",\"x-mcp-header\":\"Verbose\"},"
+      "\"query\":{\"type\":\"string\"}},"
+      "\"required\":[\"region\",\"priority\",\"verbose\"]}}",
+      ngx_http_mcp_mrtr_echo, NULL },
+
     { NULL, NULL, NULL }
 };
 
@@ -272,6 +288,32 @@ ngx_http_mcp_mrtr_simple(ngx_http_mcp_call_t *call)
     }
 
     return ngx_http_mcp_mrtr_text(call, "Received: ", text, 0);
+}
+
+
+/* the arguments, as the tool got them */
+
+static ngx_int_t
+ngx_http_mcp_mrtr_echo(ngx_http_mcp_call_t *call)
+{
+    char       *args;
+    cJSON      *arguments;
+    ngx_int_t   rc;
+
+    arguments = ngx_http_mcp_call_arguments(call);
+
+    args = (arguments != NULL) ? cJSON_PrintUnformatted(arguments) : NULL;
+
+    if (arguments != NULL && args == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_mrtr_text(call, "Called with: ",
+                                (args != NULL) ? args : "{}", 0);
+
+    cJSON_free(args);
+
+    return rc;
 }
 
 

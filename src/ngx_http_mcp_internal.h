@@ -121,6 +121,9 @@ typedef struct {
     ngx_http_mcp_call_t       *call;        /* a request's call */
     cJSON                     *reply;       /* the error for an invalid
                                                message */
+    ngx_array_t               *param_headers;  /* a stateless tools/call's
+                                               Mcp-Param-*: ngx_keyval_t,
+                                               the name after the prefix */
 } ngx_http_mcp_msg_t;
 
 
@@ -165,6 +168,7 @@ struct ngx_http_mcp_ctx_s {
     void                      *proxy;       /* mcp_pass: its own state */
     ngx_str_t                  var_method;  /* copies for $mcp_*: calls */
     ngx_str_t                  var_tool;    /* take their messages */
+    ngx_str_t                  var_name;
     ngx_str_t                  var_id;
     ngx_str_t                  var_client;
     const char                *parse_error;  /* why, or NULL */
@@ -255,6 +259,7 @@ ngx_uint_t ngx_http_mcp_version_parse(ngx_str_t *s);
 const char *ngx_http_mcp_version_name(ngx_uint_t version);
 cJSON *ngx_http_mcp_versions_json(void);
 ngx_int_t ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data);
+const char *ngx_http_mcp_jsonrpc_name_param(ngx_str_t *method);
 
 /* uritemplate.c: RFC 6570 matching */
 ngx_int_t ngx_http_mcp_uritemplate_match(ngx_pool_t *pool, ngx_str_t *tmpl,

@@ -467,3 +467,39 @@ ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data)
 
     return NGX_OK;
 }
+
+
+/*
+ * The param that the Mcp-Name header repeats (2026-07-28), for the
+ * methods that have one; NULL for the others.
+ */
+
+const char *
+ngx_http_mcp_jsonrpc_name_param(ngx_str_t *method)
+{
+    static struct {
+        ngx_str_t    method;
+        const char  *param;
+    } names[] = {
+        { ngx_string("tools/call"), "name" },
+        { ngx_string("prompts/get"), "name" },
+        { ngx_string("resources/read"), "uri" },
+        { ngx_string("tasks/get"), "taskId" },
+        { ngx_string("tasks/update"), "taskId" },
+        { ngx_string("tasks/cancel"), "taskId" },
+        { ngx_null_string, NULL }
+    };
+
+    ngx_uint_t  i;
+
+    for (i = 0; names[i].param; i++) {
+        if (names[i].method.len == method->len
+            && ngx_strncmp(names[i].method.data, method->data, method->len)
+               == 0)
+        {
+            return names[i].param;
+        }
+    }
+
+    return NULL;
+}

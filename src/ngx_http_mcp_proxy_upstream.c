@@ -10,12 +10,15 @@
 
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_param.h"
 
 
 static ngx_uint_t ngx_http_mcp_proxy_one_peer(ngx_http_mcp_loc_conf_t *mlcf);
 static ngx_int_t ngx_http_mcp_proxy_create_request(ngx_http_request_t *r);
 static ngx_table_elt_t *ngx_http_mcp_proxy_header(ngx_http_request_t *r,
     const char *name);
+static size_t ngx_http_mcp_proxy_params(ngx_http_request_t *r,
+    ngx_buf_t *b);
 static ngx_int_t ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_status(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_header(ngx_http_request_t *r);
@@ -168,6 +171,8 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
         }
     }
 
+    len += ngx_http_mcp_proxy_params(r, NULL);
+
     b = ngx_create_temp_buf(r->pool, len);
     if (b == NULL) {
         return NGX_ERROR;
@@ -183,6 +188,8 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
             b->last = ngx_sprintf(b->last, "%V: %V\r\n", &h->key, &h->value);
         }
     }
+
+    (void) ngx_http_mcp_proxy_params(r, b);
 
     if (sid.len) {
         b->last = ngx_sprintf(b->last, "Mcp-Session-Id: %V\r\n", &sid);
@@ -252,6 +259,58 @@ ngx_http_mcp_proxy_header(ngx_http_request_t *r, const char *name)
     }
 
     return ngx_http_mcp_header_in(r, name, ngx_strlen(name));
+}
+
+
+/*
+ * The client's Mcp-Param-* headers, every one in its order, written to b;
+ * with b NULL, their length.  The upstream knows which of them its tools
+ * declare (x-mcp-header) and checks them against the body, as this
+ * module's own endpoints do; the gateway does not know its tools.
+ */
+
+static size_t
+ngx_http_mcp_proxy_params(ngx_http_request_t *r, ngx_buf_t *b)
+{
+    size_t            len, prefix;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    prefix = sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1;
+    len = 0;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return len;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len <= prefix
+            || ngx_strncasecmp(h[i].key.data,
+                               (u_char *) NGX_HTTP_MCP_PARAM_PREFIX, prefix)
+               != 0)
+        {
+            continue;
+        }
+
+        if (b == NULL) {
+            len += h[i].key.len + sizeof(": \r\n") - 1 + h[i].value.len;
+            continue;
+        }
+
+        b->last = ngx_sprintf(b->last, "%V: %V\r\n", &h[i].key,
+                              &h[i].value);
+    }
 }
 
 

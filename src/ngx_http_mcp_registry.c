@@ -7,6 +7,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_param.h"
 
 
 #define NGX_HTTP_MCP_CURSOR_PREFIX  "mcp:"
@@ -184,7 +185,9 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     ngx_array_t *entries, const char *json, const char *key,
     ngx_http_mcp_handler_pt handler, void *data)
 {
+    u_char                *error;
     cJSON                 *desc, *name;
+    ngx_int_t              rc;
     ngx_str_t              s;
     ngx_http_mcp_entry_t  *e;
 
@@ -214,6 +217,24 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
                            : "resource template",
                            &s, &set->name);
         return NGX_ERROR;
+    }
+
+    /* a client drops a tool whose x-mcp-header breaks the rules */
+
+    if (entries == &set->tools) {
+        rc = ngx_http_mcp_param_schema(cf->pool,
+                 cJSON_GetObjectItemCaseSensitive(desc, "inputSchema"),
+                 &error);
+
+        if (rc == NGX_DECLINED) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "MCP tool \"%V\" in set \"%V\": %s",
+                               &s, &set->name, error);
+        }
+
+        if (rc != NGX_OK) {
+            return NGX_ERROR;
+        }
     }
 
     e = ngx_array_push(entries);

@@ -17,6 +17,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_param.h"
 
 
 #define NGX_HTTP_MCP_META_PREFIX  "io.modelcontextprotocol/"
@@ -28,11 +29,12 @@ static ngx_int_t ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg, ngx_int_t *rc);
+static ngx_int_t ngx_http_mcp_stateless_params(ngx_http_request_t *r,
+    ngx_http_mcp_msg_t *msg);
 static ngx_int_t ngx_http_mcp_stateless_refuse(ngx_http_mcp_ctx_t *ctx,
     cJSON *id, ngx_uint_t status, ngx_int_t code, const char *message,
     cJSON *data, ngx_int_t *rc);
 static cJSON *ngx_http_mcp_meta(cJSON *meta, const char *name);
-static const char *ngx_http_mcp_name_param(ngx_str_t *method);
 static ngx_uint_t ngx_http_mcp_header_is(ngx_table_elt_t *h,
     const char *value, size_t len);
 static ngx_uint_t ngx_http_mcp_log_level(cJSON *level);
@@ -114,6 +116,11 @@ ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc)
     if (ngx_http_mcp_stateless_meta(ctx, &msg[0], rc) != NGX_OK
         || ngx_http_mcp_stateless_headers(ctx, &msg[0], rc) != NGX_OK)
     {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_mcp_stateless_params(ctx->request, &msg[0]) != NGX_OK) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
         return NGX_DECLINED;
     }
 
@@ -298,7 +305,7 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
                    "method", NULL, rc);
     }
 
-    param = ngx_http_mcp_name_param(&msg->method);
+    param = ngx_http_mcp_jsonrpc_name_param(&msg->method);
 
     if (param == NULL) {
         return NGX_OK;
@@ -323,6 +330,73 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A tools/call's Mcp-Param-* headers, as data that goes with its message:
+ * which of them the call needs, and what they must say, is in the tool's
+ * schema, which the edge does not know and dispatch does (SEP-2243).
+ * The values point into the request's headers; the call copies them.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stateless_params(ngx_http_request_t *r, ngx_http_mcp_msg_t *msg)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_keyval_t     *kv;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    if (msg->method.len != sizeof("tools/call") - 1
+        || ngx_strncmp(msg->method.data, "tools/call", msg->method.len) != 0)
+    {
+        return NGX_OK;
+    }
+
+    len = sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NGX_OK;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len <= len
+            || ngx_strncasecmp(h[i].key.data,
+                               (u_char *) NGX_HTTP_MCP_PARAM_PREFIX, len)
+               != 0)
+        {
+            continue;
+        }
+
+        if (msg->param_headers == NULL) {
+            msg->param_headers = ngx_array_create(r->pool, 4,
+                                                  sizeof(ngx_keyval_t));
+            if (msg->param_headers == NULL) {
+                return NGX_ERROR;
+            }
+        }
+
+        kv = ngx_array_push(msg->param_headers);
+        if (kv == NULL) {
+            return NGX_ERROR;
+        }
+
+        kv->key.data = h[i].key.data + len;
+        kv->key.len = h[i].key.len - len;
+        kv->value = h[i].value;
+    }
 }
 
 
@@ -380,39 +454,6 @@ ngx_http_mcp_meta(cJSON *meta, const char *name)
                  name);
 
     return cJSON_GetObjectItemCaseSensitive(meta, key);
-}
-
-
-/* the param that Mcp-Name repeats, for the methods that have one */
-
-static const char *
-ngx_http_mcp_name_param(ngx_str_t *method)
-{
-    static struct {
-        ngx_str_t    method;
-        const char  *param;
-    } names[] = {
-        { ngx_string("tools/call"), "name" },
-        { ngx_string("prompts/get"), "name" },
-        { ngx_string("resources/read"), "uri" },
-        { ngx_string("tasks/get"), "taskId" },
-        { ngx_string("tasks/update"), "taskId" },
-        { ngx_string("tasks/cancel"), "taskId" },
-        { ngx_null_string, NULL }
-    };
-
-    ngx_uint_t  i;
-
-    for (i = 0; names[i].param; i++) {
-        if (names[i].method.len == method->len
-            && ngx_strncmp(names[i].method.data, method->data, method->len)
-               == 0)
-        {
-            return names[i].param;
-        }
-    }
-
-    return NULL;
 }
 
 

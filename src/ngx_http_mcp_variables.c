@@ -4,6 +4,13 @@
  * limit_req_zone keys, if).  A POST's body is parsed in the rewrite
  * phase, so they are there from that phase on.  Of a batch, they tell
  * the first message.
+ *
+ * A stateless (2026-07-28) request says its method and name in the
+ * Mcp-Method and Mcp-Name headers too, so that nginx can route on them
+ * without the body; the edge refuses the request (-32020) when the body
+ * says otherwise.  Until the body is parsed, and wherever nobody parses
+ * it (a location without "mcp"), $mcp_method and $mcp_name are those
+ * headers: in the server's rewrite phase, in a map, in proxy_cache_key.
  */
 
 
@@ -12,6 +19,7 @@
 
 typedef enum {
     NGX_HTTP_MCP_VAR_METHOD = 0,
+    NGX_HTTP_MCP_VAR_NAME,
     NGX_HTTP_MCP_VAR_TOOL,
     NGX_HTTP_MCP_VAR_SESSION_ID,
     NGX_HTTP_MCP_VAR_REQUEST_ID,
@@ -25,6 +33,10 @@ static ngx_int_t ngx_http_mcp_variable(ngx_http_request_t *r,
 static ngx_http_mcp_msg_t *ngx_http_mcp_variable_msg(ngx_http_mcp_ctx_t *ctx);
 static ngx_int_t ngx_http_mcp_variable_tool(ngx_http_mcp_msg_t *msg,
     ngx_str_t *value);
+static void ngx_http_mcp_variable_name(ngx_http_mcp_msg_t *msg,
+    ngx_str_t *value);
+static void ngx_http_mcp_variable_header(ngx_http_request_t *r,
+    const char *name, size_t len, ngx_str_t *value);
 static ngx_int_t ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx, ngx_str_t *value);
 
@@ -33,6 +45,9 @@ static ngx_http_variable_t  ngx_http_mcp_vars[] = {
 
     { ngx_string("mcp_method"), NULL, ngx_http_mcp_variable,
       NGX_HTTP_MCP_VAR_METHOD, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_name"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_NAME, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("mcp_tool"), NULL, ngx_http_mcp_variable,
       NGX_HTTP_MCP_VAR_TOOL, NGX_HTTP_VAR_NOCACHEABLE, 0 },
@@ -89,10 +104,23 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     switch (data) {
 
     case NGX_HTTP_MCP_VAR_METHOD:
-        if (ctx != NULL) {
+        if (ctx != NULL && ctx->parsed) {
             value = ctx->var_method;
+            break;
         }
 
+        ngx_http_mcp_variable_header(r->main, "Mcp-Method",
+                                     sizeof("Mcp-Method") - 1, &value);
+        break;
+
+    case NGX_HTTP_MCP_VAR_NAME:
+        if (ctx != NULL && ctx->parsed) {
+            value = ctx->var_name;
+            break;
+        }
+
+        ngx_http_mcp_variable_header(r->main, "Mcp-Name",
+                                     sizeof("Mcp-Name") - 1, &value);
         break;
 
     case NGX_HTTP_MCP_VAR_TOOL:
@@ -226,6 +254,57 @@ ngx_http_mcp_variable_tool(ngx_http_mcp_msg_t *msg, ngx_str_t *value)
 
 
 /*
+ * What Mcp-Name says: the name, URI or task id of the methods that have
+ * one; else what $mcp_tool says (resources/subscribe of a session).
+ */
+
+static void
+ngx_http_mcp_variable_name(ngx_http_mcp_msg_t *msg, ngx_str_t *value)
+{
+    cJSON       *item;
+    const char  *param;
+
+    param = ngx_http_mcp_jsonrpc_name_param(&msg->method);
+
+    if (param == NULL) {
+        (void) ngx_http_mcp_variable_tool(msg, value);
+        return;
+    }
+
+    item = cJSON_GetObjectItemCaseSensitive(msg->params, param);
+
+    if (cJSON_IsString(item)) {
+        value->data = (u_char *) item->valuestring;
+        value->len = ngx_strlen(item->valuestring);
+    }
+}
+
+
+/*
+ * A stateless request's Mcp-Method or Mcp-Name, before or without its
+ * body.  Two of them say nothing: the request is refused anyway, and
+ * nginx must not route on either.
+ */
+
+static void
+ngx_http_mcp_variable_header(ngx_http_request_t *r, const char *name,
+    size_t len, ngx_str_t *value)
+{
+    ngx_table_elt_t  *h;
+
+    if (r->method != NGX_HTTP_POST || !ngx_http_mcp_stateless_request(r)) {
+        return;
+    }
+
+    h = ngx_http_mcp_header_in(r, name, len);
+
+    if (h != NULL && ngx_http_mcp_header_in_after(r, h, name, len) == NULL) {
+        *value = h->value;
+    }
+}
+
+
+/*
  * Copies what the variables tell of the first message into the request's
  * pool: a call takes its message away when it starts.
  */
@@ -256,6 +335,12 @@ ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx)
     ctx->var_tool.data = s.len ? ngx_pstrdup(pool, &s) : NULL;
 
     ngx_str_null(&s);
+    ngx_http_mcp_variable_name(msg, &s);
+
+    ctx->var_name.len = s.len;
+    ctx->var_name.data = s.len ? ngx_pstrdup(pool, &s) : NULL;
+
+    ngx_str_null(&s);
 
     if (cJSON_IsString(msg->id) || cJSON_IsRaw(msg->id)) {
         s.data = (u_char *) msg->id->valuestring;
@@ -282,6 +367,7 @@ ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx)
 
     if ((msg->method.len && ctx->var_method.data == NULL)
         || (ctx->var_tool.len && ctx->var_tool.data == NULL)
+        || (ctx->var_name.len && ctx->var_name.data == NULL)
         || (ctx->var_id.len && ctx->var_id.data == NULL)
         || (ctx->var_client.len && ctx->var_client.data == NULL))
     {

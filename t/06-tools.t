@@ -27,7 +27,7 @@ my @STATELESS = qw(test_logging_tool test_input_required_result_elicitation
                    test_input_required_result_multi_round
                    test_input_required_result_capabilities test_streaming_elicitation
                    test_missing_capability test_trigger_tool_change
-                   test_trigger_prompt_change);
+                   test_trigger_prompt_change test_custom_header_tool);
 # The tools of the tasks scenarios come after them (t/64-tasks.t).
 my @TASKS = qw(greet slow_compute failing_job protocol_error_job confirm_delete multi_input
                test_tool_with_task);
@@ -42,7 +42,7 @@ is(ref $tools, 'ARRAY', 'tools/list: result.tools is an array');
 $tools = [] unless ref $tools eq 'ARRAY';
 my %by_name = map { $_->{name} => $_ } @$tools;
 is_deeply([ map { $_->{name} } @$tools ], [ @NAMES, @STREAMING, @STATELESS, @TASKS ],
-          'tools/list: the Everything tools, in order (35: the seven, the streaming ones, '
+          'tools/list: the Everything tools, in order (36: the seven, the streaming ones, '
           . 'the stateless ones, the tasks ones)');
 is_deeply({ map { $_ => ($by_name{$_}{execution} // {})->{taskSupport} } @TASKS },
           { greet => undef, slow_compute => 'optional', failing_job => 'required',
@@ -69,6 +69,13 @@ is_deeply($by{test_elicitation}{inputSchema},
             properties => { message => { type => 'string',
                                          description => 'The message to show the user' } } },
           'tools/list: test_elicitation takes a required string "message"');
+is_deeply($by{test_custom_header_tool}{inputSchema},
+          { type => 'object', required => [qw(region priority verbose)],
+            properties => { region   => { type => 'string',  'x-mcp-header' => 'Region' },
+                            priority => { type => 'integer', 'x-mcp-header' => 'Priority' },
+                            verbose  => { type => 'boolean', 'x-mcp-header' => 'Verbose' },
+                            query    => { type => 'string' } } },
+          'tools/list: test_custom_header_tool mirrors three arguments into headers (t/65)');
 is($by{test_simple_text}{description}, 'Tests simple text content response',
    'tools/list: test_simple_text description');
 

@@ -74,8 +74,8 @@ for my $method (sort keys %LISTS) {
     }
 }
 
-# Page size 1: 35 tools (the seven, eight streaming ones, thirteen stateless ones, seven tasks
-# ones), 35 pages.
+# Page size 1: 36 tools (the seven, eight streaming ones, fourteen stateless ones, seven tasks
+# ones), 36 pages.
 {
     my ($n, $msg, @names) = (0, list('tools/list', undef, path => '/one'));
     while ($msg && $n < 40) {
@@ -84,8 +84,8 @@ for my $method (sort keys %LISTS) {
         my $next = $msg->{result}{nextCursor} // last;
         $msg = list('tools/list', $next, path => '/one', id => "o$n");
     }
-    is($n, 35, 'mcp_page_size 1: 35 tools in 35 pages');
-    is(scalar @names, 35, 'mcp_page_size 1: one tool per page');
+    is($n, 36, 'mcp_page_size 1: 36 tools in 36 pages');
+    is(scalar @names, 36, 'mcp_page_size 1: one tool per page');
     is_deeply([ @names[7 .. 14] ],
               [ qw(test_tool_with_logging test_tool_with_progress test_sampling test_elicitation
                    test_elicitation_sep1034_defaults test_elicitation_sep1330_enums

@@ -89,7 +89,7 @@ is(($up_notif // {})->{host}, '127.0.0.1:' . $t->port(2), '... and Host as writt
     my ($list, undef, $r) = $t->mcp_call($sid, 'tools/list', undef, id => 'tl');
     is($r->{headers}{'content-type'}, 'application/json', 'tools/list: application/json');
     is(ref $list->{tools}, 'ARRAY', 'tools/list through the gateway: a list of tools');
-    is(scalar @{ $list->{tools} // [] }, 35, 'tools/list: the 35 Everything tools');
+    is(scalar @{ $list->{tools} // [] }, 36, 'tools/list: the 36 Everything tools');
     is_deeply($list, $direct, 'tools/list: exactly what the upstream answers directly');
     $t->mcp_delete($dsid, port => $t->port(2));
 }

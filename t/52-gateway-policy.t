@@ -149,7 +149,7 @@ my $seen_up = sub {
 
 my ($ref_sid) = $t->mcp_initialize;
 my $full = names(scalar $t->mcp_call($ref_sid, 'tools/list'));
-is(scalar @$full, 35, 'without a policy: all 35 tools listed');
+is(scalar @$full, 36, 'without a policy: all 36 tools listed');
 
 my @policies = (
     [ '/deny-name', undef, [ 'test_simple_text', 'test_simple', 'test_sampling' ],
@@ -197,7 +197,7 @@ for my $p (@policies) {
         $cursor = $l->{nextCursor};
         $pages++;
     } while (defined $cursor && $pages < 10);
-    is($pages, 9, '/paged: 35 tools, 4 per page upstream: 9 pages through the gateway');
+    is($pages, 9, '/paged: 36 tools, 4 per page upstream: 9 pages through the gateway');
     is_deeply(\@names, [ grep { !/^test_(image|audio|elicitation)/ } @$full ],
               '/paged: the pages together hold exactly the allowed tools');
 }

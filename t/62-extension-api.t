@@ -213,6 +213,16 @@ $t->stop;
 }
 
 {
+    # SEP-2243: clients drop a tool whose x-mcp-header breaks the rules
+    my $so = build_ext('badheader', '-DEXT_BAD_HEADER');
+    my ($rc, $log) = nginx_t_with(main => "load_module $so;",
+                                  server => 'location /mcp { mcp on; mcp_builtin ext; }');
+    isnt($rc, 0, 'a tool with an x-mcp-header that is no HTTP token: nginx -t fails');
+    like($log, qr/\[emerg\].*MCP tool "ext_bad_header" in set "ext": x-mcp-header "Re gion" is not an HTTP field name \(token\)/,
+         'an invalid x-mcp-header: the tool, the set and the reason named');
+}
+
+{
     my $so = build_ext('api2', '-DEXT_API=2');
     my ($rc, $log) = nginx_t_with(main => "load_module $so;",
                                   server => 'location /mcp { mcp on; }');

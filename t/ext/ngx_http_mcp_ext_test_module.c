@@ -141,6 +141,20 @@ ngx_http_mcp_ext_set(ngx_conf_t *cf, ngx_http_mcp_set_t *set)
     }
 #endif
 
+#ifdef EXT_BAD_HEADER
+    /* no client could send this header: clients drop the tool */
+    if (ngx_http_mcp_add_tool(cf, set,
+                              "{\"name\":\"ext_bad_header\",\"inputSchema\":"
+                              "{\"type\":\"object\",\"properties\":{\"r\":"
+                              "{\"type\":\"string\","
+                              "\"x-mcp-header\":\"Re gion\"}}}}",
+                              ngx_http_mcp_ext_echo, NULL)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+#endif
+
     if (ngx_http_mcp_add_tool(cf, set, tool, ngx_http_mcp_ext_echo,
                               "the echo's data")
         != NGX_OK

@@ -1090,8 +1090,9 @@ unlike($t->log_since($mark), qr/no room in the zone/, 'no "no room in the zone" 
 
 # --- (8) error.log: quiet, and no requestState in it ---------------------------------------------
 
-my $LIFECYCLE = join '|', map { quotemeta } 'using the "epoll" event method', 'nginx/', 'OS: ', 'getrlimit',
-    'start worker process', 'gracefully shutting down', 'exiting', 'reconfiguring';
+my $LIFECYCLE = join '|', map { quotemeta } 'using the "epoll" event method', 'nginx/', 'OS: ',
+    'getrlimit', 'built by', 'start worker process', 'gracefully shutting down', 'exiting',
+    'reconfiguring';
 $LIFECYCLE = qr/\[notice\] \d+#\d+: (?:$LIFECYCLE|signal \d+ \(SIG\w+\) received|exit$|worker process \d+ exited with code 0$)/;
 $t->stop;
 my @unasked = grep { /\[(?:warn|error|crit|alert|emerg)\]/ || (/\[notice\]/ && !/$LIFECYCLE/) }

@@ -193,7 +193,7 @@ ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
     }
 
     if (result == NULL
-        || (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS
+        || (ngx_http_mcp_call_stateless(call)
             && !cJSON_HasObjectItem(result, "resultType")
             && cJSON_AddStringToObject(result, "resultType", "complete")
                == NULL)
@@ -670,11 +670,6 @@ ngx_http_mcp_call_log(ngx_http_mcp_call_t *call, ngx_uint_t level,
 {
     cJSON  *params;
 
-    static const char  *levels[] = {
-        "debug", "info", "notice", "warning", "error", "critical", "alert",
-        "emergency"
-    };
-
     if (level < call->rctx->log_level || level > NGX_HTTP_MCP_LOG_EMERGENCY) {
         return NGX_OK;
     }
@@ -682,7 +677,9 @@ ngx_http_mcp_call_log(ngx_http_mcp_call_t *call, ngx_uint_t level,
     params = cJSON_CreateObject();
 
     if (params == NULL
-        || cJSON_AddStringToObject(params, "level", levels[level]) == NULL
+        || cJSON_AddStringToObject(params, "level",
+                                   ngx_http_mcp_log_level_name(level))
+           == NULL
         || (logger != NULL
             && cJSON_AddStringToObject(params, "logger", logger) == NULL)
         || cJSON_AddStringToObject(params, "data", text) == NULL)
@@ -745,7 +742,7 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
     ngx_http_mcp_request_t   *req, **rp;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
-    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
+    if (ngx_http_mcp_call_stateless(call)) {
         /* no stream for requests: see ngx_http_mcp_call_input_required() */
         cJSON_Delete(params);
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_REQUEST,
@@ -823,7 +820,7 @@ ngx_http_mcp_call_close_stream(ngx_http_mcp_call_t *call)
 {
     ngx_int_t  rc;
 
-    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
+    if (ngx_http_mcp_call_stateless(call)) {
         /* a stateless client cannot resume: the result stays on this one */
         return NGX_DECLINED;
     }

@@ -76,4 +76,9 @@ struct ngx_http_mcp_call_s {
 };
 
 
+/* a call of the stateless revision (2026-07-28): no session behind it */
+#define ngx_http_mcp_call_stateless(call)                                    \
+    ((call)->rctx->version >= NGX_HTTP_MCP_VSTATELESS)
+
+
 #endif /* _NGX_HTTP_MCP_CALL_H_INCLUDED_ */

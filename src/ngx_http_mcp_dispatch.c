@@ -16,12 +16,14 @@
 #define NGX_HTTP_MCP_SESSIONFUL    0x01    /* 2025-03-26 to 2025-11-25 */
 #define NGX_HTTP_MCP_STATELESS     0x02    /* 2026-07-28 */
 #define NGX_HTTP_MCP_ANY_ERA       0x03
+/* 2026-07-28: its results carry caching hints (ttlMs, cacheScope) */
+#define NGX_HTTP_MCP_CACHEABLE     0x04
 
 
 typedef struct {
     ngx_str_t                  name;
     ngx_http_mcp_handler_pt    handler;
-    ngx_uint_t                 eras;
+    ngx_uint_t                 flags;       /* eras, cacheable */
 } ngx_http_mcp_method_t;
 
 
@@ -78,22 +80,25 @@ static ngx_http_mcp_method_t  ngx_http_mcp_methods[] = {
       NGX_HTTP_MCP_SESSIONFUL },
     { ngx_string("ping"), ngx_http_mcp_ping, NGX_HTTP_MCP_SESSIONFUL },
     { ngx_string("server/discover"), ngx_http_mcp_discover,
-      NGX_HTTP_MCP_STATELESS },
+      NGX_HTTP_MCP_STATELESS|NGX_HTTP_MCP_CACHEABLE },
     { ngx_string("subscriptions/listen"), ngx_http_mcp_listen,
       NGX_HTTP_MCP_STATELESS },
-    { ngx_string("tools/list"), ngx_http_mcp_list, NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("tools/list"), ngx_http_mcp_list,
+      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE },
     { ngx_string("tools/call"), ngx_http_mcp_tools_call,
       NGX_HTTP_MCP_ANY_ERA },
-    { ngx_string("resources/list"), ngx_http_mcp_list, NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("resources/list"), ngx_http_mcp_list,
+      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE },
     { ngx_string("resources/read"), ngx_http_mcp_resources_read,
-      NGX_HTTP_MCP_ANY_ERA },
+      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE },
     { ngx_string("resources/templates/list"), ngx_http_mcp_list,
-      NGX_HTTP_MCP_ANY_ERA },
+      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE },
     { ngx_string("resources/subscribe"), ngx_http_mcp_subscribe,
       NGX_HTTP_MCP_SESSIONFUL },
     { ngx_string("resources/unsubscribe"), ngx_http_mcp_subscribe,
       NGX_HTTP_MCP_SESSIONFUL },
-    { ngx_string("prompts/list"), ngx_http_mcp_list, NGX_HTTP_MCP_ANY_ERA },
+    { ngx_string("prompts/list"), ngx_http_mcp_list,
+      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE },
     { ngx_string("prompts/get"), ngx_http_mcp_prompts_get,
       NGX_HTTP_MCP_ANY_ERA },
     { ngx_string("logging/setLevel"), ngx_http_mcp_set_level,
@@ -126,12 +131,6 @@ static ngx_http_mcp_listing_t  ngx_http_mcp_listings[] = {
 };
 
 
-static const char  *ngx_http_mcp_log_levels[] = {
-    "debug", "info", "notice", "warning", "error", "critical", "alert",
-    "emergency", NULL
-};
-
-
 static ngx_http_mcp_method_t *
 ngx_http_mcp_method(ngx_str_t *name)
 {
@@ -158,7 +157,7 @@ ngx_http_mcp_dispatch_known(ngx_str_t *method)
 
     m = ngx_http_mcp_method(method);
 
-    return m != NULL && (m->eras & NGX_HTTP_MCP_SESSIONFUL);
+    return m != NULL && (m->flags & NGX_HTTP_MCP_SESSIONFUL);
 }
 
 
@@ -170,13 +169,18 @@ ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call)
 
     m = ngx_http_mcp_method(&call->method);
 
-    era = (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS)
+    era = ngx_http_mcp_call_stateless(call)
           ? NGX_HTTP_MCP_STATELESS : NGX_HTTP_MCP_SESSIONFUL;
 
-    if (m == NULL || !(m->eras & era)) {
+    if (m == NULL || !(m->flags & era)) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_METHOD_NOT_FOUND,
                                 "Method not found");
         return NGX_OK;
+    }
+
+    if (era == NGX_HTTP_MCP_STATELESS && (m->flags & NGX_HTTP_MCP_CACHEABLE))
+    {
+        call->finish = ngx_http_mcp_cache_hints;
     }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, call->log, 0, "mcp call \"%V\"",
@@ -285,8 +289,6 @@ ngx_http_mcp_discover(ngx_http_mcp_call_t *call)
         cJSON_Delete(result);
         return NGX_ERROR;
     }
-
-    call->finish = ngx_http_mcp_cache_hints;
 
     ngx_http_mcp_call_result(call, result);
 
@@ -489,13 +491,9 @@ ngx_http_mcp_set_level(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    for (i = 0; ngx_http_mcp_log_levels[i]; i++) {
-        if (ngx_strcmp(level->valuestring, ngx_http_mcp_log_levels[i]) == 0) {
-            break;
-        }
-    }
+    i = ngx_http_mcp_log_level_parse(level->valuestring);
 
-    if (ngx_http_mcp_log_levels[i] == NULL) {
+    if (i == NGX_HTTP_MCP_LOG_NONE) {
         return ngx_http_mcp_invalid_params(call,
                                            "Invalid params: unknown log "
                                            "level%s", "");
@@ -655,10 +653,6 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call)
         return NGX_ERROR;
     }
 
-    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
-        call->finish = ngx_http_mcp_cache_hints;
-    }
-
     ngx_http_mcp_call_result(call, result);
 
     return NGX_OK;
@@ -709,7 +703,7 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS
+    if (ngx_http_mcp_call_stateless(call)
         && ngx_http_mcp_check_param_headers(call) != NGX_OK)
     {
         return NGX_OK;
@@ -810,10 +804,6 @@ ngx_http_mcp_resources_read(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
-        call->finish = ngx_http_mcp_cache_hints;
-    }
-
     return ngx_http_mcp_run_entry(call);
 }
 
@@ -828,7 +818,7 @@ ngx_http_mcp_run_entry(ngx_http_mcp_call_t *call)
 {
     ngx_int_t  rc;
 
-    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
+    if (ngx_http_mcp_call_stateless(call)) {
         rc = ngx_http_mcp_call_open_state(call);
 
         if (rc != NGX_OK) {
@@ -930,9 +920,7 @@ ngx_http_mcp_find_resource(ngx_http_mcp_call_t *call)
         return NULL;
     }
 
-    if (call->entry == NULL
-        && call->rctx->version >= NGX_HTTP_MCP_VSTATELESS)
-    {
+    if (call->entry == NULL && ngx_http_mcp_call_stateless(call)) {
         /* 2026-07-28 (SEP-2164): invalid params, naming the URI */
         data = cJSON_CreateObject();
 

@@ -40,6 +40,8 @@ static ngx_int_t ngx_http_mcp_accept_q(ngx_str_t *accept, ngx_str_t *type,
 static u_char *ngx_http_mcp_accept_param(u_char *p, u_char *end,
     ngx_int_t *q);
 static void ngx_http_mcp_cleanup(void *data);
+static ngx_int_t ngx_http_mcp_session_open(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_session_init_t *init, u_char *id, ngx_log_t *log);
 static void ngx_http_mcp_session_end(void *data);
 
 
@@ -931,26 +933,13 @@ ngx_http_mcp_session_new(ngx_http_mcp_ctx_t *ctx,
 {
     ngx_int_t  rc;
 
-    if (ctx->rctx.auth != NULL) {
-        /* the session is bound to the token's issuer and subject */
-        init->binding = ((ngx_http_mcp_auth_t *) ctx->rctx.auth)->binding;
-    }
-
     ctx->new_session.data = ngx_pnalloc(ctx->request->pool,
                                         NGX_HTTP_MCP_SESSION_ID_LEN);
     if (ctx->new_session.data == NULL) {
         return NGX_ERROR;
     }
 
-    if (ngx_http_mcp_session_client_key(ctx->conf->zone, ctx->request,
-                                        &init->client_key)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    rc = ngx_http_mcp_session_create(ctx->conf->zone, log, init,
-                                     ctx->new_session.data);
+    rc = ngx_http_mcp_session_open(ctx, init, ctx->new_session.data, log);
 
     if (rc == NGX_DECLINED) {
         ngx_log_error(NGX_LOG_WARN, log, 0,
@@ -991,17 +980,6 @@ ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx)
     init.version = ctx->rctx.version;
     init.client_name = ctx->rctx.client_name;
 
-    if (ctx->rctx.auth != NULL) {
-        init.binding = ((ngx_http_mcp_auth_t *) ctx->rctx.auth)->binding;
-    }
-
-    if (ngx_http_mcp_session_client_key(ctx->conf->zone, ctx->request,
-                                        &init.client_key)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
     cln = ngx_pool_cleanup_add(ctx->request->pool,
                                sizeof(ngx_http_mcp_session_end_t));
     if (cln == NULL) {
@@ -1018,8 +996,7 @@ ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx)
         return NGX_ERROR;
     }
 
-    rc = ngx_http_mcp_session_create(ctx->conf->zone, end->log, &init,
-                                     end->id.data);
+    rc = ngx_http_mcp_session_open(ctx, &init, end->id.data, end->log);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -1030,6 +1007,31 @@ ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx)
     ctx->rctx.session_id = end->id;
 
     return NGX_OK;
+}
+
+
+/*
+ * A session of ctx's request, bound to its caller: to the token's issuer
+ * and subject when authorization is on, and counted against the client's
+ * sessions (per_client=).  Its id goes to id.
+ */
+
+static ngx_int_t
+ngx_http_mcp_session_open(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_session_init_t *init, u_char *id, ngx_log_t *log)
+{
+    if (ctx->rctx.auth != NULL) {
+        init->binding = ((ngx_http_mcp_auth_t *) ctx->rctx.auth)->binding;
+    }
+
+    if (ngx_http_mcp_session_client_key(ctx->conf->zone, ctx->request,
+                                        &init->client_key)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_session_create(ctx->conf->zone, log, init, id);
 }
 
 

@@ -258,6 +258,8 @@ ngx_int_t ngx_http_mcp_correlation_id(u_char *buf, size_t len);
 ngx_uint_t ngx_http_mcp_version_parse(ngx_str_t *s);
 const char *ngx_http_mcp_version_name(ngx_uint_t version);
 cJSON *ngx_http_mcp_versions_json(void);
+ngx_uint_t ngx_http_mcp_log_level_parse(const char *name);
+const char *ngx_http_mcp_log_level_name(ngx_uint_t level);
 ngx_int_t ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data);
 const char *ngx_http_mcp_jsonrpc_name_param(ngx_str_t *method);
 

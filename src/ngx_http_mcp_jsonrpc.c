@@ -503,3 +503,37 @@ ngx_http_mcp_jsonrpc_name_param(ngx_str_t *method)
 
     return NULL;
 }
+
+
+/* logging/setLevel's levels, in order of severity (NGX_HTTP_MCP_LOG_*) */
+
+static const char  *ngx_http_mcp_log_levels[] = {
+    "debug", "info", "notice", "warning", "error", "critical", "alert",
+    "emergency", NULL
+};
+
+
+/* a level's NGX_HTTP_MCP_LOG_* value, or NGX_HTTP_MCP_LOG_NONE */
+
+ngx_uint_t
+ngx_http_mcp_log_level_parse(const char *name)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; ngx_http_mcp_log_levels[i]; i++) {
+        if (ngx_strcmp(name, ngx_http_mcp_log_levels[i]) == 0) {
+            return i;
+        }
+    }
+
+    return NGX_HTTP_MCP_LOG_NONE;
+}
+
+
+/* level: NGX_HTTP_MCP_LOG_DEBUG to NGX_HTTP_MCP_LOG_EMERGENCY */
+
+const char *
+ngx_http_mcp_log_level_name(ngx_uint_t level)
+{
+    return ngx_http_mcp_log_levels[level];
+}

@@ -99,10 +99,7 @@ ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call)
                                          "requestState has expired");
 
     case NGX_DECLINED:
-        ngx_log_error(NGX_LOG_INFO, call->log, 0,
-                      "mcp: a requestState for \"%V\" did not verify",
-                      &call->method);
-
+        /* the refusal's own [info] line says so, with its correlation id */
         return ngx_http_mcp_mrtr_invalid(call, "Invalid params: "
                                          "requestState is not valid");
 
@@ -134,7 +131,7 @@ ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
     const char               *capability;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
-    if (call->rctx->version < NGX_HTTP_MCP_VSTATELESS) {
+    if (!ngx_http_mcp_call_stateless(call)) {
         /* a session's client is asked with call_request() instead */
         cJSON_Delete(requests);
         cJSON_Delete(state);

@@ -47,9 +47,9 @@ ngx_int_t ngx_http_mcp_param_check(ngx_pool_t *pool, cJSON *schema,
 /*
  * Whether a tool's schema declares its headers as SEP-2243 wants them:
  * each x-mcp-header a non-empty HTTP token, unique regardless of case,
- * on a property of type string, integer or boolean (or that and null).  Clients drop a tool
- * that breaks these rules, so a server should never list one.  NGX_OK;
- * NGX_DECLINED: *error says what is wrong; NGX_ERROR.
+ * on a property of type string, integer or boolean (or that and null).
+ * Clients drop a tool that breaks these rules, so a server should never
+ * list one.  NGX_OK; NGX_DECLINED: *error says what is wrong; NGX_ERROR.
  */
 ngx_int_t ngx_http_mcp_param_schema(ngx_pool_t *pool, cJSON *schema,
     u_char **error);

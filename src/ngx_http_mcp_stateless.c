@@ -22,11 +22,15 @@
 
 #define NGX_HTTP_MCP_META_PREFIX  "io.modelcontextprotocol/"
 
+/* params._meta["io.modelcontextprotocol/<name>"], name a literal */
+#define ngx_http_mcp_meta(meta, name)                                        \
+    cJSON_GetObjectItemCaseSensitive(meta, NGX_HTTP_MCP_META_PREFIX name)
+
 
 static ngx_int_t ngx_http_mcp_stateless_version(ngx_http_mcp_ctx_t *ctx,
-    cJSON *id, ngx_int_t *rc);
+    cJSON *id, ngx_uint_t *version, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx,
-    ngx_http_mcp_msg_t *msg, ngx_int_t *rc);
+    ngx_http_mcp_msg_t *msg, ngx_uint_t version, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_stateless_params(ngx_http_request_t *r,
@@ -34,16 +38,8 @@ static ngx_int_t ngx_http_mcp_stateless_params(ngx_http_request_t *r,
 static ngx_int_t ngx_http_mcp_stateless_refuse(ngx_http_mcp_ctx_t *ctx,
     cJSON *id, ngx_uint_t status, ngx_int_t code, const char *message,
     cJSON *data, ngx_int_t *rc);
-static cJSON *ngx_http_mcp_meta(cJSON *meta, const char *name);
 static ngx_uint_t ngx_http_mcp_header_is(ngx_table_elt_t *h,
     const char *value, size_t len);
-static ngx_uint_t ngx_http_mcp_log_level(cJSON *level);
-
-
-static const char  *ngx_http_mcp_levels[] = {
-    "debug", "info", "notice", "warning", "error", "critical", "alert",
-    "emergency", NULL
-};
 
 
 /*
@@ -86,11 +82,13 @@ ngx_http_mcp_stateless_request(ngx_http_request_t *r)
 ngx_int_t
 ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc)
 {
+    ngx_uint_t           version;
     ngx_http_mcp_msg_t  *msg;
 
     msg = ctx->msgs.elts;
 
-    if (ngx_http_mcp_stateless_version(ctx, ctx->batch ? NULL : msg[0].id, rc)
+    if (ngx_http_mcp_stateless_version(ctx, ctx->batch ? NULL : msg[0].id,
+                                       &version, rc)
         != NGX_OK)
     {
         return NGX_DECLINED;
@@ -113,7 +111,7 @@ ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc)
                      "JSON-RPC request", NULL, rc);
     }
 
-    if (ngx_http_mcp_stateless_meta(ctx, &msg[0], rc) != NGX_OK
+    if (ngx_http_mcp_stateless_meta(ctx, &msg[0], version, rc) != NGX_OK
         || ngx_http_mcp_stateless_headers(ctx, &msg[0], rc) != NGX_OK)
     {
         return NGX_DECLINED;
@@ -133,13 +131,13 @@ ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc)
 
 /*
  * The version comes first: one MCP-Protocol-Version header, naming a
- * version we speak (else -32022 with the ones we do).  id: the request's,
- * NULL for a batch.
+ * version we speak (*version; else -32022 with the ones we do).  id: the
+ * request's, NULL for a batch.
  */
 
 static ngx_int_t
 ngx_http_mcp_stateless_version(ngx_http_mcp_ctx_t *ctx, cJSON *id,
-    ngx_int_t *rc)
+    ngx_uint_t *version, ngx_int_t *rc)
 {
     cJSON            *data, *list;
     ngx_str_t         s;
@@ -158,7 +156,9 @@ ngx_http_mcp_stateless_version(ngx_http_mcp_ctx_t *ctx, cJSON *id,
                    rc);
     }
 
-    if (ngx_http_mcp_version_parse(&h->value) != 0) {
+    *version = ngx_http_mcp_version_parse(&h->value);
+
+    if (*version != 0) {
         return NGX_OK;
     }
 
@@ -201,23 +201,16 @@ ngx_http_mcp_stateless_version(ngx_http_mcp_ctx_t *ctx, cJSON *id,
 
 static ngx_int_t
 ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
-    ngx_int_t *rc)
+    ngx_uint_t version, ngx_int_t *rc)
 {
-    cJSON                  *meta, *version, *caps, *info, *name;
-    ngx_uint_t              v;
-    ngx_table_elt_t        *h;
+    cJSON                  *meta, *named, *caps, *info, *name, *level;
     ngx_http_mcp_reqctx_t  *rctx;
 
-    h = ngx_http_mcp_header_in(ctx->request, "MCP-Protocol-Version",
-                               sizeof("MCP-Protocol-Version") - 1);
-
-    v = ngx_http_mcp_version_parse(&h->value);
-
     meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
-    version = ngx_http_mcp_meta(meta, "protocolVersion");
+    named = ngx_http_mcp_meta(meta, "protocolVersion");
     caps = ngx_http_mcp_meta(meta, "clientCapabilities");
 
-    if (!cJSON_IsString(version) || !cJSON_IsObject(caps)) {
+    if (!cJSON_IsString(named) || !cJSON_IsObject(caps)) {
         return ngx_http_mcp_stateless_refuse(ctx, msg->id,
                    NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_INVALID_PARAMS,
                    "Invalid params: _meta needs "
@@ -225,9 +218,9 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
                    "io.modelcontextprotocol/clientCapabilities", NULL, rc);
     }
 
-    if (ngx_strlen(version->valuestring) != h->value.len
-        || ngx_strncmp(version->valuestring, h->value.data, h->value.len)
-           != 0)
+    /* the header named exactly this version's name */
+    if (ngx_strcmp(named->valuestring, ngx_http_mcp_version_name(version))
+        != 0)
     {
         return ngx_http_mcp_stateless_refuse(ctx, msg->id,
                    NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_HEADER_MISMATCH,
@@ -237,7 +230,7 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
 
     rctx = &ctx->rctx;
 
-    rctx->version = v;
+    rctx->version = version;
     rctx->sampling = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps,
                                                                "sampling"));
     rctx->elicitation = cJSON_IsObject(
@@ -249,8 +242,10 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
                       NGX_HTTP_MCP_META_PREFIX "tasks"));
 
     /* no level, no log messages: the client did not ask for them */
-    rctx->log_level = ngx_http_mcp_log_level(ngx_http_mcp_meta(meta,
-                                                                "logLevel"));
+    level = ngx_http_mcp_meta(meta, "logLevel");
+    rctx->log_level = cJSON_IsString(level)
+                      ? ngx_http_mcp_log_level_parse(level->valuestring)
+                      : NGX_HTTP_MCP_LOG_NONE;
 
     info = ngx_http_mcp_meta(meta, "clientInfo");
     name = cJSON_GetObjectItemCaseSensitive(info, "name");
@@ -445,39 +440,8 @@ ngx_http_mcp_stateless_status(cJSON *reply)
 }
 
 
-static cJSON *
-ngx_http_mcp_meta(cJSON *meta, const char *name)
-{
-    char  key[64];
-
-    ngx_snprintf((u_char *) key, sizeof(key), NGX_HTTP_MCP_META_PREFIX "%s%Z",
-                 name);
-
-    return cJSON_GetObjectItemCaseSensitive(meta, key);
-}
-
-
 static ngx_uint_t
 ngx_http_mcp_header_is(ngx_table_elt_t *h, const char *value, size_t len)
 {
     return h->value.len == len && ngx_strncmp(h->value.data, value, len) == 0;
-}
-
-
-static ngx_uint_t
-ngx_http_mcp_log_level(cJSON *level)
-{
-    ngx_uint_t  i;
-
-    if (!cJSON_IsString(level)) {
-        return NGX_HTTP_MCP_LOG_NONE;
-    }
-
-    for (i = 0; ngx_http_mcp_levels[i]; i++) {
-        if (ngx_strcmp(level->valuestring, ngx_http_mcp_levels[i]) == 0) {
-            return i;
-        }
-    }
-
-    return NGX_HTTP_MCP_LOG_NONE;
 }

@@ -101,7 +101,7 @@ ngx_http_mcp_task_call(ngx_http_mcp_call_t *call,
     }
 
     tr->task.ttl = ttl;
-    tr->task.stateless = (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS);
+    tr->task.stateless = ngx_http_mcp_call_stateless(call);
 
     if (ngx_http_mcp_task_owner(call, tr->task.owner) != NGX_OK
         || ngx_http_mcp_task_request(call, &tr->task) != NGX_OK)
@@ -134,7 +134,7 @@ ngx_http_mcp_task_eligible(ngx_http_mcp_call_t *call, ngx_msec_t *ttl)
     support = ngx_http_mcp_task_support(call);
     *ttl = ngx_http_mcp_call_conf(call)->task_timeout;
 
-    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
+    if (ngx_http_mcp_call_stateless(call)) {
         /* the server decides, for a client that declares the extension */
         if (support == NGX_HTTP_MCP_TASK_FORBIDDEN) {
             return NGX_DECLINED;

@@ -56,8 +56,8 @@ ngx_http_mcp_tasks_get(ngx_http_mcp_call_t *call)
         return (rc == NGX_DECLINED) ? NGX_OK : rc;
     }
 
-    result = ngx_http_mcp_task_json(&t,
-                         call->rctx->version >= NGX_HTTP_MCP_VSTATELESS, 1);
+    result = ngx_http_mcp_task_json(&t, ngx_http_mcp_call_stateless(call),
+                                    1);
     if (result == NULL) {
         return NGX_ERROR;
     }
@@ -245,7 +245,7 @@ ngx_http_mcp_tasks_cancel(ngx_http_mcp_call_t *call)
         return (rc == NGX_DECLINED) ? NGX_OK : rc;
     }
 
-    if (call->rctx->version < NGX_HTTP_MCP_VSTATELESS
+    if (!ngx_http_mcp_call_stateless(call)
         && ngx_http_mcp_task_terminal(t.status))
     {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
@@ -270,7 +270,7 @@ ngx_http_mcp_tasks_cancel(ngx_http_mcp_call_t *call)
                        (size_t) NGX_HTTP_MCP_TASK_ID_LEN, t.id);
     }
 
-    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
+    if (ngx_http_mcp_call_stateless(call)) {
         ngx_http_mcp_call_result(call, cJSON_CreateObject());
         return NGX_OK;
     }
@@ -541,7 +541,7 @@ ngx_http_mcp_task_find(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
     u_char     *id, owner[NGX_HTTP_MCP_TASK_OWNER_LEN];
     ngx_int_t   rc;
 
-    if (call->rctx->version >= NGX_HTTP_MCP_VSTATELESS && !call->rctx->tasks)
+    if (ngx_http_mcp_call_stateless(call) && !call->rctx->tasks)
     {
         rc = ngx_http_mcp_task_missing(call);
         return (rc == NGX_ABORT) ? NGX_DECLINED : rc;

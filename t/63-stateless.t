@@ -686,6 +686,13 @@ NGX
                                . " mcp_state_key %%PREFIX%%/conf/none.key; }");
     ($rc, $out) = $bad->nginx_t;
     ok($rc != 0 && $out =~ /\[emerg\].*none\.key/, 'a missing key file: [emerg], nginx -t fails');
+    $bad->write_config(server => "location = /mcp { mcp on; mcp_builtin everything;"
+                               . " mcp_state_key %%PREFIX%%/conf; }");
+    ($rc, $out) = $bad->nginx_t;
+    isnt($rc, 0, 'a directory as the key file: nginx -t fails');
+    like($out, qr/\[emerg\].*"[^"]*conf" is not a file in .*nginx\.conf:\d+/,
+         '... with an [emerg] that says it is not a file, and the line');
+    unlike($out, qr/\[crit\]/, '... and no [crit] from reading it');
 }
 
 # --- (6) through mcp_pass ----------------------------------------------------------------------

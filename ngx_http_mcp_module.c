@@ -9,6 +9,7 @@
 
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_alloc.h"
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -319,6 +320,9 @@ static void *
 ngx_http_mcp_create_main_conf(ngx_conf_t *cf)
 {
     ngx_http_mcp_main_conf_t  *mmcf;
+
+    /* before any module of this .so makes its first cJSON tree */
+    ngx_http_mcp_alloc_init();
 
     mmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_main_conf_t));
     if (mmcf == NULL) {

@@ -215,7 +215,7 @@ ngx_http_mcp_auth_token(ngx_http_request_t *r, ngx_str_t *token,
         return NGX_OK;
     }
 
-    h = ngx_http_mcp_header_in(r, "X-API-Key", sizeof("X-API-Key") - 1);
+    h = ngx_http_mcp_header_in(r, "x-api-key", sizeof("x-api-key") - 1);
 
     if (h != NULL) {
         *token = h->value;

@@ -124,8 +124,8 @@ ngx_http_mcp_session_preamble(ngx_http_request_t *r,
     const char       *message;
     ngx_table_elt_t  *h;
 
-    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
-                               sizeof("Mcp-Session-Id") - 1);
+    h = ngx_http_mcp_header_in(r, "mcp-session-id",
+                               sizeof("mcp-session-id") - 1);
 
     status = NGX_HTTP_BAD_REQUEST;
     code = NGX_HTTP_MCP_INVALID_REQUEST;
@@ -169,8 +169,8 @@ ngx_http_mcp_version_check(ngx_http_request_t *r)
 {
     ngx_table_elt_t  *h;
 
-    h = ngx_http_mcp_header_in(r, "MCP-Protocol-Version",
-                               sizeof("MCP-Protocol-Version") - 1);
+    h = ngx_http_mcp_header_in(r, "mcp-protocol-version",
+                               sizeof("mcp-protocol-version") - 1);
 
     if (h != NULL && ngx_http_mcp_version_parse(&h->value) == 0) {
         return NGX_DECLINED;
@@ -193,14 +193,14 @@ ngx_http_mcp_check_origin(ngx_http_request_t *r,
     ngx_uint_t        i;
     ngx_table_elt_t  *h;
 
-    h = ngx_http_mcp_header_in(r, "Origin", sizeof("Origin") - 1);
+    h = ngx_http_mcp_header_in(r, "origin", sizeof("origin") - 1);
 
     if (h == NULL) {
         return NGX_OK;
     }
 
     /* two Origins: which one a browser meant is anybody's guess */
-    if (ngx_http_mcp_header_in_after(r, h, "Origin", sizeof("Origin") - 1)
+    if (ngx_http_mcp_header_in_after(r, h, "origin", sizeof("origin") - 1)
         != NULL)
     {
         return NGX_DECLINED;
@@ -347,9 +347,9 @@ ngx_http_mcp_accepts(ngx_http_request_t *r, const char *type)
     best = 0;
     best_q = 0;
 
-    for (h = ngx_http_mcp_header_in(r, "Accept", sizeof("Accept") - 1);
+    for (h = ngx_http_mcp_header_in(r, "accept", sizeof("accept") - 1);
          h != NULL;
-         h = ngx_http_mcp_header_in_after(r, h, "Accept", sizeof("Accept") - 1))
+         h = ngx_http_mcp_header_in_after(r, h, "accept", sizeof("accept") - 1))
     {
         q = ngx_http_mcp_accept_q(&h->value, &t, &spec);
 
@@ -862,7 +862,7 @@ ngx_http_mcp_header_in(ngx_http_request_t *r, const char *name, size_t len)
 }
 
 
-/* the next header of that name after prev (NULL: the first) */
+/* the next header of that name (in lower case) after prev (NULL: the first) */
 
 ngx_table_elt_t *
 ngx_http_mcp_header_in_after(ngx_http_request_t *r, ngx_table_elt_t *prev,
@@ -895,8 +895,14 @@ ngx_http_mcp_header_in_after(ngx_http_request_t *r, ngx_table_elt_t *prev,
             continue;
         }
 
-        if (h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        if (h[i].key.len != len) {
+            continue;
+        }
+
+        /* nginx keeps each name in lower case too: a memcmp() will do */
+        if (h[i].lowcase_key != NULL
+            ? ngx_memcmp(h[i].lowcase_key, name, len) == 0
+            : ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
         {
             return &h[i];
         }

@@ -268,6 +268,13 @@ ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan, u_char *p,
 
     for (p++; p < end; /* void */) {
 
+        /* the common case first: printable ASCII, one byte a character */
+        if (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
+            hash = (hash ^ *p++) * 16777619;
+            len++;
+            continue;
+        }
+
         if (*p == '"') {
             if (name != NULL) {
                 name->hash = hash;
@@ -293,10 +300,6 @@ ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan, u_char *p,
             }
 
             n = ngx_http_mcp_json_utf8(utf8, cp);
-
-        } else if (*p < 0x80) {
-            utf8[0] = *p++;
-            n = 1;
 
         } else {
             q = p;

@@ -396,8 +396,8 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
         return ngx_http_mcp_proxy_go(r, pctx);
     }
 
-    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
-                               sizeof("Mcp-Session-Id") - 1);
+    h = ngx_http_mcp_header_in(r, "mcp-session-id",
+                               sizeof("mcp-session-id") - 1);
 
     if (h == NULL) {
         return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST,

@@ -146,8 +146,8 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     ngx_http_mcp_proxy_ctx_t  *pctx;
 
     static const char  *relayed[] = {
-        "Accept", "Content-Type", "MCP-Protocol-Version", "Last-Event-ID",
-        "Authorization", "Mcp-Method", "Mcp-Name", NULL
+        "accept", "content-type", "mcp-protocol-version", "last-event-id",
+        "authorization", "mcp-method", "mcp-name", NULL
     };
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
@@ -250,7 +250,7 @@ ngx_http_mcp_proxy_header(ngx_http_request_t *r, const char *name)
 {
     ngx_http_mcp_loc_conf_t  *mlcf;
 
-    if (ngx_strcmp(name, "Authorization") == 0) {
+    if (ngx_strcmp(name, "authorization") == 0) {
         mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
 
         if (!mlcf->pass_authorization) {

@@ -56,12 +56,12 @@ ngx_http_mcp_stateless_request(ngx_http_request_t *r)
     ngx_uint_t        v;
     ngx_table_elt_t  *h;
 
-    h = ngx_http_mcp_header_in(r, "MCP-Protocol-Version",
-                               sizeof("MCP-Protocol-Version") - 1);
+    h = ngx_http_mcp_header_in(r, "mcp-protocol-version",
+                               sizeof("mcp-protocol-version") - 1);
 
     if (h == NULL
-        || ngx_http_mcp_header_in(r, "Mcp-Session-Id",
-                                  sizeof("Mcp-Session-Id") - 1)
+        || ngx_http_mcp_header_in(r, "mcp-session-id",
+                                  sizeof("mcp-session-id") - 1)
            != NULL)
     {
         return 0;
@@ -143,11 +143,11 @@ ngx_http_mcp_stateless_version(ngx_http_mcp_ctx_t *ctx, cJSON *id,
     ngx_str_t         s;
     ngx_table_elt_t  *h;
 
-    h = ngx_http_mcp_header_in(ctx->request, "MCP-Protocol-Version",
-                               sizeof("MCP-Protocol-Version") - 1);
+    h = ngx_http_mcp_header_in(ctx->request, "mcp-protocol-version",
+                               sizeof("mcp-protocol-version") - 1);
 
-    if (ngx_http_mcp_header_in_after(ctx->request, h, "MCP-Protocol-Version",
-                                     sizeof("MCP-Protocol-Version") - 1)
+    if (ngx_http_mcp_header_in_after(ctx->request, h, "mcp-protocol-version",
+                                     sizeof("mcp-protocol-version") - 1)
         != NULL)
     {
         return ngx_http_mcp_stateless_refuse(ctx, id, NGX_HTTP_BAD_REQUEST,
@@ -285,12 +285,12 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
     const char       *param;
     ngx_table_elt_t  *h;
 
-    h = ngx_http_mcp_header_in(ctx->request, "Mcp-Method",
-                               sizeof("Mcp-Method") - 1);
+    h = ngx_http_mcp_header_in(ctx->request, "mcp-method",
+                               sizeof("mcp-method") - 1);
 
     if (h == NULL
-        || ngx_http_mcp_header_in_after(ctx->request, h, "Mcp-Method",
-                                        sizeof("Mcp-Method") - 1) != NULL
+        || ngx_http_mcp_header_in_after(ctx->request, h, "mcp-method",
+                                        sizeof("mcp-method") - 1) != NULL
         || !ngx_http_mcp_header_is(h, (char *) msg->method.data,
                                    msg->method.len))
     {
@@ -308,12 +308,12 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
 
     name = cJSON_GetObjectItemCaseSensitive(msg->params, param);
 
-    h = ngx_http_mcp_header_in(ctx->request, "Mcp-Name",
-                               sizeof("Mcp-Name") - 1);
+    h = ngx_http_mcp_header_in(ctx->request, "mcp-name",
+                               sizeof("mcp-name") - 1);
 
     if (h == NULL
-        || ngx_http_mcp_header_in_after(ctx->request, h, "Mcp-Name",
-                                        sizeof("Mcp-Name") - 1) != NULL
+        || ngx_http_mcp_header_in_after(ctx->request, h, "mcp-name",
+                                        sizeof("mcp-name") - 1) != NULL
         || !cJSON_IsString(name)
         || !ngx_http_mcp_header_is(h, name->valuestring,
                                    ngx_strlen(name->valuestring)))

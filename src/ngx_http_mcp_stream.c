@@ -160,8 +160,8 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return rc;
     }
 
-    last = ngx_http_mcp_header_in(r, "Last-Event-ID",
-                                  sizeof("Last-Event-ID") - 1);
+    last = ngx_http_mcp_header_in(r, "last-event-id",
+                                  sizeof("last-event-id") - 1);
 
     if (last == NULL
         || ngx_http_mcp_stream_last_event_id(&last->value, &resume, &seq)

@@ -544,8 +544,8 @@ ngx_http_mcp_check_session(ngx_http_mcp_ctx_t *ctx)
         }
     }
 
-    h = ngx_http_mcp_header_in(r, "Mcp-Session-Id",
-                               sizeof("Mcp-Session-Id") - 1);
+    h = ngx_http_mcp_header_in(r, "mcp-session-id",
+                               sizeof("mcp-session-id") - 1);
 
     if (h == NULL) {
         /*

@@ -109,8 +109,8 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        ngx_http_mcp_variable_header(r->main, "Mcp-Method",
-                                     sizeof("Mcp-Method") - 1, &value);
+        ngx_http_mcp_variable_header(r->main, "mcp-method",
+                                     sizeof("mcp-method") - 1, &value);
         break;
 
     case NGX_HTTP_MCP_VAR_NAME:
@@ -119,8 +119,8 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        ngx_http_mcp_variable_header(r->main, "Mcp-Name",
-                                     sizeof("Mcp-Name") - 1, &value);
+        ngx_http_mcp_variable_header(r->main, "mcp-name",
+                                     sizeof("mcp-name") - 1, &value);
         break;
 
     case NGX_HTTP_MCP_VAR_TOOL:
@@ -136,8 +136,8 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        h = ngx_http_mcp_header_in(r->main, "Mcp-Session-Id",
-                                   sizeof("Mcp-Session-Id") - 1);
+        h = ngx_http_mcp_header_in(r->main, "mcp-session-id",
+                                   sizeof("mcp-session-id") - 1);
         if (h != NULL) {
             value = h->value;
         }
@@ -159,8 +159,8 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        h = ngx_http_mcp_header_in(r->main, "MCP-Protocol-Version",
-                                   sizeof("MCP-Protocol-Version") - 1);
+        h = ngx_http_mcp_header_in(r->main, "mcp-protocol-version",
+                                   sizeof("mcp-protocol-version") - 1);
         if (h != NULL) {
             value = h->value;
         }
@@ -401,8 +401,8 @@ ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
     /* before the content handler looked: ask the zone */
     mlcf = ngx_http_get_module_loc_conf(r->main, ngx_http_mcp_module);
 
-    h = ngx_http_mcp_header_in(r->main, "Mcp-Session-Id",
-                               sizeof("Mcp-Session-Id") - 1);
+    h = ngx_http_mcp_header_in(r->main, "mcp-session-id",
+                               sizeof("mcp-session-id") - 1);
 
     if (h == NULL || mlcf->zone == NULL) {
         return NGX_OK;

@@ -895,18 +895,31 @@ ngx_http_mcp_header_in_after(ngx_http_request_t *r, ngx_table_elt_t *prev,
             continue;
         }
 
-        if (h[i].key.len != len) {
-            continue;
-        }
-
-        /* nginx keeps each name in lower case too: a memcmp() will do */
-        if (h[i].lowcase_key != NULL
-            ? ngx_memcmp(h[i].lowcase_key, name, len) == 0
-            : ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        if (h[i].key.len == len && ngx_http_mcp_header_named(&h[i], name, len))
         {
             return &h[i];
         }
     }
+}
+
+
+/*
+ * Whether a header's name starts with name (in lower case).  nginx keeps
+ * each name in lower case too, so a memcmp() will do.
+ */
+
+ngx_uint_t
+ngx_http_mcp_header_named(ngx_table_elt_t *h, const char *name, size_t len)
+{
+    if (h->key.len < len) {
+        return 0;
+    }
+
+    if (h->lowcase_key != NULL) {
+        return ngx_memcmp(h->lowcase_key, name, len) == 0;
+    }
+
+    return ngx_strncasecmp(h->key.data, (u_char *) name, len) == 0;
 }
 
 

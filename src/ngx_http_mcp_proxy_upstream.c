@@ -295,10 +295,8 @@ ngx_http_mcp_proxy_params(ngx_http_request_t *r, ngx_buf_t *b)
             i = 0;
         }
 
-        if (h[i].key.len <= prefix
-            || ngx_strncasecmp(h[i].key.data,
-                               (u_char *) NGX_HTTP_MCP_PARAM_PREFIX, prefix)
-               != 0)
+        if (h[i].key.len == prefix
+            || !ngx_http_mcp_header_named(&h[i], "mcp-param-", prefix))
         {
             continue;
         }

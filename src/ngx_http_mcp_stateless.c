@@ -367,10 +367,8 @@ ngx_http_mcp_stateless_params(ngx_http_request_t *r, ngx_http_mcp_msg_t *msg)
             i = 0;
         }
 
-        if (h[i].key.len <= len
-            || ngx_strncasecmp(h[i].key.data,
-                               (u_char *) NGX_HTTP_MCP_PARAM_PREFIX, len)
-               != 0)
+        if (h[i].key.len == len
+            || !ngx_http_mcp_header_named(&h[i], "mcp-param-", len))
         {
             continue;
         }

@@ -127,9 +127,11 @@ ngx_http_mcp_alloc(size_t size)
 static void
 ngx_http_mcp_alloc_free(void *p)
 {
+    ngx_http_mcp_alloc_head_t  *h;
+#if (NGX_HTTP_MCP_ALLOC_KEEP)
     uint64_t                    i;
     ngx_http_mcp_alloc_free_t  *f;
-    ngx_http_mcp_alloc_head_t  *h;
+#endif
 
     if (p == NULL) {
         return;
@@ -142,6 +144,7 @@ ngx_http_mcp_alloc_free(void *p)
         return;
     }
 
+#if (NGX_HTTP_MCP_ALLOC_KEEP)
     i = h->size;
 
     if (i < NGX_HTTP_MCP_ALLOC_SIZES
@@ -153,6 +156,7 @@ ngx_http_mcp_alloc_free(void *p)
         ngx_http_mcp_alloc_kept[i]++;
         return;
     }
+#endif
 
     h->tag = 0;
     free(h);

@@ -442,6 +442,9 @@ ngx_int_t ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call);
 ngx_int_t ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call);
 ngx_uint_t ngx_http_mcp_dispatch_known(ngx_str_t *method);
 
+/* listen.c: subscriptions/listen, a method of the table */
+ngx_int_t ngx_http_mcp_listen(ngx_http_mcp_call_t *call);
+
 
 /* ---- the gateway: proxy.c, filter.c ---- */
 

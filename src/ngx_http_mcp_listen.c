@@ -25,11 +25,11 @@ static ngx_int_t ngx_http_mcp_listen_invalid(ngx_http_mcp_call_t *call,
 ngx_int_t
 ngx_http_mcp_listen(ngx_http_mcp_call_t *call)
 {
-    cJSON       *filter, *honored, *params, *meta;
-    u_char      *id;
-    size_t       len;
-    ngx_int_t    rc;
-    ngx_uint_t   lists;
+    cJSON        *filter, *honored, *params, *meta;
+    ngx_str_t     id;
+    ngx_int_t     rc;
+    ngx_uint_t    lists;
+    ngx_array_t   uris;
 
     filter = cJSON_GetObjectItemCaseSensitive(call->params, "notifications");
 
@@ -41,6 +41,10 @@ ngx_http_mcp_listen(ngx_http_mcp_call_t *call)
                  0);
 
         return (rc == NGX_DECLINED) ? NGX_OK : rc;
+    }
+
+    if (ngx_array_init(&uris, call->pool, 4, sizeof(ngx_str_t)) != NGX_OK) {
+        return NGX_ERROR;
     }
 
     params = cJSON_CreateObject();
@@ -65,14 +69,14 @@ ngx_http_mcp_listen(ngx_http_mcp_call_t *call)
         return NGX_ERROR;
     }
 
-    id = ngx_http_mcp_jsonrpc_print(call->pool, call->id, &len);
-    if (id == NULL) {
+    id.data = ngx_http_mcp_jsonrpc_print(call->pool, call->id, &id.len);
+    if (id.data == NULL) {
         return NGX_ERROR;
     }
 
     return ngx_http_mcp_session_listen(ngx_http_mcp_call_conf(call)->zone,
                                        &call->rctx->session_id, call->stream,
-                                       lists, id, len, call->log);
+                                       lists, &id, &uris, call->log);
 }
 
 

@@ -317,9 +317,9 @@ ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call, cJSON *result)
 
 
 /*
- * The capabilities of a set.  A stateless client hears list changes on a
- * subscriptions/listen stream; resource updates are not offered to it
- * (no resourceSubscriptions yet).
+ * The capabilities of a set.  A stateless client hears list changes and
+ * the updates of the resources it names on a subscriptions/listen
+ * stream (ngx_http_mcp_listen.c), a 2025 one on its GET streams.
  */
 
 static cJSON *
@@ -357,7 +357,7 @@ ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set, ngx_uint_t stateless)
         cap = cJSON_AddObjectToObject(caps, "resources");
 
         if (cap == NULL
-            || (!stateless && !cJSON_AddTrueToObject(cap, "subscribe"))
+            || !cJSON_AddTrueToObject(cap, "subscribe")
             || !cJSON_AddTrueToObject(cap, "listChanged"))
         {
             goto failed;

@@ -253,7 +253,11 @@ cJSON *ngx_http_mcp_call_state(ngx_http_mcp_call_t *call);
  */
 ngx_int_t ngx_http_mcp_call_close_stream(ngx_http_mcp_call_t *call);
 
-/* tells every session subscribed to uri that the resource changed */
+/*
+ * tells every session subscribed to uri (resources/subscribe) and every
+ * stateless client listening for it (resourceSubscriptions of
+ * subscriptions/listen) that the resource changed
+ */
 ngx_int_t ngx_http_mcp_resource_updated(ngx_str_t *uri);
 
 /*

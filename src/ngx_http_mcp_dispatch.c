@@ -38,7 +38,6 @@ typedef struct {
 static ngx_http_mcp_method_t *ngx_http_mcp_method(ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_initialize(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_discover(ngx_http_mcp_call_t *call);
-static ngx_int_t ngx_http_mcp_listen(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call,
     cJSON *result);
 static cJSON *ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set,
@@ -297,95 +296,6 @@ ngx_http_mcp_discover(ngx_http_mcp_call_t *call)
 
 
 /*
- * subscriptions/listen (2026-07-28): the reply is a stream that starts
- * with the acknowledgement of what will be sent (the lists asked for that
- * the set has) and then carries those lists' changes, each naming the
- * listen request's id as its subscription.  The call does not end: its
- * client leaves, the request's session goes, and the call with it.
- */
-
-static ngx_int_t
-ngx_http_mcp_listen(ngx_http_mcp_call_t *call)
-{
-    u_char              *id;
-    size_t               len;
-    cJSON               *filter, *honored, *params, *meta;
-    ngx_uint_t           i, lists;
-    ngx_http_mcp_set_t  *set;
-
-    static struct {
-        const char      *key;
-        ngx_uint_t       list;
-        size_t           offset;
-    } kinds[] = {
-        { "toolsListChanged", NGX_HTTP_MCP_LISTEN_TOOLS,
-          offsetof(ngx_http_mcp_set_t, tools) },
-        { "promptsListChanged", NGX_HTTP_MCP_LISTEN_PROMPTS,
-          offsetof(ngx_http_mcp_set_t, prompts) },
-        { "resourcesListChanged", NGX_HTTP_MCP_LISTEN_RESOURCES,
-          offsetof(ngx_http_mcp_set_t, resources) },
-        { NULL, 0, 0 }
-    };
-
-    if (ngx_http_mcp_param(call, call->params, "notifications", cJSON_Object,
-                           1, &filter) != NGX_OK)
-    {
-        return NGX_OK;
-    }
-
-    set = ngx_http_mcp_call_conf(call)->set;
-    lists = 0;
-
-    params = cJSON_CreateObject();
-    honored = cJSON_AddObjectToObject(params, "notifications");
-    meta = cJSON_AddObjectToObject(params, "_meta");
-
-    if (honored == NULL || meta == NULL
-        || !cJSON_AddItemToObject(meta,
-                                  "io.modelcontextprotocol/subscriptionId",
-                                  cJSON_Duplicate(call->id, 1)))
-    {
-        cJSON_Delete(params);
-        return NGX_ERROR;
-    }
-
-    for (i = 0; kinds[i].key; i++) {
-        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(filter,
-                                                           kinds[i].key))
-            || ((ngx_array_t *) ((u_char *) set + kinds[i].offset))->nelts
-               == 0)
-        {
-            continue;
-        }
-
-        if (!cJSON_AddTrueToObject(honored, kinds[i].key)) {
-            cJSON_Delete(params);
-            return NGX_ERROR;
-        }
-
-        lists |= kinds[i].list;
-    }
-
-    if (ngx_http_mcp_call_notify(call,
-                                 "notifications/subscriptions/acknowledged",
-                                 params)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    id = ngx_http_mcp_jsonrpc_print(call->pool, call->id, &len);
-    if (id == NULL) {
-        return NGX_ERROR;
-    }
-
-    return ngx_http_mcp_session_listen(ngx_http_mcp_call_conf(call)->zone,
-                                       &call->rctx->session_id, call->stream,
-                                       lists, id, len, call->log);
-}
-
-
-/*
  * 2026-07-28's caching hints on what a client may cache: lists, reads
  * and discover.  What an authenticated caller sees may be its own
  * (permits filter the tools), so it is private then.
@@ -407,9 +317,9 @@ ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call, cJSON *result)
 
 
 /*
- * The capabilities of a set.  A stateless client hears list changes on a
- * subscriptions/listen stream; resource updates are not offered to it
- * (no resourceSubscriptions yet).
+ * The capabilities of a set.  A stateless client hears list changes and
+ * the updates of the resources it names on a subscriptions/listen
+ * stream (ngx_http_mcp_listen.c), a 2025 one on its GET streams.
  */
 
 static cJSON *
@@ -447,7 +357,7 @@ ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set, ngx_uint_t stateless)
         cap = cJSON_AddObjectToObject(caps, "resources");
 
         if (cap == NULL
-            || (!stateless && !cJSON_AddTrueToObject(cap, "subscribe"))
+            || !cJSON_AddTrueToObject(cap, "subscribe")
             || !cJSON_AddTrueToObject(cap, "listChanged"))
         {
             goto failed;

@@ -298,8 +298,10 @@ ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_target_t *target);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);
 ngx_int_t ngx_http_mcp_session_state_key(ngx_shm_zone_t *zone, u_char *key);
+void ngx_http_mcp_session_limits(ngx_shm_zone_t *zone,
+    ngx_uint_t *subscriptions, size_t *uri);
 ngx_int_t ngx_http_mcp_session_listen(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint32_t stream, ngx_uint_t lists, u_char *id, size_t len,
+    uint32_t stream, ngx_uint_t lists, ngx_str_t *id, ngx_array_t *uris,
     ngx_log_t *log);
 ngx_uint_t ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone,
     ngx_uint_t list, const char *method, ngx_log_t *log);
@@ -320,8 +322,8 @@ ngx_int_t ngx_http_mcp_session_pull(ngx_shm_zone_t *zone, ngx_str_t *sid,
 void ngx_http_mcp_session_lists(ngx_shm_zone_t *zone, uint32_t *lists,
     ngx_uint_t *changed);
 ngx_uint_t ngx_http_mcp_session_updated(ngx_shm_zone_t *zone,
-    ngx_str_t *uri, u_char *data, size_t len, ngx_array_t *owners,
-    ngx_log_t *log);
+    ngx_str_t *uri, const char *method, ngx_str_t *params,
+    ngx_array_t *owners, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_wait(ngx_shm_zone_t *zone, ngx_str_t *sid,
     uint64_t *request, u_char *id, size_t len);
 void ngx_http_mcp_session_unwait(ngx_shm_zone_t *zone, ngx_str_t *sid,
@@ -443,6 +445,9 @@ ngx_int_t ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call);
 
 ngx_int_t ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call);
 ngx_uint_t ngx_http_mcp_dispatch_known(ngx_str_t *method);
+
+/* listen.c: subscriptions/listen, a method of the table */
+ngx_int_t ngx_http_mcp_listen(ngx_http_mcp_call_t *call);
 
 
 /* ---- the gateway: proxy.c, filter.c ---- */

@@ -811,6 +811,25 @@ ngx_http_mcp_session_set_log_level(ngx_shm_zone_t *zone, ngx_str_t *id,
 
 
 /*
+ * What one session may subscribe to, or one subscriptions/listen name:
+ * how many URIs (subscriptions=), how long each (subscription_uri=).
+ * Configuration: no lock.
+ */
+
+void
+ngx_http_mcp_session_limits(ngx_shm_zone_t *zone, ngx_uint_t *subscriptions,
+    size_t *uri)
+{
+    ngx_http_mcp_zone_t  *ctx;
+
+    ctx = zone->data;
+
+    *subscriptions = ctx->max_subscriptions;
+    *uri = ctx->max_uri;
+}
+
+
+/*
  * Adds or removes a resource subscription.  Returns NGX_OK, NGX_DECLINED
  * when the session is gone, or NGX_ERROR when the zone has no room.
  */

@@ -15,6 +15,13 @@
  * sends the client, has a wait record: a notifications/cancelled or an
  * answer arriving at any worker is put there, and the waiting worker is
  * woken to take it.
+ *
+ * Listeners.  A 2026-07-28 subscriptions/listen is a stream of the
+ * request's own session and a record on the zone's list of listeners:
+ * what it asked for (lists, resource URIs) and its subscription id.  A
+ * change found anywhere walks that list and queues a tagged message on
+ * each stream that asked for it, as a resource update does for the
+ * sessions that subscribed with resources/subscribe.
  */
 
 
@@ -51,6 +58,11 @@ static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_add(
 static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_find(
     ngx_http_mcp_session_node_t *s, ngx_pid_t owner, uint64_t request,
     u_char *id, size_t id_len);
+static ngx_int_t ngx_http_mcp_session_listener_send(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_listen_sh_t *l, const char *method, ngx_str_t *params,
+    ngx_pid_t *owner, ngx_log_t *log);
+static size_t ngx_http_mcp_session_message(u_char *buf, const char *method,
+    ngx_str_t *id, ngx_str_t *params);
 
 
 /*
@@ -796,27 +808,33 @@ ngx_http_mcp_session_wait_find(ngx_http_mcp_session_node_t *s,
 
 
 /*
- * A server notification for every session of the zone that subscribed
- * to uri (every session, with uri NULL), on its newest open GET stream.  The pids of the
- * workers to wake are pushed to owners.  Returns how many sessions got
- * the notification.
+ * A server notification (method, and the members of its params, or
+ * NULL) for every session of the zone that subscribed to uri, on its
+ * newest open GET stream, and for every listener that named uri, tagged
+ * with its subscription id.  With uri NULL: for every session with an
+ * open GET stream, and no listener.  The pids of the workers to wake are
+ * pushed to owners.  Returns how many sessions and listeners got it.
  */
 
 ngx_uint_t
 ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
-    u_char *data, size_t len, ngx_array_t *owners, ngx_log_t *log)
+    const char *method, ngx_str_t *params, ngx_array_t *owners,
+    ngx_log_t *log)
 {
-    ngx_uint_t                    n;
-    ngx_pid_t                    *pid;
+    size_t                        len;
+    ngx_pid_t                    *pid, owner;
+    ngx_uint_t                    n, i;
     ngx_queue_t                  *q, *sq;
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_event_t         *ev;
+    ngx_http_mcp_listen_sh_t     *l;
     ngx_http_mcp_stream_sh_t     *st;
     ngx_http_mcp_session_node_t  *s;
     ngx_http_mcp_subscription_t  *sub;
 
     ctx = zone->data;
     n = 0;
+    len = ngx_http_mcp_session_message(NULL, method, NULL, params);
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
@@ -864,12 +882,44 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
         }
 
         ev->stream = st->id;
-        ngx_memcpy(ev->data, data, len);
+        (void) ngx_http_mcp_session_message(ev->data, method, NULL, params);
         n++;
 
         pid = ngx_array_push(owners);
         if (pid != NULL) {
             *pid = st->owner;
+        }
+    }
+
+    /* listeners are never evicted: the walk is safe while events are added */
+
+    for (q = ngx_queue_head(&ctx->sh->listeners);
+         uri != NULL && q != ngx_queue_sentinel(&ctx->sh->listeners);
+         q = ngx_queue_next(q))
+    {
+        l = ngx_queue_data(q, ngx_http_mcp_listen_sh_t, queue);
+
+        for (i = 0; i < l->nuris; i++) {
+            if (l->uris[i].len == uri->len
+                && ngx_memcmp(l->uris[i].data, uri->data, uri->len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (i == l->nuris
+            || ngx_http_mcp_session_listener_send(ctx, l, method, params,
+                                                  &owner, log)
+               != NGX_OK)
+        {
+            continue;
+        }
+
+        n++;
+
+        pid = (owner != 0) ? ngx_array_push(owners) : NULL;
+        if (pid != NULL) {
+            *pid = owner;
         }
     }
 
@@ -881,19 +931,33 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
 
 /*
  * subscriptions/listen (2026-07-28): the stream of the request's session
- * hears the list changes named by lists.  id is the listen request's id
- * as JSON, which every notification names as its subscription.
+ * hears the list changes named by lists and the updates of the resources
+ * in uris (ngx_str_t).  id is the listen request's id as JSON, which
+ * every notification names as its subscription.
  */
 
 ngx_int_t
 ngx_http_mcp_session_listen(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint32_t stream, ngx_uint_t lists, u_char *id, size_t len, ngx_log_t *log)
+    uint32_t stream, ngx_uint_t lists, ngx_str_t *id, ngx_array_t *uris,
+    ngx_log_t *log)
 {
+    u_char                       *p;
+    size_t                        size;
+    ngx_str_t                    *uri;
+    ngx_uint_t                    i;
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_listen_sh_t     *l;
     ngx_http_mcp_session_node_t  *s;
 
     ctx = zone->data;
+    uri = uris->elts;
+
+    size = sizeof(ngx_http_mcp_listen_sh_t)
+           + uris->nelts * sizeof(ngx_str_t) + id->len;
+
+    for (i = 0; i < uris->nelts; i++) {
+        size += uri[i].len;
+    }
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
@@ -904,9 +968,7 @@ ngx_http_mcp_session_listen(ngx_shm_zone_t *zone, ngx_str_t *sid,
         return NGX_DECLINED;
     }
 
-    l = ngx_http_mcp_session_alloc(ctx,
-                                   offsetof(ngx_http_mcp_listen_sh_t, id)
-                                   + len, s, log);
+    l = ngx_http_mcp_session_alloc(ctx, size, s, log);
     if (l == NULL) {
         ngx_shmtx_unlock(&ctx->shpool->mutex);
         return NGX_ERROR;
@@ -915,8 +977,20 @@ ngx_http_mcp_session_listen(ngx_shm_zone_t *zone, ngx_str_t *sid,
     l->session = s;
     l->stream = stream;
     l->lists = lists;
-    l->id_len = len;
-    ngx_memcpy(l->id, id, len);
+    l->nuris = uris->nelts;
+    l->uris = (ngx_str_t *) (l + 1);
+
+    p = (u_char *) (l->uris + l->nuris);
+
+    l->id.data = p;
+    l->id.len = id->len;
+    p = ngx_cpymem(p, id->data, id->len);
+
+    for (i = 0; i < l->nuris; i++) {
+        l->uris[i].data = p;
+        l->uris[i].len = uri[i].len;
+        p = ngx_cpymem(p, uri[i].data, uri[i].len);
+    }
 
     ngx_queue_insert_tail(&ctx->sh->listeners, &l->queue);
     s->listen = l;
@@ -930,28 +1004,18 @@ ngx_http_mcp_session_listen(ngx_shm_zone_t *zone, ngx_str_t *sid,
 /*
  * A list changed: each listener that asked for it gets the notification
  * (method) on its stream, and the workers holding those streams are
- * woken.  Listeners are never evicted (they are not idle), so the walk
- * is safe while events are added.  Returns how many were told.
+ * woken.  Returns how many were told.
  */
 
 ngx_uint_t
 ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone, ngx_uint_t list,
     const char *method, ngx_log_t *log)
 {
-    size_t                     len;
-    ngx_pid_t                  owners[64];
+    ngx_pid_t                  owners[64], owner;
     ngx_uint_t                 i, n, told;
     ngx_queue_t               *q;
     ngx_http_mcp_zone_t       *ctx;
-    ngx_http_mcp_event_t      *ev;
     ngx_http_mcp_listen_sh_t  *l;
-    ngx_http_mcp_stream_sh_t  *st;
-
-    static const char  prefix[] = "{\"jsonrpc\":\"2.0\",\"method\":\"";
-    static const char  middle[] = "\",\"params\":{\"_meta\":"
-                                  "{\"io.modelcontextprotocol/"
-                                  "subscriptionId\":";
-    static const char  suffix[] = "}}}";
 
     ctx = zone->data;
     n = 0;
@@ -959,46 +1023,32 @@ ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone, ngx_uint_t list,
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
+    /* listeners are never evicted: the walk is safe while events are added */
+
     for (q = ngx_queue_head(&ctx->sh->listeners);
          q != ngx_queue_sentinel(&ctx->sh->listeners);
          q = ngx_queue_next(q))
     {
         l = ngx_queue_data(q, ngx_http_mcp_listen_sh_t, queue);
 
-        if (!(l->lists & list)) {
+        if (!(l->lists & list)
+            || ngx_http_mcp_session_listener_send(ctx, l, method, NULL,
+                                                  &owner, log)
+               != NGX_OK)
+        {
             continue;
         }
-
-        len = sizeof(prefix) - 1 + ngx_strlen(method) + sizeof(middle) - 1
-              + l->id_len + sizeof(suffix) - 1;
-
-        ev = ngx_http_mcp_session_event_add(ctx, l->session, len, log);
-        if (ev == NULL) {
-            continue;
-        }
-
-        ev->stream = l->stream;
-        ev->response = 0;
-
-        ngx_sprintf(ev->data, "%s%s%s%*s%s", prefix, method, middle,
-                    l->id_len, l->id, suffix);
 
         told++;
 
-        st = ngx_http_mcp_session_stream(l->session, l->stream);
-
-        if (st == NULL || st->owner == 0) {
-            continue;
-        }
-
         for (i = 0; i < n; i++) {
-            if (owners[i] == st->owner) {
+            if (owners[i] == owner) {
                 break;
             }
         }
 
-        if (i == n && n < 64) {
-            owners[n++] = st->owner;
+        if (owner != 0 && i == n && n < 64) {
+            owners[n++] = owner;
         }
     }
 
@@ -1009,4 +1059,105 @@ ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone, ngx_uint_t list,
     }
 
     return told;
+}
+
+
+/*
+ * Queues a notification on a listener's stream, tagged with its
+ * subscription id; *owner: the worker to wake (0: none holds the
+ * stream).  Called with the zone locked.
+ */
+
+static ngx_int_t
+ngx_http_mcp_session_listener_send(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_listen_sh_t *l, const char *method, ngx_str_t *params,
+    ngx_pid_t *owner, ngx_log_t *log)
+{
+    size_t                     len;
+    ngx_http_mcp_event_t      *ev;
+    ngx_http_mcp_stream_sh_t  *st;
+
+    len = ngx_http_mcp_session_message(NULL, method, &l->id, params);
+
+    ev = ngx_http_mcp_session_event_add(ctx, l->session, len, log);
+    if (ev == NULL) {
+        return NGX_ERROR;
+    }
+
+    ev->stream = l->stream;
+    (void) ngx_http_mcp_session_message(ev->data, method, &l->id, params);
+
+    st = ngx_http_mcp_session_stream(l->session, l->stream);
+    *owner = (st != NULL) ? st->owner : 0;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A notification as JSON: {"jsonrpc":"2.0","method":method,"params":
+ * {"_meta":{subscriptionId:id},params}}, without params when both id
+ * and params are NULL.  id: JSON; params: the members of params.  With
+ * buf NULL only its length.
+ */
+
+static size_t
+ngx_http_mcp_session_message(u_char *buf, const char *method, ngx_str_t *id,
+    ngx_str_t *params)
+{
+    size_t      len;
+    ngx_str_t   part[8];
+    ngx_uint_t  i, n;
+
+    n = 0;
+
+    ngx_str_set(&part[n], "{\"jsonrpc\":\"2.0\",\"method\":\"");
+    n++;
+    part[n].data = (u_char *) method;
+    part[n].len = ngx_strlen(method);
+    n++;
+
+    if (id == NULL && params == NULL) {
+        ngx_str_set(&part[n], "\"}");
+        n++;
+
+    } else {
+        ngx_str_set(&part[n], "\",\"params\":{");
+        n++;
+
+        if (id != NULL) {
+            ngx_str_set(&part[n], "\"_meta\":{\"io.modelcontextprotocol/"
+                                  "subscriptionId\":");
+            n++;
+            part[n++] = *id;
+
+            if (params != NULL) {
+                ngx_str_set(&part[n], "},");
+
+            } else {
+                ngx_str_set(&part[n], "}");
+            }
+
+            n++;
+        }
+
+        if (params != NULL) {
+            part[n++] = *params;
+        }
+
+        ngx_str_set(&part[n], "}}");
+        n++;
+    }
+
+    len = 0;
+
+    for (i = 0; i < n; i++) {
+        if (buf != NULL) {
+            buf = ngx_cpymem(buf, part[i].data, part[i].len);
+        }
+
+        len += part[i].len;
+    }
+
+    return len;
 }

@@ -109,16 +109,18 @@ typedef struct {
 
 /*
  * A stateless client's subscriptions/listen: the session of its request
- * and the stream that hears the list changes it asked for.
+ * and the stream that hears the list changes and the resource updates
+ * it asked for.  One allocation: the URIs and the texts follow it.
  */
 struct ngx_http_mcp_listen_sh_s {
     ngx_queue_t                queue;       /* the zone's listeners */
     ngx_http_mcp_session_node_t  *session;
     uint32_t                   stream;
     ngx_uint_t                 lists;       /* NGX_HTTP_MCP_LISTEN_* */
-    size_t                     id_len;
-    u_char                     id[1];       /* the listen request's id,
+    ngx_str_t                  id;          /* the listen request's id,
                                                as JSON */
+    ngx_uint_t                 nuris;
+    ngx_str_t                 *uris;        /* resourceSubscriptions */
 };
 
 

@@ -796,7 +796,8 @@ ngx_http_mcp_stream_cleanup(void *data)
 
 /*
  * notifications/resources/updated to every session, in every zone, that
- * subscribed to uri; each gets it on its newest GET stream.  A session
+ * subscribed to uri, on its newest GET stream, and to every listener
+ * (subscriptions/listen) that named it, on its stream.  A session
  * without an open GET stream misses it: server notifications are not
  * kept for later.
  */
@@ -806,7 +807,8 @@ ngx_http_mcp_resource_updated(ngx_str_t *uri)
 {
     char                      *text;
     u_char                    *s;
-    cJSON                     *message, *params;
+    cJSON                     *json;
+    ngx_str_t                  params;
     ngx_uint_t                 i, j;
     ngx_pid_t                 *pid;
     ngx_pool_t                *pool;
@@ -814,64 +816,55 @@ ngx_http_mcp_resource_updated(ngx_str_t *uri)
     ngx_shm_zone_t           **zone;
     ngx_http_mcp_main_conf_t  *mmcf;
 
+    static const char  method[] = "notifications/resources/updated";
+
     mmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
                                                ngx_http_mcp_module);
 
-    s = ngx_alloc(uri->len + 1, ngx_cycle->log);
-    if (s == NULL) {
+    pool = ngx_create_pool(1024, ngx_cycle->log);
+    if (pool == NULL) {
+        return NGX_ERROR;
+    }
+
+    owners = ngx_array_create(pool, 8, sizeof(ngx_pid_t));
+    s = ngx_pnalloc(pool, uri->len + 1);
+
+    if (owners == NULL || s == NULL) {
+        ngx_destroy_pool(pool);
         return NGX_ERROR;
     }
 
     *ngx_cpymem(s, uri->data, uri->len) = '\0';
 
-    message = cJSON_CreateObject();
+    /* the params' members, "uri":"...", with the URI escaped for JSON */
 
-    if (message == NULL
-        || cJSON_AddStringToObject(message, "jsonrpc", "2.0") == NULL
-        || cJSON_AddStringToObject(message, "method",
-                                   "notifications/resources/updated") == NULL
-        || (params = cJSON_AddObjectToObject(message, "params")) == NULL
-        || cJSON_AddStringToObject(params, "uri", (char *) s) == NULL)
-    {
-        ngx_free(s);
-        cJSON_Delete(message);
-        return NGX_ERROR;
-    }
+    json = cJSON_CreateString((char *) s);
+    text = json ? cJSON_PrintUnformatted(json) : NULL;
+    cJSON_Delete(json);
 
-    ngx_free(s);
+    params.len = sizeof("\"uri\":") - 1 + (text ? ngx_strlen(text) : 0);
+    params.data = text ? ngx_pnalloc(pool, params.len) : NULL;
 
-    text = cJSON_PrintUnformatted(message);
-    cJSON_Delete(message);
-
-    pool = ngx_create_pool(1024, ngx_cycle->log);
-    owners = pool ? ngx_array_create(pool, 8, sizeof(ngx_pid_t)) : NULL;
-
-    if (text == NULL || owners == NULL) {
+    if (params.data == NULL) {
         cJSON_free(text);
-
-        if (pool) {
-            ngx_destroy_pool(pool);
-        }
-
+        ngx_destroy_pool(pool);
         return NGX_ERROR;
     }
+
+    ngx_sprintf(params.data, "\"uri\":%s", text);
+    cJSON_free(text);
 
     zone = mmcf->zones.elts;
 
     for (i = 0; i < mmcf->zones.nelts; i++) {
-        (void) ngx_http_mcp_session_updated(zone[i], uri, (u_char *) text,
-                                            ngx_strlen(text), owners,
-                                            ngx_cycle->log);
+        (void) ngx_http_mcp_session_updated(zone[i], uri, method, &params,
+                                            owners, ngx_cycle->log);
     }
 
     if (mmcf->default_zone) {
-        (void) ngx_http_mcp_session_updated(mmcf->default_zone, uri,
-                                            (u_char *) text,
-                                            ngx_strlen(text), owners,
-                                            ngx_cycle->log);
+        (void) ngx_http_mcp_session_updated(mmcf->default_zone, uri, method,
+                                            &params, owners, ngx_cycle->log);
     }
-
-    cJSON_free(text);
 
     pid = owners->elts;
 
@@ -902,7 +895,6 @@ ngx_http_mcp_resource_updated(ngx_str_t *uri)
 ngx_int_t
 ngx_http_mcp_lists_changed(ngx_cycle_t *cycle)
 {
-    u_char                    *text;
     uint32_t                   lists[3];
     ngx_uint_t                 i, j, k, changed[3];
     ngx_pid_t                 *pid;
@@ -912,12 +904,9 @@ ngx_http_mcp_lists_changed(ngx_cycle_t *cycle)
     ngx_http_mcp_main_conf_t  *mmcf;
 
     static const char  *methods[] = {
-        "{\"jsonrpc\":\"2.0\",\"method\":"
-            "\"notifications/tools/list_changed\"}",
-        "{\"jsonrpc\":\"2.0\",\"method\":"
-            "\"notifications/resources/list_changed\"}",
-        "{\"jsonrpc\":\"2.0\",\"method\":"
-            "\"notifications/prompts/list_changed\"}"
+        "notifications/tools/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/prompts/list_changed"
     };
 
     mmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_mcp_module);
@@ -964,10 +953,8 @@ ngx_http_mcp_lists_changed(ngx_cycle_t *cycle)
                 continue;
             }
 
-            text = (u_char *) methods[k];
-
-            (void) ngx_http_mcp_session_updated(b[i].zone, NULL, text,
-                                                ngx_strlen(text), owners,
+            (void) ngx_http_mcp_session_updated(b[i].zone, NULL,
+                                                methods[k], NULL, owners,
                                                 cycle->log);
         }
     }

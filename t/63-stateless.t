@@ -173,9 +173,11 @@ sub printable { my ($s) = @_; $s =~ s/([^\x20-\x7e])/sprintf('\\x%02x', ord $1)/
     is_deeply([ sort keys %{ $res->{capabilities} // {} } ],
               [ qw(completions extensions logging prompts resources tools) ],
               'capabilities: tools, resources, prompts, logging, completions, extensions (tasks)');
-    ok($res->{capabilities}{tools}{listChanged} && $res->{capabilities}{prompts}{listChanged}
-       && !exists $res->{capabilities}{resources}{subscribe},
-       'listChanged (heard on subscriptions/listen), no subscribe (resourceSubscriptions is not honoured)');
+    ok($res->{capabilities}{tools}{listChanged} && $res->{capabilities}{prompts}{listChanged},
+       'listChanged (heard on subscriptions/listen)');
+    is_deeply($res->{capabilities}{resources}, { subscribe => $TRUE,
+                                                 listChanged => $TRUE },
+              'resources: subscribe (resourceSubscriptions of subscriptions/listen) and listChanged');
     my $info = ($res->{_meta} // {})->{"${P}serverInfo"} // {};
     is($info->{name}, 'ngx_http_mcp_module', '_meta serverInfo.name');
     like($info->{version} // '', qr/^\d+\.\d+\.\d+/, '_meta serverInfo.version');

@@ -42,7 +42,7 @@ static ngx_int_t ngx_http_mcp_listen(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call,
     cJSON *result);
 static cJSON *ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set,
-    ngx_uint_t stateless);
+    ngx_uint_t version);
 static ngx_int_t ngx_http_mcp_ping(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_set_level(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_complete(ngx_http_mcp_call_t *call);
@@ -242,7 +242,8 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
            == NULL
         || !cJSON_AddItemToObject(result, "capabilities",
                                   ngx_http_mcp_capabilities(
-                                      ngx_http_mcp_call_conf(call)->set, 0))
+                                      ngx_http_mcp_call_conf(call)->set,
+                                      init.version))
         || (info = cJSON_AddObjectToObject(result, "serverInfo")) == NULL
         || cJSON_AddStringToObject(info, "name", "ngx_http_mcp_module")
            == NULL
@@ -277,7 +278,8 @@ ngx_http_mcp_discover(ngx_http_mcp_call_t *call)
                                   ngx_http_mcp_versions_json())
         || !cJSON_AddItemToObject(result, "capabilities",
                                   ngx_http_mcp_capabilities(
-                                      ngx_http_mcp_call_conf(call)->set, 1))
+                                      ngx_http_mcp_call_conf(call)->set,
+                                      NGX_HTTP_MCP_VSTATELESS))
         || (meta = cJSON_AddObjectToObject(result, "_meta")) == NULL
         || (info = cJSON_AddObjectToObject(meta,
                        "io.modelcontextprotocol/serverInfo")) == NULL
@@ -407,15 +409,18 @@ ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call, cJSON *result)
 
 
 /*
- * The capabilities of a set.  A stateless client hears list changes on a
- * subscriptions/listen stream; resource updates are not offered to it
- * (no resourceSubscriptions yet).
+ * The capabilities of a set in a protocol version.  A stateless client
+ * hears list changes on a subscriptions/listen stream; resource updates
+ * are not offered to it (no resourceSubscriptions yet).
  */
 
 static cJSON *
-ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set, ngx_uint_t stateless)
+ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set, ngx_uint_t version)
 {
-    cJSON  *caps, *cap;
+    cJSON       *caps, *cap;
+    ngx_uint_t   stateless;
+
+    stateless = (version >= NGX_HTTP_MCP_VSTATELESS);
 
     caps = cJSON_CreateObject();
     if (caps == NULL) {
@@ -438,7 +443,7 @@ ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set, ngx_uint_t stateless)
             goto failed;
         }
 
-        if (ngx_http_mcp_task_capabilities(set, caps, stateless) != NGX_OK) {
+        if (ngx_http_mcp_task_capabilities(set, caps, version) != NGX_OK) {
             goto failed;
         }
     }
@@ -649,7 +654,10 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    if (result == NULL) {
+    if (result == NULL
+        || (f != NULL && ngx_http_mcp_task_listing(call, result) != NGX_OK))
+    {
+        cJSON_Delete(result);
         return NGX_ERROR;
     }
 

@@ -685,16 +685,21 @@ ngx_http_mcp_task_rerun(ngx_http_mcp_call_t *call)
 
 /*
  * What a set's capabilities say of tasks, when one of its tools may run
- * as one: 2026-07-28 names the extension, 2025-11-25 the methods.
+ * as one: 2026-07-28 names the extension, 2025-11-25 the methods, and
+ * the versions before have no tasks.
  */
 
 ngx_int_t
 ngx_http_mcp_task_capabilities(ngx_http_mcp_set_t *set, cJSON *caps,
-    ngx_uint_t stateless)
+    ngx_uint_t version)
 {
     cJSON                 *ext, *tasks, *requests, *tools;
     ngx_uint_t             i;
     ngx_http_mcp_entry_t  *e;
+
+    if (version < NGX_HTTP_MCP_V20251125) {
+        return NGX_OK;
+    }
 
     e = set->tools.elts;
 
@@ -708,7 +713,7 @@ ngx_http_mcp_task_capabilities(ngx_http_mcp_set_t *set, cJSON *caps,
         return NGX_OK;
     }
 
-    if (stateless) {
+    if (version >= NGX_HTTP_MCP_VSTATELESS) {
         ext = cJSON_GetObjectItemCaseSensitive(caps, "extensions");
 
         if (ext == NULL) {
@@ -729,6 +734,49 @@ ngx_http_mcp_task_capabilities(ngx_http_mcp_set_t *set, cJSON *caps,
         || cJSON_AddObjectToObject(tools, "call") == NULL)
     {
         return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A tools/list page in a version without tasks (before 2025-11-25) has
+ * no execution.taskSupport: there a tool that may run as a task is a
+ * plain tool, and params.task is ignored (see task_eligible()).
+ */
+
+ngx_int_t
+ngx_http_mcp_task_listing(ngx_http_mcp_call_t *call, cJSON *result)
+{
+    cJSON  *tools, *tool, *next, *copy;
+
+    if (call->rctx->version >= NGX_HTTP_MCP_V20251125) {
+        return NGX_OK;
+    }
+
+    tools = cJSON_GetObjectItemCaseSensitive(result, "tools");
+
+    for (tool = tools ? tools->child : NULL; tool; tool = next) {
+        next = tool->next;
+
+        if (!cJSON_HasObjectItem(tool, "execution")) {
+            continue;
+        }
+
+        /* the page refers to the set's descriptions: a copy changes */
+        copy = cJSON_Duplicate(tool, 1);
+
+        if (copy == NULL) {
+            return NGX_ERROR;
+        }
+
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "execution");
+
+        if (!cJSON_ReplaceItemViaPointer(tools, tool, copy)) {
+            cJSON_Delete(copy);
+            return NGX_ERROR;
+        }
     }
 
     return NGX_OK;

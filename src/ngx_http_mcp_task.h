@@ -73,7 +73,9 @@ const char *ngx_http_mcp_task_status_name(ngx_uint_t status);
 ngx_int_t ngx_http_mcp_task_call(ngx_http_mcp_call_t *call,
     ngx_http_mcp_handler_pt run);
 ngx_int_t ngx_http_mcp_task_capabilities(ngx_http_mcp_set_t *set,
-    cJSON *caps, ngx_uint_t stateless);
+    cJSON *caps, ngx_uint_t version);
+ngx_int_t ngx_http_mcp_task_listing(ngx_http_mcp_call_t *call,
+    cJSON *result);
 void ngx_http_mcp_tasks_wake(void);
 void ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from,
     ngx_http_mcp_task_t *t, cJSON *answers);

@@ -31,6 +31,7 @@ typedef struct {
 static ngx_int_t ngx_http_mcp_task_answer(ngx_http_mcp_task_t *t,
     cJSON *responses, ngx_pool_t *pool, cJSON **answers,
     ngx_uint_t *resume);
+static ngx_int_t ngx_http_mcp_task_era(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_task_find(ngx_http_mcp_call_t *call,
     ngx_http_mcp_task_t *t);
 static ngx_int_t ngx_http_mcp_task_id_param(ngx_http_mcp_call_t *call,
@@ -454,6 +455,10 @@ ngx_http_mcp_tasks_list(ngx_http_mcp_call_t *call)
     ngx_array_t               tasks;
     ngx_http_mcp_task_t      *t;
 
+    if (ngx_http_mcp_task_era(call) != NGX_OK) {
+        return NGX_OK;
+    }
+
     cursor = cJSON_GetObjectItemCaseSensitive(call->params, "cursor");
     after = NULL;
 
@@ -541,6 +546,10 @@ ngx_http_mcp_task_find(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
     u_char     *id, owner[NGX_HTTP_MCP_TASK_OWNER_LEN];
     ngx_int_t   rc;
 
+    if (ngx_http_mcp_task_era(call) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
     if (ngx_http_mcp_call_stateless(call) && !call->rctx->tasks)
     {
         rc = ngx_http_mcp_task_missing(call);
@@ -566,6 +575,24 @@ ngx_http_mcp_task_find(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
     }
 
     return rc;
+}
+
+
+/*
+ * A session of a version before 2025-11-25 has no tasks methods: the
+ * call ends with -32601 (NGX_DECLINED).
+ */
+
+static ngx_int_t
+ngx_http_mcp_task_era(ngx_http_mcp_call_t *call)
+{
+    if (call->rctx->version >= NGX_HTTP_MCP_V20251125) {
+        return NGX_OK;
+    }
+
+    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_METHOD_NOT_FOUND,
+                            "Method not found");
+    return NGX_DECLINED;
 }
 
 

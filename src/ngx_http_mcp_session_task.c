@@ -177,8 +177,8 @@ ngx_http_mcp_session_task_get(ngx_shm_zone_t *zone, u_char *id,
 
 
 /*
- * Writes what t says of a task that is not over: its status, pid and
- * texts (a NULL data keeps a text, an empty one drops it).  check: only
+ * Writes what t says of a task that is not over: its status (and
+ * whether a failure is the tool's), pid and texts (a NULL data keeps a text, an empty one drops it).  check: only
  * when the task is still at t->version.  NGX_OK; NGX_AGAIN when it
  * changed meanwhile; NGX_DECLINED when it is gone or over; NGX_ERROR
  * when the zone has no room (the task is left as it was, but for texts
@@ -231,6 +231,7 @@ ngx_http_mcp_session_task_set(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
     }
 
     ts->status = t->status;
+    ts->tool_error = t->tool_error;
     ts->pid = t->pid;
     ts->version++;
     ts->updated = ngx_http_mcp_session_task_now();
@@ -548,6 +549,7 @@ ngx_http_mcp_session_task_copy(ngx_http_mcp_task_sh_t *ts, ngx_pool_t *pool,
     t->version = ts->version;
     t->pid = ts->pid;
     t->stateless = ts->stateless;
+    t->tool_error = ts->tool_error;
 
     if (!blobs) {
         return NGX_OK;

@@ -135,6 +135,7 @@ typedef struct {
     uint32_t                   version;     /* changes with every write */
     ngx_pid_t                  pid;         /* the worker running it */
     unsigned                   stateless:1;
+    unsigned                   tool_error:1;
     ngx_str_t                  blobs[NGX_HTTP_MCP_TASK_BLOBS];
 } ngx_http_mcp_task_sh_t;
 

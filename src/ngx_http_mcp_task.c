@@ -438,11 +438,21 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
     } else if (result != NULL) {
         t.status = NGX_HTTP_MCP_TASK_COMPLETED;
 
+        if (!tr->task.stateless
+            && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result,
+                                                             "isError")))
+        {
+            /* 2025-11-25: the tool's error fails the task (2026: no) */
+            t.status = NGX_HTTP_MCP_TASK_FAILED;
+            t.tool_error = 1;
+        }
+
         if (ngx_http_mcp_task_text(call->pool, result,
                                    &t.blobs[NGX_HTTP_MCP_TASK_OUTCOME])
             != NGX_OK)
         {
             t.status = NGX_HTTP_MCP_TASK_FAILED;
+            t.tool_error = 0;
         }
 
     } else {
@@ -824,15 +834,36 @@ ngx_http_mcp_task_owner(ngx_http_mcp_call_t *call, u_char *owner)
 /*
  * A task as the era shows it: 2026-07-28 has ttlMs and pollIntervalMs,
  * and a detailed task inlines its input requests, result or error;
- * 2025-11-25 has ttl and pollInterval.
+ * 2025-11-25 has ttl and pollInterval.  A task that failed by its tool's
+ * error is completed in 2026-07-28's eyes.
  */
 
 cJSON *
 ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
     ngx_uint_t detailed)
 {
-    char   id[NGX_HTTP_MCP_TASK_ID_LEN + 1];
-    cJSON  *json, *blob;
+    char         id[NGX_HTTP_MCP_TASK_ID_LEN + 1];
+    cJSON       *json, *blob;
+    ngx_uint_t   status;
+    const char  *message;
+
+    status = (stateless && t->tool_error) ? NGX_HTTP_MCP_TASK_COMPLETED
+                                          : t->status;
+
+    switch (status) {
+
+    case NGX_HTTP_MCP_TASK_FAILED:
+        message = t->tool_error ? "The tool reported an error"
+                                : "The task failed";
+        break;
+
+    case NGX_HTTP_MCP_TASK_CANCELLED:
+        message = "The task was cancelled by request.";
+        break;
+
+    default:
+        message = NULL;
+    }
 
     json = cJSON_CreateObject();
 
@@ -841,7 +872,7 @@ ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
     if (json == NULL
         || cJSON_AddStringToObject(json, "taskId", id) == NULL
         || cJSON_AddStringToObject(json, "status",
-                              ngx_http_mcp_task_status_name(t->status))
+                                   ngx_http_mcp_task_status_name(status))
            == NULL
         || ngx_http_mcp_task_time(json, "createdAt", t->created) != NGX_OK
         || ngx_http_mcp_task_time(json, "lastUpdatedAt", t->updated)
@@ -857,18 +888,8 @@ ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
         return NULL;
     }
 
-    if (t->status == NGX_HTTP_MCP_TASK_FAILED
-        && cJSON_AddStringToObject(json, "statusMessage",
-                                   "The task failed") == NULL)
-    {
-        cJSON_Delete(json);
-        return NULL;
-    }
-
-    if (t->status == NGX_HTTP_MCP_TASK_CANCELLED
-        && cJSON_AddStringToObject(json, "statusMessage",
-                                   "The task was cancelled by request.")
-           == NULL)
+    if (message != NULL
+        && cJSON_AddStringToObject(json, "statusMessage", message) == NULL)
     {
         cJSON_Delete(json);
         return NULL;
@@ -878,7 +899,7 @@ ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
         return json;
     }
 
-    switch (t->status) {
+    switch (status) {
 
     case NGX_HTTP_MCP_TASK_INPUT_REQUIRED:
         blob = ngx_http_mcp_task_blob(t, NGX_HTTP_MCP_TASK_INPUTS);
@@ -899,7 +920,7 @@ ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
 
         if (blob == NULL
             || !cJSON_AddItemToObject(json,
-                       t->status == NGX_HTTP_MCP_TASK_COMPLETED
+                       status == NGX_HTTP_MCP_TASK_COMPLETED
                        ? "result" : "error", blob))
         {
             cJSON_Delete(blob);

@@ -47,6 +47,8 @@ typedef struct {
     uint32_t                   version;
     ngx_pid_t                  pid;
     unsigned                   stateless:1;
+    unsigned                   tool_error:1;  /* failed: the result says
+                                                 isError (2025-11-25) */
     ngx_str_t                  blobs[NGX_HTTP_MCP_TASK_BLOBS];
 } ngx_http_mcp_task_t;
 

@@ -397,7 +397,10 @@ ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
 
     outcome = ngx_http_mcp_task_blob(t, NGX_HTTP_MCP_TASK_OUTCOME);
 
-    if (t->status == NGX_HTTP_MCP_TASK_COMPLETED && outcome != NULL) {
+    /* a tool's error is its result, even when it failed the task */
+    if ((t->status == NGX_HTTP_MCP_TASK_COMPLETED || t->tool_error)
+        && outcome != NULL)
+    {
         id = ngx_pnalloc(call->pool, NGX_HTTP_MCP_TASK_ID_LEN + 1);
 
         meta = cJSON_GetObjectItemCaseSensitive(outcome, "_meta");

@@ -797,9 +797,9 @@ ngx_http_mcp_session_wait_find(ngx_http_mcp_session_node_t *s,
 
 /*
  * A server notification for every session of the zone that subscribed
- * to uri (every session, with uri NULL), on its newest open GET stream.  The pids of the
- * workers to wake are pushed to owners.  Returns how many sessions got
- * the notification.
+ * to uri (every session, with uri NULL), on its newest open GET stream.
+ * The pids of the workers to wake are pushed to owners.  Returns how
+ * many sessions got the notification.
  */
 
 ngx_uint_t
@@ -807,11 +807,9 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
     u_char *data, size_t len, ngx_array_t *owners, ngx_log_t *log)
 {
     ngx_uint_t                    n;
-    ngx_pid_t                    *pid;
-    ngx_queue_t                  *q, *sq;
+    ngx_pid_t                    *pid, owner;
+    ngx_queue_t                  *q;
     ngx_http_mcp_zone_t          *ctx;
-    ngx_http_mcp_event_t         *ev;
-    ngx_http_mcp_stream_sh_t     *st;
     ngx_http_mcp_session_node_t  *s;
     ngx_http_mcp_subscription_t  *sub;
 
@@ -838,44 +836,75 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
             continue;
         }
 
-        st = NULL;
-
-        for (sq = ngx_queue_head(&s->sstreams);
-             sq != ngx_queue_sentinel(&s->sstreams);
-             sq = ngx_queue_next(sq))
+        /* without a stream to carry it, it is lost: nothing keeps it */
+        if (ngx_http_mcp_session_push_locked(ctx, s, 0, data, len, &owner,
+                                             log)
+            != NGX_OK)
         {
-            st = ngx_queue_data(sq, ngx_http_mcp_stream_sh_t, queue);
-
-            if (st->standalone && st->owner) {
-                break;
-            }
-
-            st = NULL;
-        }
-
-        if (st == NULL) {
-            /* no stream to carry it: server notifications are not kept */
             continue;
         }
 
-        ev = ngx_http_mcp_session_event_add(ctx, s, len, log);
-        if (ev == NULL) {
-            continue;
-        }
-
-        ev->stream = st->id;
-        ngx_memcpy(ev->data, data, len);
         n++;
 
         pid = ngx_array_push(owners);
         if (pid != NULL) {
-            *pid = st->owner;
+            *pid = owner;
         }
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
     return n;
+}
+
+
+/*
+ * Called with the zone locked: a message for a stream of the session
+ * that a connection carries, stream "id", or with id 0 the session's
+ * newest GET stream.  *owner is the worker to wake.  NGX_DECLINED: no
+ * such stream has a connection; NGX_ERROR: no room in the log.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_push_locked(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, uint32_t id, u_char *data, size_t len,
+    ngx_pid_t *owner, ngx_log_t *log)
+{
+    ngx_queue_t               *q;
+    ngx_http_mcp_event_t      *ev;
+    ngx_http_mcp_stream_sh_t  *st;
+
+    st = id ? ngx_http_mcp_session_stream(s, id) : NULL;
+
+    /* the newest first: see ngx_http_mcp_session_stream_add() */
+    for (q = ngx_queue_head(&s->sstreams);
+         id == 0 && q != ngx_queue_sentinel(&s->sstreams);
+         q = ngx_queue_next(q))
+    {
+        st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
+
+        if (st->standalone && st->owner) {
+            break;
+        }
+
+        st = NULL;
+    }
+
+    if (st == NULL || st->owner == 0) {
+        return NGX_DECLINED;
+    }
+
+    ev = ngx_http_mcp_session_event_add(ctx, s, len, log);
+    if (ev == NULL) {
+        return NGX_ERROR;
+    }
+
+    ev->stream = st->id;
+    ngx_memcpy(ev->data, data, len);
+
+    *owner = st->owner;
+
+    return NGX_OK;
 }
 
 

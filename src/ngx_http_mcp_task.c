@@ -103,6 +103,14 @@ ngx_http_mcp_task_call(ngx_http_mcp_call_t *call,
     tr->task.ttl = ttl;
     tr->task.stateless = ngx_http_mcp_call_stateless(call);
 
+    if (!tr->task.stateless
+        && call->rctx->session_id.len == NGX_HTTP_MCP_SESSION_ID_LEN)
+    {
+        /* whom its status notifications go to */
+        ngx_memcpy(tr->task.sid, call->rctx->session_id.data,
+                   NGX_HTTP_MCP_SESSION_ID_LEN);
+    }
+
     if (ngx_http_mcp_task_owner(call, tr->task.owner) != NGX_OK
         || ngx_http_mcp_task_request(call, &tr->task) != NGX_OK)
     {
@@ -396,8 +404,8 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
         return NGX_DECLINED;
     }
 
-    ngx_memzero(&t, sizeof(ngx_http_mcp_task_t));
-    ngx_memcpy(t.id, tr->task.id, NGX_HTTP_MCP_TASK_ID_LEN);
+    t = tr->task;
+    ngx_memzero(t.blobs, sizeof(t.blobs));
 
     /* what the task no longer needs goes; the request stays for a round */
     t.blobs[NGX_HTTP_MCP_TASK_INPUTS] = empty;
@@ -473,9 +481,13 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
                     "{\"code\":-32603,\"message\":\"Internal error\"}");
     }
 
-    if (ngx_http_mcp_session_task_set(ngx_http_mcp_call_conf(call)->zone, &t,
-                                      0, call->log)
-        == NGX_ERROR)
+    t.pid = 0;
+    t.updated = ngx_http_mcp_session_task_now();
+
+    if (ngx_http_mcp_task_notice(&t, call->pool) != NGX_OK
+        || ngx_http_mcp_session_task_set(ngx_http_mcp_call_conf(call)->zone,
+                                         &t, 0, call->log)
+           == NGX_ERROR)
     {
         ngx_log_error(NGX_LOG_ERR, call->log, 0,
                       "mcp: the outcome of task %*s was lost: no room in "
@@ -935,6 +947,46 @@ ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
     }
 
     return json;
+}
+
+
+/*
+ * t->notice: the notifications/tasks/status that tells t's session of
+ * its new status (a 2025-11-25 task's; 2026-07-28 has none on this
+ * path).  Params: the task, without related-task _meta.
+ */
+
+ngx_int_t
+ngx_http_mcp_task_notice(ngx_http_mcp_task_t *t, ngx_pool_t *pool)
+{
+    cJSON      *message, *params;
+    ngx_int_t   rc;
+
+    ngx_str_null(&t->notice);
+
+    if (t->stateless) {
+        return NGX_OK;
+    }
+
+    message = cJSON_CreateObject();
+    params = ngx_http_mcp_task_json(t, 0, 0);
+
+    if (message == NULL || params == NULL
+        || cJSON_AddStringToObject(message, "jsonrpc", "2.0") == NULL
+        || cJSON_AddStringToObject(message, "method",
+                                   "notifications/tasks/status") == NULL
+        || !cJSON_AddItemToObject(message, "params", params))
+    {
+        cJSON_Delete(params);
+        cJSON_Delete(message);
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_task_text(pool, message, &t->notice);
+
+    cJSON_Delete(message);
+
+    return rc;
 }
 
 

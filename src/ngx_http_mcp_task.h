@@ -40,6 +40,8 @@
 typedef struct {
     u_char                     id[NGX_HTTP_MCP_TASK_ID_LEN];
     u_char                     owner[NGX_HTTP_MCP_TASK_OWNER_LEN];
+    u_char                     sid[NGX_HTTP_MCP_SESSION_ID_LEN];
+                                            /* 2025: its session's id */
     ngx_uint_t                 status;
     uint64_t                   created;     /* ms since the epoch */
     uint64_t                   updated;
@@ -50,6 +52,9 @@ typedef struct {
     unsigned                   tool_error:1;  /* failed: the result says
                                                  isError (2025-11-25) */
     ngx_str_t                  blobs[NGX_HTTP_MCP_TASK_BLOBS];
+    ngx_str_t                  notice;      /* to write: its session's
+                                               notifications/tasks/status
+                                               of the new status */
 } ngx_http_mcp_task_t;
 
 
@@ -61,13 +66,14 @@ ngx_int_t ngx_http_mcp_session_task_get(ngx_shm_zone_t *zone, u_char *id,
     u_char *owner, ngx_pool_t *pool, ngx_http_mcp_task_t *t, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_task_set(ngx_shm_zone_t *zone,
     ngx_http_mcp_task_t *t, ngx_uint_t check, ngx_log_t *log);
-ngx_int_t ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone, u_char *id,
-    u_char *owner, ngx_pid_t *pid, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone,
+    ngx_http_mcp_task_t *t, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_task_live(ngx_shm_zone_t *zone, u_char *id);
 ngx_int_t ngx_http_mcp_session_task_list(ngx_shm_zone_t *zone,
     u_char *owner, u_char *after, ngx_uint_t n, ngx_pool_t *pool,
     ngx_array_t *tasks, ngx_uint_t *more, ngx_log_t *log);
 const char *ngx_http_mcp_task_status_name(ngx_uint_t status);
+uint64_t ngx_http_mcp_session_task_now(void);
 
 
 /* ---- the call side: ngx_http_mcp_task.c ---- */
@@ -86,6 +92,8 @@ ngx_int_t ngx_http_mcp_task_owner(ngx_http_mcp_call_t *call, u_char *owner);
 cJSON *ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
     ngx_uint_t detailed);
 cJSON *ngx_http_mcp_task_blob(ngx_http_mcp_task_t *t, ngx_uint_t n);
+ngx_int_t ngx_http_mcp_task_notice(ngx_http_mcp_task_t *t,
+    ngx_pool_t *pool);
 ngx_int_t ngx_http_mcp_task_text(ngx_pool_t *pool, cJSON *json,
     ngx_str_t *text);
 

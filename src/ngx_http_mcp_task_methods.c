@@ -111,6 +111,8 @@ ngx_http_mcp_tasks_update(ngx_http_mcp_call_t *call)
         }
 
         if (rc == NGX_OK) {
+            t.updated = ngx_http_mcp_session_task_now();
+
             rc = ngx_http_mcp_session_task_set(
                      ngx_http_mcp_call_conf(call)->zone, &t, 1, call->log);
         }
@@ -236,7 +238,6 @@ ngx_http_mcp_tasks_cancel(ngx_http_mcp_call_t *call)
 {
     cJSON                    *result;
     ngx_int_t                 rc;
-    ngx_pid_t                 pid;
     ngx_http_mcp_task_t       t;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
@@ -256,16 +257,24 @@ ngx_http_mcp_tasks_cancel(ngx_http_mcp_call_t *call)
 
     mlcf = ngx_http_mcp_call_conf(call);
 
-    if (ngx_http_mcp_session_task_cancel(mlcf->zone, t.id, t.owner, &pid,
-                                         call->log)
-        != NGX_OK)
-    {
+    /* what its session hears, if the task is not over meanwhile */
+    t.status = NGX_HTTP_MCP_TASK_CANCELLED;
+    t.tool_error = 0;
+    t.updated = ngx_http_mcp_session_task_now();
+
+    if (ngx_http_mcp_task_notice(&t, call->pool) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_session_task_cancel(mlcf->zone, &t, call->log);
+
+    if (rc != NGX_OK) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
                                 "Invalid params: no such task");
         return NGX_OK;
     }
 
-    if (pid != 0 && ngx_http_mcp_notify_pid(pid, call->log) != NGX_OK) {
+    if (t.pid != 0 && ngx_http_mcp_notify_pid(t.pid, call->log) != NGX_OK) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, call->log, 0,
                        "mcp task %*s: its worker is gone",
                        (size_t) NGX_HTTP_MCP_TASK_ID_LEN, t.id);

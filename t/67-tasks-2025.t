@@ -102,6 +102,82 @@ for my $v ('2025-11-25', '2025-06-18', '2025-03-26') {
     is($res->{code}, -32000, 'tasks/result: the error itself');
 }
 
+# --- notifications/tasks/status on the session's GET stream -----------------------
+
+# the task's status notifications on stream $g until one says $want (those
+# of other tasks are passed over); all that came
+sub statuses {
+    my ($g, $tid, $want, $timeout) = @_;
+    my $deadline = Time::HiRes::time() + ($timeout // 5);
+    my @n;
+    while ((my $left = $deadline - Time::HiRes::time()) > 0) {
+        my $ev = take($g, $left) // last;
+        my $m = $ev->{json};
+        next unless ref $m eq 'HASH' && ($m->{method} // '') eq 'notifications/tasks/status'
+                    && ($m->{params}{taskId} // '') eq $tid;
+        push @n, $m;
+        last if $m->{params}{status} eq $want;
+    }
+    return @n;
+}
+
+# a task of tools/call $name in session $sid: (task, the worker that runs it)
+sub start_task {
+    my ($sid, $name, $args) = @_;
+    my ($m, $r) = $t->mcp_request($sid, 'tools/call', { name => $name, arguments => $args,
+                                                        task => { ttl => 60000 } });
+    return ((($m // {})->{result} // {})->{task} // {}, $r->{headers}{'x-worker'} // 0);
+}
+
+{
+    my ($sid) = $t->mcp_initialize(protocol_version => '2025-11-25');
+    my ($other) = $t->mcp_initialize(protocol_version => '2025-11-25');
+    my $g = $t->mcp_get_stream($sid);
+    my $og = $t->mcp_get_stream($other);
+    priming_ok(take($g, 3), 1000, 'the session\'s GET stream is open');
+    priming_ok(take($og, 3), 1000, 'another session\'s too');
+    my $A = worker_of($g);
+
+    # a task run by another worker than the one holding the GET stream
+    my ($task, $B);
+    for (1 .. 20) {
+        ($task, $B) = start_task($sid, 'slow_compute', { seconds => 1, label => 'n' });
+        last if $B && $B ne $A;
+        $t->mcp_call($sid, 'tasks/cancel', { taskId => $task->{taskId} // 'none' });
+    }
+    isnt($B, $A, 'the task runs on another worker than the GET stream\'s');
+    my $tid = $task->{taskId} // 'none';
+
+    my @n = statuses($g, $tid, 'completed');
+    is_deeply([ map { $_->{params}{status} } @n ], ['completed'],
+              'completed on that worker: one notification on the GET stream (creation is none)');
+    my $p = ($n[-1] // {})->{params} // {};
+    is_deeply([ sort keys %$p ], [ sort qw(taskId status createdAt lastUpdatedAt ttl pollInterval) ],
+              '... params: the task, no _meta');
+    is($p->{ttl}, 60000, '... its ttl');
+    is($p->{createdAt}, $task->{createdAt}, '... created when the task was');
+    my $got = $t->mcp_call($sid, 'tasks/get', { taskId => $tid });
+    is($p->{lastUpdatedAt}, $got->{lastUpdatedAt}, '... updated when tasks/get says');
+
+    # cancelled by a tasks/cancel, from whichever worker takes it
+    ($task) = start_task($sid, 'slow_compute', { seconds => 60 });
+    $tid = $task->{taskId} // 'none';
+    my $c = $t->mcp_call($sid, 'tasks/cancel', { taskId => $tid });
+    @n = statuses($g, $tid, 'cancelled');
+    is_deeply([ map { $_->{params}{status} } @n ], ['cancelled'], 'cancelled: one notification');
+    is($n[-1]{params}{statusMessage}, 'The task was cancelled by request.', '... with its message');
+    is($n[-1]{params}{lastUpdatedAt}, $c->{lastUpdatedAt}, '... the same task tasks/cancel answered');
+
+    # failed by the tool's error
+    ($task) = start_task($sid, 'failing_job', {});
+    $tid = $task->{taskId} // 'none';
+    @n = statuses($g, $tid, 'failed');
+    is_deeply([ map { $_->{params}{status} } @n ], ['failed'], 'failed: one notification');
+    is($n[-1]{params}{statusMessage}, 'The tool reported an error', '... that says why');
+
+    ok(quiet_for(0.3, $og), 'another session\'s GET stream hears nothing of them');
+}
+
 # --- 2026-07-28 keeps a tool's error completed ---------------------------------------
 
 {
@@ -115,6 +191,14 @@ for my $v ('2025-11-25', '2025-06-18', '2025-03-26') {
                                       params => { %$params, _meta => \%meta } }, headers => $h);
         return ($r->{json} // {})->{result} // {};
     };
+    my $listen = $t->mcp_post(undef, { jsonrpc => '2.0', id => 'l', method => 'subscriptions/listen',
+                                       params => { notifications => { toolsListChanged => \1 },
+                                                   _meta => \%meta } },
+                              headers => { 'MCP-Protocol-Version' => '2026-07-28',
+                                           'Mcp-Method' => 'subscriptions/listen' },
+                              stream => 1);
+    my ($ack) = rpc_of(take_all($listen, 0.5));
+    is(($ack // {})->{method}, 'notifications/subscriptions/acknowledged', '2026-07-28: a listen stream');
     my $c = $rpc->('tools/call', { name => 'failing_job', arguments => {} });
     my $got = {};
     for (1 .. 100) {
@@ -125,6 +209,7 @@ for my $v ('2025-11-25', '2025-06-18', '2025-03-26') {
     is($got->{status}, 'completed', '2026-07-28: a tool error stays completed');
     is(($got->{result} // {})->{isError}, 1, '... with the result, isError');
     ok(!exists $got->{statusMessage}, '... and no failure message');
+    ok(quiet_for(0.3, $listen), '... and no status notification on this path');
 }
 
 unlike($t->error_log, qr/\[(error|alert|crit|emerg)\]/, 'no [error] or worse');

@@ -40,7 +40,6 @@ static void ngx_http_mcp_call_cancelled(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req,
     u_char *text, size_t len);
 static void ngx_http_mcp_request_timeout(ngx_event_t *ev);
-static ngx_int_t ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_call_send(ngx_http_mcp_call_t *call,
     cJSON *message, ngx_uint_t response);
 static u_char *ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call,
@@ -541,6 +540,11 @@ ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req, u_char *text,
     json = cJSON_ParseWithLength((const char *) text, len);
 
     call->running = 1;
+
+    if (call->relay != NULL) {
+        (void) call->relay(call, NULL);
+    }
+
     req->handler(call, cJSON_GetObjectItemCaseSensitive(json, "result"),
                  cJSON_GetObjectItemCaseSensitive(json, "error"), req->data);
     call->running = 0;
@@ -583,6 +587,11 @@ ngx_http_mcp_request_timeout(ngx_event_t *ev)
     req->active = 0;
 
     call->running = 1;
+
+    if (call->relay != NULL) {
+        (void) call->relay(call, NULL);
+    }
+
     req->handler(call, NULL, error, req->data);
     call->running = 0;
 
@@ -596,7 +605,7 @@ ngx_http_mcp_request_timeout(ngx_event_t *ev)
 
 /* the call's messages need a stream: the POST's reply becomes one */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call)
 {
     if (call->stream) {
@@ -752,7 +761,10 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
         return NGX_DECLINED;
     }
 
-    if (call->done || ngx_http_mcp_call_stream(call) != NGX_OK) {
+    /* a task's requests go where the task says, not on a POST's reply */
+    if (call->done
+        || (call->relay == NULL && ngx_http_mcp_call_stream(call) != NGX_OK))
+    {
         cJSON_Delete(params);
         return NGX_ERROR;
     }
@@ -807,7 +819,8 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
         return NGX_ERROR;
     }
 
-    rc = ngx_http_mcp_call_send(call, message, 0);
+    rc = (call->relay != NULL) ? call->relay(call, message)
+                               : ngx_http_mcp_call_send(call, message, 0);
 
     cJSON_Delete(message);
 

@@ -21,7 +21,10 @@
  * its GET stream, in the same locked step as the change, so that the
  * notifications of a task come in the order of its changes whichever
  * workers make them.  The caller writes the notification (t->notice):
- * the store only carries it.
+ * the store only carries it.  So with the task's requests to its client
+ * (t->message): to the stream of a tasks/result that listens for the
+ * task, else to the session's GET stream, else they wait in the task
+ * for the next tasks/result.
  */
 
 
@@ -43,6 +46,10 @@ static ngx_int_t ngx_http_mcp_session_task_copy(ngx_http_mcp_task_sh_t *ts,
     ngx_pool_t *pool, ngx_http_mcp_task_t *t, ngx_uint_t blobs);
 static ngx_pid_t ngx_http_mcp_session_task_notify(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_task_sh_t *ts, ngx_str_t *notice, ngx_log_t *log);
+static ngx_pid_t ngx_http_mcp_session_task_ask(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts, ngx_str_t *message, ngx_log_t *log);
+static ngx_http_mcp_session_node_t *ngx_http_mcp_session_task_session(
+    ngx_http_mcp_zone_t *ctx, ngx_http_mcp_task_sh_t *ts);
 
 
 static const char  *ngx_http_mcp_task_statuses[] = {
@@ -189,10 +196,11 @@ ngx_http_mcp_session_task_get(ngx_shm_zone_t *zone, u_char *id,
  * Writes what t says of a task that is not over: its status (and
  * whether a failure is the tool's), pid, the time of the change and
  * texts (a NULL data keeps a text, an empty one drops it); a new status
- * sends t->notice, if any.  check: only when the task is still at
- * t->version.  NGX_OK; NGX_AGAIN when it changed meanwhile;
- * NGX_DECLINED when it is gone or over; NGX_ERROR when the zone has no
- * room (the task is left as it was, but for texts already written).
+ * sends t->notice, if any, and then t->message goes, if any.  check:
+ * only when the task is still at t->version.  NGX_OK; NGX_AGAIN when it
+ * changed meanwhile; NGX_DECLINED when it is gone or over; NGX_ERROR
+ * when the zone has no room (the task is left as it was, but for texts
+ * already written).
  */
 
 ngx_int_t
@@ -200,7 +208,7 @@ ngx_http_mcp_session_task_set(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
     ngx_uint_t check, ngx_log_t *log)
 {
     ngx_int_t                rc;
-    ngx_pid_t                wake;
+    ngx_pid_t                wake, asked;
     ngx_uint_t               i;
     ngx_http_mcp_zone_t     *ctx;
     ngx_http_mcp_task_sh_t  *ts;
@@ -208,6 +216,7 @@ ngx_http_mcp_session_task_set(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
     ctx = zone->data;
     rc = NGX_OK;
     wake = 0;
+    asked = 0;
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
@@ -252,12 +261,20 @@ ngx_http_mcp_session_task_set(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
 
     t->version = ts->version;
 
+    if (t->message.len) {
+        asked = ngx_http_mcp_session_task_ask(ctx, ts, &t->message, log);
+    }
+
 done:
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
     if (wake) {
         (void) ngx_http_mcp_notify_pid(wake, log);
+    }
+
+    if (asked && asked != wake) {
+        (void) ngx_http_mcp_notify_pid(asked, log);
     }
 
     return rc;
@@ -310,6 +327,87 @@ ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone,
                   (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
 
     wake = ngx_http_mcp_session_task_notify(ctx, ts, &t->notice, log);
+
+done:
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    if (wake) {
+        (void) ngx_http_mcp_notify_pid(wake, log);
+    }
+
+    return rc;
+}
+
+
+/*
+ * A tasks/result of the owner's 2025 task listens on stream, a stream of
+ * the task's session: the task's requests to the client go there from
+ * now on, and those that waited for one go now.  NGX_DECLINED: no such
+ * task.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_task_listen(ngx_shm_zone_t *zone, u_char *id,
+    u_char *owner, uint32_t stream, ngx_log_t *log)
+{
+    u_char                       *p, *last, *eol;
+    ngx_int_t                     rc;
+    ngx_pid_t                     wake;
+    ngx_str_t                    *parked;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_task_sh_t       *ts;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    wake = 0;
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    ts = ngx_http_mcp_session_task_find(ctx, id, log);
+
+    if (ts == NULL
+        || ngx_memcmp(ts->owner, owner, NGX_HTTP_MCP_TASK_OWNER_LEN) != 0)
+    {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    ts->listener = stream;
+
+    parked = &ts->blobs[NGX_HTTP_MCP_TASK_PARKED];
+    s = ngx_http_mcp_session_task_session(ctx, ts);
+
+    if (parked->len == 0 || s == NULL) {
+        goto done;
+    }
+
+    p = parked->data;
+    last = p + parked->len;
+
+    while (p < last) {
+        eol = ngx_strlchr(p, last, '\n');
+
+        if (eol == NULL) {
+            eol = last;
+        }
+
+        if (ngx_http_mcp_session_push_locked(ctx, s, stream, p, eol - p,
+                                             &wake, log)
+            != NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_ERR, log, 0,
+                          "mcp: a request of task %*s to its client was "
+                          "lost: no room in the zone",
+                          (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
+        }
+
+        p = eol + 1;
+    }
+
+    ngx_slab_free_locked(ctx->shpool, parked->data);
+    ngx_str_null(parked);
 
 done:
 
@@ -430,18 +528,14 @@ static ngx_pid_t
 ngx_http_mcp_session_task_notify(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_task_sh_t *ts, ngx_str_t *notice, ngx_log_t *log)
 {
-    ngx_str_t                     sid;
     ngx_pid_t                     owner;
     ngx_http_mcp_session_node_t  *s;
 
-    if (ts->stateless || notice->len == 0) {
+    if (notice->len == 0) {
         return 0;
     }
 
-    sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
-    sid.data = ts->sid;
-
-    s = ngx_http_mcp_session_find(ctx, &sid);
+    s = ngx_http_mcp_session_task_session(ctx, ts);
 
     if (s == NULL
         || ngx_http_mcp_session_push_locked(ctx, s, 0, notice->data,
@@ -452,6 +546,91 @@ ngx_http_mcp_session_task_notify(ngx_http_mcp_zone_t *ctx,
     }
 
     return owner;
+}
+
+
+/*
+ * Called with the zone locked: a 2025 task's request to its client goes
+ * to the tasks/result that listens, else to the GET stream, else it
+ * waits in the task.  Returns the worker to wake, or 0.
+ */
+
+static ngx_pid_t
+ngx_http_mcp_session_task_ask(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts, ngx_str_t *message, ngx_log_t *log)
+{
+    u_char                       *p, *data;
+    size_t                        len;
+    ngx_pid_t                     owner;
+    ngx_str_t                    *parked;
+    ngx_http_mcp_session_node_t  *s;
+
+    s = ngx_http_mcp_session_task_session(ctx, ts);
+
+    if (s == NULL) {
+        /* the session is gone, and the call with it */
+        return 0;
+    }
+
+    if ((ts->listener
+         && ngx_http_mcp_session_push_locked(ctx, s, ts->listener,
+                                             message->data, message->len,
+                                             &owner, log)
+            == NGX_OK)
+        || ngx_http_mcp_session_push_locked(ctx, s, 0, message->data,
+                                            message->len, &owner, log)
+           == NGX_OK)
+    {
+        return owner;
+    }
+
+    /* one message a line: printed JSON has no raw newline */
+    parked = &ts->blobs[NGX_HTTP_MCP_TASK_PARKED];
+    len = parked->len + (parked->len ? 1 : 0) + message->len;
+
+    data = ngx_slab_alloc_locked(ctx->shpool, len);
+
+    if (data == NULL) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "mcp: a request of task %*s to its client was lost: "
+                      "no room in the zone",
+                      (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
+        return 0;
+    }
+
+    p = data;
+
+    if (parked->len) {
+        p = ngx_cpymem(p, parked->data, parked->len);
+        *p++ = '\n';
+        ngx_slab_free_locked(ctx->shpool, parked->data);
+    }
+
+    ngx_memcpy(p, message->data, message->len);
+
+    parked->data = data;
+    parked->len = len;
+
+    return 0;
+}
+
+
+/* called with the zone locked: a 2025 task's session, if it is there */
+
+static ngx_http_mcp_session_node_t *
+ngx_http_mcp_session_task_session(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts)
+{
+    ngx_str_t  sid;
+
+    if (ts->stateless) {
+        return NULL;
+    }
+
+    sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+    sid.data = ts->sid;
+
+    return ngx_http_mcp_session_find(ctx, &sid);
 }
 
 

@@ -136,6 +136,8 @@ typedef struct {
     ngx_msec_t                 ttl;
     uint32_t                   version;     /* changes with every write */
     ngx_pid_t                  pid;         /* the worker running it */
+    uint32_t                   listener;    /* 2025: the session's stream
+                                               of a tasks/result, or 0 */
     unsigned                   stateless:1;
     unsigned                   tool_error:1;
     ngx_str_t                  blobs[NGX_HTTP_MCP_TASK_BLOBS];

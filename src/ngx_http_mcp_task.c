@@ -21,6 +21,15 @@
  * tasks/cancel marks the task at once in the store and wakes the worker
  * running it, which ends the call (its handler's pool cleanups stop the
  * work).
+ *
+ * A 2025-11-25 task's call asks its client as any call of a session
+ * does (call_request()), but its requests travel through the task: the
+ * task is input_required until the last is answered, and the store
+ * sends each to a tasks/result the client has open for the task, else
+ * to the session's GET stream, else keeps it for the next tasks/result.
+ * The answers come back as to any call.  A handler that asks the
+ * 2026-07-28 way, with an input-required result, is asked the same way
+ * (see ngx_http_mcp_call_input_required()).
  */
 
 
@@ -48,6 +57,7 @@ typedef struct {
     ngx_queue_t                queue;       /* ngx_http_mcp_worker.tasks */
     ngx_http_mcp_call_t       *call;
     ngx_http_mcp_task_t        task;
+    ngx_uint_t                 asked;       /* 2025: unanswered requests */
     unsigned                   created:1;   /* the store has it */
     unsigned                   queued:1;
 } ngx_http_mcp_task_run_t;
@@ -63,6 +73,8 @@ static ngx_int_t ngx_http_mcp_task_start(ngx_http_mcp_call_t *call,
     ngx_http_mcp_task_run_t *tr);
 static ngx_int_t ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call,
     cJSON *reply);
+static ngx_int_t ngx_http_mcp_task_relay(ngx_http_mcp_call_t *call,
+    cJSON *message);
 static ngx_int_t ngx_http_mcp_task_request(ngx_http_mcp_call_t *call,
     ngx_http_mcp_task_t *t);
 static ngx_int_t ngx_http_mcp_task_rerun(ngx_http_mcp_call_t *call);
@@ -278,6 +290,10 @@ ngx_http_mcp_task_run_create(ngx_http_mcp_call_t *call)
     call->task = tr;
     call->divert = ngx_http_mcp_task_divert;
 
+    if (!ngx_http_mcp_call_stateless(call)) {
+        call->relay = ngx_http_mcp_task_relay;
+    }
+
     return tr;
 }
 
@@ -308,6 +324,11 @@ ngx_http_mcp_task_start(ngx_http_mcp_call_t *call,
     ngx_int_t                 rc;
     ngx_http_mcp_task_t      *t;
     ngx_http_mcp_loc_conf_t  *mlcf;
+
+    if (tr->created) {
+        /* it asked the client during dispatch: a task since */
+        return NGX_OK;
+    }
 
     t = &tr->task;
     mlcf = ngx_http_mcp_call_conf(call);
@@ -472,6 +493,7 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
 
     if (ngx_http_mcp_task_terminal(t.status)) {
         t.blobs[NGX_HTTP_MCP_TASK_REQUEST] = empty;
+        t.blobs[NGX_HTTP_MCP_TASK_PARKED] = empty;
     }
 
     if (t.status == NGX_HTTP_MCP_TASK_FAILED
@@ -492,6 +514,106 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
         ngx_log_error(NGX_LOG_ERR, call->log, 0,
                       "mcp: the outcome of task %*s was lost: no room in "
                       "the zone", (size_t) NGX_HTTP_MCP_TASK_ID_LEN, t.id);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A 2025 task's request to its client (message), or with message NULL
+ * the answer to one: the task is input_required while one is not
+ * answered.  A handler that asks during dispatch makes its call a task
+ * at once: the client learns of the task before it is asked.
+ */
+
+static ngx_int_t
+ngx_http_mcp_task_relay(ngx_http_mcp_call_t *call, cJSON *message)
+{
+    cJSON                    *params;
+    ngx_int_t                 rc;
+    ngx_http_mcp_task_t       t;
+    ngx_http_mcp_task_run_t  *tr;
+
+    tr = call->task;
+
+    if (ngx_http_mcp_task_start(call, tr) != NGX_OK || !tr->created) {
+        /* no task: the call ended, saying why */
+        return NGX_ERROR;
+    }
+
+    t = tr->task;
+    ngx_memzero(t.blobs, sizeof(t.blobs));
+
+    if (message == NULL) {
+        if (tr->asked == 0 || --tr->asked) {
+            return NGX_OK;
+        }
+
+        t.status = NGX_HTTP_MCP_TASK_WORKING;
+
+    } else {
+        params = cJSON_GetObjectItemCaseSensitive(message, "params");
+
+        if (params == NULL) {
+            params = cJSON_AddObjectToObject(message, "params");
+        }
+
+        if (ngx_http_mcp_task_relate(params, t.id) != NGX_OK
+            || ngx_http_mcp_task_text(call->pool, message, &t.message)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        tr->asked++;
+        t.status = NGX_HTTP_MCP_TASK_INPUT_REQUIRED;
+    }
+
+    t.pid = ngx_pid;
+    t.updated = ngx_http_mcp_session_task_now();
+
+    if (ngx_http_mcp_task_notice(&t, call->pool) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_session_task_set(ngx_http_mcp_call_conf(call)->zone,
+                                       &t, 0, call->log);
+
+    if (rc == NGX_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, call->log, 0,
+                      "mcp: task %*s could not ask its client: no room in "
+                      "the zone", (size_t) NGX_HTTP_MCP_TASK_ID_LEN, t.id);
+        return NGX_ERROR;
+    }
+
+    /* NGX_DECLINED: it is over (cancelled), its call ends when woken */
+    return NGX_OK;
+}
+
+
+/* obj._meta["io.modelcontextprotocol/related-task"]: {"taskId": id} */
+
+ngx_int_t
+ngx_http_mcp_task_relate(cJSON *obj, u_char *id)
+{
+    char    text[NGX_HTTP_MCP_TASK_ID_LEN + 1];
+    cJSON  *meta, *related;
+
+    meta = cJSON_GetObjectItemCaseSensitive(obj, "_meta");
+
+    if (meta == NULL) {
+        meta = cJSON_AddObjectToObject(obj, "_meta");
+    }
+
+    related = cJSON_AddObjectToObject(meta, NGX_HTTP_MCP_RELATED_TASK);
+
+    *ngx_cpymem(text, id, NGX_HTTP_MCP_TASK_ID_LEN) = '\0';
+
+    if (related == NULL
+        || cJSON_AddStringToObject(related, "taskId", text) == NULL)
+    {
+        return NGX_ERROR;
     }
 
     return NGX_OK;

@@ -33,7 +33,12 @@
 #define NGX_HTTP_MCP_TASK_ANSWERS       2       /* the answers so far */
 #define NGX_HTTP_MCP_TASK_STATE         3       /* the sealed requestState */
 #define NGX_HTTP_MCP_TASK_OUTCOME       4       /* result or error */
-#define NGX_HTTP_MCP_TASK_BLOBS         5
+#define NGX_HTTP_MCP_TASK_PARKED        5       /* 2025: requests for the
+                                                   client that no stream
+                                                   took yet, one a line */
+#define NGX_HTTP_MCP_TASK_BLOBS         6
+
+#define NGX_HTTP_MCP_RELATED_TASK       "io.modelcontextprotocol/related-task"
 
 
 /* a task as a worker sees it: a copy, or what to write */
@@ -55,6 +60,8 @@ typedef struct {
     ngx_str_t                  notice;      /* to write: its session's
                                                notifications/tasks/status
                                                of the new status */
+    ngx_str_t                  message;     /* to write: a request for
+                                               its client (2025) */
 } ngx_http_mcp_task_t;
 
 
@@ -69,6 +76,8 @@ ngx_int_t ngx_http_mcp_session_task_set(ngx_shm_zone_t *zone,
 ngx_int_t ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone,
     ngx_http_mcp_task_t *t, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_task_live(ngx_shm_zone_t *zone, u_char *id);
+ngx_int_t ngx_http_mcp_session_task_listen(ngx_shm_zone_t *zone, u_char *id,
+    u_char *owner, uint32_t stream, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_task_list(ngx_shm_zone_t *zone,
     u_char *owner, u_char *after, ngx_uint_t n, ngx_pool_t *pool,
     ngx_array_t *tasks, ngx_uint_t *more, ngx_log_t *log);
@@ -94,6 +103,7 @@ cJSON *ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
 cJSON *ngx_http_mcp_task_blob(ngx_http_mcp_task_t *t, ngx_uint_t n);
 ngx_int_t ngx_http_mcp_task_notice(ngx_http_mcp_task_t *t,
     ngx_pool_t *pool);
+ngx_int_t ngx_http_mcp_task_relate(cJSON *obj, u_char *id);
 ngx_int_t ngx_http_mcp_task_text(ngx_pool_t *pool, cJSON *json,
     ngx_str_t *text);
 

@@ -16,8 +16,6 @@
 #define NGX_HTTP_MCP_TASK_RETRIES       8       /* tasks/update's writes */
 #define NGX_HTTP_MCP_TASK_PAGE          10      /* tasks/list */
 
-#define NGX_HTTP_MCP_RELATED_TASK       "io.modelcontextprotocol/related-task"
-
 
 /* tasks/result waiting for a task to end */
 typedef struct {
@@ -306,7 +304,8 @@ ngx_http_mcp_tasks_cancel(ngx_http_mcp_call_t *call)
 /*
  * tasks/result (2025-11-25): what the tools/call would have answered,
  * once the task is over; until then the call waits, looking at the
- * store now and then (the task may run on another worker).
+ * store now and then (the task may run on another worker), and its
+ * reply is a stream that carries the task's requests to the client.
  */
 
 ngx_int_t
@@ -325,6 +324,13 @@ ngx_http_mcp_tasks_result(ngx_http_mcp_call_t *call)
 
     if (ngx_http_mcp_task_terminal(t.status)) {
         return ngx_http_mcp_task_outcome(call, &t);
+    }
+
+    if (!t.stateless && ngx_http_mcp_call_stream(call) == NGX_OK) {
+        /* a gone task is the timer's to tell */
+        (void) ngx_http_mcp_session_task_listen(
+                   ngx_http_mcp_call_conf(call)->zone, t.id, t.owner,
+                   call->stream, call->log);
     }
 
     w = ngx_pcalloc(call->pool, sizeof(ngx_http_mcp_task_wait_t));
@@ -401,8 +407,7 @@ ngx_http_mcp_task_wait_cleanup(void *data)
 static ngx_int_t
 ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
 {
-    u_char  *id;
-    cJSON   *outcome, *meta, *related, *code, *message;
+    cJSON  *outcome, *code, *message;
 
     outcome = ngx_http_mcp_task_blob(t, NGX_HTTP_MCP_TASK_OUTCOME);
 
@@ -410,24 +415,7 @@ ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
     if ((t->status == NGX_HTTP_MCP_TASK_COMPLETED || t->tool_error)
         && outcome != NULL)
     {
-        id = ngx_pnalloc(call->pool, NGX_HTTP_MCP_TASK_ID_LEN + 1);
-
-        meta = cJSON_GetObjectItemCaseSensitive(outcome, "_meta");
-
-        if (meta == NULL) {
-            meta = cJSON_AddObjectToObject(outcome, "_meta");
-        }
-
-        related = cJSON_AddObjectToObject(meta, NGX_HTTP_MCP_RELATED_TASK);
-
-        if (id == NULL || related == NULL) {
-            cJSON_Delete(outcome);
-            return NGX_ERROR;
-        }
-
-        *ngx_cpymem(id, t->id, NGX_HTTP_MCP_TASK_ID_LEN) = '\0';
-
-        if (cJSON_AddStringToObject(related, "taskId", (char *) id) == NULL) {
+        if (ngx_http_mcp_task_relate(outcome, t->id) != NGX_OK) {
             cJSON_Delete(outcome);
             return NGX_ERROR;
         }

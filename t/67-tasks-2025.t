@@ -1,7 +1,12 @@
 #!/usr/bin/perl
 # 2025-11-25's experimental tasks in a session: only that version has
 # them (capabilities.tasks, execution.taskSupport, params.task); a tool's
-# isError result fails the task there (2026-07-28 keeps it completed).
+# isError result fails the task there (2026-07-28 keeps it completed);
+# each change of status is told on the session's GET stream
+# (notifications/tasks/status), also from another worker than the
+# stream's; a task that asks its client is input_required meanwhile, and
+# its requests come on a tasks/result the client has open, else on the
+# GET stream, else they wait for a tasks/result.
 
 use strict;
 use warnings;
@@ -178,6 +183,160 @@ sub start_task {
     ok(quiet_for(0.3, $og), 'another session\'s GET stream hears nothing of them');
 }
 
+# --- input during a task ------------------------------------------------------------
+
+# the next JSON-RPC request (method and id) on stream $s, or undef
+sub next_request {
+    my ($s, $timeout) = @_;
+    my $deadline = Time::HiRes::time() + ($timeout // 5);
+    while ((my $left = $deadline - Time::HiRes::time()) > 0) {
+        my $ev = take($s, $left) // return undef;
+        my $m = $ev->{json};
+        return $m if ref $m eq 'HASH' && defined $m->{method} && defined $m->{id};
+    }
+    return undef;
+}
+
+my $YES = { action => 'accept', content => { confirm => \1 } };
+
+# asked on the GET stream (no tasks/result open), answered from any worker
+{
+    my ($sid) = $t->mcp_initialize(protocol_version => '2025-11-25',
+                                   capabilities => { elicitation => {} });
+    my $g = $t->mcp_get_stream($sid);
+    priming_ok(take($g, 3), 1000, 'input: the GET stream is open');
+    my $A = worker_of($g);
+
+    my ($task, $B);
+    for (1 .. 20) {
+        ($task, $B) = start_task($sid, 'confirm_delete', { filename => 'a.txt', seconds => 0.5 });
+        last if $B && $B ne $A;
+        $t->mcp_call($sid, 'tasks/cancel', { taskId => $task->{taskId} // 'none' });
+    }
+    isnt($B, $A, 'input: the task runs on another worker than the GET stream\'s');
+    my $tid = $task->{taskId} // 'none';
+    is($task->{status}, 'working', 'input: the task works at first');
+
+    my @n = statuses($g, $tid, 'input_required');
+    is_deeply([ map { $_->{params}{status} } @n ], ['input_required'],
+              'input: input_required is notified first');
+    my $req = next_request($g);
+    is(($req // {})->{method}, 'elicitation/create', 'input: then the request, on the GET stream');
+    is((($req->{params} // {})->{_meta} // {})->{$RELATED}{taskId}, $tid,
+       '... related to the task');
+    is($req->{params}{message}, 'Delete the file?', '... asking what the tool asks');
+    is(($t->mcp_call($sid, 'tasks/get', { taskId => $tid }) // {})->{status}, 'input_required',
+       'input: tasks/get says input_required meanwhile');
+
+    my $r = answer($t, $sid, $req->{id}, $YES);
+    is($r->{status}, 202, 'input: the answer is taken (202)');
+    @n = statuses($g, $tid, 'completed');
+    is_deeply([ map { $_->{params}{status} } @n ], [ 'working', 'completed' ],
+              'input: then working again, and completed');
+
+    my $res = $t->mcp_call($sid, 'tasks/result', { taskId => $tid });
+    is((($res // {})->{content} // [{}])->[0]{text}, 'Deleted a.txt',
+       'input: the tool ran again with the answer');
+    is((($res->{_meta} // {})->{$RELATED} // {})->{taskId}, $tid, '... tasks/result relates it');
+}
+
+# no stream open when it asks: the request waits for a tasks/result
+{
+    my ($sid) = $t->mcp_initialize(protocol_version => '2025-11-25',
+                                   capabilities => { elicitation => {} });
+    my ($task) = start_task($sid, 'confirm_delete', { filename => 'b.txt' });
+    my $tid = $task->{taskId} // 'none';
+    is((poll($sid, $tid, 'input_required') // {})->{status}, 'input_required',
+       'kept: input_required with no stream open');
+
+    my $s = $t->mcp_post($sid, { jsonrpc => '2.0', id => 'r1', method => 'tasks/result',
+                                 params => { taskId => $tid } }, stream => 1);
+    like($s->header('content-type') // '', qr{^text/event-stream}, 'kept: tasks/result is a stream');
+    my $req = next_request($s);
+    is(($req // {})->{method}, 'elicitation/create', 'kept: the request comes on it');
+    is((($req->{params} // {})->{_meta} // {})->{$RELATED}{taskId}, $tid, '... related to the task');
+
+    answer($t, $sid, $req->{id}, { action => 'decline' });
+    my ($end) = grep { ($_->{id} // '') eq 'r1' } rpc_of(take_all($s, 5));
+    is((($end // {})->{result}{content} // [{}])->[0]{text}, 'Kept b.txt',
+       'kept: then the result, on the same stream');
+    is((($end->{result}{_meta} // {})->{$RELATED} // {})->{taskId}, $tid, '... related to the task');
+    ended_ok($s, 'kept: and the stream ends');
+}
+
+# a tasks/result open before it asks takes the request, not the GET stream
+{
+    my ($sid) = $t->mcp_initialize(protocol_version => '2025-11-25',
+                                   capabilities => { elicitation => {} });
+    my $g = $t->mcp_get_stream($sid);
+    priming_ok(take($g, 3), 1000, 'listening: the GET stream is open');
+    my ($task) = start_task($sid, 'confirm_delete', { filename => 'c.txt', seconds => 1 });
+    my $tid = $task->{taskId} // 'none';
+    my $s = $t->mcp_post($sid, { jsonrpc => '2.0', id => 'r2', method => 'tasks/result',
+                                 params => { taskId => $tid } }, stream => 1);
+    my $req = next_request($s);
+    is(($req // {})->{method}, 'elicitation/create', 'listening: the request comes on tasks/result');
+    my @n = statuses($g, $tid, 'input_required');
+    is(scalar @n, 1, 'listening: the GET stream has the notification');
+    ok(!defined next_request($g, 0.3), '... but not the request');
+
+    answer($t, $sid, $req->{id}, $YES);
+    my ($end) = grep { ($_->{id} // '') eq 'r2' } rpc_of(take_all($s, 5));
+    is((($end // {})->{result}{content} // [{}])->[0]{text}, 'Deleted c.txt',
+       'listening: the result follows on tasks/result');
+}
+
+# two questions at once, and a tool that asks during dispatch
+{
+    my ($sid) = $t->mcp_initialize(protocol_version => '2025-11-25',
+                                   capabilities => { elicitation => {} });
+    my $g = $t->mcp_get_stream($sid);
+    priming_ok(take($g, 3), 1000, 'two: the GET stream is open');
+
+    my ($task) = start_task($sid, 'multi_input', {});
+    my $tid = $task->{taskId} // 'none';
+    my @req = grep { defined } map { next_request($g) } 1 .. 2;
+    is(scalar @req, 2, 'two: both requests come');
+    answer($t, $sid, $req[0]{id}, { action => 'accept', content => { name => 'one' } });
+    is(($t->mcp_call($sid, 'tasks/get', { taskId => $tid }) // {})->{status}, 'input_required',
+       'two: input_required until the last answer');
+    answer($t, $sid, $req[1]{id}, { action => 'accept', content => { name => 'two' } });
+    my $res = $t->mcp_call($sid, 'tasks/result', { taskId => $tid });
+    like((($res // {})->{content} // [{}])->[0]{text} // '', qr/^Got (one and two|two and one)$/,
+         'two: the tool ran again with both answers');
+
+    ($task) = start_task($sid, 'test_tool_with_task', {});
+    $tid = $task->{taskId} // 'none';
+    is($task->{status}, 'working', 'at once: the POST gets the task first');
+    my $req = next_request($g);
+    is((($req // {})->{params}{_meta} // {})->{$RELATED}{taskId}, $tid, 'at once: then the request');
+    answer($t, $sid, $req->{id}, { action => 'accept', content => { name => 'Alice' } });
+    $res = $t->mcp_call($sid, 'tasks/result', { taskId => $tid });
+    is((($res // {})->{content} // [{}])->[0]{text}, 'Hello, Alice! The task is done.',
+       'at once: the task ends with the answer');
+
+    # cancelled while it waits for an answer
+    ($task) = start_task($sid, 'confirm_delete', { filename => 'd.txt' });
+    $tid = $task->{taskId} // 'none';
+    $req = next_request($g);
+    my $c = $t->mcp_call($sid, 'tasks/cancel', { taskId => $tid });
+    is(($c // {})->{status}, 'cancelled', 'cancel while input_required: cancelled');
+    my $r = answer($t, $sid, $req->{id}, $YES);
+    is($r->{status}, 202, '... a late answer is taken and dropped');
+    is(($t->mcp_call($sid, 'tasks/get', { taskId => $tid }) // {})->{status}, 'cancelled',
+       '... the task stays cancelled');
+}
+
+# a client without the capability is not asked
+{
+    my ($sid) = $t->mcp_initialize(protocol_version => '2025-11-25');
+    my ($task) = start_task($sid, 'confirm_delete', { filename => 'e.txt' });
+    my $got = poll($sid, $task->{taskId} // 'none', 'failed');
+    is(($got // {})->{status}, 'failed', 'no elicitation capability: the task fails');
+    my $res = $t->mcp_call($sid, 'tasks/result', { taskId => $task->{taskId} // 'none' });
+    is(($res // {})->{code}, -32021, '... with the missing capability');
+}
+
 # --- 2026-07-28 keeps a tool's error completed ---------------------------------------
 
 {
@@ -212,6 +371,14 @@ sub start_task {
     ok(quiet_for(0.3, $listen), '... and no status notification on this path');
 }
 
+# --- the log ---------------------------------------------------------------------------
+
+my @lines = grep { /mcp task / } split /\n/, $t->error_log;
+ok((grep { /mcp task [0-9a-f]{32} input_required$/ } @lines)
+   && (grep { /mcp task [0-9a-f]{32} working$/ } @lines),
+   'input_required and back to working are logged like every change');
+is(scalar(grep { !/\[info\] .* mcp task [0-9a-f]{32} (created, working|working|input_required|completed|failed|cancelled|expired)(, client: .*)?$/ } @lines),
+   0, 'every lifecycle line is [info] and names the task by its id alone');
 unlike($t->error_log, qr/\[(error|alert|crit|emerg)\]/, 'no [error] or worse');
 
 done_testing;

@@ -326,7 +326,16 @@ ngx_http_mcp_tasks_result(ngx_http_mcp_call_t *call)
         return ngx_http_mcp_task_outcome(call, &t);
     }
 
-    if (!t.stateless && ngx_http_mcp_call_stream(call) == NGX_OK) {
+    /*
+     * Its requests travel in its session's log: a tasks/result of another
+     * session of the same subject does not carry them.
+     */
+    if (!t.stateless
+        && call->rctx->session_id.len == NGX_HTTP_MCP_SESSION_ID_LEN
+        && ngx_memcmp(call->rctx->session_id.data, t.sid,
+                      NGX_HTTP_MCP_SESSION_ID_LEN) == 0
+        && ngx_http_mcp_call_stream(call) == NGX_OK)
+    {
         /* a gone task is the timer's to tell */
         (void) ngx_http_mcp_session_task_listen(
                    ngx_http_mcp_call_conf(call)->zone, t.id, t.owner,

@@ -214,7 +214,10 @@ ngx_int_t ngx_http_mcp_call_progress(ngx_http_mcp_call_t *call,
 /*
  * A request to the client, whose answer comes to handler.  It needs a
  * session's stream: in a stateless (2026-07-28) call it ends the call
- * with -32600 and returns NGX_DECLINED; see call_input_required().
+ * with -32600 and returns NGX_DECLINED; see call_input_required().  In
+ * a 2025-11-25 task it goes through the task, which is input_required
+ * until the answer comes (a call still in dispatch becomes a task
+ * first).
  */
 ngx_int_t ngx_http_mcp_call_request(ngx_http_mcp_call_t *call,
     const char *method, cJSON *params, ngx_http_mcp_answer_pt handler,
@@ -237,6 +240,11 @@ ngx_int_t ngx_http_mcp_call_request(ngx_http_mcp_call_t *call,
  * refused before the handler runs.  Requests for a capability the
  * client did not declare are left out; when none is left, the call ends
  * with -32021.  input_required() takes requests and state.
+ *
+ * In a 2025-11-25 task (a session's tools/call with params.task) the
+ * module asks the client the requests itself, with call_request(), and
+ * runs the handler again with the answers and state, as a retry would;
+ * elsewhere in a session the call ends with -32600.
  */
 void ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call,
     cJSON *requests, cJSON *state);

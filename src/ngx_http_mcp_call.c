@@ -40,7 +40,6 @@ static void ngx_http_mcp_call_cancelled(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req,
     u_char *text, size_t len);
 static void ngx_http_mcp_request_timeout(ngx_event_t *ev);
-static ngx_int_t ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_call_send(ngx_http_mcp_call_t *call,
     cJSON *message, ngx_uint_t response);
 static u_char *ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call,
@@ -541,6 +540,11 @@ ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req, u_char *text,
     json = cJSON_ParseWithLength((const char *) text, len);
 
     call->running = 1;
+
+    if (call->relay != NULL) {
+        (void) call->relay(call, NULL);
+    }
+
     req->handler(call, cJSON_GetObjectItemCaseSensitive(json, "result"),
                  cJSON_GetObjectItemCaseSensitive(json, "error"), req->data);
     call->running = 0;
@@ -583,6 +587,11 @@ ngx_http_mcp_request_timeout(ngx_event_t *ev)
     req->active = 0;
 
     call->running = 1;
+
+    if (call->relay != NULL) {
+        (void) call->relay(call, NULL);
+    }
+
     req->handler(call, NULL, error, req->data);
     call->running = 0;
 
@@ -596,7 +605,7 @@ ngx_http_mcp_request_timeout(ngx_event_t *ev)
 
 /* the call's messages need a stream: the POST's reply becomes one */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call)
 {
     if (call->stream) {
@@ -752,7 +761,10 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
         return NGX_DECLINED;
     }
 
-    if (call->done || ngx_http_mcp_call_stream(call) != NGX_OK) {
+    /* a task's requests go where the task says, not on a POST's reply */
+    if (call->done
+        || (call->relay == NULL && ngx_http_mcp_call_stream(call) != NGX_OK))
+    {
         cJSON_Delete(params);
         return NGX_ERROR;
     }
@@ -807,7 +819,8 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
         return NGX_ERROR;
     }
 
-    rc = ngx_http_mcp_call_send(call, message, 0);
+    rc = (call->relay != NULL) ? call->relay(call, message)
+                               : ngx_http_mcp_call_send(call, message, 0);
 
     cJSON_Delete(message);
 
@@ -1053,139 +1066,4 @@ ngx_http_mcp_message(cJSON *id, const char *method, cJSON *params)
     }
 
     return message;
-}
-
-
-ngx_str_t *
-ngx_http_mcp_var(ngx_http_mcp_call_t *call, char *name)
-{
-    size_t         len;
-    ngx_uint_t     i;
-    ngx_keyval_t  *kv;
-
-    if (call->vars == NULL) {
-        return NULL;
-    }
-
-    len = ngx_strlen(name);
-    kv = call->vars->elts;
-
-    for (i = 0; i < call->vars->nelts; i++) {
-        if (kv[i].key.len == len
-            && ngx_strncmp(kv[i].key.data, name, len) == 0)
-        {
-            return &kv[i].value;
-        }
-    }
-
-    return NULL;
-}
-
-
-/*
- * The extension API: what a handler may read of its call (see
- * ngx_http_mcp.h), so that the call's structure stays the module's own.
- */
-
-ngx_uint_t
-ngx_http_mcp_api_version(void)
-{
-    return NGX_HTTP_MCP_API_VERSION;
-}
-
-
-ngx_pool_t *
-ngx_http_mcp_call_pool(ngx_http_mcp_call_t *call)
-{
-    return call->pool;
-}
-
-
-ngx_log_t *
-ngx_http_mcp_call_get_log(ngx_http_mcp_call_t *call)
-{
-    return call->log;
-}
-
-
-ngx_str_t *
-ngx_http_mcp_call_method(ngx_http_mcp_call_t *call)
-{
-    return &call->method;
-}
-
-
-cJSON *
-ngx_http_mcp_call_params(ngx_http_mcp_call_t *call)
-{
-    return call->params;
-}
-
-
-cJSON *
-ngx_http_mcp_call_arguments(ngx_http_mcp_call_t *call)
-{
-    return call->arguments;
-}
-
-
-ngx_str_t *
-ngx_http_mcp_call_uri(ngx_http_mcp_call_t *call)
-{
-    return &call->uri;
-}
-
-
-ngx_str_t *
-ngx_http_mcp_call_entry_name(ngx_http_mcp_call_t *call)
-{
-    return (call->entry != NULL) ? &call->entry->name : NULL;
-}
-
-
-void *
-ngx_http_mcp_call_entry_data(ngx_http_mcp_call_t *call)
-{
-    return (call->entry != NULL) ? call->entry->data : NULL;
-}
-
-
-void *
-ngx_http_mcp_call_data(ngx_http_mcp_call_t *call)
-{
-    return call->data;
-}
-
-
-void
-ngx_http_mcp_call_set_data(ngx_http_mcp_call_t *call, void *data)
-{
-    call->data = data;
-}
-
-
-ngx_uint_t
-ngx_http_mcp_call_has_progress_token(ngx_http_mcp_call_t *call)
-{
-    return call->progress_token != NULL;
-}
-
-
-ngx_http_mcp_reqctx_t *
-ngx_http_mcp_call_client(ngx_http_mcp_call_t *call)
-{
-    return call->rctx;
-}
-
-
-/* the request's loc_conf array, kept by the call: it outlives the request */
-
-void *
-ngx_http_mcp_call_loc_conf(ngx_http_mcp_call_t *call, ngx_module_t *module)
-{
-    if (call->loc_conf == NULL || module->type != NGX_HTTP_MODULE) {
-        return NULL;
-    }
-
-    return call->loc_conf[module->ctx_index];
 }

@@ -51,6 +51,13 @@ struct ngx_http_mcp_call_s {
                                                    to the client; NGX_OK,
                                                    or NGX_DECLINED: send
                                                    it as usual */
+    ngx_int_t                (*relay)(ngx_http_mcp_call_t *call,
+                                      cJSON *message);
+                                                /* a 2025 task's: its
+                                                   requests to the client
+                                                   (message) go through
+                                                   the task, which hears
+                                                   of each answer (NULL) */
     void                      *task;            /* the task's own */
     ngx_str_t                  client_key;      /* mcp_session_zone's
                                                    per_client value */

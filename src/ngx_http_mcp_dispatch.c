@@ -41,7 +41,7 @@ static ngx_int_t ngx_http_mcp_discover(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call,
     cJSON *result);
 static cJSON *ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set,
-    ngx_uint_t stateless);
+    ngx_uint_t version);
 static ngx_int_t ngx_http_mcp_ping(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_set_level(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_complete(ngx_http_mcp_call_t *call);
@@ -241,7 +241,8 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
            == NULL
         || !cJSON_AddItemToObject(result, "capabilities",
                                   ngx_http_mcp_capabilities(
-                                      ngx_http_mcp_call_conf(call)->set, 0))
+                                      ngx_http_mcp_call_conf(call)->set,
+                                      init.version))
         || (info = cJSON_AddObjectToObject(result, "serverInfo")) == NULL
         || cJSON_AddStringToObject(info, "name", "ngx_http_mcp_module")
            == NULL
@@ -276,7 +277,8 @@ ngx_http_mcp_discover(ngx_http_mcp_call_t *call)
                                   ngx_http_mcp_versions_json())
         || !cJSON_AddItemToObject(result, "capabilities",
                                   ngx_http_mcp_capabilities(
-                                      ngx_http_mcp_call_conf(call)->set, 1))
+                                      ngx_http_mcp_call_conf(call)->set,
+                                      NGX_HTTP_MCP_VSTATELESS))
         || (meta = cJSON_AddObjectToObject(result, "_meta")) == NULL
         || (info = cJSON_AddObjectToObject(meta,
                        "io.modelcontextprotocol/serverInfo")) == NULL
@@ -317,13 +319,14 @@ ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call, cJSON *result)
 
 
 /*
- * The capabilities of a set.  A stateless client hears list changes and
- * the updates of the resources it names on a subscriptions/listen
- * stream (ngx_http_mcp_listen.c), a 2025 one on its GET streams.
+ * The capabilities of a set in a protocol version.  A stateless client
+ * hears list changes and the updates of the resources it names on a
+ * subscriptions/listen stream (ngx_http_mcp_listen.c), a 2025 one on its
+ * GET streams.
  */
 
 static cJSON *
-ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set, ngx_uint_t stateless)
+ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set, ngx_uint_t version)
 {
     cJSON  *caps, *cap;
 
@@ -348,7 +351,7 @@ ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set, ngx_uint_t stateless)
             goto failed;
         }
 
-        if (ngx_http_mcp_task_capabilities(set, caps, stateless) != NGX_OK) {
+        if (ngx_http_mcp_task_capabilities(set, caps, version) != NGX_OK) {
             goto failed;
         }
     }
@@ -559,7 +562,10 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    if (result == NULL) {
+    if (result == NULL
+        || (f != NULL && ngx_http_mcp_task_listing(call, result) != NGX_OK))
+    {
+        cJSON_Delete(result);
         return NGX_ERROR;
     }
 
@@ -597,7 +603,8 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    call->entry = ngx_http_mcp_find(&ngx_http_mcp_call_conf(call)->set->tools, &s);
+    call->entry = ngx_http_mcp_find(
+                      &ngx_http_mcp_call_conf(call)->set->tools, &s);
 
     if (call->entry == NULL) {
         return ngx_http_mcp_invalid_params(call, "Unknown tool: %s",
@@ -649,7 +656,8 @@ ngx_http_mcp_prompts_get(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    call->entry = ngx_http_mcp_find(&ngx_http_mcp_call_conf(call)->set->prompts, &s);
+    call->entry = ngx_http_mcp_find(
+                      &ngx_http_mcp_call_conf(call)->set->prompts, &s);
 
     if (call->entry == NULL) {
         return ngx_http_mcp_invalid_params(call, "Unknown prompt: %s",

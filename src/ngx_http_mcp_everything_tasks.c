@@ -5,7 +5,8 @@
  * task with execution.taskSupport; whether it does is the module's
  * business (a call that goes on after dispatch becomes one), so these
  * handlers only do their work later, from a timer, and ask for input
- * with an input-required result, as any stateless tool does.
+ * with an input-required result, as any stateless tool does (in a
+ * 2025-11-25 task the module turns that into requests to the client).
  */
 
 
@@ -89,7 +90,10 @@ static struct {
     { NGX_HTTP_MCP_TASKS_TOOL("confirm_delete",
           "Asks for a confirmation before it pretends to delete a file",
           NGX_HTTP_MCP_TASKS_OPTIONAL,
-          "\"filename\":{\"type\":\"string\"}"),
+          "\"filename\":{\"type\":\"string\"},"
+          "\"seconds\":{\"type\":\"number\",\"minimum\":0,"
+          "\"maximum\":60,\"description\":\"How long it works before "
+          "it asks (0.1)\"}"),
       ngx_http_mcp_tasks_confirm },
 
     { NGX_HTTP_MCP_TASKS_TOOL("multi_input",
@@ -206,14 +210,21 @@ ngx_http_mcp_tasks_protocol_done(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_tasks_confirm(ngx_http_mcp_call_t *call)
 {
-    cJSON       *content;
+    cJSON       *content, *seconds;
+    ngx_msec_t   delay;
     const char  *file;
 
     file = ngx_http_mcp_tasks_string(ngx_http_mcp_call_arguments(call),
                                      "filename", "the file");
 
     if (ngx_http_mcp_call_input(call, "confirm") == NULL) {
-        return ngx_http_mcp_tasks_later(call, 100,
+        seconds = cJSON_GetObjectItemCaseSensitive(
+                      ngx_http_mcp_call_arguments(call), "seconds");
+
+        delay = cJSON_IsNumber(seconds)
+                ? (ngx_msec_t) (seconds->valuedouble * 1000) : 100;
+
+        return ngx_http_mcp_tasks_later(call, delay,
                                         ngx_http_mcp_tasks_confirm_ask);
     }
 

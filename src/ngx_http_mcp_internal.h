@@ -254,6 +254,8 @@ cJSON *ngx_http_mcp_jsonrpc_error(cJSON *id, ngx_int_t code,
     const char *message, const char *correlation);
 u_char *ngx_http_mcp_jsonrpc_print(ngx_pool_t *pool, cJSON *json,
     size_t *len);
+size_t ngx_http_mcp_jsonrpc_notification(u_char *buf, const char *method,
+    ngx_str_t *id, ngx_str_t *params);
 ngx_int_t ngx_http_mcp_correlation_id(u_char *buf, size_t len);
 ngx_uint_t ngx_http_mcp_version_parse(ngx_str_t *s);
 const char *ngx_http_mcp_version_name(ngx_uint_t version);
@@ -439,6 +441,7 @@ ngx_int_t ngx_http_mcp_client_response(ngx_shm_zone_t *zone, ngx_str_t *sid,
 ngx_int_t ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ngx_http_mcp_msg_t *msg, ngx_pool_t *pool, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call);
+ngx_int_t ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call);
 
 
 /* ---- dispatch.c: the method table ---- */

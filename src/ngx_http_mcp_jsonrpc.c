@@ -537,3 +537,72 @@ ngx_http_mcp_log_level_name(ngx_uint_t level)
 {
     return ngx_http_mcp_log_levels[level];
 }
+
+
+/*
+ * A notification as JSON: {"jsonrpc":"2.0","method":method,"params":
+ * {"_meta":{subscriptionId:id},params}}, without params when both id
+ * and params are NULL.  id: JSON; params: the members of params.  With
+ * buf NULL only its length.
+ */
+
+size_t
+ngx_http_mcp_jsonrpc_notification(u_char *buf, const char *method,
+    ngx_str_t *id, ngx_str_t *params)
+{
+    size_t      len;
+    ngx_str_t   part[8];
+    ngx_uint_t  i, n;
+
+    n = 0;
+
+    ngx_str_set(&part[n], "{\"jsonrpc\":\"2.0\",\"method\":\"");
+    n++;
+    part[n].data = (u_char *) method;
+    part[n].len = ngx_strlen(method);
+    n++;
+
+    if (id == NULL && params == NULL) {
+        ngx_str_set(&part[n], "\"}");
+        n++;
+
+    } else {
+        ngx_str_set(&part[n], "\",\"params\":{");
+        n++;
+
+        if (id != NULL) {
+            ngx_str_set(&part[n], "\"_meta\":{\"io.modelcontextprotocol/"
+                                  "subscriptionId\":");
+            n++;
+            part[n++] = *id;
+
+            if (params != NULL) {
+                ngx_str_set(&part[n], "},");
+
+            } else {
+                ngx_str_set(&part[n], "}");
+            }
+
+            n++;
+        }
+
+        if (params != NULL) {
+            part[n++] = *params;
+        }
+
+        ngx_str_set(&part[n], "}}");
+        n++;
+    }
+
+    len = 0;
+
+    for (i = 0; i < n; i++) {
+        if (buf != NULL) {
+            buf = ngx_cpymem(buf, part[i].data, part[i].len);
+        }
+
+        len += part[i].len;
+    }
+
+    return len;
+}

@@ -11,6 +11,11 @@
  * The state is attacker-controlled input, so it is sealed with an HMAC
  * that also covers what it was made for (method, name or URI, caller)
  * and an expiry; what does not open is refused before the handler runs.
+ *
+ * A 2025-11-25 task has a session to ask its client through, and no
+ * client that would retry: there the module asks the requests itself
+ * (call_request(), through the task) and runs the handler again with
+ * the answers once all are in; the state stays in the call, unsealed.
  */
 
 
@@ -26,6 +31,24 @@ static const char *ngx_http_mcp_mrtr_capability(cJSON *request,
     ngx_http_mcp_reqctx_t *rctx, ngx_uint_t *declared);
 static ngx_int_t ngx_http_mcp_mrtr_invalid(ngx_http_mcp_call_t *call,
     const char *message);
+static void ngx_http_mcp_mrtr_ask(ngx_http_mcp_call_t *call,
+    cJSON *requests, cJSON *state);
+static void ngx_http_mcp_mrtr_answered(ngx_http_mcp_call_t *call,
+    cJSON *result, cJSON *error, void *data);
+static void ngx_http_mcp_mrtr_round_cleanup(void *data);
+
+
+/* a 2025 task's round of requests: the handler runs again after it */
+typedef struct {
+    cJSON                     *answers;     /* key -> the client's result */
+    cJSON                     *state;       /* the handler's, for then */
+    ngx_uint_t                 due;         /* answers still missing */
+} ngx_http_mcp_mrtr_round_t;
+
+typedef struct {
+    ngx_http_mcp_mrtr_round_t  *round;
+    char                       *key;
+} ngx_http_mcp_mrtr_ask_t;
 
 
 /*
@@ -131,7 +154,7 @@ ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
     const char               *capability;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
-    if (!ngx_http_mcp_call_stateless(call)) {
+    if (!ngx_http_mcp_call_stateless(call) && call->relay == NULL) {
         /* a session's client is asked with call_request() instead */
         cJSON_Delete(requests);
         cJSON_Delete(state);
@@ -194,6 +217,12 @@ ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
 
     cJSON_Delete(missing);
     missing = NULL;
+
+    if (call->relay != NULL) {
+        /* a 2025 task's call */
+        ngx_http_mcp_mrtr_ask(call, requests, state);
+        return;
+    }
 
     result = cJSON_CreateObject();
 
@@ -282,6 +311,138 @@ failed:
 
     ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
                             "Internal error");
+}
+
+
+/* a 2025 task asks the requests that its client can answer */
+
+static void
+ngx_http_mcp_mrtr_ask(ngx_http_mcp_call_t *call, cJSON *requests,
+    cJSON *state)
+{
+    size_t                      len;
+    cJSON                      *request, *method;
+    ngx_pool_cleanup_t         *cln;
+    ngx_http_mcp_mrtr_ask_t    *ask;
+    ngx_http_mcp_mrtr_round_t  *round;
+
+    round = ngx_pcalloc(call->pool, sizeof(ngx_http_mcp_mrtr_round_t));
+    cln = ngx_pool_cleanup_add(call->pool, 0);
+
+    if (round == NULL || cln == NULL) {
+        cJSON_Delete(state);
+        goto failed;
+    }
+
+    round->state = state;
+
+    cln->handler = ngx_http_mcp_mrtr_round_cleanup;
+    cln->data = round;
+
+    round->answers = cJSON_CreateObject();
+
+    if (round->answers == NULL || requests->child == NULL) {
+        /* nothing to ask would run the handler again and again */
+        goto failed;
+    }
+
+    cJSON_ArrayForEach(request, requests) {
+        round->due++;
+    }
+
+    cJSON_ArrayForEach(request, requests) {
+        method = cJSON_GetObjectItemCaseSensitive(request, "method");
+        ask = ngx_palloc(call->pool, sizeof(ngx_http_mcp_mrtr_ask_t));
+        len = ngx_strlen(request->string) + 1;
+
+        if (ask == NULL || !cJSON_IsString(method)
+            || (ask->key = ngx_pnalloc(call->pool, len)) == NULL)
+        {
+            goto failed;
+        }
+
+        ngx_memcpy(ask->key, request->string, len);
+        ask->round = round;
+
+        if (ngx_http_mcp_call_request(call, method->valuestring,
+                cJSON_DetachItemFromObjectCaseSensitive(request, "params"),
+                ngx_http_mcp_mrtr_answered, ask)
+            != NGX_OK)
+        {
+            goto failed;
+        }
+    }
+
+    cJSON_Delete(requests);
+
+    return;
+
+failed:
+
+    cJSON_Delete(requests);
+
+    /* nothing when the call ended already */
+    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                            "Internal error");
+}
+
+
+static void
+ngx_http_mcp_mrtr_answered(ngx_http_mcp_call_t *call, cJSON *result,
+    cJSON *error, void *data)
+{
+    ngx_http_mcp_mrtr_ask_t *ask = data;
+
+    cJSON                      *code, *message;
+    ngx_http_mcp_mrtr_round_t  *round;
+
+    round = ask->round;
+
+    if (result == NULL) {
+        /* refused, or not answered in time: that ends the call */
+        code = cJSON_GetObjectItemCaseSensitive(error, "code");
+        message = cJSON_GetObjectItemCaseSensitive(error, "message");
+
+        ngx_http_mcp_call_error(call,
+                                cJSON_IsNumber(code)
+                                ? code->valueint : NGX_HTTP_MCP_INTERNAL_ERROR,
+                                cJSON_IsString(message)
+                                ? message->valuestring : "Internal error");
+        return;
+    }
+
+    if (!cJSON_AddItemToObject(round->answers, ask->key,
+                               cJSON_Duplicate(result, 1)))
+    {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return;
+    }
+
+    if (--round->due) {
+        return;
+    }
+
+    /* all are in: the handler's next round, as a client's retry is */
+    cJSON_Delete(call->state);
+    call->state = round->state;
+    round->state = NULL;
+    call->inputs = round->answers;
+
+    if (call->entry->handler(call) != NGX_OK) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+    }
+}
+
+
+static void
+ngx_http_mcp_mrtr_round_cleanup(void *data)
+{
+    ngx_http_mcp_mrtr_round_t  *round = data;
+
+    cJSON_Delete(round->answers);
+    cJSON_Delete(round->state);
 }
 
 

@@ -61,8 +61,6 @@ static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_find(
 static ngx_int_t ngx_http_mcp_session_listener_send(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_listen_sh_t *l, const char *method, ngx_str_t *params,
     ngx_pid_t *owner, ngx_log_t *log);
-static size_t ngx_http_mcp_session_message(u_char *buf, const char *method,
-    ngx_str_t *id, ngx_str_t *params);
 
 
 /*
@@ -822,19 +820,27 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
     ngx_log_t *log)
 {
     size_t                        len;
+    u_char                       *data;
     ngx_pid_t                    *pid, owner;
     ngx_uint_t                    n, i;
-    ngx_queue_t                  *q, *sq;
+    ngx_queue_t                  *q;
     ngx_http_mcp_zone_t          *ctx;
-    ngx_http_mcp_event_t         *ev;
     ngx_http_mcp_listen_sh_t     *l;
-    ngx_http_mcp_stream_sh_t     *st;
     ngx_http_mcp_session_node_t  *s;
     ngx_http_mcp_subscription_t  *sub;
 
     ctx = zone->data;
     n = 0;
-    len = ngx_http_mcp_session_message(NULL, method, NULL, params);
+
+    /* the sessions' message is made once, outside the lock */
+    len = ngx_http_mcp_jsonrpc_notification(NULL, method, NULL, params);
+
+    data = ngx_alloc(len, log);
+    if (data == NULL) {
+        return 0;
+    }
+
+    (void) ngx_http_mcp_jsonrpc_notification(data, method, NULL, params);
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
@@ -856,38 +862,19 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
             continue;
         }
 
-        st = NULL;
-
-        for (sq = ngx_queue_head(&s->sstreams);
-             sq != ngx_queue_sentinel(&s->sstreams);
-             sq = ngx_queue_next(sq))
+        /* without a stream to carry it, it is lost: nothing keeps it */
+        if (ngx_http_mcp_session_push_locked(ctx, s, 0, data, len, &owner,
+                                             log)
+            != NGX_OK)
         {
-            st = ngx_queue_data(sq, ngx_http_mcp_stream_sh_t, queue);
-
-            if (st->standalone && st->owner) {
-                break;
-            }
-
-            st = NULL;
-        }
-
-        if (st == NULL) {
-            /* no stream to carry it: server notifications are not kept */
             continue;
         }
 
-        ev = ngx_http_mcp_session_event_add(ctx, s, len, log);
-        if (ev == NULL) {
-            continue;
-        }
-
-        ev->stream = st->id;
-        (void) ngx_http_mcp_session_message(ev->data, method, NULL, params);
         n++;
 
         pid = ngx_array_push(owners);
         if (pid != NULL) {
-            *pid = st->owner;
+            *pid = owner;
         }
     }
 
@@ -925,7 +912,59 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
+    ngx_free(data);
+
     return n;
+}
+
+
+/*
+ * Called with the zone locked: a message for a stream of the session
+ * that a connection carries, stream "id", or with id 0 the session's
+ * newest GET stream.  *owner is the worker to wake.  NGX_DECLINED: no
+ * such stream has a connection; NGX_ERROR: no room in the log.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_push_locked(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, uint32_t id, u_char *data, size_t len,
+    ngx_pid_t *owner, ngx_log_t *log)
+{
+    ngx_queue_t               *q;
+    ngx_http_mcp_event_t      *ev;
+    ngx_http_mcp_stream_sh_t  *st;
+
+    st = id ? ngx_http_mcp_session_stream(s, id) : NULL;
+
+    /* the newest first: see ngx_http_mcp_session_stream_add() */
+    for (q = ngx_queue_head(&s->sstreams);
+         id == 0 && q != ngx_queue_sentinel(&s->sstreams);
+         q = ngx_queue_next(q))
+    {
+        st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
+
+        if (st->standalone && st->owner) {
+            break;
+        }
+
+        st = NULL;
+    }
+
+    if (st == NULL || st->owner == 0) {
+        return NGX_DECLINED;
+    }
+
+    ev = ngx_http_mcp_session_event_add(ctx, s, len, log);
+    if (ev == NULL) {
+        return NGX_ERROR;
+    }
+
+    ev->stream = st->id;
+    ngx_memcpy(ev->data, data, len);
+
+    *owner = st->owner;
+
+    return NGX_OK;
 }
 
 
@@ -1077,7 +1116,7 @@ ngx_http_mcp_session_listener_send(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_event_t      *ev;
     ngx_http_mcp_stream_sh_t  *st;
 
-    len = ngx_http_mcp_session_message(NULL, method, &l->id, params);
+    len = ngx_http_mcp_jsonrpc_notification(NULL, method, &l->id, params);
 
     ev = ngx_http_mcp_session_event_add(ctx, l->session, len, log);
     if (ev == NULL) {
@@ -1085,79 +1124,11 @@ ngx_http_mcp_session_listener_send(ngx_http_mcp_zone_t *ctx,
     }
 
     ev->stream = l->stream;
-    (void) ngx_http_mcp_session_message(ev->data, method, &l->id, params);
+    (void) ngx_http_mcp_jsonrpc_notification(ev->data, method, &l->id,
+                                             params);
 
     st = ngx_http_mcp_session_stream(l->session, l->stream);
     *owner = (st != NULL) ? st->owner : 0;
 
     return NGX_OK;
-}
-
-
-/*
- * A notification as JSON: {"jsonrpc":"2.0","method":method,"params":
- * {"_meta":{subscriptionId:id},params}}, without params when both id
- * and params are NULL.  id: JSON; params: the members of params.  With
- * buf NULL only its length.
- */
-
-static size_t
-ngx_http_mcp_session_message(u_char *buf, const char *method, ngx_str_t *id,
-    ngx_str_t *params)
-{
-    size_t      len;
-    ngx_str_t   part[8];
-    ngx_uint_t  i, n;
-
-    n = 0;
-
-    ngx_str_set(&part[n], "{\"jsonrpc\":\"2.0\",\"method\":\"");
-    n++;
-    part[n].data = (u_char *) method;
-    part[n].len = ngx_strlen(method);
-    n++;
-
-    if (id == NULL && params == NULL) {
-        ngx_str_set(&part[n], "\"}");
-        n++;
-
-    } else {
-        ngx_str_set(&part[n], "\",\"params\":{");
-        n++;
-
-        if (id != NULL) {
-            ngx_str_set(&part[n], "\"_meta\":{\"io.modelcontextprotocol/"
-                                  "subscriptionId\":");
-            n++;
-            part[n++] = *id;
-
-            if (params != NULL) {
-                ngx_str_set(&part[n], "},");
-
-            } else {
-                ngx_str_set(&part[n], "}");
-            }
-
-            n++;
-        }
-
-        if (params != NULL) {
-            part[n++] = *params;
-        }
-
-        ngx_str_set(&part[n], "}}");
-        n++;
-    }
-
-    len = 0;
-
-    for (i = 0; i < n; i++) {
-        if (buf != NULL) {
-            buf = ngx_cpymem(buf, part[i].data, part[i].len);
-        }
-
-        len += part[i].len;
-    }
-
-    return len;
 }

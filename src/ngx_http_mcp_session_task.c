@@ -15,6 +15,16 @@
  * freed when the store next meets it, and creating one frees every
  * expired task first.  The zone and each owner hold a bounded number.
  * Every change of status is logged at "info" by the task's id alone.
+ *
+ * A 2025-11-25 task also belongs to the session that created it: each
+ * change of its status sends the session notifications/tasks/status on
+ * its GET stream, in the same locked step as the change, so that the
+ * notifications of a task come in the order of its changes whichever
+ * workers make them.  The caller writes the notification (t->notice):
+ * the store only carries it.  So with the task's requests to its client
+ * (t->message): to the stream of a tasks/result that listens for the
+ * task, else to the session's GET stream, else they wait in the task
+ * for the next tasks/result.
  */
 
 
@@ -34,7 +44,12 @@ static ngx_int_t ngx_http_mcp_session_task_blob(ngx_http_mcp_zone_t *ctx,
     ngx_str_t *to, ngx_str_t *from);
 static ngx_int_t ngx_http_mcp_session_task_copy(ngx_http_mcp_task_sh_t *ts,
     ngx_pool_t *pool, ngx_http_mcp_task_t *t, ngx_uint_t blobs);
-static uint64_t ngx_http_mcp_session_task_now(void);
+static ngx_pid_t ngx_http_mcp_session_task_notify(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts, ngx_str_t *notice, ngx_log_t *log);
+static ngx_pid_t ngx_http_mcp_session_task_ask(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts, ngx_str_t *message, ngx_log_t *log);
+static ngx_http_mcp_session_node_t *ngx_http_mcp_session_task_session(
+    ngx_http_mcp_zone_t *ctx, ngx_http_mcp_task_sh_t *ts);
 
 
 static const char  *ngx_http_mcp_task_statuses[] = {
@@ -110,6 +125,7 @@ ngx_http_mcp_session_task_create(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
 
     ngx_memcpy(ts->id, t->id, NGX_HTTP_MCP_TASK_ID_LEN);
     ngx_memcpy(ts->owner, t->owner, NGX_HTTP_MCP_TASK_OWNER_LEN);
+    ngx_memcpy(ts->sid, t->sid, NGX_HTTP_MCP_SESSION_ID_LEN);
     ngx_memcpy(&ts->node.key, t->id, sizeof(uint32_t));
 
     ts->status = t->status;
@@ -177,9 +193,11 @@ ngx_http_mcp_session_task_get(ngx_shm_zone_t *zone, u_char *id,
 
 
 /*
- * Writes what t says of a task that is not over: its status, pid and
- * texts (a NULL data keeps a text, an empty one drops it).  check: only
- * when the task is still at t->version.  NGX_OK; NGX_AGAIN when it
+ * Writes what t says of a task that is not over: its status (and
+ * whether a failure is the tool's), pid, the time of the change and
+ * texts (a NULL data keeps a text, an empty one drops it); a new status
+ * sends t->notice, if any, and then t->message goes, if any.  check:
+ * only when the task is still at t->version.  NGX_OK; NGX_AGAIN when it
  * changed meanwhile; NGX_DECLINED when it is gone or over; NGX_ERROR
  * when the zone has no room (the task is left as it was, but for texts
  * already written).
@@ -190,12 +208,15 @@ ngx_http_mcp_session_task_set(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
     ngx_uint_t check, ngx_log_t *log)
 {
     ngx_int_t                rc;
+    ngx_pid_t                wake, asked;
     ngx_uint_t               i;
     ngx_http_mcp_zone_t     *ctx;
     ngx_http_mcp_task_sh_t  *ts;
 
     ctx = zone->data;
     rc = NGX_OK;
+    wake = 0;
+    asked = 0;
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
@@ -228,39 +249,118 @@ ngx_http_mcp_session_task_set(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
         ngx_log_error(NGX_LOG_INFO, log, 0, "mcp task %*s %s",
                       (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id,
                       ngx_http_mcp_task_status_name(t->status));
+
+        wake = ngx_http_mcp_session_task_notify(ctx, ts, &t->notice, log);
     }
 
     ts->status = t->status;
+    ts->tool_error = t->tool_error;
     ts->pid = t->pid;
     ts->version++;
-    ts->updated = ngx_http_mcp_session_task_now();
+    ts->updated = t->updated;
 
     t->version = ts->version;
+
+    if (t->message.len) {
+        asked = ngx_http_mcp_session_task_ask(ctx, ts, &t->message, log);
+    }
 
 done:
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    if (wake) {
+        (void) ngx_http_mcp_notify_pid(wake, log);
+    }
+
+    if (asked && asked != wake) {
+        (void) ngx_http_mcp_notify_pid(asked, log);
+    }
 
     return rc;
 }
 
 
 /*
- * The owner cancels a task: one not over is cancelled at once, and *pid
- * is the worker running it, to be woken; one over stays as it is.
- * NGX_DECLINED: no such task.
+ * The owner (t->owner) cancels task t->id at t->updated: one not over is
+ * cancelled at once, with t->notice, and t->pid is the worker running
+ * it, to be woken; one over stays as it is.  NGX_DECLINED: no such task.
  */
 
 ngx_int_t
-ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone, u_char *id,
-    u_char *owner, ngx_pid_t *pid, ngx_log_t *log)
+ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone,
+    ngx_http_mcp_task_t *t, ngx_log_t *log)
 {
     ngx_int_t                rc;
+    ngx_pid_t                wake;
     ngx_http_mcp_zone_t     *ctx;
     ngx_http_mcp_task_sh_t  *ts;
 
     ctx = zone->data;
-    *pid = 0;
+    t->pid = 0;
+    wake = 0;
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    ts = ngx_http_mcp_session_task_find(ctx, t->id, log);
+
+    if (ts == NULL
+        || ngx_memcmp(ts->owner, t->owner, NGX_HTTP_MCP_TASK_OWNER_LEN) != 0)
+    {
+        rc = NGX_DECLINED;
+        goto done;
+    }
+
+    if (ngx_http_mcp_task_terminal(ts->status)) {
+        goto done;
+    }
+
+    t->pid = ts->pid;
+
+    ts->status = NGX_HTTP_MCP_TASK_CANCELLED;
+    ts->pid = 0;
+    ts->version++;
+    ts->updated = t->updated;
+
+    ngx_log_error(NGX_LOG_INFO, log, 0, "mcp task %*s cancelled",
+                  (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
+
+    wake = ngx_http_mcp_session_task_notify(ctx, ts, &t->notice, log);
+
+done:
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    if (wake) {
+        (void) ngx_http_mcp_notify_pid(wake, log);
+    }
+
+    return rc;
+}
+
+
+/*
+ * A tasks/result of the owner's 2025 task listens on stream, a stream of
+ * the task's session: the task's requests to the client go there from
+ * now on, and those that waited for one go now.  NGX_DECLINED: no such
+ * task.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_task_listen(ngx_shm_zone_t *zone, u_char *id,
+    u_char *owner, uint32_t stream, ngx_log_t *log)
+{
+    u_char                       *p, *last, *eol;
+    ngx_int_t                     rc;
+    ngx_pid_t                     wake;
+    ngx_str_t                    *parked;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_task_sh_t       *ts;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    wake = 0;
     rc = NGX_OK;
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
@@ -274,23 +374,48 @@ ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone, u_char *id,
         goto done;
     }
 
-    if (ngx_http_mcp_task_terminal(ts->status)) {
+    ts->listener = stream;
+
+    parked = &ts->blobs[NGX_HTTP_MCP_TASK_PARKED];
+    s = ngx_http_mcp_session_task_session(ctx, ts);
+
+    if (parked->len == 0 || s == NULL) {
         goto done;
     }
 
-    *pid = ts->pid;
+    p = parked->data;
+    last = p + parked->len;
 
-    ts->status = NGX_HTTP_MCP_TASK_CANCELLED;
-    ts->pid = 0;
-    ts->version++;
-    ts->updated = ngx_http_mcp_session_task_now();
+    while (p < last) {
+        eol = ngx_strlchr(p, last, '\n');
 
-    ngx_log_error(NGX_LOG_INFO, log, 0, "mcp task %*s cancelled",
-                  (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
+        if (eol == NULL) {
+            eol = last;
+        }
+
+        if (ngx_http_mcp_session_push_locked(ctx, s, stream, p, eol - p,
+                                             &wake, log)
+            != NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_ERR, log, 0,
+                          "mcp: a request of task %*s to its client was "
+                          "lost: no room in the zone",
+                          (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
+        }
+
+        p = eol + 1;
+    }
+
+    ngx_slab_free_locked(ctx->shpool, parked->data);
+    ngx_str_null(parked);
 
 done:
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    if (wake) {
+        (void) ngx_http_mcp_notify_pid(wake, log);
+    }
 
     return rc;
 }
@@ -390,6 +515,122 @@ done:
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
     return rc;
+}
+
+
+/*
+ * Called with the zone locked: a 2025 task's status notification goes
+ * to its session's GET stream.  Returns the worker to wake, or 0 (no
+ * notification, no session, no GET stream: it is not kept).
+ */
+
+static ngx_pid_t
+ngx_http_mcp_session_task_notify(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts, ngx_str_t *notice, ngx_log_t *log)
+{
+    ngx_pid_t                     owner;
+    ngx_http_mcp_session_node_t  *s;
+
+    if (notice->len == 0) {
+        return 0;
+    }
+
+    s = ngx_http_mcp_session_task_session(ctx, ts);
+
+    if (s == NULL
+        || ngx_http_mcp_session_push_locked(ctx, s, 0, notice->data,
+                                            notice->len, &owner, log)
+           != NGX_OK)
+    {
+        return 0;
+    }
+
+    return owner;
+}
+
+
+/*
+ * Called with the zone locked: a 2025 task's request to its client goes
+ * to the tasks/result that listens, else to the GET stream, else it
+ * waits in the task.  Returns the worker to wake, or 0.
+ */
+
+static ngx_pid_t
+ngx_http_mcp_session_task_ask(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts, ngx_str_t *message, ngx_log_t *log)
+{
+    u_char                       *p, *data;
+    size_t                        len;
+    ngx_pid_t                     owner;
+    ngx_str_t                    *parked;
+    ngx_http_mcp_session_node_t  *s;
+
+    s = ngx_http_mcp_session_task_session(ctx, ts);
+
+    if (s == NULL) {
+        /* the session is gone, and the call with it */
+        return 0;
+    }
+
+    if ((ts->listener
+         && ngx_http_mcp_session_push_locked(ctx, s, ts->listener,
+                                             message->data, message->len,
+                                             &owner, log)
+            == NGX_OK)
+        || ngx_http_mcp_session_push_locked(ctx, s, 0, message->data,
+                                            message->len, &owner, log)
+           == NGX_OK)
+    {
+        return owner;
+    }
+
+    /* one message a line: printed JSON has no raw newline */
+    parked = &ts->blobs[NGX_HTTP_MCP_TASK_PARKED];
+    len = parked->len + (parked->len ? 1 : 0) + message->len;
+
+    data = ngx_slab_alloc_locked(ctx->shpool, len);
+
+    if (data == NULL) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "mcp: a request of task %*s to its client was lost: "
+                      "no room in the zone",
+                      (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
+        return 0;
+    }
+
+    p = data;
+
+    if (parked->len) {
+        p = ngx_cpymem(p, parked->data, parked->len);
+        *p++ = '\n';
+        ngx_slab_free_locked(ctx->shpool, parked->data);
+    }
+
+    ngx_memcpy(p, message->data, message->len);
+
+    parked->data = data;
+    parked->len = len;
+
+    return 0;
+}
+
+
+/* called with the zone locked: a 2025 task's session, if it is there */
+
+static ngx_http_mcp_session_node_t *
+ngx_http_mcp_session_task_session(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts)
+{
+    ngx_str_t  sid;
+
+    if (ts->stateless) {
+        return NULL;
+    }
+
+    sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+    sid.data = ts->sid;
+
+    return ngx_http_mcp_session_find(ctx, &sid);
 }
 
 
@@ -540,6 +781,7 @@ ngx_http_mcp_session_task_copy(ngx_http_mcp_task_sh_t *ts, ngx_pool_t *pool,
 
     ngx_memcpy(t->id, ts->id, NGX_HTTP_MCP_TASK_ID_LEN);
     ngx_memcpy(t->owner, ts->owner, NGX_HTTP_MCP_TASK_OWNER_LEN);
+    ngx_memcpy(t->sid, ts->sid, NGX_HTTP_MCP_SESSION_ID_LEN);
 
     t->status = ts->status;
     t->created = ts->created;
@@ -548,6 +790,7 @@ ngx_http_mcp_session_task_copy(ngx_http_mcp_task_sh_t *ts, ngx_pool_t *pool,
     t->version = ts->version;
     t->pid = ts->pid;
     t->stateless = ts->stateless;
+    t->tool_error = ts->tool_error;
 
     if (!blobs) {
         return NGX_OK;
@@ -571,7 +814,7 @@ ngx_http_mcp_session_task_copy(ngx_http_mcp_task_sh_t *ts, ngx_pool_t *pool,
 }
 
 
-static uint64_t
+uint64_t
 ngx_http_mcp_session_task_now(void)
 {
     ngx_time_t  *tp;

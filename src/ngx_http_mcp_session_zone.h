@@ -130,13 +130,18 @@ typedef struct {
     ngx_queue_t                queue;       /* the zone's, oldest first */
     u_char                     id[NGX_HTTP_MCP_TASK_ID_LEN];
     u_char                     owner[NGX_HTTP_MCP_TASK_OWNER_LEN];
+    u_char                     sid[NGX_HTTP_MCP_SESSION_ID_LEN];
+                                            /* 2025: the session's */
     ngx_uint_t                 status;
     uint64_t                   created;     /* ms since the epoch */
     uint64_t                   updated;
     ngx_msec_t                 ttl;
     uint32_t                   version;     /* changes with every write */
     ngx_pid_t                  pid;         /* the worker running it */
+    uint32_t                   listener;    /* 2025: the session's stream
+                                               of a tasks/result, or 0 */
     unsigned                   stateless:1;
+    unsigned                   tool_error:1;
     ngx_str_t                  blobs[NGX_HTTP_MCP_TASK_BLOBS];
 } ngx_http_mcp_task_sh_t;
 
@@ -188,6 +193,9 @@ void *ngx_http_mcp_session_alloc(ngx_http_mcp_zone_t *ctx, size_t size,
     ngx_http_mcp_session_node_t *keep, ngx_log_t *log);
 void ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_wait_t *w);
+ngx_int_t ngx_http_mcp_session_push_locked(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, uint32_t id, u_char *data, size_t len,
+    ngx_pid_t *owner, ngx_log_t *log);
 
 
 #endif /* _NGX_HTTP_MCP_SESSION_ZONE_H_INCLUDED_ */

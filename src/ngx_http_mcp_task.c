@@ -21,6 +21,15 @@
  * tasks/cancel marks the task at once in the store and wakes the worker
  * running it, which ends the call (its handler's pool cleanups stop the
  * work).
+ *
+ * A 2025-11-25 task's call asks its client as any call of a session
+ * does (call_request()), but its requests travel through the task: the
+ * task is input_required until the last is answered, and the store
+ * sends each to a tasks/result the client has open for the task, else
+ * to the session's GET stream, else keeps it for the next tasks/result.
+ * The answers come back as to any call.  A handler that asks the
+ * 2026-07-28 way, with an input-required result, is asked the same way
+ * (see ngx_http_mcp_call_input_required()).
  */
 
 
@@ -48,6 +57,7 @@ typedef struct {
     ngx_queue_t                queue;       /* ngx_http_mcp_worker.tasks */
     ngx_http_mcp_call_t       *call;
     ngx_http_mcp_task_t        task;
+    ngx_uint_t                 asked;       /* 2025: unanswered requests */
     unsigned                   created:1;   /* the store has it */
     unsigned                   queued:1;
 } ngx_http_mcp_task_run_t;
@@ -63,6 +73,8 @@ static ngx_int_t ngx_http_mcp_task_start(ngx_http_mcp_call_t *call,
     ngx_http_mcp_task_run_t *tr);
 static ngx_int_t ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call,
     cJSON *reply);
+static ngx_int_t ngx_http_mcp_task_relay(ngx_http_mcp_call_t *call,
+    cJSON *message);
 static ngx_int_t ngx_http_mcp_task_request(ngx_http_mcp_call_t *call,
     ngx_http_mcp_task_t *t);
 static ngx_int_t ngx_http_mcp_task_rerun(ngx_http_mcp_call_t *call);
@@ -102,6 +114,14 @@ ngx_http_mcp_task_call(ngx_http_mcp_call_t *call,
 
     tr->task.ttl = ttl;
     tr->task.stateless = ngx_http_mcp_call_stateless(call);
+
+    if (!tr->task.stateless
+        && call->rctx->session_id.len == NGX_HTTP_MCP_SESSION_ID_LEN)
+    {
+        /* whom its status notifications go to */
+        ngx_memcpy(tr->task.sid, call->rctx->session_id.data,
+                   NGX_HTTP_MCP_SESSION_ID_LEN);
+    }
 
     if (ngx_http_mcp_task_owner(call, tr->task.owner) != NGX_OK
         || ngx_http_mcp_task_request(call, &tr->task) != NGX_OK)
@@ -270,6 +290,10 @@ ngx_http_mcp_task_run_create(ngx_http_mcp_call_t *call)
     call->task = tr;
     call->divert = ngx_http_mcp_task_divert;
 
+    if (!ngx_http_mcp_call_stateless(call)) {
+        call->relay = ngx_http_mcp_task_relay;
+    }
+
     return tr;
 }
 
@@ -300,6 +324,11 @@ ngx_http_mcp_task_start(ngx_http_mcp_call_t *call,
     ngx_int_t                 rc;
     ngx_http_mcp_task_t      *t;
     ngx_http_mcp_loc_conf_t  *mlcf;
+
+    if (tr->created) {
+        /* it asked the client during dispatch: a task since */
+        return NGX_OK;
+    }
 
     t = &tr->task;
     mlcf = ngx_http_mcp_call_conf(call);
@@ -396,8 +425,8 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
         return NGX_DECLINED;
     }
 
-    ngx_memzero(&t, sizeof(ngx_http_mcp_task_t));
-    ngx_memcpy(t.id, tr->task.id, NGX_HTTP_MCP_TASK_ID_LEN);
+    t = tr->task;
+    ngx_memzero(t.blobs, sizeof(t.blobs));
 
     /* what the task no longer needs goes; the request stays for a round */
     t.blobs[NGX_HTTP_MCP_TASK_INPUTS] = empty;
@@ -438,11 +467,21 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
     } else if (result != NULL) {
         t.status = NGX_HTTP_MCP_TASK_COMPLETED;
 
+        if (!tr->task.stateless
+            && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result,
+                                                             "isError")))
+        {
+            /* 2025-11-25: the tool's error fails the task (2026: no) */
+            t.status = NGX_HTTP_MCP_TASK_FAILED;
+            t.tool_error = 1;
+        }
+
         if (ngx_http_mcp_task_text(call->pool, result,
                                    &t.blobs[NGX_HTTP_MCP_TASK_OUTCOME])
             != NGX_OK)
         {
             t.status = NGX_HTTP_MCP_TASK_FAILED;
+            t.tool_error = 0;
         }
 
     } else {
@@ -454,6 +493,7 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
 
     if (ngx_http_mcp_task_terminal(t.status)) {
         t.blobs[NGX_HTTP_MCP_TASK_REQUEST] = empty;
+        t.blobs[NGX_HTTP_MCP_TASK_PARKED] = empty;
     }
 
     if (t.status == NGX_HTTP_MCP_TASK_FAILED
@@ -463,13 +503,117 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
                     "{\"code\":-32603,\"message\":\"Internal error\"}");
     }
 
-    if (ngx_http_mcp_session_task_set(ngx_http_mcp_call_conf(call)->zone, &t,
-                                      0, call->log)
-        == NGX_ERROR)
+    t.pid = 0;
+    t.updated = ngx_http_mcp_session_task_now();
+
+    if (ngx_http_mcp_task_notice(&t, call->pool) != NGX_OK
+        || ngx_http_mcp_session_task_set(ngx_http_mcp_call_conf(call)->zone,
+                                         &t, 0, call->log)
+           == NGX_ERROR)
     {
         ngx_log_error(NGX_LOG_ERR, call->log, 0,
                       "mcp: the outcome of task %*s was lost: no room in "
                       "the zone", (size_t) NGX_HTTP_MCP_TASK_ID_LEN, t.id);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A 2025 task's request to its client (message), or with message NULL
+ * the answer to one: the task is input_required while one is not
+ * answered.  A handler that asks during dispatch makes its call a task
+ * at once: the client learns of the task before it is asked.
+ */
+
+static ngx_int_t
+ngx_http_mcp_task_relay(ngx_http_mcp_call_t *call, cJSON *message)
+{
+    cJSON                    *params;
+    ngx_int_t                 rc;
+    ngx_http_mcp_task_t       t;
+    ngx_http_mcp_task_run_t  *tr;
+
+    tr = call->task;
+
+    if (ngx_http_mcp_task_start(call, tr) != NGX_OK || !tr->created) {
+        /* no task: the call ended, saying why */
+        return NGX_ERROR;
+    }
+
+    t = tr->task;
+    ngx_memzero(t.blobs, sizeof(t.blobs));
+
+    if (message == NULL) {
+        if (tr->asked == 0 || --tr->asked) {
+            return NGX_OK;
+        }
+
+        t.status = NGX_HTTP_MCP_TASK_WORKING;
+
+    } else {
+        params = cJSON_GetObjectItemCaseSensitive(message, "params");
+
+        if (params == NULL) {
+            params = cJSON_AddObjectToObject(message, "params");
+        }
+
+        if (ngx_http_mcp_task_relate(params, t.id) != NGX_OK
+            || ngx_http_mcp_task_text(call->pool, message, &t.message)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        tr->asked++;
+        t.status = NGX_HTTP_MCP_TASK_INPUT_REQUIRED;
+    }
+
+    t.pid = ngx_pid;
+    t.updated = ngx_http_mcp_session_task_now();
+
+    if (ngx_http_mcp_task_notice(&t, call->pool) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_session_task_set(ngx_http_mcp_call_conf(call)->zone,
+                                       &t, 0, call->log);
+
+    if (rc == NGX_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, call->log, 0,
+                      "mcp: task %*s could not ask its client: no room in "
+                      "the zone", (size_t) NGX_HTTP_MCP_TASK_ID_LEN, t.id);
+        return NGX_ERROR;
+    }
+
+    /* NGX_DECLINED: it is over (cancelled), its call ends when woken */
+    return NGX_OK;
+}
+
+
+/* obj._meta["io.modelcontextprotocol/related-task"]: {"taskId": id} */
+
+ngx_int_t
+ngx_http_mcp_task_relate(cJSON *obj, u_char *id)
+{
+    char    text[NGX_HTTP_MCP_TASK_ID_LEN + 1];
+    cJSON  *meta, *related;
+
+    meta = cJSON_GetObjectItemCaseSensitive(obj, "_meta");
+
+    if (meta == NULL) {
+        meta = cJSON_AddObjectToObject(obj, "_meta");
+    }
+
+    related = cJSON_AddObjectToObject(meta, NGX_HTTP_MCP_RELATED_TASK);
+
+    *ngx_cpymem(text, id, NGX_HTTP_MCP_TASK_ID_LEN) = '\0';
+
+    if (related == NULL
+        || cJSON_AddStringToObject(related, "taskId", text) == NULL)
+    {
+        return NGX_ERROR;
     }
 
     return NGX_OK;
@@ -685,16 +829,21 @@ ngx_http_mcp_task_rerun(ngx_http_mcp_call_t *call)
 
 /*
  * What a set's capabilities say of tasks, when one of its tools may run
- * as one: 2026-07-28 names the extension, 2025-11-25 the methods.
+ * as one: 2026-07-28 names the extension, 2025-11-25 the methods, and
+ * the versions before have no tasks.
  */
 
 ngx_int_t
 ngx_http_mcp_task_capabilities(ngx_http_mcp_set_t *set, cJSON *caps,
-    ngx_uint_t stateless)
+    ngx_uint_t version)
 {
     cJSON                 *ext, *tasks, *requests, *tools;
     ngx_uint_t             i;
     ngx_http_mcp_entry_t  *e;
+
+    if (version < NGX_HTTP_MCP_V20251125) {
+        return NGX_OK;
+    }
 
     e = set->tools.elts;
 
@@ -708,7 +857,7 @@ ngx_http_mcp_task_capabilities(ngx_http_mcp_set_t *set, cJSON *caps,
         return NGX_OK;
     }
 
-    if (stateless) {
+    if (version >= NGX_HTTP_MCP_VSTATELESS) {
         ext = cJSON_GetObjectItemCaseSensitive(caps, "extensions");
 
         if (ext == NULL) {
@@ -729,6 +878,49 @@ ngx_http_mcp_task_capabilities(ngx_http_mcp_set_t *set, cJSON *caps,
         || cJSON_AddObjectToObject(tools, "call") == NULL)
     {
         return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A tools/list page in a version without tasks (before 2025-11-25) has
+ * no execution.taskSupport: there a tool that may run as a task is a
+ * plain tool, and params.task is ignored (see task_eligible()).
+ */
+
+ngx_int_t
+ngx_http_mcp_task_listing(ngx_http_mcp_call_t *call, cJSON *result)
+{
+    cJSON  *tools, *tool, *next, *copy;
+
+    if (call->rctx->version >= NGX_HTTP_MCP_V20251125) {
+        return NGX_OK;
+    }
+
+    tools = cJSON_GetObjectItemCaseSensitive(result, "tools");
+
+    for (tool = tools ? tools->child : NULL; tool; tool = next) {
+        next = tool->next;
+
+        if (!cJSON_HasObjectItem(tool, "execution")) {
+            continue;
+        }
+
+        /* the page refers to the set's descriptions: a copy changes */
+        copy = cJSON_Duplicate(tool, 1);
+
+        if (copy == NULL) {
+            return NGX_ERROR;
+        }
+
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "execution");
+
+        if (!cJSON_ReplaceItemViaPointer(tools, tool, copy)) {
+            cJSON_Delete(copy);
+            return NGX_ERROR;
+        }
     }
 
     return NGX_OK;
@@ -776,15 +968,36 @@ ngx_http_mcp_task_owner(ngx_http_mcp_call_t *call, u_char *owner)
 /*
  * A task as the era shows it: 2026-07-28 has ttlMs and pollIntervalMs,
  * and a detailed task inlines its input requests, result or error;
- * 2025-11-25 has ttl and pollInterval.
+ * 2025-11-25 has ttl and pollInterval.  A task that failed by its tool's
+ * error is completed in 2026-07-28's eyes.
  */
 
 cJSON *
 ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
     ngx_uint_t detailed)
 {
-    char   id[NGX_HTTP_MCP_TASK_ID_LEN + 1];
-    cJSON  *json, *blob;
+    char         id[NGX_HTTP_MCP_TASK_ID_LEN + 1];
+    cJSON       *json, *blob;
+    ngx_uint_t   status;
+    const char  *message;
+
+    status = (stateless && t->tool_error) ? NGX_HTTP_MCP_TASK_COMPLETED
+                                          : t->status;
+
+    switch (status) {
+
+    case NGX_HTTP_MCP_TASK_FAILED:
+        message = t->tool_error ? "The tool reported an error"
+                                : "The task failed";
+        break;
+
+    case NGX_HTTP_MCP_TASK_CANCELLED:
+        message = "The task was cancelled by request.";
+        break;
+
+    default:
+        message = NULL;
+    }
 
     json = cJSON_CreateObject();
 
@@ -793,7 +1006,7 @@ ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
     if (json == NULL
         || cJSON_AddStringToObject(json, "taskId", id) == NULL
         || cJSON_AddStringToObject(json, "status",
-                              ngx_http_mcp_task_status_name(t->status))
+                                   ngx_http_mcp_task_status_name(status))
            == NULL
         || ngx_http_mcp_task_time(json, "createdAt", t->created) != NGX_OK
         || ngx_http_mcp_task_time(json, "lastUpdatedAt", t->updated)
@@ -809,18 +1022,8 @@ ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
         return NULL;
     }
 
-    if (t->status == NGX_HTTP_MCP_TASK_FAILED
-        && cJSON_AddStringToObject(json, "statusMessage",
-                                   "The task failed") == NULL)
-    {
-        cJSON_Delete(json);
-        return NULL;
-    }
-
-    if (t->status == NGX_HTTP_MCP_TASK_CANCELLED
-        && cJSON_AddStringToObject(json, "statusMessage",
-                                   "The task was cancelled by request.")
-           == NULL)
+    if (message != NULL
+        && cJSON_AddStringToObject(json, "statusMessage", message) == NULL)
     {
         cJSON_Delete(json);
         return NULL;
@@ -830,7 +1033,7 @@ ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
         return json;
     }
 
-    switch (t->status) {
+    switch (status) {
 
     case NGX_HTTP_MCP_TASK_INPUT_REQUIRED:
         blob = ngx_http_mcp_task_blob(t, NGX_HTTP_MCP_TASK_INPUTS);
@@ -851,7 +1054,7 @@ ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
 
         if (blob == NULL
             || !cJSON_AddItemToObject(json,
-                       t->status == NGX_HTTP_MCP_TASK_COMPLETED
+                       status == NGX_HTTP_MCP_TASK_COMPLETED
                        ? "result" : "error", blob))
         {
             cJSON_Delete(blob);
@@ -866,6 +1069,46 @@ ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
     }
 
     return json;
+}
+
+
+/*
+ * t->notice: the notifications/tasks/status that tells t's session of
+ * its new status (a 2025-11-25 task's; 2026-07-28 has none on this
+ * path).  Params: the task, without related-task _meta.
+ */
+
+ngx_int_t
+ngx_http_mcp_task_notice(ngx_http_mcp_task_t *t, ngx_pool_t *pool)
+{
+    cJSON      *message, *params;
+    ngx_int_t   rc;
+
+    ngx_str_null(&t->notice);
+
+    if (t->stateless) {
+        return NGX_OK;
+    }
+
+    message = cJSON_CreateObject();
+    params = ngx_http_mcp_task_json(t, 0, 0);
+
+    if (message == NULL || params == NULL
+        || cJSON_AddStringToObject(message, "jsonrpc", "2.0") == NULL
+        || cJSON_AddStringToObject(message, "method",
+                                   "notifications/tasks/status") == NULL
+        || !cJSON_AddItemToObject(message, "params", params))
+    {
+        cJSON_Delete(params);
+        cJSON_Delete(message);
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_task_text(pool, message, &t->notice);
+
+    cJSON_Delete(message);
+
+    return rc;
 }
 
 

@@ -33,13 +33,20 @@
 #define NGX_HTTP_MCP_TASK_ANSWERS       2       /* the answers so far */
 #define NGX_HTTP_MCP_TASK_STATE         3       /* the sealed requestState */
 #define NGX_HTTP_MCP_TASK_OUTCOME       4       /* result or error */
-#define NGX_HTTP_MCP_TASK_BLOBS         5
+#define NGX_HTTP_MCP_TASK_PARKED        5       /* 2025: requests for the
+                                                   client that no stream
+                                                   took yet, one a line */
+#define NGX_HTTP_MCP_TASK_BLOBS         6
+
+#define NGX_HTTP_MCP_RELATED_TASK       "io.modelcontextprotocol/related-task"
 
 
 /* a task as a worker sees it: a copy, or what to write */
 typedef struct {
     u_char                     id[NGX_HTTP_MCP_TASK_ID_LEN];
     u_char                     owner[NGX_HTTP_MCP_TASK_OWNER_LEN];
+    u_char                     sid[NGX_HTTP_MCP_SESSION_ID_LEN];
+                                            /* 2025: its session's id */
     ngx_uint_t                 status;
     uint64_t                   created;     /* ms since the epoch */
     uint64_t                   updated;
@@ -47,7 +54,14 @@ typedef struct {
     uint32_t                   version;
     ngx_pid_t                  pid;
     unsigned                   stateless:1;
+    unsigned                   tool_error:1;  /* failed: the result says
+                                                 isError (2025-11-25) */
     ngx_str_t                  blobs[NGX_HTTP_MCP_TASK_BLOBS];
+    ngx_str_t                  notice;      /* to write: its session's
+                                               notifications/tasks/status
+                                               of the new status */
+    ngx_str_t                  message;     /* to write: a request for
+                                               its client (2025) */
 } ngx_http_mcp_task_t;
 
 
@@ -59,13 +73,16 @@ ngx_int_t ngx_http_mcp_session_task_get(ngx_shm_zone_t *zone, u_char *id,
     u_char *owner, ngx_pool_t *pool, ngx_http_mcp_task_t *t, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_task_set(ngx_shm_zone_t *zone,
     ngx_http_mcp_task_t *t, ngx_uint_t check, ngx_log_t *log);
-ngx_int_t ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone, u_char *id,
-    u_char *owner, ngx_pid_t *pid, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone,
+    ngx_http_mcp_task_t *t, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_task_live(ngx_shm_zone_t *zone, u_char *id);
+ngx_int_t ngx_http_mcp_session_task_listen(ngx_shm_zone_t *zone, u_char *id,
+    u_char *owner, uint32_t stream, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_task_list(ngx_shm_zone_t *zone,
     u_char *owner, u_char *after, ngx_uint_t n, ngx_pool_t *pool,
     ngx_array_t *tasks, ngx_uint_t *more, ngx_log_t *log);
 const char *ngx_http_mcp_task_status_name(ngx_uint_t status);
+uint64_t ngx_http_mcp_session_task_now(void);
 
 
 /* ---- the call side: ngx_http_mcp_task.c ---- */
@@ -73,7 +90,9 @@ const char *ngx_http_mcp_task_status_name(ngx_uint_t status);
 ngx_int_t ngx_http_mcp_task_call(ngx_http_mcp_call_t *call,
     ngx_http_mcp_handler_pt run);
 ngx_int_t ngx_http_mcp_task_capabilities(ngx_http_mcp_set_t *set,
-    cJSON *caps, ngx_uint_t stateless);
+    cJSON *caps, ngx_uint_t version);
+ngx_int_t ngx_http_mcp_task_listing(ngx_http_mcp_call_t *call,
+    cJSON *result);
 void ngx_http_mcp_tasks_wake(void);
 void ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from,
     ngx_http_mcp_task_t *t, cJSON *answers);
@@ -82,6 +101,9 @@ ngx_int_t ngx_http_mcp_task_owner(ngx_http_mcp_call_t *call, u_char *owner);
 cJSON *ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
     ngx_uint_t detailed);
 cJSON *ngx_http_mcp_task_blob(ngx_http_mcp_task_t *t, ngx_uint_t n);
+ngx_int_t ngx_http_mcp_task_notice(ngx_http_mcp_task_t *t,
+    ngx_pool_t *pool);
+ngx_int_t ngx_http_mcp_task_relate(cJSON *obj, u_char *id);
 ngx_int_t ngx_http_mcp_task_text(ngx_pool_t *pool, cJSON *json,
     ngx_str_t *text);
 

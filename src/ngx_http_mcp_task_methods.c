@@ -16,8 +16,6 @@
 #define NGX_HTTP_MCP_TASK_RETRIES       8       /* tasks/update's writes */
 #define NGX_HTTP_MCP_TASK_PAGE          10      /* tasks/list */
 
-#define NGX_HTTP_MCP_RELATED_TASK       "io.modelcontextprotocol/related-task"
-
 
 /* tasks/result waiting for a task to end */
 typedef struct {
@@ -31,6 +29,7 @@ typedef struct {
 static ngx_int_t ngx_http_mcp_task_answer(ngx_http_mcp_task_t *t,
     cJSON *responses, ngx_pool_t *pool, cJSON **answers,
     ngx_uint_t *resume);
+static ngx_int_t ngx_http_mcp_task_era(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_task_find(ngx_http_mcp_call_t *call,
     ngx_http_mcp_task_t *t);
 static ngx_int_t ngx_http_mcp_task_id_param(ngx_http_mcp_call_t *call,
@@ -110,6 +109,8 @@ ngx_http_mcp_tasks_update(ngx_http_mcp_call_t *call)
         }
 
         if (rc == NGX_OK) {
+            t.updated = ngx_http_mcp_session_task_now();
+
             rc = ngx_http_mcp_session_task_set(
                      ngx_http_mcp_call_conf(call)->zone, &t, 1, call->log);
         }
@@ -235,7 +236,6 @@ ngx_http_mcp_tasks_cancel(ngx_http_mcp_call_t *call)
 {
     cJSON                    *result;
     ngx_int_t                 rc;
-    ngx_pid_t                 pid;
     ngx_http_mcp_task_t       t;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
@@ -255,16 +255,24 @@ ngx_http_mcp_tasks_cancel(ngx_http_mcp_call_t *call)
 
     mlcf = ngx_http_mcp_call_conf(call);
 
-    if (ngx_http_mcp_session_task_cancel(mlcf->zone, t.id, t.owner, &pid,
-                                         call->log)
-        != NGX_OK)
-    {
+    /* what its session hears, if the task is not over meanwhile */
+    t.status = NGX_HTTP_MCP_TASK_CANCELLED;
+    t.tool_error = 0;
+    t.updated = ngx_http_mcp_session_task_now();
+
+    if (ngx_http_mcp_task_notice(&t, call->pool) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_session_task_cancel(mlcf->zone, &t, call->log);
+
+    if (rc != NGX_OK) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
                                 "Invalid params: no such task");
         return NGX_OK;
     }
 
-    if (pid != 0 && ngx_http_mcp_notify_pid(pid, call->log) != NGX_OK) {
+    if (t.pid != 0 && ngx_http_mcp_notify_pid(t.pid, call->log) != NGX_OK) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, call->log, 0,
                        "mcp task %*s: its worker is gone",
                        (size_t) NGX_HTTP_MCP_TASK_ID_LEN, t.id);
@@ -296,7 +304,8 @@ ngx_http_mcp_tasks_cancel(ngx_http_mcp_call_t *call)
 /*
  * tasks/result (2025-11-25): what the tools/call would have answered,
  * once the task is over; until then the call waits, looking at the
- * store now and then (the task may run on another worker).
+ * store now and then (the task may run on another worker), and its
+ * reply is a stream that carries the task's requests to the client.
  */
 
 ngx_int_t
@@ -315,6 +324,22 @@ ngx_http_mcp_tasks_result(ngx_http_mcp_call_t *call)
 
     if (ngx_http_mcp_task_terminal(t.status)) {
         return ngx_http_mcp_task_outcome(call, &t);
+    }
+
+    /*
+     * Its requests travel in its session's log: a tasks/result of another
+     * session of the same subject does not carry them.
+     */
+    if (!t.stateless
+        && call->rctx->session_id.len == NGX_HTTP_MCP_SESSION_ID_LEN
+        && ngx_memcmp(call->rctx->session_id.data, t.sid,
+                      NGX_HTTP_MCP_SESSION_ID_LEN) == 0
+        && ngx_http_mcp_call_stream(call) == NGX_OK)
+    {
+        /* a gone task is the timer's to tell */
+        (void) ngx_http_mcp_session_task_listen(
+                   ngx_http_mcp_call_conf(call)->zone, t.id, t.owner,
+                   call->stream, call->log);
     }
 
     w = ngx_pcalloc(call->pool, sizeof(ngx_http_mcp_task_wait_t));
@@ -391,30 +416,15 @@ ngx_http_mcp_task_wait_cleanup(void *data)
 static ngx_int_t
 ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
 {
-    u_char  *id;
-    cJSON   *outcome, *meta, *related, *code, *message;
+    cJSON  *outcome, *code, *message;
 
     outcome = ngx_http_mcp_task_blob(t, NGX_HTTP_MCP_TASK_OUTCOME);
 
-    if (t->status == NGX_HTTP_MCP_TASK_COMPLETED && outcome != NULL) {
-        id = ngx_pnalloc(call->pool, NGX_HTTP_MCP_TASK_ID_LEN + 1);
-
-        meta = cJSON_GetObjectItemCaseSensitive(outcome, "_meta");
-
-        if (meta == NULL) {
-            meta = cJSON_AddObjectToObject(outcome, "_meta");
-        }
-
-        related = cJSON_AddObjectToObject(meta, NGX_HTTP_MCP_RELATED_TASK);
-
-        if (id == NULL || related == NULL) {
-            cJSON_Delete(outcome);
-            return NGX_ERROR;
-        }
-
-        *ngx_cpymem(id, t->id, NGX_HTTP_MCP_TASK_ID_LEN) = '\0';
-
-        if (cJSON_AddStringToObject(related, "taskId", (char *) id) == NULL) {
+    /* a tool's error is its result, even when it failed the task */
+    if ((t->status == NGX_HTTP_MCP_TASK_COMPLETED || t->tool_error)
+        && outcome != NULL)
+    {
+        if (ngx_http_mcp_task_relate(outcome, t->id) != NGX_OK) {
             cJSON_Delete(outcome);
             return NGX_ERROR;
         }
@@ -453,6 +463,10 @@ ngx_http_mcp_tasks_list(ngx_http_mcp_call_t *call)
     ngx_uint_t                i, more;
     ngx_array_t               tasks;
     ngx_http_mcp_task_t      *t;
+
+    if (ngx_http_mcp_task_era(call) != NGX_OK) {
+        return NGX_OK;
+    }
 
     cursor = cJSON_GetObjectItemCaseSensitive(call->params, "cursor");
     after = NULL;
@@ -541,6 +555,10 @@ ngx_http_mcp_task_find(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
     u_char     *id, owner[NGX_HTTP_MCP_TASK_OWNER_LEN];
     ngx_int_t   rc;
 
+    if (ngx_http_mcp_task_era(call) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
     if (ngx_http_mcp_call_stateless(call) && !call->rctx->tasks)
     {
         rc = ngx_http_mcp_task_missing(call);
@@ -566,6 +584,24 @@ ngx_http_mcp_task_find(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
     }
 
     return rc;
+}
+
+
+/*
+ * A session of a version before 2025-11-25 has no tasks methods: the
+ * call ends with -32601 (NGX_DECLINED).
+ */
+
+static ngx_int_t
+ngx_http_mcp_task_era(ngx_http_mcp_call_t *call)
+{
+    if (call->rctx->version >= NGX_HTTP_MCP_V20251125) {
+        return NGX_OK;
+    }
+
+    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_METHOD_NOT_FOUND,
+                            "Method not found");
+    return NGX_DECLINED;
 }
 
 

@@ -38,6 +38,7 @@ typedef struct {
 static ngx_http_mcp_method_t *ngx_http_mcp_method(ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_initialize(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_discover(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_server_info(cJSON *parent, const char *key);
 static ngx_int_t ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call,
     cJSON *result);
 static cJSON *ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set,
@@ -243,11 +244,7 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
                                   ngx_http_mcp_capabilities(
                                       ngx_http_mcp_call_conf(call)->set,
                                       init.version))
-        || (info = cJSON_AddObjectToObject(result, "serverInfo")) == NULL
-        || cJSON_AddStringToObject(info, "name", "ngx_http_mcp_module")
-           == NULL
-        || cJSON_AddStringToObject(info, "version",
-                                   NGX_HTTP_MCP_MODULE_VERSION) == NULL)
+        || ngx_http_mcp_server_info(result, "serverInfo") != NGX_OK)
     {
         cJSON_Delete(result);
         return NGX_ERROR;
@@ -268,7 +265,7 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_discover(ngx_http_mcp_call_t *call)
 {
-    cJSON  *result, *meta, *info;
+    cJSON  *result, *meta;
 
     result = cJSON_CreateObject();
 
@@ -280,18 +277,36 @@ ngx_http_mcp_discover(ngx_http_mcp_call_t *call)
                                       ngx_http_mcp_call_conf(call)->set,
                                       NGX_HTTP_MCP_VSTATELESS))
         || (meta = cJSON_AddObjectToObject(result, "_meta")) == NULL
-        || (info = cJSON_AddObjectToObject(meta,
-                       "io.modelcontextprotocol/serverInfo")) == NULL
-        || cJSON_AddStringToObject(info, "name", "ngx_http_mcp_module")
-           == NULL
-        || cJSON_AddStringToObject(info, "version",
-                                   NGX_HTTP_MCP_MODULE_VERSION) == NULL)
+        || ngx_http_mcp_server_info(meta, "io.modelcontextprotocol/serverInfo")
+           != NGX_OK)
     {
         cJSON_Delete(result);
         return NGX_ERROR;
     }
 
     ngx_http_mcp_call_result(call, result);
+
+    return NGX_OK;
+}
+
+
+/* who we are: initialize's serverInfo, discover's _meta serverInfo */
+
+static ngx_int_t
+ngx_http_mcp_server_info(cJSON *parent, const char *key)
+{
+    cJSON  *info;
+
+    info = cJSON_AddObjectToObject(parent, key);
+
+    if (info == NULL
+        || cJSON_AddStringToObject(info, "name", "ngx_http_mcp_module")
+           == NULL
+        || cJSON_AddStringToObject(info, "version",
+                                   NGX_HTTP_MCP_MODULE_VERSION) == NULL)
+    {
+        return NGX_ERROR;
+    }
 
     return NGX_OK;
 }

@@ -39,6 +39,8 @@ static ngx_int_t ngx_http_mcp_accept_q(ngx_str_t *accept, ngx_str_t *type,
     ngx_uint_t *specificity);
 static u_char *ngx_http_mcp_accept_param(u_char *p, u_char *end,
     ngx_int_t *q);
+static ngx_table_elt_t *ngx_http_mcp_header_next(ngx_http_request_t *r,
+    ngx_table_elt_t *prev, const char *name, size_t len, ngx_uint_t whole);
 static void ngx_http_mcp_cleanup(void *data);
 static ngx_int_t ngx_http_mcp_session_open(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_session_init_t *init, u_char *id, ngx_log_t *log);
@@ -868,6 +870,32 @@ ngx_table_elt_t *
 ngx_http_mcp_header_in_after(ngx_http_request_t *r, ngx_table_elt_t *prev,
     const char *name, size_t len)
 {
+    return ngx_http_mcp_header_next(r, prev, name, len, 1);
+}
+
+
+/*
+ * The next header after prev (NULL: the first) whose name starts with
+ * prefix (in lower case) and goes on after it: Mcp-Param-*, say.
+ */
+
+ngx_table_elt_t *
+ngx_http_mcp_header_prefixed(ngx_http_request_t *r, ngx_table_elt_t *prev,
+    const char *prefix, size_t len)
+{
+    return ngx_http_mcp_header_next(r, prev, prefix, len, 0);
+}
+
+
+/*
+ * The walk of both: nginx keeps each name in lower case too, so a
+ * memcmp() will do.  whole: the name is all of the header's name.
+ */
+
+static ngx_table_elt_t *
+ngx_http_mcp_header_next(ngx_http_request_t *r, ngx_table_elt_t *prev,
+    const char *name, size_t len, ngx_uint_t whole)
+{
     ngx_uint_t        i;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
@@ -895,31 +923,17 @@ ngx_http_mcp_header_in_after(ngx_http_request_t *r, ngx_table_elt_t *prev,
             continue;
         }
 
-        if (h[i].key.len == len && ngx_http_mcp_header_named(&h[i], name, len))
+        if (whole ? h[i].key.len != len : h[i].key.len <= len) {
+            continue;
+        }
+
+        if (h[i].lowcase_key != NULL
+            ? ngx_memcmp(h[i].lowcase_key, name, len) == 0
+            : ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
         {
             return &h[i];
         }
     }
-}
-
-
-/*
- * Whether a header's name starts with name (in lower case).  nginx keeps
- * each name in lower case too, so a memcmp() will do.
- */
-
-ngx_uint_t
-ngx_http_mcp_header_named(ngx_table_elt_t *h, const char *name, size_t len)
-{
-    if (h->key.len < len) {
-        return 0;
-    }
-
-    if (h->lowcase_key != NULL) {
-        return ngx_memcmp(h->lowcase_key, name, len) == 0;
-    }
-
-    return ngx_strncasecmp(h->key.data, (u_char *) name, len) == 0;
 }
 
 

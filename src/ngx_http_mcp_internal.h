@@ -382,8 +382,8 @@ ngx_table_elt_t *ngx_http_mcp_header_in(ngx_http_request_t *r,
     const char *name, size_t len);
 ngx_table_elt_t *ngx_http_mcp_header_in_after(ngx_http_request_t *r,
     ngx_table_elt_t *prev, const char *name, size_t len);
-ngx_uint_t ngx_http_mcp_header_named(ngx_table_elt_t *h, const char *name,
-    size_t len);
+ngx_table_elt_t *ngx_http_mcp_header_prefixed(ngx_http_request_t *r,
+    ngx_table_elt_t *prev, const char *prefix, size_t len);
 ngx_int_t ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
     ngx_str_t *value);
 

@@ -273,42 +273,24 @@ static size_t
 ngx_http_mcp_proxy_params(ngx_http_request_t *r, ngx_buf_t *b)
 {
     size_t            len, prefix;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
 
     prefix = sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1;
     len = 0;
 
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return len;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == prefix
-            || !ngx_http_mcp_header_named(&h[i], "mcp-param-", prefix))
-        {
-            continue;
-        }
-
+    for (h = ngx_http_mcp_header_prefixed(r, NULL, "mcp-param-", prefix);
+         h != NULL;
+         h = ngx_http_mcp_header_prefixed(r, h, "mcp-param-", prefix))
+    {
         if (b == NULL) {
-            len += h[i].key.len + sizeof(": \r\n") - 1 + h[i].value.len;
+            len += h->key.len + sizeof(": \r\n") - 1 + h->value.len;
             continue;
         }
 
-        b->last = ngx_sprintf(b->last, "%V: %V\r\n", &h[i].key,
-                              &h[i].value);
+        b->last = ngx_sprintf(b->last, "%V: %V\r\n", &h->key, &h->value);
     }
+
+    return len;
 }
 
 

@@ -339,9 +339,7 @@ static ngx_int_t
 ngx_http_mcp_stateless_params(ngx_http_request_t *r, ngx_http_mcp_msg_t *msg)
 {
     size_t            len;
-    ngx_uint_t        i;
     ngx_keyval_t     *kv;
-    ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
 
     if (msg->method.len != sizeof("tools/call") - 1
@@ -352,27 +350,10 @@ ngx_http_mcp_stateless_params(ngx_http_request_t *r, ngx_http_mcp_msg_t *msg)
 
     len = sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1;
 
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NGX_OK;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len == len
-            || !ngx_http_mcp_header_named(&h[i], "mcp-param-", len))
-        {
-            continue;
-        }
-
+    for (h = ngx_http_mcp_header_prefixed(r, NULL, "mcp-param-", len);
+         h != NULL;
+         h = ngx_http_mcp_header_prefixed(r, h, "mcp-param-", len))
+    {
         if (msg->param_headers == NULL) {
             msg->param_headers = ngx_array_create(r->pool, 4,
                                                   sizeof(ngx_keyval_t));
@@ -386,10 +367,12 @@ ngx_http_mcp_stateless_params(ngx_http_request_t *r, ngx_http_mcp_msg_t *msg)
             return NGX_ERROR;
         }
 
-        kv->key.data = h[i].key.data + len;
-        kv->key.len = h[i].key.len - len;
-        kv->value = h[i].value;
+        kv->key.data = h->key.data + len;
+        kv->key.len = h->key.len - len;
+        kv->value = h->value;
     }
+
+    return NGX_OK;
 }
 
 

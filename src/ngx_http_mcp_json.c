@@ -72,6 +72,20 @@ static ngx_int_t ngx_http_mcp_json_scan(ngx_http_mcp_json_scan_t *scan,
     u_char *p, ngx_array_t *ids);
 
 
+/* bytes a string holds as they are: printable ASCII, not quote or backslash */
+static const u_char  ngx_http_mcp_json_plain[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,    /* 0x00 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,    /* 0x20: quote */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,    /* 0x40 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,    /* 0x50: backslash */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,    /* 0x60 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    /* 0x80 to 0xff: UTF-8, decoded and checked one by one */
+};
+
+
 static uint32_t  ngx_http_mcp_json_seed;
 
 
@@ -100,14 +114,20 @@ ngx_http_mcp_json_literal(u_char *p, u_char *end)
     u_char      *start;
     ngx_uint_t   i;
 
-    static const char  *words[] = { "true", "false", "null" };
+    static ngx_str_t  words[] = {
+        ngx_string("true"), ngx_string("false"), ngx_string("null")
+    };
 
-    for (i = 0; i < 3; i++) {
-        if ((size_t) (end - p) >= ngx_strlen(words[i])
-            && ngx_strncmp(p, words[i], ngx_strlen(words[i])) == 0)
+    i = (*p == 't') ? 0 : (*p == 'f') ? 1 : (*p == 'n') ? 2 : 3;
+
+    if (i < 3) {
+        if ((size_t) (end - p) >= words[i].len
+            && ngx_strncmp(p, words[i].data, words[i].len) == 0)
         {
-            return p + ngx_strlen(words[i]);
+            return p + words[i].len;
         }
+
+        return NULL;
     }
 
     if (p < end && *p == '-') {
@@ -258,7 +278,7 @@ static u_char *
 ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan, u_char *p,
     ngx_http_mcp_json_name_t *name)
 {
-    u_char    *end, *q, utf8[4];
+    u_char    *end, *q, *run, utf8[4];
     uint32_t   cp, hash, len;
     size_t     n, i;
 
@@ -268,11 +288,27 @@ ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan, u_char *p,
 
     for (p++; p < end; /* void */) {
 
-        /* the common case first: printable ASCII, one byte a character */
-        if (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
-            hash = (hash ^ *p++) * 16777619;
-            len++;
-            continue;
+        /*
+         * The common case first, in a loop of its own: printable ASCII,
+         * one byte a character; only a name's bytes are hashed.
+         */
+        run = p;
+
+        if (name == NULL) {
+            while (p < end && ngx_http_mcp_json_plain[*p]) {
+                p++;
+            }
+
+        } else {
+            while (p < end && ngx_http_mcp_json_plain[*p]) {
+                hash = (hash ^ *p++) * 16777619;
+            }
+
+            len += p - run;
+        }
+
+        if (p == end) {
+            break;
         }
 
         if (*p == '"') {

@@ -508,6 +508,10 @@ test_strict(void)
     ngx_unit_refused("{\"\\ud83d\\ude00\":1,\"\xf0\x9f\x98\x80\":2}",
                      "Parse error: duplicate member name",
                      "duplicate name, surrogate pair and raw UTF-8, refused");
+    ngx_unit_refused("{\"ab\\u0063d\\u00e9f\":1,\"abcd\xc3\xa9" "f\":2}",
+                     "Parse error: duplicate member name",
+                     "duplicate name: plain runs between escapes and "
+                     "UTF-8, refused");
 
     /* objects of more than 8 members go through the hash table */
     b = ngx_cpymem(buf, "{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{",

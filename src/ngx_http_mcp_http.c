@@ -902,8 +902,24 @@ ngx_http_mcp_header_next(ngx_http_request_t *r, ngx_table_elt_t *prev,
 
     part = &r->headers_in.headers.part;
     h = part->elts;
+    i = 0;
 
-    for (i = 0; /* void */ ; i++) {
+    if (prev != NULL) {
+        /* on from prev, in the part of the list that holds it */
+        while (prev < h || prev >= h + part->nelts) {
+            part = part->next;
+
+            if (part == NULL) {
+                return NULL;
+            }
+
+            h = part->elts;
+        }
+
+        i = prev - h + 1;
+    }
+
+    for ( /* void */ ; /* void */ ; i++) {
 
         if (i >= part->nelts) {
             if (part->next == NULL) {
@@ -913,14 +929,6 @@ ngx_http_mcp_header_next(ngx_http_request_t *r, ngx_table_elt_t *prev,
             part = part->next;
             h = part->elts;
             i = 0;
-        }
-
-        if (prev != NULL) {
-            if (&h[i] == prev) {
-                prev = NULL;
-            }
-
-            continue;
         }
 
         if (whole ? h[i].key.len != len : h[i].key.len <= len) {

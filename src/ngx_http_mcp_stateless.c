@@ -22,15 +22,15 @@
 
 #define NGX_HTTP_MCP_META_PREFIX  "io.modelcontextprotocol/"
 
-/* params._meta["io.modelcontextprotocol/<name>"], name a literal */
-#define ngx_http_mcp_meta(meta, name)                                        \
-    cJSON_GetObjectItemCaseSensitive(meta, NGX_HTTP_MCP_META_PREFIX name)
-
 
 static ngx_int_t ngx_http_mcp_stateless_version(ngx_http_mcp_ctx_t *ctx,
     cJSON *id, ngx_uint_t *version, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg, ngx_uint_t version, ngx_int_t *rc);
+static void ngx_http_mcp_stateless_meta_keys(cJSON *meta, cJSON **version,
+    cJSON **caps, cJSON **level, cJSON **info);
+static void ngx_http_mcp_stateless_caps(cJSON *caps,
+    ngx_http_mcp_reqctx_t *rctx);
 static ngx_int_t ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_stateless_params(ngx_http_request_t *r,
@@ -207,9 +207,8 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     ngx_http_mcp_reqctx_t  *rctx;
 
     meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
-    named = ngx_http_mcp_meta(meta, "protocolVersion");
-    caps = ngx_http_mcp_meta(meta, "clientCapabilities");
 
+    ngx_http_mcp_stateless_meta_keys(meta, &named, &caps, &level, &info);
     if (!cJSON_IsString(named) || !cJSON_IsObject(caps)) {
         return ngx_http_mcp_stateless_refuse(ctx, msg->id,
                    NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_INVALID_PARAMS,
@@ -231,23 +230,13 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     rctx = &ctx->rctx;
 
     rctx->version = version;
-    rctx->sampling = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps,
-                                                               "sampling"));
-    rctx->elicitation = cJSON_IsObject(
-                      cJSON_GetObjectItemCaseSensitive(caps, "elicitation"));
-    rctx->roots = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps,
-                                                                 "roots"));
-    rctx->tasks = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
-                      cJSON_GetObjectItemCaseSensitive(caps, "extensions"),
-                      NGX_HTTP_MCP_META_PREFIX "tasks"));
+    ngx_http_mcp_stateless_caps(caps, rctx);
 
     /* no level, no log messages: the client did not ask for them */
-    level = ngx_http_mcp_meta(meta, "logLevel");
     rctx->log_level = cJSON_IsString(level)
                       ? ngx_http_mcp_log_level_parse(level->valuestring)
                       : NGX_HTTP_MCP_LOG_NONE;
 
-    info = ngx_http_mcp_meta(meta, "clientInfo");
     name = cJSON_GetObjectItemCaseSensitive(info, "name");
 
     if (cJSON_IsString(name)) {
@@ -267,6 +256,92 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The four _meta keys the edge reads, in one walk of _meta rather than a
+ * lookup each: their names share a 24-byte prefix, which made every
+ * lookup compare it again for each member.  A body has no two members of
+ * one name (the strict scan refused it), so the first match is the one.
+ */
+
+static void
+ngx_http_mcp_stateless_meta_keys(cJSON *meta, cJSON **version, cJSON **caps,
+    cJSON **level, cJSON **info)
+{
+    char   *key;
+    cJSON  *item;
+
+    *version = NULL;
+    *caps = NULL;
+    *level = NULL;
+    *info = NULL;
+
+    if (!cJSON_IsObject(meta)) {
+        return;
+    }
+
+    for (item = meta->child; item != NULL; item = item->next) {
+        key = item->string;
+
+        if (ngx_strncmp(key, NGX_HTTP_MCP_META_PREFIX,
+                        sizeof(NGX_HTTP_MCP_META_PREFIX) - 1)
+            != 0)
+        {
+            continue;
+        }
+
+        key += sizeof(NGX_HTTP_MCP_META_PREFIX) - 1;
+
+        if (ngx_strcmp(key, "protocolVersion") == 0) {
+            *version = item;
+
+        } else if (ngx_strcmp(key, "clientCapabilities") == 0) {
+            *caps = item;
+
+        } else if (ngx_strcmp(key, "logLevel") == 0) {
+            *level = item;
+
+        } else if (ngx_strcmp(key, "clientInfo") == 0) {
+            *info = item;
+        }
+    }
+}
+
+
+/* what the client can do, from its capabilities: one walk of them */
+
+static void
+ngx_http_mcp_stateless_caps(cJSON *caps, ngx_http_mcp_reqctx_t *rctx)
+{
+    cJSON  *item;
+
+    rctx->sampling = 0;
+    rctx->elicitation = 0;
+    rctx->roots = 0;
+    rctx->tasks = 0;
+
+    for (item = caps->child; item != NULL; item = item->next) {
+
+        if (!cJSON_IsObject(item)) {
+            continue;
+        }
+
+        if (ngx_strcmp(item->string, "sampling") == 0) {
+            rctx->sampling = 1;
+
+        } else if (ngx_strcmp(item->string, "elicitation") == 0) {
+            rctx->elicitation = 1;
+
+        } else if (ngx_strcmp(item->string, "roots") == 0) {
+            rctx->roots = 1;
+
+        } else if (ngx_strcmp(item->string, "extensions") == 0) {
+            rctx->tasks = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+                              item, NGX_HTTP_MCP_META_PREFIX "tasks"));
+        }
+    }
 }
 
 

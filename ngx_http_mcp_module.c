@@ -10,6 +10,7 @@
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_task.h"
 #include "ngx_http_mcp_alloc.h"
+#include "ngx_http_mcp_metrics.h"
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -208,6 +209,27 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       offsetof(ngx_http_mcp_loc_conf_t, page_size),
       &ngx_http_mcp_page_size_post },
 
+    { ngx_string("mcp_health"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_health,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_metrics"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_mcp_metrics,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_metrics_counting"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, counting),
+      NULL },
+
       ngx_null_command
 };
 
@@ -269,6 +291,10 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
     }
 
     *h = ngx_http_mcp_rewrite_handler;
+
+    if (ngx_http_mcp_metrics_init_conf(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     return ngx_http_mcp_filter_init(cf);
 }
@@ -381,6 +407,7 @@ ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
     mlcf->state_key = NGX_CONF_UNSET_PTR;
     mlcf->state_timeout = NGX_CONF_UNSET_MSEC;
     mlcf->task_timeout = NGX_CONF_UNSET_MSEC;
+    mlcf->counting = NGX_CONF_UNSET;
 
     return mlcf;
 }
@@ -421,6 +448,7 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               600000);
     ngx_conf_merge_msec_value(conf->task_timeout, prev->task_timeout,
                               3600000);
+    ngx_conf_merge_value(conf->counting, prev->counting, 1);
 
     if (conf->enable && conf->zone == NULL) {
         conf->zone = ngx_http_mcp_session_default_zone(cf);

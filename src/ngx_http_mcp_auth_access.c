@@ -11,6 +11,7 @@
 
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_auth_internal.h"
+#include "ngx_http_mcp_metrics.h"
 
 
 static ngx_int_t ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,
@@ -103,6 +104,7 @@ ngx_http_mcp_auth_handler(ngx_http_request_t *r)
     /* NGX_DONE: refused and finalized, the request may be gone */
     if (rc == NGX_OK) {
         ctx->decided = 1;
+        ngx_http_mcp_metrics_auth(r, &ctx->auth.result);
     }
 
     return rc;
@@ -728,6 +730,8 @@ ngx_http_mcp_auth_refuse(ngx_http_request_t *r, ngx_http_mcp_auth_t *auth,
     auth->result.data = (u_char *) result;
     auth->result.len = ngx_strlen(result);
 
+    ngx_http_mcp_metrics_auth(r, &auth->result);
+
     len = sizeof("Bearer realm=\"\", error=\"\", error_description=\"\", "
                  "resource_metadata=\"\", scope=\"\"") - 1
           + alcf->realm.len + alcf->metadata_url.len + 64
@@ -1022,6 +1026,7 @@ ngx_http_mcp_auth_challenge(ngx_http_request_t *r, ngx_str_t *scope)
 
     if (ctx != NULL) {
         ngx_str_set(&ctx->auth.result, "insufficient_scope");
+        ngx_http_mcp_metrics_auth(r, &ctx->auth.result);
     }
 
     value.len = sizeof("Bearer realm=\"\", error=\"insufficient_scope\", "

@@ -16,6 +16,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_metrics.h"
 
 
 #define NGX_HTTP_MCP_CALL_POOL_SIZE     2048
@@ -148,6 +149,7 @@ ngx_http_mcp_call_create(ngx_log_t *clog, void *conf,
     msg->id = NULL;
     call->method = msg->method;
     call->params = msg->params;
+    call->started = ngx_http_mcp_metrics_start(conf);
 
     if ((from->session_id.len && rctx->session_id.data == NULL)
         || (from->client_name.len && rctx->client_name.data == NULL)
@@ -262,6 +264,8 @@ static void
 ngx_http_mcp_call_end(ngx_http_mcp_call_t *call, cJSON *reply)
 {
     call->done = 1;
+
+    ngx_http_mcp_metrics_call(call, call->started, reply);
 
     if (call->divert != NULL && call->divert(call, reply) == NGX_OK) {
         cJSON_Delete(reply);
@@ -570,6 +574,8 @@ ngx_http_mcp_request_timeout(ngx_event_t *ev)
     ngx_log_error(NGX_LOG_INFO, call->log, 0,
                   "mcp: the client did not answer request %uL of call "
                   "\"%V\" in time", req->id, &call->method);
+
+    ngx_http_mcp_metrics_server_timeout();
 
     error = cJSON_CreateObject();
 

@@ -77,6 +77,7 @@ struct ngx_http_mcp_call_s {
     cJSON                     *token_raw;       /* an integer token, as
                                                    the client wrote it */
     size_t                     id_len;
+    uint64_t                   started;         /* for metrics, or 0 */
     unsigned                   done:1;
     unsigned                   running:1;
     unsigned                   live:1;          /* in the worker's list */

@@ -14,6 +14,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_metrics.h"
 
 
 #define NGX_HTTP_MCP_CORRELATION_LEN    16
@@ -846,6 +847,8 @@ ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
 
     level = (code == NGX_HTTP_MCP_INTERNAL_ERROR) ? NGX_LOG_ERR
                                                   : NGX_LOG_INFO;
+
+    ngx_http_mcp_metrics_error(code);
 
     ngx_log_error(level, log, 0,
                   "mcp: %s (code %i, method \"%V\", "

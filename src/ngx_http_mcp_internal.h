@@ -48,6 +48,8 @@ typedef struct {
     ngx_array_t                zones;       /* ngx_shm_zone_t * */
     ngx_shm_zone_t            *default_zone;
     ngx_http_mcp_set_t        *empty_set;
+    void                      *metrics;     /* metrics.c's, or NULL: no
+                                               mcp_metrics location */
 } ngx_http_mcp_main_conf_t;
 
 
@@ -79,7 +81,23 @@ typedef struct {
                                                the zone's */
     ngx_msec_t                 state_timeout;  /* requestState lifetime */
     ngx_msec_t                 task_timeout;   /* a task's ttl */
+    ngx_flag_t                 counting;    /* mcp_metrics_counting */
+    void                      *health;      /* mcp_health: health.c's */
 } ngx_http_mcp_loc_conf_t;
+
+
+/* what the store tells of a session zone (health, metrics) */
+typedef struct {
+    ngx_str_t                  name;
+    size_t                     size;        /* bytes of slab pages */
+    size_t                     used;
+    size_t                     free;
+    ngx_uint_t                 sessions;
+    ngx_uint_t                 streams;     /* open: a worker writes them */
+    ngx_uint_t                 waiting;     /* server requests pending */
+    ngx_uint_t                 dropped;     /* events out of full logs */
+    ngx_uint_t                 tasks;
+} ngx_http_mcp_zone_stats_t;
 
 
 /* where a gateway session lives: its replica and that replica's id */
@@ -275,6 +293,8 @@ ngx_int_t ngx_http_mcp_uritemplate_match(ngx_pool_t *pool, ngx_str_t *tmpl,
 char *ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_shm_zone_t *ngx_http_mcp_session_default_zone(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_session_zone_stats(ngx_shm_zone_t *zone,
+    ngx_http_mcp_zone_stats_t *st);
 ngx_int_t ngx_http_mcp_session_init_params(cJSON *params,
     ngx_http_mcp_session_init_t *init);
 ngx_int_t ngx_http_mcp_session_client_key(ngx_shm_zone_t *zone,
@@ -472,6 +492,11 @@ ngx_uint_t ngx_http_mcp_stateless_request(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx,
     ngx_int_t *rc);
 ngx_uint_t ngx_http_mcp_stateless_status(cJSON *reply);
+
+
+/* ---- health.c: mcp_health ---- */
+
+char *ngx_http_mcp_health(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 
 /* ---- transport.c, variables.c: the entry points ---- */

@@ -23,6 +23,7 @@ typedef struct {
     u_char                    *acc;         /* a reply held for filtering */
     size_t                     acc_len;
     size_t                     acc_size;
+    uint64_t                   started;     /* for metrics, or 0 */
     unsigned                   initialize:1;
     unsigned                   pinned:1;
     unsigned                   stateless:1;  /* 2026-07-28: any replica */

@@ -11,6 +11,7 @@
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_proxy.h"
 #include "ngx_http_mcp_param.h"
+#include "ngx_http_mcp_metrics.h"
 
 
 static ngx_uint_t ngx_http_mcp_proxy_one_peer(ngx_http_mcp_loc_conf_t *mlcf);
@@ -78,6 +79,8 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
     u->input_filter_ctx = r;
 
     u->buffering = 0;
+
+    pctx->started = ngx_http_mcp_metrics_start(mlcf);
 
 #if (NGX_HTTP_SSL)
     u->ssl = mlcf->ssl;
@@ -471,6 +474,8 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     ctx = pctx->ctx;
     status = u->headers_in.status_n;
 
+    ngx_http_mcp_metrics_upstream_header(pctx->started);
+
     if (status >= 400 && !ngx_http_mcp_proxy_mcp_type(u)) {
         /* an error page, not MCP: the client gets a JSON-RPC error */
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -656,6 +661,9 @@ ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
     pctx = ctx->proxy;
+
+    ngx_http_mcp_metrics_gateway(ctx, pctx->started, rc,
+                                 r->upstream->request_sent);
 
     if (pctx->initialize && !pctx->init_ok) {
         /* no replica took the session: it was never made */

@@ -79,6 +79,9 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                     ngx_rbtree_insert_value);
     ngx_queue_init(&ctx->sh->task_queue);
     ctx->sh->ntasks = 0;
+    ctx->sh->streams = 0;
+    ctx->sh->waiting = 0;
+    ctx->sh->dropped = 0;
 
     len = sizeof(" in MCP session zone \"\"") + shm_zone->shm.name.len;
 
@@ -187,6 +190,7 @@ ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
 {
     ngx_queue_t                  *q;
     ngx_rbtree_node_t            *node;
+    ngx_http_mcp_stream_sh_t     *st;
     ngx_http_mcp_subscription_t  *sub, *next;
 
     for (sub = s->subscriptions; sub; sub = next) {
@@ -211,6 +215,8 @@ ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
 
     while (!ngx_queue_empty(&s->sstreams)) {
         q = ngx_queue_head(&s->sstreams);
+        st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
+        ctx->sh->streams -= (st->owner != 0);
         ngx_queue_remove(q);
         ngx_slab_free_locked(ctx->shpool, q);
     }
@@ -1045,6 +1051,8 @@ ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
     if (w->answer) {
         ngx_slab_free_locked(ctx->shpool, w->answer);
     }
+
+    ctx->sh->waiting -= (w->request != 0);
 
     ngx_queue_remove(&w->queue);
     ngx_slab_free_locked(ctx->shpool, w);

@@ -363,3 +363,46 @@ ngx_http_mcp_session_default_zone(ngx_conf_t *cf)
 
     return shm_zone;
 }
+
+
+/*
+ * What health and metrics tell of a zone: its figures, read under the
+ * lock in one go.  Bytes count whole slab pages: a page that holds one
+ * small allocation is used.  NGX_DECLINED while the zone is not attached
+ * (the cycle has not made it yet).
+ */
+
+ngx_int_t
+ngx_http_mcp_session_zone_stats(ngx_shm_zone_t *zone,
+    ngx_http_mcp_zone_stats_t *st)
+{
+    size_t                pages;
+    ngx_http_mcp_zone_t  *ctx;
+
+    ctx = zone->data;
+
+    ngx_memzero(st, sizeof(ngx_http_mcp_zone_stats_t));
+    st->name = zone->shm.name;
+
+    if (ctx == NULL || ctx->sh == NULL || ctx->shpool == NULL) {
+        return NGX_DECLINED;
+    }
+
+    pages = ctx->shpool->last - ctx->shpool->pages;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    st->size = pages << ngx_pagesize_shift;
+    st->free = ctx->shpool->pfree << ngx_pagesize_shift;
+    st->sessions = ctx->sh->count;
+    st->streams = ctx->sh->streams;
+    st->waiting = ctx->sh->waiting;
+    st->dropped = ctx->sh->dropped;
+    st->tasks = ctx->sh->ntasks;
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    st->used = st->size - st->free;
+
+    return NGX_OK;
+}

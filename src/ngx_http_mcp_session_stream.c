@@ -47,7 +47,8 @@ static ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream_add(
     ngx_uint_t standalone, uint32_t pending);
 static void ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s, ngx_http_mcp_stream_sh_t *st);
-static void ngx_http_mcp_session_stream_owner(ngx_http_mcp_session_node_t *s,
+static void ngx_http_mcp_session_stream_owner(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s,
     ngx_http_mcp_stream_sh_t *st, ngx_pid_t owner);
 static ngx_http_mcp_event_t *ngx_http_mcp_session_event_add(
     ngx_http_mcp_zone_t *ctx, ngx_http_mcp_session_node_t *s, size_t len,
@@ -135,7 +136,7 @@ ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
     if (st != NULL) {
         /* resumed: this connection replaces the lost one */
         *prev = st->owner;
-        ngx_http_mcp_session_stream_owner(s, st, ngx_pid);
+        ngx_http_mcp_session_stream_owner(ctx, s, st, ngx_pid);
 
     } else {
         st = ngx_http_mcp_session_stream_add(ctx, s, standalone, pending);
@@ -172,7 +173,7 @@ ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone, ngx_str_t *sid,
     st = ngx_http_mcp_session_stream_lock(ctx, sid, id, &s);
 
     if (st != NULL && st->owner == ngx_pid && st->token == token) {
-        ngx_http_mcp_session_stream_owner(s, st, 0);
+        ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
@@ -268,7 +269,7 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
         st = ngx_http_mcp_session_stream_lock(ctx, sid, stream, &s);
 
         if (st != NULL && st->owner == owner) {
-            ngx_http_mcp_session_stream_owner(s, st, 0);
+            ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
         }
 
         ngx_shmtx_unlock(&ctx->shpool->mutex);
@@ -621,7 +622,7 @@ ngx_http_mcp_session_stream_add(ngx_http_mcp_zone_t *ctx,
     /* newest first: server-initiated messages go to the newest GET */
     ngx_queue_insert_head(&s->sstreams, &st->queue);
 
-    ngx_http_mcp_session_stream_owner(s, st, ngx_pid);
+    ngx_http_mcp_session_stream_owner(ctx, s, st, ngx_pid);
 
     return st;
 }
@@ -648,7 +649,7 @@ ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
         }
     }
 
-    ngx_http_mcp_session_stream_owner(s, st, 0);
+    ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
 
     ngx_queue_remove(&st->queue);
     ngx_slab_free_locked(ctx->shpool, st);
@@ -658,15 +659,18 @@ ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
 /* a session with owned streams is busy: it is not evicted */
 
 static void
-ngx_http_mcp_session_stream_owner(ngx_http_mcp_session_node_t *s,
-    ngx_http_mcp_stream_sh_t *st, ngx_pid_t owner)
+ngx_http_mcp_session_stream_owner(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, ngx_http_mcp_stream_sh_t *st,
+    ngx_pid_t owner)
 {
     if (st->owner && !owner) {
         s->streams--;
+        ctx->sh->streams--;
         st->detached = ngx_current_msec;
 
     } else if (!st->owner && owner) {
         s->streams++;
+        ctx->sh->streams++;
     }
 
     st->owner = owner;
@@ -721,6 +725,8 @@ ngx_http_mcp_session_event_add(ngx_http_mcp_zone_t *ctx,
 
         ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
 
+        ctx->sh->dropped++;
+
         ngx_log_error(NGX_LOG_INFO, log, 0,
                       "mcp session %s: event log full, dropped %s "
                       "%uD-%uL",
@@ -764,6 +770,7 @@ ngx_http_mcp_session_wait_add(ngx_http_mcp_zone_t *ctx,
 
     w->owner = ngx_pid;
     w->request = request;
+    ctx->sh->waiting += (request != 0);
     w->id_len = id_len;
     if (id_len) {
         ngx_memcpy(w->id, id, id_len);

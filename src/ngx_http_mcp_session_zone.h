@@ -165,6 +165,9 @@ typedef struct {
     ngx_rbtree_node_t          tasks_sentinel;
     ngx_queue_t                task_queue;
     ngx_uint_t                 ntasks;
+    ngx_uint_t                 streams;     /* with an owner: open */
+    ngx_uint_t                 waiting;     /* server requests pending */
+    ngx_uint_t                 dropped;     /* events out of full logs */
 } ngx_http_mcp_shctx_t;
 
 

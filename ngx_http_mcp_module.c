@@ -328,7 +328,13 @@ ngx_http_mcp_exit_process(ngx_cycle_t *cycle)
         return;
     }
 
+    /*
+     * After a graceful exit nothing is left here; after a fast one
+     * (SIGTERM) the calls' errors and the streams' final events are
+     * written as far as the sockets take them, without waiting.
+     */
     ngx_http_mcp_calls_exit();
+    ngx_http_mcp_streams_quit(1);
     ngx_http_mcp_ipc_exit(cycle);
 }
 

@@ -122,7 +122,6 @@ ngx_http_mcp_ipc_init(ngx_cycle_t *cycle)
 
     ngx_http_mcp_worker.drain.handler = ngx_http_mcp_drain_handler;
     ngx_http_mcp_worker.drain.log = cycle->log;
-    ngx_http_mcp_worker.drain.data = cycle;
 
     fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd == -1) {
@@ -343,7 +342,7 @@ ngx_http_mcp_ipc_drained(void)
 static void
 ngx_http_mcp_drain_handler(ngx_event_t *ev)
 {
-    ngx_uint_t   i, n;
+    ngx_uint_t    i, n;
     ngx_queue_t  *q;
 
     n = 0;

@@ -104,6 +104,13 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       offsetof(ngx_http_mcp_loc_conf_t, retry),
       NULL },
 
+    { ngx_string("mcp_shutdown_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_mcp_main_conf_t, shutdown_timeout),
+      NULL },
+
     { ngx_string("mcp_request_timeout"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
@@ -305,21 +312,31 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_mcp_init_process(ngx_cycle_t *cycle)
 {
+    ngx_http_mcp_main_conf_t  *mmcf;
+
     if (ngx_process != NGX_PROCESS_WORKER
         && ngx_process != NGX_PROCESS_SINGLE)
     {
         return NGX_OK;
     }
 
-    if (ngx_http_cycle_get_module_main_conf(cycle, ngx_http_mcp_module)
-        == NULL)
-    {
+    mmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_mcp_module);
+
+    if (mmcf == NULL) {
         return NGX_OK;
     }
 
+    /* a graceful exit waits this long for calls in flight */
+    ngx_http_mcp_worker.shutdown_timeout =
+        (mmcf->shutdown_timeout == NGX_CONF_UNSET_MSEC)
+        ? 30000 : mmcf->shutdown_timeout;
+
+    /* at the shutdown timeout, calls first: their responses end streams */
     if (ngx_http_mcp_ipc_on_wake(ngx_http_mcp_streams_wake) != NGX_OK
         || ngx_http_mcp_ipc_on_wake(ngx_http_mcp_calls_wake) != NGX_OK
         || ngx_http_mcp_ipc_on_wake(ngx_http_mcp_tasks_wake) != NGX_OK
+        || ngx_http_mcp_ipc_on_quit(ngx_http_mcp_calls_quit) != NGX_OK
+        || ngx_http_mcp_ipc_on_quit(ngx_http_mcp_streams_quit) != NGX_OK
         || ngx_http_mcp_ipc_init(cycle) != NGX_OK)
     {
         return NGX_ERROR;
@@ -337,7 +354,13 @@ ngx_http_mcp_exit_process(ngx_cycle_t *cycle)
         return;
     }
 
+    /*
+     * After a graceful exit nothing is left here; after a fast one
+     * (SIGTERM) the calls' errors and the streams' final events are
+     * written as far as the sockets take them, without waiting.
+     */
     ngx_http_mcp_calls_exit();
+    ngx_http_mcp_streams_quit(1);
     ngx_http_mcp_ipc_exit(cycle);
 }
 
@@ -370,6 +393,8 @@ ngx_http_mcp_create_main_conf(ngx_conf_t *cf)
     {
         return NULL;
     }
+
+    mmcf->shutdown_timeout = NGX_CONF_UNSET_MSEC;
 
     return mmcf;
 }

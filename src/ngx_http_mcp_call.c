@@ -319,6 +319,9 @@ ngx_http_mcp_call_free(ngx_http_mcp_call_t *call)
     if (call->live) {
         ngx_queue_remove(&call->queue);
         ngx_http_mcp_call_unwait(call);
+
+        /* the last one lets an exiting worker go */
+        ngx_http_mcp_ipc_drained();
     }
 
     if (call->requests) {
@@ -811,7 +814,7 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
     req->timer.data = req;
     req->timer.log = call->log;
 
-    /* shutdown does not wait for answers: see ngx_http_mcp_calls_exit() */
+    /* the drain timer, not this one, keeps an exiting worker for it */
     req->timer.cancelable = 1;
 
     ngx_add_timer(&req->timer, mlcf->request_timeout);
@@ -932,8 +935,23 @@ ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
 
 /*
- * The worker exits: calls still waiting for the client end with an
- * error, so that their streams end for the clients that resume them.
+ * The worker exits gracefully: calls in flight go on, for their answers
+ * may still come (through any worker); when mcp_shutdown_timeout has
+ * passed, those left end as at exit.
+ */
+
+void
+ngx_http_mcp_calls_quit(ngx_uint_t deadline)
+{
+    if (deadline) {
+        ngx_http_mcp_calls_exit();
+    }
+}
+
+
+/*
+ * The worker exits: calls still running end with an error, so that
+ * their streams end for the clients that resume them.
  */
 
 void

@@ -81,6 +81,10 @@ struct ngx_http_mcp_call_s {
     unsigned                   done:1;
     unsigned                   running:1;
     unsigned                   live:1;          /* in the worker's list */
+    unsigned                   endless:1;       /* never ends by itself
+                                                   (subscriptions/listen):
+                                                   its stream ends at once
+                                                   when the worker exits */
 };
 
 

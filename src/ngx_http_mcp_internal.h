@@ -50,6 +50,7 @@ typedef struct {
     ngx_http_mcp_set_t        *empty_set;
     void                      *metrics;     /* metrics.c's, or NULL: no
                                                mcp_metrics location */
+    ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
 } ngx_http_mcp_main_conf_t;
 
 
@@ -165,6 +166,8 @@ typedef struct {
     unsigned                   busy:1;      /* output not yet written */
     unsigned                   ending:1;
     unsigned                   ended:1;
+    unsigned                   quit:1;      /* the worker exits: it ends
+                                               with the final event */
 } ngx_http_mcp_stream_t;
 
 
@@ -207,7 +210,8 @@ typedef struct {
     ngx_queue_t                calls;       /* live ngx_http_mcp_call_t */
     ngx_queue_t                tasks;       /* the tasks running here */
     ngx_event_t                wake;        /* posted: look at shm */
-    ngx_event_t                watch;       /* notices shutdown */
+    ngx_event_t                drain;       /* graceful exit: the bound */
+    ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
     ngx_connection_t          *ipc;
     ngx_log_t                 *log;
     uint32_t                   tokens;      /* stream ownership tokens */
@@ -260,6 +264,8 @@ typedef ngx_int_t (*ngx_http_mcp_event_pt)(void *data, uint64_t seq,
 
 /* what a woken worker looks at */
 typedef void (*ngx_http_mcp_wake_pt)(void);
+/* graceful exit: deadline 0 when it starts, 1 when its time is up */
+typedef void (*ngx_http_mcp_quit_pt)(ngx_uint_t deadline);
 
 
 /* ---- the pure parsers: jsonrpc.c (json.c: ngx_http_mcp_json.h) ---- */
@@ -332,7 +338,7 @@ ngx_int_t ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone,
     ngx_str_t *sid, ngx_uint_t standalone, uint32_t pending, uint32_t resume,
     uint32_t token, uint32_t *id, ngx_pid_t *prev);
 void ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone,
-    ngx_str_t *sid, uint32_t id, uint32_t token);
+    ngx_str_t *sid, uint32_t id, uint32_t token, ngx_uint_t park);
 ngx_int_t ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone,
     ngx_str_t *sid, uint32_t id);
 ngx_int_t ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
@@ -358,9 +364,11 @@ ngx_int_t ngx_http_mcp_session_deliver(ngx_shm_zone_t *zone,
     size_t text_len, ngx_log_t *log);
 
 
-/* ---- ipc.c: waking workers ---- */
+/* ---- ipc.c: waking workers, their graceful exit ---- */
 
 ngx_int_t ngx_http_mcp_ipc_on_wake(ngx_http_mcp_wake_pt handler);
+ngx_int_t ngx_http_mcp_ipc_on_quit(ngx_http_mcp_quit_pt handler);
+void ngx_http_mcp_ipc_drained(void);
 ngx_int_t ngx_http_mcp_ipc_init(ngx_cycle_t *cycle);
 void ngx_http_mcp_ipc_exit(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_mcp_notify_pid(ngx_pid_t pid, ngx_log_t *log);
@@ -417,6 +425,7 @@ ngx_int_t ngx_http_mcp_stream_get(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 void ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st);
 void ngx_http_mcp_streams_wake(void);
+void ngx_http_mcp_streams_quit(ngx_uint_t deadline);
 ngx_int_t ngx_http_mcp_lists_changed(ngx_cycle_t *cycle);
 
 
@@ -456,6 +465,7 @@ void ngx_http_mcp_call_run(ngx_http_mcp_call_t *call,
     ngx_http_mcp_handler_pt handler);
 void ngx_http_mcp_calls_wake(void);
 void ngx_http_mcp_calls_exit(void);
+void ngx_http_mcp_calls_quit(ngx_uint_t deadline);
 ngx_int_t ngx_http_mcp_client_response(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ngx_http_mcp_msg_t *msg, ngx_pool_t *pool, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,

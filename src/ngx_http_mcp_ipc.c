@@ -11,6 +11,15 @@
  *
  * A wake-up carries no data, so a lost or merged datagram loses
  * nothing: a woken worker looks at everything it holds.
+ *
+ * The socket also tells the worker when its graceful exit starts
+ * (reload, quit): nginx then closes its idle connections, and this one
+ * says it is idle, so its read handler runs with c->close set, before
+ * the worker decides whether anything keeps it alive.  The quit hooks
+ * end the streams that never end by themselves; the calls in flight go
+ * on, and the drain timer (not cancelable) keeps the worker until the
+ * last of them and their streams is gone, or mcp_shutdown_timeout has
+ * passed: then the hooks end the rest.
  */
 
 
@@ -26,9 +35,12 @@ static socklen_t ngx_http_mcp_ipc_addr(struct sockaddr_un *sun,
     ngx_pid_t pid);
 static void ngx_http_mcp_ipc_read(ngx_event_t *ev);
 static void ngx_http_mcp_wake_handler(ngx_event_t *ev);
+static void ngx_http_mcp_ipc_quit(ngx_cycle_t *cycle);
+static void ngx_http_mcp_drain_handler(ngx_event_t *ev);
 
 
 #define NGX_HTTP_MCP_WAKE_HANDLERS  4
+#define NGX_HTTP_MCP_QUIT_HANDLERS  2
 
 
 ngx_http_mcp_worker_t  ngx_http_mcp_worker;
@@ -37,6 +49,11 @@ ngx_http_mcp_worker_t  ngx_http_mcp_worker;
 static ngx_http_mcp_wake_pt  ngx_http_mcp_wake_handlers[
                                  NGX_HTTP_MCP_WAKE_HANDLERS];
 static ngx_uint_t            ngx_http_mcp_nwake_handlers;
+
+/* who ends what the worker holds when it exits: calls, then streams */
+static ngx_http_mcp_quit_pt  ngx_http_mcp_quit_handlers[
+                                 NGX_HTTP_MCP_QUIT_HANDLERS];
+static ngx_uint_t            ngx_http_mcp_nquit_handlers;
 
 
 /* called at worker start, before ngx_http_mcp_ipc_init() */
@@ -49,6 +66,21 @@ ngx_http_mcp_ipc_on_wake(ngx_http_mcp_wake_pt handler)
     }
 
     ngx_http_mcp_wake_handlers[ngx_http_mcp_nwake_handlers++] = handler;
+
+    return NGX_OK;
+}
+
+
+/* called at worker start, before ngx_http_mcp_ipc_init(); run in order */
+
+ngx_int_t
+ngx_http_mcp_ipc_on_quit(ngx_http_mcp_quit_pt handler)
+{
+    if (ngx_http_mcp_nquit_handlers == NGX_HTTP_MCP_QUIT_HANDLERS) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_mcp_quit_handlers[ngx_http_mcp_nquit_handlers++] = handler;
 
     return NGX_OK;
 }
@@ -88,6 +120,9 @@ ngx_http_mcp_ipc_init(ngx_cycle_t *cycle)
     ngx_http_mcp_worker.wake.log = cycle->log;
     ngx_http_mcp_worker.wake.data = &ngx_http_mcp_worker;
 
+    ngx_http_mcp_worker.drain.handler = ngx_http_mcp_drain_handler;
+    ngx_http_mcp_worker.drain.log = cycle->log;
+
     fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd == -1) {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, ngx_socket_errno,
@@ -116,6 +151,9 @@ ngx_http_mcp_ipc_init(ngx_cycle_t *cycle)
 
     /* like nginx's own channel: not a client connection left at exit */
     c->read->channel = 1;
+
+    /* idle: ngx_close_idle_connections() tells it the worker exits */
+    c->idle = 1;
 
     if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
         ngx_close_connection(c);
@@ -212,6 +250,14 @@ ngx_http_mcp_ipc_read(ngx_event_t *ev)
 
     c = ev->data;
 
+    if (c->close) {
+        /* not to be closed: wake-ups still come while calls finish */
+        c->close = 0;
+        c->idle = 0;
+
+        ngx_http_mcp_ipc_quit((ngx_cycle_t *) ngx_cycle);
+    }
+
     /* many wake-ups, one look */
     do {
         n = recv(c->fd, buf, sizeof(buf), 0);
@@ -235,5 +281,84 @@ ngx_http_mcp_wake_handler(ngx_event_t *ev)
 
     for (i = 0; i < ngx_http_mcp_nwake_handlers; i++) {
         ngx_http_mcp_wake_handlers[i]();
+    }
+}
+
+
+/*
+ * The graceful exit starts: what never ends by itself ends now, and
+ * the worker stays (the drain timer is not cancelable) while calls or
+ * streams are left, at most mcp_shutdown_timeout, and never longer than
+ * worker_shutdown_timeout, after which nginx closes every connection.
+ */
+
+static void
+ngx_http_mcp_ipc_quit(ngx_cycle_t *cycle)
+{
+    ngx_uint_t        i;
+    ngx_msec_t        timeout;
+    ngx_core_conf_t  *ccf;
+
+    ngx_log_debug0(NGX_LOG_DEBUG_EVENT, cycle->log, 0,
+                   "mcp worker exits gracefully");
+
+    for (i = 0; i < ngx_http_mcp_nquit_handlers; i++) {
+        ngx_http_mcp_quit_handlers[i](0);
+    }
+
+    if (ngx_queue_empty(&ngx_http_mcp_worker.calls)
+        && ngx_queue_empty(&ngx_http_mcp_worker.streams))
+    {
+        return;
+    }
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+    timeout = ngx_http_mcp_worker.shutdown_timeout;
+
+    if (ccf->shutdown_timeout && ccf->shutdown_timeout < timeout) {
+        timeout = ccf->shutdown_timeout;
+    }
+
+    ngx_add_timer(&ngx_http_mcp_worker.drain, timeout);
+}
+
+
+/* a call or a stream went: once none is left, the worker may exit */
+
+void
+ngx_http_mcp_ipc_drained(void)
+{
+    if (ngx_http_mcp_worker.drain.timer_set
+        && ngx_queue_empty(&ngx_http_mcp_worker.calls)
+        && ngx_queue_empty(&ngx_http_mcp_worker.streams))
+    {
+        ngx_del_timer(&ngx_http_mcp_worker.drain);
+    }
+}
+
+
+/* mcp_shutdown_timeout has passed: the hooks end what is left */
+
+static void
+ngx_http_mcp_drain_handler(ngx_event_t *ev)
+{
+    ngx_uint_t    i, n;
+    ngx_queue_t  *q;
+
+    n = 0;
+
+    for (q = ngx_queue_head(&ngx_http_mcp_worker.calls);
+         q != ngx_queue_sentinel(&ngx_http_mcp_worker.calls);
+         q = ngx_queue_next(q))
+    {
+        n++;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                  "mcp: shutdown timeout, %ui call%s still running "
+                  "end with an error", n, n == 1 ? "" : "s");
+
+    for (i = 0; i < ngx_http_mcp_nquit_handlers; i++) {
+        ngx_http_mcp_quit_handlers[i](1);
     }
 }

@@ -103,6 +103,9 @@ ngx_http_mcp_listen(ngx_http_mcp_call_t *call)
         return NGX_ERROR;
     }
 
+    /* an exiting worker ends its stream: the client listens anew */
+    call->endless = 1;
+
     return ngx_http_mcp_session_listen(ngx_http_mcp_call_conf(call)->zone,
                                        &call->rctx->session_id, call->stream,
                                        lists, &id, &uris, call->log);

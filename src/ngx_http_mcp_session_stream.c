@@ -158,11 +158,15 @@ done:
 }
 
 
-/* the stream loses its owner, if this worker's connection token has it */
+/*
+ * The stream loses its owner, if this worker's connection token has it.
+ * Parked (a GET stream that an exiting worker ended), it still takes
+ * the session's messages until its client resumes it elsewhere.
+ */
 
 void
 ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint32_t id, uint32_t token)
+    uint32_t id, uint32_t token, ngx_uint_t park)
 {
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_stream_sh_t     *st;
@@ -174,6 +178,7 @@ ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
     if (st != NULL && st->owner == ngx_pid && st->token == token) {
         ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
+        st->parked = park;
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
@@ -270,6 +275,7 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
         if (st != NULL && st->owner == owner) {
             ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
+            st->parked = st->standalone;
         }
 
         ngx_shmtx_unlock(&ctx->shpool->mutex);
@@ -674,6 +680,7 @@ ngx_http_mcp_session_stream_owner(ngx_http_mcp_zone_t *ctx,
     }
 
     st->owner = owner;
+    st->parked = 0;
 }
 
 
@@ -950,14 +957,14 @@ ngx_http_mcp_session_push_locked(ngx_http_mcp_zone_t *ctx,
     {
         st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
 
-        if (st->standalone && st->owner) {
+        if (st->standalone && (st->owner || st->parked)) {
             break;
         }
 
         st = NULL;
     }
 
-    if (st == NULL || st->owner == 0) {
+    if (st == NULL || (st->owner == 0 && !st->parked)) {
         return NGX_DECLINED;
     }
 

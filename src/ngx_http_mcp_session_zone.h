@@ -33,6 +33,8 @@ typedef struct {
     uint32_t                   token;       /* which of its connections */
     ngx_msec_t                 detached;    /* when it lost its owner */
     unsigned                   standalone:1;  /* a GET stream */
+    unsigned                   parked:1;    /* no owner, but its client
+                                               comes back: see release */
 } ngx_http_mcp_stream_sh_t;
 
 /* an answer a worker waits for, or a call a client may cancel */

@@ -13,6 +13,13 @@
  * Output memory is one buffer per stream, reused: new events are read
  * from the log only once the previous write has gone out, so a slow
  * client holds back its own events in the log, never worker memory.
+ *
+ * When the worker exits gracefully (reload, quit), a stream that never
+ * ends by itself (a GET's, a listener's) ends at once, after what the
+ * log holds for it, with a final event: the id of the last event written
+ * and the reconnection delay, so that its client resumes on another
+ * worker.  A POST's stream ends as usual, with its responses; see
+ * src/ngx_http_mcp_ipc.c for the bound.
  */
 
 
@@ -20,7 +27,6 @@
 
 
 #define NGX_HTTP_MCP_STREAM_CHUNK   65536
-#define NGX_HTTP_MCP_WATCH_TIMER    500
 
 
 static ngx_http_mcp_stream_t *ngx_http_mcp_stream_create(
@@ -32,6 +38,10 @@ static ngx_int_t ngx_http_mcp_stream_write(ngx_http_mcp_stream_t *st,
     u_char *data, size_t len, ngx_uint_t last);
 static ngx_int_t ngx_http_mcp_stream_prime(ngx_http_mcp_stream_t *st,
     size_t *len);
+static ngx_int_t ngx_http_mcp_stream_final(ngx_http_mcp_stream_t *st,
+    size_t *len);
+static void ngx_http_mcp_stream_last(ngx_http_mcp_stream_t *st);
+static ngx_uint_t ngx_http_mcp_stream_endless(ngx_http_mcp_stream_t *st);
 static void ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st);
 static ngx_int_t ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st,
     size_t *len, ngx_uint_t *complete, ngx_uint_t *more);
@@ -41,7 +51,6 @@ static ngx_int_t ngx_http_mcp_stream_reserve(ngx_http_mcp_stream_t *st,
     size_t size);
 static void ngx_http_mcp_stream_write_handler(ngx_http_request_t *r);
 static void ngx_http_mcp_stream_keepalive_handler(ngx_event_t *ev);
-static void ngx_http_mcp_stream_watch_handler(ngx_event_t *ev);
 static void ngx_http_mcp_stream_cleanup(void *data);
 static void ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st);
 static ngx_int_t ngx_http_mcp_stream_last_event_id(ngx_str_t *value,
@@ -221,6 +230,9 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 
     /* output starts from the wake-up, never inside this handler */
     st->prime = (id != resume);
+
+    /* a worker that exits already: the client goes on at another one */
+    st->quit = (ngx_exiting != 0);
     (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
 
     return NGX_DONE;
@@ -291,13 +303,6 @@ ngx_http_mcp_stream_create(ngx_http_request_t *r,
 
     ngx_add_timer(&st->keepalive, mlcf->keepalive);
 
-    if (!ngx_http_mcp_worker.watch.timer_set) {
-        ngx_http_mcp_worker.watch.handler = ngx_http_mcp_stream_watch_handler;
-        ngx_http_mcp_worker.watch.log = ngx_http_mcp_worker.log;
-        ngx_http_mcp_worker.watch.cancelable = 1;
-        ngx_add_timer(&ngx_http_mcp_worker.watch, NGX_HTTP_MCP_WATCH_TIMER);
-    }
-
     return st;
 }
 
@@ -367,24 +372,37 @@ ngx_http_mcp_streams_wake(void)
 static ngx_int_t
 ngx_http_mcp_stream_prime(ngx_http_mcp_stream_t *st, size_t *len)
 {
-    u_char  *p;
-
     *len = 0;
 
     if (!st->prime) {
         return NGX_OK;
     }
 
-    /* an id to resume from, the reconnection delay, no data */
-    if (ngx_http_mcp_stream_reserve(st, 128) != NGX_OK) {
+    st->prime = 0;
+
+    return ngx_http_mcp_stream_final(st, len);
+}
+
+
+/*
+ * An id to resume from, the reconnection delay, no data: the priming
+ * event, and the final one of a stream that the server ends; appended
+ * to the buffer at *len.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stream_final(ngx_http_mcp_stream_t *st, size_t *len)
+{
+    u_char  *p;
+
+    if (ngx_http_mcp_stream_reserve(st, *len + 128) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(st->buf, "id: %uD-%uL\nretry: %M\ndata: \n\n",
+    p = ngx_sprintf(st->buf + *len, "id: %uD-%uL\nretry: %M\ndata: \n\n",
                     st->id, st->sent, st->conf->retry);
 
     *len = p - st->buf;
-    st->prime = 0;
 
     return NGX_OK;
 }
@@ -420,6 +438,19 @@ ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st)
         if (rc == NGX_DECLINED) {
             /* the session or the stream is gone, or another worker has it */
             ngx_http_mcp_stream_end_http(st);
+            return;
+        }
+
+        if (st->quit && !complete && !more) {
+            /* all the log held is in the buffer: the final event ends it */
+            ngx_http_mcp_stream_detach(st);
+
+            if (ngx_http_mcp_stream_final(st, &len) != NGX_OK) {
+                ngx_http_finalize_request(st->request, NGX_ERROR);
+                return;
+            }
+
+            (void) ngx_http_mcp_stream_write(st, st->buf, len, 1);
             return;
         }
 
@@ -649,6 +680,12 @@ ngx_http_mcp_stream_write_handler(ngx_http_request_t *r)
     r->write_event_handler = ngx_http_request_empty_handler;
     st->busy = 0;
 
+    if (st->ending && !st->out.last_buf) {
+        /* ended while busy: the end goes out now */
+        ngx_http_mcp_stream_last(st);
+        return;
+    }
+
     if (st->ending) {
         st->ended = 1;
         ngx_http_finalize_request(r, NGX_OK);
@@ -669,11 +706,6 @@ ngx_http_mcp_stream_keepalive_handler(ngx_event_t *ev)
 
     st = ev->data;
 
-    if (ngx_exiting || ngx_terminate) {
-        ngx_http_mcp_stream_end_http(st);
-        return;
-    }
-
     ngx_add_timer(&st->keepalive, st->conf->keepalive);
 
     if (!st->busy && !st->ending) {
@@ -684,36 +716,64 @@ ngx_http_mcp_stream_keepalive_handler(ngx_event_t *ev)
 
 
 /*
- * While this worker holds streams, it looks every half second whether
- * it is shutting down (reload, quit): then it ends them, and the
- * clients resume on the new workers.
+ * The worker exits gracefully (see src/ngx_http_mcp_ipc.c): the streams
+ * that never end by themselves end now, after what the log holds for
+ * them; at the deadline, every stream does.  A POST's stream ends with
+ * its calls' responses, when they come.
  */
 
-static void
-ngx_http_mcp_stream_watch_handler(ngx_event_t *ev)
+void
+ngx_http_mcp_streams_quit(ngx_uint_t deadline)
 {
     ngx_queue_t            *q, *next;
     ngx_http_mcp_stream_t  *st;
 
-    if (ngx_exiting || ngx_terminate) {
-        for (q = ngx_queue_head(&ngx_http_mcp_worker.streams);
-             q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams);
-             q = next)
-        {
-            next = ngx_queue_next(q);
-            st = ngx_queue_data(q, ngx_http_mcp_stream_t, queue);
+    for (q = ngx_queue_head(&ngx_http_mcp_worker.streams);
+         q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        st = ngx_queue_data(q, ngx_http_mcp_stream_t, queue);
 
-            if (!st->ending) {
-                ngx_http_mcp_stream_end_http(st);
-            }
+        if (st->ending || st->quit
+            || !(deadline || ngx_http_mcp_stream_endless(st)))
+        {
+            continue;
         }
 
-        return;
+        st->quit = 1;
+
+        /* a busy stream ends from its write handler; a flush may free st */
+        if (!st->busy) {
+            ngx_http_mcp_stream_flush(st);
+        }
+    }
+}
+
+
+/* a GET's stream, or the stream of a call that never ends by itself */
+
+static ngx_uint_t
+ngx_http_mcp_stream_endless(ngx_http_mcp_stream_t *st)
+{
+    ngx_uint_t           i;
+    ngx_http_mcp_ctx_t  *ctx;
+    ngx_http_mcp_msg_t  *msg;
+
+    if (st->request->method == NGX_HTTP_GET) {
+        return 1;
     }
 
-    if (!ngx_queue_empty(&ngx_http_mcp_worker.streams)) {
-        ngx_add_timer(ev, NGX_HTTP_MCP_WATCH_TIMER);
+    ctx = ngx_http_get_module_ctx(st->request, ngx_http_mcp_module);
+    msg = ctx->msgs.elts;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+        if (msg[i].call != NULL && msg[i].call->endless) {
+            return 1;
+        }
     }
+
+    return 0;
 }
 
 
@@ -725,8 +785,6 @@ ngx_http_mcp_stream_watch_handler(ngx_event_t *ev)
 void
 ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st)
 {
-    size_t  len;
-
     if (st->ending) {
         return;
     }
@@ -738,6 +796,17 @@ ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st)
         st->ending = 1;
         return;
     }
+
+    ngx_http_mcp_stream_last(st);
+}
+
+
+/* the end of the response: the priming event first, if still due */
+
+static void
+ngx_http_mcp_stream_last(ngx_http_mcp_stream_t *st)
+{
+    size_t  len;
 
     if (ngx_http_mcp_stream_prime(st, &len) != NGX_OK) {
         ngx_http_finalize_request(st->request, NGX_ERROR);
@@ -762,8 +831,9 @@ ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st)
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, st->request->connection->log, 0,
                    "mcp stream %uD: connection lets go", st->id);
 
+    /* a GET stream ended by the worker's exit waits for its client */
     ngx_http_mcp_session_stream_release(st->conf->zone, &sid, st->id,
-                                        st->token);
+                                        st->token, st->quit);
 }
 
 
@@ -781,6 +851,9 @@ ngx_http_mcp_stream_cleanup(void *data)
     if (st->keepalive.timer_set) {
         ngx_del_timer(&st->keepalive);
     }
+
+    /* the last one lets an exiting worker go */
+    ngx_http_mcp_ipc_drained();
 
     if (st->buf) {
         ngx_free(st->buf);

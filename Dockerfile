@@ -19,6 +19,9 @@
 #   VERSION          the image's version label (scripts/image passes the
 #                    module's NGX_HTTP_MCP_MODULE_VERSION)
 #   SOURCE           the repository's address, for the source label
+#
+# The label io.modelcontextprotocol.server.name is the "name" of
+# server.json: the MCP registry checks that they match.
 #   DEBIAN           the base image
 
 ARG DEBIAN=debian:bookworm-slim
@@ -58,7 +61,8 @@ LABEL org.opencontainers.image.title="ngx_http_mcp_module" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="BSD-2-Clause" \
       org.opencontainers.image.source="${SOURCE}" \
-      org.opencontainers.image.base.name="docker.io/library/debian:bookworm-slim"
+      org.opencontainers.image.base.name="docker.io/library/debian:bookworm-slim" \
+      io.modelcontextprotocol.server.name="io.github.ngx-mcp/ngx-http-mcp-module"
 
 RUN printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d \
     && chmod +x /usr/sbin/policy-rc.d \

@@ -337,6 +337,7 @@ ngx_http_mcp_init_process(ngx_cycle_t *cycle)
         || ngx_http_mcp_ipc_on_wake(ngx_http_mcp_tasks_wake) != NGX_OK
         || ngx_http_mcp_ipc_on_quit(ngx_http_mcp_calls_quit) != NGX_OK
         || ngx_http_mcp_ipc_on_quit(ngx_http_mcp_streams_quit) != NGX_OK
+        || ngx_http_mcp_ipc_on_quit(ngx_http_mcp_proxy_quit) != NGX_OK
         || ngx_http_mcp_ipc_init(cycle) != NGX_OK)
     {
         return NGX_ERROR;

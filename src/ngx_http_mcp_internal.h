@@ -493,6 +493,7 @@ ngx_int_t ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx);
 ngx_int_t ngx_http_mcp_proxy_other(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 ngx_uint_t ngx_http_mcp_proxy_replica_gone(ngx_http_mcp_ctx_t *ctx);
+void ngx_http_mcp_proxy_quit(ngx_uint_t deadline);
 ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
 
 

@@ -40,7 +40,7 @@ static void ngx_http_mcp_drain_handler(ngx_event_t *ev);
 
 
 #define NGX_HTTP_MCP_WAKE_HANDLERS  4
-#define NGX_HTTP_MCP_QUIT_HANDLERS  2
+#define NGX_HTTP_MCP_QUIT_HANDLERS  4
 
 
 ngx_http_mcp_worker_t  ngx_http_mcp_worker;

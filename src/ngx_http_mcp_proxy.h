@@ -24,6 +24,7 @@ typedef struct {
     size_t                     acc_len;
     size_t                     acc_size;
     uint64_t                   started;     /* for metrics, or 0 */
+    ngx_queue_t                relay;       /* in the endless relays */
     unsigned                   initialize:1;
     unsigned                   pinned:1;
     unsigned                   stateless:1;  /* 2026-07-28: any replica */
@@ -33,6 +34,8 @@ typedef struct {
     unsigned                   init_ok:1;
     unsigned                   replica_gone:1;
     unsigned                   sse:1;       /* the reply is SSE */
+    unsigned                   endless:1;   /* a relayed stream that does
+                                               not end by itself */
 } ngx_http_mcp_proxy_ctx_t;
 
 

@@ -43,6 +43,18 @@ static ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data,
     ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_int_t ngx_http_mcp_proxy_relay_add(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static void ngx_http_mcp_proxy_relay_cleanup(void *data);
+
+
+/*
+ * The worker's relayed streams that end only when the client or the
+ * upstream ends them (GET streams, subscriptions/listen): a graceful
+ * exit ends them, as it ends the module's own, or the old worker would
+ * live as long as they do.
+ */
+static ngx_queue_t  ngx_http_mcp_proxy_relays;
 
 
 ngx_int_t
@@ -501,6 +513,12 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     /* the upstream's own X-Accel-* are hidden: this one is the gateway's */
     if (pctx->sse
         && ngx_http_mcp_header_out(r, "X-Accel-Buffering", &no) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (pctx->sse && status < 300
+        && ngx_http_mcp_proxy_relay_add(r, pctx) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -1031,4 +1049,102 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     pctx->acc_len = 0;
 
     return ngx_http_mcp_proxy_append(r, out.data, out.data + out.len);
+}
+
+
+/* a relayed SSE reply that only the client or the upstream would end */
+
+static ngx_int_t
+ngx_http_mcp_proxy_relay_add(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_http_mcp_msg_t  *msg;
+    ngx_pool_cleanup_t  *cln;
+
+    msg = pctx->ctx->msgs.nelts ? pctx->ctx->msgs.elts : NULL;
+
+    if (r->method != NGX_HTTP_GET
+        && !(msg != NULL && pctx->ctx->msgs.nelts == 1
+             && msg->method.len == sizeof("subscriptions/listen") - 1
+             && ngx_strncmp(msg->method.data, "subscriptions/listen",
+                            msg->method.len) == 0))
+    {
+        return NGX_OK;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_mcp_proxy_relays.next == NULL) {
+        ngx_queue_init(&ngx_http_mcp_proxy_relays);
+    }
+
+    ngx_queue_insert_tail(&ngx_http_mcp_proxy_relays, &pctx->relay);
+    pctx->endless = 1;
+
+    cln->handler = ngx_http_mcp_proxy_relay_cleanup;
+    cln->data = pctx;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_proxy_relay_cleanup(void *data)
+{
+    ngx_http_mcp_proxy_ctx_t  *pctx = data;
+
+    if (pctx->endless) {
+        ngx_queue_remove(&pctx->relay);
+        pctx->endless = 0;
+    }
+}
+
+
+/*
+ * The worker exits gracefully: each endless relay ends as if the
+ * upstream had finished its reply, with the chunked body's last chunk,
+ * so the client sees a whole response and reconnects (a 2025 client with
+ * Last-Event-ID, which the upstream resumes) to a worker that stays.
+ * The same at the deadline: nothing else is left to wait for.
+ */
+
+void
+ngx_http_mcp_proxy_quit(ngx_uint_t deadline)
+{
+    ngx_queue_t               *q;
+    ngx_connection_t          *c;
+    ngx_http_request_t        *r;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    (void) deadline;
+
+    if (ngx_http_mcp_proxy_relays.next == NULL) {
+        return;
+    }
+
+    while (!ngx_queue_empty(&ngx_http_mcp_proxy_relays)) {
+        q = ngx_queue_head(&ngx_http_mcp_proxy_relays);
+        ngx_queue_remove(q);
+
+        pctx = ngx_queue_data(q, ngx_http_mcp_proxy_ctx_t, relay);
+        pctx->endless = 0;
+
+        r = pctx->ctx->request;
+        c = r->connection;
+
+        if (r->upstream == NULL || !r->upstream->header_sent) {
+            continue;
+        }
+
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                       "mcp proxy: relayed stream ends, worker exits");
+
+        /* nothing more to come: the next write ends the reply */
+        r->upstream->length = 0;
+        r->write_event_handler(r);
+        ngx_http_run_posted_requests(c);
+    }
 }

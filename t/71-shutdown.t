@@ -23,7 +23,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use POSIX ();
 use JSON::PP ();
-use McpTest;
+use McpTest qw(wait_until);
 use McpAssert;
 use McpStream;
 
@@ -35,16 +35,6 @@ my $t = streaming_server();
 
 sub text_of { ((($_[0] // {})->{result} // {})->{content} // [ {} ])->[0]{text} }
 
-# Polls $cond until it is true or $secs pass; returns its last value.
-sub wait_until {
-    my ($secs, $cond) = @_;
-    my $deadline = time + $secs;
-    while (1) {
-        my $v = $cond->();
-        return $v if $v || time > $deadline;
-        Time::HiRes::sleep(0.02);
-    }
-}
 
 sub gone { my @p = @_; wait_until(10, sub { !grep { McpTest::_alive($_) } @p }) }
 

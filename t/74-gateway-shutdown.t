@@ -16,7 +16,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time);
-use McpTest;
+use McpTest qw(wait_until);
 use McpStream;
 use McpGateway;
 
@@ -40,15 +40,6 @@ NGX
 my $node = start_everything_node(port => $t->port(2),
                                  log => $t->prefix . '/logs/server-everything.log');
 
-sub wait_until {
-    my ($secs, $cond) = @_;
-    my $deadline = time + $secs;
-    while (1) {
-        my $v = $cond->();
-        return $v if $v || time > $deadline;
-        Time::HiRes::sleep(0.02);
-    }
-}
 
 my @sids = map { scalar $t->mcp_initialize } 1 .. 3;
 is(scalar(grep { /^[0-9a-f]{32}$/ } @sids), 3, 'three sessions through the gateway');

@@ -30,7 +30,7 @@ our $VERSION = '0.01';
 
 our @ISA       = ('Exporter');
 our @EXPORT_OK = qw(encode_json decode_json parse_sse parse_sse_chunk
-                    decode_chunked explain_response http_request);
+                    decode_chunked explain_response http_request wait_until);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 # Repository root: this file lives in <repo>/t/lib/McpTest.pm.
@@ -725,6 +725,18 @@ sub log_since {
     my ($self, $mark) = @_;
     my $log = $self->error_log;
     return length($log) > ($mark // 0) ? substr($log, $mark // 0) : '';
+}
+
+# Polls $cond every 20 ms until it is true or $secs pass; returns its
+# last value (a function, not a method).
+sub wait_until {
+    my ($secs, $cond) = @_;
+    my $deadline = _now() + $secs;
+    while (1) {
+        my $v = $cond->();
+        return $v if $v || _now() > $deadline;
+        Time::HiRes::sleep(0.02);
+    }
 }
 
 # Wait until error.log (after $mark, default: whole log) matches $re.

@@ -54,7 +54,9 @@ static void ngx_http_mcp_proxy_relay_cleanup(void *data);
  * exit ends them, as it ends the module's own, or the old worker would
  * live as long as they do.
  */
-static ngx_queue_t  ngx_http_mcp_proxy_relays;
+static ngx_queue_t  ngx_http_mcp_proxy_relays = {
+    &ngx_http_mcp_proxy_relays, &ngx_http_mcp_proxy_relays
+};
 
 
 ngx_int_t
@@ -1077,10 +1079,6 @@ ngx_http_mcp_proxy_relay_add(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    if (ngx_http_mcp_proxy_relays.next == NULL) {
-        ngx_queue_init(&ngx_http_mcp_proxy_relays);
-    }
-
     ngx_queue_insert_tail(&ngx_http_mcp_proxy_relays, &pctx->relay);
     pctx->endless = 1;
 
@@ -1120,10 +1118,6 @@ ngx_http_mcp_proxy_quit(ngx_uint_t deadline)
     ngx_http_mcp_proxy_ctx_t  *pctx;
 
     (void) deadline;
-
-    if (ngx_http_mcp_proxy_relays.next == NULL) {
-        return;
-    }
 
     while (!ngx_queue_empty(&ngx_http_mcp_proxy_relays)) {
         q = ngx_queue_head(&ngx_http_mcp_proxy_relays);

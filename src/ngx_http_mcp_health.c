@@ -528,11 +528,8 @@ static ngx_int_t
 ngx_http_mcp_health_reply(ngx_http_mcp_health_ctx_t *ctx)
 {
     size_t                           size;
-    u_char                          *p, *start;
-    ngx_int_t                        rc;
-    ngx_buf_t                       *b;
+    u_char                          *p, *start, *body;
     ngx_uint_t                       i, ok, up_ok;
-    ngx_chain_t                      out;
     ngx_shm_zone_t                 **zp;
     ngx_http_request_t              *r;
     ngx_http_mcp_main_conf_t        *mmcf;
@@ -564,12 +561,12 @@ ngx_http_mcp_health_reply(ngx_http_mcp_health_ctx_t *ctx)
         size += 6 * up[i].name.len;
     }
 
-    b = ngx_create_temp_buf(r->pool, size);
-    if (b == NULL) {
+    body = ngx_pnalloc(r->pool, size);
+    if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    start = b->last + sizeof("{\"status\":\"unavailable\",") - 1;
+    start = body + sizeof("{\"status\":\"unavailable\",") - 1;
 
     p = ngx_sprintf(start, "\"probe\":\"%s\",\"checks\":{",
                     ngx_http_mcp_health_kinds[hcf->kind]);
@@ -603,31 +600,15 @@ ngx_http_mcp_health_reply(ngx_http_mcp_health_ctx_t *ctx)
     p = ngx_cpymem(p, "}}\n", 3);
 
     /* the verdict goes first: the checks above decided it */
-    b->pos = ok ? start - (sizeof("{\"status\":\"ok\",") - 1)
-                : start - (sizeof("{\"status\":\"unavailable\",") - 1);
-    (void) ngx_cpymem(b->pos, ok ? "{\"status\":\"ok\","
-                                 : "{\"status\":\"unavailable\",",
-                      start - b->pos);
-    b->last = p;
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
+    body = ok ? start - (sizeof("{\"status\":\"ok\",") - 1)
+              : start - (sizeof("{\"status\":\"unavailable\",") - 1);
+    (void) ngx_cpymem(body, ok ? "{\"status\":\"ok\","
+                               : "{\"status\":\"unavailable\",",
+                      start - body);
 
-    r->headers_out.status = ok ? NGX_HTTP_OK : NGX_HTTP_SERVICE_UNAVAILABLE;
-    r->headers_out.content_length_n = b->last - b->pos;
-    ngx_str_set(&r->headers_out.content_type, "application/json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    r->headers_out.content_type_lowcase = NULL;
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_mcp_send(r, ok ? NGX_HTTP_OK
+                                   : NGX_HTTP_SERVICE_UNAVAILABLE,
+                             NULL, body, p - body);
 }
 
 

@@ -748,7 +748,7 @@ ngx_http_mcp_send(ngx_http_request_t *r, ngx_uint_t status,
     b->pos = body;
     b->last = body + len;
     b->memory = 1;
-    b->last_buf = 1;
+    b->last_buf = (r == r->main) ? 1 : 0;
     b->last_in_chain = 1;
 
     out.buf = b;

@@ -109,6 +109,9 @@ static void ngx_http_mcp_metrics_observe(ngx_http_mcp_histogram_t *h,
 static ngx_int_t ngx_http_mcp_metrics_handler(ngx_http_request_t *r);
 static u_char *ngx_http_mcp_metrics_counters(u_char *p,
     ngx_http_mcp_metrics_conf_t *mcf);
+static u_char *ngx_http_mcp_metrics_labeled(u_char *p,
+    ngx_http_mcp_metrics_conf_t *mcf, const char *name, const char *label,
+    ngx_str_t *values, ngx_uint_t n, ngx_uint_t offset);
 static u_char *ngx_http_mcp_metrics_histogram(u_char *p, const char *name,
     ngx_http_mcp_metrics_conf_t *mcf, ngx_uint_t offset, const char *label,
     ngx_str_t *value);
@@ -171,8 +174,10 @@ static ngx_str_t  ngx_http_mcp_metrics_outcomes[NGX_HTTP_MCP_M_OUTCOMES] = {
 };
 
 
-static const char  *ngx_http_mcp_metrics_upstream_kinds[] = {
-    "unreachable", "timeout", "bad_reply"
+static ngx_str_t  ngx_http_mcp_metrics_upstream_kinds[] = {
+    ngx_string("unreachable"),
+    ngx_string("timeout"),
+    ngx_string("bad_reply")
 };
 
 
@@ -910,13 +915,11 @@ ngx_http_mcp_metrics_counters(u_char *p, ngx_http_mcp_metrics_conf_t *mcf)
             "result ($mcp_auth_result).\n"
             "# TYPE mcp_auth_results_total counter\n");
 
-    for (i = 0; i < NGX_HTTP_MCP_M_AUTH; i++) {
-        p = ngx_sprintf(p, "mcp_auth_results_total{result=\"%V\"} %uL\n",
-                        &ngx_http_mcp_metrics_auth_results[i],
-                        ngx_http_mcp_metrics_sum(mcf,
-                            ngx_http_mcp_metrics_at(auth)
-                            + i * sizeof(ngx_atomic_t)));
-    }
+    p = ngx_http_mcp_metrics_labeled(p, mcf, "mcp_auth_results_total",
+                                     "result",
+                                     ngx_http_mcp_metrics_auth_results,
+                                     NGX_HTTP_MCP_M_AUTH,
+                                     ngx_http_mcp_metrics_at(auth));
 
     p = ngx_sprintf(p,
             "# HELP mcp_server_requests_timed_out_total Requests to "
@@ -930,13 +933,11 @@ ngx_http_mcp_metrics_counters(u_char *p, ngx_http_mcp_metrics_conf_t *mcf)
             "at the upstream, by kind.\n"
             "# TYPE mcp_upstream_errors_total counter\n");
 
-    for (i = 0; i < NGX_HTTP_MCP_M_UPSTREAM_ERRORS; i++) {
-        p = ngx_sprintf(p, "mcp_upstream_errors_total{kind=\"%s\"} %uL\n",
-                        ngx_http_mcp_metrics_upstream_kinds[i],
-                        ngx_http_mcp_metrics_sum(mcf,
-                            ngx_http_mcp_metrics_at(upstream_errors)
-                            + i * sizeof(ngx_atomic_t)));
-    }
+    p = ngx_http_mcp_metrics_labeled(p, mcf, "mcp_upstream_errors_total",
+                                     "kind",
+                                     ngx_http_mcp_metrics_upstream_kinds,
+                                     NGX_HTTP_MCP_M_UPSTREAM_ERRORS,
+                                     ngx_http_mcp_metrics_at(upstream_errors));
 
     p = ngx_sprintf(p,
             "# HELP mcp_upstream_header_duration_seconds mcp_pass: time "
@@ -946,6 +947,25 @@ ngx_http_mcp_metrics_counters(u_char *p, ngx_http_mcp_metrics_conf_t *mcf)
     return ngx_http_mcp_metrics_histogram(p,
                "mcp_upstream_header_duration_seconds", mcf,
                ngx_http_mcp_metrics_at(upstream), NULL, NULL);
+}
+
+
+/* a counter of n series by one label: values[i] is at offset + i atomics */
+
+static u_char *
+ngx_http_mcp_metrics_labeled(u_char *p, ngx_http_mcp_metrics_conf_t *mcf,
+    const char *name, const char *label, ngx_str_t *values, ngx_uint_t n,
+    ngx_uint_t offset)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < n; i++) {
+        p = ngx_sprintf(p, "%s{%s=\"%V\"} %uL\n", name, label, &values[i],
+                        ngx_http_mcp_metrics_sum(mcf,
+                            offset + i * sizeof(ngx_atomic_t)));
+    }
+
+    return p;
 }
 
 

@@ -48,3 +48,40 @@ mcp_free_port() {
         'print IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1",
                                      LocalPort => 0)->sockport, "\n"'
 }
+
+# The benchmarks' helpers (scripts/bench, scripts/bench-cpu).
+
+# mcp_bench_conf OUT MODULE WORKERS PORT GWPORT [old] [sed args...]:
+# bench/nginx.conf.in filled in to OUT; old: a build that may predate
+# mcp_metrics, whose directives then go; the sed args change more.
+mcp_bench_conf() {
+    local out=$1 mod=$2 workers=$3 port=$4 gwport=$5 drop=@NO_LINE@ repo
+    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    shift 5
+    if [ "${1:-}" = old ]; then
+        drop=mcp_metrics
+        shift
+    fi
+    sed -e "/$drop/d" -e "s|@MODULE@|$mod|" -e "s|@WORKERS@|$workers|" \
+        -e "s|@PORT@|$port|" -e "s|@GWPORT@|$gwport|" \
+        -e 's|@PING_BODY@|{"jsonrpc":"2.0","id":2,"result":{}}|' \
+        "$@" "$repo/bench/nginx.conf.in" > "$out"
+}
+
+# mcp_bench_session URL: initialize + notifications/initialized; prints
+# the session id
+mcp_bench_session() {
+    local url=$1 sid
+    sid=$(curl -s -D - -o /dev/null "$url" \
+        -H 'Content-Type: application/json' \
+        -H 'Accept: application/json, text/event-stream' \
+        -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
+        | tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
+    [ -n "$sid" ] || { echo "bench: no session from $url" >&2; return 1; }
+    curl -s -o /dev/null "$url" -H "Mcp-Session-Id: $sid" \
+        -H 'MCP-Protocol-Version: 2025-11-25' \
+        -H 'Content-Type: application/json' \
+        -H 'Accept: application/json, text/event-stream' \
+        -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+    echo "$sid"
+}

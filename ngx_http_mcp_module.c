@@ -546,18 +546,30 @@ ngx_http_mcp_builtin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_mcp_loc_conf_t *mlcf = conf;
 
-    ngx_str_t  *value;
+    ngx_str_t           *value;
+    ngx_http_mcp_set_t  *set;
 
-    if (mlcf->set != NGX_CONF_UNSET_PTR) {
+    if (mlcf->builtin) {
         return "is duplicate";
     }
 
     value = cf->args->elts;
 
-    mlcf->set = ngx_http_mcp_set_get(cf, &value[1]);
-    if (mlcf->set == NULL) {
+    set = ngx_http_mcp_set_get(cf, &value[1]);
+    if (set == NULL) {
         return NGX_CONF_ERROR;
     }
+
+    mlcf->builtin = 1;
+
+    /* entries this level defined before: the named set's join them */
+
+    if (mlcf->own_set) {
+        return (ngx_http_mcp_set_copy(cf, mlcf->set, set) == NGX_OK)
+               ? NGX_CONF_OK : NGX_CONF_ERROR;
+    }
+
+    mlcf->set = set;
 
     return NGX_CONF_OK;
 }

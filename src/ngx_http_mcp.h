@@ -182,6 +182,14 @@ ngx_uint_t ngx_http_mcp_api_version(void);
  */
 ngx_int_t ngx_http_mcp_add_provider(ngx_conf_t *cf, char *name,
     ngx_http_mcp_provider_pt init);
+/*
+ * the set of the configuration level being parsed (http, server or
+ * location), for entries the configuration itself defines (mcp_tool and
+ * its kin): created at the first, holding also the entries of an
+ * mcp_builtin set named at the same level.  A level with entries of its
+ * own inherits no set from the level above, as with add_header.
+ */
+ngx_http_mcp_set_t *ngx_http_mcp_conf_set(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_add_tool(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     const char *json, ngx_http_mcp_handler_pt handler, void *data);
 ngx_int_t ngx_http_mcp_add_resource(ngx_conf_t *cf, ngx_http_mcp_set_t *set,

@@ -84,6 +84,9 @@ typedef struct {
     ngx_msec_t                 task_timeout;   /* a task's ttl */
     ngx_flag_t                 counting;    /* mcp_metrics_counting */
     void                      *health;      /* mcp_health: health.c's */
+    unsigned                   own_set:1;   /* set: this level's own
+                                               (ngx_http_mcp_conf_set) */
+    unsigned                   builtin:1;   /* mcp_builtin given here */
 } ngx_http_mcp_loc_conf_t;
 
 
@@ -432,6 +435,8 @@ ngx_int_t ngx_http_mcp_lists_changed(ngx_cycle_t *cycle);
 /* ---- registry.c: sets, lookups and listings, data only ---- */
 
 ngx_http_mcp_set_t *ngx_http_mcp_set_get(ngx_conf_t *cf, ngx_str_t *name);
+ngx_int_t ngx_http_mcp_set_copy(ngx_conf_t *cf, ngx_http_mcp_set_t *dst,
+    ngx_http_mcp_set_t *src);
 ngx_int_t ngx_http_mcp_bind(ngx_conf_t *cf, ngx_shm_zone_t *zone,
     ngx_http_mcp_set_t *set);
 uint32_t ngx_http_mcp_set_hash(ngx_http_mcp_set_t *set, ngx_uint_t list);

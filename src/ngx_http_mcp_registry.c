@@ -144,6 +144,95 @@ ngx_http_mcp_set_get(ngx_conf_t *cf, ngx_str_t *name)
 }
 
 
+ngx_http_mcp_set_t *
+ngx_http_mcp_conf_set(ngx_conf_t *cf)
+{
+    ngx_str_t                  name;
+    ngx_http_mcp_set_t        *set;
+    ngx_http_mcp_loc_conf_t   *mlcf;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    mlcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_mcp_module);
+
+    if (mlcf->own_set) {
+        return mlcf->set;
+    }
+
+    /* the name that error messages give: the location's, or "server" */
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (clcf->name.len) {
+        name = clcf->name;
+
+    } else {
+        ngx_str_set(&name, "server");
+    }
+
+    set = ngx_http_mcp_set_create(cf, &name);
+    if (set == NULL) {
+        return NULL;
+    }
+
+    if (mlcf->builtin && ngx_http_mcp_set_copy(cf, set, mlcf->set) != NGX_OK) {
+        return NULL;
+    }
+
+    mlcf->set = set;
+    mlcf->own_set = 1;
+
+    return set;
+}
+
+
+/*
+ * A named set's entries added to a level's own set: the descriptions,
+ * handlers and data are shared, both live as long as the configuration.
+ */
+
+ngx_int_t
+ngx_http_mcp_set_copy(ngx_conf_t *cf, ngx_http_mcp_set_t *dst,
+    ngx_http_mcp_set_t *src)
+{
+    ngx_uint_t             i, k;
+    ngx_array_t           *from[4], *to[4];
+    ngx_http_mcp_entry_t  *e, *n;
+
+    from[0] = &src->tools;      to[0] = &dst->tools;
+    from[1] = &src->resources;  to[1] = &dst->resources;
+    from[2] = &src->templates;  to[2] = &dst->templates;
+    from[3] = &src->prompts;    to[3] = &dst->prompts;
+
+    for (k = 0; k < 4; k++) {
+        e = from[k]->elts;
+
+        for (i = 0; i < from[k]->nelts; i++) {
+
+            if (ngx_http_mcp_find(to[k], &e[i].name) != NULL) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "duplicate MCP entry \"%V\" in set "
+                                   "\"%V\" and set \"%V\"",
+                                   &e[i].name, &src->name, &dst->name);
+                return NGX_ERROR;
+            }
+
+            n = ngx_array_push(to[k]);
+            if (n == NULL) {
+                return NGX_ERROR;
+            }
+
+            *n = e[i];
+        }
+    }
+
+    if (dst->complete == NULL) {
+        dst->complete = src->complete;
+    }
+
+    return NGX_OK;
+}
+
+
 ngx_int_t
 ngx_http_mcp_add_tool(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     const char *json, ngx_http_mcp_handler_pt handler, void *data)

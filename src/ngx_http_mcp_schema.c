@@ -37,21 +37,64 @@ typedef struct {
 } ngx_http_mcp_schema_ctx_t;
 
 
+/* a schema object's keywords, found in one walk of its members */
+typedef struct {
+    cJSON                     *ref;
+    cJSON                     *additional_properties;
+    cJSON                     *all_of;
+    cJSON                     *any_of;
+    cJSON                     *const_;
+    cJSON                     *else_;
+    cJSON                     *enum_;
+    cJSON                     *exclusive_maximum;
+    cJSON                     *exclusive_minimum;
+    cJSON                     *if_;
+    cJSON                     *items;
+    cJSON                     *max_items;
+    cJSON                     *max_length;
+    cJSON                     *max_properties;
+    cJSON                     *maximum;
+    cJSON                     *min_items;
+    cJSON                     *min_length;
+    cJSON                     *min_properties;
+    cJSON                     *minimum;
+    cJSON                     *multiple_of;
+    cJSON                     *not_;
+    cJSON                     *one_of;
+    cJSON                     *pattern;
+    cJSON                     *pattern_properties;
+    cJSON                     *prefix_items;
+    cJSON                     *properties;
+    cJSON                     *required;
+    cJSON                     *then;
+    cJSON                     *type;
+    cJSON                     *unique_items;
+} ngx_http_mcp_schema_kw_t;
+
+
+typedef struct {
+    const char                *name;
+    size_t                     offset;
+} ngx_http_mcp_schema_keyword_t;
+
+
 static ngx_int_t ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx,
     cJSON *schema, cJSON *v, ngx_str_t *path);
+static void ngx_http_mcp_schema_keywords(cJSON *schema,
+    ngx_http_mcp_schema_kw_t *k);
 static ngx_int_t ngx_http_mcp_schema_type(ngx_http_mcp_schema_ctx_t *ctx,
-    cJSON *schema, cJSON *v, ngx_str_t *path);
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
 static ngx_uint_t ngx_http_mcp_schema_is_type(cJSON *v, const char *type);
 static ngx_int_t ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx,
-    cJSON *schema, cJSON *v, ngx_str_t *path);
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
 static ngx_int_t ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx,
-    cJSON *schema, cJSON *v, ngx_str_t *path);
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
 static ngx_int_t ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
-    cJSON *schema, cJSON *v, ngx_str_t *path);
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
 static ngx_int_t ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
-    cJSON *schema, cJSON *v, ngx_str_t *path);
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
 static ngx_int_t ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx,
-    cJSON *schema, cJSON *v, ngx_str_t *path);
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
 static ngx_int_t ngx_http_mcp_schema_try(ngx_http_mcp_schema_ctx_t *ctx,
     cJSON *schema, cJSON *v, ngx_str_t *path);
 static cJSON *ngx_http_mcp_schema_ref(ngx_http_mcp_schema_ctx_t *ctx,
@@ -64,6 +107,41 @@ static ngx_str_t *ngx_http_mcp_schema_path(ngx_http_mcp_schema_ctx_t *ctx,
 static ngx_int_t ngx_http_mcp_schema_fail(ngx_http_mcp_schema_ctx_t *ctx,
     ngx_str_t *path, const char *fmt, ...);
 static char *ngx_http_mcp_schema_num(char *buf, double d);
+
+
+/* sorted by name (strcmp), for the binary search */
+static ngx_http_mcp_schema_keyword_t  ngx_http_mcp_schema_keywords_all[] = {
+    { "$ref", offsetof(ngx_http_mcp_schema_kw_t, ref) },
+    { "additionalProperties", offsetof(ngx_http_mcp_schema_kw_t, additional_properties) },
+    { "allOf", offsetof(ngx_http_mcp_schema_kw_t, all_of) },
+    { "anyOf", offsetof(ngx_http_mcp_schema_kw_t, any_of) },
+    { "const", offsetof(ngx_http_mcp_schema_kw_t, const_) },
+    { "else", offsetof(ngx_http_mcp_schema_kw_t, else_) },
+    { "enum", offsetof(ngx_http_mcp_schema_kw_t, enum_) },
+    { "exclusiveMaximum", offsetof(ngx_http_mcp_schema_kw_t, exclusive_maximum) },
+    { "exclusiveMinimum", offsetof(ngx_http_mcp_schema_kw_t, exclusive_minimum) },
+    { "if", offsetof(ngx_http_mcp_schema_kw_t, if_) },
+    { "items", offsetof(ngx_http_mcp_schema_kw_t, items) },
+    { "maxItems", offsetof(ngx_http_mcp_schema_kw_t, max_items) },
+    { "maxLength", offsetof(ngx_http_mcp_schema_kw_t, max_length) },
+    { "maxProperties", offsetof(ngx_http_mcp_schema_kw_t, max_properties) },
+    { "maximum", offsetof(ngx_http_mcp_schema_kw_t, maximum) },
+    { "minItems", offsetof(ngx_http_mcp_schema_kw_t, min_items) },
+    { "minLength", offsetof(ngx_http_mcp_schema_kw_t, min_length) },
+    { "minProperties", offsetof(ngx_http_mcp_schema_kw_t, min_properties) },
+    { "minimum", offsetof(ngx_http_mcp_schema_kw_t, minimum) },
+    { "multipleOf", offsetof(ngx_http_mcp_schema_kw_t, multiple_of) },
+    { "not", offsetof(ngx_http_mcp_schema_kw_t, not_) },
+    { "oneOf", offsetof(ngx_http_mcp_schema_kw_t, one_of) },
+    { "pattern", offsetof(ngx_http_mcp_schema_kw_t, pattern) },
+    { "patternProperties", offsetof(ngx_http_mcp_schema_kw_t, pattern_properties) },
+    { "prefixItems", offsetof(ngx_http_mcp_schema_kw_t, prefix_items) },
+    { "properties", offsetof(ngx_http_mcp_schema_kw_t, properties) },
+    { "required", offsetof(ngx_http_mcp_schema_kw_t, required) },
+    { "then", offsetof(ngx_http_mcp_schema_kw_t, then) },
+    { "type", offsetof(ngx_http_mcp_schema_kw_t, type) },
+    { "uniqueItems", offsetof(ngx_http_mcp_schema_kw_t, unique_items) },
+};
 
 
 ngx_int_t
@@ -99,8 +177,9 @@ static ngx_int_t
 ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
     cJSON *v, ngx_str_t *path)
 {
-    cJSON      *kw, *target;
-    ngx_int_t   rc;
+    cJSON                     *kw, *target;
+    ngx_int_t                  rc;
+    ngx_http_mcp_schema_kw_t   k;
 
     if (cJSON_IsTrue(schema)) {
         return NGX_OK;
@@ -122,7 +201,9 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 
     rc = NGX_OK;
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "$ref");
+    ngx_http_mcp_schema_keywords(schema, &k);
+
+    kw = k.ref;
 
     if (cJSON_IsString(kw)) {
         target = ngx_http_mcp_schema_ref(ctx, kw->valuestring);
@@ -133,27 +214,27 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
     }
 
     if (rc == NGX_OK) {
-        rc = ngx_http_mcp_schema_type(ctx, schema, v, path);
+        rc = ngx_http_mcp_schema_type(ctx, &k, v, path);
     }
 
     if (rc == NGX_OK && cJSON_IsNumber(v)) {
-        rc = ngx_http_mcp_schema_number(ctx, schema, v, path);
+        rc = ngx_http_mcp_schema_number(ctx, &k, v, path);
     }
 
     if (rc == NGX_OK && cJSON_IsString(v)) {
-        rc = ngx_http_mcp_schema_string(ctx, schema, v, path);
+        rc = ngx_http_mcp_schema_string(ctx, &k, v, path);
     }
 
     if (rc == NGX_OK && cJSON_IsObject(v)) {
-        rc = ngx_http_mcp_schema_object(ctx, schema, v, path);
+        rc = ngx_http_mcp_schema_object(ctx, &k, v, path);
     }
 
     if (rc == NGX_OK && cJSON_IsArray(v)) {
-        rc = ngx_http_mcp_schema_array(ctx, schema, v, path);
+        rc = ngx_http_mcp_schema_array(ctx, &k, v, path);
     }
 
     if (rc == NGX_OK) {
-        rc = ngx_http_mcp_schema_combine(ctx, schema, v, path);
+        rc = ngx_http_mcp_schema_combine(ctx, &k, v, path);
     }
 
     ctx->depth--;
@@ -162,15 +243,69 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 }
 
 
+/*
+ * A schema object's keywords in one walk of its members, instead of a
+ * walk of them for each of the thirty keywords: each member's name is
+ * looked up in the sorted table.  The first member of a name wins, as
+ * cJSON_GetObjectItemCaseSensitive() would have it.
+ */
+
+static void
+ngx_http_mcp_schema_keywords(cJSON *schema, ngx_http_mcp_schema_kw_t *k)
+{
+    cJSON       *m, **slot;
+    ngx_int_t    rc;
+    ngx_uint_t   lo, hi, mid;
+
+    ngx_memzero(k, sizeof(ngx_http_mcp_schema_kw_t));
+
+    for (m = schema->child; m != NULL; m = m->next) {
+
+        if (m->string == NULL) {
+            continue;
+        }
+
+        lo = 0;
+        hi = sizeof(ngx_http_mcp_schema_keywords_all)
+             / sizeof(ngx_http_mcp_schema_keyword_t);
+
+        while (lo < hi) {
+            mid = (lo + hi) / 2;
+            rc = ngx_strcmp(m->string,
+                            ngx_http_mcp_schema_keywords_all[mid].name);
+
+            if (rc == 0) {
+                slot = (cJSON **) ((u_char *) k
+                          + ngx_http_mcp_schema_keywords_all[mid].offset);
+
+                if (*slot == NULL) {
+                    *slot = m;
+                }
+
+                break;
+            }
+
+            if (rc < 0) {
+                hi = mid;
+
+            } else {
+                lo = mid + 1;
+            }
+        }
+    }
+}
+
+
 /* type, enum, const */
 
 static ngx_int_t
-ngx_http_mcp_schema_type(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
+ngx_http_mcp_schema_type(ngx_http_mcp_schema_ctx_t *ctx,
+    ngx_http_mcp_schema_kw_t *k,
     cJSON *v, ngx_str_t *path)
 {
     cJSON  *kw, *t;
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "type");
+    kw = k->type;
 
     if (cJSON_IsString(kw)) {
         if (!ngx_http_mcp_schema_is_type(v, kw->valuestring)) {
@@ -192,7 +327,7 @@ ngx_http_mcp_schema_type(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
         }
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "enum");
+    kw = k->enum_;
 
     if (cJSON_IsArray(kw)) {
         cJSON_ArrayForEach(t, kw) {
@@ -207,7 +342,7 @@ ngx_http_mcp_schema_type(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
         }
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "const");
+    kw = k->const_;
 
     if (kw != NULL && !cJSON_Compare(kw, v, 1)) {
         return ngx_http_mcp_schema_fail(ctx, path,
@@ -260,7 +395,8 @@ ngx_http_mcp_schema_is_type(cJSON *v, const char *type)
 
 
 static ngx_int_t
-ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
+ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx,
+    ngx_http_mcp_schema_kw_t *k,
     cJSON *v, ngx_str_t *path)
 {
     char     nbuf[NGX_HTTP_MCP_SCHEMA_NUM_LEN];
@@ -269,7 +405,7 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 
     d = v->valuedouble;
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "minimum");
+    kw = k->minimum;
 
     if (cJSON_IsNumber(kw) && d < kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path, "must be >= %s",
@@ -277,7 +413,7 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
                                             kw->valuedouble));
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "maximum");
+    kw = k->maximum;
 
     if (cJSON_IsNumber(kw) && d > kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path, "must be <= %s",
@@ -285,7 +421,7 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
                                             kw->valuedouble));
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "exclusiveMinimum");
+    kw = k->exclusive_minimum;
 
     if (cJSON_IsNumber(kw) && d <= kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path, "must be > %s",
@@ -293,7 +429,7 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
                                             kw->valuedouble));
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "exclusiveMaximum");
+    kw = k->exclusive_maximum;
 
     if (cJSON_IsNumber(kw) && d >= kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path, "must be < %s",
@@ -301,7 +437,7 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
                                             kw->valuedouble));
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "multipleOf");
+    kw = k->multiple_of;
 
     if (cJSON_IsNumber(kw) && kw->valuedouble > 0) {
         q = d / kw->valuedouble;
@@ -319,7 +455,8 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 
 
 static ngx_int_t
-ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
+ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx,
+    ngx_http_mcp_schema_kw_t *k,
     cJSON *v, ngx_str_t *path)
 {
     char        nbuf[NGX_HTTP_MCP_SCHEMA_NUM_LEN];
@@ -335,7 +472,7 @@ ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
         n += ((*p & 0xc0) != 0x80);
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "minLength");
+    kw = k->min_length;
 
     if (cJSON_IsNumber(kw) && (double) n < kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path,
@@ -345,7 +482,7 @@ ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
                                             kw->valuedouble));
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "maxLength");
+    kw = k->max_length;
 
     if (cJSON_IsNumber(kw) && (double) n > kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path,
@@ -355,7 +492,7 @@ ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
                                             kw->valuedouble));
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "pattern");
+    kw = k->pattern;
 
     if (cJSON_IsString(kw)) {
         rc = ngx_http_mcp_schema_match(ctx, kw->valuestring, v->valuestring);
@@ -376,7 +513,8 @@ ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 
 
 static ngx_int_t
-ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
+ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
+    ngx_http_mcp_schema_kw_t *k,
     cJSON *v, ngx_str_t *path)
 {
     cJSON       *props, *pprops, *addl, *req, *kw, *item, *sub, *pp;
@@ -384,10 +522,10 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
     ngx_str_t   *child;
     ngx_uint_t   n, matched;
 
-    props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
-    pprops = cJSON_GetObjectItemCaseSensitive(schema, "patternProperties");
-    addl = cJSON_GetObjectItemCaseSensitive(schema, "additionalProperties");
-    req = cJSON_GetObjectItemCaseSensitive(schema, "required");
+    props = k->properties;
+    pprops = k->pattern_properties;
+    addl = k->additional_properties;
+    req = k->required;
 
     /* the entries of an array have no names to compile */
     if (!cJSON_IsObject(pprops)) {
@@ -477,13 +615,13 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
         }
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "minProperties");
+    kw = k->min_properties;
 
     if (cJSON_IsNumber(kw) && (double) n < kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path, "has too few properties");
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "maxProperties");
+    kw = k->max_properties;
 
     if (cJSON_IsNumber(kw) && (double) n > kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path,
@@ -495,7 +633,8 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 
 
 static ngx_int_t
-ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
+ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
+    ngx_http_mcp_schema_kw_t *k,
     cJSON *v, ngx_str_t *path)
 {
     char         nbuf[NGX_HTTP_MCP_SCHEMA_NUM_LEN];
@@ -504,8 +643,8 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
     ngx_str_t   *child;
     ngx_uint_t   i, n;
 
-    items = cJSON_GetObjectItemCaseSensitive(schema, "items");
-    prefix = cJSON_GetObjectItemCaseSensitive(schema, "prefixItems");
+    items = k->items;
+    prefix = k->prefix_items;
 
     p = cJSON_IsArray(prefix) ? prefix->child : NULL;
     i = 0;
@@ -534,7 +673,7 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 
     n = i;
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "minItems");
+    kw = k->min_items;
 
     if (cJSON_IsNumber(kw) && (double) n < kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path,
@@ -543,7 +682,7 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
                                             kw->valuedouble));
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "maxItems");
+    kw = k->max_items;
 
     if (cJSON_IsNumber(kw) && (double) n > kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path,
@@ -552,7 +691,7 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
                                             kw->valuedouble));
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "uniqueItems");
+    kw = k->unique_items;
 
     if (cJSON_IsTrue(kw)) {
         cJSON_ArrayForEach(item, v) {
@@ -573,14 +712,15 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 /* allOf, anyOf, oneOf, not, if/then/else */
 
 static ngx_int_t
-ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
+ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx,
+    ngx_http_mcp_schema_kw_t *k,
     cJSON *v, ngx_str_t *path)
 {
     cJSON       *kw, *sub;
     ngx_int_t    rc;
     ngx_uint_t   n;
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "allOf");
+    kw = k->all_of;
 
     cJSON_ArrayForEach(sub, kw) {
         rc = ngx_http_mcp_schema_check(ctx, sub, v, path);
@@ -589,7 +729,7 @@ ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
         }
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "anyOf");
+    kw = k->any_of;
 
     if (cJSON_IsArray(kw)) {
         rc = NGX_DECLINED;
@@ -612,7 +752,7 @@ ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
         }
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "oneOf");
+    kw = k->one_of;
 
     if (cJSON_IsArray(kw)) {
         n = 0;
@@ -633,7 +773,7 @@ ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
         }
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "not");
+    kw = k->not_;
 
     if (kw != NULL) {
         rc = ngx_http_mcp_schema_try(ctx, kw, v, path);
@@ -648,7 +788,7 @@ ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
         }
     }
 
-    kw = cJSON_GetObjectItemCaseSensitive(schema, "if");
+    kw = k->if_;
 
     if (kw != NULL) {
         rc = ngx_http_mcp_schema_try(ctx, kw, v, path);
@@ -657,9 +797,7 @@ ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
             return rc;
         }
 
-        sub = cJSON_GetObjectItemCaseSensitive(schema,
-                                               rc == NGX_OK ? "then"
-                                                            : "else");
+        sub = (rc == NGX_OK) ? k->then : k->else_;
         if (sub != NULL) {
             return ngx_http_mcp_schema_check(ctx, sub, v, path);
         }

@@ -18,6 +18,7 @@
 
 
 #define NGX_HTTP_MCP_CORRELATION_LEN    16
+#define NGX_HTTP_MCP_ACCEPT_TYPES       2  /* at most, read at once */
 
 
 typedef struct {
@@ -36,8 +37,10 @@ typedef struct {
 
 
 static ngx_uint_t ngx_http_mcp_localhost_origin(ngx_str_t *origin);
-static ngx_int_t ngx_http_mcp_accept_q(ngx_str_t *accept, ngx_str_t *type,
-    ngx_uint_t *specificity);
+static void ngx_http_mcp_accepts_types(ngx_http_request_t *r,
+    ngx_str_t *types, ngx_uint_t n, ngx_uint_t *ok);
+static void ngx_http_mcp_accept_q(ngx_str_t *accept, ngx_str_t *types,
+    ngx_uint_t n, ngx_uint_t *specificity, ngx_int_t *best_q);
 static u_char *ngx_http_mcp_accept_param(u_char *p, u_char *end,
     ngx_int_t *q);
 static ngx_table_elt_t *ngx_http_mcp_header_next(ngx_http_request_t *r,
@@ -329,64 +332,106 @@ ngx_http_mcp_accepts_sse(ngx_http_request_t *r)
 }
 
 
-/*
- * The request's Accept headers (RFC 9110 12.5.1) take type: the most
- * specific media range that matches it (type/subtype, type/ *, * / *)
- * decides, and q=0 means not acceptable.  No Accept header: not taken,
- * as the transport requires one.
- */
+/* a POST: the client takes both a JSON reply and an event stream */
+
+ngx_uint_t
+ngx_http_mcp_accepts_post(ngx_http_request_t *r)
+{
+    ngx_uint_t        ok[2];
+    ngx_table_elt_t  *h;
+
+    static ngx_str_t  types[] = {
+        ngx_string("application/json"), ngx_string("text/event-stream")
+    };
+
+    static ngx_str_t  sdk = ngx_string("application/json, text/event-stream");
+
+    /*
+     * What the SDKs send matches both types at the most specific level
+     * with the highest q, which no other Accept header can lower: taken
+     * without reading it element by element.
+     */
+
+    h = ngx_http_mcp_header_in(r, "accept", sizeof("accept") - 1);
+
+    if (h != NULL
+        && h->value.len == sdk.len
+        && ngx_memcmp(h->value.data, sdk.data, sdk.len) == 0)
+    {
+        return 1;
+    }
+
+    ngx_http_mcp_accepts_types(r, types, 2, ok);
+
+    return ok[0] && ok[1];
+}
+
 
 ngx_uint_t
 ngx_http_mcp_accepts(ngx_http_request_t *r, const char *type)
 {
-    ngx_int_t         q, best_q;
-    ngx_str_t         t;
-    ngx_uint_t        spec, best;
-    ngx_table_elt_t  *h;
+    ngx_str_t   t;
+    ngx_uint_t  ok;
 
     t.data = (u_char *) type;
     t.len = ngx_strlen(type);
 
-    best = 0;
-    best_q = 0;
+    ngx_http_mcp_accepts_types(r, &t, 1, &ok);
+
+    return ok;
+}
+
+
+/*
+ * The request's Accept headers (RFC 9110 12.5.1) against n types, read
+ * once for all of them: for each type, the most specific media range
+ * that matches it (type/subtype, type/ *, * / *) decides, and q=0 means
+ * not acceptable.  No Accept header: not taken, as the transport
+ * requires one.
+ */
+
+static void
+ngx_http_mcp_accepts_types(ngx_http_request_t *r, ngx_str_t *types,
+    ngx_uint_t n, ngx_uint_t *ok)
+{
+    ngx_int_t         q[NGX_HTTP_MCP_ACCEPT_TYPES];
+    ngx_uint_t        i, spec[NGX_HTTP_MCP_ACCEPT_TYPES];
+    ngx_table_elt_t  *h;
+
+    for (i = 0; i < n; i++) {
+        spec[i] = 0;
+        q[i] = 0;
+    }
 
     for (h = ngx_http_mcp_header_in(r, "accept", sizeof("accept") - 1);
          h != NULL;
          h = ngx_http_mcp_header_in_after(r, h, "accept", sizeof("accept") - 1))
     {
-        q = ngx_http_mcp_accept_q(&h->value, &t, &spec);
-
-        if (spec > best || (spec == best && q > best_q)) {
-            best = spec;
-            best_q = q;
-        }
+        ngx_http_mcp_accept_q(&h->value, types, n, spec, q);
     }
 
-    return best && best_q > 0;
+    for (i = 0; i < n; i++) {
+        ok[i] = spec[i] && q[i] > 0;
+    }
 }
 
 
 /*
- * One Accept value against a type: returns the q (0 to 1000) of the most
- * specific media range that matches, and sets *specificity (0: none
- * matches, 1: * / *, 2: type/ *, 3: type/subtype).  A malformed element
- * matches nothing.  Pure: no request, so it can be tested alone.
+ * One Accept value against n types: for each, keeps in specificity[i]
+ * and q[i] (0 to 1000) the most specific media range seen so far that
+ * matches it (0: none, 1: * / *, 2: type/ *, 3: type/subtype) and its q.
+ * A malformed element matches nothing.  Pure: no request, so it can be
+ * tested alone.
  */
 
-static ngx_int_t
-ngx_http_mcp_accept_q(ngx_str_t *accept, ngx_str_t *type,
-    ngx_uint_t *specificity)
+static void
+ngx_http_mcp_accept_q(ngx_str_t *accept, ngx_str_t *types, ngx_uint_t n,
+    ngx_uint_t *specificity, ngx_int_t *best_q)
 {
     u_char      *p, *end, *start, *tend, *slash, *sub;
     size_t       major;
-    ngx_int_t    q, best_q;
-    ngx_uint_t   spec;
-
-    *specificity = 0;
-    best_q = 0;
-
-    sub = ngx_strlchr(type->data, type->data + type->len, '/');
-    major = sub - type->data;
+    ngx_int_t    q;
+    ngx_uint_t   i, spec;
 
     p = accept->data;
     end = p + accept->len;
@@ -430,32 +475,38 @@ ngx_http_mcp_accept_q(ngx_str_t *accept, ngx_str_t *type,
             continue;
         }
 
-        spec = 0;
+        for (i = 0; i < n; i++) {
+            sub = ngx_strlchr(types[i].data, types[i].data + types[i].len,
+                              '/');
+            major = sub - types[i].data;
+            spec = 0;
 
-        if (slash - start == 1 && *start == '*') {
-            spec = (tend - slash == 2 && slash[1] == '*') ? 1 : 0;
+            if (slash - start == 1 && *start == '*') {
+                spec = (tend - slash == 2 && slash[1] == '*') ? 1 : 0;
 
-        } else if ((size_t) (slash - start) == major
-                   && ngx_strncasecmp(start, type->data, major) == 0)
-        {
-            if (tend - slash == 2 && slash[1] == '*') {
-                spec = 2;
-
-            } else if ((size_t) (tend - slash - 1) == type->len - major - 1
-                       && ngx_strncasecmp(slash + 1, sub + 1,
-                                          type->len - major - 1) == 0)
+            } else if ((size_t) (slash - start) == major
+                       && ngx_strncasecmp(start, types[i].data, major) == 0)
             {
-                spec = 3;
+                if (tend - slash == 2 && slash[1] == '*') {
+                    spec = 2;
+
+                } else if ((size_t) (tend - slash - 1)
+                           == types[i].len - major - 1
+                           && ngx_strncasecmp(slash + 1, sub + 1,
+                                              types[i].len - major - 1) == 0)
+                {
+                    spec = 3;
+                }
+            }
+
+            if (spec > specificity[i]
+                || (spec == specificity[i] && q > best_q[i]))
+            {
+                specificity[i] = spec;
+                best_q[i] = q;
             }
         }
-
-        if (spec > *specificity || (spec == *specificity && q > best_q)) {
-            *specificity = spec;
-            best_q = q;
-        }
     }
-
-    return best_q;
 }
 
 

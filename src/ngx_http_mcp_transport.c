@@ -302,9 +302,7 @@ ngx_http_mcp_check_headers(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx)
 {
     ngx_str_t  type;
 
-    if (!ngx_http_mcp_accepts(r, "application/json")
-        || !ngx_http_mcp_accepts(r, "text/event-stream"))
-    {
+    if (!ngx_http_mcp_accepts_post(r)) {
         return NGX_HTTP_MCP_NOT_ACCEPTABLE;
     }
 

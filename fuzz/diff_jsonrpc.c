@@ -6,7 +6,10 @@
  * it: {"ok":false} when ngx_http_mcp_jsonrpc_parse() refused the body,
  * else every message's type, method, id (as echoed), params.name and
  * params.arguments as cJSON holds them.  The script reads the same
- * bodies with Python's json and compares.
+ * bodies with Python's json and compares.  Each accepted body's tree,
+ * which the module's own scan builds, must also equal, node for node,
+ * the one cJSON_Parse() makes of the body where cJSON reads it: the
+ * program aborts when they differ.
  */
 
 
@@ -20,6 +23,8 @@
 static cJSON *ngx_diff_exact(cJSON *json);
 static cJSON *ngx_diff_message(ngx_http_mcp_msg_t *msg);
 static void ngx_diff_one(u_char *body, size_t size);
+static ngx_uint_t ngx_diff_same(cJSON *a, cJSON *b);
+static void ngx_diff_tree(u_char *body, size_t size, cJSON *root);
 
 
 /*
@@ -139,6 +144,7 @@ ngx_diff_one(u_char *body, size_t size)
     cJSON_AddBoolToObject(out, "ok", rc == NGX_OK);
 
     if (rc == NGX_OK) {
+        ngx_diff_tree(body, size, root);
         cJSON_AddBoolToObject(out, "batch", batch);
         list = cJSON_AddArrayToObject(out, "msgs");
         msg = msgs.elts;
@@ -186,4 +192,59 @@ main(void)
     }
 
     return 0;
+}
+
+
+/* the module's tree against cJSON_Parse()'s, where cJSON takes the body */
+
+static void
+ngx_diff_tree(u_char *body, size_t size, cJSON *root)
+{
+    cJSON  *cj;
+
+    cj = cJSON_ParseWithLength((const char *) body, size);
+    if (cj == NULL) {
+        /* cJSON cuts numbers of over 63 characters; Python compares */
+        return;
+    }
+
+    if (root->prev != NULL || root->next != NULL || !ngx_diff_same(root, cj))
+    {
+        fprintf(stderr, "diff_jsonrpc: the tree differs from cJSON's: "
+                "%.*s\n", (int) size, body);
+        abort();
+    }
+
+    cJSON_Delete(cj);
+}
+
+
+static ngx_uint_t
+ngx_diff_same(cJSON *a, cJSON *b)
+{
+    cJSON  *x, *y;
+
+    if (a->type != b->type || a->valueint != b->valueint
+        || memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) != 0
+        || (a->string == NULL) != (b->string == NULL)
+        || (a->string && strcmp(a->string, b->string) != 0)
+        || (a->valuestring == NULL) != (b->valuestring == NULL)
+        || (a->valuestring && strcmp(a->valuestring, b->valuestring) != 0)
+        || (a->child == NULL) != (b->child == NULL))
+    {
+        return 0;
+    }
+
+    for (x = a->child, y = b->child; x && y; x = x->next, y = y->next) {
+
+        /* cJSON's links: the first child's prev is the last child */
+        if ((x->next == NULL && a->child->prev != x)
+            || (x != a->child && x->prev->next != x)
+            || !ngx_diff_same(x, y))
+        {
+            return 0;
+        }
+    }
+
+    return x == NULL && y == NULL;
 }

@@ -9,22 +9,25 @@
  * cJSON the first), control bytes and invalid UTF-8 in strings, lone
  * surrogates, "\u0000" (cJSON ends a string there, other parsers do
  * not), numbers beyond a double, and anything the grammar does not
- * allow.  The same walk keeps the raw text of each message's "id".
+ * allow.  The same walk keeps the raw text of each message's "id" and,
+ * for a POST body, builds the cJSON tree the module reads, so that the
+ * body is read once (and by the parser that checked it), not scanned
+ * and then parsed again by cJSON.
  *
- * Pure: no HTTP, no cJSON; unit tested and fuzzed on its own.
+ * Pure: no HTTP; unit tested and fuzzed on its own, and its trees are
+ * compared with cJSON_Parse()'s by the differential test.
  */
 
 
 #include "ngx_http_mcp_json.h"
 
 #include <openssl/rand.h>
-#include <float.h>
 
 
-#define NGX_HTTP_MCP_JSON_MAX_DEPTH  128
+#define NGX_HTTP_MCP_JSON_MAX_DEPTH   128
 
 /* members an object may have before its names move to the hash table */
-#define NGX_HTTP_MCP_JSON_SMALL      8
+#define NGX_HTTP_MCP_JSON_SMALL       8
 
 
 /* a member name: where it stands, and what it says once unescaped */
@@ -45,12 +48,11 @@ typedef struct {
     ngx_uint_t                  used;
     uint32_t                    objects;    /* large objects seen */
     uint32_t                    seed;
+    ngx_uint_t                  nomem;      /* building: out of memory */
 } ngx_http_mcp_json_scan_t;
 
 
 static u_char *ngx_http_mcp_json_ws(u_char *p, u_char *end);
-static u_char *ngx_http_mcp_json_literal(u_char *p, u_char *end);
-static ngx_uint_t ngx_http_mcp_json_number_fits(u_char *p, u_char *end);
 static u_char *ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan,
     u_char *p, ngx_http_mcp_json_name_t *name);
 static u_char *ngx_http_mcp_json_escape(ngx_http_mcp_json_scan_t *scan,
@@ -62,14 +64,22 @@ static ngx_uint_t ngx_http_mcp_json_names_equal(
     ngx_http_mcp_json_name_t *b);
 static ngx_int_t ngx_http_mcp_json_name_add(ngx_http_mcp_json_scan_t *scan,
     ngx_http_mcp_json_name_t *name);
+static cJSON *ngx_http_mcp_json_node(ngx_http_mcp_json_scan_t *scan,
+    cJSON *parent, int type);
+static ngx_int_t ngx_http_mcp_json_leaf(ngx_http_mcp_json_scan_t *scan,
+    cJSON *parent, u_char *p, u_char *end);
+static char *ngx_http_mcp_json_text(ngx_http_mcp_json_scan_t *scan,
+    u_char *p, size_t raw, ngx_uint_t plain);
 static u_char *ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan,
-    u_char *p, ngx_uint_t depth);
+    u_char *p, ngx_uint_t depth, cJSON *parent);
 static u_char *ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan,
-    u_char *p, ngx_uint_t depth, ngx_str_t *id);
+    u_char *p, ngx_uint_t depth, ngx_str_t *id, cJSON *parent);
 static u_char *ngx_http_mcp_json_array(ngx_http_mcp_json_scan_t *scan,
-    u_char *p, ngx_uint_t depth);
+    u_char *p, ngx_uint_t depth, cJSON *parent);
 static ngx_int_t ngx_http_mcp_json_scan(ngx_http_mcp_json_scan_t *scan,
-    u_char *p, ngx_array_t *ids);
+    u_char *p, ngx_array_t *ids, cJSON *top);
+static ngx_int_t ngx_http_mcp_json_run(ngx_pool_t *pool, u_char *p,
+    size_t len, ngx_array_t *ids, cJSON *top, const char **error);
 
 
 /* bytes a string holds as they are: printable ASCII, not quote or backslash */
@@ -99,171 +109,6 @@ ngx_http_mcp_json_ws(u_char *p, u_char *end)
     }
 
     return p;
-}
-
-
-/*
- * A number, true, false or null, checked against the JSON grammar: cJSON
- * is lenient (it takes "01"), and an id is echoed as the client wrote it,
- * so what the module echoes must be JSON.
- */
-
-static u_char *
-ngx_http_mcp_json_literal(u_char *p, u_char *end)
-{
-    u_char      *start;
-    ngx_uint_t   i;
-
-    static ngx_str_t  words[] = {
-        ngx_string("true"), ngx_string("false"), ngx_string("null")
-    };
-
-    i = (*p == 't') ? 0 : (*p == 'f') ? 1 : (*p == 'n') ? 2 : 3;
-
-    if (i < 3) {
-        if ((size_t) (end - p) >= words[i].len
-            && ngx_strncmp(p, words[i].data, words[i].len) == 0)
-        {
-            return p + words[i].len;
-        }
-
-        return NULL;
-    }
-
-    if (p < end && *p == '-') {
-        p++;
-    }
-
-    if (p == end || *p < '0' || *p > '9') {
-        return NULL;
-    }
-
-    if (*p++ == '0' && p < end && *p >= '0' && *p <= '9') {
-        return NULL;
-    }
-
-    while (p < end && *p >= '0' && *p <= '9') {
-        p++;
-    }
-
-    if (p < end && *p == '.') {
-        start = ++p;
-
-        while (p < end && *p >= '0' && *p <= '9') {
-            p++;
-        }
-
-        if (p == start) {
-            return NULL;
-        }
-    }
-
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-
-        if (p < end && (*p == '+' || *p == '-')) {
-            p++;
-        }
-
-        start = p;
-
-        while (p < end && *p >= '0' && *p <= '9') {
-            p++;
-        }
-
-        if (p == start) {
-            return NULL;
-        }
-    }
-
-    return p;
-}
-
-
-/*
- * A number that a double holds: 1e400 is infinity to cJSON and Python
- * and an exact integer to Python when written out in 400 digits, so
- * neither may pass.  The decimal magnitude is worked out from the text;
- * only numbers at the very edge go to strtod().
- */
-
-static ngx_uint_t
-ngx_http_mcp_json_number_fits(u_char *p, u_char *end)
-{
-    u_char     *q, buf[512];
-    double      d;
-    ngx_int_t   mag, exp, digits, lead;
-    ngx_uint_t  neg;
-
-    q = p;
-
-    if (*q == '-') {
-        q++;
-    }
-
-    if (*q < '0' || *q > '9') {
-        return 1;                    /* true, false, null */
-    }
-
-    digits = 0;
-    lead = 0;                        /* zeros after the point, before */
-                                     /* the first significant digit */
-    for ( /* void */ ; q < end && *q >= '0' && *q <= '9'; q++) {
-        digits++;
-    }
-
-    if (digits == 1 && q[-1] == '0') {
-        digits = 0;
-
-        if (q == end || *q != '.') {
-            return 1;                /* a zero, whatever its exponent */
-        }
-
-        for (q++; q < end && *q == '0'; q++) {
-            lead++;
-        }
-
-        if (q == end || *q < '1' || *q > '9') {
-            return 1;
-        }
-    }
-
-    while (q < end && ((*q >= '0' && *q <= '9') || *q == '.')) {
-        q++;
-    }
-
-    exp = 0;
-    neg = 0;
-
-    if (q < end && (*q == 'e' || *q == 'E')) {
-        q++;
-
-        if (*q == '+' || *q == '-') {
-            neg = (*q++ == '-');
-        }
-
-        for ( /* void */ ; q < end && *q >= '0' && *q <= '9'; q++) {
-            if (exp < 100000) {
-                exp = exp * 10 + (*q - '0');
-            }
-        }
-    }
-
-    mag = (digits ? digits - 1 : -(lead + 1)) + (neg ? -exp : exp);
-
-    if (mag < 308) {
-        return 1;
-    }
-
-    if (mag > 308 || (size_t) (end - p) >= sizeof(buf)) {
-        return 0;
-    }
-
-    *ngx_cpymem(buf, p, end - p) = '\0';
-
-    d = strtod((char *) buf, NULL);
-
-    return d <= DBL_MAX && d >= -DBL_MAX;
 }
 
 
@@ -599,11 +444,14 @@ ngx_http_mcp_json_name_add(ngx_http_mcp_json_scan_t *scan,
 }
 
 
+/* with parent set, the value is built and appended to parent */
+
 static u_char *
 ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan, u_char *p,
-    ngx_uint_t depth)
+    ngx_uint_t depth, cJSON *parent)
 {
-    u_char  *start;
+    u_char  *start, *q;
+    cJSON   *node;
 
     if (p == scan->end) {
         scan->error = "Parse error: unexpected end of input";
@@ -613,13 +461,27 @@ ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan, u_char *p,
     switch (*p) {
 
     case '"':
-        return ngx_http_mcp_json_string(scan, p, NULL);
+        q = ngx_http_mcp_json_string(scan, p, NULL);
+
+        if (q == NULL || parent == NULL) {
+            return q;
+        }
+
+        node = ngx_http_mcp_json_node(scan, parent, cJSON_String);
+        if (node == NULL) {
+            return NULL;
+        }
+
+        node->valuestring = ngx_http_mcp_json_text(scan, p, q - p - 2,
+                                                   0);
+
+        return (node->valuestring != NULL) ? q : NULL;
 
     case '{':
-        return ngx_http_mcp_json_object(scan, p, depth, NULL);
+        return ngx_http_mcp_json_object(scan, p, depth, NULL, parent);
 
     case '[':
-        return ngx_http_mcp_json_array(scan, p, depth);
+        return ngx_http_mcp_json_array(scan, p, depth, parent);
     }
 
     start = p;
@@ -635,6 +497,12 @@ ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan, u_char *p,
         return NULL;
     }
 
+    if (parent != NULL
+        && ngx_http_mcp_json_leaf(scan, parent, start, p) != NGX_OK)
+    {
+        return NULL;
+    }
+
     return p;
 }
 
@@ -646,9 +514,11 @@ ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan, u_char *p,
 
 static u_char *
 ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan, u_char *p,
-    ngx_uint_t depth, ngx_str_t *id)
+    ngx_uint_t depth, ngx_str_t *id, cJSON *parent)
 {
     u_char                    *value, two[4];
+    size_t                     raw;
+    cJSON                     *obj, *member;
     uint32_t                   object;
     ngx_uint_t                 i, n;
     ngx_http_mcp_json_name_t   names[NGX_HTTP_MCP_JSON_SMALL], name;
@@ -656,6 +526,15 @@ ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan, u_char *p,
     if (depth == NGX_HTTP_MCP_JSON_MAX_DEPTH) {
         scan->error = "Parse error: nesting too deep";
         return NULL;
+    }
+
+    obj = NULL;
+
+    if (parent != NULL) {
+        obj = ngx_http_mcp_json_node(scan, parent, cJSON_Object);
+        if (obj == NULL) {
+            return NULL;
+        }
     }
 
     p = ngx_http_mcp_json_ws(p + 1, scan->end);
@@ -681,6 +560,8 @@ ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan, u_char *p,
             return NULL;
         }
 
+        raw = p - name.key - 2;
+
         p = ngx_http_mcp_json_ws(p, scan->end);
 
         if (p == scan->end || *p != ':') {
@@ -689,9 +570,19 @@ ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan, u_char *p,
 
         value = ngx_http_mcp_json_ws(p + 1, scan->end);
 
-        p = ngx_http_mcp_json_value(scan, value, depth + 1);
+        p = ngx_http_mcp_json_value(scan, value, depth + 1, obj);
         if (p == NULL) {
             return NULL;
+        }
+
+        if (obj != NULL) {
+            /* the member just built is the last child */
+            member = obj->child->prev;
+            member->string = ngx_http_mcp_json_text(scan, name.key, raw,
+                                                    name.len == raw);
+            if (member->string == NULL) {
+                return NULL;
+            }
         }
 
         if (n < NGX_HTTP_MCP_JSON_SMALL) {
@@ -763,11 +654,22 @@ duplicate:
 
 static u_char *
 ngx_http_mcp_json_array(ngx_http_mcp_json_scan_t *scan, u_char *p,
-    ngx_uint_t depth)
+    ngx_uint_t depth, cJSON *parent)
 {
+    cJSON  *array;
+
     if (depth == NGX_HTTP_MCP_JSON_MAX_DEPTH) {
         scan->error = "Parse error: nesting too deep";
         return NULL;
+    }
+
+    array = NULL;
+
+    if (parent != NULL) {
+        array = ngx_http_mcp_json_node(scan, parent, cJSON_Array);
+        if (array == NULL) {
+            return NULL;
+        }
     }
 
     p = ngx_http_mcp_json_ws(p + 1, scan->end);
@@ -777,7 +679,7 @@ ngx_http_mcp_json_array(ngx_http_mcp_json_scan_t *scan, u_char *p,
     }
 
     for ( ;; ) {
-        p = ngx_http_mcp_json_value(scan, p, depth + 1);
+        p = ngx_http_mcp_json_value(scan, p, depth + 1, array);
         if (p == NULL) {
             return NULL;
         }
@@ -805,15 +707,16 @@ ngx_http_mcp_json_array(ngx_http_mcp_json_scan_t *scan, u_char *p,
 
 static ngx_int_t
 ngx_http_mcp_json_scan(ngx_http_mcp_json_scan_t *scan, u_char *p,
-    ngx_array_t *ids)
+    ngx_array_t *ids, cJSON *top)
 {
+    cJSON      *batch;
     ngx_str_t  *id;
 
     p = ngx_http_mcp_json_ws(p, scan->end);
 
     if (ids == NULL) {
         /* any JSON text, not a message */
-        p = ngx_http_mcp_json_value(scan, p, 0);
+        p = ngx_http_mcp_json_value(scan, p, 0, top);
         if (p == NULL) {
             return NGX_DECLINED;
         }
@@ -822,6 +725,15 @@ ngx_http_mcp_json_scan(ngx_http_mcp_json_scan_t *scan, u_char *p,
     }
 
     if (p < scan->end && *p == '[') {
+        batch = NULL;
+
+        if (top != NULL) {
+            batch = ngx_http_mcp_json_node(scan, top, cJSON_Array);
+            if (batch == NULL) {
+                return NGX_DECLINED;
+            }
+        }
+
         p = ngx_http_mcp_json_ws(p + 1, scan->end);
 
         if (p < scan->end && *p == ']') {
@@ -838,8 +750,8 @@ ngx_http_mcp_json_scan(ngx_http_mcp_json_scan_t *scan, u_char *p,
             ngx_str_null(id);
 
             p = (p < scan->end && *p == '{')
-                ? ngx_http_mcp_json_object(scan, p, 1, id)
-                : ngx_http_mcp_json_value(scan, p, 1);
+                ? ngx_http_mcp_json_object(scan, p, 1, id, batch)
+                : ngx_http_mcp_json_value(scan, p, 1, batch);
 
             if (p == NULL) {
                 return NGX_DECLINED;
@@ -868,8 +780,8 @@ ngx_http_mcp_json_scan(ngx_http_mcp_json_scan_t *scan, u_char *p,
     ngx_str_null(id);
 
     p = (p < scan->end && *p == '{')
-        ? ngx_http_mcp_json_object(scan, p, 0, id)
-        : ngx_http_mcp_json_value(scan, p, 0);
+        ? ngx_http_mcp_json_object(scan, p, 0, id, top)
+        : ngx_http_mcp_json_value(scan, p, 0, top);
 
     if (p == NULL) {
         return NGX_DECLINED;
@@ -889,6 +801,47 @@ done:
 ngx_int_t
 ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p, size_t len,
     ngx_array_t *ids, const char **error)
+{
+    return ngx_http_mcp_json_run(pool, p, len, ids, NULL, error);
+}
+
+
+/*
+ * The scan that also builds the tree: *root is what cJSON_Parse() would
+ * have made of the body (free it with cJSON_Delete()), NULL unless
+ * NGX_OK.
+ */
+
+ngx_int_t
+ngx_http_mcp_json_parse(ngx_pool_t *pool, u_char *p, size_t len,
+    ngx_array_t *ids, cJSON **root, const char **error)
+{
+    cJSON      top;
+    ngx_int_t  rc;
+
+    /* a parent for the top-level value, which then stands alone */
+
+    ngx_memzero(&top, sizeof(cJSON));
+    top.type = cJSON_Array;
+
+    rc = ngx_http_mcp_json_run(pool, p, len, ids, &top, error);
+
+    if (rc != NGX_OK) {
+        cJSON_Delete(top.child);
+        *root = NULL;
+        return rc;
+    }
+
+    *root = top.child;
+    (*root)->prev = NULL;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_json_run(ngx_pool_t *pool, u_char *p, size_t len,
+    ngx_array_t *ids, cJSON *top, const char **error)
 {
     ngx_int_t                  rc;
     ngx_http_mcp_json_scan_t   scan;
@@ -912,7 +865,7 @@ ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p, size_t len,
     scan.pool = pool;
     scan.seed = ngx_http_mcp_json_seed;
 
-    rc = ngx_http_mcp_json_scan(&scan, p, ids);
+    rc = ngx_http_mcp_json_scan(&scan, p, ids, top);
 
     if (scan.table) {
         ngx_free(scan.table);
@@ -920,7 +873,111 @@ ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p, size_t len,
 
     *error = scan.error;
 
-    return rc;
+    return scan.nomem ? NGX_ERROR : rc;
+}
+
+
+/*
+ * A node appended to parent, as cJSON links a list: the first child's
+ * prev is the last child, the last child's next is NULL.
+ */
+
+static cJSON *
+ngx_http_mcp_json_node(ngx_http_mcp_json_scan_t *scan, cJSON *parent,
+    int type)
+{
+    cJSON  *node, *last;
+
+    node = cJSON_malloc(sizeof(cJSON));
+    if (node == NULL) {
+        scan->error = "Parse error: out of memory";
+        scan->nomem = 1;
+        return NULL;
+    }
+
+    ngx_memzero(node, sizeof(cJSON));
+    node->type = type;
+
+    if (parent->child == NULL) {
+        parent->child = node;
+
+    } else {
+        last = parent->child->prev;
+        last->next = node;
+        node->prev = last;
+    }
+
+    parent->child->prev = node;
+
+    return node;
+}
+
+
+/* a number, true, false or null (p to end, checked) as cJSON makes it */
+
+static ngx_int_t
+ngx_http_mcp_json_leaf(ngx_http_mcp_json_scan_t *scan, cJSON *parent,
+    u_char *p, u_char *end)
+{
+    cJSON  *node;
+
+    node = ngx_http_mcp_json_node(scan, parent,
+                                  (*p == 't') ? cJSON_True
+                                  : (*p == 'f') ? cJSON_False
+                                  : (*p == 'n') ? cJSON_NULL
+                                  : cJSON_Number);
+    if (node == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (node->type == cJSON_True) {
+        node->valueint = 1;
+    }
+
+    if (node->type == cJSON_Number
+        && ngx_http_mcp_json_number(scan->pool, node, p, end) != NGX_OK)
+    {
+        scan->error = "Parse error: out of memory";
+        scan->nomem = 1;
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A string the scan accepted (p at its opening quote, raw bytes between
+ * the quotes) as cJSON holds it: unescaped, NUL-terminated.  plain: it
+ * is known to have no escapes.
+ */
+
+static char *
+ngx_http_mcp_json_text(ngx_http_mcp_json_scan_t *scan, u_char *p, size_t raw,
+    ngx_uint_t plain)
+{
+    u_char  *text;
+    size_t   len;
+
+    text = cJSON_malloc(raw + 1);
+    if (text == NULL) {
+        scan->error = "Parse error: out of memory";
+        scan->nomem = 1;
+        return NULL;
+    }
+
+    if (plain || ngx_strlchr(p + 1, p + 1 + raw, '\\') == NULL) {
+        len = raw;
+        ngx_memcpy(text, p + 1, raw);
+
+    } else {
+        /* escapes only shrink: the text fits in raw bytes */
+        len = ngx_http_mcp_json_unescape(p, text);
+    }
+
+    text[len] = '\0';
+
+    return (char *) text;
 }
 
 

@@ -12,6 +12,7 @@
 
 #include <ngx_config.h>
 #include <ngx_core.h>
+#include <cjson/cJSON.h>
 
 
 /*
@@ -22,6 +23,9 @@
  */
 ngx_int_t ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p, size_t len,
     ngx_array_t *ids, const char **error);
+/* the same scan, building the tree cJSON_Parse() would make of p */
+ngx_int_t ngx_http_mcp_json_parse(ngx_pool_t *pool, u_char *p, size_t len,
+    ngx_array_t *ids, cJSON **root, const char **error);
 ngx_int_t ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
     const char **error);
 
@@ -31,6 +35,13 @@ ngx_int_t ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
  */
 u_char *ngx_http_mcp_json_raw_number(ngx_str_t *body, const char *key,
     double value, size_t *len);
+
+
+/* json_number.c: the grammar of numbers and literals, for the scan */
+u_char *ngx_http_mcp_json_literal(u_char *p, u_char *end);
+ngx_uint_t ngx_http_mcp_json_number_fits(u_char *p, u_char *end);
+ngx_int_t ngx_http_mcp_json_number(ngx_pool_t *pool, cJSON *node, u_char *p,
+    u_char *end);
 
 
 #endif /* _NGX_HTTP_MCP_JSON_H_INCLUDED_ */

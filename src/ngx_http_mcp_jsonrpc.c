@@ -75,14 +75,9 @@ ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body, size_t len,
         return NGX_ERROR;
     }
 
-    rc = ngx_http_mcp_json_check(pool, body, len, &ids, error);
+    rc = ngx_http_mcp_json_parse(pool, body, len, &ids, &json, error);
     if (rc != NGX_OK) {
         return rc;
-    }
-
-    json = cJSON_ParseWithLength((const char *) body, len);
-    if (json == NULL) {
-        return NGX_DECLINED;
     }
 
     *root = json;

@@ -11,19 +11,9 @@
  * (list_changed).  A template PREFIX{+path} reaches the files at request
  * time too, so that a file read is always the file as it is now.
  *
- * A read never trusts the path: it walks from the root with openat(),
- * one component at a time, with O_NOFOLLOW, so that no symbolic link is
- * followed, whenever it was made; names that begin with a dot ("..",
- * ".git") are neither listed nor read.  The last component must be a
- * regular file before it is opened (lstat) and after (fstat, the same
- * inode), and it is opened with O_NONBLOCK: a FIFO swapped in between
- * cannot block the worker.
- *
- * "watch=" polls: one worker (worker 0) stats the listed files every
- * interval and tells the subscribers of a changed one; the store
- * delivers one notification per subscribed session, so one poller means
- * one notification.  An old worker stops polling when it is told to
- * exit.
+ * Only regular files are listed; symbolic links, devices, FIFOs and
+ * names that begin with a dot are not (ngx_http_mcp_files_read.c reads,
+ * with the same rules, and watches).
  */
 
 
@@ -35,47 +25,9 @@
 #endif
 
 
-#define NGX_HTTP_MCP_FILES_DEPTH     32
-#define NGX_HTTP_MCP_FILES_PATH      4096
-
-
-typedef struct {
-    ngx_str_t                  path;      /* full, NUL-terminated */
-    ngx_str_t                  rel;       /* in path, after the root */
-    ngx_str_t                  uri;
-    cJSON                     *desc;      /* the listing object */
-    ino_t                      ino;
-    off_t                      size;
-    time_t                     mtime;
-    long                       mtime_ns;
-} ngx_http_mcp_file_t;
-
-
-typedef struct {
-    ngx_str_t                  root;      /* no trailing slash, NUL */
-    ngx_str_t                  prefix;    /* uri= */
-    size_t                     max_size;
-    ngx_msec_t                 watch;     /* 0: off */
-    ngx_msec_t                 polled;    /* when it was last polled */
-    ngx_array_t                files;     /* ngx_http_mcp_file_t */
-    ngx_http_core_loc_conf_t  *clcf;      /* types, default_type */
-} ngx_http_mcp_tree_t;
-
-
-/* a set that serves our entries: its completion handler before ours */
-typedef struct {
-    ngx_http_mcp_set_t        *set;
-    ngx_http_mcp_handler_pt    next;
-} ngx_http_mcp_files_set_t;
-
-
-typedef struct {
-    ngx_array_t                trees;     /* ngx_http_mcp_tree_t * */
-    ngx_array_t                prompts;   /* ngx_http_mcp_prompt_t * */
-    ngx_array_t                sets;      /* ngx_http_mcp_files_set_t */
-    ngx_msec_t                 watch;     /* the shortest interval */
-    ngx_event_t                timer;
-} ngx_http_mcp_files_main_conf_t;
+typedef ngx_int_t (*ngx_http_mcp_files_add_pt)(ngx_conf_t *cf,
+    ngx_http_mcp_set_t *set, const char *json,
+    ngx_http_mcp_handler_pt handler, void *data);
 
 
 static void *ngx_http_mcp_files_create_main_conf(ngx_conf_t *cf);
@@ -98,23 +50,12 @@ static int ngx_libc_cdecl ngx_http_mcp_files_cmp(const void *one,
     const void *two);
 static ngx_int_t ngx_http_mcp_files_register(ngx_conf_t *cf,
     ngx_http_mcp_set_t *set, ngx_http_mcp_tree_t *tree);
+static ngx_int_t ngx_http_mcp_files_entry(ngx_conf_t *cf,
+    ngx_http_mcp_set_t *set, ngx_http_mcp_files_add_pt add,
+    ngx_http_mcp_tree_t *tree, const char **kv);
 static size_t ngx_http_mcp_files_escape(u_char *dst, u_char *src,
     size_t len);
-static void ngx_http_mcp_files_type(ngx_http_mcp_tree_t *tree,
-    ngx_str_t *path, ngx_str_t *type);
-static ngx_uint_t ngx_http_mcp_files_is_text(ngx_str_t *type);
-static ngx_int_t ngx_http_mcp_files_read(ngx_http_mcp_call_t *call);
-static ngx_int_t ngx_http_mcp_files_path(ngx_pool_t *pool,
-    ngx_http_mcp_tree_t *tree, ngx_str_t *uri, ngx_str_t *path);
-static ngx_fd_t ngx_http_mcp_files_open(ngx_http_mcp_tree_t *tree,
-    u_char *path, ngx_file_info_t *fi, ngx_log_t *log);
-static ngx_int_t ngx_http_mcp_files_reply(ngx_http_mcp_call_t *call,
-    ngx_http_mcp_tree_t *tree, ngx_str_t *path, u_char *data, size_t len);
-static void ngx_http_mcp_files_not_found(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_files_complete(ngx_http_mcp_call_t *call);
-static void ngx_http_mcp_files_poll(ngx_event_t *ev);
-static void ngx_http_mcp_files_stamp(ngx_http_mcp_file_t *f,
-    ngx_file_info_t *fi);
 
 
 static ngx_command_t  ngx_http_mcp_files_commands[] = {
@@ -671,10 +612,8 @@ static ngx_int_t
 ngx_http_mcp_files_register(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     ngx_http_mcp_tree_t *tree)
 {
-    char                  *text;
-    cJSON                 *obj;
     u_char                *p;
-    ngx_int_t              rc;
+    const char            *kv[7];
     ngx_uint_t             i;
     ngx_http_mcp_file_t   *f;
     ngx_http_mcp_entry_t  *e;
@@ -682,34 +621,21 @@ ngx_http_mcp_files_register(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     f = tree->files.elts;
 
     for (i = 0; i < tree->files.nelts; i++) {
-        obj = cJSON_CreateObject();
 
         /* a name that is no UTF-8 text is shown as its URI path */
 
-        if (cJSON_AddStringToObject(obj, "uri", (char *) f[i].uri.data)
-            == NULL
-            || cJSON_AddStringToObject(obj, "name",
-                   ngx_http_mcp_prompt_utf8(f[i].rel.data, f[i].rel.len)
-                   ? (char *) f[i].rel.data
-                   : (char *) f[i].uri.data + tree->prefix.len)
-               == NULL)
+        kv[0] = "uri";
+        kv[1] = (char *) f[i].uri.data;
+        kv[2] = "name";
+        kv[3] = ngx_http_mcp_prompt_utf8(f[i].rel.data, f[i].rel.len)
+                ? (char *) f[i].rel.data
+                : (char *) f[i].uri.data + tree->prefix.len;
+        kv[4] = NULL;
+
+        if (ngx_http_mcp_files_entry(cf, set, ngx_http_mcp_add_resource,
+                                     tree, kv)
+            != NGX_OK)
         {
-            cJSON_Delete(obj);
-            return NGX_ERROR;
-        }
-
-        text = cJSON_PrintUnformatted(obj);
-        cJSON_Delete(obj);
-
-        if (text == NULL) {
-            return NGX_ERROR;
-        }
-
-        rc = ngx_http_mcp_add_resource(cf, set, text,
-                                       ngx_http_mcp_files_read, tree);
-        cJSON_free(text);
-
-        if (rc != NGX_OK) {
             return NGX_ERROR;
         }
 
@@ -724,17 +650,37 @@ ngx_http_mcp_files_register(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
 
     ngx_sprintf(p, "%V{+path}%Z", &tree->prefix);
 
+    kv[0] = "uriTemplate";
+    kv[1] = (char *) p;
+    kv[2] = "name";
+    kv[3] = (char *) p;
+    kv[4] = "description";
+    kv[5] = "The files of a directory, by path";
+    kv[6] = NULL;
+
+    return ngx_http_mcp_files_entry(cf, set, ngx_http_mcp_add_template, tree,
+                                    kv);
+}
+
+
+/* an entry whose listing object has the string members kv, key, value */
+
+static ngx_int_t
+ngx_http_mcp_files_entry(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    ngx_http_mcp_files_add_pt add, ngx_http_mcp_tree_t *tree,
+    const char **kv)
+{
+    char       *text;
+    cJSON      *obj;
+    ngx_int_t   rc;
+
     obj = cJSON_CreateObject();
 
-    if (cJSON_AddStringToObject(obj, "uriTemplate", (char *) p) == NULL
-        || cJSON_AddStringToObject(obj, "name",
-                                   (char *) p) == NULL
-        || cJSON_AddStringToObject(obj, "description",
-                                   "The files of a directory, by path")
-           == NULL)
-    {
-        cJSON_Delete(obj);
-        return NGX_ERROR;
+    for ( /* void */ ; *kv; kv += 2) {
+        if (cJSON_AddStringToObject(obj, kv[0], kv[1]) == NULL) {
+            cJSON_Delete(obj);
+            return NGX_ERROR;
+        }
     }
 
     text = cJSON_PrintUnformatted(obj);
@@ -744,8 +690,7 @@ ngx_http_mcp_files_register(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
         return NGX_ERROR;
     }
 
-    rc = ngx_http_mcp_add_template(cf, set, text, ngx_http_mcp_files_read,
-                                   tree);
+    rc = add(cf, set, text, ngx_http_mcp_files_read, tree);
     cJSON_free(text);
 
     return rc;
@@ -780,423 +725,6 @@ ngx_http_mcp_files_escape(u_char *dst, u_char *src, size_t len)
     }
 
     return d - dst;
-}
-
-
-/* the MIME type nginx would send for path: "types", then default_type */
-
-static void
-ngx_http_mcp_files_type(ngx_http_mcp_tree_t *tree, ngx_str_t *path,
-    ngx_str_t *type)
-{
-    u_char                    *p, *ext, lc[32];
-    size_t                     len;
-    ngx_str_t                 *t;
-    ngx_uint_t                 hash;
-    ngx_http_core_loc_conf_t  *clcf;
-
-    clcf = tree->clcf;
-
-    ext = NULL;
-
-    for (p = path->data + path->len; p > path->data; p--) {
-        if (p[-1] == '/') {
-            break;
-        }
-
-        if (p[-1] == '.') {
-            ext = p;
-            break;
-        }
-    }
-
-    len = ext ? (size_t) (path->data + path->len - ext) : 0;
-
-    if (len && len < sizeof(lc) && clcf->types_hash.buckets) {
-        hash = ngx_hash_strlow(lc, ext, len);
-
-        t = ngx_hash_find(&clcf->types_hash, hash, lc, len);
-
-        if (t != NULL) {
-            *type = *t;
-            return;
-        }
-    }
-
-    if (clcf->default_type.len) {
-        *type = clcf->default_type;
-        return;
-    }
-
-    ngx_str_set(type, "application/octet-stream");
-}
-
-
-static ngx_uint_t
-ngx_http_mcp_files_is_text(ngx_str_t *type)
-{
-    size_t       n;
-    ngx_uint_t   i;
-
-    static ngx_str_t  text[] = {
-        ngx_string("text/"),
-        ngx_string("application/json"),
-        ngx_string("application/xml"),
-        ngx_string("application/javascript"),
-        ngx_string("application/x-javascript"),
-        ngx_string("application/yaml"),
-        ngx_string("application/x-yaml"),
-        ngx_string("application/toml"),
-        ngx_string("application/x-sh"),
-        ngx_null_string
-    };
-
-    for (i = 0; text[i].len; i++) {
-        if (type->len >= text[i].len
-            && ngx_strncasecmp(type->data, text[i].data, text[i].len) == 0)
-        {
-            return 1;
-        }
-    }
-
-    /* image/svg+xml, application/ld+json, ... */
-
-    for (n = 0; n < type->len && type->data[n] != ';'; n++) {
-        if (type->data[n] == '+') {
-            return ngx_strncasecmp(type->data + n, (u_char *) "+json", 5) == 0
-                   || ngx_strncasecmp(type->data + n, (u_char *) "+xml", 4)
-                      == 0
-                   || ngx_strncasecmp(type->data + n, (u_char *) "+yaml", 5)
-                      == 0;
-        }
-    }
-
-    return 0;
-}
-
-
-/* resources/read of a file, listed or through the template */
-
-static ngx_int_t
-ngx_http_mcp_files_read(ngx_http_mcp_call_t *call)
-{
-    u_char               *data, msg[160];
-    size_t                len;
-    ssize_t               n;
-    ngx_fd_t              fd;
-    ngx_str_t             path;
-    ngx_log_t            *log;
-    ngx_pool_t           *pool;
-    ngx_file_info_t       fi;
-    ngx_http_mcp_tree_t  *tree;
-
-    tree = ngx_http_mcp_call_entry_data(call);
-    pool = ngx_http_mcp_call_pool(call);
-    log = ngx_http_mcp_call_get_log(call);
-
-    if (ngx_http_mcp_files_path(pool, tree, ngx_http_mcp_call_uri(call),
-                                &path)
-        != NGX_OK)
-    {
-        ngx_http_mcp_files_not_found(call);
-        return NGX_OK;
-    }
-
-    fd = ngx_http_mcp_files_open(tree, path.data, &fi, log);
-
-    if (fd == NGX_INVALID_FILE) {
-        ngx_http_mcp_files_not_found(call);
-        return NGX_OK;
-    }
-
-    if (ngx_file_size(&fi) > (off_t) tree->max_size) {
-        (void) ngx_close_file(fd);
-
-        *ngx_snprintf(msg, sizeof(msg) - 1,
-                      "Resource too large: %O bytes, more than the %uz "
-                      "bytes of max_size", ngx_file_size(&fi),
-                      tree->max_size) = '\0';
-
-        /* the operator's limit, not a fault: a server error, at "info" */
-
-        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_SERVER_ERROR,
-                                (char *) msg);
-        return NGX_OK;
-    }
-
-    /* the size fstat() saw: a file that grows is cut there */
-
-    len = (size_t) ngx_file_size(&fi);
-
-    data = ngx_pnalloc(pool, len + 1);
-    if (data == NULL) {
-        (void) ngx_close_file(fd);
-        return NGX_ERROR;
-    }
-
-    for (n = 0; (size_t) n < len; /* void */) {
-        ssize_t  r;
-
-        r = pread(fd, data + n, len - n, n);
-
-        if (r == -1 && ngx_errno == NGX_EINTR) {
-            continue;
-        }
-
-        if (r <= 0) {
-            break;
-        }
-
-        n += r;
-    }
-
-    (void) ngx_close_file(fd);
-
-    if ((size_t) n < len) {
-        ngx_log_error(NGX_LOG_INFO, log, ngx_errno,
-                      "mcp resources: \"%s\" shrank or failed while read",
-                      path.data);
-        len = n;
-    }
-
-    data[len] = '\0';
-
-    return ngx_http_mcp_files_reply(call, tree, &path, data, len);
-}
-
-
-/*
- * The path below the root that uri names: PREFIX stripped, decoded once,
- * and checked: no empty component, none beginning with a dot, no NUL.
- */
-
-static ngx_int_t
-ngx_http_mcp_files_path(ngx_pool_t *pool, ngx_http_mcp_tree_t *tree,
-    ngx_str_t *uri, ngx_str_t *path)
-{
-    u_char  *s, *last, *d, c, *start;
-
-    if (uri->len <= tree->prefix.len
-        || uri->len - tree->prefix.len >= NGX_HTTP_MCP_FILES_PATH
-        || ngx_strncmp(uri->data, tree->prefix.data, tree->prefix.len) != 0)
-    {
-        return NGX_DECLINED;
-    }
-
-    s = uri->data + tree->prefix.len;
-    last = uri->data + uri->len;
-
-    d = ngx_pnalloc(pool, last - s + 1);
-    if (d == NULL) {
-        return NGX_ERROR;
-    }
-
-    path->data = d;
-
-    while (s < last) {
-        c = *s++;
-
-        if (c == '%') {
-            if (last - s < 2
-                || ngx_hextoi(s, 2) == NGX_ERROR)
-            {
-                return NGX_DECLINED;
-            }
-
-            c = (u_char) ngx_hextoi(s, 2);
-            s += 2;
-        }
-
-        if (c == '\0') {
-            return NGX_DECLINED;
-        }
-
-        *d++ = c;
-    }
-
-    *d = '\0';
-    path->len = d - path->data;
-
-    start = path->data;
-
-    for (s = path->data; s <= d; s++) {
-        if (s == d || *s == '/') {
-            if (s == start || *start == '.') {
-                return NGX_DECLINED;
-            }
-
-            start = s + 1;
-        }
-    }
-
-    return NGX_OK;
-}
-
-
-/*
- * Opens path below the root without following a symbolic link anywhere
- * (O_NOFOLLOW on every component), a regular file only.
- */
-
-static ngx_fd_t
-ngx_http_mcp_files_open(ngx_http_mcp_tree_t *tree, u_char *path,
-    ngx_file_info_t *fi, ngx_log_t *log)
-{
-    u_char           *p, *slash;
-    ngx_fd_t          dir, fd;
-    ngx_err_t         err;
-    ngx_file_info_t   lfi;
-
-    dir = open((char *) tree->root.data, O_RDONLY|O_DIRECTORY|O_CLOEXEC);
-    if (dir == NGX_INVALID_FILE) {
-        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
-                      "mcp resources: open() \"%V\" failed", &tree->root);
-        return NGX_INVALID_FILE;
-    }
-
-    fd = NGX_INVALID_FILE;
-
-    for (p = path; /* void */; p = slash + 1) {
-        slash = (u_char *) ngx_strchr(p, '/');
-
-        if (slash == NULL) {
-            break;
-        }
-
-        *slash = '\0';
-        fd = openat(dir, (char *) p,
-                    O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC);
-        *slash = '/';
-
-        (void) close(dir);
-
-        if (fd == NGX_INVALID_FILE) {
-            err = ngx_errno;
-            goto failed;
-        }
-
-        dir = fd;
-        fd = NGX_INVALID_FILE;
-    }
-
-    /* neither a FIFO, nor a device, is ever opened, let alone waited on */
-
-    if (fstatat(dir, (char *) p, &lfi, AT_SYMLINK_NOFOLLOW) == -1) {
-        err = ngx_errno;
-        (void) close(dir);
-        goto failed;
-    }
-
-    if (!S_ISREG(lfi.st_mode)) {
-        (void) close(dir);
-        err = 0;
-        goto failed;
-    }
-
-    fd = openat(dir, (char *) p,
-                O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_NOCTTY|O_CLOEXEC);
-    err = ngx_errno;
-
-    (void) close(dir);
-
-    if (fd == NGX_INVALID_FILE) {
-        goto failed;
-    }
-
-    if (ngx_fd_info(fd, fi) == NGX_FILE_ERROR
-        || !S_ISREG(fi->st_mode)
-        || fi->st_ino != lfi.st_ino
-        || fi->st_dev != lfi.st_dev)
-    {
-        (void) close(fd);
-        err = 0;
-        goto failed;
-    }
-
-    return fd;
-
-failed:
-
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, err,
-                   "mcp resources: \"%s\" below \"%V\" refused",
-                   path, &tree->root);
-
-    return NGX_INVALID_FILE;
-}
-
-
-/* {"contents": [{"uri", "mimeType", "text" or "blob"}]} */
-
-static ngx_int_t
-ngx_http_mcp_files_reply(ngx_http_mcp_call_t *call,
-    ngx_http_mcp_tree_t *tree, ngx_str_t *path, u_char *data, size_t len)
-{
-    u_char      *mime;
-    cJSON       *result, *contents, *item;
-    ngx_str_t    type, src, dst;
-    ngx_uint_t   text;
-
-    ngx_http_mcp_files_type(tree, path, &type);
-
-    mime = ngx_pnalloc(ngx_http_mcp_call_pool(call), type.len + 1);
-    if (mime == NULL) {
-        return NGX_ERROR;
-    }
-
-    *ngx_cpymem(mime, type.data, type.len) = '\0';
-
-    /* text that is no UTF-8 would not be JSON: it goes as a blob */
-
-    text = ngx_http_mcp_files_is_text(&type)
-           && ngx_http_mcp_prompt_utf8(data, len);
-
-    if (!text) {
-        src.data = data;
-        src.len = len;
-
-        dst.data = ngx_pnalloc(ngx_http_mcp_call_pool(call),
-                               ngx_base64_encoded_length(len) + 1);
-        if (dst.data == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_encode_base64(&dst, &src);
-        dst.data[dst.len] = '\0';
-        data = dst.data;
-    }
-
-    result = cJSON_CreateObject();
-    contents = cJSON_AddArrayToObject(result, "contents");
-    item = cJSON_CreateObject();
-
-    if (contents == NULL || !cJSON_AddItemToArray(contents, item)) {
-        cJSON_Delete(item);
-        cJSON_Delete(result);
-        return NGX_ERROR;
-    }
-
-    if (cJSON_AddStringToObject(item, "uri",
-                                (char *) ngx_http_mcp_call_uri(call)->data)
-        == NULL
-        || cJSON_AddStringToObject(item, "mimeType", (char *) mime) == NULL
-        || cJSON_AddStringToObject(item, text ? "text" : "blob",
-                                   (char *) data) == NULL)
-    {
-        cJSON_Delete(result);
-        return NGX_ERROR;
-    }
-
-    ngx_http_mcp_call_result(call, result);
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_http_mcp_files_not_found(ngx_http_mcp_call_t *call)
-{
-    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
-                            "Resource not found");
 }
 
 
@@ -1315,78 +843,4 @@ ngx_http_mcp_files_init_process(ngx_cycle_t *cycle)
     ngx_add_timer(&fmcf->timer, fmcf->watch);
 
     return NGX_OK;
-}
-
-
-static void
-ngx_http_mcp_files_poll(ngx_event_t *ev)
-{
-    ngx_http_mcp_files_main_conf_t *fmcf = ev->data;
-
-    ngx_uint_t             i, k;
-    ngx_msec_t             now;
-    ngx_file_info_t        fi;
-    ngx_http_mcp_file_t   *f, old;
-    ngx_http_mcp_tree_t  **tree;
-
-    /* an old worker of a reload: the new worker 0 polls */
-
-    if (ngx_exiting || ngx_quit || ngx_terminate) {
-        return;
-    }
-
-    now = ngx_current_msec;
-    tree = fmcf->trees.elts;
-
-    for (i = 0; i < fmcf->trees.nelts; i++) {
-
-        /* a tree of a longer interval than the timer's: not every time */
-
-        if (tree[i]->watch == 0
-            || now - tree[i]->polled + fmcf->watch / 2 < tree[i]->watch)
-        {
-            continue;
-        }
-
-        tree[i]->polled = now;
-        f = tree[i]->files.elts;
-
-        for (k = 0; k < tree[i]->files.nelts; k++) {
-            old = f[k];
-
-            if (ngx_link_info(f[k].path.data, &fi) == NGX_FILE_ERROR) {
-                ngx_memzero(&fi, sizeof(ngx_file_info_t));
-            }
-
-            ngx_http_mcp_files_stamp(&f[k], &fi);
-
-            if (old.ino == f[k].ino && old.size == f[k].size
-                && old.mtime == f[k].mtime && old.mtime_ns == f[k].mtime_ns)
-            {
-                continue;
-            }
-
-            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ev->log, 0,
-                           "mcp resources: \"%V\" changed", &f[k].uri);
-
-            (void) ngx_http_mcp_resource_updated(&f[k].uri);
-        }
-    }
-
-    ngx_add_timer(ev, fmcf->watch);
-}
-
-
-static void
-ngx_http_mcp_files_stamp(ngx_http_mcp_file_t *f, ngx_file_info_t *fi)
-{
-    f->ino = fi->st_ino;
-    f->size = fi->st_size;
-    f->mtime = fi->st_mtime;
-
-#if (NGX_LINUX)
-    f->mtime_ns = fi->st_mtim.tv_nsec;
-#else
-    f->mtime_ns = 0;
-#endif
 }

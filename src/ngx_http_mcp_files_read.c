@@ -443,11 +443,35 @@ ngx_http_mcp_files_reply(ngx_http_mcp_call_t *call,
 }
 
 
+/*
+ * -32002; a 2026-07-28 client (SEP-2164) gets -32602 naming the URI, as
+ * the dispatcher answers a URI that no entry matches
+ */
+
 static void
 ngx_http_mcp_files_not_found(ngx_http_mcp_call_t *call)
 {
-    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
-                            "Resource not found");
+    cJSON  *data;
+
+    if (ngx_http_mcp_call_client(call)->version < NGX_HTTP_MCP_VSTATELESS) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
+                                "Resource not found");
+        return;
+    }
+
+    data = cJSON_CreateObject();
+
+    if (data != NULL
+        && cJSON_AddStringToObject(data, "uri",
+                                   (char *) ngx_http_mcp_call_uri(call)->data)
+           == NULL)
+    {
+        cJSON_Delete(data);
+        data = NULL;
+    }
+
+    ngx_http_mcp_call_error_data(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                 "Resource not found", data);
 }
 
 

@@ -361,6 +361,21 @@ is_error(read_uri('file:///other/readme.md'), -32002, 'r', 'another prefix: -320
     my ($msg) = grep { ref $_ eq 'HASH' && ($_->{id} // '') eq 's1' } @{ $r->{messages} // [] };
     is($msg->{result}{contents}[0]{text}, "# Hello\n\nThe docs.\n", '2026-07-28 stateless resources/read')
         or diag(McpTest::explain_response($r));
+
+    # SEP-2164: a 2026-07-28 client gets -32602 with the URI for a way out
+    my $bad = 'file:///docs/%2e%2e/outside/secret.txt';
+    $r = $t->mcp_post(undef, {
+        jsonrpc => '2.0', id => 's2', method => 'resources/read',
+        params => { uri => $bad,
+                    _meta => { 'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
+                               'io.modelcontextprotocol/clientInfo' => { name => 'x', version => '1' },
+                               'io.modelcontextprotocol/clientCapabilities' => {} } },
+    }, headers => { 'MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => 'resources/read',
+                    'Mcp-Name' => $bad }, protocol_version => undef, quiet => 1);
+    ($msg) = grep { ref $_ eq 'HASH' && ($_->{id} // '') eq 's2' } @{ $r->{messages} // [] };
+    is_error($msg, -32602, 's2', '2026-07-28 stateless: traversal refused with -32602 (SEP-2164)');
+    is(($msg->{error}{data} // {})->{uri}, $bad, '... naming the URI');
+    unlike($r->{body} // '', qr/SECRET/, '... nothing of the secret');
 }
 
 # --- the TypeScript SDK client ----------------------------------------------------------

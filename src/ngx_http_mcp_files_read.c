@@ -133,8 +133,9 @@ ngx_http_mcp_files_read(ngx_http_mcp_call_t *call)
 {
     u_char               *data, msg[160];
     size_t                len;
-    ssize_t               n;
+    ssize_t               n, r;
     ngx_fd_t              fd;
+    ngx_int_t             rc;
     ngx_str_t             path;
     ngx_log_t            *log;
     ngx_pool_t           *pool;
@@ -145,10 +146,14 @@ ngx_http_mcp_files_read(ngx_http_mcp_call_t *call)
     pool = ngx_http_mcp_call_pool(call);
     log = ngx_http_mcp_call_get_log(call);
 
-    if (ngx_http_mcp_files_path(pool, tree, ngx_http_mcp_call_uri(call),
-                                &path)
-        != NGX_OK)
-    {
+    rc = ngx_http_mcp_files_path(pool, tree, ngx_http_mcp_call_uri(call),
+                                 &path);
+
+    if (rc != NGX_OK) {
+        if (rc == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+
         ngx_http_mcp_files_not_found(call);
         return NGX_OK;
     }
@@ -186,8 +191,6 @@ ngx_http_mcp_files_read(ngx_http_mcp_call_t *call)
     }
 
     for (n = 0; (size_t) n < len; /* void */) {
-        ssize_t  r;
-
         r = pread(fd, data + n, len - n, n);
 
         if (r == -1 && ngx_errno == NGX_EINTR) {

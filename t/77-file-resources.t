@@ -209,6 +209,10 @@ for my $case (
     [ 'sub%20dir',                        'a directory' ],
     [ 'nonexistent.txt',                  'a file that does not exist' ],
     [ 'readme.md%',                       'a broken escape' ],
+    [ 'readme.md%zz',                     'an escape that is no hex' ],
+    [ 'sub%20dir%00/a%20b.txt',           'a NUL in a directory name' ],
+    [ ('a/' x 2100) . 'x.txt',            'a path of 4,200 bytes' ],
+    [ 'deep%2F..%2F..%2Foutside/secret.txt', 'encoded slashes around ..' ],
 ) {
     my ($rel, $what) = @$case;
     my $t0 = time;

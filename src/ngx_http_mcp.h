@@ -319,6 +319,13 @@ ngx_str_t *ngx_http_mcp_var(ngx_http_mcp_call_t *call, char *name);
 ngx_str_t *ngx_http_mcp_call_entry_name(ngx_http_mcp_call_t *call);
 void *ngx_http_mcp_call_entry_data(ngx_http_mcp_call_t *call);
 
+/*
+ * The set the call is served from: for a completion/complete handler
+ * installed over one the set had before (a module that completes its
+ * own entries and hands the others on).
+ */
+ngx_http_mcp_set_t *ngx_http_mcp_call_set(ngx_http_mcp_call_t *call);
+
 /* a pointer for the handler's own use, NULL until set */
 void *ngx_http_mcp_call_data(ngx_http_mcp_call_t *call);
 void ngx_http_mcp_call_set_data(ngx_http_mcp_call_t *call, void *data);

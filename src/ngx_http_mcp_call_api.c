@@ -137,3 +137,10 @@ ngx_http_mcp_call_loc_conf(ngx_http_mcp_call_t *call, ngx_module_t *module)
 
     return call->loc_conf[module->ctx_index];
 }
+
+
+ngx_http_mcp_set_t *
+ngx_http_mcp_call_set(ngx_http_mcp_call_t *call)
+{
+    return ngx_http_mcp_call_conf(call)->set;
+}

@@ -33,9 +33,11 @@
 /* a member name: where it stands, and what it says once unescaped */
 typedef struct {
     u_char                     *key;        /* at the opening quote */
-    uint32_t                    hash;
+    uint32_t                    hash;       /* table entries only */
     uint32_t                    len;        /* unescaped, in bytes */
     uint32_t                    object;     /* table entries: whose */
+    uint32_t                    plain;      /* no escapes: the bytes as
+                                               they are */
 } ngx_http_mcp_json_name_t;
 
 
@@ -62,6 +64,8 @@ static size_t ngx_http_mcp_json_unescape(u_char *p, u_char *dst);
 static ngx_uint_t ngx_http_mcp_json_names_equal(
     ngx_http_mcp_json_scan_t *scan, ngx_http_mcp_json_name_t *a,
     ngx_http_mcp_json_name_t *b);
+static ngx_int_t ngx_http_mcp_json_name_hash(ngx_http_mcp_json_scan_t *scan,
+    ngx_http_mcp_json_name_t *name);
 static ngx_int_t ngx_http_mcp_json_name_add(ngx_http_mcp_json_scan_t *scan,
     ngx_http_mcp_json_name_t *name);
 static cJSON *ngx_http_mcp_json_node(ngx_http_mcp_json_scan_t *scan,
@@ -114,9 +118,9 @@ ngx_http_mcp_json_ws(u_char *p, u_char *end)
 
 /*
  * p points at the opening quote; returns the position after the closing
- * one.  With name set, the string is a member name: its unescaped bytes
- * are hashed and counted, so that equal names are found however they
- * were escaped.
+ * one.  With name set, the string is a member name: the length of its
+ * unescaped bytes is counted, and whether it has escapes, so that equal
+ * names are found however they were escaped.
  */
 
 static u_char *
@@ -124,33 +128,23 @@ ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan, u_char *p,
     ngx_http_mcp_json_name_t *name)
 {
     u_char    *end, *q, *run, utf8[4];
-    uint32_t   cp, hash, len;
-    size_t     n, i;
+    uint32_t   cp, len, plain;
 
     end = scan->end;
-    hash = scan->seed;
     len = 0;
+    plain = 1;
 
     for (p++; p < end; /* void */) {
 
-        /*
-         * The common case first, in a loop of its own: printable ASCII,
-         * one byte a character; only a name's bytes are hashed.
-         */
+        /* the common case first: printable ASCII, one byte a character */
+
         run = p;
 
-        if (name == NULL) {
-            while (p < end && ngx_http_mcp_json_plain[*p]) {
-                p++;
-            }
-
-        } else {
-            while (p < end && ngx_http_mcp_json_plain[*p]) {
-                hash = (hash ^ *p++) * 16777619;
-            }
-
-            len += p - run;
+        while (p < end && ngx_http_mcp_json_plain[*p]) {
+            p++;
         }
+
+        len += p - run;
 
         if (p == end) {
             break;
@@ -158,8 +152,8 @@ ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan, u_char *p,
 
         if (*p == '"') {
             if (name != NULL) {
-                name->hash = hash;
                 name->len = len;
+                name->plain = plain;
             }
 
             return p + 1;
@@ -176,35 +170,21 @@ ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan, u_char *p,
                 return NULL;
             }
 
-            if (name == NULL) {
-                continue;
-            }
-
-            n = ngx_http_mcp_json_utf8(utf8, cp);
-
-        } else {
-            q = p;
-            cp = ngx_utf8_decode(&p, end - p);
-
-            /* UTF-16 surrogates have no place in UTF-8 (RFC 3629) */
-            if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-                scan->error = "Parse error: invalid UTF-8";
-                return NULL;
-            }
-
-            if (name == NULL) {
-                continue;
-            }
-
-            n = p - q;
-            ngx_memcpy(utf8, q, n);
+            plain = 0;
+            len += ngx_http_mcp_json_utf8(utf8, cp);
+            continue;
         }
 
-        for (i = 0; i < n; i++) {
-            hash = (hash ^ utf8[i]) * 16777619;
+        q = p;
+        cp = ngx_utf8_decode(&p, end - p);
+
+        /* UTF-16 surrogates have no place in UTF-8 (RFC 3629) */
+        if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+            scan->error = "Parse error: invalid UTF-8";
+            return NULL;
         }
 
-        len += n;
+        len += p - q;
     }
 
     scan->error = "Parse error: unterminated string";
@@ -356,11 +336,14 @@ ngx_http_mcp_json_names_equal(ngx_http_mcp_json_scan_t *scan,
     u_char  *da, *db;
     size_t   na, nb;
 
-    if (a->hash != b->hash || a->len != b->len) {
+    if (a->len != b->len) {
         return 0;
     }
 
-    /* rare: equal hashes are nearly always equal names */
+    if (a->plain && b->plain) {
+        return ngx_memcmp(a->key + 1, b->key + 1, a->len) == 0;
+    }
+
     da = ngx_pnalloc(scan->pool, 2 * (size_t) a->len + 8);
     if (da == NULL) {
         return 1;                    /* refused either way */
@@ -372,6 +355,41 @@ ngx_http_mcp_json_names_equal(ngx_http_mcp_json_scan_t *scan,
     nb = ngx_http_mcp_json_unescape(b->key, db);
 
     return na == nb && ngx_memcmp(da, db, na) == 0;
+}
+
+
+/*
+ * The seeded hash of a name's unescaped bytes, for the table: only the
+ * names of large objects need one.
+ */
+
+static ngx_int_t
+ngx_http_mcp_json_name_hash(ngx_http_mcp_json_scan_t *scan,
+    ngx_http_mcp_json_name_t *name)
+{
+    u_char    *p, *last;
+    uint32_t   hash;
+
+    p = name->key + 1;
+
+    if (!name->plain) {
+        p = ngx_pnalloc(scan->pool, name->len + 4);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        (void) ngx_http_mcp_json_unescape(name->key, p);
+    }
+
+    hash = scan->seed;
+
+    for (last = p + name->len; p < last; p++) {
+        hash = (hash ^ *p) * 16777619;
+    }
+
+    name->hash = hash;
+
+    return NGX_OK;
 }
 
 
@@ -388,6 +406,10 @@ ngx_http_mcp_json_name_add(ngx_http_mcp_json_scan_t *scan,
 {
     ngx_uint_t                 i, k, size;
     ngx_http_mcp_json_name_t  *table, *slot;
+
+    if (ngx_http_mcp_json_name_hash(scan, name) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (2 * (scan->used + 1) > scan->size) {
         size = scan->size ? 2 * scan->size : 64;
@@ -433,7 +455,7 @@ ngx_http_mcp_json_name_add(ngx_http_mcp_json_scan_t *scan,
             return NGX_OK;
         }
 
-        if (slot->object == name->object
+        if (slot->object == name->object && slot->hash == name->hash
             && ngx_http_mcp_json_names_equal(scan, slot, name))
         {
             return NGX_DECLINED;

@@ -8,7 +8,8 @@
  * params.arguments as cJSON holds them.  The script reads the same
  * bodies with Python's json and compares.  Each accepted body's tree,
  * which the module's own scan builds, must also equal, node for node,
- * the one cJSON_Parse() makes of the body where cJSON reads it: the
+ * the one cJSON_Parse() makes of the body where cJSON reads it, and the
+ * module's printer must print it as cJSON_PrintUnformatted() does: the
  * program aborts when they differ.
  */
 
@@ -25,6 +26,7 @@ static cJSON *ngx_diff_message(ngx_http_mcp_msg_t *msg);
 static void ngx_diff_one(u_char *body, size_t size);
 static ngx_uint_t ngx_diff_same(cJSON *a, cJSON *b);
 static void ngx_diff_tree(u_char *body, size_t size, cJSON *root);
+static void ngx_diff_print(ngx_pool_t *pool, cJSON *root);
 
 
 /*
@@ -145,6 +147,7 @@ ngx_diff_one(u_char *body, size_t size)
 
     if (rc == NGX_OK) {
         ngx_diff_tree(body, size, root);
+        ngx_diff_print(pool, root);
         cJSON_AddBoolToObject(out, "batch", batch);
         list = cJSON_AddArrayToObject(out, "msgs");
         msg = msgs.elts;
@@ -247,4 +250,29 @@ ngx_diff_same(cJSON *a, cJSON *b)
     }
 
     return x == NULL && y == NULL;
+}
+
+
+/* the module's print of the tree against cJSON's, byte for byte */
+
+static void
+ngx_diff_print(ngx_pool_t *pool, cJSON *root)
+{
+    char     *theirs;
+    size_t    len;
+    u_char   *mine;
+
+    mine = ngx_http_mcp_json_print(pool, root, &len);
+    theirs = cJSON_PrintUnformatted(root);
+
+    if (mine == NULL || theirs == NULL || len != strlen(theirs)
+        || memcmp(mine, theirs, len) != 0 || mine[len] != '\0')
+    {
+        fprintf(stderr, "diff_jsonrpc: the print differs from cJSON's:\n"
+                "%s\n%s\n", mine ? (char *) mine : "(null)",
+                theirs ? theirs : "(null)");
+        abort();
+    }
+
+    cJSON_free(theirs);
 }

@@ -95,7 +95,7 @@ ngx_fuzz_check_reply(ngx_pool_t *pool, cJSON *reply)
         return;
     }
 
-    text = ngx_http_mcp_jsonrpc_print(pool, reply, &len);
+    text = ngx_http_mcp_json_print(pool, reply, &len);
     if (text == NULL) {
         return;
     }

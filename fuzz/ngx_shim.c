@@ -438,7 +438,7 @@ ngx_slprintf(u_char *buf, u_char *last, const char *fmt, ...)
 
 /*
  * The conversions the module's pure files use: %V, %s, %*s, %d, %i,
- * %ui, %uz, %z, %c, %%.  Widths, %f, %p and the rest abort, so a new
+ * %ui, %uz, %z, %L, %c, %%.  Widths, %f, %p and the rest abort, so a new
  * use shows up as a crash rather than as quietly wrong text.
  */
 
@@ -515,6 +515,11 @@ ngx_vslprintf(u_char *buf, u_char *last, const char *fmt, va_list args)
         case 'z':
             i64 = sign ? (int64_t) va_arg(args, ssize_t)
                        : (int64_t) va_arg(args, size_t);
+            break;
+
+        case 'L':
+            i64 = sign ? va_arg(args, int64_t)
+                       : (int64_t) va_arg(args, uint64_t);
             break;
 
         default:

@@ -315,7 +315,7 @@ ngx_http_mcp_auth_metadata_handler(ngx_http_request_t *r)
         goto failed;
     }
 
-    body = ngx_http_mcp_jsonrpc_print(r->pool, doc, &len);
+    body = ngx_http_mcp_json_print(r->pool, doc, &len);
 
     cJSON_Delete(doc);
 

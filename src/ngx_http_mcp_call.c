@@ -644,7 +644,7 @@ ngx_http_mcp_call_send(ngx_http_mcp_call_t *call, cJSON *message,
     mlcf = call->conf;
 
     text = (message != NULL)
-           ? ngx_http_mcp_jsonrpc_print(call->pool, message, &len) : NULL;
+           ? ngx_http_mcp_json_print(call->pool, message, &len) : NULL;
 
     if (text == NULL && !response) {
         return NGX_ERROR;
@@ -885,7 +885,7 @@ ngx_http_mcp_client_response(ngx_shm_zone_t *zone, ngx_str_t *sid,
         return NGX_OK;
     }
 
-    text = ngx_http_mcp_jsonrpc_print(pool, msg->json, &len);
+    text = ngx_http_mcp_json_print(pool, msg->json, &len);
     if (text == NULL) {
         return NGX_ERROR;
     }
@@ -918,7 +918,7 @@ ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,
         return NGX_OK;
     }
 
-    id = ngx_http_mcp_jsonrpc_print(pool, rid, &len);
+    id = ngx_http_mcp_json_print(pool, rid, &len);
     if (id == NULL) {
         return NGX_ERROR;
     }
@@ -982,8 +982,8 @@ static u_char *
 ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call, size_t *len)
 {
     if (call->id_text == NULL) {
-        call->id_text = ngx_http_mcp_jsonrpc_print(call->pool, call->id,
-                                                   &call->id_len);
+        call->id_text = ngx_http_mcp_json_print(call->pool, call->id,
+                                                &call->id_len);
     }
 
     *len = call->id_len;

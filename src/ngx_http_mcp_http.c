@@ -707,7 +707,7 @@ ngx_http_mcp_reply(ngx_http_mcp_ctx_t *ctx)
             continue;
         }
 
-        texts[n] = ngx_http_mcp_jsonrpc_print(r->pool, reply, &lens[n]);
+        texts[n] = ngx_http_mcp_json_print(r->pool, reply, &lens[n]);
         if (texts[n] == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -837,7 +837,7 @@ ngx_http_mcp_send_error_data(ngx_http_request_t *r, ngx_uint_t status,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    body = ngx_http_mcp_jsonrpc_print(r->pool, reply, &len);
+    body = ngx_http_mcp_json_print(r->pool, reply, &len);
 
     cJSON_Delete(reply);
 
@@ -866,7 +866,7 @@ ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
         return NULL;
     }
 
-    body = ngx_http_mcp_jsonrpc_print(r->pool, reply, len);
+    body = ngx_http_mcp_json_print(r->pool, reply, len);
 
     cJSON_Delete(reply);
 

@@ -279,8 +279,6 @@ ngx_int_t ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body,
 cJSON *ngx_http_mcp_jsonrpc_result(cJSON *id, cJSON *result);
 cJSON *ngx_http_mcp_jsonrpc_error(cJSON *id, ngx_int_t code,
     const char *message, const char *correlation);
-u_char *ngx_http_mcp_jsonrpc_print(ngx_pool_t *pool, cJSON *json,
-    size_t *len);
 size_t ngx_http_mcp_jsonrpc_notification(u_char *buf, const char *method,
     ngx_str_t *id, ngx_str_t *params);
 ngx_int_t ngx_http_mcp_correlation_id(u_char *buf, size_t len);

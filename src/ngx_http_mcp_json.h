@@ -37,6 +37,9 @@ u_char *ngx_http_mcp_json_raw_number(ngx_str_t *body, const char *key,
     double value, size_t *len);
 
 
+/* json_print.c: a tree's text (what cJSON_PrintUnformatted() makes) */
+u_char *ngx_http_mcp_json_print(ngx_pool_t *pool, cJSON *json, size_t *len);
+
 /* json_number.c: the grammar of numbers and literals, for the scan */
 u_char *ngx_http_mcp_json_literal(u_char *p, u_char *end);
 ngx_uint_t ngx_http_mcp_json_number_fits(u_char *p, u_char *end);

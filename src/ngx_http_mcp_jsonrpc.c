@@ -22,7 +22,6 @@ static void ngx_http_mcp_jsonrpc_classify(ngx_pool_t *pool,
     ngx_http_mcp_msg_t *msg, cJSON *json, ngx_str_t *raw_id);
 static cJSON *ngx_http_mcp_jsonrpc_id(ngx_pool_t *pool, cJSON *id,
     ngx_str_t *raw_id);
-static void ngx_http_mcp_jsonrpc_free(void *data);
 
 
 /* an integer as JSON-RPC ids are: "-0" means 0 to most parsers */
@@ -300,43 +299,6 @@ ngx_http_mcp_jsonrpc_error(cJSON *id, ngx_int_t code, const char *message,
     }
 
     return reply;
-}
-
-
-/*
- * JSON text of json, printed once: cJSON's buffer is not copied but
- * handed to pool, which frees it with the rest.
- */
-
-u_char *
-ngx_http_mcp_jsonrpc_print(ngx_pool_t *pool, cJSON *json, size_t *len)
-{
-    char                *text;
-    ngx_pool_cleanup_t  *cln;
-
-    cln = ngx_pool_cleanup_add(pool, 0);
-    if (cln == NULL) {
-        return NULL;
-    }
-
-    text = cJSON_PrintUnformatted(json);
-    if (text == NULL) {
-        return NULL;
-    }
-
-    cln->handler = ngx_http_mcp_jsonrpc_free;
-    cln->data = text;
-
-    *len = ngx_strlen(text);
-
-    return (u_char *) text;
-}
-
-
-static void
-ngx_http_mcp_jsonrpc_free(void *data)
-{
-    cJSON_free(data);
 }
 
 

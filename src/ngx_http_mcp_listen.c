@@ -98,7 +98,7 @@ ngx_http_mcp_listen(ngx_http_mcp_call_t *call)
         return NGX_ERROR;
     }
 
-    id.data = ngx_http_mcp_jsonrpc_print(call->pool, call->id, &id.len);
+    id.data = ngx_http_mcp_json_print(call->pool, call->id, &id.len);
     if (id.data == NULL) {
         return NGX_ERROR;
     }

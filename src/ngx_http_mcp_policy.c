@@ -183,7 +183,7 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
     ngx_http_mcp_policy_filter_json(json, tf, &changed);
 
     if (changed) {
-        out->data = ngx_http_mcp_jsonrpc_print(pool, json, &out->len);
+        out->data = ngx_http_mcp_json_print(pool, json, &out->len);
         rc = (out->data != NULL) ? NGX_OK : NGX_ERROR;
     }
 
@@ -388,7 +388,7 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
         return NGX_OK;
     }
 
-    text = ngx_http_mcp_jsonrpc_print(pool, json, &len);
+    text = ngx_http_mcp_json_print(pool, json, &len);
 
     cJSON_Delete(json);
 

@@ -127,7 +127,7 @@ ngx_http_mcp_stream_reply(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
 
     r = ctx->request;
 
-    text = ngx_http_mcp_jsonrpc_print(r->pool, msg->reply, &len);
+    text = ngx_http_mcp_json_print(r->pool, msg->reply, &len);
     if (text == NULL) {
         return NGX_ERROR;
     }

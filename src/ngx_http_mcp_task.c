@@ -1132,7 +1132,7 @@ ngx_http_mcp_task_text(ngx_pool_t *pool, cJSON *json, ngx_str_t *text)
         return NGX_ERROR;
     }
 
-    text->data = ngx_http_mcp_jsonrpc_print(pool, json, &text->len);
+    text->data = ngx_http_mcp_json_print(pool, json, &text->len);
 
     return (text->data != NULL) ? NGX_OK : NGX_ERROR;
 }

@@ -148,7 +148,7 @@ ngx_unit_print(cJSON *json)
         return NULL;
     }
 
-    text = ngx_http_mcp_jsonrpc_print(pool, json, &len);
+    text = ngx_http_mcp_json_print(pool, json, &len);
     cJSON_Delete(json);
 
     if (text == NULL) {

@@ -137,3 +137,12 @@ ngx_http_mcp_call_loc_conf(ngx_http_mcp_call_t *call, ngx_module_t *module)
 
     return call->loc_conf[module->ctx_index];
 }
+
+
+/* the POST's request while the call is in it (its edge is there) */
+
+ngx_http_request_t *
+ngx_http_mcp_call_http_request(ngx_http_mcp_call_t *call)
+{
+    return (call->ctx != NULL) ? call->ctx->request : NULL;
+}

@@ -1,0 +1,1446 @@
+
+/*
+ * A call of a location-backed tool or resource: a background subrequest
+ * of the POST that carries the call, whose reply a header and a body
+ * filter of our own catch before any other filter sees it, into the
+ * call's pool, bounded by mcp_tool_max_size.
+ *
+ * Why a background subrequest: an ordinary one would hold back the
+ * POST's own output (progress, the other replies of a stream) until it
+ * ends, because nginx writes a request's output in subrequest order.
+ * Why our own filters rather than NGX_HTTP_SUBREQUEST_IN_MEMORY: that
+ * one fits the reply into proxy_buffer_size or
+ * subrequest_output_buffer_size, which is not the bound an operator
+ * sets for tools, and fails the request past it.
+ *
+ * Two lives meet here: the call's (its pool, until it ends or is
+ * cancelled) and the POST's (its pool, which the subrequest shares).
+ * Each side holds the other through a "link" in the POST's pool and a
+ * "state" in the call's pool, and each side's pool cleanup cuts the
+ * link, so that neither ever touches the other's freed memory:
+ *
+ *   - the call ends or is cancelled first: the subrequest is aborted,
+ *     which for an upstream closes its connection (the upstream's own
+ *     cleanup, as when a client goes away); a subrequest with no
+ *     upstream runs to its end and its output is dropped;
+ *   - the POST goes first (the client left, the stream was closed): its
+ *     cleanups have closed the upstream, and the call ends with an error
+ *     from a posted event, outside the POST's cleanup.
+ *
+ * Everything the subrequest tells (its header, its end) is noted and
+ * acted on from a posted event, in the call's own time rather than
+ * inside the subrequest's stack.
+ */
+
+
+#include "ngx_http_mcp_loctool.h"
+
+
+typedef struct ngx_http_mcp_loctool_link_s  ngx_http_mcp_loctool_link_t;
+
+
+/* the call's side, in the call's pool */
+typedef struct {
+    ngx_http_mcp_call_t          *call;
+    ngx_http_mcp_loctool_t       *tool;
+    ngx_http_mcp_loctool_link_t  *link;         /* NULL: cut */
+    ngx_event_t                   timer;        /* mcp_tool_timeout */
+    ngx_event_t                   event;        /* posted: news */
+    size_t                        max;
+    ngx_uint_t                    status;
+    ngx_str_t                     type;         /* Content-Type, bare */
+    u_char                       *body;
+    size_t                        len;
+    size_t                        size;
+    ngx_str_t                     refused;      /* an argument $mcp_arg_
+                                                   would not give */
+    unsigned                      header:1;
+    unsigned                      told:1;       /* progress for it sent */
+    unsigned                      done:1;
+    unsigned                      failed:1;
+    unsigned                      too_big:1;
+    unsigned                      gone:1;       /* the POST went */
+} ngx_http_mcp_loctool_state_t;
+
+
+/* the request's side, in the POST's pool */
+struct ngx_http_mcp_loctool_link_s {
+    ngx_http_mcp_loctool_state_t  *state;       /* NULL: cut */
+    ngx_http_request_t            *sr;
+    ngx_event_t                    kick;        /* posted: run it */
+    ngx_http_post_subrequest_t     ps;
+    unsigned                       done:1;      /* the subrequest ended */
+};
+
+
+static ngx_int_t ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call,
+    ngx_http_request_t *r, ngx_http_mcp_loctool_t *tool);
+static ngx_int_t ngx_http_mcp_loctool_headers(ngx_http_request_t *r,
+    ngx_http_request_t *sr, ngx_str_t *body);
+static ngx_int_t ngx_http_mcp_loctool_body(ngx_http_mcp_call_t *call,
+    ngx_http_request_t *r, ngx_str_t *body);
+static ngx_int_t ngx_http_mcp_loctool_done(ngx_http_request_t *sr,
+    void *data, ngx_int_t rc);
+static void ngx_http_mcp_loctool_kick(ngx_event_t *ev);
+static void ngx_http_mcp_loctool_event(ngx_event_t *ev);
+static void ngx_http_mcp_loctool_timeout(ngx_event_t *ev);
+static void ngx_http_mcp_loctool_abort(ngx_http_mcp_loctool_state_t *st);
+static void ngx_http_mcp_loctool_call_cleanup(void *data);
+static void ngx_http_mcp_loctool_request_cleanup(void *data);
+static void ngx_http_mcp_loctool_finish(ngx_http_mcp_loctool_state_t *st,
+    const char *failure);
+static cJSON *ngx_http_mcp_loctool_tool_result(
+    ngx_http_mcp_loctool_state_t *st, const char **failure);
+static cJSON *ngx_http_mcp_loctool_error_result(const char *text);
+static cJSON *ngx_http_mcp_loctool_resource_result(
+    ngx_http_mcp_loctool_state_t *st);
+static cJSON *ngx_http_mcp_loctool_base64(ngx_http_mcp_loctool_state_t *st);
+static ngx_uint_t ngx_http_mcp_loctool_is_text(ngx_str_t *type);
+static ngx_uint_t ngx_http_mcp_loctool_utf8(u_char *p, size_t len);
+static ngx_int_t ngx_http_mcp_loctool_append(ngx_http_mcp_loctool_state_t *st,
+    ngx_buf_t *b);
+static ngx_http_mcp_loctool_link_t *ngx_http_mcp_loctool_link(
+    ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_loctool_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_loctool_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
+static ngx_int_t ngx_http_mcp_loctool_arg_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_uint_t ngx_http_mcp_loctool_dot_segment(u_char *p, size_t len);
+static ngx_str_t *ngx_http_mcp_loctool_check_args(ngx_http_mcp_call_t *call,
+    ngx_array_t *names);
+static cJSON *ngx_http_mcp_loctool_arg(cJSON *args, char *name);
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+
+
+/* request headers that are the MCP client's, not the location's */
+static ngx_str_t  ngx_http_mcp_loctool_hidden[] = {
+    ngx_string("authorization"),
+    ngx_string("proxy-authorization"),
+    ngx_string("cookie"),
+    ngx_string("content-length"),
+    ngx_string("content-type"),
+    ngx_string("transfer-encoding"),
+    ngx_string("expect"),
+    ngx_string("accept"),
+    ngx_string("last-event-id"),
+    ngx_null_string
+};
+
+
+ngx_int_t
+ngx_http_mcp_loctool_handler(ngx_http_mcp_call_t *call)
+{
+    u_char                           *p, text[256];
+    ngx_str_t                        *name;
+    ngx_http_request_t               *r;
+    ngx_http_mcp_loctool_t           *tool;
+    ngx_http_mcp_loctool_loc_conf_t  *lcf;
+
+    tool = ngx_http_mcp_call_entry_data(call);
+    r = ngx_http_mcp_call_http_request(call);
+    lcf = ngx_http_mcp_call_loc_conf(call, &ngx_http_mcp_loctool_module);
+
+    if (r == NULL) {
+        /* no POST to hang a subrequest on (a task's later round) */
+        if (tool->resource) {
+            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                    "The resource can only be read within "
+                                    "its HTTP request");
+            return NGX_OK;
+        }
+
+        ngx_http_mcp_call_result(call, ngx_http_mcp_loctool_error_result(
+                   "The tool can only run within its HTTP request"));
+        return NGX_OK;
+    }
+
+    if (!tool->resource && lcf != NULL) {
+        name = ngx_http_mcp_loctool_check_args(call, lcf->args);
+
+        if (name != NULL) {
+            ngx_log_error(NGX_LOG_INFO, ngx_http_mcp_call_get_log(call), 0,
+                          "mcp: tool \"%V\": argument \"%V\" refused, a "
+                          "dot segment", &tool->name, name);
+
+            p = ngx_snprintf(text, sizeof(text) - 1, "Tool \"%V\": the "
+                             "argument \"%V\" is refused in a URI: it has "
+                             "a \".\" or \"..\" segment", &tool->name, name);
+            *p = '\0';
+
+            ngx_http_mcp_call_result(call,
+                ngx_http_mcp_loctool_error_result((const char *) text));
+            return NGX_OK;
+        }
+    }
+
+    return ngx_http_mcp_loctool_start(call, r, tool);
+}
+
+
+/*
+ * A string argument that $mcp_arg_ would put in a URI with a "." or ".."
+ * segment refuses the call before anything is sent: nginx would evaluate
+ * the refused variable as empty and send the request all the same.
+ */
+
+static ngx_str_t *
+ngx_http_mcp_loctool_check_args(ngx_http_mcp_call_t *call,
+    ngx_array_t *names)
+{
+    cJSON       *arg;
+    ngx_str_t   *name;
+    ngx_uint_t   i;
+
+    name = names->elts;
+
+    for (i = 0; i < names->nelts; i++) {
+        arg = ngx_http_mcp_loctool_arg(ngx_http_mcp_call_arguments(call),
+                                       (char *) name[i].data);
+
+        if (cJSON_IsString(arg)
+            && ngx_http_mcp_loctool_dot_segment((u_char *) arg->valuestring,
+                                                ngx_strlen(arg->valuestring)))
+        {
+            return &name[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* nginx lowercases variable names: the exact name first, then any case */
+
+static cJSON *
+ngx_http_mcp_loctool_arg(cJSON *args, char *name)
+{
+    cJSON  *arg;
+
+    arg = cJSON_GetObjectItemCaseSensitive(args, name);
+
+    return (arg != NULL) ? arg : cJSON_GetObjectItem(args, name);
+}
+
+
+/* the NAMEs of the $mcp_arg_NAME variables the configuration indexed */
+
+ngx_int_t
+ngx_http_mcp_loctool_find_args(ngx_conf_t *cf, ngx_array_t *args)
+{
+    ngx_str_t                  *name;
+    ngx_uint_t                  i;
+    ngx_http_variable_t        *v;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    v = cmcf->variables.elts;
+
+    for (i = 0; i < cmcf->variables.nelts; i++) {
+        if (v[i].name.len <= sizeof("mcp_arg_") - 1
+            || ngx_strncmp(v[i].name.data, "mcp_arg_",
+                           sizeof("mcp_arg_") - 1)
+               != 0)
+        {
+            continue;
+        }
+
+        name = ngx_array_push(args);
+        if (name == NULL) {
+            return NGX_ERROR;
+        }
+
+        name->len = v[i].name.len - (sizeof("mcp_arg_") - 1);
+        name->data = ngx_pnalloc(cf->pool, name->len + 1);
+        if (name->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(name->data, v[i].name.data + sizeof("mcp_arg_") - 1,
+                   name->len);
+        name->data[name->len] = '\0';
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call, ngx_http_request_t *r,
+    ngx_http_mcp_loctool_t *tool)
+{
+    u_char                           *msg;
+    ngx_str_t                         body, *args;
+    ngx_pool_t                       *pool;
+    ngx_pool_cleanup_t               *ccln, *rcln;
+    ngx_http_request_t               *sr;
+    ngx_http_mcp_loctool_link_t      *link;
+    ngx_http_mcp_loctool_state_t     *st;
+    ngx_http_mcp_loctool_loc_conf_t  *lcf;
+
+    pool = ngx_http_mcp_call_pool(call);
+    lcf = ngx_http_mcp_call_loc_conf(call, &ngx_http_mcp_loctool_module);
+
+    st = ngx_pcalloc(pool, sizeof(ngx_http_mcp_loctool_state_t));
+    link = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_loctool_link_t));
+    ccln = ngx_pool_cleanup_add(pool, 0);
+    rcln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (st == NULL || link == NULL || ccln == NULL || rcln == NULL) {
+        return NGX_ERROR;
+    }
+
+    st->call = call;
+    st->tool = tool;
+    st->max = lcf ? lcf->max_size : 1024 * 1024;
+
+    st->timer.handler = ngx_http_mcp_loctool_timeout;
+    st->timer.data = st;
+    st->timer.log = ngx_http_mcp_call_get_log(call);
+    st->event.handler = ngx_http_mcp_loctool_event;
+    st->event.data = st;
+    st->event.log = st->timer.log;
+
+    link->kick.handler = ngx_http_mcp_loctool_kick;
+    link->kick.data = r->connection;
+    link->kick.log = r->connection->log;
+    link->ps.handler = ngx_http_mcp_loctool_done;
+    link->ps.data = link;
+
+    ccln->handler = ngx_http_mcp_loctool_call_cleanup;
+    ccln->data = st;
+    rcln->handler = ngx_http_mcp_loctool_request_cleanup;
+    rcln->data = link;
+
+    ngx_str_null(&body);
+
+    if ((tool->method == NGX_HTTP_POST || tool->method == NGX_HTTP_PUT
+         || tool->method == NGX_HTTP_PATCH)
+        && ngx_http_mcp_loctool_body(call, r, &body) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    args = tool->args.len ? &tool->args : NULL;
+
+    if (ngx_http_subrequest(r, &tool->uri, args, &sr, &link->ps,
+                            NGX_HTTP_SUBREQUEST_BACKGROUND)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    sr->method = tool->method;
+    sr->method_name = tool->method_name;
+
+    if (ngx_http_mcp_loctool_headers(r, sr, &body) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    link->sr = sr;
+    link->state = st;
+    st->link = link;
+
+    ngx_add_timer(&st->timer, lcf ? lcf->timeout : 30000);
+
+    /* the subrequest runs when the POST's posted requests do; make sure */
+    ngx_post_event(&link->kick, &ngx_posted_events);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "mcp loctool \"%V\": %V %V", &tool->name,
+                   &tool->method_name, &tool->uri);
+
+    if (ngx_http_mcp_call_has_progress_token(call)) {
+        msg = ngx_pnalloc(pool, tool->uri.len + sizeof("calling "));
+        if (msg == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_sprintf(msg, "calling %V%Z", &tool->uri);
+
+        (void) ngx_http_mcp_call_progress(call, 0, 2, (const char *) msg);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The subrequest's headers: the POST's, less what is the MCP client's
+ * own (its credentials, its body's framing), plus the JSON body's.
+ */
+
+static ngx_int_t
+ngx_http_mcp_loctool_headers(ngx_http_request_t *r, ngx_http_request_t *sr,
+    ngx_str_t *body)
+{
+    ngx_uint_t                i, k;
+    ngx_buf_t                *b;
+    ngx_chain_t              *cl;
+    ngx_list_part_t          *part;
+    ngx_table_elt_t          *h, *n;
+    ngx_http_request_body_t  *rb;
+
+    if (ngx_list_init(&sr->headers_in.headers, r->pool, 8,
+                      sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len > 4
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "mcp-", 4) == 0)
+        {
+            continue;
+        }
+
+        for (k = 0; ngx_http_mcp_loctool_hidden[k].len; k++) {
+            if (h[i].key.len == ngx_http_mcp_loctool_hidden[k].len
+                && ngx_strncasecmp(h[i].key.data,
+                                   ngx_http_mcp_loctool_hidden[k].data,
+                                   h[i].key.len)
+                   == 0)
+            {
+                break;
+            }
+        }
+
+        if (ngx_http_mcp_loctool_hidden[k].len) {
+            continue;
+        }
+
+        n = ngx_list_push(&sr->headers_in.headers);
+        if (n == NULL) {
+            return NGX_ERROR;
+        }
+
+        *n = h[i];
+    }
+
+    sr->headers_in.content_length = NULL;
+    sr->headers_in.content_type = NULL;
+    sr->headers_in.transfer_encoding = NULL;
+    sr->headers_in.authorization = NULL;
+    sr->headers_in.chunked = 0;
+    sr->headers_in.content_length_n = -1;
+
+    rb = ngx_pcalloc(r->pool, sizeof(ngx_http_request_body_t));
+    if (rb == NULL) {
+        return NGX_ERROR;
+    }
+
+    sr->request_body = rb;
+
+    if (body->len == 0) {
+        return NGX_OK;
+    }
+
+    n = ngx_list_push(&sr->headers_in.headers);
+    b = ngx_calloc_buf(r->pool);
+    cl = ngx_alloc_chain_link(r->pool);
+
+    if (n == NULL || b == NULL || cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(n, sizeof(ngx_table_elt_t));
+    n->hash = 1;
+    ngx_str_set(&n->key, "Content-Type");
+    ngx_str_set(&n->value, "application/json");
+    n->lowcase_key = (u_char *) "content-type";
+
+    sr->headers_in.content_type = n;
+    sr->headers_in.content_length_n = body->len;
+
+    b->pos = body->data;
+    b->last = body->data + body->len;
+    b->start = b->pos;
+    b->end = b->last;
+    b->memory = 1;
+    b->last_buf = 1;
+
+    cl->buf = b;
+    cl->next = NULL;
+    rb->bufs = cl;
+
+    return NGX_OK;
+}
+
+
+/* the arguments object as JSON, in the POST's pool (the subrequest's) */
+
+static ngx_int_t
+ngx_http_mcp_loctool_body(ngx_http_mcp_call_t *call, ngx_http_request_t *r,
+    ngx_str_t *body)
+{
+    char   *json;
+    cJSON  *args;
+
+    args = ngx_http_mcp_call_arguments(call);
+
+    if (args == NULL) {
+        ngx_str_set(body, "{}");
+        return NGX_OK;
+    }
+
+    json = cJSON_PrintUnformatted(args);
+    if (json == NULL) {
+        return NGX_ERROR;
+    }
+
+    body->len = ngx_strlen(json);
+    body->data = ngx_pnalloc(r->pool, body->len);
+
+    if (body->data != NULL) {
+        ngx_memcpy(body->data, json, body->len);
+    }
+
+    cJSON_free(json);
+
+    return (body->data != NULL) ? NGX_OK : NGX_ERROR;
+}
+
+
+/*
+ * The subrequest ends (post_subrequest).  What would terminate the POST
+ * along with it (an error, a timeout, 444) ends only the subrequest: the
+ * call says it failed.  A status of 300 or more first makes its page,
+ * which our filters see, and ends again.
+ */
+
+static ngx_int_t
+ngx_http_mcp_loctool_done(ngx_http_request_t *sr, void *data, ngx_int_t rc)
+{
+    ngx_http_mcp_loctool_link_t *link = data;
+
+    ngx_http_mcp_loctool_state_t  *st;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, sr->connection->log, 0,
+                   "mcp loctool subrequest \"%V\" done: %i", &sr->uri, rc);
+
+    if (link->done || rc == NGX_AGAIN) {
+        return rc;
+    }
+
+    if (rc == NGX_ERROR || rc == NGX_HTTP_REQUEST_TIME_OUT
+        || rc == NGX_HTTP_CLIENT_CLOSED_REQUEST || rc == NGX_HTTP_CLOSE)
+    {
+        if (sr->connection->error) {
+            /* the client's connection broke: nginx ends it all */
+            return rc;
+        }
+
+        st = link->state;
+
+        if (st != NULL) {
+            st->failed = 1;
+        }
+
+        rc = NGX_OK;
+
+    } else if (rc >= NGX_HTTP_SPECIAL_RESPONSE
+               || rc == NGX_HTTP_CREATED || rc == NGX_HTTP_NO_CONTENT)
+    {
+        if (!sr->header_sent) {
+            return rc;
+        }
+
+        /* a status after the header: a page cannot follow it */
+        st = link->state;
+
+        if (st != NULL) {
+            st->failed = 1;
+        }
+
+        rc = NGX_OK;
+    }
+
+    link->done = 1;
+    st = link->state;
+
+    if (st != NULL) {
+        st->done = 1;
+        ngx_post_event(&st->event, &ngx_posted_events);
+    }
+
+    return rc;
+}
+
+
+static void
+ngx_http_mcp_loctool_kick(ngx_event_t *ev)
+{
+    ngx_connection_t  *c = ev->data;
+
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* news from the subrequest, or of the POST's end */
+
+static void
+ngx_http_mcp_loctool_event(ngx_event_t *ev)
+{
+    ngx_http_mcp_loctool_state_t *st = ev->data;
+
+    u_char  *msg;
+
+    if (st->header && !st->told && !st->done && !st->too_big) {
+        st->told = 1;
+
+        msg = ngx_pnalloc(ngx_http_mcp_call_pool(st->call),
+                          st->tool->uri.len + sizeof("HTTP 000 from "));
+
+        if (msg != NULL) {
+            ngx_sprintf(msg, "HTTP %03ui from %V%Z", st->status % 1000,
+                        &st->tool->uri);
+            (void) ngx_http_mcp_call_progress(st->call, 1, 2,
+                                              (const char *) msg);
+        }
+    }
+
+    if (st->too_big) {
+        ngx_http_mcp_loctool_finish(st, "the reply is larger than "
+                                        "mcp_tool_max_size");
+        return;
+    }
+
+    if (st->done) {
+        ngx_http_mcp_loctool_finish(st, st->failed
+                                        ? "its location failed" : NULL);
+        return;
+    }
+
+    if (st->gone) {
+        ngx_http_mcp_loctool_finish(st, "its HTTP request went away");
+    }
+}
+
+
+static void
+ngx_http_mcp_loctool_timeout(ngx_event_t *ev)
+{
+    ngx_http_mcp_loctool_state_t *st = ev->data;
+
+    ngx_log_error(NGX_LOG_INFO, ev->log, 0,
+                  "mcp: \"%V\" timed out waiting for %V", &st->tool->name,
+                  &st->tool->uri);
+
+    ngx_http_mcp_loctool_finish(st, "timed out (mcp_tool_timeout)");
+}
+
+
+/*
+ * Ends the call: the result, or an error when failure is set.  The
+ * subrequest, if it still runs, is aborted first, while the POST (and
+ * so the subrequest) surely still exists.
+ */
+
+static void
+ngx_http_mcp_loctool_finish(ngx_http_mcp_loctool_state_t *st,
+    const char *failure)
+{
+    u_char               *p, text[256], line[512];
+    cJSON                *result;
+    ngx_http_mcp_call_t  *call;
+
+    call = st->call;
+
+    ngx_http_mcp_loctool_abort(st);
+
+    if (st->timer.timer_set) {
+        ngx_del_timer(&st->timer);
+    }
+
+    if (st->event.posted) {
+        ngx_delete_posted_event(&st->event);
+    }
+
+    if (failure == NULL && st->refused.len) {
+        p = ngx_snprintf(text, sizeof(text) - 1, "the argument \"%V\" is "
+                         "refused in a URI: it has a \".\" or \"..\" "
+                         "segment", &st->refused);
+        *p = '\0';
+        failure = (const char *) text;
+    }
+
+    if (st->tool->resource) {
+        if (failure != NULL) {
+            p = ngx_snprintf(line, sizeof(line) - 1, "Resource %s",
+                             failure);
+            *p = '\0';
+            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                    (const char *) line);
+            return;
+        }
+
+        result = ngx_http_mcp_loctool_resource_result(st);
+
+        if (result != NULL) {
+            ngx_http_mcp_call_result(call, result);
+        }
+
+        return;
+    }
+
+    if (failure == NULL
+        && (st->status < NGX_HTTP_OK
+            || st->status >= NGX_HTTP_SPECIAL_RESPONSE))
+    {
+        /* the status only: the page may say what the caller must not see */
+        p = ngx_snprintf(text, sizeof(text) - 1, "its location answered "
+                         "HTTP %03ui", st->status % 1000);
+        *p = '\0';
+        failure = (const char *) text;
+    }
+
+    result = (failure != NULL) ? NULL
+             : ngx_http_mcp_loctool_tool_result(st, &failure);
+
+    if (result == NULL && failure != NULL) {
+        p = ngx_snprintf(line, sizeof(line) - 1, "Tool \"%V\": %s",
+                         &st->tool->name, failure);
+        *p = '\0';
+        result = ngx_http_mcp_loctool_error_result((const char *) line);
+    }
+
+    /* NULL: call_result() answers with an internal error */
+    ngx_http_mcp_call_result(call, result);
+}
+
+
+/*
+ * A 2xx reply as a tool result: JSON under an output_schema is structuredContent and its text;
+ * images and audio are base64; text is text.  NULL with *failure set
+ * when the reply cannot be a result.
+ */
+
+static cJSON *
+ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
+    const char **failure)
+{
+    u_char      *text;
+    cJSON       *content, *item, *json, *result;
+    const char  *kind;
+
+    content = cJSON_CreateArray();
+    if (content == NULL) {
+        return NULL;
+    }
+
+    json = NULL;
+    kind = NULL;
+
+    if (st->type.len > 6
+        && (ngx_strncmp(st->type.data, "image/", 6) == 0
+            || ngx_strncmp(st->type.data, "audio/", 6) == 0))
+    {
+        kind = (st->type.data[0] == 'i') ? "image" : "audio";
+
+        item = cJSON_CreateObject();
+
+        if (item == NULL
+            || !cJSON_AddItemToArray(content, item)
+            || cJSON_AddStringToObject(item, "type", kind) == NULL
+            || !cJSON_AddItemToObject(item, "data",
+                                      ngx_http_mcp_loctool_base64(st))
+            || cJSON_AddStringToObject(item, "mimeType",
+                                       (char *) st->type.data)
+               == NULL)
+        {
+            cJSON_Delete(content);
+            return NULL;
+        }
+
+        return ngx_http_mcp_tool_result(content, 0);
+    }
+
+    if (!ngx_http_mcp_loctool_utf8(st->body, st->len)) {
+        cJSON_Delete(content);
+        *failure = "its location answered with content that is not text, "
+                   "an image or audio";
+        return NULL;
+    }
+
+    text = ngx_pnalloc(ngx_http_mcp_call_pool(st->call), st->len + 1);
+    if (text == NULL) {
+        cJSON_Delete(content);
+        return NULL;
+    }
+
+    ngx_memcpy(text, st->body, st->len);
+    text[st->len] = '\0';
+
+    if (st->tool->structured
+        && ngx_http_mcp_loctool_is_text(&st->type) == 2)
+    {
+        json = cJSON_Parse((char *) text);
+
+        if (!cJSON_IsObject(json)) {
+            cJSON_Delete(json);
+            cJSON_Delete(content);
+            *failure = "its location's JSON reply is not an object";
+            return NULL;
+        }
+    }
+
+    if (!cJSON_AddItemToArray(content,
+                              ngx_http_mcp_text_content((char *) text)))
+    {
+        cJSON_Delete(json);
+        cJSON_Delete(content);
+        return NULL;
+    }
+
+    result = ngx_http_mcp_tool_result(content, 0);
+
+    if (result != NULL && json != NULL
+        && !cJSON_AddItemToObject(result, "structuredContent", json))
+    {
+        cJSON_Delete(result);
+        result = NULL;
+
+    } else if (result == NULL) {
+        cJSON_Delete(json);
+    }
+
+    return result;
+}
+
+
+/* resources/read: 404 is -32002, other failures -32603 */
+
+static cJSON *
+ngx_http_mcp_loctool_resource_result(ngx_http_mcp_loctool_state_t *st)
+{
+    u_char               *text, msg[96];
+    cJSON                *result, *contents, *item;
+    ngx_str_t            *type;
+    ngx_http_mcp_call_t  *call;
+
+    call = st->call;
+
+    if (st->status == NGX_HTTP_NOT_FOUND) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
+                                "Resource not found");
+        return NULL;
+    }
+
+    if (st->status >= NGX_HTTP_SPECIAL_RESPONSE
+        || st->status < NGX_HTTP_OK)
+    {
+        ngx_sprintf(msg, "Resource unavailable: its location answered "
+                    "HTTP %03ui%Z", st->status % 1000);
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                (const char *) msg);
+        return NULL;
+    }
+
+    type = st->tool->mime_type.len ? &st->tool->mime_type : &st->type;
+
+    result = cJSON_CreateObject();
+    contents = cJSON_AddArrayToObject(result, "contents");
+    item = cJSON_CreateObject();
+
+    if (result == NULL || contents == NULL || item == NULL
+        || !cJSON_AddItemToArray(contents, item)
+        || cJSON_AddStringToObject(item, "uri",
+                                   (char *) st->tool->name.data) == NULL
+        || (type->len
+            && cJSON_AddStringToObject(item, "mimeType", (char *) type->data)
+               == NULL))
+    {
+        cJSON_Delete(item);
+        cJSON_Delete(result);
+        return NULL;
+    }
+
+    if (ngx_http_mcp_loctool_is_text(type)
+        && ngx_http_mcp_loctool_utf8(st->body, st->len))
+    {
+        text = ngx_pnalloc(ngx_http_mcp_call_pool(call), st->len + 1);
+
+        if (text == NULL) {
+            cJSON_Delete(result);
+            return NULL;
+        }
+
+        ngx_memcpy(text, st->body, st->len);
+        text[st->len] = '\0';
+
+        if (cJSON_AddStringToObject(item, "text", (char *) text) == NULL) {
+            cJSON_Delete(result);
+            return NULL;
+        }
+
+        return result;
+    }
+
+    if (!cJSON_AddItemToObject(item, "blob", ngx_http_mcp_loctool_base64(st)))
+    {
+        cJSON_Delete(result);
+        return NULL;
+    }
+
+    return result;
+}
+
+
+static cJSON *
+ngx_http_mcp_loctool_error_result(const char *text)
+{
+    cJSON  *content;
+
+    content = cJSON_CreateArray();
+
+    if (content != NULL
+        && !cJSON_AddItemToArray(content, ngx_http_mcp_text_content(text)))
+    {
+        cJSON_Delete(content);
+        content = NULL;
+    }
+
+    return (content != NULL) ? ngx_http_mcp_tool_result(content, 1) : NULL;
+}
+
+
+static cJSON *
+ngx_http_mcp_loctool_base64(ngx_http_mcp_loctool_state_t *st)
+{
+    ngx_str_t  src, dst;
+
+    src.data = st->body;
+    src.len = st->len;
+
+    dst.data = ngx_pnalloc(ngx_http_mcp_call_pool(st->call),
+                           ngx_base64_encoded_length(src.len) + 1);
+    if (dst.data == NULL) {
+        return NULL;
+    }
+
+    ngx_encode_base64(&dst, &src);
+    dst.data[dst.len] = '\0';
+
+    return cJSON_CreateString((char *) dst.data);
+}
+
+
+/* 0: not text; 1: text; 2: JSON */
+
+static ngx_uint_t
+ngx_http_mcp_loctool_is_text(ngx_str_t *type)
+{
+    u_char  *p, *end;
+
+    if (type->len >= 5 && ngx_strncmp(type->data, "text/", 5) == 0) {
+        return 1;
+    }
+
+    if (type->len == 16
+        && ngx_strncmp(type->data, "application/json", 16) == 0)
+    {
+        return 2;
+    }
+
+    end = type->data + type->len;
+
+    if (type->len > 5 && ngx_strncmp(end - 5, "+json", 5) == 0) {
+        return 2;
+    }
+
+    if (type->len > 4 && ngx_strncmp(end - 4, "+xml", 4) == 0) {
+        return 1;
+    }
+
+    p = ngx_strlchr(type->data, end, '/');
+
+    if (p == NULL) {
+        return 0;
+    }
+
+    p++;
+
+    return ((end - p == 3 && ngx_strncmp(p, "xml", 3) == 0)
+            || (end - p == 4 && ngx_strncmp(p, "yaml", 4) == 0)
+            || (end - p == 10 && ngx_strncmp(p, "javascript", 10) == 0)
+            || (end - p == 21
+                && ngx_strncmp(p, "x-www-form-urlencoded", 21) == 0));
+}
+
+
+/* valid UTF-8 without NUL, as a JSON string can carry it */
+
+static ngx_uint_t
+ngx_http_mcp_loctool_utf8(u_char *p, size_t len)
+{
+    u_char  *end;
+
+    end = p + len;
+
+    while (p < end) {
+        if (*p == '\0') {
+            return 0;
+        }
+
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+
+        if (ngx_utf8_decode(&p, end - p) > 0x10ffff) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * Cuts the link; a subrequest that still runs behind an upstream loses
+ * it (its connection closed) through the upstream's own cleanup.
+ */
+
+static void
+ngx_http_mcp_loctool_abort(ngx_http_mcp_loctool_state_t *st)
+{
+    ngx_http_request_t           *sr;
+    ngx_http_mcp_loctool_link_t  *link;
+
+    link = st->link;
+
+    if (link == NULL) {
+        return;
+    }
+
+    link->state = NULL;
+    st->link = NULL;
+
+    sr = link->sr;
+
+    if (link->done || sr == NULL) {
+        return;
+    }
+
+    if (sr->upstream == NULL
+        || sr->upstream->cleanup == NULL
+        || *sr->upstream->cleanup == NULL)
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, sr->connection->log, 0,
+                       "mcp loctool: \"%V\" runs on, unheard", &sr->uri);
+        return;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, sr->connection->log, 0,
+                   "mcp loctool: aborting \"%V\"", &sr->uri);
+
+    link->done = 1;
+
+    (*sr->upstream->cleanup)(sr);
+}
+
+
+/* the call's pool goes: the call ended or was cancelled */
+
+static void
+ngx_http_mcp_loctool_call_cleanup(void *data)
+{
+    ngx_http_mcp_loctool_state_t *st = data;
+
+    if (st->timer.timer_set) {
+        ngx_del_timer(&st->timer);
+    }
+
+    if (st->event.posted) {
+        ngx_delete_posted_event(&st->event);
+    }
+
+    ngx_http_mcp_loctool_abort(st);
+}
+
+
+/* the POST's pool goes, and the subrequest with it */
+
+static void
+ngx_http_mcp_loctool_request_cleanup(void *data)
+{
+    ngx_http_mcp_loctool_link_t *link = data;
+
+    ngx_http_mcp_loctool_state_t  *st;
+
+    if (link->kick.posted) {
+        ngx_delete_posted_event(&link->kick);
+    }
+
+    st = link->state;
+
+    if (st == NULL) {
+        return;
+    }
+
+    link->state = NULL;
+    st->link = NULL;
+    st->gone = 1;
+
+    ngx_post_event(&st->event, &ngx_posted_events);
+}
+
+
+/* the link of a subrequest of ours, or of the one it is a subrequest of */
+
+static ngx_http_mcp_loctool_link_t *
+ngx_http_mcp_loctool_link(ngx_http_request_t *r)
+{
+    for ( /* void */ ; r != r->main; r = r->parent) {
+        if (r->post_subrequest != NULL
+            && r->post_subrequest->handler == ngx_http_mcp_loctool_done)
+        {
+            return r->post_subrequest->data;
+        }
+    }
+
+    return NULL;
+}
+
+
+ngx_int_t
+ngx_http_mcp_loctool_init_filters(ngx_conf_t *cf)
+{
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_mcp_loctool_header_filter;
+
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_mcp_loctool_body_filter;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_loctool_header_filter(ngx_http_request_t *r)
+{
+    u_char                        *p;
+    size_t                         len;
+    ngx_http_mcp_loctool_link_t   *link;
+    ngx_http_mcp_loctool_state_t  *st;
+
+    if (r == r->main || r->post_subrequest == NULL
+        || r->post_subrequest->handler != ngx_http_mcp_loctool_done)
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    /* what ngx_http_header_filter() would do for a subrequest */
+    r->header_sent = 1;
+
+    link = r->post_subrequest->data;
+    st = link->state;
+
+    if (st == NULL || st->header) {
+        return NGX_OK;
+    }
+
+    st->header = 1;
+    st->status = r->headers_out.status;
+
+    /* the bare type, lowercased: "application/json; charset=utf-8" */
+
+    len = r->headers_out.content_type.len;
+    p = ngx_strlchr(r->headers_out.content_type.data,
+                    r->headers_out.content_type.data + len, ';');
+
+    if (p != NULL) {
+        len = p - r->headers_out.content_type.data;
+    }
+
+    while (len && r->headers_out.content_type.data[len - 1] == ' ') {
+        len--;
+    }
+
+    st->type.data = ngx_pnalloc(ngx_http_mcp_call_pool(st->call), len + 1);
+    if (st->type.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_strlow(st->type.data, r->headers_out.content_type.data, len);
+    st->type.data[len] = '\0';
+    st->type.len = len;
+
+    if (r->headers_out.content_length_n > (off_t) st->max) {
+        st->too_big = 1;
+    }
+
+    ngx_post_event(&st->event, &ngx_posted_events);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_loctool_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    ngx_chain_t                   *cl;
+    ngx_http_mcp_loctool_link_t   *link;
+    ngx_http_mcp_loctool_state_t  *st;
+
+    if (r == r->main || r->post_subrequest == NULL
+        || r->post_subrequest->handler != ngx_http_mcp_loctool_done)
+    {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    link = r->post_subrequest->data;
+
+    /* everything is taken (or dropped): the buffers are free again */
+
+    for (cl = in; cl; cl = cl->next) {
+        st = link->state;
+
+        if (st != NULL && !st->too_big
+            && ngx_http_mcp_loctool_append(st, cl->buf) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        cl->buf->pos = cl->buf->last;
+
+        if (cl->buf->in_file) {
+            cl->buf->file_pos = cl->buf->file_last;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_loctool_append(ngx_http_mcp_loctool_state_t *st, ngx_buf_t *b)
+{
+    off_t    size;
+    u_char  *p;
+    ssize_t  n;
+
+    size = ngx_buf_size(b);
+
+    if (size == 0 || ngx_buf_special(b)) {
+        return NGX_OK;
+    }
+
+    if ((off_t) (st->max - st->len) < size) {
+        st->too_big = 1;
+        ngx_post_event(&st->event, &ngx_posted_events);
+        return NGX_OK;
+    }
+
+    if (st->len + size > st->size) {
+        /* doubling, up to the bound */
+        st->size = ngx_max(st->size * 2, st->len + (size_t) size);
+        st->size = ngx_max(st->size, 1024);
+        st->size = ngx_min(st->size, st->max);
+
+        p = ngx_pnalloc(ngx_http_mcp_call_pool(st->call), st->size);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        if (st->len) {
+            ngx_memcpy(p, st->body, st->len);
+        }
+
+        st->body = p;
+    }
+
+    if (ngx_buf_in_memory(b)) {
+        st->len = ngx_cpymem(st->body + st->len, b->pos, size) - st->body;
+        return NGX_OK;
+    }
+
+    n = ngx_read_file(b->file, st->body + st->len, size, b->file_pos);
+
+    if (n != size) {
+        return NGX_ERROR;
+    }
+
+    st->len += size;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_mcp_loctool_add_variables(ngx_conf_t *cf)
+{
+    ngx_str_t              name = ngx_string("mcp_arg_");
+    ngx_http_variable_t   *v;
+
+    v = ngx_http_add_variable(cf, &name,
+                              NGX_HTTP_VAR_NOCACHEABLE|NGX_HTTP_VAR_PREFIX);
+    if (v == NULL) {
+        return NGX_ERROR;
+    }
+
+    v->get_handler = ngx_http_mcp_loctool_arg_variable;
+
+    return NGX_OK;
+}
+
+
+/*
+ * $mcp_arg_NAME: the argument percent-encoded as one URI component (all
+ * but the unreserved A-Z a-z 0-9 - . _ ~), strings as their text, other values as compact
+ * JSON, empty when absent.  nginx lowercases variable names: an argument
+ * is found by its exact name first, then regardless of case.  A value
+ * with a "." or ".." segment is refused: an upstream that decodes %2F and
+ * %2E before it resolves dot segments (nginx does) would climb out of
+ * the path the location wrote.  The handler refused such a call before
+ * its subrequest already (loctool_check_args()); this is for a name the
+ * configuration did not index, which nginx evaluates as empty.
+ */
+
+static ngx_int_t
+ngx_http_mcp_loctool_arg_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_str_t *var = (ngx_str_t *) data;
+
+    u_char                        *p, *s, *name;
+    char                          *json;
+    cJSON                         *args, *arg;
+    size_t                         len, i, n;
+    ngx_http_mcp_loctool_link_t   *link;
+    ngx_http_mcp_loctool_state_t  *st;
+    static u_char                  hex[] = "0123456789ABCDEF";
+
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    v->len = 0;
+    v->data = (u_char *) "";
+
+    link = ngx_http_mcp_loctool_link(r);
+    st = link ? link->state : NULL;
+
+    if (st == NULL) {
+        return NGX_OK;
+    }
+
+    len = var->len - (sizeof("mcp_arg_") - 1);
+    name = ngx_pnalloc(r->pool, len + 1);
+    if (name == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(name, var->data + sizeof("mcp_arg_") - 1, len);
+    name[len] = '\0';
+
+    args = ngx_http_mcp_call_arguments(st->call);
+    arg = ngx_http_mcp_loctool_arg(args, (char *) name);
+
+    if (arg == NULL || cJSON_IsNull(arg)) {
+        return NGX_OK;
+    }
+
+    json = NULL;
+
+    if (cJSON_IsString(arg)) {
+        s = (u_char *) arg->valuestring;
+
+    } else {
+        json = cJSON_PrintUnformatted(arg);
+        if (json == NULL) {
+            return NGX_ERROR;
+        }
+
+        s = (u_char *) json;
+    }
+
+    n = ngx_strlen(s);
+
+    if (ngx_http_mcp_loctool_dot_segment(s, n)) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "mcp: $%V refused: a \".\" or \"..\" segment", var);
+        cJSON_free(json);
+
+        st->refused.data = ngx_pnalloc(ngx_http_mcp_call_pool(st->call),
+                                       len);
+        if (st->refused.data != NULL) {
+            ngx_memcpy(st->refused.data, name, len);
+            st->refused.len = len;
+        }
+
+        return NGX_ERROR;
+    }
+
+    p = ngx_pnalloc(r->pool, n * 3);
+    if (p == NULL) {
+        cJSON_free(json);
+        return NGX_ERROR;
+    }
+
+    v->data = p;
+
+    for (i = 0; i < n; i++) {
+        if (isalnum(s[i]) || s[i] == '-' || s[i] == '.' || s[i] == '_'
+            || s[i] == '~')
+        {
+            *p++ = s[i];
+            continue;
+        }
+
+        *p++ = '%';
+        *p++ = hex[s[i] >> 4];
+        *p++ = hex[s[i] & 0xf];
+    }
+
+    v->len = p - v->data;
+
+    cJSON_free(json);
+
+    return NGX_OK;
+}
+
+
+/* a "." or ".." between slashes or backslashes, or as the whole value */
+
+static ngx_uint_t
+ngx_http_mcp_loctool_dot_segment(u_char *p, size_t len)
+{
+    size_t  i, start;
+
+    start = 0;
+
+    for (i = 0; i <= len; i++) {
+        if (i < len && p[i] != '/' && p[i] != '\\') {
+            continue;
+        }
+
+        if ((i - start == 1 && p[start] == '.')
+            || (i - start == 2 && p[start] == '.' && p[start + 1] == '.'))
+        {
+            return 1;
+        }
+
+        start = i + 1;
+    }
+
+    return 0;
+}

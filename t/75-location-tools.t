@@ -1,0 +1,308 @@
+# Tools and resources that nginx locations serve (mcp_tool, mcp_resource
+# pass=): a real REST service (t/py/rest_upstream.py) behind proxy_pass,
+# and locations of nginx itself.  tools/list shows the blocks; arguments
+# are validated before any subrequest; $mcp_arg_NAME reaches the URI
+# percent-encoded and a dot segment is refused; the JSON body of POST,
+# PUT and PATCH; results by Content-Type (structuredContent under an
+# output_schema, image, audio, text), a status of 400 or more and
+# timeouts as isError results that say nothing of the upstream's body, a
+# 5 MB reply refused; cancellation closes the upstream connection;
+# progress; policy and $mcp_tool; resources; a 2026-07-28 stateless call;
+# a reload that changes the tools tells an open GET stream; nginx -t
+# errors for every bad block.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(time sleep);
+use McpTest timeout => 240;
+use McpAssert;
+use McpGateway qw(start_python_upstream);
+
+my $V26 = '2026-07-28';
+my $P = 'io.modelcontextprotocol/';
+
+my $TOOLS = <<'NGX';
+        mcp_tool get_order {
+            description   "Look up an order by id";
+            title         "Get order";
+            input_schema  '{"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"]}';
+            annotations   readOnlyHint idempotentHint destructiveHint=false;
+            pass          /internal/orders;
+            method        GET;
+        }
+        mcp_tool create_order {
+            description   "Create an order";
+            input_schema  %%PREFIX%%/conf/create.json;
+            output_schema '{"type":"object","properties":{"body":{"type":"object"}}}';
+            pass          /internal/create;
+        }
+        mcp_tool put_order    { description "Replace"; pass /internal/create; method PUT; }
+        mcp_tool delete_order { description "Delete"; pass /internal/orders; method DELETE; }
+        mcp_tool search       { description "Search"; pass /internal/echo; method GET; }
+        mcp_tool get_doc      { description "A document of nginx itself";
+                                pass /internal/doc; method GET; }
+        mcp_tool fail_404     { description "404"; pass /internal/status/404; }
+        mcp_tool fail_500     { description "500"; pass /internal/status/500; }
+        mcp_tool slow         { description "Slow"; pass /internal/slow/10; method GET; }
+        mcp_tool big          { description "5 MB"; pass /internal/big/5; method GET; }
+        mcp_tool small        { description "0.5 MB"; pass /internal/big/0.5; method GET; }
+        mcp_tool image        { description "PNG"; pass /internal/image; method GET; }
+        mcp_tool audio        { description "WAV"; pass /internal/audio; method GET; }
+        mcp_tool text         { description "Text"; pass /internal/text; method GET; }
+        mcp_tool binary       { description "Binary"; pass /internal/binary; method GET; }
+        mcp_tool array        { description "An array under a schema";
+                                output_schema '{"type":"object"}';
+                                pass /internal/array; method GET; }
+        mcp_tool local_json   { description "nginx answers itself";
+                                output_schema '{"type":"object"}';
+                                pass /internal/local; }
+        mcp_tool nowhere      { description "No such location"; pass /nothing/here; }
+        mcp_tool down         { description "Upstream down"; pass /internal/down; }
+        mcp_resource orders://summary pass=/internal/summary name=summary
+                     "description=Order summary" mime_type=application/json;
+        mcp_resource orders://missing pass=/internal/status/404;
+        mcp_resource orders://logo pass=/internal/image;
+NGX
+
+my $LOCATIONS = <<'NGX';
+        location = /mcp      { mcp on; mcp_tool_timeout 2s; mcp_tool_max_size 1m;
+                               mcp_tools_deny fail_500; }
+        location = /mcp-deny { mcp on; mcp_tools_deny get_order; }
+        location = /mcp-log  { mcp on; access_log %%PREFIX%%/logs/tool.log tool; }
+        location /internal/orders { internal;
+            proxy_pass http://rest/orders/$mcp_arg_id; }
+        location /internal/create { internal;
+            proxy_pass http://rest/orders/new; }
+        location /internal/echo { internal;
+            proxy_pass http://rest/echo?q=$mcp_arg_q&n=$mcp_arg_n&o=$mcp_arg_obj&flag=$mcp_arg_flag&missing=$mcp_arg_missing; }
+        location /internal/doc { internal;
+            proxy_pass http://127.0.0.1:%%PORT%%/docs/$mcp_arg_id; }
+        location /internal/summary { internal; proxy_pass http://rest/orders/summary; }
+        location /internal/local   { internal; default_type application/json;
+                                     return 200 '{"ok":true,"from":"nginx"}'; }
+        location /internal/down    { internal; proxy_pass http://127.0.0.1:%%PORT3%%/; }
+        location /internal/        { internal; proxy_pass http://rest/; }
+        location /docs/  { return 200 "doc $uri"; }
+        location /admin  { return 200 "ADMIN SECRET"; }
+NGX
+
+my $t = McpTest->new(
+    ports => 3,
+    http  => <<'NGX',
+    upstream rest { server 127.0.0.1:%%PORT2%%; keepalive 4; }
+    log_format tool '$mcp_tool $status';
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+NGX
+    server => $TOOLS . $LOCATIONS,
+);
+$t->write_file('conf/create.json', <<'JSON');
+{"type":"object","properties":{"item":{"type":"string"},"qty":{"type":"integer","minimum":1}},
+ "required":["item","qty"]}
+JSON
+my ($py, $log) = start_python_upstream($t, 'rest_upstream', $t->port(2));
+$t->expect_log_error(qr/connect\(\) failed/, qr/open\(\) ".*nothing\/here" failed/);
+$t->start;
+
+my ($sid) = $t->mcp_initialize;
+
+sub upstream_entries {
+    open my $fh, '<', $log or return ();
+    return map { McpTest::decode_json($_) } grep { /\S/ } <$fh>;
+}
+
+sub last_upstream { my @e = upstream_entries(); $e[-1] }
+
+sub call_tool {
+    my ($name, $args, %o) = @_;
+    return scalar $t->mcp_call($o{sid} // $sid, 'tools/call',
+                               { name => $name, arguments => $args // {},
+                                 %{ $o{params} // {} } },
+                               path => $o{path}, timeout => $o{timeout} // 15);
+}
+
+sub text_of { ((($_[0] // {})->{content} // [ {} ])->[0] // {})->{text} // '' }
+
+# --- tools/list ---------------------------------------------------------------
+
+{
+    my $list = $t->mcp_call($sid, 'tools/list');
+    my %by = map { $_->{name} => $_ } @{ $list->{tools} // [] };
+    is_deeply($by{get_order},
+              { name => 'get_order', title => 'Get order',
+                description => 'Look up an order by id',
+                inputSchema => { type => 'object', required => ['id'],
+                                 properties => { id => { type => 'string', minLength => 1 } } },
+                annotations => { readOnlyHint => JSON::PP::true(), idempotentHint => JSON::PP::true(),
+                                 destructiveHint => JSON::PP::false() } },
+              'tools/list: get_order as its block says');
+    is($by{create_order}{inputSchema}{required}[1], 'qty', 'input_schema from a file');
+    is_deeply($by{create_order}{outputSchema}{properties}{body}, { type => 'object' },
+              'output_schema inline');
+    is_deeply($by{put_order}{inputSchema}, { type => 'object' }, 'the default inputSchema');
+    ok(!exists $by{fail_500}, 'a denied tool is not listed');
+    ok(!exists $by{get_order}{execution}, 'no execution: taskSupport is forbidden');
+}
+
+# --- calls ---------------------------------------------------------------------
+
+{
+    my $r = call_tool('get_order', { id => '42' });
+    ok(!$r->{isError}, 'get_order: a result') or diag(McpTest::encode_json($r));
+    my $j = eval { McpTest::decode_json(text_of($r)) } // {};
+    is($j->{target}, '/orders/42', 'the location got $mcp_arg_id');
+    is($j->{method}, 'GET', 'method GET');
+    is($j->{body}, undef, 'GET: no body');
+    my $e = last_upstream();
+    ok(!exists $e->{headers}{authorization} && !exists $e->{headers}{'mcp-session-id'},
+       'the MCP client\'s Mcp-Session-Id does not reach the upstream');
+    ok(!exists $r->{structuredContent}, 'no output_schema: no structuredContent');
+}
+
+{
+    my $r = call_tool('create_order', { item => 'book', qty => 2 });
+    ok(!$r->{isError}, 'create_order: a result') or diag(McpTest::encode_json($r));
+    is_deeply($r->{structuredContent}{body}, { item => 'book', qty => 2 },
+              'POST: the arguments as a JSON body; output_schema: structuredContent');
+    is_deeply(McpTest::decode_json(text_of($r)), $r->{structuredContent},
+              '... and the same JSON as text');
+    my $e = last_upstream();
+    is($e->{headers}{'content-type'}, 'application/json', 'Content-Type: application/json');
+    is($e->{method}, 'POST', 'method POST (the default)');
+
+    $r = call_tool('put_order', { a => [1, 2] });
+    $e = last_upstream();
+    is_deeply([ $e->{method}, $e->{body} ], [ 'PUT', { a => [1, 2] } ], 'PUT with a JSON body');
+    $r = call_tool('delete_order', { id => '9' });
+    $e = last_upstream();
+    is_deeply([ $e->{method}, $e->{target}, $e->{body} ], [ 'DELETE', '/orders/9', undef ],
+              'DELETE without a body');
+}
+
+# --- argument validation: before any subrequest --------------------------------
+
+{
+    my $n = () = upstream_entries();
+    my $r = call_tool('create_order', { item => 'book' });
+    ok($r->{isError}, 'a missing required argument: isError');
+    like(text_of($r), qr/qty/, '... naming it');
+    $r = call_tool('create_order', { item => 'book', qty => 0 });
+    ok($r->{isError}, 'qty 0 under minimum 1: isError');
+    $r = call_tool('get_order', { id => 7 });
+    ok($r->{isError}, 'a number where a string is wanted: isError');
+    is(scalar(() = upstream_entries()), $n, 'no request reached the upstream');
+}
+
+# --- $mcp_arg_ escaping ----------------------------------------------------------
+
+{
+    my $r = call_tool('search', { q => "a b/c?d#e&f=g%2e\r\nX-Injected: 1", n => 3.5,
+                                   obj => { k => [1, 'x'] }, flag => JSON::PP::true() });
+    my $e = last_upstream();
+    is($e->{target},
+       '/echo?q=a%20b%2Fc%3Fd%23e%26f%3Dg%252e%0D%0AX-Injected%3A%201&n=3.5'
+       . '&o=%7B%22k%22%3A%5B1%2C%22x%22%5D%7D&flag=true&missing=',
+       '$mcp_arg_: one URI component each; numbers, objects, booleans as JSON; absent empty');
+    ok(!exists $e->{headers}{'x-injected'}, 'CRLF injected no header');
+
+    $r = call_tool('search', { q => "\x{e9}\x{6f22}\x{1F600}" });
+    $e = last_upstream();
+    like($e->{target}, qr{^/echo\?q=%C3%A9%E6%BC%A2%F0%9F%98%80&}, 'unicode: its UTF-8 bytes encoded');
+
+    $r = call_tool('get_order', { id => 'a.b~c_d-e' });
+    is(last_upstream()->{target}, '/orders/a.b~c_d-e', 'unreserved characters kept');
+
+    for my $id ('..', '.', '../admin', 'x/../../admin', '..\\admin', 'a/./b') {
+        my $n = () = upstream_entries();
+        $r = call_tool('get_order', { id => $id });
+        ok($r->{isError}, "id \"$id\": refused (isError)");
+        like(text_of($r), qr/argument "id" is refused/, '... saying why');
+        is(scalar(() = upstream_entries()), $n, '... nothing reached the upstream');
+    }
+
+    # the same against nginx, which decodes %2F and %2E before dot segments
+    $r = call_tool('get_doc', { id => '../../admin' });
+    ok($r->{isError} && text_of($r) !~ /SECRET/, 'nginx upstream: "../../admin" refused');
+    $r = call_tool('get_doc', { id => '%2e%2e%2fadmin' });
+    unlike(text_of($r), qr/SECRET/, 'nginx upstream: "%2e%2e%2fadmin" stays a name');
+    is(text_of($r), 'doc /docs/%2e%2e%2fadmin', '... the upstream decoded it once');
+    $r = call_tool('get_doc', { id => 'a/b' });
+    is(text_of($r), 'doc /docs/a/b', '"a/b": a path below the prefix, no higher');
+}
+
+# --- results by status and type ------------------------------------------------------
+
+{
+    my $r = call_tool('fail_404');
+    ok($r->{isError}, '404: isError');
+    like(text_of($r), qr/HTTP 404/, '... naming the status');
+    unlike(McpTest::encode_json($r), qr/internal detail|10\.1\.2\.3/, '... and nothing of the body');
+
+    $r = $t->mcp_call($sid, 'tools/call', { name => 'fail_500', arguments => {} });
+    ok(ref $r eq 'HASH' && $r->{code}, 'a denied tool (mcp_tools_deny): an error') or diag(McpTest::encode_json($r));
+
+    $r = call_tool('fail_500', {}, path => '/mcp-deny');
+    ok($r->{isError} && text_of($r) =~ /HTTP 500/, '500 elsewhere: isError naming HTTP 500');
+    unlike(McpTest::encode_json($r), qr/internal detail/, '... without the body');
+
+    my ($dsid) = $t->mcp_initialize(path => '/mcp-deny');
+    $r = call_tool('get_order', { id => 1 }, sid => $dsid, path => '/mcp-deny');
+    ok(ref $r eq 'HASH' && !exists $r->{content}, 'mcp_tools_deny get_order: denied there')
+        or diag(McpTest::encode_json($r));
+
+    $r = call_tool('nowhere');
+    like(text_of($r), qr/HTTP 404/, 'a pass with no location: HTTP 404');
+    $r = call_tool('down');
+    ok($r->{isError} && text_of($r) =~ /HTTP 502/, 'upstream down: HTTP 502');
+
+    $r = call_tool('image');
+    is_deeply($r->{content}, [ { type => 'image', mimeType => 'image/png', data => $PNG_B64 } ],
+              'image/png: image content');
+    $r = call_tool('audio');
+    is_deeply($r->{content}, [ { type => 'audio', mimeType => 'audio/wav', data => $WAV_B64 } ],
+              'audio/wav: audio content');
+    $r = call_tool('text');
+    is(text_of($r), "plain text \x{e9}\x{6f22}", 'text/plain: text content');
+    $r = call_tool('binary');
+    ok($r->{isError}, 'bytes that are not text: isError');
+    $r = call_tool('array');
+    ok($r->{isError} && text_of($r) =~ /not an object/, 'output_schema, a JSON array: isError');
+    $r = call_tool('local_json');
+    is_deeply($r->{structuredContent}, { ok => JSON::PP::true(), from => 'nginx' },
+              'a location that answers itself (return 200): structuredContent');
+}
+
+# --- size and time bounds --------------------------------------------------------------
+
+{
+    my $t0 = time;
+    my $r = call_tool('big', {}, timeout => 30);
+    ok($r->{isError}, '5 MB reply over mcp_tool_max_size 1m: isError');
+    like(text_of($r), qr/larger than mcp_tool_max_size/, '... saying so');
+    $r = call_tool('small');
+    is(length(text_of($r)), 512 * 1024, '0.5 MB: the whole reply');
+
+    $t0 = time;
+    $r = call_tool('slow', {}, timeout => 30);
+    my $took = time - $t0;
+    ok($r->{isError} && text_of($r) =~ /timed out/, 'slow upstream: isError, timed out');
+    ok($took > 1.5 && $took < 5, sprintf('... after mcp_tool_timeout 2s (%.1f s)', $took));
+    ok(wait_disconnected(1), '... and the upstream connection was closed');
+    is_result(scalar $t->mcp_request($sid, 'ping', undef, id => 'p1'), {}, 'p1', 'the session goes on');
+}
+
+sub wait_disconnected {
+    my ($want) = @_;
+    my $deadline = time + 5;
+    while (time < $deadline) {
+        my $n = grep { ($_->{event} // '') eq 'disconnected' } upstream_entries();
+        return 1 if $n >= $want;
+        sleep 0.05;
+    }
+    return 0;
+}
+
+done_testing;

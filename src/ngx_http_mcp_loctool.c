@@ -832,3 +832,46 @@ ngx_http_mcp_loctool_set_string(cJSON *desc, const char *key,
 
     return NGX_OK;
 }
+
+
+/* the NAMEs of the $mcp_arg_NAME variables the configuration indexed */
+
+ngx_int_t
+ngx_http_mcp_loctool_find_args(ngx_conf_t *cf, ngx_array_t *args)
+{
+    ngx_str_t                  *name;
+    ngx_uint_t                  i;
+    ngx_http_variable_t        *v;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    v = cmcf->variables.elts;
+
+    for (i = 0; i < cmcf->variables.nelts; i++) {
+        if (v[i].name.len <= sizeof("mcp_arg_") - 1
+            || ngx_strncmp(v[i].name.data, "mcp_arg_",
+                           sizeof("mcp_arg_") - 1)
+               != 0)
+        {
+            continue;
+        }
+
+        name = ngx_array_push(args);
+        if (name == NULL) {
+            return NGX_ERROR;
+        }
+
+        name->len = v[i].name.len - (sizeof("mcp_arg_") - 1);
+        name->data = ngx_pnalloc(cf->pool, name->len + 1);
+        if (name->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(name->data, v[i].name.data + sizeof("mcp_arg_") - 1,
+                   name->len);
+        name->data[name->len] = '\0';
+    }
+
+    return NGX_OK;
+}

@@ -20,6 +20,7 @@ use Time::HiRes qw(time sleep);
 use McpTest timeout => 240;
 use McpAssert;
 use McpGateway qw(start_python_upstream);
+use McpJwt;
 
 my $V26 = '2026-07-28';
 my $P = 'io.modelcontextprotocol/';
@@ -72,6 +73,10 @@ my $LOCATIONS = <<'NGX';
                                mcp_tools_deny fail_500; }
         location = /mcp-deny { mcp on; mcp_tools_deny get_order; }
         location = /mcp-log  { mcp on; access_log %%PREFIX%%/logs/tool.log tool; }
+        location = /mcp-auth { mcp on; mcp_auth_jwt "MCP";
+                               mcp_auth_resource http://127.0.0.1:%%PORT%%/mcp-auth;
+                               mcp_auth_api_keys %%PREFIX%%/conf/api_keys;
+                               mcp_auth_tool_scope get_order orders:read; }
         location /internal/orders { internal;
             proxy_pass http://rest/orders/$mcp_arg_id; }
         location /internal/create { internal;
@@ -103,6 +108,9 @@ $t->write_file('conf/create.json', <<'JSON');
 {"type":"object","properties":{"item":{"type":"string"},"qty":{"type":"integer","minimum":1}},
  "required":["item","qty"]}
 JSON
+$t->write_file('conf/api_keys',
+    McpJwt::api_key_line('sk_t75_plain', 'plain', 'mcp:tools')
+    . McpJwt::api_key_line('sk_t75_orders', 'orders', 'mcp:tools orders:read'));
 my ($py, $log) = start_python_upstream($t, 'rest_upstream', $t->port(2));
 $t->expect_log_error(qr/connect\(\) failed/, qr/open\(\) ".*nothing\/here" failed/);
 $t->start;
@@ -303,6 +311,222 @@ sub wait_disconnected {
         sleep 0.05;
     }
     return 0;
+}
+
+# --- cancellation, progress, a client that goes ------------------------------------------
+
+sub wait_target {
+    my ($re) = @_;
+    my $deadline = time + 5;
+    while (time < $deadline) {
+        return 1 if grep { ($_->{target} // '') =~ $re && !$_->{event} } upstream_entries();
+        sleep 0.05;
+    }
+    return 0;
+}
+
+sub slow_stream {
+    my ($id, $token) = @_;
+    return $t->mcp_post($sid, { jsonrpc => '2.0', id => $id, method => 'tools/call',
+                                params => { name => 'slow', arguments => {},
+                                            _meta => { progressToken => $token } } },
+                        stream => 1, timeout => 15);
+}
+
+{
+    my $before = grep { ($_->{event} // '') eq 'disconnected' } upstream_entries();
+    my $n = () = upstream_entries();
+    my $s = slow_stream('c1', 'tok-c1');
+    my $p;
+    while (my $ev = $s->next_event(5)) {
+        if (ref $ev->{json} eq 'HASH') { $p = $ev->{json}; last }
+    }
+    is_deeply($p && $p->{params}, { progressToken => 'tok-c1', progress => 0, total => 2,
+                                    message => 'calling /internal/slow/10' },
+              'progress 0/2 when the subrequest starts');
+    my $deadline = time + 5;
+    sleep 0.05 while time < $deadline && (() = upstream_entries()) <= $n;
+    ok((() = upstream_entries()) > $n, 'the slow upstream has the request');
+    my $t0 = time;
+    my $r = $t->mcp_notify($sid, 'notifications/cancelled', { requestId => 'c1', reason => 'enough' });
+    is($r->{status}, 202, 'notifications/cancelled: 202');
+    ok(wait_disconnected($before + 1), 'cancellation closed the upstream connection');
+    ok(time - $t0 < 2, sprintf('... at once (%.2f s)', time - $t0));
+    my @ev = $s->read_all(3);
+    ok(!grep({ ref $_->{json} eq 'HASH' && exists $_->{json}{result} } @ev),
+       'no result for the cancelled call');
+    is_result(scalar $t->mcp_request($sid, 'ping', undef, id => 'p2'), {}, 'p2', 'the session goes on');
+}
+
+{
+    my $s = $t->mcp_post($sid, { jsonrpc => '2.0', id => 'pr', method => 'tools/call',
+                                 params => { name => 'get_order', arguments => { id => 'p' },
+                                             _meta => { progressToken => 7 } } },
+                         stream => 1, timeout => 15);
+    my @ev = grep { ref $_->{json} eq 'HASH' } $s->read_all(5);
+    my @progress = map { $_->{json}{params} } grep { ($_->{json}{method} // '') eq 'notifications/progress' } @ev;
+    is_deeply([ map { [ $_->{progress}, $_->{total}, $_->{message} ] } @progress ],
+              [ [ 0, 2, 'calling /internal/orders' ], [ 1, 2, 'HTTP 200 from /internal/orders' ] ],
+              'progress: the call started, the status arrived')
+        or diag(explain \@progress);
+    my ($res) = grep { exists $_->{json}{result} } @ev;
+    ok($res && !$res->{json}{result}{isError}, '... then the result');
+}
+
+{
+    my $before = grep { ($_->{event} // '') eq 'disconnected' } upstream_entries();
+    my $n = () = upstream_entries();
+    my $s = slow_stream('gone', 'tok-gone');
+    1 until !defined($_ = $s->next_event(5)) || ref $_->{json} eq 'HASH';
+    my $deadline = time + 5;
+    sleep 0.05 while time < $deadline && (() = upstream_entries()) <= $n;
+    $s->close;
+    ok(wait_disconnected($before + 1), 'the client went: the upstream connection was closed');
+    sleep 0.3;
+    is_result(scalar $t->mcp_request($sid, 'ping', undef, id => 'p3'), {}, 'p3',
+              'the session goes on, no worker died');
+    my $r = call_tool('get_order', { id => 'after' });
+    ok(!$r->{isError}, 'and the next call works');
+}
+
+# --- policy, scopes, $mcp_tool ------------------------------------------------------------
+
+{
+    my ($lsid) = $t->mcp_initialize(path => '/mcp-log');
+    call_tool('get_order', { id => 'log' }, sid => $lsid, path => '/mcp-log');
+    my $deadline = time + 3;
+    my $text = '';
+    while (time < $deadline) {
+        $text = McpTest::_slurp($t->prefix . '/logs/tool.log') // '';
+        last if $text =~ /get_order/;
+        sleep 0.05;
+    }
+    like($text, qr/^get_order 200$/m, '$mcp_tool names a location-backed tool');
+
+    for my $k ([ 'sk_t75_plain', 0 ], [ 'sk_t75_orders', 1 ]) {
+        my ($key, $ok) = @$k;
+        my ($asid) = McpJwt::initialize($t, $key, path => '/mcp-auth');
+        ok($asid, "$key: a session");
+        my ($m, $r) = $t->mcp_request($asid, 'tools/call',
+                                      { name => 'get_order', arguments => { id => 's' } },
+                                      path => '/mcp-auth', quiet => 1,
+                                      headers => { Authorization => "Bearer $key" });
+        if ($ok) {
+            ok($m && $m->{result} && !$m->{result}{isError}, 'with orders:read: the call works');
+        } else {
+            is($r->{status}, 403, 'mcp_auth_tool_scope get_order orders:read: 403 without it');
+            like($r->{headers}{'www-authenticate'} // '', qr/scope="orders:read"/,
+                 '... naming the scope');
+        }
+    }
+}
+
+# --- resources ------------------------------------------------------------------------------
+
+{
+    my $list = $t->mcp_call($sid, 'resources/list');
+    my %by = map { $_->{uri} => $_ } @{ $list->{resources} // [] };
+    is_deeply($by{'orders://summary'}, { uri => 'orders://summary', name => 'summary',
+                                        description => 'Order summary',
+                                        mimeType => 'application/json' },
+              'resources/list: mcp_resource as written');
+    is($by{'orders://missing'}{name}, 'orders://missing', 'name defaults to the URI');
+
+    my $r = $t->mcp_call($sid, 'resources/read', { uri => 'orders://summary' });
+    my $c = ($r->{contents} // [])->[0] // {};
+    is_deeply([ $c->{uri}, $c->{mimeType} ], [ 'orders://summary', 'application/json' ],
+              'resources/read: uri and mime_type');
+    is((eval { McpTest::decode_json($c->{text}) } // {})->{target}, '/orders/summary',
+       '... the location\'s reply as text');
+    $r = $t->mcp_call($sid, 'resources/read', { uri => 'orders://logo' });
+    $c = ($r->{contents} // [])->[0] // {};
+    is_deeply($c, { uri => 'orders://logo', mimeType => 'image/png', blob => $PNG_B64 },
+              'an image: a blob');
+    my ($m) = $t->mcp_request($sid, 'resources/read', { uri => 'orders://missing' }, id => 'rm');
+    is(($m->{error} // {})->{code}, -32002, '404: -32002');
+}
+
+# --- 2026-07-28, stateless ----------------------------------------------------------------
+
+{
+    my $meta = { "${P}protocolVersion" => $V26, "${P}clientCapabilities" => {},
+                 "${P}clientInfo" => { name => 't75', version => '1' } };
+    my $r = $t->mcp_post(undef,
+        { jsonrpc => '2.0', id => 's1', method => 'tools/call',
+          params => { name => 'create_order', arguments => { item => 'pen', qty => 3 },
+                      _meta => $meta } },
+        protocol_version => undef,
+        headers => { 'MCP-Protocol-Version' => $V26, 'Mcp-Method' => 'tools/call',
+                     'Mcp-Name' => 'create_order' });
+    is($r->{status}, 200, 'stateless tools/call: 200');
+    my ($m) = grep { ref $_ eq 'HASH' && exists $_->{result} } @{ $r->{messages} };
+    is_deeply($m && $m->{result}{structuredContent}{body}, { item => 'pen', qty => 3 },
+              'stateless: the location\'s reply as structuredContent');
+    is($m && $m->{result}{resultType}, 'complete', 'stateless: resultType complete');
+    $r = $t->mcp_post(undef,
+        { jsonrpc => '2.0', id => 's2', method => 'tools/call',
+          params => { name => 'get_order', arguments => {}, _meta => $meta } },
+        protocol_version => undef,
+        headers => { 'MCP-Protocol-Version' => $V26, 'Mcp-Method' => 'tools/call',
+                     'Mcp-Name' => 'get_order' });
+    ($m) = grep { ref $_ eq 'HASH' && exists $_->{result} } @{ $r->{messages} };
+    ok($m && $m->{result}{isError}, 'stateless: arguments validated as well');
+}
+
+# --- reload: a changed tool list reaches an open GET stream -----------------------------------
+
+{
+    my $g = $t->mcp_get_stream($sid, timeout => 10);
+    is($g->status, 200, 'a GET stream');
+    (my $more = $TOOLS) =~ s/(mcp_tool get_order \{)/mcp_tool added { description "New"; pass \/internal\/local; }\n        $1/;
+    ok($t->reload(server => $more . $LOCATIONS), 'reload with one tool more');
+    my $got;
+    my $deadline = time + 8;
+    while (!$got && time < $deadline) {
+        my $ev = $g->next_event(1) or next;
+        $got = 1 if ref $ev->{json} eq 'HASH'
+                    && ($ev->{json}{method} // '') eq 'notifications/tools/list_changed';
+    }
+    ok($got, 'notifications/tools/list_changed on the open GET stream');
+    $g->close;
+    my $list = $t->mcp_call($sid, 'tools/list');
+    ok(grep({ $_->{name} eq 'added' } @{ $list->{tools} // [] }), 'the new tool is listed');
+}
+
+# --- nginx -t ---------------------------------------------------------------------------
+
+{
+    my @bad = (
+        [ 'mcp_tool x { pass /a; }', qr/mcp_tool "x" has no "description"/ ],
+        [ 'mcp_tool x { description d; }', qr/mcp_tool "x" has no "pass"/ ],
+        [ 'mcp_tool x { description d; pass a; }', qr/invalid pass "a"/ ],
+        [ 'mcp_tool x { description d; pass @named; }', qr/invalid pass "\@named"/ ],
+        [ 'mcp_tool x { description d; pass /a; method TRACE; }', qr/invalid method "TRACE"/ ],
+        [ 'mcp_tool x { description d; pass /a; bogus 1; }', qr/unknown directive "bogus" in mcp_tool "x"/ ],
+        [ 'mcp_tool x { description d; description e; pass /a; }', qr/is duplicate/ ],
+        [ q~mcp_tool x { description d; pass /a; input_schema '{"type":'; }~, qr/schema "inline" is not a JSON object/ ],
+        [ q~mcp_tool x { description d; pass /a; input_schema '[1]'; }~, qr/open\(\) ".*\[1\]" failed/ ],
+        [ 'mcp_tool x { description d; pass /a; input_schema /no/such.json; }', qr/open\(\) "\/no\/such\.json" failed/ ],
+        [ 'mcp_tool x { description d; pass /a; annotations fastHint; }', qr/unknown annotation "fastHint"/ ],
+        [ 'mcp_tool x { description d; pass /a; annotations readOnlyHint=maybe; }', qr/the value is true or false/ ],
+        [ 'mcp_tool "a b" { description d; pass /a; }', qr/invalid tool name "a b"/ ],
+        [ 'mcp_tool x { description d; pass /a; } mcp_tool x { description d; pass /b; }', qr/duplicate MCP tool "x"/ ],
+        [ 'mcp_resource nouri pass=/a;', qr/invalid resource URI "nouri": no scheme/ ],
+        [ 'mcp_resource a://b name=x;', qr/mcp_resource "a:\/\/b" has no "pass="/ ],
+        [ 'mcp_resource a://b pass=/a colour=red;', qr/invalid parameter "colour=red"/ ],
+        [ 'mcp_tool_timeout 0;', qr/mcp_tool_timeout must be more than 0/ ],
+        [ 'mcp_tool_max_size 0;', qr/mcp_tool_max_size must be more than 0/ ],
+    );
+    for my $b (@bad) {
+        my ($conf, $re) = @$b;
+        my $c = McpTest->new(server => "$conf\n        location = /mcp { mcp on; }");
+        my ($rc, $out) = $c->nginx_t;
+        isnt($rc, 0, "nginx -t fails: $conf");
+        like($out, $re, '... saying why') or diag($out);
+    }
+    my $c = McpTest->new(server => 'mcp_tool x { description d; pass /a?b=1; } location = /mcp { mcp on; }');
+    my ($rc, $out) = $c->nginx_t;
+    is($rc, 0, 'a pass with a query string is fine') or diag($out);
 }
 
 done_testing;

@@ -194,18 +194,14 @@ ngx_http_mcp_loctool_create_main_conf(ngx_conf_t *cf)
 static void *
 ngx_http_mcp_loctool_create_loc_conf(ngx_conf_t *cf)
 {
-    ngx_http_mcp_loctool_loc_conf_t   *conf;
-    ngx_http_mcp_loctool_main_conf_t  *lmcf;
+    ngx_http_mcp_loctool_loc_conf_t  *conf;
 
     conf = ngx_palloc(cf->pool, sizeof(ngx_http_mcp_loctool_loc_conf_t));
     if (conf == NULL) {
         return NULL;
     }
 
-    /* filled in at postconfiguration, read at run time */
-    lmcf = ngx_http_conf_get_module_main_conf(cf,
-                                              ngx_http_mcp_loctool_module);
-    conf->args = &lmcf->args;
+    conf->args = NULL;
 
     conf->timeout = NGX_CONF_UNSET_MSEC;
     conf->max_size = NGX_CONF_UNSET_SIZE;
@@ -220,6 +216,13 @@ ngx_http_mcp_loctool_merge_loc_conf(ngx_conf_t *cf, void *parent,
 {
     ngx_http_mcp_loctool_loc_conf_t *prev = parent;
     ngx_http_mcp_loctool_loc_conf_t *conf = child;
+
+    ngx_http_mcp_loctool_main_conf_t  *lmcf;
+
+    /* filled in at postconfiguration, read at run time */
+    lmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_mcp_loctool_module);
+    conf->args = &lmcf->args;
 
     ngx_conf_merge_msec_value(conf->timeout, prev->timeout, 30000);
     ngx_conf_merge_size_value(conf->max_size, prev->max_size, 1024 * 1024);

@@ -109,7 +109,7 @@ ngx_http_mcp_loctool_handler(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    if (!tool->resource && lcf != NULL) {
+    if (!tool->resource && lcf != NULL && lcf->args != NULL) {
         name = ngx_http_mcp_loctool_check_args(call, lcf->args);
 
         if (name != NULL) {
@@ -467,7 +467,7 @@ ngx_http_mcp_loctool_event(ngx_event_t *ev)
 
     u_char  *msg;
 
-    if (st->header && !st->told && !st->done && !st->too_big) {
+    if (st->header && !st->told && !st->too_big) {
         st->told = 1;
 
         msg = ngx_pnalloc(ngx_http_mcp_call_pool(st->call),

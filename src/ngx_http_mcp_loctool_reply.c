@@ -279,7 +279,8 @@ ngx_http_mcp_loctool_is_text(ngx_str_t *type)
 static ngx_uint_t
 ngx_http_mcp_loctool_utf8(u_char *p, size_t len)
 {
-    u_char  *end;
+    u_char    *end;
+    uint32_t   u;
 
     end = p + len;
 
@@ -293,7 +294,10 @@ ngx_http_mcp_loctool_utf8(u_char *p, size_t len)
             continue;
         }
 
-        if (ngx_utf8_decode(&p, end - p) > 0x10ffff) {
+        u = ngx_utf8_decode(&p, end - p);
+
+        /* surrogates are no characters: JSON text cannot carry them */
+        if (u > 0x10ffff || (u >= 0xd800 && u <= 0xdfff)) {
             return 0;
         }
     }

@@ -48,6 +48,7 @@ my $TOOLS = <<'NGX';
         mcp_tool fail_404     { description "404"; pass /internal/status/404; }
         mcp_tool fail_500     { description "500"; pass /internal/status/500; }
         mcp_tool slow         { description "Slow"; pass /internal/slow/10; method GET; }
+        mcp_tool slowish      { description "A bit slow"; pass /internal/slow/0.3; method GET; }
         mcp_tool big          { description "5 MB"; pass /internal/big/5; method GET; }
         mcp_tool small        { description "0.5 MB"; pass /internal/big/0.5; method GET; }
         mcp_tool image        { description "PNG"; pass /internal/image; method GET; }
@@ -387,6 +388,41 @@ sub slow_stream {
               'the session goes on, no worker died');
     my $r = call_tool('get_order', { id => 'after' });
     ok(!$r->{isError}, 'and the next call works');
+}
+
+# --- races: cancellations that meet replies, clients that vanish ---------------------------
+
+{
+    srand(75);
+    my @s;
+    for my $i (1 .. 30) {
+        my $s = $t->mcp_post($sid, { jsonrpc => '2.0', id => "r$i", method => 'tools/call',
+                                     params => { name => $i % 3 ? 'slowish' : 'get_order',
+                                                 arguments => { id => "r$i" },
+                                                 _meta => { progressToken => "r$i" } } },
+                             stream => 1, timeout => 10);
+        push @s, [ $i, $s ];
+        sleep rand(0.05);
+        if ($i % 2) {
+            $t->mcp_notify($sid, 'notifications/cancelled', { requestId => "r$i" });
+        }
+        if ($i % 5 == 0) {
+            $s->close;
+        }
+    }
+    my ($results, $cancelled_results) = (0, 0);
+    for my $p (@s) {
+        my ($i, $s) = @$p;
+        next if $s->is_done && !$s->{sock};
+        my @ev = $s->read_all(5);
+        my $got = grep { ref $_->{json} eq 'HASH' && exists $_->{json}{result} } @ev;
+        $results += $got;
+    }
+    ok($results > 0, "30 calls, half cancelled, some abandoned: $results results came");
+    is_result(scalar $t->mcp_request($sid, 'ping', undef, id => 'p4'), {}, 'p4',
+              'the session goes on after the races');
+    my $r = call_tool('get_order', { id => 'after-races' });
+    ok(!$r->{isError}, 'a call after the races works');
 }
 
 # --- policy, scopes, $mcp_tool ------------------------------------------------------------

@@ -425,6 +425,16 @@ sub slow_stream {
     ok(!$r->{isError}, 'a call after the races works');
 }
 
+# --- a task-augmented call: these tools cannot run as tasks ------------------------------
+
+{
+    my ($m) = $t->mcp_request($sid, 'tools/call',
+                              { name => 'get_order', arguments => { id => 'task' },
+                                task => { ttl => 60000 } }, id => 'task1');
+    is(($m->{error} // {})->{code}, -32601, 'params.task: -32601, the tool cannot be a task')
+        or diag(McpTest::encode_json($m));
+}
+
 # --- policy, scopes, $mcp_tool ------------------------------------------------------------
 
 {

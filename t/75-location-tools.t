@@ -539,6 +539,45 @@ sub slow_stream {
     ok(grep({ $_->{name} eq 'added' } @{ $list->{tools} // [] }), 'the new tool is listed');
 }
 
+# --- HTTP/2: the subrequest of a stream (curl, when it speaks HTTP/2) -----------------------
+
+SKIP: {
+    skip 'no curl with HTTP/2', 3 unless (`curl -V 2>/dev/null` // '') =~ /HTTP2/;
+    my $h2 = McpTest->new(listen => 'http2', ports => 2, server => <<'NGX');
+        mcp_tool local_json { description "x"; output_schema '{"type":"object"}';
+                              pass /internal/local; }
+        mcp_tool down       { description "x"; pass /internal/down; }
+        location = /mcp { mcp on; }
+        location /internal/local { internal; default_type application/json;
+                                   return 200 '{"ok":true}'; }
+        location /internal/down  { internal; proxy_pass http://127.0.0.1:%%PORT2%%/; }
+NGX
+    $h2->expect_log_error(qr/connect\(\) failed/);
+    $h2->start;
+    my $u = 'http://127.0.0.1:' . $h2->port . '/mcp';
+    my @h = ('-H', 'Content-Type: application/json',
+             '-H', 'Accept: application/json, text/event-stream');
+    my $curl = sub {
+        my (@args) = @_;
+        my (undef, $out) = McpTest::_run_capture([ 'curl', '-s', '--http2-prior-knowledge',
+                                                   $u, @h, @args ], 20);
+        return $out // '';
+    };
+    my $init = $curl->('-D', '-', '-d', McpTest::encode_json(
+        { jsonrpc => '2.0', id => 1, method => 'initialize',
+          params => { protocolVersion => '2025-11-25', capabilities => {},
+                      clientInfo => { name => 'h2', version => '1' } } }));
+    my ($hsid) = $init =~ /mcp-session-id: (\S+)/i;
+    ok($hsid, 'HTTP/2: a session');
+    my @s = ('-H', "Mcp-Session-Id: $hsid", '-H', 'MCP-Protocol-Version: 2025-11-25');
+    my $out = $curl->(@s, '-d', '{"jsonrpc":"2.0","id":2,"method":"tools/call",'
+                               . '"params":{"name":"local_json","arguments":{}}}');
+    like($out, qr/"structuredContent":\{"ok":true\}/, 'HTTP/2: a location-backed tool');
+    $out = $curl->(@s, '-d', '{"jsonrpc":"2.0","id":3,"method":"tools/call",'
+                          . '"params":{"name":"down","arguments":{}}}');
+    like($out, qr/"isError":true/, 'HTTP/2: its upstream down, an isError result');
+}
+
 # --- nginx -t ---------------------------------------------------------------------------
 
 {

@@ -217,14 +217,16 @@ ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call, ngx_http_request_t *r,
                    "mcp loctool \"%V\": %V %V", &tool->name,
                    &tool->method_name, &tool->uri);
 
-    if (ngx_http_mcp_call_has_progress_token(call)) {
-        msg = ngx_pnalloc(pool, tool->uri.len + sizeof("calling "));
-        if (msg == NULL) {
-            return NGX_ERROR;
-        }
+    if (!ngx_http_mcp_call_has_progress_token(call)) {
+        return NGX_OK;
+    }
 
+    /* the call runs now: a progress message lost is no reason to end it */
+
+    msg = ngx_pnalloc(pool, tool->uri.len + sizeof("calling "));
+
+    if (msg != NULL) {
         ngx_sprintf(msg, "calling %V%Z", &tool->uri);
-
         (void) ngx_http_mcp_call_progress(call, 0, 2, (const char *) msg);
     }
 
@@ -548,8 +550,8 @@ ngx_http_mcp_loctool_finish(ngx_http_mcp_loctool_state_t *st,
 
     if (st->tool->resource) {
         if (failure != NULL) {
-            p = ngx_snprintf(line, sizeof(line) - 1, "Resource %s",
-                             failure);
+            p = ngx_snprintf(line, sizeof(line) - 1,
+                             "Resource unavailable: %s", failure);
             *p = '\0';
             ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
                                     (const char *) line);
@@ -882,14 +884,15 @@ ngx_http_mcp_loctool_add_variables(ngx_conf_t *cf)
 
 /*
  * $mcp_arg_NAME: the argument percent-encoded as one URI component (all
- * but the unreserved A-Z a-z 0-9 - . _ ~), strings as their text, other values as compact
- * JSON, empty when absent.  nginx lowercases variable names: an argument
- * is found by its exact name first, then regardless of case.  A value
- * with a "." or ".." segment is refused: an upstream that decodes %2F and
- * %2E before it resolves dot segments (nginx does) would climb out of
- * the path the location wrote.  The handler refused such a call before
- * its subrequest already (loctool_check_args()); this is for a name the
- * configuration did not index, which nginx evaluates as empty.
+ * but the unreserved A-Z a-z 0-9 - . _ ~), strings as their text, other
+ * values as compact JSON, empty when absent.  nginx lowercases variable
+ * names: an argument is found by its exact name first, then regardless
+ * of case.  A value with a "." or ".." segment is refused: an upstream
+ * that decodes %2F and %2E before it resolves dot segments (nginx does)
+ * would climb out of the path the location wrote.  The handler refused
+ * such a call before its subrequest already (loctool_check_args()); this
+ * is for a name the configuration did not index, which nginx evaluates
+ * as empty.
  */
 
 static ngx_int_t

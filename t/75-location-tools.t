@@ -73,6 +73,9 @@ my $LOCATIONS = <<'NGX';
         location = /mcp      { mcp on; mcp_tool_timeout 2s; mcp_tool_max_size 1m;
                                mcp_tools_deny fail_500; }
         location = /mcp-deny { mcp on; mcp_tools_deny get_order; }
+        location = /mcp-both { mcp on; mcp_builtin everything;
+                               mcp_tool both { description "Beside a builtin set";
+                                               pass /internal/local; } }
         location = /mcp-log  { mcp on; access_log %%PREFIX%%/logs/tool.log tool; }
         location = /mcp-auth { mcp on; mcp_auth_jwt "MCP";
                                mcp_auth_resource http://127.0.0.1:%%PORT%%/mcp-auth;
@@ -154,6 +157,16 @@ sub text_of { ((($_[0] // {})->{content} // [ {} ])->[0] // {})->{text} // '' }
     is_deeply($by{put_order}{inputSchema}, { type => 'object' }, 'the default inputSchema');
     ok(!exists $by{fail_500}, 'a denied tool is not listed');
     ok(!exists $by{get_order}{execution}, 'no execution: taskSupport is forbidden');
+}
+
+{
+    my ($bsid) = $t->mcp_initialize(path => '/mcp-both');
+    my $list = $t->mcp_call($bsid, 'tools/list', undef, path => '/mcp-both');
+    my %by = map { $_->{name} => 1 } @{ $list->{tools} // [] };
+    ok($by{both} && $by{test_simple_text} && !$by{get_order},
+       'a location with mcp_builtin and mcp_tool: both, and not the server\'s tools');
+    my $r = call_tool('both', {}, sid => $bsid, path => '/mcp-both');
+    is(text_of($r), '{"ok":true,"from":"nginx"}', '... and its tool works');
 }
 
 # --- calls ---------------------------------------------------------------------

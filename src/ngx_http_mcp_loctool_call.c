@@ -718,6 +718,7 @@ ngx_http_mcp_loctool_header_filter(ngx_http_request_t *r)
 {
     u_char                        *p;
     size_t                         len;
+    ngx_http_upstream_t           *u;
     ngx_http_mcp_loctool_link_t   *link;
     ngx_http_mcp_loctool_state_t  *st;
 
@@ -729,6 +730,22 @@ ngx_http_mcp_loctool_header_filter(ngx_http_request_t *r)
 
     /* what ngx_http_header_filter() would do for a subrequest */
     r->header_sent = 1;
+
+    /*
+     * A buffered upstream reply reaches a background subrequest's filters
+     * only at its end (the event pipe writes only for the request that
+     * owns the connection, c->data), spooled to a temporary file up to
+     * proxy_max_temp_file_size until then.  Unbuffered, it comes as it
+     * arrives, and mcp_tool_max_size stops it at the bound.  A reply
+     * being cached or stored keeps the buffering these need.  The
+     * upstream chooses after sending the header, as for X-Accel-Buffering.
+     */
+
+    u = r->upstream;
+
+    if (u != NULL && !u->cacheable && !u->store) {
+        u->buffering = 0;
+    }
 
     link = r->post_subrequest->data;
     st = link->state;

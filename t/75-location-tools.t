@@ -50,6 +50,8 @@ my $TOOLS = <<'NGX';
         mcp_tool slow         { description "Slow"; pass /internal/slow/10; method GET; }
         mcp_tool slowish      { description "A bit slow"; pass /internal/slow/0.3; method GET; }
         mcp_tool big          { description "5 MB"; pass /internal/big/5; method GET; }
+        mcp_tool endless      { description "Chunked, 64 MB"; pass /internal/chunked/64; method GET; }
+        mcp_tool cached       { description "Cached"; pass /internal/cached; method GET; }
         mcp_tool small        { description "0.5 MB"; pass /internal/big/0.5; method GET; }
         mcp_tool image        { description "PNG"; pass /internal/image; method GET; }
         mcp_tool audio        { description "WAV"; pass /internal/audio; method GET; }
@@ -90,6 +92,8 @@ my $LOCATIONS = <<'NGX';
         location /internal/doc { internal;
             proxy_pass http://127.0.0.1:%%PORT%%/docs/$mcp_arg_id; }
         location /internal/summary { internal; proxy_pass http://rest/orders/summary; }
+        location /internal/cached  { internal; proxy_cache t75; proxy_cache_valid 200 1m;
+                                     proxy_pass http://rest/orders/cached; }
         location /internal/local   { internal; default_type application/json;
                                      return 200 '{"ok":true,"from":"nginx"}'; }
         location /internal/down    { internal; proxy_pass http://127.0.0.1:%%PORT3%%/; }
@@ -103,6 +107,7 @@ my $t = McpTest->new(
     http  => <<'NGX',
     upstream rest { server 127.0.0.1:%%PORT2%%; keepalive 4; }
     log_format tool '$mcp_tool $status';
+    proxy_cache_path %%PREFIX%%/tmp/cache keys_zone=t75:1m;
     proxy_http_version 1.1;
     proxy_set_header Connection "";
 NGX
@@ -304,6 +309,18 @@ sub text_of { ((($_[0] // {})->{content} // [ {} ])->[0] // {})->{text} // '' }
     my $r = call_tool('big', {}, timeout => 30);
     ok($r->{isError}, '5 MB reply over mcp_tool_max_size 1m: isError');
     like(text_of($r), qr/larger than mcp_tool_max_size/, '... saying so');
+    my $before = grep { ($_->{event} // '') eq 'disconnected' } upstream_entries();
+    $t0 = time;
+    $r = call_tool('endless', {}, timeout => 30);
+    ok($r->{isError} && text_of($r) =~ /larger than mcp_tool_max_size/,
+       'a chunked reply without a length: refused at the bound');
+    ok(time - $t0 < 2, sprintf('... once 1m came, not after 64 MB (%.1f s)', time - $t0));
+    ok(wait_disconnected($before + 1), '... and its upstream connection was closed');
+    my $n = () = upstream_entries();
+    my @c = map { call_tool('cached') } 1 .. 3;
+    is_deeply([ map { (eval { McpTest::decode_json(text_of($_)) } // {})->{target} } @c ],
+              [ ('/orders/cached') x 3 ], 'proxy_cache in a tool\'s location: the same reply');
+    is(scalar(() = upstream_entries()), $n + 1, '... the upstream asked once');
     $r = call_tool('small');
     is(length(text_of($r)), 512 * 1024, '0.5 MB: the whole reply');
 

@@ -8,6 +8,8 @@ JSON line: method, the raw request target as it arrived, headers, body.
   /slow/SECONDS    answers after SECONDS unless the client goes first;
                    a client that goes is logged as {"event": "disconnected"}
   /big/MB          MB megabytes of text/plain, with a Content-Length
+  /chunked/MB      MB megabytes of text/plain, chunked, slowly; a client
+                   that goes is logged as {"event": "disconnected"}
   /image           a 1x1 PNG (image/png)
   /audio           a short WAV (audio/wav)
   /text            text/plain
@@ -79,6 +81,8 @@ class Handler(BaseHTTPRequestHandler):
         elif parts[1] == "big":
             mb = float(parts[2])
             self.send(200, "text/plain", b"x" * int(mb * 1024 * 1024))
+        elif parts[1] == "chunked":
+            self.chunked(float(parts[2]))
         elif parts[1] == "image":
             self.send(200, "image/png", PNG)
         elif parts[1] == "audio":
@@ -92,6 +96,22 @@ class Handler(BaseHTTPRequestHandler):
             self.send(200, "application/json", b"[1, 2, 3]")
         else:
             self.send(404, "text/plain", b"no such thing")
+
+    def chunked(self, mb):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = b"y" * 65536
+        try:
+            for _ in range(int(mb * 16)):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+                time.sleep(0.01)
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            record({"event": "disconnected", "target": self.path})
+            self.close_connection = True
 
     def slow(self, seconds):
         """Waits, watching the connection: EOF means the client left."""

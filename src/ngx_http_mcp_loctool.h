@@ -2,9 +2,11 @@
 /*
  * ngx_http_mcp_loctool_module: tools and resources that nginx locations
  * serve (mcp_tool, mcp_resource ... pass=).  A module of its own on the
- * public API (ngx_http_mcp.h): the configuration half is
- * ngx_http_mcp_loctool.c, the call half (the subrequest, its capture,
- * $mcp_arg_NAME, the result) ngx_http_mcp_loctool_call.c.
+ * public API (ngx_http_mcp.h): the configuration is
+ * ngx_http_mcp_loctool.c, the call's subrequest
+ * ngx_http_mcp_loctool_call.c, the capture of its reply and
+ * $mcp_arg_NAME ngx_http_mcp_loctool_capture.c, the reply as a result
+ * ngx_http_mcp_loctool_reply.c.
  */
 
 
@@ -80,9 +82,17 @@ struct ngx_http_mcp_loctool_link_s {
 };
 
 
+/* ngx_http_mcp_loctool_call.c */
 ngx_int_t ngx_http_mcp_loctool_handler(ngx_http_mcp_call_t *call);
+/* the subrequest's post_subrequest handler: also what marks it as ours */
+ngx_int_t ngx_http_mcp_loctool_done(ngx_http_request_t *sr, void *data,
+    ngx_int_t rc);
+
+/* ngx_http_mcp_loctool_capture.c */
 ngx_int_t ngx_http_mcp_loctool_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_loctool_init_filters(ngx_conf_t *cf);
+
+/* ngx_http_mcp_loctool.c */
 ngx_int_t ngx_http_mcp_loctool_find_args(ngx_conf_t *cf,
     ngx_array_t *args);
 

@@ -239,6 +239,9 @@ sub text_of { ((($_[0] // {})->{content} // [ {} ])->[0] // {})->{text} // '' }
     $e = last_upstream();
     like($e->{target}, qr{^/echo\?q=%C3%A9%E6%BC%A2%F0%9F%98%80&}, 'unicode: its UTF-8 bytes encoded');
 
+    $r = call_tool('search', { Q => 'upper' });
+    like(last_upstream()->{target}, qr{^/echo\?q=upper&}, '$mcp_arg_q finds "Q": nginx lowercases names');
+
     $r = call_tool('get_order', { id => 'a.b~c_d-e' });
     is(last_upstream()->{target}, '/orders/a.b~c_d-e', 'unreserved characters kept');
 

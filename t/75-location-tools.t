@@ -17,6 +17,8 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
+use IO::Select;
+use IO::Socket::INET;
 use McpTest timeout => 240;
 use McpAssert;
 use McpGateway qw(start_python_upstream);
@@ -390,6 +392,35 @@ sub slow_stream {
     ok(!grep({ ref $_->{json} eq 'HASH' && exists $_->{json}{result} } @ev),
        'no result for the cancelled call');
     is_result(scalar $t->mcp_request($sid, 'ping', undef, id => 'p2'), {}, 'p2', 'the session goes on');
+}
+
+{
+    # a call whose reply is plain JSON (no progress token): cancelled, its
+    # POST ends with 202 and the upstream connection is closed
+    my $before = grep { ($_->{event} // '') eq 'disconnected' } upstream_entries();
+    my $n = () = upstream_entries();
+    my $body = McpTest::encode_json({ jsonrpc => '2.0', id => 'cj', method => 'tools/call',
+                                      params => { name => 'slow', arguments => {} } });
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port)
+        or die "connect: $!";
+    print $sock "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+              . "Accept: application/json, text/event-stream\r\nMcp-Session-Id: $sid\r\n"
+              . "MCP-Protocol-Version: 2025-11-25\r\nConnection: close\r\n"
+              . 'Content-Length: ' . length($body) . "\r\n\r\n$body";
+    my $deadline = time + 5;
+    sleep 0.05 while time < $deadline && (() = upstream_entries()) <= $n;
+    my $r = $t->mcp_notify($sid, 'notifications/cancelled', { requestId => 'cj' });
+    is($r->{status}, 202, 'a JSON call cancelled: 202');
+    my $reply = '';
+    my $sel = IO::Select->new($sock);
+    $deadline = time + 3;
+    while (time < $deadline && $sel->can_read($deadline - time)) {
+        last unless sysread($sock, my $buf, 4096);
+        $reply .= $buf;
+    }
+    like($reply, qr{^HTTP/1\.1 202 }, '... its POST answered 202 without a response');
+    ok(wait_disconnected($before + 1), '... and the upstream connection closed');
+    close $sock;
 }
 
 {

@@ -341,6 +341,18 @@ ngx_uint_t ngx_http_mcp_call_has_progress_token(ngx_http_mcp_call_t *call);
 ngx_http_mcp_reqctx_t *ngx_http_mcp_call_client(ngx_http_mcp_call_t *call);
 
 /*
+ * The HTTP request (the POST) that carries the call, while it does; NULL
+ * once it went away (the client left, the stream was closed, SEP-1699)
+ * or for a call no request carries (a task's later round).  A handler
+ * may start a subrequest of it (ngx_http_subrequest()); what it keeps in
+ * the request's pool must not outlive it: a cleanup on r->pool is the
+ * notice that the request goes, and a pool cleanup on the call's pool
+ * the notice that the call ended or was cancelled, whichever comes
+ * first.  The request's pool dies before its cleanups tell the call.
+ */
+ngx_http_request_t *ngx_http_mcp_call_http_request(ngx_http_mcp_call_t *call);
+
+/*
  * An HTTP module's location configuration in the location that served
  * the call, what ngx_http_get_module_loc_conf(r, module) gave in its
  * request: a handler's module reads its own directives with it.

@@ -144,3 +144,12 @@ ngx_http_mcp_call_set(ngx_http_mcp_call_t *call)
 {
     return ngx_http_mcp_call_conf(call)->set;
 }
+
+
+/* the POST's request while the call is in it (its edge is there) */
+
+ngx_http_request_t *
+ngx_http_mcp_call_http_request(ngx_http_mcp_call_t *call)
+{
+    return (call->ctx != NULL) ? call->ctx->request : NULL;
+}

@@ -1,0 +1,113 @@
+
+/*
+ * ngx_http_mcp_loctool_module: tools and resources that nginx locations
+ * serve (mcp_tool, mcp_resource ... pass=).  A module of its own on the
+ * public API (ngx_http_mcp.h): the configuration is
+ * ngx_http_mcp_loctool.c, the call's subrequest
+ * ngx_http_mcp_loctool_call.c, the capture of its reply and
+ * $mcp_arg_NAME ngx_http_mcp_loctool_capture.c, the reply as a result
+ * ngx_http_mcp_loctool_reply.c.
+ */
+
+
+#ifndef _NGX_HTTP_MCP_LOCTOOL_H_INCLUDED_
+#define _NGX_HTTP_MCP_LOCTOOL_H_INCLUDED_
+
+
+#include "ngx_http_mcp.h"
+
+
+/* one mcp_tool block or mcp_resource line; lives as long as the conf */
+typedef struct {
+    ngx_str_t                  name;        /* tool name, or resource URI */
+    ngx_str_t                  uri;         /* pass, without its args */
+    ngx_str_t                  args;        /* pass after "?" */
+    ngx_str_t                  mime_type;   /* mcp_resource's mime_type= */
+    ngx_uint_t                 method;      /* NGX_HTTP_GET, ... */
+    ngx_str_t                  method_name;
+    unsigned                   structured:1;  /* has an output_schema */
+    unsigned                   resource:1;
+} ngx_http_mcp_loctool_t;
+
+
+typedef struct {
+    ngx_array_t                args;        /* the NAMEs of every
+                                               $mcp_arg_NAME the
+                                               configuration uses,
+                                               ngx_str_t */
+} ngx_http_mcp_loctool_main_conf_t;
+
+
+typedef struct {
+    ngx_msec_t                 timeout;     /* mcp_tool_timeout */
+    size_t                     max_size;    /* mcp_tool_max_size */
+    ngx_array_t               *args;        /* the main conf's */
+} ngx_http_mcp_loctool_loc_conf_t;
+
+
+typedef struct ngx_http_mcp_loctool_link_s  ngx_http_mcp_loctool_link_t;
+
+
+/* the call's side, in the call's pool */
+typedef struct {
+    ngx_http_mcp_call_t          *call;
+    ngx_http_mcp_loctool_t       *tool;
+    ngx_http_mcp_loctool_link_t  *link;         /* NULL: cut */
+    ngx_event_t                   timer;        /* mcp_tool_timeout */
+    ngx_event_t                   event;        /* posted: news */
+    size_t                        max;
+    ngx_uint_t                    status;
+    ngx_str_t                     type;         /* Content-Type, bare */
+    u_char                       *body;
+    size_t                        len;
+    size_t                        size;
+    ngx_str_t                     refused;      /* an argument $mcp_arg_
+                                                   would not give */
+    unsigned                      header:1;
+    unsigned                      told:1;       /* progress for it sent */
+    unsigned                      done:1;
+    unsigned                      failed:1;
+    unsigned                      too_big:1;
+    unsigned                      gone:1;       /* the POST went */
+} ngx_http_mcp_loctool_state_t;
+
+
+/* the request's side, in the POST's pool */
+struct ngx_http_mcp_loctool_link_s {
+    ngx_http_mcp_loctool_state_t  *state;       /* NULL: cut */
+    ngx_http_request_t            *sr;
+    ngx_event_t                    kick;        /* posted: run it */
+    ngx_http_post_subrequest_t     ps;
+    unsigned                       done:1;      /* the subrequest ended */
+};
+
+
+/* ngx_http_mcp_loctool_call.c */
+ngx_int_t ngx_http_mcp_loctool_handler(ngx_http_mcp_call_t *call);
+/* the subrequest's post_subrequest handler: also what marks it as ours */
+ngx_int_t ngx_http_mcp_loctool_done(ngx_http_request_t *sr, void *data,
+    ngx_int_t rc);
+
+/* ngx_http_mcp_loctool_capture.c */
+ngx_int_t ngx_http_mcp_loctool_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_loctool_init_filters(ngx_conf_t *cf);
+
+/* ngx_http_mcp_loctool.c */
+ngx_int_t ngx_http_mcp_loctool_find_args(ngx_conf_t *cf,
+    ngx_array_t *args);
+
+/* ngx_http_mcp_loctool_reply.c */
+cJSON *ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
+    const char **failure);
+cJSON *ngx_http_mcp_loctool_resource_result(ngx_http_mcp_loctool_state_t *st);
+cJSON *ngx_http_mcp_loctool_error_result(const char *text);
+ngx_str_t *ngx_http_mcp_loctool_check_args(ngx_http_mcp_call_t *call,
+    ngx_array_t *names);
+cJSON *ngx_http_mcp_loctool_arg(cJSON *args, char *name);
+ngx_uint_t ngx_http_mcp_loctool_dot_segment(u_char *p, size_t len);
+
+
+extern ngx_module_t  ngx_http_mcp_loctool_module;
+
+
+#endif /* _NGX_HTTP_MCP_LOCTOOL_H_INCLUDED_ */

@@ -1,0 +1,379 @@
+
+/*
+ * What a location's reply and a call's arguments become: the tool result
+ * or resources/read result of a reply caught in memory, and the checks of
+ * the arguments $mcp_arg_NAME puts in a URI.  Functions of the call's
+ * data only; the subrequest is ngx_http_mcp_loctool_call.c.
+ */
+
+
+#include "ngx_http_mcp_loctool.h"
+
+
+static cJSON *ngx_http_mcp_loctool_base64(ngx_http_mcp_loctool_state_t *st);
+static ngx_uint_t ngx_http_mcp_loctool_is_text(ngx_str_t *type);
+static ngx_uint_t ngx_http_mcp_loctool_utf8(u_char *p, size_t len);
+
+
+/*
+ * A 2xx reply as a tool result: JSON under an output_schema is
+ * structuredContent and its text; images and audio are base64; text is
+ * text.  NULL with *failure set
+ * when the reply cannot be a result.
+ */
+
+cJSON *
+ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
+    const char **failure)
+{
+    u_char      *text;
+    cJSON       *content, *item, *json, *result;
+    const char  *kind;
+
+    content = cJSON_CreateArray();
+    if (content == NULL) {
+        return NULL;
+    }
+
+    json = NULL;
+    kind = NULL;
+
+    if (st->type.len > 6
+        && (ngx_strncmp(st->type.data, "image/", 6) == 0
+            || ngx_strncmp(st->type.data, "audio/", 6) == 0))
+    {
+        kind = (st->type.data[0] == 'i') ? "image" : "audio";
+
+        item = cJSON_CreateObject();
+
+        if (item == NULL
+            || !cJSON_AddItemToArray(content, item)
+            || cJSON_AddStringToObject(item, "type", kind) == NULL
+            || !cJSON_AddItemToObject(item, "data",
+                                      ngx_http_mcp_loctool_base64(st))
+            || cJSON_AddStringToObject(item, "mimeType",
+                                       (char *) st->type.data)
+               == NULL)
+        {
+            cJSON_Delete(content);
+            return NULL;
+        }
+
+        return ngx_http_mcp_tool_result(content, 0);
+    }
+
+    if (!ngx_http_mcp_loctool_utf8(st->body, st->len)) {
+        cJSON_Delete(content);
+        *failure = "its location answered with content that is not text, "
+                   "an image or audio";
+        return NULL;
+    }
+
+    text = ngx_pnalloc(ngx_http_mcp_call_pool(st->call), st->len + 1);
+    if (text == NULL) {
+        cJSON_Delete(content);
+        return NULL;
+    }
+
+    ngx_memcpy(text, st->body, st->len);
+    text[st->len] = '\0';
+
+    if (st->tool->structured
+        && ngx_http_mcp_loctool_is_text(&st->type) == 2)
+    {
+        json = cJSON_Parse((char *) text);
+
+        if (!cJSON_IsObject(json)) {
+            cJSON_Delete(json);
+            cJSON_Delete(content);
+            *failure = "its location's JSON reply is not an object";
+            return NULL;
+        }
+    }
+
+    if (!cJSON_AddItemToArray(content,
+                              ngx_http_mcp_text_content((char *) text)))
+    {
+        cJSON_Delete(json);
+        cJSON_Delete(content);
+        return NULL;
+    }
+
+    result = ngx_http_mcp_tool_result(content, 0);
+
+    if (result != NULL && json != NULL
+        && !cJSON_AddItemToObject(result, "structuredContent", json))
+    {
+        cJSON_Delete(result);
+        result = NULL;
+
+    } else if (result == NULL) {
+        cJSON_Delete(json);
+    }
+
+    return result;
+}
+
+
+/* resources/read: 404 is -32002, other failures -32603 */
+
+cJSON *
+ngx_http_mcp_loctool_resource_result(ngx_http_mcp_loctool_state_t *st)
+{
+    u_char               *text, msg[96];
+    cJSON                *result, *contents, *item;
+    ngx_str_t            *type;
+    ngx_http_mcp_call_t  *call;
+
+    call = st->call;
+
+    if (st->status == NGX_HTTP_NOT_FOUND) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
+                                "Resource not found");
+        return NULL;
+    }
+
+    if (st->status >= NGX_HTTP_SPECIAL_RESPONSE
+        || st->status < NGX_HTTP_OK)
+    {
+        ngx_sprintf(msg, "Resource unavailable: its location answered "
+                    "HTTP %03ui%Z", st->status % 1000);
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                (const char *) msg);
+        return NULL;
+    }
+
+    type = st->tool->mime_type.len ? &st->tool->mime_type : &st->type;
+
+    result = cJSON_CreateObject();
+    contents = cJSON_AddArrayToObject(result, "contents");
+    item = cJSON_CreateObject();
+
+    if (result == NULL || contents == NULL || item == NULL
+        || !cJSON_AddItemToArray(contents, item)
+        || cJSON_AddStringToObject(item, "uri",
+                                   (char *) st->tool->name.data) == NULL
+        || (type->len
+            && cJSON_AddStringToObject(item, "mimeType", (char *) type->data)
+               == NULL))
+    {
+        cJSON_Delete(item);
+        cJSON_Delete(result);
+        return NULL;
+    }
+
+    if (ngx_http_mcp_loctool_is_text(type)
+        && ngx_http_mcp_loctool_utf8(st->body, st->len))
+    {
+        text = ngx_pnalloc(ngx_http_mcp_call_pool(call), st->len + 1);
+
+        if (text == NULL) {
+            cJSON_Delete(result);
+            return NULL;
+        }
+
+        ngx_memcpy(text, st->body, st->len);
+        text[st->len] = '\0';
+
+        if (cJSON_AddStringToObject(item, "text", (char *) text) == NULL) {
+            cJSON_Delete(result);
+            return NULL;
+        }
+
+        return result;
+    }
+
+    if (!cJSON_AddItemToObject(item, "blob", ngx_http_mcp_loctool_base64(st)))
+    {
+        cJSON_Delete(result);
+        return NULL;
+    }
+
+    return result;
+}
+
+
+cJSON *
+ngx_http_mcp_loctool_error_result(const char *text)
+{
+    cJSON  *content;
+
+    content = cJSON_CreateArray();
+
+    if (content != NULL
+        && !cJSON_AddItemToArray(content, ngx_http_mcp_text_content(text)))
+    {
+        cJSON_Delete(content);
+        content = NULL;
+    }
+
+    return (content != NULL) ? ngx_http_mcp_tool_result(content, 1) : NULL;
+}
+
+
+static cJSON *
+ngx_http_mcp_loctool_base64(ngx_http_mcp_loctool_state_t *st)
+{
+    ngx_str_t  src, dst;
+
+    src.data = st->body;
+    src.len = st->len;
+
+    dst.data = ngx_pnalloc(ngx_http_mcp_call_pool(st->call),
+                           ngx_base64_encoded_length(src.len) + 1);
+    if (dst.data == NULL) {
+        return NULL;
+    }
+
+    ngx_encode_base64(&dst, &src);
+    dst.data[dst.len] = '\0';
+
+    return cJSON_CreateString((char *) dst.data);
+}
+
+
+/* 0: not text; 1: text; 2: JSON */
+
+static ngx_uint_t
+ngx_http_mcp_loctool_is_text(ngx_str_t *type)
+{
+    u_char  *p, *end;
+
+    if (type->len >= 5 && ngx_strncmp(type->data, "text/", 5) == 0) {
+        return 1;
+    }
+
+    if (type->len == 16
+        && ngx_strncmp(type->data, "application/json", 16) == 0)
+    {
+        return 2;
+    }
+
+    end = type->data + type->len;
+
+    if (type->len > 5 && ngx_strncmp(end - 5, "+json", 5) == 0) {
+        return 2;
+    }
+
+    if (type->len > 4 && ngx_strncmp(end - 4, "+xml", 4) == 0) {
+        return 1;
+    }
+
+    p = ngx_strlchr(type->data, end, '/');
+
+    if (p == NULL) {
+        return 0;
+    }
+
+    p++;
+
+    return ((end - p == 3 && ngx_strncmp(p, "xml", 3) == 0)
+            || (end - p == 4 && ngx_strncmp(p, "yaml", 4) == 0)
+            || (end - p == 10 && ngx_strncmp(p, "javascript", 10) == 0)
+            || (end - p == 21
+                && ngx_strncmp(p, "x-www-form-urlencoded", 21) == 0));
+}
+
+
+/* valid UTF-8 without NUL, as a JSON string can carry it */
+
+static ngx_uint_t
+ngx_http_mcp_loctool_utf8(u_char *p, size_t len)
+{
+    u_char    *end;
+    uint32_t   u;
+
+    end = p + len;
+
+    while (p < end) {
+        if (*p == '\0') {
+            return 0;
+        }
+
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+
+        u = ngx_utf8_decode(&p, end - p);
+
+        /* surrogates are no characters: JSON text cannot carry them */
+        if (u > 0x10ffff || (u >= 0xd800 && u <= 0xdfff)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * A string argument that $mcp_arg_ would put in a URI with a "." or ".."
+ * segment refuses the call before anything is sent: nginx would evaluate
+ * the refused variable as empty and send the request all the same.
+ */
+
+ngx_str_t *
+ngx_http_mcp_loctool_check_args(ngx_http_mcp_call_t *call,
+    ngx_array_t *names)
+{
+    cJSON       *arg;
+    ngx_str_t   *name;
+    ngx_uint_t   i;
+
+    name = names->elts;
+
+    for (i = 0; i < names->nelts; i++) {
+        arg = ngx_http_mcp_loctool_arg(ngx_http_mcp_call_arguments(call),
+                                       (char *) name[i].data);
+
+        if (cJSON_IsString(arg)
+            && ngx_http_mcp_loctool_dot_segment((u_char *) arg->valuestring,
+                                                ngx_strlen(arg->valuestring)))
+        {
+            return &name[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* nginx lowercases variable names: the exact name first, then any case */
+
+cJSON *
+ngx_http_mcp_loctool_arg(cJSON *args, char *name)
+{
+    cJSON  *arg;
+
+    arg = cJSON_GetObjectItemCaseSensitive(args, name);
+
+    return (arg != NULL) ? arg : cJSON_GetObjectItem(args, name);
+}
+
+
+/* a "." or ".." between slashes or backslashes, or as the whole value */
+
+ngx_uint_t
+ngx_http_mcp_loctool_dot_segment(u_char *p, size_t len)
+{
+    size_t  i, start;
+
+    start = 0;
+
+    for (i = 0; i <= len; i++) {
+        if (i < len && p[i] != '/' && p[i] != '\\') {
+            continue;
+        }
+
+        if ((i - start == 1 && p[start] == '.')
+            || (i - start == 2 && p[start] == '.' && p[start + 1] == '.'))
+        {
+            return 1;
+        }
+
+        start = i + 1;
+    }
+
+    return 0;
+}

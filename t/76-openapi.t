@@ -622,5 +622,65 @@ if ($erc == 0) {
     $e->stop;
 }
 
+# --- 5. conf/mcp-from-config.conf (needs mcp_tool, mcp_resources and
+# mcp_prompt: the loctool and files branches) -------------------------------
+
+{
+    my $conf = slurp("$ROOT/conf/mcp-from-config.conf");
+    my $m = McpTest->new(workers => 2);
+    my $p = $m->prefix;
+    my $ok = 1;
+    $conf =~ s{^load_module\s+modules/ngx_http_mcp_module\.so;}{%%LOAD_MODULE%%}m or $ok = 0;
+    $conf =~ s{^worker_processes\s+\S+;}{worker_processes 2;}m or $ok = 0;
+    $conf =~ s{/var/log/nginx/}{$p/logs/}g;
+    $conf =~ s{/run/nginx\.pid}{$p/logs/nginx.pid} or $ok = 0;
+    $conf =~ s{^(\s*)listen\s+8080;}{${1}listen 127.0.0.1:%%PORT%%;}m or $ok = 0;
+    $conf =~ s{127\.0\.0\.1:3001}{'127.0.0.1:' . $t->port(2)}e or $ok = 0;
+    $conf =~ s{/srv/docs}{$p/docs} or $ok = 0;
+    $conf =~ s{/etc/nginx/mcp/triage\.md}{$p/triage.md} or $ok = 0;
+    my $temp = join '', map { "    ${_}_temp_path $p/tmp/$_;\n" }
+                        qw(client_body proxy fastcgi uwsgi scgi);
+    $conf =~ s/^http\s*\{\n/http {\n$temp/m or $ok = 0;
+    my $user = $> == 0 ? "user root;\n" : '';
+    ok($ok, 'mcp-from-config.conf: adapted for the test');
+    $m->{conf} = "daemon off;\nmaster_process on;\n$user$conf";
+    $m->write_file('docs/readme.md', "# Pets\n\nAsk the store.\n");
+    $m->write_file('triage.md', "Answer this report in a {{tone}} tone:\n\n{{report}}\n");
+    my ($rc, $out) = $m->nginx_t;
+    is($rc, 0, 'mcp-from-config.conf: nginx -t passes') or diag($out);
+    if ($rc == 0) {
+        $m->start;
+        my ($sid) = $m->mcp_initialize;
+        my $list = $m->mcp_call($sid, 'tools/list');
+        is_deeply([ map { $_->{name} } @{ $list->{tools} // [] } ],
+                  [qw(get_pet find_pets add_pet)], 'mcp-from-config.conf: its three tools');
+        my $res = $m->mcp_call($sid, 'tools/call', { name => 'get_pet', arguments => { id => 7 } });
+        is(eval { $JSON->decode($res->{content}[0]{text})->{name} }, 'doggie',
+           'mcp-from-config.conf: get_pet 7 through the Petstore');
+        $res = $m->mcp_call($sid, 'tools/call', { name => 'get_pet', arguments => { id => 0 } });
+        is($res->{isError}, JSON::PP::true(), 'mcp-from-config.conf: get_pet 0: refused by the schema');
+        $res = $m->mcp_call($sid, 'tools/call',
+                            { name => 'find_pets', arguments => { status => 'available' } });
+        is(eval { $JSON->decode($res->{content}[0]{text})->[0]{id} }, 7,
+           'mcp-from-config.conf: find_pets');
+        $res = $m->mcp_call($sid, 'tools/call',
+                            { name => 'add_pet', arguments => { name => 'rex', photoUrls => [] } });
+        is(eval { $JSON->decode($res->{content}[0]{text})->{id} }, 99,
+           'mcp-from-config.conf: add_pet');
+        $res = $m->mcp_call($sid, 'resources/list');
+        ok((grep { $_->{uri} eq 'file:///docs/readme.md' } @{ $res->{resources} // [] }),
+           'mcp-from-config.conf: the docs folder listed');
+        $res = $m->mcp_call($sid, 'resources/read', { uri => 'file:///docs/readme.md' });
+        like($res->{contents}[0]{text} // '', qr/Ask the store/, 'mcp-from-config.conf: a doc read');
+        $res = $m->mcp_call($sid, 'prompts/get',
+                            { name => 'triage', arguments => { report => 'My cat is late',
+                                                               tone => 'friendly' } });
+        is($res->{messages}[0]{content}{text},
+           "Answer this report in a friendly tone:\n\nMy cat is late\n",
+           'mcp-from-config.conf: the prompt, its arguments filled');
+        $m->stop;
+    }
+}
+
 $t->stop;
 done_testing();

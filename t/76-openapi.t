@@ -636,8 +636,8 @@ if ($erc == 0) {
     $conf =~ s{/run/nginx\.pid}{$p/logs/nginx.pid} or $ok = 0;
     $conf =~ s{^(\s*)listen\s+8080;}{${1}listen 127.0.0.1:%%PORT%%;}m or $ok = 0;
     $conf =~ s{127\.0\.0\.1:3001}{'127.0.0.1:' . $t->port(2)}ge or $ok = 0;
-    $conf =~ s{/srv/docs}{$p/docs} or $ok = 0;
-    $conf =~ s{/etc/nginx/mcp/triage\.md}{$p/triage.md} or $ok = 0;
+    $conf =~ s{/srv/docs}{$p/docs}g or $ok = 0;
+    $conf =~ s{/etc/nginx/mcp/triage\.md}{$p/triage.md}g or $ok = 0;
     my $temp = join '', map { "    ${_}_temp_path $p/tmp/$_;\n" }
                         qw(client_body proxy fastcgi uwsgi scgi);
     $conf =~ s/^http\s*\{\n/http {\n$temp/m or $ok = 0;

@@ -411,8 +411,38 @@ spew("$WORK/evil.json", $JSON->encode($evil));
     unlike($all =~ s/^\s*(?:#|description |title ).*$//mgr,
            qr/\$(?!\{?(?:mcp_arg_|openapi2mcp_))/,
            'attack document: no $ but the variables the generator means (JSON has \\u0024)');
-    $OUT{evil} = { locations => (generate("$WORK/evil.json", @opts, '--part', 'locations'))[1],
-                   http => (generate("$WORK/evil.json", @opts, '--part', 'http'))[1] };
+    $OUT{evil} = { map { $_ => (generate("$WORK/evil.json", @opts, '--part', $_))[1] }
+                   qw(http server locations) };
+}
+
+# a lone surrogate, $ref cycles, a $ref to the whole document, names that
+# are no names: warnings, not a crash, and a configuration that loads
+{
+    spew("$WORK/odd.json", <<'JSON');
+{"openapi":"3.0.3","info":{"title":"a\ud800b"},"servers":[{"url":"http://127.0.0.1:9/"}],
+ "components":{"schemas":{"A":{"$ref":"#/components/schemas/B"},
+                          "B":{"$ref":"#/components/schemas/A"},"S":{"$ref":"#"}}},
+ "paths":{"/x/{p}":{"post":{"operationId":"odd\ud800","description":"d\ud800",
+   "parameters":[{"name":"p","in":"path","required":true,"schema":{"$ref":"#/components/schemas/A"}},
+                 {"name":"Bad Header","in":"header","schema":{"type":"string"}},
+                 {"name":"","in":"query"},{"name":5,"in":"query"},
+                 {"name":"LONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONGLONG","in":"query"}],
+   "requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/S"}}}},
+   "responses":{}}}}}
+JSON
+    my @opts = ('--upstream', '127.0.0.1:' . $t->port(2), '--upstream-name', 'openapi_odd');
+    my ($rc, $all, $err) = generate("$WORK/odd.json", @opts);
+    is($rc, 0, 'odd document: openapi2mcp exits 0') or diag($err);
+    like($err, qr/refers only to itself/, 'odd document: a $ref cycle warned about');
+    like($err, qr/'Bad Header' is no header name/, 'odd document: a bad header name left out');
+    like($err, qr/parameter name of 104 characters left out/, 'odd document: a long name left out');
+    my ($tools) = tools_of(eval { parse_conf($all) } // []);
+    my $s = schema_of($tools->{odd}{d}{input_schema}[0] // '') // {};
+    is_deeply($s, { type => 'object', properties => { p => { '$ref' => '#/$defs/A' } },
+                    required => ['p'], '$defs' => { A => {} } },
+              'odd document: the cycle is "any value", the rest left out');
+    $OUT{odd} = { map { $_ => (generate("$WORK/odd.json", @opts, '--part', $_))[1] }
+                  qw(http server locations) };
 }
 
 # bad options are refused

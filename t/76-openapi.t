@@ -463,293 +463,308 @@ JSON
 
 # the same document as YAML (python3-yaml, which scripts/test installs)
 SKIP: {
-    skip 'no python3-yaml', 1 if system('/usr/bin/python3', '-c', 'import yaml') != 0;
-    system('/usr/bin/python3', '-c',
-           'import json, sys, yaml; yaml.safe_dump(json.load(open(sys.argv[1])),'
-           . ' open(sys.argv[2], "w"), sort_keys=False)',
-           "$OAS/3.0/json/petstore.json", "$WORK/petstore.yaml");
-    my @o = ('--upstream', '127.0.0.1:1');
-    my $json = (generate("$OAS/3.0/json/petstore.json", @o))[1];
-    my $yaml = (generate("$WORK/petstore.yaml", @o))[1];
-    s/^# Generated .*\n// for $json, $yaml;
-    ok(length $json && $json eq $yaml, 'the Petstore as YAML: the same configuration');
-}
-
-# bad options are refused
-for my $bad ([ '--upstream', 'x;y' ], [ '--upstream-name', 'a b' ], [ '--prefix', 'a;b' ],
-             [ '--location-prefix', '/a;b/' ], [ '--set-header', 'bad header' ]) {
-    my ($rc) = generate("$OAS/3.0/json/petstore.json", @$bad);
-    is($rc, 2, "openapi2mcp refuses @$bad");
-}
-
-# --- 3. the locations in a stock nginx, against the Petstore --------------------
-
-# $mcp_arg_NAME is the argument percent-encoded as one URI component; $arg_NAME
-# of a query string written so is the same text: the locations, made public,
-# run as they would in the subrequest of a tool
-sub as_public {
-    my ($text) = @_;
-    $text =~ s/\$mcp_arg_/\$arg_/g;
-    $text =~ s/\$\{mcp_arg_/\${arg_/g;
-    $text =~ s/^\s*internal;\n//mg;
-    return $text;
-}
-
-my $http = '';
-my $servers = '';
-for my $id (sort keys %OUT) {
-    $t->write_file("conf/$id.http.conf", $OUT{$id}{http});
-    $t->write_file("conf/$id.loc.conf", as_public($OUT{$id}{locations}));
-    $http .= "include %%PREFIX%%/conf/$id.http.conf;\n";
-    next if $id eq 'd1';
-    $servers .= "server { listen 127.0.0.1:%%PORT%%; server_name $id;"
-              . " include %%PREFIX%%/conf/$id.loc.conf; }\n";
-}
-$t->write_config(http => $http . $servers,
-                 server => 'include %%PREFIX%%/conf/d1.loc.conf;');
-# this nginx has no module: a sanitizer run has nothing to check in it
-# (and a preloaded ASan makes its thousands of locations crawl)
-my $PRELOAD = delete $ENV{MCP_NGINX_PRELOAD};
-my ($trc, $tout) = $t->nginx_t;
-is($trc, 0, 'stock nginx -t: the http parts and the locations of every document load')
-    or diag($tout);
-
-my ($py, $log) = start_python_upstream($t, 'petstore_upstream', $t->port(2));
-$t->start;
-$ENV{MCP_NGINX_PRELOAD} = $PRELOAD if defined $PRELOAD;
-
-sub upstream_requests {
-    my @l;
-    for my $line (split /\n/, (-f $log ? slurp($log) : '')) {
-        push @l, $JSON->decode($line);
+        skip 'no python3-yaml', 1 if system('/usr/bin/python3', '-c', 'import yaml') != 0;
+        system('/usr/bin/python3', '-c',
+               'import json, sys, yaml; yaml.safe_dump(json.load(open(sys.argv[1])),'
+               . ' open(sys.argv[2], "w"), sort_keys=False)',
+               "$OAS/3.0/json/petstore.json", "$WORK/petstore.yaml");
+        my @o = ('--upstream', '127.0.0.1:1');
+        my $json = (generate("$OAS/3.0/json/petstore.json", @o))[1];
+        my $yaml = (generate("$WORK/petstore.yaml", @o))[1];
+        s/^# Generated .*\n// for $json, $yaml;
+        ok(length $json && $json eq $yaml, 'the Petstore as YAML: the same configuration');
     }
-    return @l;
-}
 
-sub via_location {
-    my ($method, $uri, %o) = @_;
-    my $before = () = upstream_requests();
-    my $r = $t->request(method => $method, path => $uri, %o);
-    my @after = upstream_requests();
-    return ($r, @after > $before ? $after[-1] : undef);
-}
+    # bad options are refused
+    for my $bad ([ '--upstream', 'x;y' ], [ '--upstream-name', 'a b' ], [ '--prefix', 'a;b' ],
+                 [ '--location-prefix', '/a;b/' ], [ '--set-header', 'bad header' ]) {
+        my ($rc) = generate("$OAS/3.0/json/petstore.json", @$bad);
+        is($rc, 2, "openapi2mcp refuses @$bad");
+    }
 
-{
-    my ($r, $up) = via_location(GET => '/mcp-openapi/getPetById?petId=7',
-                                headers => { Authorization => 'Bearer secret',
-                                             Cookie => 'sid=1', 'Mcp-Session-Id' => 'abc' });
-    is($r->{status}, 200, 'getPetById: 200 from the API');
-    is($JSON->decode($r->{body})->{name}, 'doggie', 'getPetById: the pet');
-    is($up->{path}, '/v2/pet/7', 'getPetById: the base path and the path template filled');
-    is($up->{method}, 'GET', 'getPetById: GET');
-    is_deeply([ sort grep { !/^(host|accept)$/ } keys %{ $up->{headers} } ], [],
-              'getPetById: no header of the caller (Authorization, Cookie,'
-              . ' Mcp-Session-Id) reaches the API');
-    is($up->{headers}{host}, 'petstore.swagger.io', 'getPetById: Host of the server URL');
+    # --- 3. the locations in a stock nginx, against the Petstore --------------------
 
-    ($r, $up) = via_location(GET => '/mcp-openapi/getPetById?petId=8');
-    is($r->{status}, 404, 'getPetById 8: the API\'s 404 comes back');
+    # $mcp_arg_NAME is the argument percent-encoded as one URI component; $arg_NAME
+    # of a query string written so is the same text: the locations, made public,
+    # run as they would in the subrequest of a tool
+    sub as_public {
+        my ($text) = @_;
+        $text =~ s/\$mcp_arg_/\$arg_/g;
+        $text =~ s/\$\{mcp_arg_/\${arg_/g;
+        $text =~ s/^\s*internal;\n//mg;
+        return $text;
+    }
 
-    ($r, $up) = via_location(GET => '/mcp-openapi/loginUser?username=a%20b&password=0');
-    is($up->{query}, 'username=a%20b&password=0',
-       'loginUser: both query parameters, percent-encoded as given (0 counts as present)');
-    is($r->{body}, 'token-a b', 'loginUser: the API\'s text');
+    my $http = '';
+    my $servers = '';
+    for my $id (sort keys %OUT) {
+        $t->write_file("conf/$id.http.conf", $OUT{$id}{http});
+        $t->write_file("conf/$id.loc.conf", as_public($OUT{$id}{locations}));
+        $http .= "include %%PREFIX%%/conf/$id.http.conf;\n";
+        next if $id eq 'd1';
+        $servers .= "server { listen 127.0.0.1:%%PORT%%; server_name $id;"
+                  . " include %%PREFIX%%/conf/$id.loc.conf; }\n";
+    }
+    $t->write_config(http => $http . $servers,
+                     server => 'include %%PREFIX%%/conf/d1.loc.conf;');
+    # this nginx has no module: a sanitizer run has nothing to check in it
+    # (and a preloaded ASan makes its thousands of locations crawl)
+    my $PRELOAD = delete $ENV{MCP_NGINX_PRELOAD};
+    my ($trc, $tout) = $t->nginx_t;
+    is($trc, 0, 'stock nginx -t: the http parts and the locations of every document load')
+        or diag($tout);
 
-    ($r, $up) = via_location(GET => '/mcp-openapi/loginUser?password=x');
-    is($up->{query}, 'password=x', 'loginUser: an absent parameter is left out');
-    ($r, $up) = via_location(GET => '/mcp-openapi/findPetsByStatus');
-    is($up->{query}, '', 'findPetsByStatus: no parameter, no query string');
-    is($up->{path}, '/v2/pet/findByStatus', 'findPetsByStatus: no "?" either');
+    my ($py, $log) = start_python_upstream($t, 'petstore_upstream', $t->port(2));
+    $t->start;
+    $ENV{MCP_NGINX_PRELOAD} = $PRELOAD if defined $PRELOAD;
 
-    ($r, $up) = via_location(POST => '/mcp-openapi/addPet',
-                             body => '{"name":"rex","photoUrls":[]}',
-                             headers => { 'Content-Type' => 'text/plain',
-                                          Authorization => 'Bearer secret' });
-    is($up->{method}, 'POST', 'addPet: POST');
-    is($up->{headers}{'content-type'}, 'application/json', 'addPet: Content-Type of the body');
-    is($up->{body}, '{"name":"rex","photoUrls":[]}', 'addPet: the body as it came');
-    ok(!exists $up->{headers}{authorization}, 'addPet: no Authorization passed through');
-    is($JSON->decode($r->{body})->{id}, 99, 'addPet: the API\'s reply');
+    sub upstream_requests {
+        my @l;
+        for my $line (split /\n/, (-f $log ? slurp($log) : '')) {
+            push @l, $JSON->decode($line);
+        }
+        return @l;
+    }
 
-    ($r, $up) = via_location(POST => '/mcp-openapi/updatePetWithForm?petId=5&name=x%26y&status=0',
-                             body => '{"ignored":true}');
-    is($up->{path}, '/v2/pet/5', 'updatePetWithForm: path');
-    is($up->{headers}{'content-type'}, 'application/x-www-form-urlencoded',
-       'updatePetWithForm: a form body');
-    is($up->{body}, 'name=x%26y&status=0', 'updatePetWithForm: built from the present arguments');
-
-    ($r, $up) = via_location(DELETE => '/mcp-openapi/deletePet?petId=7&api_key=k1',
-                             body => '{"jsonrpc":"2.0"}');
-    is($up->{method}, 'DELETE', 'deletePet: DELETE');
-    is($up->{headers}{api_key}, 'k1', 'deletePet: the header parameter');
-    is($up->{body}, '', 'deletePet: no body sent on DELETE');
-    ok(!exists $up->{headers}{'content-length'} || $up->{headers}{'content-length'} eq '0',
-       'deletePet: no Content-Length of a body that is not sent');
-}
-
-# the attack document's location, on its own server name
-{
-    my $before = () = upstream_requests();
-    $t->request(method => 'GET', headers => { Host => 'evil' },
-                path => '/mcp-openapi/evil_op_name?id=a%2Fb&page_size_=3&q=%24x&X_Trace_Id=t1');
-    my @all = upstream_requests();
-    my $up = @all > $before ? $all[-1] : {};
-    is($up->{path}, q{/base%20path/it's/%22q%22/%24var;%23/a%2Fb},
-       'attack document: literal path parts percent-encoded, the argument as given');
-    is($up->{query}, 'page%5Bsize%5D=3&q=%24x', 'attack document: the query key encoded');
-    is($up->{headers}{'x-trace-id'}, 't1', 'attack document: the header parameter');
-}
-
-# --- 4. with the module: mcp_tool (needs the loctool branch) -------------------
-
-# each document in a server with `mcp on` (one nginx -t each: under a
-# sanitizer a configuration of every document at once outgrows the time
-# nginx -t is given)
-for my $id (sort keys %OUT) {
-    next unless $OUT{$id}{server};
-    my $m = McpTest->new(workers => 1);
-    $m->write_file("conf/$id.http.conf", $OUT{$id}{http});
-    $m->write_file("conf/$id.server.conf", $OUT{$id}{server});
-    $m->write_config(http => "include %%PREFIX%%/conf/$id.http.conf;\n",
-                     server => "include %%PREFIX%%/conf/$id.server.conf;\n"
-                             . 'location = /mcp { mcp on; }');
-    my $t0 = time;
-    # nginx -t returns before it makes the configuration it tested the
-    # current cycle (core/nginx.c), so LeakSanitizer may take that
-    # cycle's pools for "indirect" leaks; the running instances below
-    # keep the leak check
-    local $ENV{ASAN_OPTIONS} = join ':', grep { length } $ENV{ASAN_OPTIONS} // '',
-                                                         'detect_leaks=0';
-    my ($rc, $out) = $m->nginx_t;
-    is($rc, 0, 'nginx -t with the module: the tools and locations of '
-               . ($OUT{$id}{file} // "the $id document")) or diag($out);
-    note(sprintf '%s: nginx -t in %.1fs', $id, time - $t0);
-}
-
-# the Petstore tools end to end (the upstream block names the Python server)
-my $e = McpTest->new(
-    http   => $OUT{d1}{http},
-    server => $OUT{d1}{server} . "\nlocation = /mcp { mcp on; }\n",
-);
-my ($erc, $eout) = $e->nginx_t;
-is($erc, 0, 'the Petstore tools: nginx -t') or diag($eout);
-if ($erc == 0) {
-    $e->start;
-    my ($sid) = $e->mcp_initialize;
-    my ($list) = $e->mcp_request($sid, 'tools/list');
-    my %by = map { $_->{name} => $_ } @{ $list->{result}{tools} // [] };
-    is(scalar keys %by, scalar keys %{ $OUT{d1}{tools} }, 'tools/list: the 20 Petstore tools');
-    is_deeply($by{getPetById}{inputSchema},
-              schema_of($OUT{d1}{tools}{getPetById}{d}{input_schema}[0]),
-              'tools/list: getPetById with the generated inputSchema');
-    is($by{getPetById}{annotations}{readOnlyHint}, JSON::PP::true(),
-       'tools/list: getPetById readOnlyHint');
-
-    my $call = sub {
-        my ($name, $args) = @_;
+    sub via_location {
+        my ($method, $uri, %o) = @_;
         my $before = () = upstream_requests();
-        my ($res) = $e->mcp_call($sid, 'tools/call', { name => $name, arguments => $args },
-                                 headers => { Authorization => 'Bearer secret' });
+        my $r = $t->request(method => $method, path => $uri, %o);
+        my @after = upstream_requests();
+        return ($r, @after > $before ? $after[-1] : undef);
+    }
+
+    {
+        my ($r, $up) = via_location(GET => '/mcp-openapi/getPetById?petId=7',
+                                    headers => { Authorization => 'Bearer secret',
+                                                 Cookie => 'sid=1', 'Mcp-Session-Id' => 'abc' });
+        is($r->{status}, 200, 'getPetById: 200 from the API');
+        is($JSON->decode($r->{body})->{name}, 'doggie', 'getPetById: the pet');
+        is($up->{path}, '/v2/pet/7', 'getPetById: the base path and the path template filled');
+        is($up->{method}, 'GET', 'getPetById: GET');
+        is_deeply([ sort grep { !/^(host|accept)$/ } keys %{ $up->{headers} } ], [],
+                  'getPetById: no header of the caller (Authorization, Cookie,'
+                  . ' Mcp-Session-Id) reaches the API');
+        is($up->{headers}{host}, 'petstore.swagger.io', 'getPetById: Host of the server URL');
+
+        ($r, $up) = via_location(GET => '/mcp-openapi/getPetById?petId=8');
+        is($r->{status}, 404, 'getPetById 8: the API\'s 404 comes back');
+
+        ($r, $up) = via_location(GET => '/mcp-openapi/loginUser?username=a%20b&password=0');
+        is($up->{query}, 'username=a%20b&password=0',
+           'loginUser: both query parameters, percent-encoded as given (0 counts as present)');
+        is($r->{body}, 'token-a b', 'loginUser: the API\'s text');
+
+        ($r, $up) = via_location(GET => '/mcp-openapi/loginUser?password=x');
+        is($up->{query}, 'password=x', 'loginUser: an absent parameter is left out');
+        ($r, $up) = via_location(GET => '/mcp-openapi/findPetsByStatus');
+        is($up->{query}, '', 'findPetsByStatus: no parameter, no query string');
+        is($up->{path}, '/v2/pet/findByStatus', 'findPetsByStatus: no "?" either');
+
+        ($r, $up) = via_location(POST => '/mcp-openapi/addPet',
+                                 body => '{"name":"rex","photoUrls":[]}',
+                                 headers => { 'Content-Type' => 'text/plain',
+                                              Authorization => 'Bearer secret' });
+        is($up->{method}, 'POST', 'addPet: POST');
+        is($up->{headers}{'content-type'}, 'application/json', 'addPet: Content-Type of the body');
+        is($up->{body}, '{"name":"rex","photoUrls":[]}', 'addPet: the body as it came');
+        ok(!exists $up->{headers}{authorization}, 'addPet: no Authorization passed through');
+        is($JSON->decode($r->{body})->{id}, 99, 'addPet: the API\'s reply');
+
+        ($r, $up) = via_location(POST => '/mcp-openapi/updatePetWithForm?petId=5&name=x%26y&status=0',
+                                 body => '{"ignored":true}');
+        is($up->{path}, '/v2/pet/5', 'updatePetWithForm: path');
+        is($up->{headers}{'content-type'}, 'application/x-www-form-urlencoded',
+           'updatePetWithForm: a form body');
+        is($up->{body}, 'name=x%26y&status=0', 'updatePetWithForm: built from the present arguments');
+
+        ($r, $up) = via_location(DELETE => '/mcp-openapi/deletePet?petId=7&api_key=k1',
+                                 body => '{"jsonrpc":"2.0"}');
+        is($up->{method}, 'DELETE', 'deletePet: DELETE');
+        is($up->{headers}{api_key}, 'k1', 'deletePet: the header parameter');
+        is($up->{body}, '', 'deletePet: no body sent on DELETE');
+        ok(!exists $up->{headers}{'content-length'} || $up->{headers}{'content-length'} eq '0',
+           'deletePet: no Content-Length of a body that is not sent');
+    }
+
+    # the attack document's location, on its own server name
+    {
+        my $before = () = upstream_requests();
+        $t->request(method => 'GET', headers => { Host => 'evil' },
+                    path => '/mcp-openapi/evil_op_name?id=a%2Fb&page_size_=3&q=%24x&X_Trace_Id=t1');
         my @all = upstream_requests();
-        return ($res, @all > $before ? $all[-1] : undef);
+        my $up = @all > $before ? $all[-1] : {};
+        is($up->{path}, q{/base%20path/it's/%22q%22/%24var;%23/a%2Fb},
+           'attack document: literal path parts percent-encoded, the argument as given');
+        is($up->{query}, 'page%5Bsize%5D=3&q=%24x', 'attack document: the query key encoded');
+        is($up->{headers}{'x-trace-id'}, 't1', 'attack document: the header parameter');
+    }
+
+    # --- 4. with the module: mcp_tool (needs the loctool branch) -------------------
+    # a module without mcp_tool (a branch before the loctool one) fails here
+    # once, not once per check
+    my $HAS_MCP_TOOL = do {
+        my $m = McpTest->new(workers => 1);
+        $m->write_config(server => 'mcp_tool probe { description "p"; pass /p; }'
+                                 . ' location = /mcp { mcp on; }');
+        my ($rc, $out) = $m->nginx_t;
+        ok($rc == 0, 'the module has mcp_tool') or diag($out);
+        $rc == 0;
     };
 
-    my ($res, $up) = $call->(getPetById => { petId => 7 });
-    ok(!$res->{isError}, 'tools/call getPetById 7: a result');
-    is(eval { $JSON->decode($res->{content}[0]{text})->{name} }, 'doggie',
-       'tools/call getPetById 7: the pet as text');
-    is($up->{path}, '/v2/pet/7', 'tools/call getPetById: the API got /v2/pet/7');
-    ok(!exists $up->{headers}{authorization} && !exists $up->{headers}{'mcp-session-id'},
-       'tools/call getPetById: no header of the MCP client reached the API');
+    SKIP: {
+    skip 'the module has no mcp_tool', 1 unless $HAS_MCP_TOOL;
 
-    ($res, $up) = $call->(getPetById => { petId => 8 });
-    is($res->{isError}, JSON::PP::true(), 'tools/call getPetById 8: isError');
-    like($res->{content}[0]{text} // '', qr/404/, 'tools/call getPetById 8: says 404');
-    unlike($res->{content}[0]{text} // '', qr/Pet not found/, '... and not the API\'s body');
-
-    ($res, $up) = $call->(getPetById => { petId => 'abc' });
-    is($res->{isError}, JSON::PP::true(), 'tools/call getPetById "abc": refused by the schema');
-    is($up, undef, 'tools/call getPetById "abc": the API was not called');
-
-    ($res, $up) = $call->(loginUser => { username => 'a b', password => '0' });
-    is($up->{query}, 'username=a%20b&password=0', 'tools/call loginUser: the query');
-    is($res->{content}[0]{text}, 'token-a b', 'tools/call loginUser: the API\'s text');
-
-    ($res, $up) = $call->(addPet => { name => 'rex', photoUrls => [] });
-    is($up->{method}, 'POST', 'tools/call addPet: POST');
-    is_deeply(eval { $JSON->decode($up->{body}) }, { name => 'rex', photoUrls => [] },
-              'tools/call addPet: the arguments as the JSON body');
-    is($up->{headers}{'content-type'}, 'application/json', 'tools/call addPet: JSON');
-
-    ($res, $up) = $call->(deletePet => { petId => 7, api_key => 'k1' });
-    is($up->{method}, 'DELETE', 'tools/call deletePet: DELETE');
-    is($up->{headers}{api_key}, 'k1', 'tools/call deletePet: the header parameter');
-    is($up->{body}, '', 'tools/call deletePet: no body');
-
-    ($res, $up) = $call->(updatePetWithForm => { petId => 5, name => 'x&y' });
-    is($up->{body}, 'name=x%26y', 'tools/call updatePetWithForm: the form body');
-
-    $e->stop;
-}
-
-# --- 5. conf/mcp-from-config.conf (needs mcp_tool, mcp_resources and
-# mcp_prompt: the loctool and files branches) -------------------------------
-
-{
-    my $conf = slurp("$ROOT/conf/mcp-from-config.conf");
-    my $m = McpTest->new(workers => 2);
-    my $p = $m->prefix;
-    my $ok = 1;
-    $conf =~ s{^load_module\s+modules/ngx_http_mcp_module\.so;}{%%LOAD_MODULE%%}m or $ok = 0;
-    $conf =~ s{^worker_processes\s+\S+;}{worker_processes 2;}m or $ok = 0;
-    $conf =~ s{/var/log/nginx/}{$p/logs/}g;
-    $conf =~ s{/run/nginx\.pid}{$p/logs/nginx.pid} or $ok = 0;
-    $conf =~ s{^(\s*)listen\s+8080;}{${1}listen 127.0.0.1:%%PORT%%;}m or $ok = 0;
-    $conf =~ s{127\.0\.0\.1:3001}{'127.0.0.1:' . $t->port(2)}ge or $ok = 0;
-    $conf =~ s{/srv/docs}{$p/docs}g or $ok = 0;
-    $conf =~ s{/etc/nginx/mcp/triage\.md}{$p/triage.md}g or $ok = 0;
-    my $temp = join '', map { "    ${_}_temp_path $p/tmp/$_;\n" }
-                        qw(client_body proxy fastcgi uwsgi scgi);
-    $conf =~ s/^http\s*\{\n/http {\n$temp/m or $ok = 0;
-    my $user = $> == 0 ? "user root;\n" : '';
-    ok($ok, 'mcp-from-config.conf: adapted for the test');
-    $m->{conf} = "daemon off;\nmaster_process on;\n$user$conf";
-    $m->write_file('docs/readme.md', "# Pets\n\nAsk the store.\n");
-    $m->write_file('triage.md', "Answer this report in a {{tone}} tone:\n\n{{report}}\n");
-    my ($rc, $out) = $m->nginx_t;
-    is($rc, 0, 'mcp-from-config.conf: nginx -t passes') or diag($out);
-    if ($rc == 0) {
-        $m->start;
-        my ($sid) = $m->mcp_initialize;
-        my $list = $m->mcp_call($sid, 'tools/list');
-        is_deeply([ map { $_->{name} } @{ $list->{tools} // [] } ],
-                  [qw(get_pet find_pets add_pet)], 'mcp-from-config.conf: its three tools');
-        my $res = $m->mcp_call($sid, 'tools/call', { name => 'get_pet', arguments => { id => 7 } });
-        is(eval { $JSON->decode($res->{content}[0]{text})->{name} }, 'doggie',
-           'mcp-from-config.conf: get_pet 7 through the Petstore');
-        $res = $m->mcp_call($sid, 'tools/call', { name => 'get_pet', arguments => { id => 0 } });
-        is($res->{isError}, JSON::PP::true(), 'mcp-from-config.conf: get_pet 0: refused by the schema');
-        $res = $m->mcp_call($sid, 'tools/call',
-                            { name => 'find_pets', arguments => { status => 'available' } });
-        is(eval { $JSON->decode($res->{content}[0]{text})->[0]{id} }, 7,
-           'mcp-from-config.conf: find_pets');
-        $res = $m->mcp_call($sid, 'tools/call',
-                            { name => 'add_pet', arguments => { name => 'rex', photoUrls => [] } });
-        is(eval { $JSON->decode($res->{content}[0]{text})->{id} }, 99,
-           'mcp-from-config.conf: add_pet');
-        $res = $m->mcp_call($sid, 'resources/list');
-        ok((grep { $_->{uri} eq 'file:///docs/readme.md' } @{ $res->{resources} // [] }),
-           'mcp-from-config.conf: the docs folder listed');
-        $res = $m->mcp_call($sid, 'resources/read', { uri => 'file:///docs/readme.md' });
-        like($res->{contents}[0]{text} // '', qr/Ask the store/, 'mcp-from-config.conf: a doc read');
-        $res = $m->mcp_call($sid, 'prompts/get',
-                            { name => 'triage', arguments => { report => 'My cat is late',
-                                                               tone => 'friendly' } });
-        is($res->{messages}[0]{content}{text},
-           "Answer this report in a friendly tone:\n\nMy cat is late\n",
-           'mcp-from-config.conf: the prompt, its arguments filled');
-        $m->stop;
+    # each document in a server with `mcp on` (one nginx -t each: under a
+    # sanitizer a configuration of every document at once outgrows the time
+    # nginx -t is given)
+    for my $id (sort keys %OUT) {
+        next unless $OUT{$id}{server};
+        my $m = McpTest->new(workers => 1);
+        $m->write_file("conf/$id.http.conf", $OUT{$id}{http});
+        $m->write_file("conf/$id.server.conf", $OUT{$id}{server});
+        $m->write_config(http => "include %%PREFIX%%/conf/$id.http.conf;\n",
+                         server => "include %%PREFIX%%/conf/$id.server.conf;\n"
+                                 . 'location = /mcp { mcp on; }');
+        my $t0 = time;
+        # nginx -t returns before it makes the configuration it tested the
+        # current cycle (core/nginx.c), so LeakSanitizer may take that
+        # cycle's pools for "indirect" leaks; the running instances below
+        # keep the leak check
+        local $ENV{ASAN_OPTIONS} = join ':', grep { length } $ENV{ASAN_OPTIONS} // '',
+                                                             'detect_leaks=0';
+        my ($rc, $out) = $m->nginx_t;
+        is($rc, 0, 'nginx -t with the module: the tools and locations of '
+                   . ($OUT{$id}{file} // "the $id document")) or diag($out);
+        note(sprintf '%s: nginx -t in %.1fs', $id, time - $t0);
     }
+
+    # the Petstore tools end to end (the upstream block names the Python server)
+    my $e = McpTest->new(
+        http   => $OUT{d1}{http},
+        server => $OUT{d1}{server} . "\nlocation = /mcp { mcp on; }\n",
+    );
+    my ($erc, $eout) = $e->nginx_t;
+    is($erc, 0, 'the Petstore tools: nginx -t') or diag($eout);
+    if ($erc == 0) {
+        $e->start;
+        my ($sid) = $e->mcp_initialize;
+        my ($list) = $e->mcp_request($sid, 'tools/list');
+        my %by = map { $_->{name} => $_ } @{ $list->{result}{tools} // [] };
+        is(scalar keys %by, scalar keys %{ $OUT{d1}{tools} }, 'tools/list: the 20 Petstore tools');
+        is_deeply($by{getPetById}{inputSchema},
+                  schema_of($OUT{d1}{tools}{getPetById}{d}{input_schema}[0]),
+                  'tools/list: getPetById with the generated inputSchema');
+        is($by{getPetById}{annotations}{readOnlyHint}, JSON::PP::true(),
+           'tools/list: getPetById readOnlyHint');
+
+        my $call = sub {
+            my ($name, $args) = @_;
+            my $before = () = upstream_requests();
+            my ($res) = $e->mcp_call($sid, 'tools/call', { name => $name, arguments => $args },
+                                     headers => { Authorization => 'Bearer secret' });
+            my @all = upstream_requests();
+            return ($res, @all > $before ? $all[-1] : undef);
+        };
+
+        my ($res, $up) = $call->(getPetById => { petId => 7 });
+        ok(!$res->{isError}, 'tools/call getPetById 7: a result');
+        is(eval { $JSON->decode($res->{content}[0]{text})->{name} }, 'doggie',
+           'tools/call getPetById 7: the pet as text');
+        is($up->{path}, '/v2/pet/7', 'tools/call getPetById: the API got /v2/pet/7');
+        ok(!exists $up->{headers}{authorization} && !exists $up->{headers}{'mcp-session-id'},
+           'tools/call getPetById: no header of the MCP client reached the API');
+
+        ($res, $up) = $call->(getPetById => { petId => 8 });
+        is($res->{isError}, JSON::PP::true(), 'tools/call getPetById 8: isError');
+        like($res->{content}[0]{text} // '', qr/404/, 'tools/call getPetById 8: says 404');
+        unlike($res->{content}[0]{text} // '', qr/Pet not found/, '... and not the API\'s body');
+
+        ($res, $up) = $call->(getPetById => { petId => 'abc' });
+        is($res->{isError}, JSON::PP::true(), 'tools/call getPetById "abc": refused by the schema');
+        is($up, undef, 'tools/call getPetById "abc": the API was not called');
+
+        ($res, $up) = $call->(loginUser => { username => 'a b', password => '0' });
+        is($up->{query}, 'username=a%20b&password=0', 'tools/call loginUser: the query');
+        is($res->{content}[0]{text}, 'token-a b', 'tools/call loginUser: the API\'s text');
+
+        ($res, $up) = $call->(addPet => { name => 'rex', photoUrls => [] });
+        is($up->{method}, 'POST', 'tools/call addPet: POST');
+        is_deeply(eval { $JSON->decode($up->{body}) }, { name => 'rex', photoUrls => [] },
+                  'tools/call addPet: the arguments as the JSON body');
+        is($up->{headers}{'content-type'}, 'application/json', 'tools/call addPet: JSON');
+
+        ($res, $up) = $call->(deletePet => { petId => 7, api_key => 'k1' });
+        is($up->{method}, 'DELETE', 'tools/call deletePet: DELETE');
+        is($up->{headers}{api_key}, 'k1', 'tools/call deletePet: the header parameter');
+        is($up->{body}, '', 'tools/call deletePet: no body');
+
+        ($res, $up) = $call->(updatePetWithForm => { petId => 5, name => 'x&y' });
+        is($up->{body}, 'name=x%26y', 'tools/call updatePetWithForm: the form body');
+
+        $e->stop;
+    }
+
+    # --- 5. conf/mcp-from-config.conf (needs mcp_tool, mcp_resources and
+    # mcp_prompt: the loctool and files branches) -------------------------------
+
+    {
+        my $conf = slurp("$ROOT/conf/mcp-from-config.conf");
+        my $m = McpTest->new(workers => 2);
+        my $p = $m->prefix;
+        my $ok = 1;
+        $conf =~ s{^load_module\s+modules/ngx_http_mcp_module\.so;}{%%LOAD_MODULE%%}m or $ok = 0;
+        $conf =~ s{^worker_processes\s+\S+;}{worker_processes 2;}m or $ok = 0;
+        $conf =~ s{/var/log/nginx/}{$p/logs/}g;
+        $conf =~ s{/run/nginx\.pid}{$p/logs/nginx.pid} or $ok = 0;
+        $conf =~ s{^(\s*)listen\s+8080;}{${1}listen 127.0.0.1:%%PORT%%;}m or $ok = 0;
+        $conf =~ s{127\.0\.0\.1:3001}{'127.0.0.1:' . $t->port(2)}ge or $ok = 0;
+        $conf =~ s{/srv/docs}{$p/docs}g or $ok = 0;
+        $conf =~ s{/etc/nginx/mcp/triage\.md}{$p/triage.md}g or $ok = 0;
+        my $temp = join '', map { "    ${_}_temp_path $p/tmp/$_;\n" }
+                            qw(client_body proxy fastcgi uwsgi scgi);
+        $conf =~ s/^http\s*\{\n/http {\n$temp/m or $ok = 0;
+        my $user = $> == 0 ? "user root;\n" : '';
+        ok($ok, 'mcp-from-config.conf: adapted for the test');
+        $m->{conf} = "daemon off;\nmaster_process on;\n$user$conf";
+        $m->write_file('docs/readme.md', "# Pets\n\nAsk the store.\n");
+        $m->write_file('triage.md', "Answer this report in a {{tone}} tone:\n\n{{report}}\n");
+        my ($rc, $out) = $m->nginx_t;
+        is($rc, 0, 'mcp-from-config.conf: nginx -t passes') or diag($out);
+        if ($rc == 0) {
+            $m->start;
+            my ($sid) = $m->mcp_initialize;
+            my $list = $m->mcp_call($sid, 'tools/list');
+            is_deeply([ map { $_->{name} } @{ $list->{tools} // [] } ],
+                      [qw(get_pet find_pets add_pet)], 'mcp-from-config.conf: its three tools');
+            my $res = $m->mcp_call($sid, 'tools/call', { name => 'get_pet', arguments => { id => 7 } });
+            is(eval { $JSON->decode($res->{content}[0]{text})->{name} }, 'doggie',
+               'mcp-from-config.conf: get_pet 7 through the Petstore');
+            $res = $m->mcp_call($sid, 'tools/call', { name => 'get_pet', arguments => { id => 0 } });
+            is($res->{isError}, JSON::PP::true(), 'mcp-from-config.conf: get_pet 0: refused by the schema');
+            $res = $m->mcp_call($sid, 'tools/call',
+                                { name => 'find_pets', arguments => { status => 'available' } });
+            is(eval { $JSON->decode($res->{content}[0]{text})->[0]{id} }, 7,
+               'mcp-from-config.conf: find_pets');
+            $res = $m->mcp_call($sid, 'tools/call',
+                                { name => 'add_pet', arguments => { name => 'rex', photoUrls => [] } });
+            is(eval { $JSON->decode($res->{content}[0]{text})->{id} }, 99,
+               'mcp-from-config.conf: add_pet');
+            $res = $m->mcp_call($sid, 'resources/list');
+            ok((grep { $_->{uri} eq 'file:///docs/readme.md' } @{ $res->{resources} // [] }),
+               'mcp-from-config.conf: the docs folder listed');
+            $res = $m->mcp_call($sid, 'resources/read', { uri => 'file:///docs/readme.md' });
+            like($res->{contents}[0]{text} // '', qr/Ask the store/, 'mcp-from-config.conf: a doc read');
+            $res = $m->mcp_call($sid, 'prompts/get',
+                                { name => 'triage', arguments => { report => 'My cat is late',
+                                                                   tone => 'friendly' } });
+            is($res->{messages}[0]{content}{text},
+               "Answer this report in a friendly tone:\n\nMy cat is late\n",
+               'mcp-from-config.conf: the prompt, its arguments filled');
+            $m->stop;
+        }
+    }
+
 }
 
 $t->stop;

@@ -705,6 +705,27 @@ SKIP: {
         $e->stop;
     }
 
+    # --output-schema: a JSON object reply becomes structuredContent
+    {
+        my @o = ('--upstream', '127.0.0.1:' . $t->port(2), '--output-schema');
+        my $conf = (generate("$OAS/3.0/json/petstore.json", @o, '--part', 'server'))[1];
+        my ($tools) = tools_of(eval { parse_conf($conf) } // []);
+        my $os = schema_of($tools->{getPetById}{d}{output_schema}[0] // '') // {};
+        is($os->{type}, 'object', '--output-schema: getPetById has an object output_schema');
+        ok(!$tools->{findPetsByStatus}{d}{output_schema},
+           '--output-schema: none for findPetsByStatus (its reply is an array)');
+        my $o = McpTest->new(http   => (generate("$OAS/3.0/json/petstore.json", @o,
+                                                 '--part', 'http'))[1],
+                             server => $conf . "\nlocation = /mcp { mcp on; }\n");
+        $o->start;
+        my ($sid) = $o->mcp_initialize;
+        my $res = $o->mcp_call($sid, 'tools/call', { name => 'getPetById',
+                                                     arguments => { petId => 7 } });
+        is(($res->{structuredContent} // {})->{name}, 'doggie',
+           '--output-schema: getPetById 7 as structuredContent');
+        $o->stop;
+    }
+
     # --- 5. conf/mcp-from-config.conf (needs mcp_tool, mcp_resources and
     # mcp_prompt: the loctool and files branches) -------------------------------
 

@@ -461,6 +461,21 @@ JSON
                   qw(http server locations) };
 }
 
+# a server URL that would write directives into the upstream block
+{
+    spew("$WORK/inject.json", $JSON->encode({
+        openapi => '3.0.3', info => { title => 't', version => '1' },
+        servers => [ { url => 'http://evil.example:80 ;include /etc/passwd;#/x' } ],
+        paths   => { '/a' => { get => { responses => {} } } } }));
+    my ($rc, $all, $err) = generate("$WORK/inject.json");
+    is($rc, 0, 'a server URL with directives in it: openapi2mcp exits 0');
+    like($err, qr/not a usable http\(s\) URL/, '... warns that it cannot use it');
+    unlike($all, qr/passwd|evil/, '... and writes nothing of it');
+    like($all, qr/server 127\.0\.0\.1:8080;\n/, '... but the placeholder');
+    ($rc) = generate("$WORK/inject.json", '--server', 'http://a b/');
+    is($rc, 2, 'a --server that is no URL: refused');
+}
+
 # the same document as YAML (python3-yaml, which scripts/test installs)
 SKIP: {
         skip 'no python3-yaml', 1 if system('/usr/bin/python3', '-c', 'import yaml') != 0;

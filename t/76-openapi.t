@@ -720,6 +720,34 @@ SKIP: {
         $e->stop;
     }
 
+    # the attack document's tool through the module: its schema (pattern,
+    # enum with quotes) holds, its location sends what the arguments say
+    {
+        my $a = McpTest->new(http   => $OUT{evil}{http},
+                             server => $OUT{evil}{server} . "\nlocation = /mcp { mcp on; }\n");
+        $a->start;
+        my ($sid) = $a->mcp_initialize;
+        my $before = () = upstream_requests();
+        my $res = $a->mcp_call($sid, 'tools/call', { name => 'evil_op_name', arguments => {
+            id => 'a/b', page_size_ => 3, q => '1', X_Trace_Id => 't1' } });
+        my @all = upstream_requests();
+        my $up = @all > $before ? $all[-1] : {};
+        is($up->{path}, q{/base%20path/it's/%22q%22/%24var;%23/a%2Fb},
+           'attack document through the module: the path, the argument one component');
+        is($up->{query}, 'page%5Bsize%5D=3&q=1', 'attack document through the module: the query');
+        is($up->{headers}{'x-trace-id'}, 't1', 'attack document through the module: the header');
+        $res = $a->mcp_call($sid, 'tools/call', { name => 'evil_op_name', arguments => {
+            id => 'x', page_size_ => 3, q => '2' } });
+        like($res->{content}[0]{text} // '', qr/arguments\.q/,
+             'attack document through the module: the enum (\'1\' and one with quotes)'
+             . ' refuses "2"');
+        $res = $a->mcp_call($sid, 'tools/call', { name => 'evil_op_name', arguments => {
+            id => 'x', page_size_ => 3, q => '1x' } });
+        like($res->{content}[0]{text} // '', qr/arguments\.q/,
+             'attack document through the module: the pattern ^\\d+$ refuses "1x"');
+        $a->stop;
+    }
+
     # --output-schema: a JSON object reply becomes structuredContent
     {
         my @o = ('--upstream', '127.0.0.1:' . $t->port(2), '--output-schema');

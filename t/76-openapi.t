@@ -17,9 +17,19 @@
 #   no header of the caller (Authorization) passed through;
 # - a document built to attack the quoting (quotes, backslashes, $, {, ;,
 #   #, newlines, a long and a repeated operationId) reads back the same;
-# - the whole output loads with the module (`nginx -t` with mcp_tool) and
-#   the Petstore tools answer tools/list and tools/call end to end.
-# The last part needs the mcp_tool directive (the loctool branch).
+#   odd ones (a lone surrogate, $ref cycles, names that are no names, a
+#   server URL carrying directives) give warnings, not a crash or an
+#   injected directive; the Petstore as YAML gives the same output;
+# - the whole output loads with the module (`nginx -t` with mcp_tool),
+#   the Petstore tools answer tools/list and tools/call end to end (a
+#   404 an isError naming the status, a bad argument refused before the
+#   API, no MCP client header at the API), the attack document's tool
+#   too, and --output-schema gives structuredContent;
+# - conf/mcp-from-config.conf passes nginx -t and serves its tools, its
+#   docs folder and its prompt.
+# The module parts need mcp_tool (the loctool branch); the example also
+# mcp_resources and mcp_prompt (the files branch).  Without mcp_tool they
+# fail once ("the module has mcp_tool") and are skipped.
 
 use strict;
 use warnings;

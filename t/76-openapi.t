@@ -500,7 +500,26 @@ SKIP: {
         ok(length $json && $json eq $yaml, 'the Petstore as YAML: the same configuration');
     }
 
-    # bad options are refused
+    # --tag, --prefix, --skip-deprecated
+{
+    my $pet = "$OAS/3.0/json/petstore.json";
+    my @o = ('--upstream', '127.0.0.1:1', '--part', 'tools');
+    my ($tools, $order) = tools_of(parse_conf((generate($pet, @o, '--tag', 'store'))[1]));
+    is_deeply([ sort @$order ], [ sort qw(getInventory placeOrder getOrderById deleteOrder) ],
+              '--tag store: the four store operations');
+    ($tools, $order) = tools_of(parse_conf((generate($pet, @o, '--tag', 'store',
+                                                     '--prefix', 'pets_'))[1]));
+    is_deeply([ sort @$order ], [ sort map { "pets_$_" } qw(getInventory placeOrder
+                                                             getOrderById deleteOrder) ],
+              '--prefix pets_: every name prefixed');
+    is($tools->{pets_getInventory}{d}{pass}[0], '/mcp-openapi/pets_getInventory',
+       '--prefix pets_: the location too');
+    ($tools, $order) = tools_of(parse_conf((generate($pet, @o, '--skip-deprecated'))[1]));
+    ok(@$order == 19 && !$tools->{findPetsByTags},
+       '--skip-deprecated: the deprecated findPetsByTags left out');
+}
+
+# bad options are refused
     for my $bad ([ '--upstream', 'x;y' ], [ '--upstream-name', 'a b' ], [ '--prefix', 'a;b' ],
                  [ '--location-prefix', '/a;b/' ], [ '--set-header', 'bad header' ]) {
         my ($rc) = generate("$OAS/3.0/json/petstore.json", @$bad);

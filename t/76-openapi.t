@@ -399,7 +399,9 @@ my $evil = {
         },
         '/same' => {
             get    => { operationId => 'dup', responses => { 200 => { description => 'ok' } } },
-            delete => { operationId => 'dup', responses => { 200 => { description => 'ok' } } },
+            delete => { operationId => 'dup', responses => { 200 => { description => 'ok' } },
+                        requestBody => { content => { 'application/json' => { schema => {
+                            type => 'object', properties => { reason => { type => 'string' } } } } } } },
         },
     },
 };
@@ -425,6 +427,12 @@ spew("$WORK/evil.json", $JSON->encode($evil));
     is_deeply([ sort keys %{ $s->{properties} } ], [ sort qw(id page_size_ q X_Trace_Id) ],
               'attack document: argument names nginx can read as variables');
     is_deeply($s->{required}, [qw(id page_size_)], 'attack document: required arguments');
+    # (canonical JSON puts "delete" before "get": the DELETE is dup)
+    is($tools->{dup}{op}, 'DELETE /same', 'attack document: dup is the DELETE');
+    is($tools->{dup}{d}{method}[0], 'POST',
+       'attack document: a DELETE with a body is a POST subrequest (which has the body)');
+    my $loc = locations_of($tree)->{'/mcp-openapi/dup'} // [];
+    ok((grep { $_ eq 'proxy_method DELETE' } @$loc), '... sent on to the API as DELETE');
     my ($post) = grep { /^x+_/ } @$order;
     my $ps = schema_of($tools->{$post // ''}{d}{input_schema}[0] // '') // {};
     is_deeply($ps->{required}, [ 'id', q{a'b"c$d} ],
@@ -765,6 +773,13 @@ SKIP: {
            'attack document through the module: the path, the argument one component');
         is($up->{query}, 'page%5Bsize%5D=3&q=1', 'attack document through the module: the query');
         is($up->{headers}{'x-trace-id'}, 't1', 'attack document through the module: the header');
+        $before = () = upstream_requests();
+        $a->mcp_call($sid, 'tools/call', { name => 'dup', arguments => { reason => 'r' } });
+        @all = upstream_requests();
+        $up = @all > $before ? $all[-1] : {};
+        is("$up->{method} $up->{path}", 'DELETE /base%20path/same',
+           'attack document through the module: DELETE with a body');
+        is($up->{body}, '{"reason":"r"}', '... the body the arguments');
         $res = $a->mcp_call($sid, 'tools/call', { name => 'evil_op_name', arguments => {
             id => 'x', page_size_ => 3, q => '2' } });
         like($res->{content}[0]{text} // '', qr/arguments\.q/,

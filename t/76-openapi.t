@@ -496,175 +496,180 @@ JSON
 
 # the same document as YAML (python3-yaml, which scripts/test installs)
 SKIP: {
-        skip 'no python3-yaml', 1 if system('/usr/bin/python3', '-c', 'import yaml') != 0;
-        system('/usr/bin/python3', '-c',
-               'import json, sys, yaml; yaml.safe_dump(json.load(open(sys.argv[1])),'
-               . ' open(sys.argv[2], "w"), sort_keys=False)',
-               "$OAS/3.0/json/petstore.json", "$WORK/petstore.yaml");
-        my @o = ('--upstream', '127.0.0.1:1');
-        my $json = (generate("$OAS/3.0/json/petstore.json", @o))[1];
-        my $yaml = (generate("$WORK/petstore.yaml", @o))[1];
-        s/^# Generated .*\n// for $json, $yaml;
-        ok(length $json && $json eq $yaml, 'the Petstore as YAML: the same configuration');
-    }
+    skip 'no python3-yaml', 1 if system('/usr/bin/python3', '-c', 'import yaml') != 0;
+    system('/usr/bin/python3', '-c',
+           'import json, sys, yaml; yaml.safe_dump(json.load(open(sys.argv[1])),'
+           . ' open(sys.argv[2], "w"), sort_keys=False)',
+           "$OAS/3.0/json/petstore.json", "$WORK/petstore.yaml");
+    my @o = ('--upstream', '127.0.0.1:1');
+    my $json = (generate("$OAS/3.0/json/petstore.json", @o))[1];
+    my $yaml = (generate("$WORK/petstore.yaml", @o))[1];
+    s/^# Generated .*\n// for $json, $yaml;
+    ok(length $json && $json eq $yaml, 'the Petstore as YAML: the same configuration');
+}
 
-    # --tag, --prefix, --skip-deprecated
+# --tag, --prefix, --skip-deprecated
 {
-    my $pet = "$OAS/3.0/json/petstore.json";
-    my @o = ('--upstream', '127.0.0.1:1', '--part', 'tools');
-    my ($tools, $order) = tools_of(parse_conf((generate($pet, @o, '--tag', 'store'))[1]));
-    is_deeply([ sort @$order ], [ sort qw(getInventory placeOrder getOrderById deleteOrder) ],
-              '--tag store: the four store operations');
-    ($tools, $order) = tools_of(parse_conf((generate($pet, @o, '--tag', 'store',
-                                                     '--prefix', 'pets_'))[1]));
-    is_deeply([ sort @$order ], [ sort map { "pets_$_" } qw(getInventory placeOrder
-                                                             getOrderById deleteOrder) ],
-              '--prefix pets_: every name prefixed');
-    is($tools->{pets_getInventory}{d}{pass}[0], '/mcp-openapi/pets_getInventory',
-       '--prefix pets_: the location too');
-    ($tools, $order) = tools_of(parse_conf((generate($pet, @o, '--skip-deprecated'))[1]));
-    ok(@$order == 19 && !$tools->{findPetsByTags},
-       '--skip-deprecated: the deprecated findPetsByTags left out');
+my $pet = "$OAS/3.0/json/petstore.json";
+my @o = ('--upstream', '127.0.0.1:1', '--part', 'tools');
+my ($tools, $order) = tools_of(parse_conf((generate($pet, @o, '--tag', 'store'))[1]));
+is_deeply([ sort @$order ], [ sort qw(getInventory placeOrder getOrderById deleteOrder) ],
+          '--tag store: the four store operations');
+($tools, $order) = tools_of(parse_conf((generate($pet, @o, '--tag', 'store',
+                                                 '--prefix', 'pets_'))[1]));
+is_deeply([ sort @$order ], [ sort map { "pets_$_" } qw(getInventory placeOrder
+                                                         getOrderById deleteOrder) ],
+          '--prefix pets_: every name prefixed');
+is($tools->{pets_getInventory}{d}{pass}[0], '/mcp-openapi/pets_getInventory',
+   '--prefix pets_: the location too');
+($tools, $order) = tools_of(parse_conf((generate($pet, @o, '--skip-deprecated'))[1]));
+ok(@$order == 19 && !$tools->{findPetsByTags},
+   '--skip-deprecated: the deprecated findPetsByTags left out');
 }
 
 # bad options are refused
-    for my $bad ([ '--upstream', 'x;y' ], [ '--upstream-name', 'a b' ], [ '--prefix', 'a;b' ],
-                 [ '--location-prefix', '/a;b/' ], [ '--set-header', 'bad header' ]) {
-        my ($rc) = generate("$OAS/3.0/json/petstore.json", @$bad);
-        is($rc, 2, "openapi2mcp refuses @$bad");
+for my $bad ([ '--upstream', 'x;y' ], [ '--upstream-name', 'a b' ], [ '--prefix', 'a;b' ],
+             [ '--location-prefix', '/a;b/' ], [ '--set-header', 'bad header' ]) {
+    my ($rc) = generate("$OAS/3.0/json/petstore.json", @$bad);
+    is($rc, 2, "openapi2mcp refuses @$bad");
+}
+
+# --- 3. the locations in a stock nginx, against the Petstore --------------------
+
+# $mcp_arg_NAME is the argument percent-encoded as one URI component; $arg_NAME
+# of a query string written so is the same text: the locations, made public,
+# run as they would in the subrequest of a tool
+sub as_public {
+    my ($text) = @_;
+    $text =~ s/\$mcp_arg_/\$arg_/g;
+    $text =~ s/\$\{mcp_arg_/\${arg_/g;
+    $text =~ s/^\s*internal;\n//mg;
+    return $text;
+}
+
+my $http = '';
+my $servers = '';
+for my $id (sort keys %OUT) {
+    $t->write_file("conf/$id.http.conf", $OUT{$id}{http});
+    $t->write_file("conf/$id.loc.conf", as_public($OUT{$id}{locations}));
+    $http .= "include %%PREFIX%%/conf/$id.http.conf;\n";
+    next if $id eq 'd1';
+    $servers .= "server { listen 127.0.0.1:%%PORT%%; server_name $id;"
+              . " include %%PREFIX%%/conf/$id.loc.conf; }\n";
+}
+$t->write_config(http => $http . $servers,
+                 server => 'include %%PREFIX%%/conf/d1.loc.conf;');
+# this nginx has no module: a sanitizer run has nothing to check in it
+# (and a preloaded ASan makes its thousands of locations crawl)
+my $PRELOAD = delete $ENV{MCP_NGINX_PRELOAD};
+my ($trc, $tout) = $t->nginx_t;
+is($trc, 0, 'stock nginx -t: the http parts and the locations of every document load')
+    or diag($tout);
+
+my ($py, $log) = start_python_upstream($t, 'petstore_upstream', $t->port(2));
+$t->start;
+$ENV{MCP_NGINX_PRELOAD} = $PRELOAD if defined $PRELOAD;
+
+sub upstream_requests {
+    my @l;
+    for my $line (split /\n/, (-f $log ? slurp($log) : '')) {
+        push @l, $JSON->decode($line);
     }
+    return @l;
+}
 
-    # --- 3. the locations in a stock nginx, against the Petstore --------------------
+# ($code's value, the last request the API received while $code ran or undef)
+sub upstream_after {
+    my ($code) = @_;
+    my $before = () = upstream_requests();
+    my $r = $code->();
+    my @all = upstream_requests();
+    return ($r, @all > $before ? $all[-1] : undef);
+}
 
-    # $mcp_arg_NAME is the argument percent-encoded as one URI component; $arg_NAME
-    # of a query string written so is the same text: the locations, made public,
-    # run as they would in the subrequest of a tool
-    sub as_public {
-        my ($text) = @_;
-        $text =~ s/\$mcp_arg_/\$arg_/g;
-        $text =~ s/\$\{mcp_arg_/\${arg_/g;
-        $text =~ s/^\s*internal;\n//mg;
-        return $text;
-    }
+sub via_location {
+    my ($method, $uri, %o) = @_;
+    return upstream_after(sub { $t->request(method => $method, path => $uri, %o) });
+}
 
-    my $http = '';
-    my $servers = '';
-    for my $id (sort keys %OUT) {
-        $t->write_file("conf/$id.http.conf", $OUT{$id}{http});
-        $t->write_file("conf/$id.loc.conf", as_public($OUT{$id}{locations}));
-        $http .= "include %%PREFIX%%/conf/$id.http.conf;\n";
-        next if $id eq 'd1';
-        $servers .= "server { listen 127.0.0.1:%%PORT%%; server_name $id;"
-                  . " include %%PREFIX%%/conf/$id.loc.conf; }\n";
-    }
-    $t->write_config(http => $http . $servers,
-                     server => 'include %%PREFIX%%/conf/d1.loc.conf;');
-    # this nginx has no module: a sanitizer run has nothing to check in it
-    # (and a preloaded ASan makes its thousands of locations crawl)
-    my $PRELOAD = delete $ENV{MCP_NGINX_PRELOAD};
-    my ($trc, $tout) = $t->nginx_t;
-    is($trc, 0, 'stock nginx -t: the http parts and the locations of every document load')
-        or diag($tout);
+{
+    my ($r, $up) = via_location(GET => '/mcp-openapi/getPetById?petId=7',
+                                headers => { Authorization => 'Bearer secret',
+                                             Cookie => 'sid=1', 'Mcp-Session-Id' => 'abc' });
+    is($r->{status}, 200, 'getPetById: 200 from the API');
+    is($JSON->decode($r->{body})->{name}, 'doggie', 'getPetById: the pet');
+    is($up->{path}, '/v2/pet/7', 'getPetById: the base path and the path template filled');
+    is($up->{method}, 'GET', 'getPetById: GET');
+    is_deeply([ sort grep { !/^(host|accept)$/ } keys %{ $up->{headers} } ], [],
+              'getPetById: no header of the caller (Authorization, Cookie,'
+              . ' Mcp-Session-Id) reaches the API');
+    is($up->{headers}{host}, 'petstore.swagger.io', 'getPetById: Host of the server URL');
 
-    my ($py, $log) = start_python_upstream($t, 'petstore_upstream', $t->port(2));
-    $t->start;
-    $ENV{MCP_NGINX_PRELOAD} = $PRELOAD if defined $PRELOAD;
+    ($r, $up) = via_location(GET => '/mcp-openapi/getPetById?petId=8');
+    is($r->{status}, 404, 'getPetById 8: the API\'s 404 comes back');
 
-    sub upstream_requests {
-        my @l;
-        for my $line (split /\n/, (-f $log ? slurp($log) : '')) {
-            push @l, $JSON->decode($line);
-        }
-        return @l;
-    }
+    ($r, $up) = via_location(GET => '/mcp-openapi/loginUser?username=a%20b&password=0');
+    is($up->{query}, 'username=a%20b&password=0',
+       'loginUser: both query parameters, percent-encoded as given (0 counts as present)');
+    is($r->{body}, 'token-a b', 'loginUser: the API\'s text');
 
-    sub via_location {
-        my ($method, $uri, %o) = @_;
-        my $before = () = upstream_requests();
-        my $r = $t->request(method => $method, path => $uri, %o);
-        my @after = upstream_requests();
-        return ($r, @after > $before ? $after[-1] : undef);
-    }
+    ($r, $up) = via_location(GET => '/mcp-openapi/loginUser?password=x');
+    is($up->{query}, 'password=x', 'loginUser: an absent parameter is left out');
+    ($r, $up) = via_location(GET => '/mcp-openapi/findPetsByStatus');
+    is($up->{query}, '', 'findPetsByStatus: no parameter, no query string');
+    is($up->{path}, '/v2/pet/findByStatus', 'findPetsByStatus: no "?" either');
 
-    {
-        my ($r, $up) = via_location(GET => '/mcp-openapi/getPetById?petId=7',
-                                    headers => { Authorization => 'Bearer secret',
-                                                 Cookie => 'sid=1', 'Mcp-Session-Id' => 'abc' });
-        is($r->{status}, 200, 'getPetById: 200 from the API');
-        is($JSON->decode($r->{body})->{name}, 'doggie', 'getPetById: the pet');
-        is($up->{path}, '/v2/pet/7', 'getPetById: the base path and the path template filled');
-        is($up->{method}, 'GET', 'getPetById: GET');
-        is_deeply([ sort grep { !/^(host|accept)$/ } keys %{ $up->{headers} } ], [],
-                  'getPetById: no header of the caller (Authorization, Cookie,'
-                  . ' Mcp-Session-Id) reaches the API');
-        is($up->{headers}{host}, 'petstore.swagger.io', 'getPetById: Host of the server URL');
+    ($r, $up) = via_location(POST => '/mcp-openapi/addPet',
+                             body => '{"name":"rex","photoUrls":[]}',
+                             headers => { 'Content-Type' => 'text/plain',
+                                          Authorization => 'Bearer secret' });
+    is($up->{method}, 'POST', 'addPet: POST');
+    is($up->{headers}{'content-type'}, 'application/json', 'addPet: Content-Type of the body');
+    is($up->{body}, '{"name":"rex","photoUrls":[]}', 'addPet: the body as it came');
+    ok(!exists $up->{headers}{authorization}, 'addPet: no Authorization passed through');
+    is($JSON->decode($r->{body})->{id}, 99, 'addPet: the API\'s reply');
 
-        ($r, $up) = via_location(GET => '/mcp-openapi/getPetById?petId=8');
-        is($r->{status}, 404, 'getPetById 8: the API\'s 404 comes back');
+    ($r, $up) = via_location(POST => '/mcp-openapi/updatePetWithForm?petId=5&name=x%26y&status=0',
+                             body => '{"ignored":true}');
+    is($up->{path}, '/v2/pet/5', 'updatePetWithForm: path');
+    is($up->{headers}{'content-type'}, 'application/x-www-form-urlencoded',
+       'updatePetWithForm: a form body');
+    is($up->{body}, 'name=x%26y&status=0', 'updatePetWithForm: built from the present arguments');
 
-        ($r, $up) = via_location(GET => '/mcp-openapi/loginUser?username=a%20b&password=0');
-        is($up->{query}, 'username=a%20b&password=0',
-           'loginUser: both query parameters, percent-encoded as given (0 counts as present)');
-        is($r->{body}, 'token-a b', 'loginUser: the API\'s text');
+    ($r, $up) = via_location(DELETE => '/mcp-openapi/deletePet?petId=7&api_key=k1',
+                             body => '{"jsonrpc":"2.0"}');
+    is($up->{method}, 'DELETE', 'deletePet: DELETE');
+    is($up->{headers}{api_key}, 'k1', 'deletePet: the header parameter');
+    is($up->{body}, '', 'deletePet: no body sent on DELETE');
+    ok(!exists $up->{headers}{'content-length'} || $up->{headers}{'content-length'} eq '0',
+       'deletePet: no Content-Length of a body that is not sent');
+}
 
-        ($r, $up) = via_location(GET => '/mcp-openapi/loginUser?password=x');
-        is($up->{query}, 'password=x', 'loginUser: an absent parameter is left out');
-        ($r, $up) = via_location(GET => '/mcp-openapi/findPetsByStatus');
-        is($up->{query}, '', 'findPetsByStatus: no parameter, no query string');
-        is($up->{path}, '/v2/pet/findByStatus', 'findPetsByStatus: no "?" either');
+# the attack document's location, on its own server name
+{
+    my (undef, $up) = via_location(GET => '/mcp-openapi/evil_op_name'
+                                   . '?id=a%2Fb&page_size_=3&q=%24x&X_Trace_Id=t1',
+                                   headers => { Host => 'evil' });
+    $up //= {};
+    is($up->{path}, q{/base%20path/it's/%22q%22/%24var;%23/a%2Fb},
+       'attack document: literal path parts percent-encoded, the argument as given');
+    is($up->{query}, 'page%5Bsize%5D=3&q=%24x', 'attack document: the query key encoded');
+    is($up->{headers}{'x-trace-id'}, 't1', 'attack document: the header parameter');
+}
 
-        ($r, $up) = via_location(POST => '/mcp-openapi/addPet',
-                                 body => '{"name":"rex","photoUrls":[]}',
-                                 headers => { 'Content-Type' => 'text/plain',
-                                              Authorization => 'Bearer secret' });
-        is($up->{method}, 'POST', 'addPet: POST');
-        is($up->{headers}{'content-type'}, 'application/json', 'addPet: Content-Type of the body');
-        is($up->{body}, '{"name":"rex","photoUrls":[]}', 'addPet: the body as it came');
-        ok(!exists $up->{headers}{authorization}, 'addPet: no Authorization passed through');
-        is($JSON->decode($r->{body})->{id}, 99, 'addPet: the API\'s reply');
+# --- 4. with the module: mcp_tool (needs the loctool branch) -------------------
+# a module without mcp_tool (a branch before the loctool one) fails here
+# once, not once per check
+my $HAS_MCP_TOOL = do {
+    my $m = McpTest->new(workers => 1);
+    $m->write_config(server => 'mcp_tool probe { description "p"; pass /p; }'
+                             . ' location = /mcp { mcp on; }');
+    my ($rc, $out) = $m->nginx_t;
+    ok($rc == 0, 'the module has mcp_tool') or diag($out);
+    $rc == 0;
+};
 
-        ($r, $up) = via_location(POST => '/mcp-openapi/updatePetWithForm?petId=5&name=x%26y&status=0',
-                                 body => '{"ignored":true}');
-        is($up->{path}, '/v2/pet/5', 'updatePetWithForm: path');
-        is($up->{headers}{'content-type'}, 'application/x-www-form-urlencoded',
-           'updatePetWithForm: a form body');
-        is($up->{body}, 'name=x%26y&status=0', 'updatePetWithForm: built from the present arguments');
-
-        ($r, $up) = via_location(DELETE => '/mcp-openapi/deletePet?petId=7&api_key=k1',
-                                 body => '{"jsonrpc":"2.0"}');
-        is($up->{method}, 'DELETE', 'deletePet: DELETE');
-        is($up->{headers}{api_key}, 'k1', 'deletePet: the header parameter');
-        is($up->{body}, '', 'deletePet: no body sent on DELETE');
-        ok(!exists $up->{headers}{'content-length'} || $up->{headers}{'content-length'} eq '0',
-           'deletePet: no Content-Length of a body that is not sent');
-    }
-
-    # the attack document's location, on its own server name
-    {
-        my $before = () = upstream_requests();
-        $t->request(method => 'GET', headers => { Host => 'evil' },
-                    path => '/mcp-openapi/evil_op_name?id=a%2Fb&page_size_=3&q=%24x&X_Trace_Id=t1');
-        my @all = upstream_requests();
-        my $up = @all > $before ? $all[-1] : {};
-        is($up->{path}, q{/base%20path/it's/%22q%22/%24var;%23/a%2Fb},
-           'attack document: literal path parts percent-encoded, the argument as given');
-        is($up->{query}, 'page%5Bsize%5D=3&q=%24x', 'attack document: the query key encoded');
-        is($up->{headers}{'x-trace-id'}, 't1', 'attack document: the header parameter');
-    }
-
-    # --- 4. with the module: mcp_tool (needs the loctool branch) -------------------
-    # a module without mcp_tool (a branch before the loctool one) fails here
-    # once, not once per check
-    my $HAS_MCP_TOOL = do {
-        my $m = McpTest->new(workers => 1);
-        $m->write_config(server => 'mcp_tool probe { description "p"; pass /p; }'
-                                 . ' location = /mcp { mcp on; }');
-        my ($rc, $out) = $m->nginx_t;
-        ok($rc == 0, 'the module has mcp_tool') or diag($out);
-        $rc == 0;
-    };
-
-    SKIP: {
+SKIP: {
     skip 'the module has no mcp_tool', 1 unless $HAS_MCP_TOOL;
 
     # each document in a server with `mcp on` (one nginx -t each: under a
@@ -712,11 +717,10 @@ SKIP: {
 
         my $call = sub {
             my ($name, $args) = @_;
-            my $before = () = upstream_requests();
-            my ($res) = $e->mcp_call($sid, 'tools/call', { name => $name, arguments => $args },
-                                     headers => { Authorization => 'Bearer secret' });
-            my @all = upstream_requests();
-            return ($res, @all > $before ? $all[-1] : undef);
+            return upstream_after(sub {
+                scalar $e->mcp_call($sid, 'tools/call', { name => $name, arguments => $args },
+                                    headers => { Authorization => 'Bearer secret' });
+            });
         };
 
         my ($res, $up) = $call->(getPetById => { petId => 7 });
@@ -764,23 +768,24 @@ SKIP: {
                              server => $OUT{evil}{server} . "\nlocation = /mcp { mcp on; }\n");
         $a->start;
         my ($sid) = $a->mcp_initialize;
-        my $before = () = upstream_requests();
-        my $res = $a->mcp_call($sid, 'tools/call', { name => 'evil_op_name', arguments => {
-            id => 'a/b', page_size_ => 3, q => '1', X_Trace_Id => 't1' } });
-        my @all = upstream_requests();
-        my $up = @all > $before ? $all[-1] : {};
+        my $call = sub {
+            my ($name, $args) = @_;
+            my (undef, $up) = upstream_after(sub {
+                scalar $a->mcp_call($sid, 'tools/call', { name => $name, arguments => $args });
+            });
+            return $up // {};
+        };
+        my $up = $call->(evil_op_name => { id => 'a/b', page_size_ => 3, q => '1',
+                                           X_Trace_Id => 't1' });
         is($up->{path}, q{/base%20path/it's/%22q%22/%24var;%23/a%2Fb},
            'attack document through the module: the path, the argument one component');
         is($up->{query}, 'page%5Bsize%5D=3&q=1', 'attack document through the module: the query');
         is($up->{headers}{'x-trace-id'}, 't1', 'attack document through the module: the header');
-        $before = () = upstream_requests();
-        $a->mcp_call($sid, 'tools/call', { name => 'dup', arguments => { reason => 'r' } });
-        @all = upstream_requests();
-        $up = @all > $before ? $all[-1] : {};
+        $up = $call->(dup => { reason => 'r' });
         is("$up->{method} $up->{path}", 'DELETE /base%20path/same',
            'attack document through the module: DELETE with a body');
         is($up->{body}, '{"reason":"r"}', '... the body the arguments');
-        $res = $a->mcp_call($sid, 'tools/call', { name => 'evil_op_name', arguments => {
+        my $res = $a->mcp_call($sid, 'tools/call', { name => 'evil_op_name', arguments => {
             id => 'x', page_size_ => 3, q => '2' } });
         like($res->{content}[0]{text} // '', qr/arguments\.q/,
              'attack document through the module: the enum (\'1\' and one with quotes)'

@@ -2,8 +2,9 @@
 # (mcp_tool, mcp_resource pass=) in front of a REST service
 # (t/py/rest_upstream.py): the MCP Inspector's CLI mode
 # (@modelcontextprotocol/inspector-cli, Streamable HTTP) lists the tools,
-# calls one and reads a resource; the TypeScript SDK client does the
-# same, with structuredContent and an argument the schema refuses.
+# calls one and reads a resource, and reads a file that mcp_resources
+# serves from a directory; the TypeScript SDK client does the same, with
+# structuredContent and an argument the schema refuses.
 #
 # Needs build/npm (Node 22 and the pinned packages): scripts/test
 # installs it, or ". scripts/lib.sh; mcp_install_npm_clients".
@@ -31,7 +32,8 @@ my $t = McpTest->new(
     ports => 2,
     http  => 'upstream rest { server 127.0.0.1:%%PORT2%%; keepalive 4; }
     proxy_http_version 1.1;
-    proxy_set_header Connection "";',
+    proxy_set_header Connection "";
+    types { text/markdown md; }',
     server => <<'NGX',
         mcp_tool get_order {
             description   "Look up an order by id";
@@ -42,12 +44,14 @@ my $t = McpTest->new(
             method        GET;
         }
         mcp_resource orders://summary pass=/internal/summary mime_type=application/json;
+        mcp_resources %%PREFIX%%/docs uri=file:///docs/ watch=off;
         location = /mcp { mcp on; }
         location /internal/orders  { internal; proxy_pass http://rest/orders/$mcp_arg_id; }
         location /internal/summary { internal; proxy_pass http://rest/orders/summary; }
 NGX
 );
 start_python_upstream($t, 'rest_upstream', $t->port(2));
+$t->write_file('docs/runbook.md', "# Runbook\n\nRestart the orders service.\n");
 $t->start;
 
 my $url = 'http://127.0.0.1:' . $t->port . '/mcp';
@@ -84,6 +88,18 @@ sub inspector {
     is($rc, 0, 'inspector --cli resources/read: exit 0') or diag($out);
     like((($j->{contents} // [])->[0] // {})->{text} // '', qr{"/orders/summary"},
          'the Inspector reads the location-backed resource') or diag($out);
+
+    ($rc, $j, $out) = inspector('--method', 'resources/list');
+    is($rc, 0, 'inspector --cli resources/list: exit 0') or diag($out);
+    ok((grep { ($_->{uri} // '') eq 'file:///docs/runbook.md' } @{ $j->{resources} // [] }),
+       'the Inspector lists the file that mcp_resources serves') or diag($out);
+
+    ($rc, $j, $out) = inspector('--method', 'resources/read', '--uri', 'file:///docs/runbook.md');
+    is($rc, 0, 'inspector --cli resources/read of a file: exit 0') or diag($out);
+    my $c = (($j->{contents} // [])->[0] // {});
+    is($c->{text}, "# Runbook\n\nRestart the orders service.\n",
+       'the Inspector reads the file resource: its text') or diag($out);
+    is($c->{mimeType}, 'text/markdown', '... typed by nginx\'s types') or diag($out);
 }
 
 # --- the TypeScript SDK client ------------------------------------------------------

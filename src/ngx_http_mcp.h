@@ -206,6 +206,11 @@ void ngx_http_mcp_call_error(ngx_http_mcp_call_t *call, ngx_int_t code,
 /* the same with the error's "data" member, which it takes (may be NULL) */
 void ngx_http_mcp_call_error_data(ngx_http_mcp_call_t *call, ngx_int_t code,
     const char *message, cJSON *data);
+/*
+ * resources/read of a URI that is not there, as the call's revision
+ * says: -32002 (2025), -32602 with data.uri (2026-07-28, SEP-2164)
+ */
+void ngx_http_mcp_call_resource_not_found(ngx_http_mcp_call_t *call);
 
 /*
  * Messages to the client before the result; each takes params.  They

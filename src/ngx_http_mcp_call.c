@@ -254,6 +254,32 @@ ngx_http_mcp_call_error_data(ngx_http_mcp_call_t *call, ngx_int_t code,
 }
 
 
+void
+ngx_http_mcp_call_resource_not_found(ngx_http_mcp_call_t *call)
+{
+    cJSON  *data;
+
+    if (!ngx_http_mcp_call_stateless(call)) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
+                                "Resource not found");
+        return;
+    }
+
+    data = cJSON_CreateObject();
+
+    if (data != NULL
+        && cJSON_AddStringToObject(data, "uri", (char *) call->uri.data)
+           == NULL)
+    {
+        cJSON_Delete(data);
+        data = NULL;
+    }
+
+    ngx_http_mcp_call_error_data(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                 "Resource not found", data);
+}
+
+
 /*
  * The response goes into the POST's JSON reply while there is one (its
  * edge takes it), else to the call's stream.  reply is NULL when memory

@@ -827,7 +827,7 @@ ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call)
 static ngx_http_mcp_entry_t *
 ngx_http_mcp_find_resource(ngx_http_mcp_call_t *call)
 {
-    cJSON               *uri, *data;
+    cJSON               *uri;
     ngx_http_mcp_set_t  *set;
 
     if (ngx_http_mcp_param(call, call->params, "uri", cJSON_String, 1, &uri)
@@ -853,23 +853,8 @@ ngx_http_mcp_find_resource(ngx_http_mcp_call_t *call)
         return NULL;
     }
 
-    if (call->entry == NULL && ngx_http_mcp_call_stateless(call)) {
-        /* 2026-07-28 (SEP-2164): invalid params, naming the URI */
-        data = cJSON_CreateObject();
-
-        if (data != NULL
-            && cJSON_AddStringToObject(data, "uri", uri->valuestring) == NULL)
-        {
-            cJSON_Delete(data);
-            data = NULL;
-        }
-
-        ngx_http_mcp_call_error_data(call, NGX_HTTP_MCP_INVALID_PARAMS,
-                                     "Resource not found", data);
-
-    } else if (call->entry == NULL) {
-        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
-                                "Resource not found");
+    if (call->entry == NULL) {
+        ngx_http_mcp_call_resource_not_found(call);
     }
 
     return call->entry;

@@ -31,7 +31,6 @@ static ngx_fd_t ngx_http_mcp_files_open(ngx_http_mcp_tree_t *tree,
     u_char *path, ngx_file_info_t *fi, ngx_log_t *log);
 static ngx_int_t ngx_http_mcp_files_reply(ngx_http_mcp_call_t *call,
     ngx_http_mcp_tree_t *tree, ngx_str_t *path, u_char *data, size_t len);
-static void ngx_http_mcp_files_not_found(ngx_http_mcp_call_t *call);
 
 
 /* the MIME type nginx would send for path: "types", then default_type */
@@ -154,14 +153,14 @@ ngx_http_mcp_files_read(ngx_http_mcp_call_t *call)
             return NGX_ERROR;
         }
 
-        ngx_http_mcp_files_not_found(call);
+        ngx_http_mcp_call_resource_not_found(call);
         return NGX_OK;
     }
 
     fd = ngx_http_mcp_files_open(tree, path.data, &fi, log);
 
     if (fd == NGX_INVALID_FILE) {
-        ngx_http_mcp_files_not_found(call);
+        ngx_http_mcp_call_resource_not_found(call);
         return NGX_OK;
     }
 
@@ -443,38 +442,6 @@ ngx_http_mcp_files_reply(ngx_http_mcp_call_t *call,
     ngx_http_mcp_call_result(call, result);
 
     return NGX_OK;
-}
-
-
-/*
- * -32002; a 2026-07-28 client (SEP-2164) gets -32602 naming the URI, as
- * the dispatcher answers a URI that no entry matches
- */
-
-static void
-ngx_http_mcp_files_not_found(ngx_http_mcp_call_t *call)
-{
-    cJSON  *data;
-
-    if (ngx_http_mcp_call_client(call)->version < NGX_HTTP_MCP_VSTATELESS) {
-        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
-                                "Resource not found");
-        return;
-    }
-
-    data = cJSON_CreateObject();
-
-    if (data != NULL
-        && cJSON_AddStringToObject(data, "uri",
-                                   (char *) ngx_http_mcp_call_uri(call)->data)
-           == NULL)
-    {
-        cJSON_Delete(data);
-        data = NULL;
-    }
-
-    ngx_http_mcp_call_error_data(call, NGX_HTTP_MCP_INVALID_PARAMS,
-                                 "Resource not found", data);
 }
 
 

@@ -128,8 +128,7 @@ ngx_http_mcp_loctool_resource_result(ngx_http_mcp_loctool_state_t *st)
     call = st->call;
 
     if (st->status == NGX_HTTP_NOT_FOUND) {
-        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_RESOURCE_NOT_FOUND,
-                                "Resource not found");
+        ngx_http_mcp_call_resource_not_found(call);
         return NULL;
     }
 

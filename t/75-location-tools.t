@@ -581,6 +581,18 @@ sub slow_stream {
                      'Mcp-Name' => 'get_order' });
     ($m) = grep { ref $_ eq 'HASH' && exists $_->{result} } @{ $r->{messages} };
     ok($m && $m->{result}{isError}, 'stateless: arguments validated as well');
+
+    # a location's 404 for a resource, to a 2026-07-28 client: SEP-2164
+    $r = $t->mcp_post(undef,
+        { jsonrpc => '2.0', id => 's3', method => 'resources/read',
+          params => { uri => 'orders://missing', _meta => $meta } },
+        protocol_version => undef,
+        headers => { 'MCP-Protocol-Version' => $V26, 'Mcp-Method' => 'resources/read',
+                     'Mcp-Name' => 'orders://missing' });
+    ($m) = grep { ref $_ eq 'HASH' && exists $_->{error} } @{ $r->{messages} };
+    is_deeply($m && [ $m->{error}{code}, $m->{error}{data}{uri} ],
+              [ -32602, 'orders://missing' ],
+              'stateless: a location\'s 404 for a resource is -32602 naming the URI');
 }
 
 # --- reload: a changed tool list reaches an open GET stream -----------------------------------

@@ -58,6 +58,7 @@ static ngx_str_t  ngx_http_mcp_loctool_hidden[] = {
     ngx_string("authorization"),
     ngx_string("proxy-authorization"),
     ngx_string("cookie"),
+    ngx_string("x-api-key"),                /* mcp_auth_api_keys' */
     ngx_string("content-length"),
     ngx_string("content-type"),
     ngx_string("transfer-encoding"),

@@ -140,7 +140,8 @@ sub call_tool {
     return scalar $t->mcp_call($o{sid} // $sid, 'tools/call',
                                { name => $name, arguments => $args // {},
                                  %{ $o{params} // {} } },
-                               path => $o{path}, timeout => $o{timeout} // 15);
+                               path => $o{path}, timeout => $o{timeout} // 15,
+                               $o{headers} ? (headers => $o{headers}) : ());
 }
 
 sub text_of { ((($_[0] // {})->{content} // [ {} ])->[0] // {})->{text} // '' }
@@ -189,6 +190,18 @@ sub text_of { ((($_[0] // {})->{content} // [ {} ])->[0] // {})->{text} // '' }
     ok(!exists $e->{headers}{authorization} && !exists $e->{headers}{'mcp-session-id'},
        'the MCP client\'s Mcp-Session-Id does not reach the upstream');
     ok(!exists $r->{structuredContent}, 'no output_schema: no structuredContent');
+
+    # the MCP client's credentials are its own, not the service's
+    $r = call_tool('get_order', { id => '43' },
+                   headers => { 'X-Api-Key' => 'client-key', Cookie => 'c=1',
+                                'Proxy-Authorization' => 'Basic eDp5',
+                                'X-Trace' => 'kept' });
+    ok(!$r->{isError}, 'get_order with the client\'s credentials: a result');
+    $e = last_upstream();
+    is_deeply([ map { exists $e->{headers}{$_} ? $_ : () }
+                qw(x-api-key cookie proxy-authorization) ], [],
+              'X-Api-Key, Cookie, Proxy-Authorization do not reach the upstream');
+    is($e->{headers}{'x-trace'}, 'kept', '... another header does');
 }
 
 {

@@ -118,9 +118,9 @@ ngx_http_mcp_json_ws(u_char *p, u_char *end)
 
 /*
  * p points at the opening quote; returns the position after the closing
- * one.  With name set, the string is a member name: the length of its
- * unescaped bytes is counted, and whether it has escapes, so that equal
- * names are found however they were escaped.
+ * one.  Sets the length of the string's unescaped bytes in name, and
+ * whether it has escapes: equal member names are found however they were
+ * escaped, and a string without escapes is copied as it stands.
  */
 
 static u_char *
@@ -151,10 +151,8 @@ ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan, u_char *p,
         }
 
         if (*p == '"') {
-            if (name != NULL) {
-                name->len = len;
-                name->plain = plain;
-            }
+            name->len = len;
+            name->plain = plain;
 
             return p + 1;
         }
@@ -472,8 +470,9 @@ static u_char *
 ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan, u_char *p,
     ngx_uint_t depth, cJSON *parent)
 {
-    u_char  *start, *q;
-    cJSON   *node;
+    u_char                    *start, *q;
+    cJSON                     *node;
+    ngx_http_mcp_json_name_t   text;
 
     if (p == scan->end) {
         scan->error = "Parse error: unexpected end of input";
@@ -483,7 +482,7 @@ ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan, u_char *p,
     switch (*p) {
 
     case '"':
-        q = ngx_http_mcp_json_string(scan, p, NULL);
+        q = ngx_http_mcp_json_string(scan, p, &text);
 
         if (q == NULL || parent == NULL) {
             return q;
@@ -495,7 +494,7 @@ ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan, u_char *p,
         }
 
         node->valuestring = ngx_http_mcp_json_text(scan, p, q - p - 2,
-                                                   0);
+                                                   text.plain);
 
         return (node->valuestring != NULL) ? q : NULL;
 
@@ -971,7 +970,7 @@ ngx_http_mcp_json_leaf(ngx_http_mcp_json_scan_t *scan, cJSON *parent,
 /*
  * A string the scan accepted (p at its opening quote, raw bytes between
  * the quotes) as cJSON holds it: unescaped, NUL-terminated.  plain: it
- * is known to have no escapes.
+ * has no escapes (the scan saw none).
  */
 
 static char *
@@ -988,7 +987,7 @@ ngx_http_mcp_json_text(ngx_http_mcp_json_scan_t *scan, u_char *p, size_t raw,
         return NULL;
     }
 
-    if (plain || ngx_strlchr(p + 1, p + 1 + raw, '\\') == NULL) {
+    if (plain) {
         len = raw;
         ngx_memcpy(text, p + 1, raw);
 

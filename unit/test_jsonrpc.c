@@ -40,6 +40,7 @@ static void test_invalid_messages(void);
 static void test_batches(void);
 static void test_strict(void);
 static void test_numbers(void);
+static void ngx_unit_numbers_as_cjson(void);
 static void test_replies(void);
 static void test_helpers(void);
 
@@ -646,6 +647,59 @@ test_numbers(void)
                       "\"c\":1.5E-300,\"d\":0e99999,\"e\":0.000001e-400,"
                       "\"f\":-0.0,\"g\":123456789012345678901234567890}}",
                       "numbers a double holds (and zeros) accepted");
+
+    ngx_unit_numbers_as_cjson();
+}
+
+
+/*
+ * The values the scan gives numbers, integers of up to 15 digits taken
+ * without strtod(), are cJSON_Parse()'s, at the edges of that shortcut.
+ */
+
+static void
+ngx_unit_numbers_as_cjson(void)
+{
+    char              body[128];
+    cJSON            *ours, *theirs, *a, *b;
+    ngx_uint_t        i;
+    ngx_unit_parse_t  p;
+
+    static const char  *numbers[] = {
+        "0", "-0", "7", "-42", "2147483647", "2147483648", "-2147483649",
+        "999999999999999", "-999999999999999", "1000000000000000",
+        "9007199254740993", "123456789012345678", "1.5", "-0.0", "1e2",
+        NULL
+    };
+
+    for (i = 0; numbers[i]; i++) {
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\","
+                 "\"params\":{\"n\":%s}}", numbers[i]);
+
+        theirs = cJSON_Parse(body);
+
+        if (ngx_unit_parse(&p, body) != NGX_OK || theirs == NULL) {
+            CHECK(0, numbers[i]);
+            cJSON_Delete(theirs);
+            ngx_unit_parse_free(&p);
+            continue;
+        }
+
+        ours = cJSON_GetObjectItemCaseSensitive(
+                   ngx_unit_msg(&p, 0)->params, "n");
+        a = cJSON_GetObjectItemCaseSensitive(theirs, "params");
+        b = cJSON_GetObjectItemCaseSensitive(a, "n");
+
+        CHECK(ours != NULL && b != NULL
+              && memcmp(&ours->valuedouble, &b->valuedouble,
+                        sizeof(double)) == 0
+              && ours->valueint == b->valueint,
+              numbers[i]);
+
+        cJSON_Delete(theirs);
+        ngx_unit_parse_free(&p);
+    }
 }
 
 

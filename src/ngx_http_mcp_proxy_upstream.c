@@ -322,6 +322,7 @@ ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r)
 
     ngx_memzero(&pctx->status, sizeof(ngx_http_status_t));
     pctx->sid_seen = 0;
+    pctx->sid_header = NULL;
     pctx->acc_len = 0;
 
     r->upstream->process_header = ngx_http_mcp_proxy_process_status;
@@ -459,6 +460,7 @@ ngx_http_mcp_proxy_process_header(ngx_http_request_t *r)
             /* the client sees the gateway's id, never the replica's */
             pctx->upstream_sid = h->value;
             pctx->sid_seen = 1;
+            pctx->sid_header = h;
             h->value = pctx->client_sid;
             continue;
         }
@@ -548,9 +550,15 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
             target.name = *u->peer.name;
             target.sid = pctx->upstream_sid;
 
-            if (ngx_http_mcp_session_target_set(ctx->conf->zone,
-                                                &pctx->client_sid, &target)
-                != NGX_OK)
+            if (ctx->conf->session_keys != NULL) {
+                if (ngx_http_mcp_proxy_sesskey_mint(r, pctx) != NGX_OK) {
+                    return NGX_ERROR;
+                }
+
+            } else if (ngx_http_mcp_session_target_set(ctx->conf->zone,
+                                                       &pctx->client_sid,
+                                                       &target)
+                       != NGX_OK)
             {
                 return NGX_ERROR;
             }

@@ -215,7 +215,10 @@ ngx_http_mcp_proxy_sesskey_mint(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
+    /* as a minted session's: for $mcp_session_id and the logs */
+    ctx->new_session = pctx->client_sid;
     ctx->rctx.session_id = pctx->client_sid;
+    ctx->rctx.version = init.version;
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "mcp session %s: keyed id sealed",

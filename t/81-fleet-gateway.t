@@ -28,6 +28,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep);
+use Digest::SHA qw(sha256_hex);
 use McpTest timeout => 600;
 use McpAssert;
 use McpGateway qw(stop_process node_available);
@@ -46,6 +47,9 @@ my $key_x   = $keys->write_file('conf/x.key', "session-key-x-" . ('x' x 40) . "\
 my $state   = $keys->write_file('conf/state.key', "state-key-" . ('s' x 40) . "\n");
 my $state_1 = $keys->write_file('conf/state1.key', "state-key-one-" . ('1' x 40) . "\n");
 my $state_2 = $keys->write_file('conf/state2.key', "state-key-two-" . ('2' x 40) . "\n");
+my $api_keys = $keys->write_file('conf/api_keys',
+    join '', map { sha256_hex($_->[0]) . " $_->[1] mcp:tools mcp:resources mcp:prompts\n" }
+                 [ 'sk_t81_alice', 'alice' ], [ 'sk_t81_bob', 'bob' ]);
 
 # --- replicas: r1, r2 in the gateways' upstream, r3 outside it ---------------------------
 
@@ -65,13 +69,17 @@ sub gateway_conf {
     my $k = join '', map { " mcp_session_key $_;" } @keys;
     return (server => <<"NGX");
         access_log %%PREFIX%%/logs/gw.log gw;
+        access_log %%PREFIX%%/logs/sid.log sid;
         location = /mcp   { mcp_pass http://replicas/mcp;$k }
+        location = /auth  { mcp_pass http://replicas/mcp;$k mcp_auth_jwt "MCP";
+                            mcp_auth_resource http://127.0.0.1/auth; mcp_auth_api_keys $api_keys; }
         location = /other { mcp_pass http://127.0.0.1:@{[ $rep[2]->port ]}/mcp;$k }
 NGX
 }
 
 my $gw_http = <<"NGX";
     log_format gw '\$http_x_tag \$request_method \$upstream_addr \$status';
+    log_format sid '\$http_x_tag \$mcp_session_id';
     upstream replicas {
         server 127.0.0.1:@{[ $rep[0]->port ]};
         server 127.0.0.1:@{[ $rep[1]->port ]};
@@ -160,6 +168,10 @@ my $n = 0;
     for my $inst (@gw) {
         unlike($inst->error_log, qr/\Q$sid\E/, 'the session id is in no gateway\'s error.log');
     }
+    my ($line) = grep { /^s1-init / } split /\n/, McpTest::_slurp($gw[$g_init]->prefix . '/logs/sid.log') // '';
+    is($line, "s1-init $sid", '$mcp_session_id at initialize: the keyed id');
+    ($line) = grep { /^s1-list / } split /\n/, McpTest::_slurp($gw[$g[1]]->prefix . '/logs/sid.log') // '';
+    is($line, "s1-list $sid", '... and on a later request on another node');
 }
 
 # --- (2) sessions spread over the replicas, pinned whatever the gateway -------------------
@@ -231,6 +243,27 @@ my @s;
          'the gateway tells at info that an id named a replica outside the upstream');
     my $m1 = $front->mcp_request($s[0]{sid}, 'ping', undef, id => 'still');
     ok($m1 && $m1->{result}, 'the untampered id still works');
+}
+
+# --- (3b) a session is its caller's ----------------------------------------------------------
+
+{
+    my %alice = (Authorization => 'Bearer sk_t81_alice');
+    my %bob   = (Authorization => 'Bearer sk_t81_bob');
+    my $sid = $gw[0]->mcp_initialize(path => '/auth', headers => \%alice, skip_initialized => 1);
+    my $n = $gw[2]->mcp_notify($sid, 'notifications/initialized', undef, path => '/auth', headers => \%alice);
+    is($n->{status}, 202, 'a bound session (mcp_auth_api_keys): initialized on another node');
+    my ($m) = $gw[1]->mcp_request($sid, 'ping', undef, id => 'a-1', path => '/auth', headers => \%alice);
+    ok($m && $m->{result}, 'a bound session: its caller goes on on another node');
+    my $r = $gw[1]->mcp_post($sid, { jsonrpc => '2.0', id => 'a-2', method => 'ping' }, path => '/auth',
+                             headers => \%bob);
+    is_rpc_error_body($r, 404, -32001, 'a-2', 'another caller with the id: 404, -32001');
+    $r = $gw[2]->mcp_post($sid, { jsonrpc => '2.0', id => 'a-3', method => 'ping' });
+    is_rpc_error_body($r, 404, -32001, 'a-3', 'the bound id on the location without authorization: 404, -32001');
+    my $open = $front->mcp_initialize;
+    $r = $gw[1]->mcp_post($open, { jsonrpc => '2.0', id => 'a-4', method => 'ping' }, path => '/auth',
+                          headers => \%alice);
+    is_rpc_error_body($r, 404, -32001, 'a-4', 'an unbound id on the authorized location: 404, -32001');
 }
 
 # --- (4) key rotation ----------------------------------------------------------------------

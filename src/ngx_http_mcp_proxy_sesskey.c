@@ -172,7 +172,7 @@ ngx_http_mcp_proxy_sesskey_peer(ngx_http_upstream_srv_conf_t *uscf,
 /*
  * The replica answered initialize: the session's keyed id, sealed now
  * that its replica and upstream id are known, becomes the client's
- * Mcp-Session-Id.
+ * Mcp-Session-Id.  NGX_DECLINED: the replica's id is too long to carry.
  */
 
 ngx_int_t
@@ -209,6 +209,7 @@ ngx_http_mcp_proxy_sesskey_mint(ngx_http_request_t *r,
                       "mcp: the session id of replica \"%V\" is too long "
                       "for a keyed session id (%uz bytes)",
                       &s.name, s.sid.len);
+        return NGX_DECLINED;
     }
 
     if (rc != NGX_OK) {

@@ -480,6 +480,7 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx)
 {
     ngx_str_t               no = ngx_string("no");
+    ngx_int_t               rc;
     ngx_uint_t              status;
     ngx_table_elt_t        *h;
     ngx_http_upstream_t    *u;
@@ -551,8 +552,12 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
             target.sid = pctx->upstream_sid;
 
             if (ctx->conf->session_keys != NULL) {
-                if (ngx_http_mcp_proxy_sesskey_mint(r, pctx) != NGX_OK) {
-                    return NGX_ERROR;
+                rc = ngx_http_mcp_proxy_sesskey_mint(r, pctx);
+
+                if (rc != NGX_OK) {
+                    /* the replica's id does not fit: as a bad reply */
+                    return (rc == NGX_DECLINED)
+                           ? NGX_HTTP_UPSTREAM_INVALID_HEADER : NGX_ERROR;
                 }
 
             } else if (ngx_http_mcp_session_target_set(ctx->conf->zone,

@@ -304,6 +304,58 @@ my @s;
     $gx->stop;
 }
 
+# --- (4b) what a replica's session id may be -------------------------------------------------
+
+{
+    # initialize: an Mcp-Session-Id of the length clientInfo.name asks
+    # ("len-N"; "none": a stateless server); anything else: the id it got
+    my $fake = McpGateway::fake_upstream(sub {
+        my ($c, $head, $body) = @_;
+        my ($id) = $body =~ /"id":("[^"]*"|\d+)/;
+        my ($got) = $head =~ /^Mcp-Session-Id:\s*(\S+)/mi;
+        my ($sid, $json) = ('', '');
+        if ($body =~ /"method":"initialize"/) {
+            my ($len) = $body =~ /"name":"len-(\d+)"/;
+            $sid = defined $len ? "Mcp-Session-Id: " . ('x' x $len) . "\r\n" : '';
+            $json = qq({"jsonrpc":"2.0","id":$id,"result":{"protocolVersion":"2025-11-25","capabilities":{},)
+                  . qq("serverInfo":{"name":"fake","version":"1"}}});
+        } elsif (defined $id) {
+            $json = qq({"jsonrpc":"2.0","id":$id,"result":{"got":") . ($got // 'none') . qq("}});
+        }
+        print $c length $json
+            ? "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n${sid}Content-Length: "
+              . length($json) . "\r\nConnection: close\r\n\r\n$json"
+            : "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    });
+    my $gf = McpTest->new(workers => 1, server => <<"NGX")->start;
+        location = /mcp { mcp_pass http://127.0.0.1:$fake->{port}/mcp; mcp_session_key $key_a; }
+NGX
+    my $init = sub {
+        my ($name) = @_;
+        return $gf->mcp_post(undef, { jsonrpc => '2.0', id => 1, method => 'initialize',
+            params => { protocolVersion => '2025-11-25', capabilities => {},
+                        clientInfo => { name => $name, version => '1' } } });
+    };
+    my $r = $init->('len-1024');
+    my $sid = $r->{headers}{'mcp-session-id'} // '';
+    ok($r->{status} == 200 && length $sid > 1300, 'a replica id of 1024 bytes: carried (a keyed id of '
+       . length($sid) . ' characters)');
+    my ($m) = $gf->mcp_request($sid, 'ping', undef, id => 'f-1');
+    is((($m // {})->{result} // {})->{got}, 'x' x 1024, '... and sent back to the replica whole');
+    $gf->expect_log_error(qr/the session id of replica "127\.0\.0\.1:\d+" is too long for a keyed session id \(1025 bytes\)/);
+    $r = $init->('len-1025');
+    ok($r->{status} == 502 && !defined $r->{headers}{'mcp-session-id'}
+       && ((($r->{json} // {})->{error} // {})->{code} // 0) < 0,
+       "a replica id of 1025 bytes: $r->{status} with a JSON-RPC error, no session");
+    $r = $init->('none');
+    $sid = $r->{headers}{'mcp-session-id'} // '';
+    ok($r->{status} == 200 && length $sid > 60, 'a stateless replica (no id): the client still gets a keyed id');
+    ($m) = $gf->mcp_request($sid, 'ping', undef, id => 'f-2');
+    is((($m // {})->{result} // {})->{got}, 'none', '... and the replica gets no Mcp-Session-Id');
+    $gf->stop;
+    stop_process($fake->{pid}, 'TERM');
+}
+
 # --- (5) nginx -t -------------------------------------------------------------------------
 
 {

@@ -11,6 +11,7 @@
 #include "ngx_http_mcp_task.h"
 #include "ngx_http_mcp_alloc.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_sesskey.h"
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -35,6 +36,10 @@ static char *ngx_http_mcp_allowed_origins(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_mcp_state_key(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_mcp_session_key(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_mcp_key_file(ngx_conf_t *cf, ngx_str_t *file,
+    u_char *key);
 
 
 static char *ngx_http_mcp_check_page_size(ngx_conf_t *cf, void *post,
@@ -144,6 +149,20 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       ngx_http_mcp_pass_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
+      NULL },
+
+    { ngx_string("mcp_session_key"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_mcp_session_key,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_session_key_lifetime"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, session_lifetime),
       NULL },
 
     { ngx_string("mcp_pass_connect_timeout"),
@@ -431,6 +450,8 @@ ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
     mlcf->retry = NGX_CONF_UNSET_MSEC;
     mlcf->request_timeout = NGX_CONF_UNSET_MSEC;
     mlcf->state_key = NGX_CONF_UNSET_PTR;
+    mlcf->session_keys = NGX_CONF_UNSET_PTR;
+    mlcf->session_lifetime = NGX_CONF_UNSET;
     mlcf->state_timeout = NGX_CONF_UNSET_MSEC;
     mlcf->task_timeout = NGX_CONF_UNSET_MSEC;
     mlcf->counting = NGX_CONF_UNSET;
@@ -470,6 +491,16 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_msec_value(conf->request_timeout, prev->request_timeout,
                               60000);
     ngx_conf_merge_ptr_value(conf->state_key, prev->state_key, NULL);
+    ngx_conf_merge_ptr_value(conf->session_keys, prev->session_keys, NULL);
+    ngx_conf_merge_sec_value(conf->session_lifetime, prev->session_lifetime,
+                             86400);
+
+    if (conf->session_keys != NULL && conf->upstream.upstream == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"mcp_session_key\" is for a location with "
+                           "\"mcp_pass\"");
+        return NGX_CONF_ERROR;
+    }
     ngx_conf_merge_msec_value(conf->state_timeout, prev->state_timeout,
                               600000);
     ngx_conf_merge_msec_value(conf->task_timeout, prev->task_timeout,
@@ -732,33 +763,117 @@ ngx_http_mcp_state_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_mcp_loc_conf_t  *mlcf = conf;
 
-    off_t            offset;
-    u_char          *key, buf[4096];
-    char            *rv;
-    ssize_t          n;
-    ngx_fd_t         fd;
-    ngx_str_t       *value, name;
-    ngx_file_t       file;
-    EVP_MD_CTX      *md;
-    ngx_file_info_t  fi;
+    u_char     *key;
+    ngx_str_t  *value;
 
     if (mlcf->state_key != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
     }
 
     value = cf->args->elts;
-    name = value[1];
+
+    key = ngx_palloc(cf->pool, SHA256_DIGEST_LENGTH);
+    if (key == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_mcp_key_file(cf, &value[1], key) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    mlcf->state_key = key;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * mcp_session_key file: a key of the gateway's keyed session ids; the
+ * first of a location's keys seals, all of them open.  The file is read
+ * as mcp_state_key's; the keys are derived from its digest.
+ */
+
+static char *
+ngx_http_mcp_session_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_loc_conf_t  *mlcf = conf;
+
+    u_char                   secret[SHA256_DIGEST_LENGTH];
+    char                    *rv;
+    ngx_str_t               *value;
+    ngx_uint_t               i;
+    ngx_http_mcp_sesskey_t  *key, *keys;
+
+    value = cf->args->elts;
+
+    if (mlcf->session_keys == NGX_CONF_UNSET_PTR) {
+        mlcf->session_keys = ngx_array_create(cf->pool, 2,
+                                              sizeof(ngx_http_mcp_sesskey_t));
+        if (mlcf->session_keys == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    key = ngx_array_push(mlcf->session_keys);
+    if (key == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    rv = ngx_http_mcp_key_file(cf, &value[1], secret);
+
+    if (rv == NGX_CONF_OK && ngx_http_mcp_sesskey_init(key, secret) != NGX_OK)
+    {
+        rv = NGX_CONF_ERROR;
+    }
+
+    ngx_explicit_memzero(secret, sizeof(secret));
+
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    keys = mlcf->session_keys->elts;
+
+    for (i = 0; i + 1 < mlcf->session_keys->nelts; i++) {
+        if (ngx_memcmp(keys[i].kid, key->kid, NGX_HTTP_MCP_SESSKEY_KID_LEN)
+            == 0)
+        {
+            return "names a key twice";
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * A key file: at least 32 bytes of anything (random bytes, or their hex
+ * or base64 text), of which key gets the SHA-256.  Nothing of the file
+ * is logged.
+ */
+
+static char *
+ngx_http_mcp_key_file(ngx_conf_t *cf, ngx_str_t *file, u_char *key)
+{
+    off_t            offset;
+    u_char           buf[4096];
+    char            *rv;
+    ssize_t          n;
+    ngx_fd_t         fd;
+    ngx_str_t        name;
+    ngx_file_t       f;
+    EVP_MD_CTX      *md;
+    ngx_file_info_t  fi;
+
+    name = *file;
 
     if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
-    key = ngx_palloc(cf->pool, SHA256_DIGEST_LENGTH);
     md = EVP_MD_CTX_new();
 
-    if (key == NULL || md == NULL
-        || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-    {
+    if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         EVP_MD_CTX_free(md);
         return NGX_CONF_ERROR;
     }
@@ -771,10 +886,10 @@ ngx_http_mcp_state_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    ngx_memzero(&file, sizeof(ngx_file_t));
-    file.fd = fd;
-    file.name = name;
-    file.log = cf->log;
+    ngx_memzero(&f, sizeof(ngx_file_t));
+    f.fd = fd;
+    f.name = name;
+    f.log = cf->log;
 
     rv = NGX_CONF_ERROR;
     offset = 0;
@@ -786,7 +901,7 @@ ngx_http_mcp_state_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     for ( ;; ) {
-        n = ngx_read_file(&file, buf, sizeof(buf), offset);
+        n = ngx_read_file(&f, buf, sizeof(buf), offset);
 
         if (n == NGX_ERROR) {
             goto done;
@@ -813,7 +928,6 @@ ngx_http_mcp_state_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         goto done;
     }
 
-    mlcf->state_key = key;
     rv = NGX_CONF_OK;
 
 done:

@@ -81,6 +81,11 @@ typedef struct {
     u_char                    *state_key;   /* mcp_state_key's, or NULL:
                                                the zone's */
     ngx_msec_t                 state_timeout;  /* requestState lifetime */
+    ngx_array_t               *session_keys;  /* mcp_session_key's
+                                                 ngx_http_mcp_sesskey_t,
+                                                 or NULL: the zone's
+                                                 sessions */
+    time_t                     session_lifetime;  /* a keyed id's */
     ngx_msec_t                 task_timeout;   /* a task's ttl */
     ngx_flag_t                 counting;    /* mcp_metrics_counting */
     void                      *health;      /* mcp_health: health.c's */

@@ -11,7 +11,9 @@
  * and that replica's own session id.  Every later request of the session
  * goes to that replica with that id, whatever the balancer would pick;
  * when the replica is gone the client gets 404 and initializes again,
- * on a replica that is up.
+ * on a replica that is up.  With mcp_session_key the id itself carries
+ * the replica and its id, sealed, and no zone keeps them
+ * (ngx_http_mcp_proxy_sesskey.c).
  *
  * Tool policy: a denied tools/call is answered at the edge; denied tools
  * are taken out of tools/list replies, JSON or SSE.
@@ -368,6 +370,16 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
     }
 
     if (!ctx->batch && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST
+        && ngx_strcmp(msg[0].method.data, "initialize") == 0
+        && ctx->conf->session_keys != NULL)
+    {
+        /* a keyed id is sealed once the replica answered */
+        pctx->initialize = 1;
+
+        return ngx_http_mcp_proxy_go(r, pctx);
+    }
+
+    if (!ctx->batch && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST
         && ngx_strcmp(msg[0].method.data, "initialize") == 0)
     {
         /* the client-facing id exists before the upstream is chosen */
@@ -407,8 +419,11 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
                                        "is required");
     }
 
-    rc = ngx_http_mcp_session_target(ctx->conf->zone, &h->value, r->pool,
-                                     &pctx->target, &ctx->rctx);
+    rc = ngx_http_mcp_proxy_target(ctx, &h->value, &pctx->target);
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     if (rc != NGX_OK) {
         return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND,
@@ -679,10 +694,13 @@ ngx_http_mcp_proxy_other(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return rc;
     }
 
-    if (ngx_http_mcp_session_target(mlcf->zone, &pctx->client_sid, r->pool,
-                                    &pctx->target, &ctx->rctx)
-        != NGX_OK)
-    {
+    rc = ngx_http_mcp_proxy_target(ctx, &pctx->client_sid, &pctx->target);
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rc != NGX_OK) {
         return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
                                        NGX_HTTP_MCP_SESSION_NOT_FOUND,
                                        "Session not found");

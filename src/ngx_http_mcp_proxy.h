@@ -17,6 +17,7 @@ typedef struct {
     ngx_http_mcp_target_t      target;      /* the session's replica */
     ngx_str_t                  client_sid;
     ngx_str_t                  upstream_sid;  /* from the reply */
+    ngx_table_elt_t           *sid_header;  /* the reply's Mcp-Session-Id */
     ngx_http_status_t          status;
     ngx_http_chunked_t         chunked;
     off_t                      length;      /* the reply's Content-Length */
@@ -41,6 +42,12 @@ typedef struct {
 
 /* relays a request to its replica: NGX_DONE, or a value to finalize with */
 ngx_int_t ngx_http_mcp_proxy_start(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+
+/* mcp_session_key (ngx_http_mcp_proxy_sesskey.c), else the zone */
+ngx_int_t ngx_http_mcp_proxy_target(ngx_http_mcp_ctx_t *ctx, ngx_str_t *id,
+    ngx_http_mcp_target_t *target);
+ngx_int_t ngx_http_mcp_proxy_sesskey_mint(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 
 

@@ -322,6 +322,7 @@ ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r)
 
     ngx_memzero(&pctx->status, sizeof(ngx_http_status_t));
     pctx->sid_seen = 0;
+    pctx->sid_header = NULL;
     pctx->acc_len = 0;
 
     r->upstream->process_header = ngx_http_mcp_proxy_process_status;
@@ -459,6 +460,7 @@ ngx_http_mcp_proxy_process_header(ngx_http_request_t *r)
             /* the client sees the gateway's id, never the replica's */
             pctx->upstream_sid = h->value;
             pctx->sid_seen = 1;
+            pctx->sid_header = h;
             h->value = pctx->client_sid;
             continue;
         }
@@ -478,6 +480,7 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx)
 {
     ngx_str_t               no = ngx_string("no");
+    ngx_int_t               rc;
     ngx_uint_t              status;
     ngx_table_elt_t        *h;
     ngx_http_upstream_t    *u;
@@ -548,9 +551,19 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
             target.name = *u->peer.name;
             target.sid = pctx->upstream_sid;
 
-            if (ngx_http_mcp_session_target_set(ctx->conf->zone,
-                                                &pctx->client_sid, &target)
-                != NGX_OK)
+            if (ctx->conf->session_keys != NULL) {
+                rc = ngx_http_mcp_proxy_sesskey_mint(r, pctx);
+
+                if (rc != NGX_OK) {
+                    /* the replica's id does not fit: as a bad reply */
+                    return (rc == NGX_DECLINED)
+                           ? NGX_HTTP_UPSTREAM_INVALID_HEADER : NGX_ERROR;
+                }
+
+            } else if (ngx_http_mcp_session_target_set(ctx->conf->zone,
+                                                       &pctx->client_sid,
+                                                       &target)
+                       != NGX_OK)
             {
                 return NGX_ERROR;
             }

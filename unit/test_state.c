@@ -75,50 +75,6 @@ main(void)
 }
 
 
-/*
- * nginx's own (src/core/ngx_string.c), which fuzz/ngx_shim.c lacks: it
- * belongs there once a fuzz target needs it too.
- */
-
-void
-ngx_encode_base64url(ngx_str_t *dst, ngx_str_t *src)
-{
-    u_char  *d, *s;
-    size_t   len;
-
-    static u_char  basis[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                             "abcdefghijklmnopqrstuvwxyz0123456789-_";
-
-    len = src->len;
-    s = src->data;
-    d = dst->data;
-
-    while (len > 2) {
-        *d++ = basis[(s[0] >> 2) & 0x3f];
-        *d++ = basis[((s[0] & 3) << 4) | (s[1] >> 4)];
-        *d++ = basis[((s[1] & 0x0f) << 2) | (s[2] >> 6)];
-        *d++ = basis[s[2] & 0x3f];
-
-        s += 3;
-        len -= 3;
-    }
-
-    if (len) {
-        *d++ = basis[(s[0] >> 2) & 0x3f];
-
-        if (len == 1) {
-            *d++ = basis[(s[0] & 3) << 4];
-
-        } else {
-            *d++ = basis[((s[0] & 3) << 4) | (s[1] >> 4)];
-            *d++ = basis[(s[1] & 0x0f) << 2];
-        }
-    }
-
-    dst->len = d - dst->data;
-}
-
-
 /* sealed with key; data NULL on failure */
 
 static ngx_str_t

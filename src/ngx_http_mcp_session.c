@@ -202,6 +202,10 @@ ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
         ngx_slab_free_locked(ctx->shpool, s->target);
     }
 
+    if (s->backends) {
+        ngx_slab_free_locked(ctx->shpool, s->backends);
+    }
+
     if (s->listen) {
         ngx_queue_remove(&s->listen->queue);
         ngx_slab_free_locked(ctx->shpool, s->listen);

@@ -95,6 +95,10 @@ typedef struct {
     ngx_uint_t                 nsubscriptions;
     ngx_http_mcp_client_t     *client;      /* per_client=, or NULL */
     ngx_http_mcp_target_sh_t  *target;      /* mcp_pass sessions */
+    u_char                    *backends;    /* mcp_backend: the ids of
+                                               the session at each, see
+                                               session_backend_set() */
+    size_t                     backends_len;
     ngx_http_mcp_listen_sh_t  *listen;      /* subscriptions/listen */
     ngx_queue_t                events;      /* ngx_http_mcp_event_t */
     size_t                     events_size;

@@ -43,6 +43,7 @@ static char *ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf,
     void *parent, void *child);
 static char *ngx_http_mcp_aggregate_backend(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+static void ngx_http_mcp_aggregate_conf_cleanup(void *data);
 static ngx_uint_t ngx_http_mcp_aggregate_name_ok(ngx_str_t *s);
 static ngx_int_t ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
     ngx_http_mcp_handler_pt next);
@@ -171,6 +172,7 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
     u_char                  *p;
     ngx_uint_t               i;
+    ngx_pool_cleanup_t      *cln;
     ngx_http_mcp_backend_t  *b;
 
     ngx_conf_merge_str_value(conf->separator, prev->separator, "__");
@@ -200,6 +202,16 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
     if (conf->backends == NULL) {
         return NGX_CONF_OK;
     }
+
+    /* what the workers learn of the backends goes with the configuration */
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_mcp_aggregate_conf_cleanup;
+    cln->data = conf->backends;
 
     b = conf->backends->elts;
 
@@ -232,6 +244,23 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
     }
 
     return NGX_CONF_OK;
+}
+
+
+static void
+ngx_http_mcp_aggregate_conf_cleanup(void *data)
+{
+    ngx_array_t *backends = data;
+
+    ngx_uint_t               i;
+    ngx_http_mcp_backend_t  *b;
+
+    b = backends->elts;
+
+    for (i = 0; i < backends->nelts; i++) {
+        cJSON_Delete(b[i].caps);
+        b[i].caps = NULL;
+    }
 }
 
 
@@ -1061,6 +1090,7 @@ ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
     ngx_http_mcp_aggregate_leg_t *leg)
 {
     u_char     *p, text[512];
+    cJSON      *content, *item;
     ngx_str_t  *method;
 
     p = ngx_snprintf(text, sizeof(text) - 1, "Backend \"%V\" is "
@@ -1073,9 +1103,20 @@ ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
     if (method->len == sizeof("tools/call") - 1
         && ngx_strncmp(method->data, "tools/call", method->len) == 0)
     {
+        content = cJSON_CreateArray();
+        item = ngx_http_mcp_text_content((const char *) text);
+
+        if (content == NULL || item == NULL
+            || !cJSON_AddItemToArray(content, item))
+        {
+            cJSON_Delete(content);
+            cJSON_Delete(item);
+            content = NULL;
+        }
+
+        /* NULL: call_result() answers with an internal error */
         ngx_http_mcp_call_result(op->call,
-            ngx_http_mcp_tool_result(
-                ngx_http_mcp_text_content((const char *) text), 1));
+                                 ngx_http_mcp_tool_result(content, 1));
         return;
     }
 

@@ -32,13 +32,11 @@ typedef struct {
     ngx_uint_t                 index;
 
     /* worker */
-    ngx_msec_t                 failed;      /* when it last failed */
     cJSON                     *caps;        /* its last capabilities */
     u_char                     version[32]; /* the version it speaks */
     size_t                     version_len;
     u_char                     sid[NGX_HTTP_MCP_AGGREGATE_SID_LEN];
     size_t                     sid_len;     /* stateless clients' session */
-    unsigned                   down:1;      /* in a failure episode */
     unsigned                   sessionless:1;  /* gave no session id */
     unsigned                   opened:1;    /* sid is this worker's */
 } ngx_http_mcp_backend_t;

@@ -9,15 +9,15 @@
  * opened at its initialize or the first time the backend is needed, its
  * id kept with the client's session in the zone; stateless (2026-07-28)
  * clients share one session per backend and worker.  A backend that
- * answers 404 to a request with a session id lost it (it restarted): the
- * leg opens a new one and asks again, once.
+ * answers 404 (or 400, as some do) to a request with a session id lost
+ * it (it restarted): the leg opens a new one and asks again, once.
  *
  * Failures: no answer within mcp_backend_timeout, an HTTP error, a reply
  * that is not a JSON-RPC response or is larger than
  * mcp_backend_max_size.  The first failure of an episode is one [warn]
- * line (in each worker that sees it); the backend is then left out for
- * mcp_backend_retry, tried again after, and a [notice] line says when it
- * answers again.  A JSON-RPC error is an answer, not a failure.
+ * line; every worker then leaves the backend out for mcp_backend_retry
+ * after its last failure (the session zone keeps its health), tries it
+ * again after, and a [notice] line says when it answers again.  A JSON-RPC error is an answer, not a failure.
  */
 
 
@@ -160,7 +160,9 @@ ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg)
     op = leg->op;
     b = leg->backend;
 
-    if (b->down && ngx_current_msec - b->failed < op->conf->retry) {
+    if (ngx_http_mcp_session_backend_down(
+            ngx_http_mcp_call_conf(op->call)->zone, &b->uri, op->conf->retry))
+    {
         leg->failed = 1;
         leg->failure = "it failed a moment ago, and is left out until "
                        "mcp_backend_retry has passed";
@@ -439,10 +441,15 @@ ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg)
 
     ngx_http_mcp_loctool_fetch_close(st);
 
-    if (st->status == NGX_HTTP_NOT_FOUND && leg->sid.len
+    if ((st->status == NGX_HTTP_NOT_FOUND
+         || st->status == NGX_HTTP_BAD_REQUEST)
+        && leg->sid.len
         && leg->step != NGX_HTTP_MCP_LEG_INIT && !leg->retried)
     {
-        /* the backend lost the session (it restarted): a new one, once */
+        /*
+         * the backend lost the session (it restarted): a new one, once;
+         * 404 is the spec's answer, 400 what some servers give
+         */
 
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_http_mcp_call_get_log(
                        leg->op->call), 0,
@@ -767,15 +774,15 @@ ngx_http_mcp_aggregate_fail(ngx_http_mcp_aggregate_leg_t *leg,
     leg->failed = 1;
     leg->failure = failure;
 
-    if (!b->down) {
+    if (ngx_http_mcp_session_backend_health(
+            ngx_http_mcp_call_conf(leg->op->call)->zone, &b->uri, 0)
+        == NGX_OK)
+    {
         ngx_log_error(NGX_LOG_WARN, ngx_http_mcp_call_get_log(leg->op->call),
                       0, "mcp: backend \"%V\" (%V) failed: %s; it is left "
                       "out until it answers again", &b->name, &b->uri,
                       failure);
-        b->down = 1;
     }
-
-    b->failed = ngx_current_msec;
 
     if (leg->op->stateless) {
         /* its session may be gone with it */
@@ -803,11 +810,12 @@ ngx_http_mcp_aggregate_end(ngx_http_mcp_aggregate_leg_t *leg)
     leg->done = 1;
 
     if (!leg->failed && (leg->reply != NULL || leg->method == NULL)
-        && b->down)
+        && ngx_http_mcp_session_backend_health(
+               ngx_http_mcp_call_conf(op->call)->zone, &b->uri, 1)
+           == NGX_OK)
     {
         ngx_log_error(NGX_LOG_NOTICE, ngx_http_mcp_call_get_log(op->call), 0,
                       "mcp: backend \"%V\" answers again", &b->name);
-        b->down = 0;
     }
 
     if (--op->pending || op->ended) {

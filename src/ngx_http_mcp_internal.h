@@ -344,6 +344,10 @@ ngx_int_t ngx_http_mcp_session_backend_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_uint_t backend, ngx_str_t *sid);
 ngx_int_t ngx_http_mcp_session_backend(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_uint_t backend, ngx_pool_t *pool, ngx_str_t *sid);
+ngx_uint_t ngx_http_mcp_session_backend_down(ngx_shm_zone_t *zone,
+    ngx_str_t *uri, ngx_msec_t retry);
+ngx_int_t ngx_http_mcp_session_backend_health(ngx_shm_zone_t *zone,
+    ngx_str_t *uri, ngx_uint_t ok);
 ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_target_t *target);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);

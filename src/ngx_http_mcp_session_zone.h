@@ -60,6 +60,16 @@ typedef struct {
 } ngx_http_mcp_target_sh_t;
 
 
+/* an mcp_backend's health, the same for every worker (by its URI) */
+typedef struct {
+    ngx_queue_t                queue;
+    ngx_msec_t                 failed;      /* when it last failed */
+    ngx_uint_t                 down;        /* in a failure episode */
+    size_t                     len;
+    u_char                     uri[1];
+} ngx_http_mcp_health_sh_t;
+
+
 /* a client's sessions, for "mcp_session_zone ... per_client=" */
 typedef struct {
     ngx_rbtree_node_t          node;        /* key: the digest's start */
@@ -174,6 +184,7 @@ typedef struct {
     ngx_uint_t                 streams;     /* with an owner: open */
     ngx_uint_t                 waiting;     /* server requests pending */
     ngx_uint_t                 dropped;     /* events out of full logs */
+    ngx_queue_t                backends;    /* ngx_http_mcp_health_sh_t */
 } ngx_http_mcp_shctx_t;
 
 

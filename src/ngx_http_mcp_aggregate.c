@@ -50,6 +50,7 @@ static ngx_int_t ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
 static const char *ngx_http_mcp_aggregate_key(ngx_str_t *method);
 static ngx_int_t ngx_http_mcp_aggregate_list(ngx_http_mcp_aggregate_op_t *op);
 static ngx_int_t ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op);
+static cJSON *ngx_http_mcp_aggregate_params(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_aggregate_opened_all(
     ngx_http_mcp_aggregate_op_t *op);
 static ngx_int_t ngx_http_mcp_aggregate_capabilities(
@@ -170,10 +171,11 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
     ngx_http_mcp_aggregate_loc_conf_t *prev = parent;
     ngx_http_mcp_aggregate_loc_conf_t *conf = child;
 
-    u_char                  *p;
-    ngx_uint_t               i;
-    ngx_pool_cleanup_t      *cln;
-    ngx_http_mcp_backend_t  *b;
+    u_char                   *p;
+    ngx_uint_t                i;
+    ngx_pool_cleanup_t       *cln;
+    ngx_http_mcp_backend_t   *b;
+    ngx_http_mcp_loc_conf_t  *mlcf;
 
     ngx_conf_merge_str_value(conf->separator, prev->separator, "__");
     ngx_conf_merge_msec_value(conf->timeout, prev->timeout, 10000);
@@ -201,6 +203,14 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
     if (conf->backends == NULL) {
         return NGX_CONF_OK;
+    }
+
+    mlcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_mcp_module);
+
+    if (mlcf->upstream.upstream) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"mcp_backend\" is for a "
+                           "location without \"mcp_pass\"");
+        return NGX_CONF_ERROR;
     }
 
     /* what the workers learn of the backends goes with the configuration */
@@ -660,7 +670,7 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
         call->uri.len = ngx_strlen(uri->valuestring);
 
         for (i = 0; i < n; i++) {
-            params = cJSON_Duplicate(ngx_http_mcp_call_params(call), 1);
+            params = ngx_http_mcp_aggregate_params(call);
             if (params == NULL) {
                 return NGX_ERROR;
             }
@@ -696,7 +706,7 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
         return NGX_OK;
     }
 
-    params = cJSON_Duplicate(ngx_http_mcp_call_params(call), 1);
+    params = ngx_http_mcp_aggregate_params(call);
 
     if (params == NULL
         || !cJSON_ReplaceItemInObjectCaseSensitive(params, "name",
@@ -712,6 +722,47 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
     ngx_http_mcp_aggregate_run(op);
 
     return NGX_OK;
+}
+
+
+/*
+ * The client's params as a backend gets them: without what belongs to
+ * the client's exchange with the gateway, a 2026-07-28 request's
+ * io.modelcontextprotocol/ _meta (the backend speaks 2025-11-25 in a
+ * session) and a task (the gateway offers none).
+ */
+
+static cJSON *
+ngx_http_mcp_aggregate_params(ngx_http_mcp_call_t *call)
+{
+    cJSON  *params, *meta, *item, *next;
+
+    params = cJSON_Duplicate(ngx_http_mcp_call_params(call), 1);
+    if (params == NULL) {
+        return NULL;
+    }
+
+    cJSON_DeleteItemFromObjectCaseSensitive(params, "task");
+
+    meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+
+    for (item = meta ? meta->child : NULL; item; item = next) {
+        next = item->next;
+
+        if (item->string != NULL
+            && ngx_strncmp(item->string, "io.modelcontextprotocol/",
+                           sizeof("io.modelcontextprotocol/") - 1)
+               == 0)
+        {
+            cJSON_Delete(cJSON_DetachItemViaPointer(meta, item));
+        }
+    }
+
+    if (meta != NULL && meta->child == NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(params, "_meta");
+    }
+
+    return params;
 }
 
 

@@ -44,6 +44,8 @@ static cJSON *ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st);
 static cJSON *ngx_http_mcp_aggregate_response(u_char *p, size_t len);
 static void ngx_http_mcp_aggregate_fail(ngx_http_mcp_aggregate_leg_t *leg,
     const char *failure);
+static void ngx_http_mcp_aggregate_lost(ngx_http_mcp_aggregate_leg_t *leg,
+    const char *failure);
 static void ngx_http_mcp_aggregate_end(ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_timeout(ngx_event_t *ev);
 static void ngx_http_mcp_aggregate_cleanup(void *data);
@@ -189,7 +191,7 @@ ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg)
                 b->index, ngx_http_mcp_call_pool(op->call), &sid)
             == NGX_ERROR)
         {
-            ngx_http_mcp_aggregate_fail(leg, "no memory");
+            ngx_http_mcp_aggregate_lost(leg, "no memory");
             return;
         }
     }
@@ -213,7 +215,7 @@ ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg)
         if (ngx_http_mcp_aggregate_send(leg, "initialize", NULL, 1)
             != NGX_OK)
         {
-            ngx_http_mcp_aggregate_fail(leg, "could not start a "
+            ngx_http_mcp_aggregate_lost(leg, "could not start a "
                                              "subrequest");
         }
 
@@ -223,7 +225,7 @@ ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg)
     if (ngx_http_mcp_aggregate_send(leg, leg->method, leg->params, 1)
         != NGX_OK)
     {
-        ngx_http_mcp_aggregate_fail(leg, "could not start a subrequest");
+        ngx_http_mcp_aggregate_lost(leg, "could not start a subrequest");
     }
 }
 
@@ -423,7 +425,7 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
     }
 
     if (st->gone) {
-        ngx_http_mcp_aggregate_fail(leg, "the client's request went away");
+        ngx_http_mcp_aggregate_lost(leg, "the client's request went away");
     }
 }
 
@@ -468,7 +470,7 @@ ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg)
         if (ngx_http_mcp_aggregate_send(leg, "initialize", NULL, 1)
             != NGX_OK)
         {
-            ngx_http_mcp_aggregate_fail(leg, "could not start a "
+            ngx_http_mcp_aggregate_lost(leg, "could not start a "
                                              "subrequest");
         }
 
@@ -485,7 +487,7 @@ ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg)
         if (!leg->op->opening
             && ngx_http_mcp_aggregate_sid(leg, &leg->sid) != NGX_OK)
         {
-            ngx_http_mcp_aggregate_fail(leg, "no room to keep its session");
+            ngx_http_mcp_aggregate_lost(leg, "no room to keep its session");
             return;
         }
 
@@ -499,7 +501,7 @@ ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg)
         if (ngx_http_mcp_aggregate_send(leg, leg->method, leg->params, 1)
             != NGX_OK)
         {
-            ngx_http_mcp_aggregate_fail(leg, "could not start a "
+            ngx_http_mcp_aggregate_lost(leg, "could not start a "
                                              "subrequest");
         }
 
@@ -583,7 +585,7 @@ ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
     if (ngx_http_mcp_aggregate_send(leg, "notifications/initialized", NULL, 0)
         != NGX_OK)
     {
-        ngx_http_mcp_aggregate_fail(leg, "could not start a subrequest");
+        ngx_http_mcp_aggregate_lost(leg, "could not start a subrequest");
     }
 }
 
@@ -789,6 +791,27 @@ ngx_http_mcp_aggregate_fail(ngx_http_mcp_aggregate_leg_t *leg,
         b->opened = 0;
         b->sid_len = 0;
     }
+
+    ngx_http_mcp_aggregate_end(leg);
+}
+
+
+/*
+ * A leg that ends without an answer for a reason of ours (the client
+ * went, no memory): the backend is not to blame.
+ */
+
+static void
+ngx_http_mcp_aggregate_lost(ngx_http_mcp_aggregate_leg_t *leg,
+    const char *failure)
+{
+    if (leg->st != NULL) {
+        ngx_http_mcp_loctool_fetch_close(leg->st);
+        leg->st = NULL;
+    }
+
+    leg->failed = 1;
+    leg->failure = failure;
 
     ngx_http_mcp_aggregate_end(leg);
 }

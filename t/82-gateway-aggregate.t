@@ -172,7 +172,11 @@ is(text($r), 'x__y of beta', 'val__x__y: a name with the separator inside reache
 my $before = () = (McpTest::_slurp($alpha->prefix . '/logs/mcp.log') // '') =~ /POST/g;
 $r = $t->mcp_call($sid, 'tools/call', { name => 'alpha__test_simple_text', arguments => {} });
 like(text($r), qr/simple text/i, 'alpha__test_simple_text: alpha\'s tool answers');
-my $after = () = (McpTest::_slurp($alpha->prefix . '/logs/mcp.log') // '') =~ /POST/g;
+my $after;
+McpTest::wait_until(3, sub { $after = () = (McpTest::_slurp($alpha->prefix . '/logs/mcp.log') // '') =~ /POST/g;
+                             $after > $before });
+sleep 0.2;
+$after = () = (McpTest::_slurp($alpha->prefix . '/logs/mcp.log') // '') =~ /POST/g;
 is($after - $before, 1, '... with one POST in alpha\'s access log');
 
 $r = $t->mcp_call($sid, 'tools/call', { name => 'nope__echo', arguments => {} });
@@ -264,6 +268,44 @@ SKIP: {
     is(text($j), 'Echo: insp', 'inspector --cli tools/call node__echo') or diag($out);
     ($rc, $j, $out) = $inspector->('--method', 'tools/call', '--tool-name', 'val__whoami');
     is(text($j), 'beta here', 'inspector --cli tools/call val__whoami') or diag($out);
+}
+
+
+# --- conf/mcp-aggregate.conf, run as it is but for ports and paths ------------------
+
+{
+    my $conf = McpTest::_slurp("$McpTest::REPO_ROOT/conf/mcp-aggregate.conf") // die "conf: $!";
+    my $ok = $conf =~ s{^load_module\s+modules/ngx_http_mcp_module\.so;}{%%LOAD_MODULE%%}m;
+    $conf =~ s{^worker_processes\s+\S+;}{worker_processes 4;}m or $ok = 0;
+    $conf =~ s{/var/log/nginx/}{%%PREFIX%%/logs/}g;
+    $conf =~ s{/run/nginx\.pid}{%%PREFIX%%/logs/nginx.pid}g or $ok = 0;
+    $conf =~ s{^(\s*)listen\s+8080;}{${1}listen 127.0.0.1:%%PORT%%;}mg or $ok = 0;
+    my ($ap, $bp, $np) = ($alpha->port, $beta->port, $t->port(2));
+    $conf =~ s{10\.0\.0\.1[12]:3001}{127.0.0.1:$ap}g or $ok = 0;
+    $conf =~ s{127\.0\.0\.1:3002}{127.0.0.1:$bp}g or $ok = 0;
+    $conf =~ s{https://search\.example\.com/mcp}{http://127.0.0.1:$np/mcp}g or $ok = 0;
+    my $temp = join '', map { "    ${_}_temp_path %%PREFIX%%/tmp/$_;\n" } qw(client_body proxy fastcgi uwsgi scgi);
+    $conf =~ s/^http\s*\{\n/http {\n$temp/m or $ok = 0;
+    my $user = $> == 0 ? "user root;\n" : '';
+    ok($ok, 'conf/mcp-aggregate.conf: adapted for the test');
+    my $c = McpTest->new(conf => "daemon off;\nmaster_process on;\n$user$conf");
+    my ($rc, $out) = $c->nginx_t;
+    is($rc, 0, 'conf/mcp-aggregate.conf: nginx -t passes') or diag($out);
+    $c->start;
+    my $cs = $c->mcp_initialize;
+    my ($ct) = walk($c, $cs, 'tools/list', 'tools');
+    my @cn = @{ names($ct) };
+    ok((grep { $_ eq 'github__greet' } @cn) && (grep { $_ eq 'fs__validate' } @cn)
+       && (grep { $_ eq 'search__echo' } @cn), 'conf/mcp-aggregate.conf: github__, fs__ and search__ tools in one list');
+    my $cr = $c->mcp_call($cs, 'tools/call', { name => 'search__echo', arguments => { message => 'conf' } });
+    is(text($cr), 'Echo: conf', 'conf/mcp-aggregate.conf: search__echo routed');
+    my @log;
+    McpTest::wait_until(3, sub {
+        @log = grep { /"tool":"search__echo"/ } split /\n/, (McpTest::_slurp($c->prefix . '/logs/mcp.log') // '');
+    });
+    is(scalar @log, 1, '... and its access log line has $mcp_tool "search__echo"');
+    diag(McpTest::_slurp($c->prefix . "/logs/mcp.log")) unless @log;
+    $c->stop;
 }
 
 # --- a backend that fails: left out, one [warn], a tool error; back by itself -------

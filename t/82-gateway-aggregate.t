@@ -17,6 +17,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
 use McpTest timeout => 240;
+use McpJwt;
 use McpGateway qw(start_everything_node stop_process node_available npm_dir node_bin
                   silent_listener);
 
@@ -92,6 +93,15 @@ my $t = McpTest->new(
             mcp_backend_separator .;
         }
 
+        location = /scoped {
+            mcp_backend node /_b/node;
+            mcp_backend beta /_b/beta prefix=val;
+            mcp_auth_resource http://127.0.0.1:%%PORT%%/scoped;
+            mcp_auth_api_keys %%PREFIX%%/conf/api_keys;
+            mcp_auth_tool_scope node__echo tools:echo;
+            mcp_auth_jwt "MCP";
+        }
+
         location = /small {
             mcp_backend beta /_b/beta;
             mcp_backend node /_b/node;
@@ -106,6 +116,8 @@ my $t = McpTest->new(
         location /_b/html  { internal; default_type text/html; return 200 "<html>hello</html>"; }
 NGX
 $t->expect_log_error(qr/connect\(\) failed|upstream prematurely closed|upstream timed out/);
+$t->write_file('conf/api_keys', McpJwt::api_key_line('k_plain', 'plain', 'mcp:tools')
+                                . McpJwt::api_key_line('k_echo', 'echoer', 'mcp:tools', 'tools:echo'));
 $t->start;
 
 my $node_log = $t->prefix . '/logs/server-everything.log';
@@ -152,6 +164,18 @@ ok((grep { $_ eq 'val__validate' } @names) && (grep { $_ eq 'val__x__y' } @names
    'beta\'s tools under prefix=val: val__validate, val__x__y');
 ok((grep { $_ eq 'node__echo' } @names), 'server-everything\'s tools prefixed "node__" (node__echo)');
 ok(!(grep { !/^(?:alpha|val|node)__./ } @names), 'every name has a backend\'s prefix');
+
+
+# the second page asks only the backends that have more: alpha
+{
+    my $p1 = $t->mcp_call($sid, 'tools/list', {});
+    my $p2 = $t->mcp_call($sid, 'tools/list', { cursor => $p1->{nextCursor} });
+    my @n1 = @{ names($p1->{tools}) };
+    my @n2 = @{ names($p2->{tools}) };
+    ok((grep { /^node__/ } @n1) && (grep { /^val__/ } @n1) && (grep { /^alpha__/ } @n1),
+       'page 1: every backend\'s first page');
+    ok(@n2 && !(grep { !/^alpha__/ } @n2), 'page 2: alpha\'s second page only (' . scalar(@n2) . ' tools)');
+}
 
 my ($prompts) = walk($t, $sid, 'prompts/list', 'prompts');
 my @pn = @{ names($prompts) };
@@ -221,6 +245,27 @@ $r = $t->mcp_call($ps, 'tools/call', { name => 'node__get-env', arguments => {} 
 is($r->{code}, -32602, 'node__get-env: denied by the policy');
 $r = $t->mcp_call($ps, 'tools/call', { name => 'node__echo', arguments => { message => 'ok' } }, path => '/policy');
 is(text($r), 'Echo: ok', 'node__echo: allowed');
+
+
+# --- per-tool scopes on the prefixed names ------------------------------------------
+
+for my $k ([ 'k_plain', 0 ], [ 'k_echo', 1 ]) {
+    my %h = (headers => { 'X-Api-Key' => $k->[0] }, path => '/scoped');
+    my $ks = $t->mcp_initialize(%h, skip_initialized => 1);
+    $t->mcp_notify($ks, 'notifications/initialized', undef, %h);
+    my ($kt) = walk($t, $ks, 'tools/list', 'tools', %h);
+    my @kn = @{ names($kt) };
+    is(scalar(grep { $_ eq 'node__echo' } @kn), $k->[1],
+       "mcp_auth_tool_scope node__echo: listed for $k->[0]: $k->[1]");
+    ok((grep { $_ eq 'node__get-sum' } @kn), "... node__get-sum is, for $k->[0]");
+    my ($m, $hr) = $t->mcp_request($ks, 'tools/call', { name => 'node__echo', arguments => { message => 'k' } },
+                                   %h, quiet => 1);
+    if ($k->[1]) {
+        is(text($m && $m->{result}), 'Echo: k', "$k->[0]: node__echo answers");
+    } else {
+        is($hr->{status}, 403, "$k->[0]: node__echo is 403 insufficient_scope");
+    }
+}
 
 # --- a 2026-07-28 stateless client ------------------------------------------------
 

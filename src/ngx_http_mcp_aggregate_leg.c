@@ -22,6 +22,7 @@
 
 
 #include "ngx_http_mcp_aggregate.h"
+#include "ngx_http_mcp_metrics.h"
 
 
 #define NGX_HTTP_MCP_LEG_INIT         0
@@ -775,6 +776,8 @@ ngx_http_mcp_aggregate_fail(ngx_http_mcp_aggregate_leg_t *leg,
 
     leg->failed = 1;
     leg->failure = failure;
+
+    ngx_http_mcp_metrics_backend_failure();
 
     if (ngx_http_mcp_session_backend_health(
             ngx_http_mcp_call_conf(leg->op->call)->zone, &b->uri, 0)

@@ -102,6 +102,8 @@ my $t = McpTest->new(
             mcp_auth_jwt "MCP";
         }
 
+        location = /metrics { mcp_metrics; }
+
         location = /small {
             mcp_backend beta /_b/beta;
             mcp_backend node /_b/node;
@@ -370,6 +372,9 @@ $r = $t->mcp_call($sid, 'tools/call', { name => 'val__whoami', arguments => {} }
 is(text($r), 'beta here', 'the other backends keep working');
 my @warns = $t->log_since($mark) =~ /\[warn\].*backend "node"/g;
 cmp_ok(scalar @warns, '>=', 1, 'a [warn] in error.log names the backend');
+my $metrics = $t->request(method => 'GET', path => '/metrics')->{body} // '';
+my ($failures) = $metrics =~ /^mcp_backend_failures_total (\d+)$/m;
+cmp_ok($failures // 0, '>=', 1, "mcp_backend_failures_total counts the failures (@{[ $failures // 'none' ]})");
 is(scalar @warns, 1, "... once an episode, not per request or per worker");
 
 $node = start_everything_node(port => $t->port(2), log => $node_log);

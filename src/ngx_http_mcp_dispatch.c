@@ -613,8 +613,9 @@ ngx_http_mcp_policy_allows(void *data, ngx_str_t *name)
 static ngx_int_t
 ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
 {
-    cJSON      *name;
-    ngx_str_t   s;
+    cJSON                      *name;
+    ngx_str_t                   s;
+    ngx_http_mcp_aggregate_pt   aggregate;
 
     if (ngx_http_mcp_param(call, call->params, "name", cJSON_String, 1,
                            &name) != NGX_OK
@@ -631,28 +632,19 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    if (ngx_http_mcp_call_conf(call)->aggregate != NULL) {
-        /* a backend's tool (mcp_backend): the policy sees its full name */
+    aggregate = ngx_http_mcp_call_conf(call)->aggregate;
 
-        if (!ngx_http_mcp_tool_allowed(ngx_http_mcp_call_conf(call), &s)) {
-            ngx_log_error(NGX_LOG_INFO, call->log, 0,
-                          "mcp: tool \"%V\" denied by policy", &s);
+    if (aggregate == NULL) {
+        call->entry = ngx_http_mcp_find(
+                          &ngx_http_mcp_call_conf(call)->set->tools, &s);
 
-            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
-                                    "Tool not allowed");
-            return NGX_OK;
+        if (call->entry == NULL) {
+            return ngx_http_mcp_invalid_params(call, "Unknown tool: %s",
+                                               name->valuestring);
         }
-
-        return ngx_http_mcp_call_conf(call)->aggregate(call, NULL);
     }
 
-    call->entry = ngx_http_mcp_find(
-                      &ngx_http_mcp_call_conf(call)->set->tools, &s);
-
-    if (call->entry == NULL) {
-        return ngx_http_mcp_invalid_params(call, "Unknown tool: %s",
-                                           name->valuestring);
-    }
+    /* a backend's tool (mcp_backend): the policy sees its full name */
 
     if (!ngx_http_mcp_tool_allowed(ngx_http_mcp_call_conf(call), &s)) {
         ngx_log_error(NGX_LOG_INFO, call->log, 0,
@@ -661,6 +653,10 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
                                 "Tool not allowed");
         return NGX_OK;
+    }
+
+    if (aggregate != NULL) {
+        return aggregate(call, NULL);
     }
 
     if (ngx_http_mcp_call_stateless(call)

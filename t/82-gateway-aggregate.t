@@ -388,6 +388,17 @@ for (1 .. 10) {
 ok($back, 'node restarted: its tools are back without the client doing anything');
 $r = $t->mcp_call($sid, 'tools/call', { name => 'node__echo', arguments => { message => 'again' } });
 is(text($r), 'Echo: again', 'node__echo again: the gateway opened a new session at the restarted node');
+like($t->log_since($mark), qr/\[notice\].*backend "node" answers again/, 'a [notice] says it answers again');
+
+# a client that leaves during a call is no failure of the backend
+$mark = $t->log_mark;
+$t->mcp_post($sid, { jsonrpc => '2.0', id => 77, method => 'tools/call',
+                     params => { name => 'node__trigger-long-running-operation',
+                                 arguments => { duration => 2, steps => 2 } } }, timeout => 0.5, quiet => 1);
+sleep 2.5;
+unlike($t->log_since($mark), qr/\[warn\].*backend "node"/, 'a client gone during a call: no [warn] for the backend');
+$r = $t->mcp_call($sid, 'tools/call', { name => 'node__echo', arguments => { message => 'still' } });
+is(text($r), 'Echo: still', '... and the backend is not left out');
 
 # --- a backend restarted behind the gateway: its sessions lost, reopened ------------
 

@@ -17,7 +17,9 @@
  * mcp_backend_max_size.  The first failure of an episode is one [warn]
  * line; every worker then leaves the backend out for mcp_backend_retry
  * after its last failure (the session zone keeps its health), tries it
- * again after, and a [notice] line says when it answers again.  A JSON-RPC error is an answer, not a failure.
+ * again after, and a [notice] line says when it answers again.  A
+ * JSON-RPC error is an answer, not a failure; nor is what is ours (the
+ * client gone, no memory).
  */
 
 

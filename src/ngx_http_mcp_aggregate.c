@@ -1094,7 +1094,8 @@ ngx_http_mcp_aggregate_read(ngx_http_mcp_aggregate_op_t *op)
                      "(\"%V\" among them)", failed, &b->name);
     *p = '\0';
 
-    ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_INTERNAL_ERROR,
+    /* -32000, not -32603: the gateway is fine, an [info] line is enough */
+    ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_SERVER_ERROR,
                             (const char *) text);
 }
 
@@ -1171,6 +1172,7 @@ ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
         return;
     }
 
-    ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_INTERNAL_ERROR,
+    /* -32000, not -32603: the gateway is fine, an [info] line is enough */
+    ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_SERVER_ERROR,
                             (const char *) text);
 }

@@ -12,7 +12,8 @@
  * answers 404 (or 400, as some do) to a request with a session id lost
  * it (it restarted): the leg opens a new one and asks again, once.
  *
- * Failures: no answer within mcp_backend_timeout, an HTTP error, a reply
+ * Failures: no answer within mcp_backend_timeout (but for a tool's call,
+ * which may just run long), an HTTP error, a reply
  * that is not a JSON-RPC response or is larger than
  * mcp_backend_max_size.  The first failure of an episode is one [warn]
  * line; every worker then leaves the backend out for mcp_backend_retry
@@ -866,7 +867,8 @@ ngx_http_mcp_aggregate_timeout(ngx_event_t *ev)
 {
     ngx_http_mcp_aggregate_op_t *op = ev->data;
 
-    ngx_uint_t  i, n;
+    ngx_uint_t                     i, n;
+    ngx_http_mcp_aggregate_leg_t  *leg;
 
     n = op->conf->backends->nelts;
 
@@ -874,10 +876,23 @@ ngx_http_mcp_aggregate_timeout(ngx_event_t *ev)
     op->pending++;
 
     for (i = 0; i < n; i++) {
-        if (op->legs[i].asked && !op->legs[i].done) {
-            ngx_http_mcp_aggregate_fail(&op->legs[i], "no answer within "
-                                                      "mcp_backend_timeout");
+        leg = &op->legs[i];
+
+        if (!leg->asked || leg->done) {
+            continue;
         }
+
+        if (leg->step == NGX_HTTP_MCP_LEG_REQUEST && leg->method != NULL
+            && ngx_strcmp(leg->method, "tools/call") == 0)
+        {
+            /* a tool that runs long: the backend itself may be fine */
+            ngx_http_mcp_aggregate_lost(leg, "no answer within "
+                                             "mcp_backend_timeout");
+            continue;
+        }
+
+        ngx_http_mcp_aggregate_fail(leg, "no answer within "
+                                         "mcp_backend_timeout");
     }
 
     if (--op->pending == 0 && !op->ended) {

@@ -218,7 +218,7 @@ my %pargs = map { $_->{name} => 'x' } grep { $_->{required} } @{ $np_desc->{argu
 $r = $t->mcp_call($sid, 'prompts/get', { name => $np, arguments => \%pargs });
 ok(ref $r eq 'HASH' && ref $r->{messages} eq 'ARRAY', "prompts/get $np: node's prompt, routed");
 
-my ($nres) = grep { $_->{uri} =~ /^demo:|^test:/ } @$resources;
+my ($nres) = grep { $_->{uri} =~ /^demo:/ } @$resources;    # node's
 ($nres) = @$resources unless $nres;
 $r = $t->mcp_call($sid, 'resources/read', { uri => $nres->{uri} });
 ok(ref $r eq 'HASH' && ref $r->{contents} eq 'ARRAY' && $r->{contents}[0]{uri} eq $nres->{uri},
@@ -370,6 +370,12 @@ ok($r->{isError}, 'node__echo: a tool result with isError');
 like(text($r), qr/Backend "node" is unavailable/, '... that names the backend: ' . text($r));
 $r = $t->mcp_call($sid, 'tools/call', { name => 'val__whoami', arguments => {} });
 is(text($r), 'beta here', 'the other backends keep working');
+$r = $t->mcp_call($sid, 'prompts/get', { name => $np, arguments => \%pargs });
+ok(($r->{code} // 0) == -32000 && $r->{message} =~ /Backend "node" is unavailable/,
+   "prompts/get $np: -32000 that names the backend");
+$r = $t->mcp_call($sid, 'resources/read', { uri => $nres->{uri} });
+ok(($r->{code} // 0) == -32000 && $r->{message} =~ /unavailable.*"node"/,
+   "resources/read of node's resource: -32000 that names it");
 my @warns = $t->log_since($mark) =~ /\[warn\].*backend "node"/g;
 cmp_ok(scalar @warns, '>=', 1, 'a [warn] in error.log names the backend');
 my $metrics = $t->request(method => 'GET', path => '/metrics')->{body} // '';
@@ -389,6 +395,15 @@ ok($back, 'node restarted: its tools are back without the client doing anything'
 $r = $t->mcp_call($sid, 'tools/call', { name => 'node__echo', arguments => { message => 'again' } });
 is(text($r), 'Echo: again', 'node__echo again: the gateway opened a new session at the restarted node');
 like($t->log_since($mark), qr/\[notice\].*backend "node" answers again/, 'a [notice] says it answers again');
+
+# a tool that runs past mcp_backend_timeout (3 s): a tool error, no failure of its backend
+$mark = $t->log_mark;
+$r = $t->mcp_call($sid, 'tools/call', { name => 'node__trigger-long-running-operation',
+                                        arguments => { duration => 5, steps => 5 } }, timeout => 10);
+ok($r->{isError} && text($r) =~ /mcp_backend_timeout/, 'a tool past mcp_backend_timeout: isError: ' . text($r));
+unlike($t->log_since($mark), qr/\[warn\].*backend "node"/, '... no [warn]: a slow tool is no failed backend');
+($tools) = walk($t, $sid, 'tools/list', 'tools');
+ok((grep { $_ eq 'node__echo' } @{ names($tools) }), '... and node stays in the list');
 
 # a client that leaves during a call is no failure of the backend
 $mark = $t->log_mark;

@@ -226,6 +226,21 @@ ok(ref $r eq 'HASH' && ref $r->{contents} eq 'ARRAY' && $r->{contents}[0]{uri} e
 $r = $t->mcp_call($sid, 'resources/read', { uri => 'nowhere://x' });
 is($r->{code}, -32002, 'resources/read of a URI no backend has: -32002');
 
+
+# a 2025-03-26 client's batch: 30 lists and a call, 91 subrequests of one POST
+{
+    my ($bsid) = $t->mcp_initialize(protocol_version => '2025-03-26');
+    my @batch = ((map { { jsonrpc => '2.0', id => $_, method => 'tools/list', params => {} } } 1 .. 30),
+                 { jsonrpc => '2.0', id => 31, method => 'tools/call',
+                   params => { name => 'node__echo', arguments => { message => 'batched' } } });
+    my $br = $t->mcp_post($bsid, \@batch, protocol_version => '2025-03-26', timeout => 20);
+    my @got = grep { ref $_ eq 'HASH' && defined $_->{id} } @{ $br->{messages} // [] };
+    my @full = grep { ($_->{id} // 0) <= 30 && (grep { $_->{name} eq 'node__echo' } @{ $_->{result}{tools} // [] }) } @got;
+    is(scalar @full, 30, 'a batch of 30 tools/list: 30 merged lists');
+    my ($echo) = grep { ($_->{id} // 0) == 31 } @got;
+    is(text($echo && $echo->{result}), 'Echo: batched', '... and the call among them');
+}
+
 # --- a cursor forged by the client -----------------------------------------
 
 for my $c ('', '!!!', 'W1s5OSwieCJdXQ', 'W1swLCJ4Il0sWzAsInkiXV0', 'eyJhIjoxfQ', 'W10', 'A' x 9000) {

@@ -430,6 +430,18 @@ unlike($t->log_since($mark), qr/\[warn\].*backend "node"/, 'a client gone during
 $r = $t->mcp_call($sid, 'tools/call', { name => 'node__echo', arguments => { message => 'still' } });
 is(text($r), 'Echo: still', '... and the backend is not left out');
 
+
+# --- a reload of the gateway: the client's session and its backend sessions go on --------
+
+{
+    my @before = (McpTest::_slurp($node_log) // '') =~ /Session initialized with ID/g;
+    $t->reload;
+    $r = $t->mcp_call($sid, 'tools/call', { name => 'node__echo', arguments => { message => 'reloaded' } });
+    is(text($r), 'Echo: reloaded', 'after a reload: node__echo in the same client session');
+    my @after = (McpTest::_slurp($node_log) // '') =~ /Session initialized with ID/g;
+    is(scalar @after, scalar @before, '... on the same backend session (none opened at node)');
+}
+
 # --- a backend restarted behind the gateway: its sessions lost, reopened ------------
 
 $alpha->restart;

@@ -88,6 +88,8 @@ my $t = McpTest->new(
             mcp_backend garbage /_b/garbage;
             mcp_backend hang    /_b/hang;
             mcp_backend html    /_b/html;
+            mcp_backend sse     /_b/sse;
+            mcp_backend noid    /_b/noid;
             mcp_backend_timeout 1s;
             mcp_backend_retry 30s;
             mcp_backend_separator .;
@@ -116,6 +118,9 @@ my $t = McpTest->new(
         location /_b/hang  { internal; proxy_pass http://127.0.0.1:$hport/mcp; $proxy }
         location /_b/garbage { internal; default_type application/json; return 200 "{garbage"; }
         location /_b/html  { internal; default_type text/html; return 200 "<html>hello</html>"; }
+        location /_b/sse   { internal; default_type text/event-stream; return 200 "data: nope\\n\\ndata: {\\\"jsonrpc\\\"\\n\\n"; }
+        location /_b/noid  { internal; default_type application/json;
+                             return 200 '{"jsonrpc":"2.0","result":{"protocolVersion":"2025-11-25","capabilities":{}}}'; }
 NGX
 $t->expect_log_error(qr/connect\(\) failed|upstream prematurely closed|upstream timed out/);
 $t->write_file('conf/api_keys', McpJwt::api_key_line('k_plain', 'plain', 'mcp:tools')
@@ -464,6 +469,8 @@ my $log = $t->log_since($mark);
 like($log, qr/\[warn\].*backend "garbage".*no JSON-RPC response/, '[warn]: garbage is no JSON-RPC response');
 like($log, qr/\[warn\].*backend "hang".*mcp_backend_timeout/, '[warn]: the hanging backend timed out');
 like($log, qr/\[warn\].*backend "html"/, '[warn]: the HTML page');
+like($log, qr/\[warn\].*backend "sse".*no JSON-RPC response/, '[warn]: an event stream of garbage');
+like($log, qr/\[warn\].*backend "noid".*no JSON-RPC response/, '[warn]: a response without an id');
 $t0 = time;
 $r = $t->mcp_call($bs, 'tools/call', { name => 'hang.x', arguments => {} }, path => '/bad');
 ok($r->{isError} && text($r) =~ /Backend "hang" is unavailable/, 'hang.x: a tool error at once, the backend left out for mcp_backend_retry');

@@ -63,8 +63,14 @@ my $hport = $hang->sockport;
 
 my $proxy = 'proxy_http_version 1.1; proxy_set_header Connection "";';
 my $t = McpTest->new(
-    ports => 2,    # 2: server-everything
-    http  => 'mcp_session_zone zone=agg:4m;',
+    ports => 3,    # 2: server-everything, 3: an mcp_pass gateway in front of it
+    http  => <<'NGX',
+    mcp_session_zone zone=agg:4m;
+    server {
+        listen 127.0.0.1:%%PORT3%%;
+        location = /mcp { mcp_pass http://127.0.0.1:%%PORT2%%/mcp; }
+    }
+NGX
     server => <<"NGX");
         mcp_session agg;
 
@@ -106,6 +112,11 @@ my $t = McpTest->new(
 
         location = /metrics { mcp_metrics; }
 
+        location = /hop {
+            mcp_backend beta /_b/beta;
+            mcp_backend node /_b/viapass;
+        }
+
         location = /small {
             mcp_backend beta /_b/beta;
             mcp_backend node /_b/node;
@@ -115,6 +126,7 @@ my $t = McpTest->new(
         location /_b/alpha { internal; proxy_pass http://127.0.0.1:@{[ $alpha->port ]}/mcp; $proxy }
         location /_b/beta  { internal; proxy_pass http://127.0.0.1:@{[ $beta->port ]}/mcp; $proxy }
         location /_b/node  { internal; proxy_pass http://127.0.0.1:%%PORT2%%/mcp; $proxy }
+        location /_b/viapass { internal; proxy_pass http://127.0.0.1:%%PORT3%%/mcp; $proxy }
         location /_b/hang  { internal; proxy_pass http://127.0.0.1:$hport/mcp; $proxy }
         location /_b/garbage { internal; default_type application/json; return 200 "{garbage"; }
         location /_b/html  { internal; default_type text/html; return 200 "<html>hello</html>"; }
@@ -246,6 +258,17 @@ is($r->{code}, -32002, 'resources/read of a URI no backend has: -32002');
     is(text($echo && $echo->{result}), 'Echo: batched', '... and the call among them');
 }
 
+
+# --- a backend behind an mcp_pass location (its replica pinning) ------------------------
+
+{
+    my $hs = $t->mcp_initialize(path => '/hop');
+    my ($ht) = walk($t, $hs, 'tools/list', 'tools', path => '/hop');
+    ok((grep { $_ eq 'node__echo' } @{ names($ht) }), 'through an mcp_pass hop: node\'s tools listed');
+    $r = $t->mcp_call($hs, 'tools/call', { name => 'node__echo', arguments => { message => 'hop' } }, path => '/hop');
+    is(text($r), 'Echo: hop', '... and node__echo answers');
+}
+
 # --- a cursor forged by the client -----------------------------------------
 
 for my $c ('', '!!!', 'W1s5OSwieCJdXQ', 'W1swLCJ4Il0sWzAsInkiXV0', 'eyJhIjoxfQ', 'W10', 'A' x 9000) {
@@ -349,13 +372,14 @@ SKIP: {
     $conf =~ s{^(\s*)listen\s+8080;}{${1}listen 127.0.0.1:%%PORT%%;}mg or $ok = 0;
     my ($ap, $bp, $np) = ($alpha->port, $beta->port, $t->port(2));
     $conf =~ s{10\.0\.0\.1[12]:3001}{127.0.0.1:$ap}g or $ok = 0;
+    $conf =~ s{127\.0\.0\.1:8081}{127.0.0.1:%%PORT2%%}g or $ok = 0;
     $conf =~ s{127\.0\.0\.1:3002}{127.0.0.1:$bp}g or $ok = 0;
     $conf =~ s{https://search\.example\.com/mcp}{http://127.0.0.1:$np/mcp}g or $ok = 0;
     my $temp = join '', map { "    ${_}_temp_path %%PREFIX%%/tmp/$_;\n" } qw(client_body proxy fastcgi uwsgi scgi);
     $conf =~ s/^http\s*\{\n/http {\n$temp/m or $ok = 0;
     my $user = $> == 0 ? "user root;\n" : '';
     ok($ok, 'conf/mcp-aggregate.conf: adapted for the test');
-    my $c = McpTest->new(conf => "daemon off;\nmaster_process on;\n$user$conf");
+    my $c = McpTest->new(conf => "daemon off;\nmaster_process on;\n$user$conf", ports => 2);
     my ($rc, $out) = $c->nginx_t;
     is($rc, 0, 'conf/mcp-aggregate.conf: nginx -t passes') or diag($out);
     $c->start;

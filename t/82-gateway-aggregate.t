@@ -513,10 +513,14 @@ for my $bad ([ 'mcp_backend a /x; mcp_backend a /y;', qr/taken/ ],
              [ 'mcp_backend a/b /x;', qr/invalid mcp_backend name/ ],
              [ 'mcp_backend a /x prefix=a__b;', qr/separator/ ],
              [ 'mcp_backend a /x foo=1;', qr/invalid parameter/ ],
-             [ 'mcp_backend a /x; mcp_backend_separator "";', qr/separator/ ]) {
+             [ 'mcp_backend a /x; mcp_backend_separator "";', qr/separator/ ],
+             [ 'mcp_backend a /x; mcp_backend_separator "a b";', qr/space/ ],
+             [ 'mcp_pass http://127.0.0.1:1/mcp; mcp_backend a /x;', qr/without "mcp_pass"/ ],
+             [ 'mcp_backend a /x; mcp_pass http://127.0.0.1:1/mcp;', qr/without "mcp_pass"/ ],
+             [ join(' ', map { "mcp_backend b$_ /x$_;" } 1 .. 33), qr/more than 32/ ]) {
     my $c = McpTest->new(server => "location = /mcp { $bad->[0] }");
     my ($rc, $out) = $c->nginx_t;
-    ok($rc != 0 && $out =~ $bad->[1], "nginx -t refuses: $bad->[0]") or diag($out);
+    ok($rc != 0 && $out =~ $bad->[1], 'nginx -t refuses: ' . substr($bad->[0], 0, 60)) or diag($out);
 }
 
 stop_process($node->{pid}, 'TERM');

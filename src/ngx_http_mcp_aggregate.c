@@ -50,7 +50,6 @@ static ngx_int_t ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
 static const char *ngx_http_mcp_aggregate_key(ngx_str_t *method);
 static ngx_int_t ngx_http_mcp_aggregate_list(ngx_http_mcp_aggregate_op_t *op);
 static ngx_int_t ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op);
-static cJSON *ngx_http_mcp_aggregate_params(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_aggregate_opened_all(
     ngx_http_mcp_aggregate_op_t *op);
 static ngx_int_t ngx_http_mcp_aggregate_capabilities(
@@ -61,10 +60,6 @@ static ngx_int_t ngx_http_mcp_aggregate_merge(ngx_http_mcp_aggregate_op_t *op,
     cJSON *next);
 static void ngx_http_mcp_aggregate_routed(ngx_http_mcp_aggregate_op_t *op);
 static void ngx_http_mcp_aggregate_read(ngx_http_mcp_aggregate_op_t *op);
-static void ngx_http_mcp_aggregate_relay(ngx_http_mcp_call_t *call,
-    cJSON *reply);
-static void ngx_http_mcp_aggregate_unavailable(
-    ngx_http_mcp_aggregate_op_t *op, ngx_http_mcp_aggregate_leg_t *leg);
 
 
 static ngx_command_t  ngx_http_mcp_aggregate_commands[] = {
@@ -725,47 +720,6 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
 }
 
 
-/*
- * The client's params as a backend gets them: without what belongs to
- * the client's exchange with the gateway, a 2026-07-28 request's
- * io.modelcontextprotocol/ _meta (the backend speaks 2025-11-25 in a
- * session) and a task (the gateway offers none).
- */
-
-static cJSON *
-ngx_http_mcp_aggregate_params(ngx_http_mcp_call_t *call)
-{
-    cJSON  *params, *meta, *item, *next;
-
-    params = cJSON_Duplicate(ngx_http_mcp_call_params(call), 1);
-    if (params == NULL) {
-        return NULL;
-    }
-
-    cJSON_DeleteItemFromObjectCaseSensitive(params, "task");
-
-    meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
-
-    for (item = meta ? meta->child : NULL; item; item = next) {
-        next = item->next;
-
-        if (item->string != NULL
-            && ngx_strncmp(item->string, "io.modelcontextprotocol/",
-                           sizeof("io.modelcontextprotocol/") - 1)
-               == 0)
-        {
-            cJSON_Delete(cJSON_DetachItemViaPointer(meta, item));
-        }
-    }
-
-    if (meta != NULL && meta->child == NULL) {
-        cJSON_DeleteItemFromObjectCaseSensitive(params, "_meta");
-    }
-
-    return params;
-}
-
-
 /* initialize, server/discover: the backends' sessions are open */
 
 static void
@@ -1093,84 +1047,6 @@ ngx_http_mcp_aggregate_read(ngx_http_mcp_aggregate_op_t *op)
                      "backend that answered has it, and %ui did not answer "
                      "(\"%V\" among them)", failed, &b->name);
     *p = '\0';
-
-    /* -32000, not -32603: the gateway is fine, an [info] line is enough */
-    ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_SERVER_ERROR,
-                            (const char *) text);
-}
-
-
-/* a backend's JSON-RPC response as the client's */
-
-static void
-ngx_http_mcp_aggregate_relay(ngx_http_mcp_call_t *call, cJSON *reply)
-{
-    cJSON  *result, *error, *code, *message, *data;
-
-    result = cJSON_GetObjectItemCaseSensitive(reply, "result");
-
-    if (result != NULL) {
-        ngx_http_mcp_call_result(call,
-                                 cJSON_DetachItemViaPointer(reply, result));
-        return;
-    }
-
-    error = cJSON_GetObjectItemCaseSensitive(reply, "error");
-    code = cJSON_GetObjectItemCaseSensitive(error, "code");
-    message = cJSON_GetObjectItemCaseSensitive(error, "message");
-    data = cJSON_GetObjectItemCaseSensitive(error, "data");
-
-    if (data != NULL) {
-        data = cJSON_DetachItemViaPointer(error, data);
-    }
-
-    ngx_http_mcp_call_error_data(call, code->valueint,
-                                 cJSON_IsString(message)
-                                 ? message->valuestring : "Backend error",
-                                 data);
-}
-
-
-/*
- * A backend that did not answer: a tool's call is a tool error that
- * names it (the model sees it and may try another way), a prompt an
- * error.
- */
-
-static void
-ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
-    ngx_http_mcp_aggregate_leg_t *leg)
-{
-    u_char     *p, text[512];
-    cJSON      *content, *item;
-    ngx_str_t  *method;
-
-    p = ngx_snprintf(text, sizeof(text) - 1, "Backend \"%V\" is "
-                     "unavailable: %s", &leg->backend->name,
-                     leg->failure ? leg->failure : "no answer");
-    *p = '\0';
-
-    method = ngx_http_mcp_call_method(op->call);
-
-    if (method->len == sizeof("tools/call") - 1
-        && ngx_strncmp(method->data, "tools/call", method->len) == 0)
-    {
-        content = cJSON_CreateArray();
-        item = ngx_http_mcp_text_content((const char *) text);
-
-        if (content == NULL || item == NULL
-            || !cJSON_AddItemToArray(content, item))
-        {
-            cJSON_Delete(content);
-            cJSON_Delete(item);
-            content = NULL;
-        }
-
-        /* NULL: call_result() answers with an internal error */
-        ngx_http_mcp_call_result(op->call,
-                                 ngx_http_mcp_tool_result(content, 1));
-        return;
-    }
 
     /* -32000, not -32603: the gateway is fine, an [info] line is enough */
     ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_SERVER_ERROR,

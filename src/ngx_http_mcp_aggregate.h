@@ -105,6 +105,10 @@ void ngx_http_mcp_aggregate_ask(ngx_http_mcp_aggregate_op_t *op,
 void ngx_http_mcp_aggregate_run(ngx_http_mcp_aggregate_op_t *op);
 ngx_int_t ngx_http_mcp_aggregate_keep_sessions(
     ngx_http_mcp_aggregate_op_t *op);
+cJSON *ngx_http_mcp_aggregate_params(ngx_http_mcp_call_t *call);
+void ngx_http_mcp_aggregate_relay(ngx_http_mcp_call_t *call, cJSON *reply);
+void ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
+    ngx_http_mcp_aggregate_leg_t *leg);
 
 
 extern ngx_module_t  ngx_http_mcp_aggregate_module;

@@ -2,7 +2,9 @@
 /*
  * A leg: what one backend of an mcp_backend location is asked for a
  * client's request, over background subrequests of the client's POST to
- * the backend's location (ngx_http_mcp_loctool_fetch()).
+ * the backend's location (ngx_http_mcp_loctool_fetch()); and, at the
+ * end, the client's params as a backend gets them and a backend's answer
+ * (or its absence) as the client gets it.
  *
  * The session: the gateway speaks 2025-11-25 with sessions to every
  * backend.  A 2025 client's session has its own session at each backend,
@@ -921,4 +923,123 @@ ngx_http_mcp_aggregate_cleanup(void *data)
         op->legs[i].reply = NULL;
         op->legs[i].params = NULL;
     }
+}
+
+
+/*
+ * The client's params as a backend gets them: without what belongs to
+ * the client's exchange with the gateway, a 2026-07-28 request's
+ * io.modelcontextprotocol/ _meta (the backend speaks 2025-11-25 in a
+ * session) and a task (the gateway offers none).
+ */
+
+cJSON *
+ngx_http_mcp_aggregate_params(ngx_http_mcp_call_t *call)
+{
+    cJSON  *params, *meta, *item, *next;
+
+    params = cJSON_Duplicate(ngx_http_mcp_call_params(call), 1);
+    if (params == NULL) {
+        return NULL;
+    }
+
+    cJSON_DeleteItemFromObjectCaseSensitive(params, "task");
+
+    meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+
+    for (item = meta ? meta->child : NULL; item; item = next) {
+        next = item->next;
+
+        if (item->string != NULL
+            && ngx_strncmp(item->string, "io.modelcontextprotocol/",
+                           sizeof("io.modelcontextprotocol/") - 1)
+               == 0)
+        {
+            cJSON_Delete(cJSON_DetachItemViaPointer(meta, item));
+        }
+    }
+
+    if (meta != NULL && meta->child == NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(params, "_meta");
+    }
+
+    return params;
+}
+
+
+/* a backend's JSON-RPC response as the client's */
+
+void
+ngx_http_mcp_aggregate_relay(ngx_http_mcp_call_t *call, cJSON *reply)
+{
+    cJSON  *result, *error, *code, *message, *data;
+
+    result = cJSON_GetObjectItemCaseSensitive(reply, "result");
+
+    if (result != NULL) {
+        ngx_http_mcp_call_result(call,
+                                 cJSON_DetachItemViaPointer(reply, result));
+        return;
+    }
+
+    error = cJSON_GetObjectItemCaseSensitive(reply, "error");
+    code = cJSON_GetObjectItemCaseSensitive(error, "code");
+    message = cJSON_GetObjectItemCaseSensitive(error, "message");
+    data = cJSON_GetObjectItemCaseSensitive(error, "data");
+
+    if (data != NULL) {
+        data = cJSON_DetachItemViaPointer(error, data);
+    }
+
+    ngx_http_mcp_call_error_data(call, code->valueint,
+                                 cJSON_IsString(message)
+                                 ? message->valuestring : "Backend error",
+                                 data);
+}
+
+
+/*
+ * A backend that did not answer: a tool's call is a tool error that
+ * names it (the model sees it and may try another way), a prompt an
+ * error.
+ */
+
+void
+ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
+    ngx_http_mcp_aggregate_leg_t *leg)
+{
+    u_char     *p, text[512];
+    cJSON      *content, *item;
+    ngx_str_t  *method;
+
+    p = ngx_snprintf(text, sizeof(text) - 1, "Backend \"%V\" is "
+                     "unavailable: %s", &leg->backend->name,
+                     leg->failure ? leg->failure : "no answer");
+    *p = '\0';
+
+    method = ngx_http_mcp_call_method(op->call);
+
+    if (method->len == sizeof("tools/call") - 1
+        && ngx_strncmp(method->data, "tools/call", method->len) == 0)
+    {
+        content = cJSON_CreateArray();
+        item = ngx_http_mcp_text_content((const char *) text);
+
+        if (content == NULL || item == NULL
+            || !cJSON_AddItemToArray(content, item))
+        {
+            cJSON_Delete(content);
+            cJSON_Delete(item);
+            content = NULL;
+        }
+
+        /* NULL: call_result() answers with an internal error */
+        ngx_http_mcp_call_result(op->call,
+                                 ngx_http_mcp_tool_result(content, 1));
+        return;
+    }
+
+    /* -32000, not -32603: the gateway is fine, an [info] line is enough */
+    ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_SERVER_ERROR,
+                            (const char *) text);
 }

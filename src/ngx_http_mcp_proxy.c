@@ -108,6 +108,10 @@ ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (ngx_http_mcp_balancer_note(cf, mlcf->upstream.upstream) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     /* the Host the upstream gets: host[:port] as written */
     p = ngx_strlchr(u.url.data, u.url.data + u.url.len, '/');
     mlcf->proxy_host.data = u.url.data;

@@ -3,8 +3,9 @@
 # module's Everything set, each an nginx of its own with one worker, whose
 # access log writes $connection), a gateway with
 #     upstream { mcp_affinity; server A; server B; keepalive 16; }
-# 1,000 tools/call of one session go to its replica over a handful of
-# connections; two sessions on the two replicas both reuse theirs; a replica
+# (with a zone, as deployments have) 1,000 tools/call of one session go to
+# its replica over a handful of connections; two sessions on the two
+# replicas both reuse theirs; a replica
 # marked down or stopped ends its sessions with a JSON-RPC error (never a
 # silent move to the other) while new sessions go to the other; a block
 # without the directive still works, a connection per request, and nginx -t
@@ -41,6 +42,7 @@ sub gw_http {
     log_format gw '\$mcp_request_id \$upstream_addr \$status';
     upstream aff {
         mcp_affinity;
+        zone aff 64k;
         @srv
         keepalive 16;
     }
@@ -273,6 +275,16 @@ sub conf_t {
     ($rc, $out) = conf_t('mcp_affinity; keepalive 8;');
     is($rc, 0, 'nginx -t: mcp_affinity then keepalive: ok');
     unlike($out, qr/mcp_pass to upstream/, '... without the warning');
+
+    # nginx 1.22's keepalive wraps the method before it; later ones wrap
+    # whatever the block has once it is read
+    ($rc, $out) = conf_t('keepalive 8; mcp_affinity;');
+    if ($rc) {
+        like($out, qr/"mcp_affinity" must come before "keepalive"/,
+             'nginx -t: keepalive then mcp_affinity is refused here, saying why');
+    } else {
+        unlike($out, qr/mcp_pass to upstream/, 'nginx -t: keepalive then mcp_affinity: fine here');
+    }
 
     ($rc, $out) = conf_t('mcp_affinity; hash $remote_addr;');
     like($out, qr/mcp_pass to upstream "u" .*no "mcp_affinity"/,

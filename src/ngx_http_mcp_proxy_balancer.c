@@ -217,6 +217,9 @@ ngx_http_mcp_balancer_get_peer(ngx_peer_connection_t *pc, void *data)
                   "mcp affinity: the session's replica %V is not a server "
                   "of the upstream block", &bp->target->name);
 
+    /* as round robin's: nginx logs and copies the name of the attempt */
+    pc->name = bp->rrp.peers->name;
+
     return NGX_BUSY;
 
 found:
@@ -227,7 +230,9 @@ found:
 
         ngx_log_error(NGX_LOG_INFO, pc->log, 0,
                       "mcp affinity: the session's replica %V is down",
-                      &peer->name);
+                      &bp->target->name);
+
+        pc->name = peers->name;
 
         return NGX_BUSY;
     }

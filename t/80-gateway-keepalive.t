@@ -36,7 +36,8 @@ my %replica_of_port = map { ($port[$_] => $_) } 0, 1;
 sub gw_http {
     my (%o) = @_;
     my $down = $o{down} // -1;
-    my @srv = map { "server 127.0.0.1:$port[$_]" . ($_ == $down ? ' down' : '') . ';' } 0, 1;
+    my @srv = map { "server 127.0.0.1:$port[$_]" . ($_ == $down ? ' down' : '') . ';' }
+              grep { !defined $o{only} || $_ == $o{only} } 0, 1;
     return <<"NGX";
     mcp_session_zone zone=gw:1m;
     log_format gw '\$mcp_request_id \$upstream_addr \$status';
@@ -193,7 +194,7 @@ SKIP: {
 # --- a replica marked down: its sessions end, new ones go to the other -----------------
 
 SKIP: {
-    skip 'no session on each replica', 7 unless defined $s[0] && defined $s[1];
+    skip 'no session on each replica', 14 unless defined $s[0] && defined $s[1];
     my $down = 0;
     ok($gw->reload(http => gw_http(down => $down)), "reload: replica $down marked down");
     $gw->expect_log_error(qr/no live upstreams/);
@@ -215,6 +216,22 @@ SKIP: {
     is_deeply(\%to, { 1 - $down => 4 }, 'four new sessions: all on the replica that is up');
 
     ok($gw->reload(http => gw_http()), 'reload: both replicas up again');
+
+    # a replica no longer in the block: the same
+    my $sid0;
+    for (1 .. 8) {
+        my ($sid, $r) = session();
+        $sid0 = $sid, last if defined $r && $r == 0;
+    }
+    ok($sid0, 'a session on replica 0 again');
+    ok($gw->reload(http => gw_http(only => 1)), 'reload: replica 0 left the block');
+    ($msg, $r) = $gw->mcp_request($sid0, 'ping', undef, id => 'gone-from-block');
+    is_rpc_error_body($r, 404, -32001, 'gone-from-block',
+                      'a request of its session: 404, JSON-RPC -32001');
+    like($gw->error_log, qr/the session's replica 127\.0\.0\.1:$port[0] is not a server of the upstream block/,
+         '... the reason at [info]');
+    is(calls($s[1], 2), 2, 'the session on replica 1 goes on');
+    ok($gw->reload(http => gw_http()), 'reload: both replicas in the block again');
 }
 
 # --- a replica stops: its sessions end with an error, never moved ----------------------

@@ -234,6 +234,14 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
         cl->next = body;
     }
 
+    /*
+     * The request's end: a TLS connection buffers what it is given until
+     * a flush.  A fresh connection's next write event flushes it; one
+     * from the keepalive cache gets no such event and held the request
+     * unsent until the client gave up.
+     */
+    b->flush = 1;
+
     r->upstream->request_bufs = cl;
 
     return NGX_OK;

@@ -119,14 +119,35 @@ my $m = McpTest->new(
     ports => 2,
     http  => <<"NGX",
     mcp_session_zone zone=gw:1m;
+    log_format conn '\$connection \$http_mcp_session_id';
+
+    # the same TLS upstream as two servers: calls of a session reuse
+    # their TLS connections
+    upstream pool {
+        mcp_affinity;
+        server 127.0.0.1:%%PORT2%%;
+        server 127.0.0.2:%%PORT2%%;
+        keepalive 8;
+    }
+
+    # one server: every request through the keepalive cache
+    upstream single {
+        server 127.0.0.1:%%PORT2%%;
+        keepalive 8;
+    }
 
     server {
         listen 127.0.0.1:%%PORT2%% ssl;
+        listen 127.0.0.2:%%PORT2%% ssl;
         ssl_certificate        $crt;
         ssl_certificate_key    $key;
         ssl_verify_client      on;
         ssl_client_certificate $ca;
-        location = /mcp { mcp on; mcp_builtin everything; }
+        location = /mcp {
+            mcp on;
+            mcp_builtin everything;
+            access_log %%PREFIX%%/logs/upstream.log conn;
+        }
     }
 NGX
     server => <<"NGX",
@@ -148,6 +169,18 @@ NGX
         location = /no-cert {
             mcp_pass https://localhost:%%PORT2%%/mcp;
         }
+        location = /pool {
+            mcp_pass https://pool/mcp;
+            mcp_pass_ssl_verify off;
+            mcp_pass_ssl_certificate     $dir/gw.crt;
+            mcp_pass_ssl_certificate_key $dir/gw.key;
+        }
+        location = /single {
+            mcp_pass https://single/mcp;
+            mcp_pass_ssl_verify off;
+            mcp_pass_ssl_certificate     $dir/gw.crt;
+            mcp_pass_ssl_certificate_key $dir/gw.key;
+        }
         location = /stranger {
             mcp_pass https://localhost:%%PORT2%%/mcp;
             mcp_pass_ssl_certificate     $stranger;
@@ -163,6 +196,37 @@ for my $path ('/mcp', '/encrypted') {
     my $res = $m->mcp_call($sid, 'tools/call', { name => 'test_simple_text' }, path => $path);
     is(($res->{content} // [])->[0]{text}, 'This is a simple text response for testing.',
        "$path: tools/call through it");
+}
+
+{
+    my ($sid) = eval { $m->mcp_initialize(path => '/pool') };
+    ok($sid, 'a session through an upstream block of two TLS servers with mcp_affinity');
+    my $ok = 0;
+    for (1 .. 100) {
+        my $res = $m->mcp_call($sid, 'tools/call', { name => 'test_simple_text' }, path => '/pool');
+        $ok++ if (($res // {})->{content} // [])->[0]{text};
+    }
+    is($ok, 100, '... 100 tools/call of it answered');
+    McpTest::wait_until(3, sub { (() = (McpTest::_slurp($m->prefix . '/logs/upstream.log') // '') =~ /\n/g) >= 101 });
+    my @l = map { [ split / / ] } split /\n/, McpTest::_slurp($m->prefix . '/logs/upstream.log') // '';
+    my ($usid) = map { $_->[1] } grep { $_->[1] ne '-' } @l;
+    my %conns = map { $_->[0] => 1 } grep { $_->[1] eq ($usid // '') } @l;
+    ok(keys %conns >= 1 && keys %conns <= 4, '... over ' . scalar(keys %conns)
+       . ' TLS connections (4 gateway workers, keepalive 8), not one a call');
+}
+
+{
+    # a request on a cached TLS connection was buffered, never sent, until
+    # the client gave up: every one after the first of a connection
+    my ($sid) = eval { $m->mcp_initialize(path => '/single', timeout => 3) };
+    ok($sid, 'a session through a one-server TLS upstream block with keepalive');
+    my $ok = 0;
+    for (1 .. 10) {
+        my $res = $m->mcp_call($sid, 'tools/call', { name => 'test_simple_text' },
+                               path => '/single', timeout => 3, quiet => 1);
+        $ok++ if (($res // {})->{content} // [])->[0]{text};
+    }
+    is($ok, 10, '... 10 tools/call of it answered, over cached TLS connections');
 }
 
 $m->expect_log_error(qr/upstream answered 400 without a JSON-RPC body/,

@@ -20,6 +20,12 @@
  * A replica's failure counts (max_fails) are not consulted for pinned
  * requests: one slow or broken tool call would else end every session
  * of a live replica for fail_timeout; the connect decides, as it did.
+ *
+ * A directive, not a hook the module installs by itself: balancing
+ * methods, and keepalive in older nginx (1.22), wrap the block's method as
+ * they are read, and the module's own configuration hooks run after the
+ * upstream module has initialized the blocks; so a gateway to a block of
+ * several servers without it is told at nginx -t, and works as before.
  */
 
 

@@ -75,6 +75,9 @@ typedef struct {
     ngx_flag_t                 ssl;         /* https:// upstream */
     ngx_flag_t                 ssl_verify;
     ngx_str_t                  ssl_trusted_certificate;
+    ngx_str_t                  ssl_certificate;   /* the gateway's own, */
+    ngx_str_t                  ssl_certificate_key;  /* for upstreams */
+    ngx_array_t               *ssl_passwords;
     ngx_str_t                  ssl_host;
     size_t                     filter_buffer_size;  /* a reply held for
                                                        tool policy */
@@ -515,6 +518,8 @@ ngx_int_t ngx_http_mcp_listen(ngx_http_mcp_call_t *call);
 /* ---- the gateway: proxy.c, filter.c ---- */
 
 char *ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_mcp_pass_ssl_password_file(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 void ngx_http_mcp_proxy_create_conf(ngx_http_mcp_loc_conf_t *conf);
 char *ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf,
     ngx_http_mcp_loc_conf_t *prev, ngx_http_mcp_loc_conf_t *conf);

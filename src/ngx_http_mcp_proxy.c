@@ -110,6 +110,10 @@ ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (ngx_http_mcp_balancer_note(cf, mlcf->upstream.upstream) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     /* the Host the upstream gets: host[:port] as written */
     p = ngx_strlchr(u.url.data, u.url.data + u.url.len, '/');
     mlcf->proxy_host.data = u.url.data;
@@ -155,6 +159,7 @@ ngx_http_mcp_proxy_create_conf(ngx_http_mcp_loc_conf_t *conf)
     conf->upstream.intercept_errors = NGX_CONF_UNSET;
     conf->pass_authorization = NGX_CONF_UNSET;
     conf->ssl_verify = NGX_CONF_UNSET;
+    conf->ssl_passwords = NGX_CONF_UNSET_PTR;
 
     /* unbuffered: SSE events go out as they come */
     conf->upstream.cyclic_temp_file = 0;
@@ -240,6 +245,10 @@ ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf, ngx_http_mcp_loc_conf_t *prev,
     ngx_conf_merge_value(conf->ssl_verify, prev->ssl_verify, 0);
     ngx_conf_merge_str_value(conf->ssl_trusted_certificate,
                              prev->ssl_trusted_certificate, "");
+    ngx_conf_merge_str_value(conf->ssl_certificate, prev->ssl_certificate, "");
+    ngx_conf_merge_str_value(conf->ssl_certificate_key,
+                             prev->ssl_certificate_key, "");
+    ngx_conf_merge_ptr_value(conf->ssl_passwords, prev->ssl_passwords, NULL);
 
     if (conf->ssl && conf->upstream.ssl == NULL
         && ngx_http_mcp_proxy_ssl(cf, conf) != NGX_OK)
@@ -259,7 +268,8 @@ ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf, ngx_http_mcp_loc_conf_t *prev,
 
 /*
  * TLS to the upstream (mcp_pass https://...): SNI always, the peer's
- * certificate checked against the trusted CAs when asked.
+ * certificate checked against the trusted CAs when asked, the gateway's
+ * own certificate shown to upstreams that ask for one.
  */
 
 static ngx_int_t
@@ -295,6 +305,27 @@ ngx_http_mcp_proxy_ssl(ngx_conf_t *cf, ngx_http_mcp_loc_conf_t *conf)
     conf->upstream.ssl_server_name = 1;
     conf->upstream.ssl_verify = conf->ssl_verify;
 
+    if (conf->ssl_certificate.len || conf->ssl_certificate_key.len) {
+        if (conf->ssl_certificate.len == 0
+            || conf->ssl_certificate_key.len == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"mcp_pass_ssl_certificate\" and "
+                               "\"mcp_pass_ssl_certificate_key\" go "
+                               "together: one is missing");
+            return NGX_ERROR;
+        }
+
+        if (ngx_ssl_certificate(cf, conf->upstream.ssl,
+                                &conf->ssl_certificate,
+                                &conf->ssl_certificate_key,
+                                conf->ssl_passwords)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
     if (conf->ssl_verify) {
         if (conf->ssl_trusted_certificate.len == 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -316,6 +347,39 @@ ngx_http_mcp_proxy_ssl(ngx_conf_t *cf, ngx_http_mcp_loc_conf_t *conf)
 #else
 
     return NGX_ERROR;
+
+#endif
+}
+
+
+/* mcp_pass_ssl_password_file: the passphrases of an encrypted key */
+
+char *
+ngx_http_mcp_pass_ssl_password_file(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+#if (NGX_HTTP_SSL)
+    ngx_http_mcp_loc_conf_t *mlcf = conf;
+
+    ngx_str_t  *value;
+
+    if (mlcf->ssl_passwords != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    mlcf->ssl_passwords = ngx_ssl_read_password_file(cf, &value[1]);
+
+    if (mlcf->ssl_passwords == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+
+#else
+
+    return "requires the http_ssl module";
 
 #endif
 }

@@ -50,5 +50,12 @@ ngx_int_t ngx_http_mcp_proxy_target(ngx_http_mcp_ctx_t *ctx, ngx_str_t *id,
 ngx_int_t ngx_http_mcp_proxy_sesskey_mint(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 
+/* mcp_affinity (ngx_http_mcp_proxy_balancer.c) */
+ngx_uint_t ngx_http_mcp_balancer_bypass(ngx_http_upstream_srv_conf_t *uscf);
+ngx_int_t ngx_http_mcp_balancer_note(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *uscf);
+
+extern ngx_module_t  ngx_http_mcp_balancer_module;
+
 
 #endif /* _NGX_HTTP_MCP_PROXY_H_INCLUDED_ */

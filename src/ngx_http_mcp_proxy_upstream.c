@@ -14,7 +14,6 @@
 #include "ngx_http_mcp_metrics.h"
 
 
-static ngx_uint_t ngx_http_mcp_proxy_one_peer(ngx_http_mcp_loc_conf_t *mlcf);
 static ngx_int_t ngx_http_mcp_proxy_create_request(ngx_http_request_t *r);
 static ngx_table_elt_t *ngx_http_mcp_proxy_header(ngx_http_request_t *r,
     const char *name);
@@ -101,8 +100,12 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
     u->ssl_name = mlcf->ssl_host;
 #endif
 
-    if (pctx->pinned && !ngx_http_mcp_proxy_one_peer(mlcf)) {
-        /* the replica that created the session, not the balancer's pick */
+    if (pctx->pinned && ngx_http_mcp_balancer_bypass(mlcf->upstream.upstream))
+    {
+        /*
+         * The replica that created the session, not the balancer's pick:
+         * a connection of its own (mcp_affinity picks it, and keeps it).
+         */
         u->resolved = ngx_pcalloc(r->pool,
                                   sizeof(ngx_http_upstream_resolved_t));
         if (u->resolved == NULL) {
@@ -123,29 +126,6 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
     ngx_http_upstream_init(r);
 
     return NGX_DONE;
-}
-
-
-/*
- * With one server there is nothing to pin: the request goes through the
- * balancer, and so through the upstream's keepalive pool.
- */
-
-static ngx_uint_t
-ngx_http_mcp_proxy_one_peer(ngx_http_mcp_loc_conf_t *mlcf)
-{
-    ngx_http_upstream_server_t    *server;
-    ngx_http_upstream_srv_conf_t  *uscf;
-
-    uscf = mlcf->upstream.upstream;
-
-    if (uscf->servers == NULL || uscf->servers->nelts != 1) {
-        return 0;
-    }
-
-    server = uscf->servers->elts;
-
-    return server[0].naddrs == 1;
 }
 
 
@@ -253,6 +233,14 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
         body->next = NULL;
         cl->next = body;
     }
+
+    /*
+     * The request's end: a TLS connection buffers what it is given until
+     * a flush.  A fresh connection's next write event flushes it; one
+     * from the keepalive cache gets no such event and held the request
+     * unsent until the client gave up.
+     */
+    b->flush = 1;
 
     r->upstream->request_bufs = cl;
 

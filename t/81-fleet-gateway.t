@@ -80,9 +80,13 @@ NGX
 my $gw_http = <<"NGX";
     log_format gw '\$http_x_tag \$request_method \$upstream_addr \$status';
     log_format sid '\$http_x_tag \$mcp_session_id';
+    # as the README advises: keyed ids pick the replica, mcp_affinity
+    # takes it through the block and its keepalive cache
     upstream replicas {
+        mcp_affinity;
         server 127.0.0.1:@{[ $rep[0]->port ]};
         server 127.0.0.1:@{[ $rep[1]->port ]};
+        keepalive 8;
     }
 NGX
 

@@ -382,6 +382,7 @@ SKIP: {
     my $c = McpTest->new(conf => "daemon off;\nmaster_process on;\n$user$conf", ports => 2);
     my ($rc, $out) = $c->nginx_t;
     is($rc, 0, 'conf/mcp-aggregate.conf: nginx -t passes') or diag($out);
+    unlike($out, qr/\[warn\]/, '... without a warning') or diag($out);
     $c->start;
     my $cs = $c->mcp_initialize;
     my ($ct) = walk($c, $cs, 'tools/list', 'tools');

@@ -186,6 +186,14 @@ ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call)
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, call->log, 0, "mcp call \"%V\"",
                    &call->method);
 
+    if (ngx_http_mcp_call_conf(call)->aggregate != NULL
+        && (m->handler == ngx_http_mcp_initialize
+            || m->handler == ngx_http_mcp_discover))
+    {
+        /* the capabilities are the backends' (mcp_backend) */
+        return ngx_http_mcp_call_conf(call)->aggregate(call, m->handler);
+    }
+
     return m->handler(call);
 }
 
@@ -551,6 +559,11 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call)
     }
 
     mlcf = ngx_http_mcp_call_conf(call);
+
+    if (mlcf->aggregate != NULL) {
+        return mlcf->aggregate(call, NULL);
+    }
+
     set = mlcf->set;
     entries = (ngx_array_t *) ((u_char *) set + l->offset);
     f = NULL;
@@ -600,8 +613,9 @@ ngx_http_mcp_policy_allows(void *data, ngx_str_t *name)
 static ngx_int_t
 ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
 {
-    cJSON      *name;
-    ngx_str_t   s;
+    cJSON                      *name;
+    ngx_str_t                   s;
+    ngx_http_mcp_aggregate_pt   aggregate;
 
     if (ngx_http_mcp_param(call, call->params, "name", cJSON_String, 1,
                            &name) != NGX_OK
@@ -618,13 +632,19 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    call->entry = ngx_http_mcp_find(
-                      &ngx_http_mcp_call_conf(call)->set->tools, &s);
+    aggregate = ngx_http_mcp_call_conf(call)->aggregate;
 
-    if (call->entry == NULL) {
-        return ngx_http_mcp_invalid_params(call, "Unknown tool: %s",
-                                           name->valuestring);
+    if (aggregate == NULL) {
+        call->entry = ngx_http_mcp_find(
+                          &ngx_http_mcp_call_conf(call)->set->tools, &s);
+
+        if (call->entry == NULL) {
+            return ngx_http_mcp_invalid_params(call, "Unknown tool: %s",
+                                               name->valuestring);
+        }
     }
+
+    /* a backend's tool (mcp_backend): the policy sees its full name */
 
     if (!ngx_http_mcp_tool_allowed(ngx_http_mcp_call_conf(call), &s)) {
         ngx_log_error(NGX_LOG_INFO, call->log, 0,
@@ -633,6 +653,10 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
                                 "Tool not allowed");
         return NGX_OK;
+    }
+
+    if (aggregate != NULL) {
+        return aggregate(call, NULL);
     }
 
     if (ngx_http_mcp_call_stateless(call)
@@ -669,6 +693,10 @@ ngx_http_mcp_prompts_get(ngx_http_mcp_call_t *call)
 
     if (ngx_http_mcp_authorize(call, "prompts", NULL) != NGX_OK) {
         return NGX_OK;
+    }
+
+    if (ngx_http_mcp_call_conf(call)->aggregate != NULL) {
+        return ngx_http_mcp_call_conf(call)->aggregate(call, NULL);
     }
 
     call->entry = ngx_http_mcp_find(
@@ -731,6 +759,10 @@ ngx_http_mcp_resources_read(ngx_http_mcp_call_t *call)
 {
     if (ngx_http_mcp_authorize(call, "resources", NULL) != NGX_OK) {
         return NGX_OK;
+    }
+
+    if (ngx_http_mcp_call_conf(call)->aggregate != NULL) {
+        return ngx_http_mcp_call_conf(call)->aggregate(call, NULL);
     }
 
     if (ngx_http_mcp_find_resource(call) == NULL) {

@@ -54,6 +54,17 @@ typedef struct {
 } ngx_http_mcp_main_conf_t;
 
 
+/*
+ * mcp_backend: a location that serves several MCP servers as one
+ * (ngx_http_mcp_aggregate*.c) answers through this hook the methods it
+ * routes, once dispatch has checked the caller's scopes and the tool
+ * policy; next is the method's own handler, for initialize and
+ * server/discover, which it runs once the backends have answered.
+ */
+typedef ngx_int_t (*ngx_http_mcp_aggregate_pt)(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_handler_pt next);
+
+
 typedef struct {
     ngx_flag_t                 enable;
     ngx_http_upstream_conf_t   upstream;    /* mcp_pass */
@@ -92,6 +103,7 @@ typedef struct {
     ngx_msec_t                 task_timeout;   /* a task's ttl */
     ngx_flag_t                 counting;    /* mcp_metrics_counting */
     void                      *health;      /* mcp_health: health.c's */
+    ngx_http_mcp_aggregate_pt  aggregate;   /* mcp_backend's, or NULL */
     unsigned                   own_set:1;   /* set: this level's own
                                                (ngx_http_mcp_conf_set) */
     unsigned                   builtin:1;   /* mcp_builtin given here */
@@ -331,6 +343,14 @@ ngx_int_t ngx_http_mcp_session_subscribe(ngx_shm_zone_t *zone,
 ngx_int_t ngx_http_mcp_session_target(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_pool_t *pool, ngx_http_mcp_target_t *target,
     ngx_http_mcp_reqctx_t *rctx);
+ngx_int_t ngx_http_mcp_session_backend_set(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_uint_t backend, ngx_str_t *sid);
+ngx_int_t ngx_http_mcp_session_backend(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_uint_t backend, ngx_pool_t *pool, ngx_str_t *sid);
+ngx_uint_t ngx_http_mcp_session_backend_down(ngx_shm_zone_t *zone,
+    ngx_str_t *uri, ngx_msec_t retry);
+ngx_int_t ngx_http_mcp_session_backend_health(ngx_shm_zone_t *zone,
+    ngx_str_t *uri, ngx_uint_t ok);
 ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_target_t *target);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);

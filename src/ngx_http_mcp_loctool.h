@@ -63,13 +63,38 @@ typedef struct {
     size_t                        size;
     ngx_str_t                     refused;      /* an argument $mcp_arg_
                                                    would not give */
+    ngx_str_t                     session_id;   /* Mcp-Session-Id of the
+                                                   reply, with
+                                                   want_session */
     unsigned                      header:1;
     unsigned                      told:1;       /* progress for it sent */
     unsigned                      done:1;
     unsigned                      failed:1;
     unsigned                      too_big:1;
     unsigned                      gone:1;       /* the POST went */
+    unsigned                      want_session:1;
 } ngx_http_mcp_loctool_state_t;
+
+
+/* what ngx_http_mcp_loctool_fetch() asks of a location */
+typedef struct {
+    ngx_str_t                     uri;
+    ngx_str_t                     args;
+    ngx_uint_t                    method;
+    ngx_str_t                     method_name;
+    ngx_str_t                     body;         /* in the POST's pool */
+    ngx_table_elt_t              *headers;      /* added, in the POST's
+                                                   pool */
+    ngx_uint_t                    nheaders;
+    size_t                        max;          /* the reply's bound */
+    ngx_event_handler_pt          handler;      /* the state's event */
+    void                         *data;         /* its data */
+    unsigned                      copy_headers:1;  /* the POST's own, but
+                                                      the client's
+                                                      credentials */
+    unsigned                      want_session:1;  /* capture the reply's
+                                                      Mcp-Session-Id */
+} ngx_http_mcp_loctool_fetch_t;
 
 
 /* the request's side, in the POST's pool */
@@ -87,6 +112,9 @@ ngx_int_t ngx_http_mcp_loctool_handler(ngx_http_mcp_call_t *call);
 /* the subrequest's post_subrequest handler: also what marks it as ours */
 ngx_int_t ngx_http_mcp_loctool_done(ngx_http_request_t *sr, void *data,
     ngx_int_t rc);
+ngx_http_mcp_loctool_state_t *ngx_http_mcp_loctool_fetch(
+    ngx_http_mcp_call_t *call, ngx_http_mcp_loctool_fetch_t *f);
+void ngx_http_mcp_loctool_fetch_close(ngx_http_mcp_loctool_state_t *st);
 
 /* ngx_http_mcp_loctool_capture.c */
 ngx_int_t ngx_http_mcp_loctool_add_variables(ngx_conf_t *cf);

@@ -40,7 +40,7 @@
 static ngx_int_t ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call,
     ngx_http_request_t *r, ngx_http_mcp_loctool_t *tool);
 static ngx_int_t ngx_http_mcp_loctool_headers(ngx_http_request_t *r,
-    ngx_http_request_t *sr, ngx_str_t *body);
+    ngx_http_request_t *sr, ngx_str_t *body, ngx_http_mcp_loctool_fetch_t *f);
 static ngx_int_t ngx_http_mcp_loctool_body(ngx_http_mcp_call_t *call,
     ngx_http_request_t *r, ngx_str_t *body);
 static void ngx_http_mcp_loctool_kick(ngx_event_t *ev);
@@ -124,47 +124,14 @@ ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call, ngx_http_request_t *r,
     ngx_http_mcp_loctool_t *tool)
 {
     u_char                           *msg;
-    ngx_str_t                         body, *args;
+    ngx_str_t                         body;
     ngx_pool_t                       *pool;
-    ngx_pool_cleanup_t               *ccln, *rcln;
-    ngx_http_request_t               *sr;
-    ngx_http_mcp_loctool_link_t      *link;
+    ngx_http_mcp_loctool_fetch_t      f;
     ngx_http_mcp_loctool_state_t     *st;
     ngx_http_mcp_loctool_loc_conf_t  *lcf;
 
     pool = ngx_http_mcp_call_pool(call);
     lcf = ngx_http_mcp_call_loc_conf(call, &ngx_http_mcp_loctool_module);
-
-    st = ngx_pcalloc(pool, sizeof(ngx_http_mcp_loctool_state_t));
-    link = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_loctool_link_t));
-    ccln = ngx_pool_cleanup_add(pool, 0);
-    rcln = ngx_pool_cleanup_add(r->pool, 0);
-
-    if (st == NULL || link == NULL || ccln == NULL || rcln == NULL) {
-        return NGX_ERROR;
-    }
-
-    st->call = call;
-    st->tool = tool;
-    st->max = lcf ? lcf->max_size : 1024 * 1024;
-
-    st->timer.handler = ngx_http_mcp_loctool_timeout;
-    st->timer.data = st;
-    st->timer.log = ngx_http_mcp_call_get_log(call);
-    st->event.handler = ngx_http_mcp_loctool_event;
-    st->event.data = st;
-    st->event.log = st->timer.log;
-
-    link->kick.handler = ngx_http_mcp_loctool_kick;
-    link->kick.data = r->connection;
-    link->kick.log = r->connection->log;
-    link->ps.handler = ngx_http_mcp_loctool_done;
-    link->ps.data = link;
-
-    ccln->handler = ngx_http_mcp_loctool_call_cleanup;
-    ccln->data = st;
-    rcln->handler = ngx_http_mcp_loctool_request_cleanup;
-    rcln->data = link;
 
     ngx_str_null(&body);
 
@@ -175,30 +142,30 @@ ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call, ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    args = tool->args.len ? &tool->args : NULL;
+    ngx_memzero(&f, sizeof(ngx_http_mcp_loctool_fetch_t));
 
-    if (ngx_http_subrequest(r, &tool->uri, args, &sr, &link->ps,
-                            NGX_HTTP_SUBREQUEST_BACKGROUND)
-        != NGX_OK)
-    {
+    f.uri = tool->uri;
+    f.args = tool->args;
+    f.method = tool->method;
+    f.method_name = tool->method_name;
+    f.body = body;
+    f.max = lcf ? lcf->max_size : 1024 * 1024;
+    f.handler = ngx_http_mcp_loctool_event;
+    f.copy_headers = 1;
+
+    st = ngx_http_mcp_loctool_fetch(call, &f);
+    if (st == NULL) {
         return NGX_ERROR;
     }
 
-    sr->method = tool->method;
-    sr->method_name = tool->method_name;
+    st->tool = tool;
+    st->event.data = st;
 
-    if (ngx_http_mcp_loctool_headers(r, sr, &body) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    link->sr = sr;
-    link->state = st;
-    st->link = link;
+    st->timer.handler = ngx_http_mcp_loctool_timeout;
+    st->timer.data = st;
+    st->timer.log = ngx_http_mcp_call_get_log(call);
 
     ngx_add_timer(&st->timer, lcf ? lcf->timeout : 30000);
-
-    /* the subrequest runs when the POST's posted requests do; make sure */
-    ngx_post_event(&link->kick, &ngx_posted_events);
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "mcp loctool \"%V\": %V %V", &tool->name,
@@ -222,13 +189,108 @@ ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call, ngx_http_request_t *r,
 
 
 /*
+ * A background subrequest of the call's POST, whose reply the capture
+ * filters take into the call's pool, bounded by f->max: for a
+ * location-backed tool, and for the gateway over several MCP servers
+ * (ngx_http_mcp_aggregate_leg.c).  The state's event, with f->handler,
+ * is posted on news: the header, the end, a reply too big, the POST
+ * gone.  The call's pool cleanup aborts the subrequest if it still runs.
+ */
+
+ngx_http_mcp_loctool_state_t *
+ngx_http_mcp_loctool_fetch(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_loctool_fetch_t *f)
+{
+    ngx_str_t                     *args;
+    ngx_pool_t                    *pool;
+    ngx_pool_cleanup_t            *ccln, *rcln;
+    ngx_http_request_t            *r, *sr;
+    ngx_http_mcp_loctool_link_t   *link;
+    ngx_http_mcp_loctool_state_t  *st;
+
+    r = ngx_http_mcp_call_http_request(call);
+    if (r == NULL) {
+        return NULL;
+    }
+
+    pool = ngx_http_mcp_call_pool(call);
+
+    st = ngx_pcalloc(pool, sizeof(ngx_http_mcp_loctool_state_t));
+    link = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_loctool_link_t));
+    ccln = ngx_pool_cleanup_add(pool, 0);
+    rcln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (st == NULL || link == NULL || ccln == NULL || rcln == NULL) {
+        return NULL;
+    }
+
+    st->call = call;
+    st->max = f->max;
+    st->want_session = f->want_session;
+
+    st->event.handler = f->handler;
+    st->event.data = f->data;
+    st->event.log = ngx_http_mcp_call_get_log(call);
+
+    link->kick.handler = ngx_http_mcp_loctool_kick;
+    link->kick.data = r->connection;
+    link->kick.log = r->connection->log;
+    link->ps.handler = ngx_http_mcp_loctool_done;
+    link->ps.data = link;
+
+    ccln->handler = ngx_http_mcp_loctool_call_cleanup;
+    ccln->data = st;
+    rcln->handler = ngx_http_mcp_loctool_request_cleanup;
+    rcln->data = link;
+
+    args = f->args.len ? &f->args : NULL;
+
+    if (ngx_http_subrequest(r, &f->uri, args, &sr, &link->ps,
+                            NGX_HTTP_SUBREQUEST_BACKGROUND)
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    sr->method = f->method;
+    sr->method_name = f->method_name;
+
+    if (ngx_http_mcp_loctool_headers(r, sr, &f->body, f) != NGX_OK) {
+        return NULL;
+    }
+
+    link->sr = sr;
+    link->state = st;
+    st->link = link;
+
+    /* the subrequest runs when the POST's posted requests do; make sure */
+    ngx_post_event(&link->kick, &ngx_posted_events);
+
+    return st;
+}
+
+
+/* the fetch is no longer wanted: its subrequest is aborted, news dropped */
+
+void
+ngx_http_mcp_loctool_fetch_close(ngx_http_mcp_loctool_state_t *st)
+{
+    if (st->event.posted) {
+        ngx_delete_posted_event(&st->event);
+    }
+
+    ngx_http_mcp_loctool_abort(st);
+}
+
+
+/*
  * The subrequest's headers: the POST's, less what is the MCP client's
  * own (its credentials, its body's framing), plus the JSON body's.
  */
 
 static ngx_int_t
 ngx_http_mcp_loctool_headers(ngx_http_request_t *r, ngx_http_request_t *sr,
-    ngx_str_t *body)
+    ngx_str_t *body, ngx_http_mcp_loctool_fetch_t *f)
 {
     ngx_uint_t                i, k;
     ngx_buf_t                *b;
@@ -247,7 +309,7 @@ ngx_http_mcp_loctool_headers(ngx_http_request_t *r, ngx_http_request_t *sr,
     part = &r->headers_in.headers.part;
     h = part->elts;
 
-    for (i = 0; /* void */; i++) {
+    for (i = 0; f->copy_headers; i++) {
 
         if (i >= part->nelts) {
             if (part->next == NULL) {
@@ -294,6 +356,15 @@ ngx_http_mcp_loctool_headers(ngx_http_request_t *r, ngx_http_request_t *sr,
     sr->headers_in.authorization = NULL;
     sr->headers_in.chunked = 0;
     sr->headers_in.content_length_n = -1;
+
+    for (k = 0; k < f->nheaders; k++) {
+        n = ngx_list_push(&sr->headers_in.headers);
+        if (n == NULL) {
+            return NGX_ERROR;
+        }
+
+        *n = f->headers[k];
+    }
 
     rb = ngx_pcalloc(r->pool, sizeof(ngx_http_request_body_t));
     if (rb == NULL) {

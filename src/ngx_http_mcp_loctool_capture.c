@@ -18,6 +18,8 @@ static ngx_int_t ngx_http_mcp_loctool_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static ngx_int_t ngx_http_mcp_loctool_append(ngx_http_mcp_loctool_state_t *st,
     ngx_buf_t *b);
+static ngx_int_t ngx_http_mcp_loctool_session_id(ngx_http_request_t *r,
+    ngx_http_mcp_loctool_state_t *st);
 static ngx_http_mcp_loctool_link_t *ngx_http_mcp_loctool_link(
     ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_loctool_arg_variable(ngx_http_request_t *r,
@@ -127,10 +129,67 @@ ngx_http_mcp_loctool_header_filter(ngx_http_request_t *r)
         st->too_big = 1;
     }
 
+    if (st->want_session
+        && ngx_http_mcp_loctool_session_id(r, st) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     ngx_post_event(&st->event, &ngx_posted_events);
 
     return NGX_OK;
 }
+
+/*
+ * The reply's Mcp-Session-Id, for the gateway over several MCP servers;
+ * an id over 1024 bytes is not kept (the backend is then sessionless
+ * for us, and its next request fails as a bad session would).
+ */
+
+static ngx_int_t
+ngx_http_mcp_loctool_session_id(ngx_http_request_t *r,
+    ngx_http_mcp_loctool_state_t *st)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NGX_OK;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0
+            || h[i].key.len != sizeof("Mcp-Session-Id") - 1
+            || ngx_strncasecmp(h[i].key.data, (u_char *) "Mcp-Session-Id",
+                               h[i].key.len) != 0
+            || h[i].value.len == 0 || h[i].value.len > 1024)
+        {
+            continue;
+        }
+
+        st->session_id.data = ngx_pstrdup(ngx_http_mcp_call_pool(st->call),
+                                          &h[i].value);
+        if (st->session_id.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        st->session_id.len = h[i].value.len;
+
+        return NGX_OK;
+    }
+}
+
 
 static ngx_int_t
 ngx_http_mcp_loctool_body_filter(ngx_http_request_t *r, ngx_chain_t *in)

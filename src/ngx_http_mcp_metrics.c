@@ -71,6 +71,7 @@ typedef struct {
     ngx_atomic_t               errors[NGX_HTTP_MCP_M_CODES];
     ngx_atomic_t               auth[NGX_HTTP_MCP_M_AUTH];
     ngx_atomic_t               timeouts;    /* server requests */
+    ngx_atomic_t               backend_failures;  /* mcp_backend's */
     ngx_atomic_t               upstream_errors[NGX_HTTP_MCP_M_UPSTREAM_ERRORS];
     ngx_http_mcp_histogram_t   upstream;    /* time to the reply's header */
     ngx_atomic_t               tools[1];    /* (ntools + 1) * outcomes */
@@ -647,6 +648,21 @@ ngx_http_mcp_metrics_server_timeout(void)
 }
 
 
+/* mcp_backend: a backend failed a request (see aggregate_leg.c) */
+
+void
+ngx_http_mcp_metrics_backend_failure(void)
+{
+    ngx_http_mcp_metrics_slot_t  *slot;
+
+    slot = ngx_http_mcp_metrics_slot(NULL);
+
+    if (slot != NULL) {
+        (void) ngx_atomic_fetch_add(&slot->backend_failures, 1);
+    }
+}
+
+
 /* mcp_pass: the upstream's reply header came, start ago */
 
 void
@@ -927,6 +943,15 @@ ngx_http_mcp_metrics_counters(u_char *p, ngx_http_mcp_metrics_conf_t *mcf)
             "# TYPE mcp_server_requests_timed_out_total counter\n"
             "mcp_server_requests_timed_out_total %uL\n",
             ngx_http_mcp_metrics_sum(mcf, ngx_http_mcp_metrics_at(timeouts)));
+
+    p = ngx_sprintf(p,
+            "# HELP mcp_backend_failures_total Requests to an mcp_backend "
+            "that failed (no answer, an HTTP error, a bad or oversize "
+            "reply).\n"
+            "# TYPE mcp_backend_failures_total counter\n"
+            "mcp_backend_failures_total %uL\n",
+            ngx_http_mcp_metrics_sum(mcf,
+                ngx_http_mcp_metrics_at(backend_failures)));
 
     p = ngx_sprintf(p,
             "# HELP mcp_upstream_errors_total mcp_pass requests that failed "

@@ -70,6 +70,7 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     ngx_queue_init(&ctx->sh->queue);
     ngx_queue_init(&ctx->sh->listeners);
+    ngx_queue_init(&ctx->sh->backends);
     ctx->sh->state_key_made = 0;
 
     ngx_rbtree_init(&ctx->sh->clients, &ctx->sh->clients_sentinel,
@@ -200,6 +201,10 @@ ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
 
     if (s->target) {
         ngx_slab_free_locked(ctx->shpool, s->target);
+    }
+
+    if (s->backends) {
+        ngx_slab_free_locked(ctx->shpool, s->backends);
     }
 
     if (s->listen) {

@@ -60,6 +60,16 @@ typedef struct {
 } ngx_http_mcp_target_sh_t;
 
 
+/* an mcp_backend's health, the same for every worker (by its URI) */
+typedef struct {
+    ngx_queue_t                queue;
+    ngx_msec_t                 failed;      /* when it last failed */
+    ngx_uint_t                 down;        /* in a failure episode */
+    size_t                     len;
+    u_char                     uri[1];
+} ngx_http_mcp_health_sh_t;
+
+
 /* a client's sessions, for "mcp_session_zone ... per_client=" */
 typedef struct {
     ngx_rbtree_node_t          node;        /* key: the digest's start */
@@ -95,6 +105,10 @@ typedef struct {
     ngx_uint_t                 nsubscriptions;
     ngx_http_mcp_client_t     *client;      /* per_client=, or NULL */
     ngx_http_mcp_target_sh_t  *target;      /* mcp_pass sessions */
+    u_char                    *backends;    /* mcp_backend: the ids of
+                                               the session at each, see
+                                               session_backend_set() */
+    size_t                     backends_len;
     ngx_http_mcp_listen_sh_t  *listen;      /* subscriptions/listen */
     ngx_queue_t                events;      /* ngx_http_mcp_event_t */
     size_t                     events_size;
@@ -170,6 +184,7 @@ typedef struct {
     ngx_uint_t                 streams;     /* with an owner: open */
     ngx_uint_t                 waiting;     /* server requests pending */
     ngx_uint_t                 dropped;     /* events out of full logs */
+    ngx_queue_t                backends;    /* ngx_http_mcp_health_sh_t */
 } ngx_http_mcp_shctx_t;
 
 

@@ -1,0 +1,117 @@
+
+/*
+ * ngx_http_mcp_aggregate_module: one MCP endpoint over several MCP
+ * servers (mcp_backend).  Each backend is an nginx location that speaks
+ * MCP over HTTP (proxy_pass to the server, as a rule); the location that
+ * names them serves the merged lists and routes calls, prompt gets and
+ * resource reads to them over background subrequests of the client's
+ * POST (ngx_http_mcp_loctool_fetch()).  The configuration, the methods
+ * and the merges are ngx_http_mcp_aggregate.c; a leg, the exchange with
+ * one backend (its session, a retry after it lost it, its reply, its
+ * failures), ngx_http_mcp_aggregate_leg.c.
+ */
+
+
+#ifndef _NGX_HTTP_MCP_AGGREGATE_H_INCLUDED_
+#define _NGX_HTTP_MCP_AGGREGATE_H_INCLUDED_
+
+
+#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_loctool.h"
+
+
+#define NGX_HTTP_MCP_AGGREGATE_MAX      32      /* backends a location */
+#define NGX_HTTP_MCP_AGGREGATE_SID_LEN  1024    /* a backend's session id */
+
+
+/* one mcp_backend line; the part after "worker" is each worker's own */
+typedef struct {
+    ngx_str_t                  name;
+    ngx_str_t                  uri;
+    ngx_str_t                  prefix;      /* the prefix and separator */
+    ngx_uint_t                 index;
+
+    /* worker */
+    cJSON                     *caps;        /* its last capabilities */
+    u_char                     version[32]; /* the version it speaks */
+    size_t                     version_len;
+    u_char                     sid[NGX_HTTP_MCP_AGGREGATE_SID_LEN];
+    size_t                     sid_len;     /* stateless clients' session */
+    unsigned                   sessionless:1;  /* gave no session id */
+    unsigned                   opened:1;    /* sid is this worker's */
+} ngx_http_mcp_backend_t;
+
+
+typedef struct {
+    ngx_array_t               *backends;    /* ngx_http_mcp_backend_t */
+    ngx_str_t                  separator;
+    ngx_msec_t                 timeout;
+    ngx_msec_t                 retry;
+    size_t                     max_size;
+} ngx_http_mcp_aggregate_loc_conf_t;
+
+
+typedef struct ngx_http_mcp_aggregate_op_s  ngx_http_mcp_aggregate_op_t;
+
+typedef void (*ngx_http_mcp_aggregate_done_pt)(
+    ngx_http_mcp_aggregate_op_t *op);
+
+
+/* what one backend is asked, and what it answered */
+typedef struct {
+    ngx_http_mcp_aggregate_op_t   *op;
+    ngx_http_mcp_backend_t        *backend;
+    ngx_http_mcp_loctool_state_t  *st;          /* the fetch under way */
+    const char                    *method;      /* NULL: open the session
+                                                   only */
+    cJSON                         *params;      /* the op's */
+    ngx_str_t                      sid;
+    ngx_uint_t                     step;
+    cJSON                         *reply;       /* the JSON-RPC response,
+                                                   freed with the op */
+    const char                    *failure;
+    unsigned                       retried:1;
+    unsigned                       done:1;
+    unsigned                       failed:1;
+    unsigned                       asked:1;     /* in the op */
+} ngx_http_mcp_aggregate_leg_t;
+
+
+/* a client's request over the backends, in the call's pool */
+struct ngx_http_mcp_aggregate_op_s {
+    ngx_http_mcp_call_t                *call;
+    ngx_http_mcp_aggregate_loc_conf_t  *conf;
+    ngx_http_mcp_aggregate_leg_t       *legs;   /* one per backend */
+    ngx_uint_t                          pending;
+    ngx_event_t                         timer;
+    ngx_http_mcp_aggregate_done_pt      done;
+    ngx_http_mcp_handler_pt             next;   /* initialize, discover */
+    ngx_int_t                         (*finish)(ngx_http_mcp_call_t *call,
+                                                cJSON *result);
+    ngx_uint_t                          target; /* the routed backend */
+    unsigned                            stateless:1;
+    unsigned                            opening:1;  /* initialize */
+    unsigned                            cursor:1;   /* a list's later page */
+    unsigned                            ended:1;
+};
+
+
+/* ngx_http_mcp_aggregate_leg.c */
+ngx_http_mcp_aggregate_op_t *ngx_http_mcp_aggregate_op(
+    ngx_http_mcp_call_t *call, ngx_http_mcp_aggregate_loc_conf_t *conf,
+    ngx_http_mcp_aggregate_done_pt done);
+void ngx_http_mcp_aggregate_ask(ngx_http_mcp_aggregate_op_t *op,
+    ngx_uint_t i, const char *method, cJSON *params);
+void ngx_http_mcp_aggregate_run(ngx_http_mcp_aggregate_op_t *op);
+ngx_int_t ngx_http_mcp_aggregate_keep_sessions(
+    ngx_http_mcp_aggregate_op_t *op);
+cJSON *ngx_http_mcp_aggregate_params(ngx_http_mcp_call_t *call);
+void ngx_http_mcp_aggregate_relay(ngx_http_mcp_call_t *call, cJSON *reply);
+void ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
+    ngx_http_mcp_aggregate_leg_t *leg);
+
+
+extern ngx_module_t  ngx_http_mcp_aggregate_module;
+
+
+#endif /* _NGX_HTTP_MCP_AGGREGATE_H_INCLUDED_ */

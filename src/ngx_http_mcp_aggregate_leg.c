@@ -1,0 +1,1045 @@
+
+/*
+ * A leg: what one backend of an mcp_backend location is asked for a
+ * client's request, over background subrequests of the client's POST to
+ * the backend's location (ngx_http_mcp_loctool_fetch()); and, at the
+ * end, the client's params as a backend gets them and a backend's answer
+ * (or its absence) as the client gets it.
+ *
+ * The session: the gateway speaks 2025-11-25 with sessions to every
+ * backend.  A 2025 client's session has its own session at each backend,
+ * opened at its initialize or the first time the backend is needed, its
+ * id kept with the client's session in the zone; stateless (2026-07-28)
+ * clients share one session per backend and worker.  A backend that
+ * answers 404 (or 400, as some do) to a request with a session id lost
+ * it (it restarted): the leg opens a new one and asks again, once.
+ *
+ * Failures: no answer within mcp_backend_timeout (but for a tool's call,
+ * which may just run long), an HTTP error, a reply
+ * that is not a JSON-RPC response or is larger than
+ * mcp_backend_max_size.  The first failure of an episode is one [warn]
+ * line; every worker then leaves the backend out for mcp_backend_retry
+ * after its last failure (the session zone keeps its health), tries it
+ * again after, and a [notice] line says when it answers again.  A
+ * JSON-RPC error is an answer, not a failure; nor is what is ours (the
+ * client gone, no memory).
+ */
+
+
+#include "ngx_http_mcp_aggregate.h"
+#include "ngx_http_mcp_metrics.h"
+
+
+#define NGX_HTTP_MCP_LEG_INIT         0
+#define NGX_HTTP_MCP_LEG_INITIALIZED  1
+#define NGX_HTTP_MCP_LEG_REQUEST      2
+
+
+static void ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg);
+static ngx_int_t ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
+    const char *method, cJSON *params, ngx_uint_t request);
+static ngx_int_t ngx_http_mcp_aggregate_header(ngx_pool_t *pool,
+    ngx_table_elt_t *h, char *key, char *lowcase, u_char *value, size_t len);
+static void ngx_http_mcp_aggregate_event(ngx_event_t *ev);
+static void ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg);
+static void ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
+    cJSON *reply);
+static ngx_int_t ngx_http_mcp_aggregate_sid(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_str_t *sid);
+static cJSON *ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st);
+static cJSON *ngx_http_mcp_aggregate_response(u_char *p, size_t len);
+static void ngx_http_mcp_aggregate_fail(ngx_http_mcp_aggregate_leg_t *leg,
+    const char *failure);
+static void ngx_http_mcp_aggregate_lost(ngx_http_mcp_aggregate_leg_t *leg,
+    const char *failure);
+static void ngx_http_mcp_aggregate_end(ngx_http_mcp_aggregate_leg_t *leg);
+static void ngx_http_mcp_aggregate_timeout(ngx_event_t *ev);
+static void ngx_http_mcp_aggregate_cleanup(void *data);
+
+
+ngx_http_mcp_aggregate_op_t *
+ngx_http_mcp_aggregate_op(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *conf,
+    ngx_http_mcp_aggregate_done_pt done)
+{
+    ngx_uint_t                    i;
+    ngx_pool_t                   *pool;
+    ngx_pool_cleanup_t           *cln;
+    ngx_http_mcp_backend_t       *b;
+    ngx_http_mcp_aggregate_op_t  *op;
+
+    pool = ngx_http_mcp_call_pool(call);
+
+    op = ngx_pcalloc(pool, sizeof(ngx_http_mcp_aggregate_op_t));
+    if (op == NULL) {
+        return NULL;
+    }
+
+    op->legs = ngx_pcalloc(pool, conf->backends->nelts
+                                 * sizeof(ngx_http_mcp_aggregate_leg_t));
+    cln = ngx_pool_cleanup_add(pool, 0);
+
+    if (op->legs == NULL || cln == NULL) {
+        return NULL;
+    }
+
+    op->call = call;
+    op->conf = conf;
+    op->done = done;
+    op->stateless = ngx_http_mcp_call_client(call)->version
+                    >= NGX_HTTP_MCP_VSTATELESS;
+
+    b = conf->backends->elts;
+
+    for (i = 0; i < conf->backends->nelts; i++) {
+        op->legs[i].op = op;
+        op->legs[i].backend = &b[i];
+    }
+
+    op->timer.handler = ngx_http_mcp_aggregate_timeout;
+    op->timer.data = op;
+    op->timer.log = ngx_http_mcp_call_get_log(call);
+
+    cln->handler = ngx_http_mcp_aggregate_cleanup;
+    cln->data = op;
+
+    ngx_http_mcp_call_set_data(call, op);
+
+    return op;
+}
+
+
+/* backend i is to be asked method (NULL: only its session), params owned */
+
+void
+ngx_http_mcp_aggregate_ask(ngx_http_mcp_aggregate_op_t *op, ngx_uint_t i,
+    const char *method, cJSON *params)
+{
+    op->legs[i].asked = 1;
+    op->legs[i].method = method;
+    op->legs[i].params = params;
+}
+
+
+void
+ngx_http_mcp_aggregate_run(ngx_http_mcp_aggregate_op_t *op)
+{
+    ngx_uint_t  i, n;
+
+    n = op->conf->backends->nelts;
+
+    /* one more, so that a leg that ends at once does not end the op */
+    op->pending = 1;
+
+    for (i = 0; i < n; i++) {
+        if (op->legs[i].asked) {
+            op->pending++;
+        }
+    }
+
+    ngx_add_timer(&op->timer, op->conf->timeout);
+
+    for (i = 0; i < n; i++) {
+        if (op->legs[i].asked) {
+            ngx_http_mcp_aggregate_start(&op->legs[i]);
+        }
+    }
+
+    if (--op->pending == 0) {
+        op->ended = 1;
+
+        if (op->timer.timer_set) {
+            ngx_del_timer(&op->timer);
+        }
+
+        op->done(op);
+    }
+}
+
+
+static void
+ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    ngx_str_t                     sid;
+    ngx_http_mcp_backend_t       *b;
+    ngx_http_mcp_reqctx_t        *rctx;
+    ngx_http_mcp_aggregate_op_t  *op;
+
+    op = leg->op;
+    b = leg->backend;
+
+    if (ngx_http_mcp_session_backend_down(
+            ngx_http_mcp_call_conf(op->call)->zone, &b->uri, op->conf->retry))
+    {
+        leg->failed = 1;
+        leg->failure = "it failed a moment ago, and is left out until "
+                       "mcp_backend_retry has passed";
+        ngx_http_mcp_aggregate_end(leg);
+        return;
+    }
+
+    ngx_str_null(&sid);
+
+    if (op->opening) {
+        /* a new client session: a new session at every backend */
+
+    } else if (op->stateless) {
+        if (b->opened) {
+            sid.data = b->sid;
+            sid.len = b->sid_len;
+        }
+
+    } else {
+        rctx = ngx_http_mcp_call_client(op->call);
+
+        if (ngx_http_mcp_session_backend(
+                ngx_http_mcp_call_conf(op->call)->zone, &rctx->session_id,
+                b->index, ngx_http_mcp_call_pool(op->call), &sid)
+            == NGX_ERROR)
+        {
+            ngx_http_mcp_aggregate_lost(leg, "no memory");
+            return;
+        }
+    }
+
+    leg->sid = sid;
+
+    if (sid.len == 0 && !(b->sessionless && (b->opened || !op->stateless)))
+    {
+        leg->step = NGX_HTTP_MCP_LEG_INIT;
+
+    } else if (leg->method == NULL) {
+        /* the session is there already */
+        ngx_http_mcp_aggregate_end(leg);
+        return;
+
+    } else {
+        leg->step = NGX_HTTP_MCP_LEG_REQUEST;
+    }
+
+    if (leg->step == NGX_HTTP_MCP_LEG_INIT) {
+        if (ngx_http_mcp_aggregate_send(leg, "initialize", NULL, 1)
+            != NGX_OK)
+        {
+            ngx_http_mcp_aggregate_lost(leg, "could not start a "
+                                             "subrequest");
+        }
+
+        return;
+    }
+
+    if (ngx_http_mcp_aggregate_send(leg, leg->method, leg->params, 1)
+        != NGX_OK)
+    {
+        ngx_http_mcp_aggregate_lost(leg, "could not start a subrequest");
+    }
+}
+
+
+/*
+ * A JSON-RPC message to the backend's location, with the session's
+ * headers; request: it has an id (1: one request a subrequest).
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
+    const char *method, cJSON *params, ngx_uint_t request)
+{
+    char                          *json;
+    cJSON                         *msg, *p, *caps, *info;
+    ngx_uint_t                     n;
+    ngx_table_elt_t               *h;
+    ngx_http_request_t            *r;
+    ngx_http_mcp_backend_t        *b;
+    ngx_http_mcp_loctool_fetch_t   f;
+
+    b = leg->backend;
+    r = ngx_http_mcp_call_http_request(leg->op->call);
+
+    if (r == NULL) {
+        return NGX_ERROR;
+    }
+
+    msg = cJSON_CreateObject();
+    if (msg == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (cJSON_AddStringToObject(msg, "jsonrpc", "2.0") == NULL
+        || (request && cJSON_AddNumberToObject(msg, "id", 1) == NULL)
+        || cJSON_AddStringToObject(msg, "method", method) == NULL)
+    {
+        goto failed;
+    }
+
+    if (leg->step == NGX_HTTP_MCP_LEG_INIT) {
+        p = cJSON_AddObjectToObject(msg, "params");
+        caps = (p != NULL) ? cJSON_AddObjectToObject(p, "capabilities")
+                           : NULL;
+        info = (p != NULL) ? cJSON_AddObjectToObject(p, "clientInfo") : NULL;
+
+        if (caps == NULL || info == NULL
+            || cJSON_AddStringToObject(p, "protocolVersion", "2025-11-25")
+               == NULL
+            || cJSON_AddStringToObject(info, "name", "nginx-mcp-gateway")
+               == NULL
+            || cJSON_AddStringToObject(info, "version",
+                                       NGX_HTTP_MCP_MODULE_VERSION)
+               == NULL)
+        {
+            goto failed;
+        }
+
+    } else if (params != NULL) {
+        p = cJSON_Duplicate(params, 1);
+
+        if (p == NULL || !cJSON_AddItemToObject(msg, "params", p)) {
+            cJSON_Delete(p);
+            goto failed;
+        }
+    }
+
+    json = cJSON_PrintUnformatted(msg);
+    cJSON_Delete(msg);
+
+    if (json == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(&f, sizeof(ngx_http_mcp_loctool_fetch_t));
+
+    f.body.len = ngx_strlen(json);
+    f.body.data = ngx_pnalloc(r->pool, f.body.len);
+
+    if (f.body.data != NULL) {
+        ngx_memcpy(f.body.data, json, f.body.len);
+    }
+
+    cJSON_free(json);
+
+    h = ngx_pcalloc(r->pool, 3 * sizeof(ngx_table_elt_t));
+
+    if (f.body.data == NULL || h == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = 0;
+
+    if (ngx_http_mcp_aggregate_header(r->pool, &h[n++], "Accept", "accept",
+            (u_char *) "application/json, text/event-stream",
+            sizeof("application/json, text/event-stream") - 1)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (leg->sid.len) {
+        if (ngx_http_mcp_aggregate_header(r->pool, &h[n++], "Mcp-Session-Id",
+                                          "mcp-session-id", leg->sid.data,
+                                          leg->sid.len)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    if (leg->step != NGX_HTTP_MCP_LEG_INIT && b->version_len) {
+        if (ngx_http_mcp_aggregate_header(r->pool, &h[n++],
+                                          "MCP-Protocol-Version",
+                                          "mcp-protocol-version",
+                                          b->version, b->version_len)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    f.uri = b->uri;
+    f.method = NGX_HTTP_POST;
+    ngx_str_set(&f.method_name, "POST");
+    f.headers = h;
+    f.nheaders = n;
+    f.max = leg->op->conf->max_size;
+    f.handler = ngx_http_mcp_aggregate_event;
+    f.data = leg;
+    f.want_session = (leg->step == NGX_HTTP_MCP_LEG_INIT);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "mcp backend \"%V\": %s to %V", &b->name, method, &b->uri);
+
+    leg->st = ngx_http_mcp_loctool_fetch(leg->op->call, &f);
+
+    return (leg->st != NULL) ? NGX_OK : NGX_ERROR;
+
+failed:
+
+    cJSON_Delete(msg);
+    return NGX_ERROR;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_aggregate_header(ngx_pool_t *pool, ngx_table_elt_t *h,
+    char *key, char *lowcase, u_char *value, size_t len)
+{
+    h->hash = 1;
+    h->key.data = (u_char *) key;
+    h->key.len = ngx_strlen(key);
+    h->lowcase_key = (u_char *) lowcase;
+
+    h->value.data = ngx_pnalloc(pool, len);
+    if (h->value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(h->value.data, value, len);
+    h->value.len = len;
+
+    return NGX_OK;
+}
+
+
+/* news of the leg's fetch */
+
+static void
+ngx_http_mcp_aggregate_event(ngx_event_t *ev)
+{
+    ngx_http_mcp_aggregate_leg_t *leg = ev->data;
+
+    ngx_http_mcp_loctool_state_t  *st;
+
+    st = leg->st;
+
+    if (leg->done || st == NULL) {
+        return;
+    }
+
+    if (st->too_big) {
+        ngx_http_mcp_aggregate_fail(leg, "its reply is larger than "
+                                         "mcp_backend_max_size");
+        return;
+    }
+
+    if (st->done) {
+        if (st->failed) {
+            ngx_http_mcp_aggregate_fail(leg, "its location failed");
+            return;
+        }
+
+        ngx_http_mcp_aggregate_answer(leg);
+        return;
+    }
+
+    if (st->gone) {
+        ngx_http_mcp_aggregate_lost(leg, "the client's request went away");
+    }
+}
+
+
+static void
+ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    u_char                        *p;
+    cJSON                         *reply;
+    ngx_str_t                      none = ngx_null_string;
+    ngx_http_mcp_loctool_state_t  *st;
+
+    st = leg->st;
+    leg->st = NULL;
+
+    ngx_http_mcp_loctool_fetch_close(st);
+
+    if ((st->status == NGX_HTTP_NOT_FOUND
+         || st->status == NGX_HTTP_BAD_REQUEST)
+        && leg->sid.len
+        && leg->step != NGX_HTTP_MCP_LEG_INIT && !leg->retried)
+    {
+        /*
+         * the backend lost the session (it restarted): a new one, once;
+         * 404 is the spec's answer, 400 what some servers give
+         */
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_http_mcp_call_get_log(
+                       leg->op->call), 0,
+                       "mcp backend \"%V\": session lost, reopening",
+                       &leg->backend->name);
+
+        leg->retried = 1;
+
+        if (!leg->op->opening) {
+            (void) ngx_http_mcp_aggregate_sid(leg, &none);
+        }
+
+        ngx_str_null(&leg->sid);
+        leg->step = NGX_HTTP_MCP_LEG_INIT;
+
+        if (ngx_http_mcp_aggregate_send(leg, "initialize", NULL, 1)
+            != NGX_OK)
+        {
+            ngx_http_mcp_aggregate_lost(leg, "could not start a "
+                                             "subrequest");
+        }
+
+        return;
+    }
+
+    if (leg->step == NGX_HTTP_MCP_LEG_INITIALIZED) {
+        if (st->status < NGX_HTTP_OK
+            || st->status >= NGX_HTTP_SPECIAL_RESPONSE)
+        {
+            goto status;
+        }
+
+        if (!leg->op->opening
+            && ngx_http_mcp_aggregate_sid(leg, &leg->sid) != NGX_OK)
+        {
+            ngx_http_mcp_aggregate_lost(leg, "no room to keep its session");
+            return;
+        }
+
+        if (leg->method == NULL) {
+            ngx_http_mcp_aggregate_end(leg);
+            return;
+        }
+
+        leg->step = NGX_HTTP_MCP_LEG_REQUEST;
+
+        if (ngx_http_mcp_aggregate_send(leg, leg->method, leg->params, 1)
+            != NGX_OK)
+        {
+            ngx_http_mcp_aggregate_lost(leg, "could not start a "
+                                             "subrequest");
+        }
+
+        return;
+    }
+
+    if (st->status != NGX_HTTP_OK) {
+        goto status;
+    }
+
+    reply = ngx_http_mcp_aggregate_parse(st);
+
+    if (reply == NULL) {
+        ngx_http_mcp_aggregate_fail(leg, "its reply is no JSON-RPC "
+                                         "response");
+        return;
+    }
+
+    if (leg->step == NGX_HTTP_MCP_LEG_INIT) {
+        leg->sid = st->session_id;
+        ngx_http_mcp_aggregate_opened(leg, reply);
+        return;
+    }
+
+    leg->reply = reply;
+
+    ngx_http_mcp_aggregate_end(leg);
+    return;
+
+status:
+
+    /* the status only: the page may say what the client must not see */
+    p = ngx_pnalloc(ngx_http_mcp_call_pool(leg->op->call),
+                    sizeof("it answered HTTP 000"));
+
+    if (p != NULL) {
+        ngx_sprintf(p, "it answered HTTP %03ui%Z", st->status % 1000);
+    }
+
+    ngx_http_mcp_aggregate_fail(leg, p ? (const char *) p
+                                       : "it answered an HTTP error");
+}
+
+
+/* initialize's answer: what the backend speaks; then notifications/init */
+
+static void
+ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
+    cJSON *reply)
+{
+    cJSON                   *result, *version, *caps;
+    ngx_http_mcp_backend_t  *b;
+
+    b = leg->backend;
+
+    result = cJSON_GetObjectItemCaseSensitive(reply, "result");
+    version = cJSON_GetObjectItemCaseSensitive(result, "protocolVersion");
+    caps = cJSON_GetObjectItemCaseSensitive(result, "capabilities");
+
+    if (!cJSON_IsString(version) || !cJSON_IsObject(caps)
+        || ngx_strlen(version->valuestring) >= sizeof(b->version))
+    {
+        cJSON_Delete(reply);
+        ngx_http_mcp_aggregate_fail(leg, "it refused initialize");
+        return;
+    }
+
+    b->version_len = ngx_strlen(version->valuestring);
+    ngx_memcpy(b->version, version->valuestring, b->version_len);
+
+    /* kept by the worker, for the capabilities of later sessions */
+    cJSON_Delete(b->caps);
+    b->caps = cJSON_DetachItemViaPointer(result, caps);
+
+    cJSON_Delete(reply);
+
+    b->sessionless = (leg->sid.len == 0);
+
+    leg->step = NGX_HTTP_MCP_LEG_INITIALIZED;
+
+    if (ngx_http_mcp_aggregate_send(leg, "notifications/initialized", NULL, 0)
+        != NGX_OK)
+    {
+        ngx_http_mcp_aggregate_lost(leg, "could not start a subrequest");
+    }
+}
+
+
+/* keeps (or with an empty one, forgets) the leg's session at its backend */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_sid(ngx_http_mcp_aggregate_leg_t *leg, ngx_str_t *sid)
+{
+    ngx_http_mcp_backend_t  *b;
+    ngx_http_mcp_reqctx_t   *rctx;
+
+    b = leg->backend;
+
+    if (leg->op->stateless) {
+        if (sid->len > sizeof(b->sid)) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(b->sid, sid->data, sid->len);
+        b->sid_len = sid->len;
+        b->opened = (sid->len || b->sessionless);
+        return NGX_OK;
+    }
+
+    rctx = ngx_http_mcp_call_client(leg->op->call);
+
+    if (ngx_http_mcp_session_backend_set(
+            ngx_http_mcp_call_conf(leg->op->call)->zone, &rctx->session_id,
+            b->index, sid)
+        == NGX_ERROR)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* a new client session's ids at its backends, once the session exists */
+
+ngx_int_t
+ngx_http_mcp_aggregate_keep_sessions(ngx_http_mcp_aggregate_op_t *op)
+{
+    ngx_uint_t                     i;
+    ngx_http_mcp_aggregate_leg_t  *leg;
+
+    op->opening = 0;
+
+    for (i = 0; i < op->conf->backends->nelts; i++) {
+        leg = &op->legs[i];
+
+        if (!leg->asked || leg->failed || leg->sid.len == 0) {
+            continue;
+        }
+
+        if (ngx_http_mcp_aggregate_sid(leg, &leg->sid) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The reply: a JSON-RPC response as application/json, or the response
+ * among the events of a text/event-stream (its notifications are not
+ * relayed yet).
+ */
+
+static cJSON *
+ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st)
+{
+    u_char  *p, *last, *eol, *data, *d;
+    cJSON   *reply;
+    size_t   len;
+
+    if (st->len == 0) {
+        return NULL;
+    }
+
+    if (st->type.len != sizeof("text/event-stream") - 1
+        || ngx_strncmp(st->type.data, "text/event-stream", st->type.len)
+           != 0)
+    {
+        return ngx_http_mcp_aggregate_response(st->body, st->len);
+    }
+
+    /* an event's data lines, joined: never longer than the body */
+    data = ngx_pnalloc(ngx_http_mcp_call_pool(st->call), st->len);
+    if (data == NULL) {
+        return NULL;
+    }
+
+    d = data;
+    p = st->body;
+    last = st->body + st->len;
+
+    while (p < last) {
+        eol = ngx_strlchr(p, last, '\n');
+        len = (eol ? eol : last) - p;
+
+        if (len && p[len - 1] == '\r') {
+            len--;
+        }
+
+        if (len == 0) {
+            /* the event ends */
+            if (d > data) {
+                reply = ngx_http_mcp_aggregate_response(data, d - data);
+
+                if (reply != NULL) {
+                    return reply;
+                }
+            }
+
+            d = data;
+
+        } else if (len >= 5 && ngx_strncmp(p, "data:", 5) == 0) {
+            if (d > data) {
+                *d++ = '\n';
+            }
+
+            p += 5;
+            len -= 5;
+
+            if (len && *p == ' ') {
+                p++;
+                len--;
+            }
+
+            d = ngx_cpymem(d, p, len);
+        }
+
+        p = eol ? eol + 1 : last;
+    }
+
+    return (d > data) ? ngx_http_mcp_aggregate_response(data, d - data)
+                      : NULL;
+}
+
+
+/* a JSON-RPC response (a result or an error object), or NULL */
+
+static cJSON *
+ngx_http_mcp_aggregate_response(u_char *p, size_t len)
+{
+    cJSON  *reply, *error;
+
+    reply = cJSON_ParseWithLength((const char *) p, len);
+
+    if (!cJSON_IsObject(reply)
+        || !cJSON_HasObjectItem(reply, "id"))
+    {
+        cJSON_Delete(reply);
+        return NULL;
+    }
+
+    error = cJSON_GetObjectItemCaseSensitive(reply, "error");
+
+    if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(reply, "result"))
+        || (cJSON_IsObject(error)
+            && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(error,
+                                                                "code"))))
+    {
+        return reply;
+    }
+
+    cJSON_Delete(reply);
+    return NULL;
+}
+
+
+static void
+ngx_http_mcp_aggregate_fail(ngx_http_mcp_aggregate_leg_t *leg,
+    const char *failure)
+{
+    ngx_http_mcp_backend_t  *b;
+
+    b = leg->backend;
+
+    if (leg->st != NULL) {
+        ngx_http_mcp_loctool_fetch_close(leg->st);
+        leg->st = NULL;
+    }
+
+    leg->failed = 1;
+    leg->failure = failure;
+
+    ngx_http_mcp_metrics_backend_failure();
+
+    if (ngx_http_mcp_session_backend_health(
+            ngx_http_mcp_call_conf(leg->op->call)->zone, &b->uri, 0)
+        == NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_WARN, ngx_http_mcp_call_get_log(leg->op->call),
+                      0, "mcp: backend \"%V\" (%V) failed: %s; it is left "
+                      "out until it answers again", &b->name, &b->uri,
+                      failure);
+    }
+
+    if (leg->op->stateless) {
+        /* its session may be gone with it */
+        b->opened = 0;
+        b->sid_len = 0;
+    }
+
+    ngx_http_mcp_aggregate_end(leg);
+}
+
+
+/*
+ * A leg that ends without an answer for a reason of ours (the client
+ * went, no memory): the backend is not to blame.
+ */
+
+static void
+ngx_http_mcp_aggregate_lost(ngx_http_mcp_aggregate_leg_t *leg,
+    const char *failure)
+{
+    if (leg->st != NULL) {
+        ngx_http_mcp_loctool_fetch_close(leg->st);
+        leg->st = NULL;
+    }
+
+    leg->failed = 1;
+    leg->failure = failure;
+
+    ngx_http_mcp_aggregate_end(leg);
+}
+
+
+static void
+ngx_http_mcp_aggregate_end(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    ngx_http_mcp_backend_t       *b;
+    ngx_http_mcp_aggregate_op_t  *op;
+
+    op = leg->op;
+    b = leg->backend;
+
+    if (leg->done) {
+        return;
+    }
+
+    leg->done = 1;
+
+    if (!leg->failed && (leg->reply != NULL || leg->method == NULL)
+        && ngx_http_mcp_session_backend_health(
+               ngx_http_mcp_call_conf(op->call)->zone, &b->uri, 1)
+           == NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_NOTICE, ngx_http_mcp_call_get_log(op->call), 0,
+                      "mcp: backend \"%V\" answers again", &b->name);
+    }
+
+    if (--op->pending || op->ended) {
+        return;
+    }
+
+    op->ended = 1;
+
+    if (op->timer.timer_set) {
+        ngx_del_timer(&op->timer);
+    }
+
+    /* the last thing: it may end the call, and the op with it */
+    op->done(op);
+}
+
+
+static void
+ngx_http_mcp_aggregate_timeout(ngx_event_t *ev)
+{
+    ngx_http_mcp_aggregate_op_t *op = ev->data;
+
+    ngx_uint_t                     i, n;
+    ngx_http_mcp_aggregate_leg_t  *leg;
+
+    n = op->conf->backends->nelts;
+
+    /* one more, so that the op ends once, after the loop */
+    op->pending++;
+
+    for (i = 0; i < n; i++) {
+        leg = &op->legs[i];
+
+        if (!leg->asked || leg->done) {
+            continue;
+        }
+
+        if (leg->step == NGX_HTTP_MCP_LEG_REQUEST && leg->method != NULL
+            && ngx_strcmp(leg->method, "tools/call") == 0)
+        {
+            /* a tool that runs long: the backend itself may be fine */
+            ngx_http_mcp_aggregate_lost(leg, "no answer within "
+                                             "mcp_backend_timeout");
+            continue;
+        }
+
+        ngx_http_mcp_aggregate_fail(leg, "no answer within "
+                                         "mcp_backend_timeout");
+    }
+
+    if (--op->pending == 0 && !op->ended) {
+        op->ended = 1;
+        op->done(op);
+    }
+}
+
+
+/* the call ended or was cancelled: what the op holds goes */
+
+static void
+ngx_http_mcp_aggregate_cleanup(void *data)
+{
+    ngx_http_mcp_aggregate_op_t *op = data;
+
+    ngx_uint_t  i;
+
+    if (op->timer.timer_set) {
+        ngx_del_timer(&op->timer);
+    }
+
+    for (i = 0; i < op->conf->backends->nelts; i++) {
+        cJSON_Delete(op->legs[i].reply);
+        cJSON_Delete(op->legs[i].params);
+        op->legs[i].reply = NULL;
+        op->legs[i].params = NULL;
+    }
+}
+
+
+/*
+ * The client's params as a backend gets them: without what belongs to
+ * the client's exchange with the gateway, a 2026-07-28 request's
+ * io.modelcontextprotocol/ _meta (the backend speaks 2025-11-25 in a
+ * session) and a task (the gateway offers none).
+ */
+
+cJSON *
+ngx_http_mcp_aggregate_params(ngx_http_mcp_call_t *call)
+{
+    cJSON  *params, *meta, *item, *next;
+
+    params = cJSON_Duplicate(ngx_http_mcp_call_params(call), 1);
+    if (params == NULL) {
+        return NULL;
+    }
+
+    cJSON_DeleteItemFromObjectCaseSensitive(params, "task");
+
+    meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+
+    for (item = meta ? meta->child : NULL; item; item = next) {
+        next = item->next;
+
+        if (item->string != NULL
+            && ngx_strncmp(item->string, "io.modelcontextprotocol/",
+                           sizeof("io.modelcontextprotocol/") - 1)
+               == 0)
+        {
+            cJSON_Delete(cJSON_DetachItemViaPointer(meta, item));
+        }
+    }
+
+    if (meta != NULL && meta->child == NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(params, "_meta");
+    }
+
+    return params;
+}
+
+
+/* a backend's JSON-RPC response as the client's */
+
+void
+ngx_http_mcp_aggregate_relay(ngx_http_mcp_call_t *call, cJSON *reply)
+{
+    cJSON  *result, *error, *code, *message, *data;
+
+    result = cJSON_GetObjectItemCaseSensitive(reply, "result");
+
+    if (result != NULL) {
+        ngx_http_mcp_call_result(call,
+                                 cJSON_DetachItemViaPointer(reply, result));
+        return;
+    }
+
+    error = cJSON_GetObjectItemCaseSensitive(reply, "error");
+    code = cJSON_GetObjectItemCaseSensitive(error, "code");
+    message = cJSON_GetObjectItemCaseSensitive(error, "message");
+    data = cJSON_GetObjectItemCaseSensitive(error, "data");
+
+    if (data != NULL) {
+        data = cJSON_DetachItemViaPointer(error, data);
+    }
+
+    ngx_http_mcp_call_error_data(call, code->valueint,
+                                 cJSON_IsString(message)
+                                 ? message->valuestring : "Backend error",
+                                 data);
+}
+
+
+/*
+ * A backend that did not answer: a tool's call is a tool error that
+ * names it (the model sees it and may try another way), a prompt an
+ * error.
+ */
+
+void
+ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
+    ngx_http_mcp_aggregate_leg_t *leg)
+{
+    u_char     *p, text[512];
+    cJSON      *content, *item;
+    ngx_str_t  *method;
+
+    p = ngx_snprintf(text, sizeof(text) - 1, "Backend \"%V\" is "
+                     "unavailable: %s", &leg->backend->name,
+                     leg->failure ? leg->failure : "no answer");
+    *p = '\0';
+
+    method = ngx_http_mcp_call_method(op->call);
+
+    if (method->len == sizeof("tools/call") - 1
+        && ngx_strncmp(method->data, "tools/call", method->len) == 0)
+    {
+        content = cJSON_CreateArray();
+        item = ngx_http_mcp_text_content((const char *) text);
+
+        if (content == NULL || item == NULL
+            || !cJSON_AddItemToArray(content, item))
+        {
+            cJSON_Delete(content);
+            cJSON_Delete(item);
+            content = NULL;
+        }
+
+        /* NULL: call_result() answers with an internal error */
+        ngx_http_mcp_call_result(op->call,
+                                 ngx_http_mcp_tool_result(content, 1));
+        return;
+    }
+
+    /* -32000, not -32603: the gateway is fine, an [info] line is enough */
+    ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_SERVER_ERROR,
+                            (const char *) text);
+}

@@ -525,6 +525,7 @@ ngx_http_mcp_aggregate_list(ngx_http_mcp_aggregate_op_t *op)
     cJSON       *cursor, *pairs, *pair, *index, *their, *params;
     ngx_str_t    src, dst, *m;
     ngx_uint_t   i, n;
+    const char  *failure;
 
     m = ngx_http_mcp_call_method(op->call);
 
@@ -572,7 +573,13 @@ ngx_http_mcp_aggregate_list(ngx_http_mcp_aggregate_op_t *op)
         goto invalid;
     }
 
-    pairs = cJSON_ParseWithLength((const char *) dst.data, dst.len);
+    /* the client's text: the strict scan, as for any body it sends */
+    if (ngx_http_mcp_json_parse(ngx_http_mcp_call_pool(op->call), dst.data,
+                                dst.len, NULL, &pairs, &failure)
+        != NGX_OK)
+    {
+        goto invalid;
+    }
 
     if (!cJSON_IsArray(pairs) || cJSON_GetArraySize(pairs) == 0) {
         goto invalid;

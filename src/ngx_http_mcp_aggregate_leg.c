@@ -47,7 +47,8 @@ static void ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
 static ngx_int_t ngx_http_mcp_aggregate_sid(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_str_t *sid);
 static cJSON *ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st);
-static cJSON *ngx_http_mcp_aggregate_response(u_char *p, size_t len);
+static cJSON *ngx_http_mcp_aggregate_response(ngx_pool_t *pool, u_char *p,
+    size_t len);
 static void ngx_http_mcp_aggregate_fail(ngx_http_mcp_aggregate_leg_t *leg,
     const char *failure);
 static void ngx_http_mcp_aggregate_lost(ngx_http_mcp_aggregate_leg_t *leg,
@@ -678,7 +679,8 @@ ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st)
         || ngx_strncmp(st->type.data, "text/event-stream", st->type.len)
            != 0)
     {
-        return ngx_http_mcp_aggregate_response(st->body, st->len);
+        return ngx_http_mcp_aggregate_response(ngx_http_mcp_call_pool(st->call),
+                                                st->body, st->len);
     }
 
     /* an event's data lines, joined: never longer than the body */
@@ -702,7 +704,8 @@ ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st)
         if (len == 0) {
             /* the event ends */
             if (d > data) {
-                reply = ngx_http_mcp_aggregate_response(data, d - data);
+                reply = ngx_http_mcp_aggregate_response(
+                            ngx_http_mcp_call_pool(st->call), data, d - data);
 
                 if (reply != NULL) {
                     return reply;
@@ -730,19 +733,30 @@ ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st)
         p = eol ? eol + 1 : last;
     }
 
-    return (d > data) ? ngx_http_mcp_aggregate_response(data, d - data)
+    return (d > data) ? ngx_http_mcp_aggregate_response(
+                            ngx_http_mcp_call_pool(st->call), data, d - data)
                       : NULL;
 }
 
 
-/* a JSON-RPC response (a result or an error object), or NULL */
+/*
+ * A JSON-RPC response (a result or an error object), or NULL.  A
+ * backend is untrusted: its reply passes the strict scan, as a POST body
+ * does, so that a duplicate member or trailing bytes cannot mean one
+ * thing here and another to whoever reads the text after us.
+ */
 
 static cJSON *
-ngx_http_mcp_aggregate_response(u_char *p, size_t len)
+ngx_http_mcp_aggregate_response(ngx_pool_t *pool, u_char *p, size_t len)
 {
-    cJSON  *reply, *error;
+    cJSON       *reply, *error;
+    const char  *failure;
 
-    reply = cJSON_ParseWithLength((const char *) p, len);
+    if (ngx_http_mcp_json_parse(pool, p, len, NULL, &reply, &failure)
+        != NGX_OK)
+    {
+        return NULL;
+    }
 
     if (!cJSON_IsObject(reply)
         || !cJSON_HasObjectItem(reply, "id"))

@@ -1,8 +1,9 @@
 
 /*
  * The strict JSON scan (ngx_http_mcp_json.c): one meaning for every
- * parser.  Used by jsonrpc.c for POST bodies and by jwt.c for tokens and
- * key sets.
+ * parser.  Used by jsonrpc.c for POST bodies, by jwt.c for tokens and
+ * key sets, and for what a backend (mcp_backend), a tool's location
+ * (mcp_tool) or a client's cursor hands the module as JSON.
  */
 
 

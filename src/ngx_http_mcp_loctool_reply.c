@@ -8,6 +8,7 @@
 
 
 #include "ngx_http_mcp_loctool.h"
+#include "ngx_http_mcp_json.h"
 
 
 static cJSON *ngx_http_mcp_loctool_base64(ngx_http_mcp_loctool_state_t *st);
@@ -28,7 +29,7 @@ ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
 {
     u_char      *text;
     cJSON       *content, *item, *json, *result;
-    const char  *kind;
+    const char  *kind, *error;
 
     content = cJSON_CreateArray();
     if (content == NULL) {
@@ -81,7 +82,18 @@ ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
     if (st->tool->structured
         && ngx_http_mcp_loctool_is_text(&st->type) == 2)
     {
-        json = cJSON_Parse((char *) text);
+        /*
+         * The strict scan, as for a POST body: structuredContent is what
+         * the text beside it says to any other reader (no duplicate
+         * member, nothing after the object).
+         */
+        if (ngx_http_mcp_json_parse(ngx_http_mcp_call_pool(st->call),
+                                    st->body, st->len, NULL, &json,
+                                    &error)
+            != NGX_OK)
+        {
+            json = NULL;
+        }
 
         if (!cJSON_IsObject(json)) {
             cJSON_Delete(json);

@@ -65,6 +65,12 @@ my $TOOLS = <<'NGX';
         mcp_tool local_json   { description "nginx answers itself";
                                 output_schema '{"type":"object"}';
                                 pass /internal/local; }
+        mcp_tool twice        { description "A member named twice";
+                                output_schema '{"type":"object"}';
+                                pass /internal/twice; }
+        mcp_tool trailing     { description "Bytes after the object";
+                                output_schema '{"type":"object"}';
+                                pass /internal/trailing; }
         mcp_tool nowhere      { description "No such location"; pass /nothing/here; }
         mcp_tool down         { description "Upstream down"; pass /internal/down; }
         mcp_resource orders://summary pass=/internal/summary name=summary
@@ -98,6 +104,10 @@ my $LOCATIONS = <<'NGX';
                                      proxy_pass http://rest/orders/cached; }
         location /internal/local   { internal; default_type application/json;
                                      return 200 '{"ok":true,"from":"nginx"}'; }
+        location /internal/twice   { internal; default_type application/json;
+                                     return 200 '{"ok":false,"ok":true}'; }
+        location /internal/trailing { internal; default_type application/json;
+                                      return 200 '{"ok":true} {"ok":false}'; }
         location /internal/down    { internal; proxy_pass http://127.0.0.1:%%PORT3%%/; }
         location /internal/        { internal; proxy_pass http://rest/; }
         location /docs/  { return 200 "doc $uri"; }
@@ -318,6 +328,13 @@ sub text_of { ((($_[0] // {})->{content} // [ {} ])->[0] // {})->{text} // '' }
     $r = call_tool('local_json');
     is_deeply($r->{structuredContent}, { ok => JSON::PP::true(), from => 'nginx' },
               'a location that answers itself (return 200): structuredContent');
+    # structuredContent must say what its text says to any other parser
+    $r = call_tool('twice');
+    ok($r->{isError} && !exists $r->{structuredContent},
+       'output_schema, a member named twice: isError, no structuredContent');
+    $r = call_tool('trailing');
+    ok($r->{isError} && !exists $r->{structuredContent},
+       'output_schema, bytes after the object: isError, no structuredContent');
 }
 
 # --- size and time bounds --------------------------------------------------------------

@@ -16,6 +16,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
+use MIME::Base64 ();
 use McpTest timeout => 240;
 use McpJwt;
 use McpGateway qw(start_everything_node stop_process node_available npm_dir node_bin
@@ -96,6 +97,7 @@ NGX
             mcp_backend html    /_b/html;
             mcp_backend sse     /_b/sse;
             mcp_backend noid    /_b/noid;
+            mcp_backend twice   /_b/twice;
             mcp_backend_timeout 1s;
             mcp_backend_retry 30s;
             mcp_backend_separator .;
@@ -133,6 +135,8 @@ NGX
         location /_b/sse   { internal; default_type text/event-stream; return 200 "data: nope\\n\\ndata: {\\\"jsonrpc\\\"\\n\\n"; }
         location /_b/noid  { internal; default_type application/json;
                              return 200 '{"jsonrpc":"2.0","result":{"protocolVersion":"2025-11-25","capabilities":{}}}'; }
+        location /_b/twice { internal; default_type application/json;
+                             return 200 '{"jsonrpc":"2.0","id":1,"result":{"tools":[]},"result":{"tools":[{"name":"x","inputSchema":{"type":"object"}}]}}'; }
 NGX
 $t->expect_log_error(qr/connect\(\) failed|upstream prematurely closed|upstream timed out/);
 $t->write_file('conf/api_keys', McpJwt::api_key_line('k_plain', 'plain', 'mcp:tools')
@@ -194,6 +198,13 @@ ok(!(grep { !/^(?:alpha|val|node)__./ } @names), 'every name has a backend\'s pr
     ok((grep { /^node__/ } @n1) && (grep { /^val__/ } @n1) && (grep { /^alpha__/ } @n1),
        'page 1: every backend\'s first page');
     ok(@n2 && !(grep { !/^alpha__/ } @n2), 'page 2: alpha\'s second page only (' . scalar(@n2) . ' tools)');
+
+    # the same cursor with bytes after its JSON: a lenient parser reads
+    # the cursor and stops, the gateway refuses the whole
+    my $json = MIME::Base64::decode_base64(($p1->{nextCursor} =~ tr/-_/+\//r) . '=' x (-length($p1->{nextCursor}) % 4));
+    my $tail = MIME::Base64::encode_base64("$json x", '') =~ tr/+\//-_/r =~ s/=+$//r;
+    my $r = $t->mcp_call($sid, 'tools/list', { cursor => $tail });
+    is($r->{code}, -32602, 'page 1\'s cursor with bytes after its JSON: -32602');
 }
 
 my ($prompts) = walk($t, $sid, 'prompts/list', 'prompts');
@@ -496,6 +507,8 @@ like($log, qr/\[warn\].*backend "hang".*mcp_backend_timeout/, '[warn]: the hangi
 like($log, qr/\[warn\].*backend "html"/, '[warn]: the HTML page');
 like($log, qr/\[warn\].*backend "sse".*no JSON-RPC response/, '[warn]: an event stream of garbage');
 like($log, qr/\[warn\].*backend "noid".*no JSON-RPC response/, '[warn]: a response without an id');
+like($log, qr/\[warn\].*backend "twice".*no JSON-RPC response/, '[warn]: a response with a member named twice');
+ok(!(grep { /^twice\./ } @names), '... and none of its tools listed');
 $t0 = time;
 $r = $t->mcp_call($bs, 'tools/call', { name => 'hang.x', arguments => {} }, path => '/bad');
 ok($r->{isError} && text($r) =~ /Backend "hang" is unavailable/, 'hang.x: a tool error at once, the backend left out for mcp_backend_retry');

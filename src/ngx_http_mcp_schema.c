@@ -23,6 +23,15 @@
 
 
 #define NGX_HTTP_MCP_SCHEMA_MAX_DEPTH  64
+
+/*
+ * Subschemas checked for one instance, at most: a $ref back into
+ * anyOf, oneOf or not re-checks the same value on every branch, and 64
+ * levels of two branches are 2^64 checks.  A million covers instances of
+ * the largest request many times over and bounds a worker's time at a
+ * fraction of a second.
+ */
+#define NGX_HTTP_MCP_SCHEMA_MAX_STEPS  1000000
 #define NGX_HTTP_MCP_SCHEMA_ERROR_LEN  256
 #define NGX_HTTP_MCP_SCHEMA_NUM_LEN    32
 
@@ -32,6 +41,9 @@ typedef struct {
     cJSON                     *root;
     u_char                    *error;
     ngx_uint_t                 depth;
+    ngx_uint_t                 steps;       /* subschemas checked */
+    ngx_uint_t                 exhausted;   /* past MAX_STEPS: refused,
+                                               whatever a not makes of it */
     ngx_uint_t                 quiet;       /* inside anyOf, oneOf, not */
     ngx_int_t                  failed;      /* NGX_ERROR seen */
 } ngx_http_mcp_schema_ctx_t;
@@ -167,6 +179,16 @@ ngx_http_mcp_schema_validate(ngx_pool_t *pool, cJSON *schema,
         return NGX_ERROR;
     }
 
+    if (ctx.exhausted) {
+        /* the verdict of no branch counts: the checks were cut short */
+        ctx.quiet = 0;
+        rc = ngx_http_mcp_schema_fail(&ctx, &path, "takes too many checks "
+                                      "against the schema");
+        if (ctx.failed) {
+            return NGX_ERROR;
+        }
+    }
+
     *error = ctx.error;
 
     return rc;
@@ -191,6 +213,11 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 
     if (!cJSON_IsObject(schema)) {
         return NGX_OK;
+    }
+
+    if (ctx->exhausted || ++ctx->steps > NGX_HTTP_MCP_SCHEMA_MAX_STEPS) {
+        ctx->exhausted = 1;
+        return NGX_DECLINED;
     }
 
     if (ctx->depth++ > NGX_HTTP_MCP_SCHEMA_MAX_DEPTH) {

@@ -378,6 +378,22 @@ test_refs(void)
                      "$ref #: the root, recursively");
     ngx_unit_valid("{\"$ref\":\"#/$defs/missing\"}", "1",
                    "$ref to nothing: passes");
+
+    /*
+     * A $ref to the root in both branches of a oneOf (which checks every
+     * branch): each level checks the value twice, 2^64 checks down to
+     * the depth limit (a fuzz finding that ran for minutes).  Cut short
+     * and refused, also under a not, which would turn a failure round.
+     */
+    ngx_unit_invalid("{\"oneOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}",
+                     "1",
+                     "arguments: takes too many checks against the schema",
+                     "$ref # in both branches of oneOf: a bounded number "
+                     "of checks");
+    ngx_unit_invalid("{\"not\":{\"oneOf\":[{\"$ref\":\"#\"},"
+                     "{\"$ref\":\"#\"}]}}", "1",
+                     "arguments: takes too many checks against the schema",
+                     "... under a not, refused all the same");
 }
 
 

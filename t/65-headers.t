@@ -19,6 +19,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
+use Time::HiRes ();
 use McpTest;
 use McpAssert;
 use McpGateway;
@@ -376,10 +377,16 @@ for my $path ('/limited', '/gw-limited') {
         return scalar grep { ($_->{rid} // '') eq $rid } upstream_log($t, 'up.log');
     };
 
+    # nginx files a reply in the cache when its request ends, which can
+    # be a moment after the client has the last byte: a repeat waits
+    # that moment out before it expects a HIT
+    my $settle = sub { Time::HiRes::sleep(0.3) };
+
     my ($msg, $r) = post26(path => '/cached', id => 'c1', method => 'tools/list');
     is($r->{headers}{'x-cache'}, 'MISS', 'cache: a 2026 tools/list: MISS');
     is(scalar @{ $msg->{result}{tools} // [] }, 36, 'cache: ... the 36 tools, through mcp_pass');
     my $body = $r->{body};
+    $settle->();
     ($msg, $r) = post26(path => '/cached', id => 'c1', method => 'tools/list');
     is($r->{headers}{'x-cache'}, 'HIT', 'cache: the same request again: HIT');
     is($r->{body}, $body, 'cache: ... the same reply, its id the request\'s');
@@ -392,6 +399,7 @@ for my $path ('/limited', '/gw-limited') {
     ($msg, $r) = post26(path => '/cached', id => 'c1', method => 'tools/list',
                         headers => { Authorization => 'Bearer alice' });
     is($r->{headers}{'x-cache'}, 'MISS', 'cache: a caller with a token: an entry of its own');
+    $settle->();
     ($msg, $r) = post26(path => '/cached', id => 'c1', method => 'tools/list',
                         headers => { Authorization => 'Bearer alice' });
     is($r->{headers}{'x-cache'}, 'HIT', 'cache: ... that the same token hits');

@@ -485,7 +485,8 @@ ngx_uint_t ngx_http_mcp_policy_on(ngx_http_mcp_loc_conf_t *mlcf);
 ngx_uint_t ngx_http_mcp_tool_allowed(ngx_http_mcp_loc_conf_t *mlcf,
     ngx_str_t *name);
 ngx_int_t ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
-    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out);
+    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out,
+    const char **error);
 
 
 /* ---- call.c: the life of one JSON-RPC request ---- */

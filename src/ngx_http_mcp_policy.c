@@ -24,11 +24,12 @@ static ngx_int_t ngx_http_mcp_policy_filter_message(cJSON *message,
 static void ngx_http_mcp_policy_filter_json(cJSON *json,
     ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed);
 static ngx_int_t ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
-    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out);
+    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out,
+    const char **error);
 static u_char *ngx_http_mcp_policy_event_end(u_char *p, u_char *end);
 static ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     ngx_http_mcp_tool_filter_t *tf, u_char *start, u_char *end,
-    ngx_str_t *out, size_t *size);
+    ngx_str_t *out, size_t *size, const char **error);
 static u_char *ngx_http_mcp_policy_room(ngx_pool_t *pool, ngx_str_t *out,
     size_t *size, size_t n);
 
@@ -147,12 +148,17 @@ ngx_http_mcp_policy_match(ngx_array_t *patterns, ngx_str_t *name)
 
 /*
  * A reply of an upstream to tools/list, JSON or SSE, without the tools
- * the policy denies.  What is not such a reply passes unchanged.
+ * the policy denies.  A message is read with the strict scan: one that
+ * is not valid JSON, or has a key twice, could list to the client what
+ * the filter did not see (a last-wins parser reads the other "result"),
+ * so the reply is refused: NGX_DECLINED, *error says why.  Messages that
+ * carry no tools pass unchanged.
  */
 
 ngx_int_t
 ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
-    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out)
+    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out,
+    const char **error)
 {
     cJSON       *json;
     u_char      *p;
@@ -170,12 +176,13 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
     }
 
     if (p < in->data + in->len && *p != '{' && *p != '[') {
-        return ngx_http_mcp_policy_filter_sse(pool, tf, in, out);
+        return ngx_http_mcp_policy_filter_sse(pool, tf, in, out, error);
     }
 
-    json = cJSON_ParseWithLength((const char *) in->data, in->len);
-    if (json == NULL) {
-        return NGX_OK;
+    rc = ngx_http_mcp_json_parse(pool, in->data, in->len, NULL, &json,
+                                 error);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     changed = 0;
@@ -258,10 +265,12 @@ ngx_http_mcp_policy_filter_message(cJSON *message,
 
 static ngx_int_t
 ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
-    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out)
+    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out,
+    const char **error)
 {
-    u_char  *p, *end, *start;
-    size_t   size;
+    u_char     *p, *end, *start;
+    size_t      size;
+    ngx_int_t   rc;
 
     /*
      * printed again, a message may be longer (escapes, numbers): the
@@ -283,11 +292,10 @@ ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
         start = p;
         p = ngx_http_mcp_policy_event_end(p, end);
 
-        if (ngx_http_mcp_policy_filter_event(pool, tf, start, p, out,
-                                             &size)
-            != NGX_OK)
-        {
-            return NGX_ERROR;
+        rc = ngx_http_mcp_policy_filter_event(pool, tf, start, p, out,
+                                              &size, error);
+        if (rc != NGX_OK) {
+            return rc;
         }
     }
 
@@ -323,12 +331,13 @@ ngx_http_mcp_policy_event_end(u_char *p, u_char *end)
 static ngx_int_t
 ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     ngx_http_mcp_tool_filter_t *tf, u_char *start, u_char *end,
-    ngx_str_t *out, size_t *size)
+    ngx_str_t *out, size_t *size, const char **error)
 {
     cJSON       *json;
     u_char      *p, *eol, *line, *data, *d, *text, *dst;
-    size_t       len, n;
-    ngx_uint_t   changed;
+    size_t       len;
+    ngx_int_t    rc;
+    ngx_uint_t   n, changed;
 
     /* the data lines, joined with newlines, as the SSE spec says */
     data = ngx_pnalloc(pool, end - start + 1);
@@ -369,7 +378,23 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
         }
     }
 
-    json = n ? cJSON_ParseWithLength((const char *) data, d - data) : NULL;
+    /* an event of no data (a priming event, a comment) is copied */
+    json = NULL;
+
+    for (p = data; p < d; p++) {
+        if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
+            break;
+        }
+    }
+
+    if (p < d) {
+        rc = ngx_http_mcp_json_parse(pool, data, d - data, NULL, &json,
+                                     error);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
     changed = 0;
 
     if (json != NULL) {

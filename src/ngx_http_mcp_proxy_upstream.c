@@ -36,6 +36,8 @@ static ngx_int_t ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
 static ngx_int_t ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, const char *message);
 static ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r,
     u_char *pos, u_char *last);
 static ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data,
@@ -908,16 +910,32 @@ ngx_http_mcp_proxy_output(ngx_http_request_t *r,
 }
 
 
-/*
- * A reply held for tool policy grew past mcp_pass_filter_buffer_size: the
- * client gets a JSON-RPC error for its request instead (the headers are
- * out, the held body is not), and the upstream connection is closed.
- * Returns NGX_DONE: the reply is over.
- */
+/* a reply held for tool policy grew past mcp_pass_filter_buffer_size */
 
 static ngx_int_t
 ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "mcp: the upstream's reply is over "
+                  "\"mcp_pass_filter_buffer_size\" %uz",
+                  pctx->ctx->conf->filter_buffer_size);
+
+    return ngx_http_mcp_proxy_bad_reply(r, pctx, "Bad gateway: the upstream "
+                                        "MCP server's reply is too large");
+}
+
+
+/*
+ * A reply held for tool policy that cannot go out: the client gets a
+ * JSON-RPC error for its request instead (the headers are out, the held
+ * body is not), and the upstream connection is closed.  Returns NGX_DONE:
+ * the reply is over.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, const char *message)
 {
     u_char               *body, *p, *last;
     size_t                len;
@@ -927,11 +945,6 @@ ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     ngx_http_upstream_t  *u;
 
     u = r->upstream;
-
-    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                  "mcp: the upstream's reply is over "
-                  "\"mcp_pass_filter_buffer_size\" %uz",
-                  pctx->ctx->conf->filter_buffer_size);
 
     /* the first request's id: a batch's other answers are lost with it */
     id = NULL;
@@ -944,8 +957,7 @@ ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     }
 
     body = ngx_http_mcp_error_print(r, id, NGX_HTTP_MCP_SERVER_ERROR,
-                                    "Bad gateway: the upstream MCP "
-                                    "server's reply is too large", &len);
+                                    message, &len);
     if (body == NULL) {
         return NGX_ERROR;
     }
@@ -1030,7 +1042,9 @@ static ngx_int_t
 ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx)
 {
+    ngx_int_t                    rc;
     ngx_str_t                    in, out;
+    const char                  *error;
     ngx_http_mcp_tool_filter_t   tf;
 
     if (!pctx->filter || pctx->acc_len == 0) {
@@ -1043,9 +1057,21 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     tf.allowed = ngx_http_mcp_proxy_tool_visible;
     tf.data = pctx->ctx;
 
-    if (ngx_http_mcp_policy_filter_reply(r->pool, &tf, &in, &out)
-        != NGX_OK)
-    {
+    rc = ngx_http_mcp_policy_filter_reply(r->pool, &tf, &in, &out, &error);
+
+    if (rc == NGX_DECLINED) {
+        /* what the filter cannot read, the client must not read either */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: the upstream's reply to a filtered tools/list "
+                      "is refused: %s", error ? error : "Parse error");
+
+        rc = ngx_http_mcp_proxy_bad_reply(r, pctx, "Bad gateway: the "
+                                          "upstream MCP server's reply is "
+                                          "not strict JSON");
+        return (rc == NGX_DONE) ? NGX_OK : NGX_ERROR;
+    }
+
+    if (rc != NGX_OK) {
         return NGX_ERROR;
     }
 

@@ -40,6 +40,16 @@ my $fake = fake_upstream(sub {
     my $json = JSON::PP->new->canonical;
     $json->pretty if $path =~ /multiline/;
     my $out = $json->encode({ jsonrpc => '2.0', id => $m->{id}, result => $res });
+    # /dup-*: replies that a first-wins and a last-wins parser read apart
+    if (($m->{method} // '') eq 'tools/list' && $path =~ m{/dup-(\w+)}) {
+        my $id = $json->encode([ $m->{id} ]) =~ s/^\[|\]$//gr;
+        $out = $1 =~ /^result/
+            ? qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[{"name":"ok1","inputSchema":{"type":"object"}}]},)
+              . qq("result":{"tools":[{"name":"secret","inputSchema":{"type":"object"}}]}})
+            : $1 =~ /^name/
+            ? qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[{"name":"ok1","name":"secret","inputSchema":{"type":"object"}}]}})
+            : qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[{"name":"secret","inputSchema":{"type":"object"}},]}});
+    }
     my $sse = $path =~ /sse|multiline/;
     $out = "event: message\nid: f-1\n" . join('', map { "data: $_\n" } split /\n/, $out) . "\n" if $sse;
     print $c "HTTP/1.1 200 OK\r\nContent-Type: " . ($sse ? 'text/event-stream' : 'application/json')
@@ -98,6 +108,8 @@ NGX
         location = /big-json   { mcp_pass http://127.0.0.1:$fake->{port}/big-json; mcp_tools_deny ~[05]\$; }
         location = /big-sse    { mcp_pass http://127.0.0.1:$fake->{port}/big-sse; mcp_tools_deny ~[05]\$; }
         location = /multiline  { mcp_pass http://127.0.0.1:$fake->{port}/multiline; mcp_tools_deny secret; }
+@{[ join "\n", map { "        location = /dup-$_ { mcp_pass http://127.0.0.1:$fake->{port}/dup-$_; mcp_tools_deny secret; }" }
+        qw(result result-sse name bad bad-sse) ]}
 
         location = /builtin       { mcp on; mcp_builtin everything; mcp_session bi;
                                     mcp_tools_deny test_simple_text ~^test_elicitation; }
@@ -299,6 +311,27 @@ SKIP: {
     $t->mcp_delete($_->[0], path => $_->[1]) for [ $rsid, '/node-ref' ], [ $sid, '/node' ], [ $asid, '/node-allow' ];
     stop_process($node->{pid});
 }
+
+# --- attack: a tools/list reply the filter and the client would read apart ------
+# A key twice (a second "result", a tool's second "name") or a reply that is
+# not JSON: a filter that reads it with a lenient first-wins parser passes
+# it unchanged, and a last-wins client then lists the denied tool.  The
+# reply is refused instead: a JSON-RPC error with the request's id.
+
+$t->expect_log_error(qr/reply to a filtered tools\/list is refused/);
+for my $case ([ '/dup-result', 'a second "result"' ], [ '/dup-result-sse', 'a second "result", SSE' ],
+              [ '/dup-name', 'a tool\'s second "name"' ], [ '/dup-bad', 'a trailing comma' ],
+              [ '/dup-bad-sse', 'a trailing comma, SSE' ]) {
+    my ($path, $what) = @$case;
+    my ($sid) = try_initialize($t, path => $path);
+    ok($sid, "$path: initialize");
+    my ($msg, $r) = $t->mcp_request($sid, 'tools/list', undef, path => $path, id => "dup-$path");
+    unlike($r->{body} // '', qr/secret/, "$path ($what): the denied tool never reaches the client");
+    is_error($msg, -32000, "dup-$path", "$path: ... a JSON-RPC error with the request's id");
+    like(($msg->{error} // {})->{message} // '', qr/not strict JSON/, "$path: ... that says why");
+}
+like($t->error_log, qr/reply to a filtered tools\/list is refused: /,
+     'error.log: the refused reply, with its reason');
 
 # --- a built-in endpoint -------------------------------------------------------
 

@@ -24,9 +24,6 @@ static ngx_int_t ngx_http_mcp_proxy_process_status(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_header(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
-static ngx_int_t ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r,
-    ngx_http_mcp_proxy_ctx_t *pctx);
-static ngx_uint_t ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u);
 static void ngx_http_mcp_proxy_abort_request(ngx_http_request_t *r);
 static void ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r,
     ngx_int_t rc);
@@ -444,6 +441,13 @@ ngx_http_mcp_proxy_process_header(ngx_http_request_t *r)
             ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
         }
 
+        if (ngx_http_mcp_proxy_header_twice(u, h, pctx->sid_seen)) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "mcp: upstream sent the \"%V\" header twice",
+                          &h->key);
+            return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+        }
+
         if (h->key.len == sizeof("mcp-session-id") - 1
             && ngx_strncmp(h->lowcase_key, "mcp-session-id", h->key.len) == 0)
         {
@@ -483,12 +487,10 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
 
     ngx_http_mcp_metrics_upstream_header(pctx->started);
 
-    if (status >= 400 && !ngx_http_mcp_proxy_mcp_type(u)) {
-        /* an error page, not MCP: the client gets a JSON-RPC error */
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "mcp: upstream answered %ui without a JSON-RPC "
-                      "body", status);
-        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    rc = ngx_http_mcp_proxy_reply_head(r);
+
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     pctx->is_chunked = u->headers_in.chunked;
@@ -499,11 +501,6 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
                 && ngx_strncasecmp(u->headers_in.content_type->value.data,
                                    (u_char *) "text/event-stream",
                                    sizeof("text/event-stream") - 1) == 0;
-
-    if (pctx->is_chunked && ngx_http_mcp_proxy_chunks_valid(r, pctx) != NGX_OK)
-    {
-        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
-    }
 
     /* the upstream's own X-Accel-* are hidden: this one is the gateway's */
     if (pctx->sse
@@ -593,73 +590,6 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     }
 
     return NGX_OK;
-}
-
-
-/*
- * The chunked body bytes that came with the headers, checked before the
- * headers go to the client: a body broken from the start is a 502 with
- * a JSON-RPC error; broken later, only the connection can end.
- */
-
-static ngx_int_t
-ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r,
-    ngx_http_mcp_proxy_ctx_t *pctx)
-{
-    off_t               size;
-    ngx_int_t           rc;
-    ngx_buf_t           b;
-    ngx_http_chunked_t  chunked;
-
-    /* copies: the body's real parse starts from the beginning */
-    b = r->upstream->buffer;
-    ngx_memzero(&chunked, sizeof(ngx_http_chunked_t));
-
-    for ( ;; ) {
-
-#if (nginx_version >= 1027002)
-        rc = ngx_http_parse_chunked(r, &b, &chunked, 0);
-#else
-        rc = ngx_http_parse_chunked(r, &b, &chunked);
-#endif
-
-        if (rc == NGX_OK) {
-            size = ngx_min((off_t) (b.last - b.pos), chunked.size);
-            b.pos += size;
-            chunked.size -= size;
-            continue;
-        }
-
-        if (rc == NGX_DONE || rc == NGX_AGAIN) {
-            return NGX_OK;
-        }
-
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "mcp: upstream sent an invalid chunked body");
-        return NGX_ERROR;
-    }
-}
-
-
-/* application/json or text/event-stream: what MCP servers answer */
-
-static ngx_uint_t
-ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u)
-{
-    ngx_str_t  *type;
-
-    if (u->headers_in.content_type == NULL) {
-        return u->headers_in.content_length_n == 0;
-    }
-
-    type = &u->headers_in.content_type->value;
-
-    return (type->len >= sizeof("application/json") - 1
-            && ngx_strncasecmp(type->data, (u_char *) "application/json",
-                               sizeof("application/json") - 1) == 0)
-           || (type->len >= sizeof("text/event-stream") - 1
-               && ngx_strncasecmp(type->data, (u_char *) "text/event-stream",
-                                  sizeof("text/event-stream") - 1) == 0);
 }
 
 
@@ -781,6 +711,7 @@ ngx_http_mcp_proxy_filter(void *data, ssize_t bytes)
     size_t                     size;
     ngx_int_t                  rc;
     ngx_buf_t                 *b;
+    ngx_uint_t                 extra;
     ngx_http_upstream_t       *u;
     ngx_http_mcp_ctx_t        *ctx;
     ngx_http_mcp_proxy_ctx_t  *pctx;
@@ -794,12 +725,15 @@ ngx_http_mcp_proxy_filter(void *data, ssize_t bytes)
         pos = b->last;
         b->last += bytes;
 
+        extra = 0;
+
         if (u->length != -1) {
             if (bytes > u->length) {
                 ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                               "mcp: upstream sent more data than "
                               "\"Content-Length\" said");
                 bytes = u->length;
+                extra = 1;
             }
 
             u->length -= bytes;
@@ -812,7 +746,8 @@ ngx_http_mcp_proxy_filter(void *data, ssize_t bytes)
         }
 
         if (u->length == 0) {
-            u->keepalive = !u->headers_in.connection_close;
+            /* bytes past the length: the connection is out of step */
+            u->keepalive = !u->headers_in.connection_close && !extra;
             return ngx_http_mcp_proxy_flush_filtered(r, pctx);
         }
 

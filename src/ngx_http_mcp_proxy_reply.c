@@ -1,0 +1,168 @@
+
+/*
+ * What mcp_pass takes of an upstream's reply head.  The upstream is not
+ * trusted, and the gateway tells the client the reply again: a head that
+ * two readers could read apart (two lengths, a length beside chunked, a
+ * coding that merely holds "chunked", two session ids) is refused with
+ * a JSON-RPC error, as an error page that is no MCP reply is.  nginx
+ * before 1.23 checks none of this for a module's own upstream: its proxy
+ * module does, in code of its own.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_proxy.h"
+
+
+static ngx_uint_t ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u);
+static ngx_int_t ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r);
+
+
+/*
+ * A header that says one thing once, seen again: the session id, and
+ * the body's framing (nginx before 1.23 keeps the last of each).
+ */
+
+ngx_uint_t
+ngx_http_mcp_proxy_header_twice(ngx_http_upstream_t *u, ngx_table_elt_t *h,
+    ngx_uint_t sid_seen)
+{
+    if (h->key.len == sizeof("mcp-session-id") - 1
+        && ngx_strncmp(h->lowcase_key, "mcp-session-id", h->key.len) == 0)
+    {
+        return sid_seen;
+    }
+
+    if (h->key.len == sizeof("content-length") - 1
+        && ngx_strncmp(h->lowcase_key, "content-length", h->key.len) == 0)
+    {
+        return u->headers_in.content_length != NULL;
+    }
+
+    if (h->key.len == sizeof("transfer-encoding") - 1
+        && ngx_strncmp(h->lowcase_key, "transfer-encoding", h->key.len) == 0)
+    {
+        return u->headers_in.transfer_encoding != NULL;
+    }
+
+    return 0;
+}
+
+
+/*
+ * The whole head is read: NGX_OK, or NGX_HTTP_UPSTREAM_INVALID_HEADER
+ * (the client gets a 502 with a JSON-RPC error) with an [error] line.
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_reply_head(ngx_http_request_t *r)
+{
+    ngx_table_elt_t      *te;
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+
+    if (u->headers_in.status_n >= 400 && !ngx_http_mcp_proxy_mcp_type(u)) {
+        /* an error page, not MCP: the client gets a JSON-RPC error */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream answered %ui without a JSON-RPC "
+                      "body", u->headers_in.status_n);
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
+    /*
+     * A Content-Length beside chunked: the client would be told the
+     * length, get the chunks' bytes, and read those after the length as
+     * the answer to its next request on the connection.
+     */
+
+    te = u->headers_in.transfer_encoding;
+
+    if (te != NULL
+        && (u->headers_in.content_length != NULL
+            || te->value.len != sizeof("chunked") - 1
+            || ngx_strncasecmp(te->value.data, (u_char *) "chunked",
+                               sizeof("chunked") - 1)
+               != 0))
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream sent \"Transfer-Encoding: %V\"%s",
+                      &te->value,
+                      u->headers_in.content_length != NULL
+                      ? " with \"Content-Length\"" : "");
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
+    if (u->headers_in.chunked && ngx_http_mcp_proxy_chunks_valid(r) != NGX_OK)
+    {
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
+    return NGX_OK;
+}
+
+
+/* application/json or text/event-stream: what MCP servers answer */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u)
+{
+    ngx_str_t  *type;
+
+    if (u->headers_in.content_type == NULL) {
+        return u->headers_in.content_length_n == 0;
+    }
+
+    type = &u->headers_in.content_type->value;
+
+    return (type->len >= sizeof("application/json") - 1
+            && ngx_strncasecmp(type->data, (u_char *) "application/json",
+                               sizeof("application/json") - 1) == 0)
+           || (type->len >= sizeof("text/event-stream") - 1
+               && ngx_strncasecmp(type->data, (u_char *) "text/event-stream",
+                                  sizeof("text/event-stream") - 1) == 0);
+}
+
+
+/*
+ * The chunked body bytes that came with the headers, checked before the
+ * headers go to the client: a body broken from the start is a 502 with
+ * a JSON-RPC error; broken later, only the connection can end.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r)
+{
+    off_t               size;
+    ngx_int_t           rc;
+    ngx_buf_t           b;
+    ngx_http_chunked_t  chunked;
+
+    /* copies: the body's real parse starts from the beginning */
+    b = r->upstream->buffer;
+    ngx_memzero(&chunked, sizeof(ngx_http_chunked_t));
+
+    for ( ;; ) {
+
+#if (nginx_version >= 1027002)
+        rc = ngx_http_parse_chunked(r, &b, &chunked, 0);
+#else
+        rc = ngx_http_parse_chunked(r, &b, &chunked);
+#endif
+
+        if (rc == NGX_OK) {
+            size = ngx_min((off_t) (b.last - b.pos), chunked.size);
+            b.pos += size;
+            chunked.size -= size;
+            continue;
+        }
+
+        if (rc == NGX_DONE || rc == NGX_AGAIN) {
+            return NGX_OK;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream sent an invalid chunked body");
+        return NGX_ERROR;
+    }
+}

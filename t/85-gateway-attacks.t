@@ -106,6 +106,13 @@ my $fake = fake_upstream(sub {
             return reply($c, McpTest::encode_json([ { jsonrpc => '2.0', id => $id,
                 result => { tools => [ { name => 'b', inputSchema => { type => 'object' } } ] } } ]));
         }
+        if ($method eq 'tools/list' && $who eq 'cookie') {
+            # a cursor that would close the merged cursor's JSON, were it pasted in
+            my $cur = $m->{params}{cursor};
+            return reply($c, McpTest::encode_json({ jsonrpc => '2.0', id => $id, result => {
+                tools => [ { name => defined $cur ? "got $cur" : 'c', inputSchema => { type => 'object' } } ],
+                (defined $cur ? () : (nextCursor => '"]],[[2,"evil')) } }));
+        }
         if ($method eq 'tools/list') {
             my %tools = (a => '_x', a_ => 'x', xar => 'plain', wrongid => 'w', cookie => 'c', big1 => 't1', big2 => 't2');
             my @h = ([ 'Set-Cookie', 'backend=secret' ]);
@@ -336,6 +343,15 @@ ok(defined $sid && $sid =~ /^[A-Za-z0-9_-]+$/, 'keyed initialize: a base64url se
     ok(!(grep { /^batch/ } @names), 'a backend answering a batch is left out');
     ok(!$lr->{headers}{'set-cookie'}, 'a backend\'s Set-Cookie does not reach the client');
 
+    # a backend's cursor is a string in the merged one, never its syntax
+    my $next = $list->{result}{nextCursor} // '';
+    my $pairs = eval { McpTest::decode_json(MIME::Base64::decode_base64url($next)) };
+    is_deeply($pairs, [ [ 1, '"]],[[2,"evil' ] ], 'a backend cursor with "]],[[" in it: one pair in the '
+              . 'merged cursor, its text verbatim');
+    my ($p2) = $gw->mcp_request($s, 'tools/list', { cursor => $next }, path => '/agg');
+    is_deeply([ map { $_->{name} } @{ $p2->{result}{tools} // [] } ], [ 'cookie__got "]],[[2,"evil' ],
+              '... page 2 asks that backend alone, with its cursor as it gave it');
+
     my ($call) = $gw->mcp_request($s, 'tools/call', { name => 'wrongid__w', arguments => {} }, path => '/agg');
     local $TODO = 'a backend\'s response to another id is taken as the answer '
                 . '(ngx_http_mcp_aggregate_response: the id is not checked)';
@@ -387,6 +403,19 @@ ok(defined $sid && $sid =~ /^[A-Za-z0-9_-]+$/, 'keyed initialize: a base64url se
               '... and the last one lists both backends\' tools');
     my $r = post_at('/fill', $first, { jsonrpc => '2.0', id => 'first', method => 'ping' });
     is_rpc_error_body($r, 404, -32001, 'first', '... the first one made room (evicted): 404, -32001');
+}
+
+# prefixes nginx -t refuses
+for my $case ([ 'prefix=', 'an empty prefix' ], [ 'prefix=a__b', 'a prefix with the separator' ],
+              [ 'prefix=a.b', 'a prefix with a dot' ], [ 'prefix=' . ('p' x 65), 'a 65-character prefix' ]) {
+    my $t = McpTest->new(workers => 1, http => 'mcp_session_zone zone=c:1m;', server => <<"NGX");
+        mcp_session c;
+        location = /mcp { mcp_backend a /_b/a $case->[0]; mcp_backend b /_b/b; }
+        location = /_b/a { internal; return 404; }
+        location = /_b/b { internal; return 404; }
+NGX
+    my ($rc, $out) = $t->nginx_t;
+    ok($rc != 0 && $out =~ /\[emerg\].*(?:prefix|parameter)/, "nginx -t refuses $case->[1]");
 }
 
 # a prefix ending with part of the separator: two backends, one name

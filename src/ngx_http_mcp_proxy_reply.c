@@ -3,10 +3,10 @@
  * What mcp_pass takes of an upstream's reply head.  The upstream is not
  * trusted, and the gateway tells the client the reply again: a head that
  * two readers could read apart (two lengths, a length beside chunked, a
- * coding that merely holds "chunked", two session ids) is refused with
- * a JSON-RPC error, as an error page that is no MCP reply is.  nginx
- * before 1.23 checks none of this for a module's own upstream: its proxy
- * module does, in code of its own.
+ * coding that merely holds "chunked", two session ids) or an interim
+ * status is refused with a JSON-RPC error, as an error page that is no
+ * MCP reply is.  nginx before 1.23 checks the framing for its proxy
+ * module only, in code of the proxy module's own.
  */
 
 
@@ -61,6 +61,20 @@ ngx_http_mcp_proxy_reply_head(ngx_http_request_t *r)
     ngx_http_upstream_t  *u;
 
     u = r->upstream;
+
+    /*
+     * An interim response (1xx, 101 too): nginx would send it as the
+     * final one, and the client would read the upstream's next response,
+     * never looked at, as its answer, and what follows that as the answer
+     * to its next request.  An MCP server has no use for one.
+     */
+
+    if (u->headers_in.status_n < NGX_HTTP_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream sent an interim response (%ui)",
+                      u->headers_in.status_n);
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
 
     if (u->headers_in.status_n >= 400 && !ngx_http_mcp_proxy_mcp_type(u)) {
         /* an error page, not MCP: the client gets a JSON-RPC error */

@@ -14,7 +14,9 @@
 #     that only holds "chunked", two Mcp-Session-Id headers at initialize
 #     (the client got an empty one beside the keyed one), a replica's id
 #     too long to seal: a JSON-RPC error, and nothing the upstream wrote
-#     after the length reaches the client.
+#     after the length reaches the client; an interim 103 or 101 before
+#     the reply (the client read the upstream's next response, raw, as
+#     its answer, and the one after as the answer to its next request).
 # (3) Aggregation: a prefix that ends with a part of the separator ("a_"
 #     beside "a" with "__"): two backends' tools under one name, and the
 #     call goes to the wrong one (TODO: refused at nginx -t); a backend's
@@ -86,6 +88,16 @@ my $fake = fake_upstream(sub {
         print $c "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                . "Content-Length: " . length($json) . "\r\nTransfer-Encoding: chunked\r\n\r\n"
                . sprintf("%x\r\n%s\r\n0\r\n\r\n", length $payload, $payload);
+        return;
+    }
+    if ($path eq '/mcp/frame' && ($method eq 'resources/list' || $method eq 'prompts/list')) {
+        # an interim response, then one never looked at, then another
+        my $json = McpTest::encode_json({ jsonrpc => '2.0', id => $id, result => { resources => [] } });
+        my $interim = $method eq 'resources/list' ? "103 Early Hints\r\nLink: </x>"
+                    : "101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade";
+        print $c "HTTP/1.1 $interim\r\n\r\n"
+               . "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: raw-replica-id\r\n"
+               . "Content-Length: " . length($json) . "\r\n\r\n$json$SMUGGLE";
         return;
     }
     if ($path eq '/mcp/frame' && $method eq 'tools/list') {
@@ -191,7 +203,7 @@ NGX
 $gw = McpTest->new(workers => 2, log_level => 'debug', http => upstream_block(@addr),
                    server => $server_conf);
 # the upstream failures provoked below, each told once
-$gw->expect_log_error(qr/upstream sent "Transfer-Encoding|upstream sent the "Mcp-Session-Id" header twice|is too long for a keyed session id|no live upstreams/);
+$gw->expect_log_error(qr/upstream sent "Transfer-Encoding|upstream sent an interim response|upstream sent the "Mcp-Session-Id" header twice|is too long for a keyed session id|no live upstreams/);
 $gw->start;
 
 sub init_at {
@@ -306,6 +318,18 @@ ok(defined $sid && $sid =~ /^[A-Za-z0-9_-]+$/, 'keyed initialize: a base64url se
                      conn => $next, keepalive => 0, quiet => 1);
     unlike($r2->{body}, qr/injected/, '... and the client\'s next request on the connection gets no '
            . 'bytes the upstream wrote after the length');
+
+    for my $m ('resources/list', 'prompts/list') {
+        my $r = post_at('/frame', $s, { jsonrpc => '2.0', id => "i-$m", method => $m },
+                        conn => $gw->connect, keepalive => 1, quiet => 1);
+        my $what = $m eq 'resources/list' ? '103 Early Hints' : '101 Switching Protocols';
+        is_rpc_error_body($r, 502, -32000, "i-$m", "an interim $what before the reply: 502, a JSON-RPC error")
+            or diag McpTest::explain_response($r);
+        unlike($r->{raw}, qr/raw-replica-id/, '... the replica\'s own session id does not reach the client');
+        my $r2 = post_at('/frame', $s, { jsonrpc => '2.0', id => 'mine', method => 'ping' },
+                         conn => $r->{conn} // $gw->connect, keepalive => 0, quiet => 1);
+        unlike($r2->{body}, qr/injected/, '... nor, as the next answer on the connection, what followed it');
+    }
 
     $r = post_at('/frame', $s, { jsonrpc => '2.0', id => 'te', method => 'tools/list' });
     is_rpc_error_body($r, 502, -32000, 'te', '"Transfer-Encoding: gzip, chunked": 502, a JSON-RPC error');

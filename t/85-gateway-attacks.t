@@ -126,12 +126,18 @@ my $fake = fake_upstream(sub {
                 (defined $cur ? () : (nextCursor => '"]],[[2,"evil')) } }));
         }
         if ($method eq 'tools/list') {
-            my %tools = (a => '_x', a_ => 'x', xar => 'plain', wrongid => 'w', cookie => 'c', big1 => 't1', big2 => 't2');
+            my %tools = (a => '_x', a_ => 'x', xar => 'plain', wrongid => 'w', cookie => 'c', big1 => 't1', big2 => 't2',
+                         big => 'huge');
             my @h = ([ 'Set-Cookie', 'backend=secret' ]);
             push @h, [ 'X-Accel-Redirect', '/_secret' ] if $who eq 'xar';
             return reply($c, McpTest::encode_json({ jsonrpc => '2.0', id => $id, result => {
                 tools => [ { name => $tools{$who} // 'none', inputSchema => { type => 'object' } } ],
                 ($who eq 'a' ? (nextCursor => 'A-PAGE-2') : ()) } }), headers => \@h);
+        }
+        if ($method eq 'tools/call' && $who eq 'big') {
+            # a tool whose answer is larger than the location's bound
+            return reply($c, McpTest::encode_json({ jsonrpc => '2.0', id => $id,
+                result => { content => [ { type => 'text', text => 'y' x 4096 } ] } }));
         }
         if ($method eq 'tools/call') {
             return reply($c, McpTest::encode_json({ jsonrpc => '2.0',
@@ -190,6 +196,13 @@ my $server_conf = <<"NGX";
             mcp_backend big2 /_b/big2;
             mcp_session fill;
         }
+        location = /small {
+            mcp_backend cookie /_b/cookie;
+            mcp_backend big    /_b/big;
+            mcp_backend_max_size 2k;
+            mcp_backend_retry 30s;
+        }
+        location = /_b/big     { internal; proxy_pass http://127.0.0.1:$F/agg/big; }
         location = /_b/batch   { internal; proxy_pass http://127.0.0.1:$F/agg/batch; }
         location = /_b/big1    { internal; proxy_pass http://127.0.0.1:$F/agg/big1; }
         location = /_b/big2    { internal; proxy_pass http://127.0.0.1:$F/agg/big2; }
@@ -427,6 +440,22 @@ ok(defined $sid && $sid =~ /^[A-Za-z0-9_-]+$/, 'keyed initialize: a base64url se
               '... and the last one lists both backends\' tools');
     my $r = post_at('/fill', $first, { jsonrpc => '2.0', id => 'first', method => 'ping' });
     is_rpc_error_body($r, 404, -32001, 'first', '... the first one made room (evicted): 404, -32001');
+}
+
+# one client's call whose answer is too large: the backend is not taken
+# from the other clients
+{
+    my ($a) = init_at('/small');
+    my ($call) = $gw->mcp_request($a, 'tools/call', { name => 'big__huge', arguments => {} },
+                                  path => '/small', protocol_version => $V25);
+    ok($call->{result} && $call->{result}{isError}, 'a tool answer over mcp_backend_max_size: a tool error');
+    my ($b) = init_at('/small');
+    my ($list) = $gw->mcp_request($b, 'tools/list', {}, path => '/small', protocol_version => $V25);
+    my @names = map { $_->{name} } @{ $list->{result}{tools} // [] };
+    local $TODO = 'an answer too large for one request marks its backend down for every client '
+                . '(ngx_http_mcp_aggregate_fail)';
+    ok((grep { $_ eq 'big__huge' } @names), 'another client, just after, still gets that backend\'s tools ('
+       . join(' ', @names) . ')');
 }
 
 # prefixes nginx -t refuses

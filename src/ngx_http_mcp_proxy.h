@@ -50,10 +50,11 @@ ngx_int_t ngx_http_mcp_proxy_target(ngx_http_mcp_ctx_t *ctx, ngx_str_t *id,
 ngx_int_t ngx_http_mcp_proxy_sesskey_mint(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 
-/* an upstream's reply head (ngx_http_mcp_proxy_reply.c) */
+/* an upstream's reply head; the URI it is sent (ngx_http_mcp_proxy_reply.c) */
 ngx_uint_t ngx_http_mcp_proxy_header_twice(ngx_http_upstream_t *u,
     ngx_table_elt_t *h, ngx_uint_t sid_seen);
 ngx_int_t ngx_http_mcp_proxy_reply_head(ngx_http_request_t *r);
+ngx_str_t *ngx_http_mcp_proxy_uri(ngx_http_request_t *r);
 
 /* mcp_affinity (ngx_http_mcp_proxy_balancer.c) */
 ngx_uint_t ngx_http_mcp_balancer_bypass(ngx_http_upstream_srv_conf_t *uscf);

@@ -6,7 +6,8 @@
  * coding that merely holds "chunked", two session ids) or an interim
  * status is refused with a JSON-RPC error, as an error page that is no
  * MCP reply is.  nginx before 1.23 checks the framing for its proxy
- * module only, in code of the proxy module's own.
+ * module only, in code of the proxy module's own.  And the request's
+ * URI, as the location was chosen by it.
  */
 
 
@@ -179,4 +180,46 @@ ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r)
                       "mcp: upstream sent an invalid chunked body");
         return NGX_ERROR;
     }
+}
+
+
+/* the request's URI as nginx matched it, escaped, and its arguments */
+
+ngx_str_t *
+ngx_http_mcp_proxy_uri(ngx_http_request_t *r)
+{
+    u_char     *p;
+    size_t      len;
+    uintptr_t   escape;
+    ngx_str_t  *uri;
+
+    escape = 2 * ngx_escape_uri(NULL, r->uri.data, r->uri.len,
+                                NGX_ESCAPE_URI);
+    len = r->uri.len + escape + (r->args.len ? 1 + r->args.len : 0);
+
+    uri = ngx_palloc(r->pool, sizeof(ngx_str_t));
+    p = ngx_pnalloc(r->pool, len);
+
+    if (uri == NULL || p == NULL) {
+        return NULL;
+    }
+
+    uri->data = p;
+
+    if (escape) {
+        p = (u_char *) ngx_escape_uri(p, r->uri.data, r->uri.len,
+                                      NGX_ESCAPE_URI);
+
+    } else {
+        p = ngx_cpymem(p, r->uri.data, r->uri.len);
+    }
+
+    if (r->args.len) {
+        *p++ = '?';
+        p = ngx_cpymem(p, r->args.data, r->args.len);
+    }
+
+    uri->len = p - uri->data;
+
+    return uri;
 }

@@ -150,7 +150,20 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     pctx = ctx->proxy;
     mlcf = ctx->conf;
 
-    uri = mlcf->proxy_uri.len ? &mlcf->proxy_uri : &r->unparsed_uri;
+    uri = &mlcf->proxy_uri;
+
+    if (uri->len == 0) {
+        /*
+         * The URI the location was chosen by, escaped, not the client's
+         * spelling of it: "/admin/..%2Fmcp" is "/mcp" here, and an upstream
+         * that routes the raw text would read "/admin".
+         */
+        uri = ngx_http_mcp_proxy_uri(r);
+        if (uri == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
     sid = pctx->target.sid;
 
     len = r->method_name.len + 1 + uri->len + sizeof(" HTTP/1.1\r\n") - 1

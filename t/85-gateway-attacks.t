@@ -17,6 +17,9 @@
 #     after the length reaches the client; an interim 103 or 101 before
 #     the reply (the client read the upstream's next response, raw, as
 #     its answer, and the one after as the answer to its next request).
+#     mcp_pass without a URI sent the client's spelling of the URI:
+#     "/admin/..%2Fpub" chose location /pub, and an upstream routing
+#     the raw text read /admin.
 # (3) Aggregation: a prefix that ends with a part of the separator ("a_"
 #     beside "a" with "__"): two backends' tools under one name, and the
 #     call goes to the wrong one (TODO: refused at nginx -t); a backend's
@@ -108,6 +111,12 @@ my $fake = fake_upstream(sub {
         return;
     }
 
+    # mcp_pass without a URI: the path the upstream reads
+    if ($path =~ m{^/(?:pub|admin)}) {
+        return reply($c, McpTest::encode_json({ jsonrpc => '2.0', id => $id,
+            error => { code => -32601, message => "path $path" } }));
+    }
+
     # aggregation backends: /agg/NAME
     if ($path =~ m{^/agg/(\w+)}) {
         my $who = $1;
@@ -180,6 +189,8 @@ my $server_conf = <<"NGX";
         location = /mcp     { mcp_pass http://replicas/mcp; mcp_session_key $key; }
         location = /short   { mcp_pass http://replicas/mcp; mcp_session_key $key;
                               mcp_session_key_lifetime 1s; }
+        location /pub       { mcp_pass http://127.0.0.1:$F; }
+        location /admin     { return 403; }
         location = /frame   { mcp_pass http://127.0.0.1:$F/mcp/frame; mcp_session_key $key; }
         location = /twosid  { mcp_pass http://127.0.0.1:$F/mcp/twosid; mcp_session_key $key; }
         location = /hugesid { mcp_pass http://127.0.0.1:$F/mcp/hugesid; mcp_session_key $key; }
@@ -360,6 +371,17 @@ ok(defined $sid && $sid =~ /^[A-Za-z0-9_-]+$/, 'keyed initialize: a base64url se
         params => { protocolVersion => $V25, capabilities => {}, clientInfo => { name => 't', version => '1' } } });
     is_rpc_error_body($r, 502, -32000, 'i3', 'a replica\'s 1500-byte session id under a key: 502, a JSON-RPC error');
     ok(!$r->{headers}{'mcp-session-id'}, '... and no session id');
+}
+
+# mcp_pass without a URI: the upstream reads the URI the location was
+# chosen by, not the client's spelling of it
+for my $case ([ '/admin/..%2Fpub', '/pub' ], [ '/admin/%2E%2E/pub', '/pub' ], [ '/admin/../pub', '/pub' ],
+              [ '/pub/x/../y', '/pub/y' ], [ '/pub/a%20b?q=%41&r', '/pub/a%20b?q=%41&r' ]) {
+    my $r = post_at($case->[0], undef, { jsonrpc => '2.0', id => 'u', method => 'initialize',
+        params => { protocolVersion => $V25, capabilities => {}, clientInfo => { name => 't', version => '1' } } });
+    my ($m) = @{ $r->{messages} // [] };
+    is(($m->{error}{message} // '') =~ s/^path //r, $case->[1],
+       "mcp_pass without a URI, \"$case->[0]\": the upstream reads \"$case->[1]\"");
 }
 
 # --- (3) aggregation ---------------------------------------------------------------

@@ -42,7 +42,9 @@ static ngx_int_t ngx_http_mcp_proxy_authorize(ngx_http_mcp_ctx_t *ctx,
 /*
  * An MCP server is not an application tier: its X-Accel-* headers would
  * steer nginx (X-Accel-Redirect serves any internal location), so they
- * are neither acted on (ignore_headers, below) nor relayed.
+ * are neither acted on (ignore_headers, below) nor relayed.  Nor are its
+ * cookies: the client's never reach it, and they would be set for the
+ * gateway's site.
  */
 
 static ngx_str_t  ngx_http_mcp_proxy_hide_headers[] = {
@@ -50,6 +52,7 @@ static ngx_str_t  ngx_http_mcp_proxy_hide_headers[] = {
     ngx_string("Server"),
     ngx_string("Connection"),
     ngx_string("Keep-Alive"),
+    ngx_string("Set-Cookie"),
     ngx_string("X-Accel-Expires"),
     ngx_string("X-Accel-Redirect"),
     ngx_string("X-Accel-Limit-Rate"),

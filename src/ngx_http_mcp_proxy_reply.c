@@ -3,9 +3,9 @@
  * What mcp_pass takes of an upstream's reply head.  The upstream is not
  * trusted, and the gateway tells the client the reply again: a head that
  * two readers could read apart (two lengths, a length beside chunked, a
- * coding that merely holds "chunked", two session ids) or an interim
- * status is refused with a JSON-RPC error, as an error page that is no
- * MCP reply is.  nginx before 1.23 checks the framing for its proxy
+ * coding that merely holds "chunked", two session ids), an interim
+ * status, a redirect, or a body that is no MCP reply is refused with a
+ * JSON-RPC error.  nginx before 1.23 checks the framing for its proxy
  * module only, in code of the proxy module's own.  And the request's
  * URI, as the location was chosen by it.
  */
@@ -58,6 +58,7 @@ ngx_http_mcp_proxy_header_twice(ngx_http_upstream_t *u, ngx_table_elt_t *h,
 ngx_int_t
 ngx_http_mcp_proxy_reply_head(ngx_http_request_t *r)
 {
+    ngx_uint_t            status;
     ngx_table_elt_t      *te;
     ngx_http_upstream_t  *u;
 
@@ -67,21 +68,40 @@ ngx_http_mcp_proxy_reply_head(ngx_http_request_t *r)
      * An interim response (1xx, 101 too): nginx would send it as the
      * final one, and the client would read the upstream's next response,
      * never looked at, as its answer, and what follows that as the answer
-     * to its next request.  An MCP server has no use for one.
+     * to its next request.  A redirect would send the client elsewhere,
+     * to an address of the upstream's side.  An MCP server has no use for
+     * either.
      */
 
-    if (u->headers_in.status_n < NGX_HTTP_OK) {
+    status = u->headers_in.status_n;
+
+    if (status < NGX_HTTP_OK
+        || (status >= NGX_HTTP_SPECIAL_RESPONSE
+            && status < NGX_HTTP_BAD_REQUEST))
+    {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "mcp: upstream sent an interim response (%ui)",
-                      u->headers_in.status_n);
+                      "mcp: upstream sent %s (%ui)",
+                      status < NGX_HTTP_OK ? "an interim response"
+                                           : "a redirect", status);
         return NGX_HTTP_UPSTREAM_INVALID_HEADER;
     }
 
-    if (u->headers_in.status_n >= 400 && !ngx_http_mcp_proxy_mcp_type(u)) {
-        /* an error page, not MCP: the client gets a JSON-RPC error */
+    /*
+     * An error page, not MCP, or a body of another type where a JSON-RPC
+     * reply was due (a notification's 202 and a DELETE's answer need
+     * none): the client gets a JSON-RPC error.
+     */
+
+    if (!ngx_http_mcp_proxy_mcp_type(u)
+        && (status >= NGX_HTTP_BAD_REQUEST
+            || (u->headers_in.content_length_n != 0
+                && status != NGX_HTTP_ACCEPTED
+                && status != NGX_HTTP_NO_CONTENT
+                && r->method != NGX_HTTP_DELETE)))
+    {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "mcp: upstream answered %ui without a JSON-RPC "
-                      "body", u->headers_in.status_n);
+                      "body", status);
         return NGX_HTTP_UPSTREAM_INVALID_HEADER;
     }
 

@@ -17,6 +17,9 @@
 #     after the length reaches the client; an interim 103 or 101 before
 #     the reply (the client read the upstream's next response, raw, as
 #     its answer, and the one after as the answer to its next request).
+#     A 200 HTML page (relayed, with its Set-Cookie), a 307 to an
+#     address of the upstream's side (relayed): a JSON-RPC error; no
+#     upstream's Set-Cookie reaches the client.
 #     mcp_pass without a URI sent the client's spelling of the URI:
 #     "/admin/..%2Fpub" chose location /pub, and an upstream routing
 #     the raw text read /admin.
@@ -102,6 +105,21 @@ my $fake = fake_upstream(sub {
                . "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: raw-replica-id\r\n"
                . "Content-Length: " . length($json) . "\r\n\r\n$json$SMUGGLE";
         return;
+    }
+    if ($path eq '/mcp/frame' && $method eq 'logging/setLevel') {
+        my $html = '<html><script>alert(document.domain)</script></html>';
+        print $c "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nSet-Cookie: sid=upstream\r\n"
+               . "Content-Length: " . length($html) . "\r\nConnection: close\r\n\r\n$html";
+        return;
+    }
+    if ($path eq '/mcp/frame' && $method eq 'completion/complete') {
+        print $c "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://10.1.2.3:8000/mcp/\r\n"
+               . "Content-Length: 0\r\nConnection: close\r\n\r\n";
+        return;
+    }
+    if ($path eq '/mcp/frame' && $method eq 'resources/templates/list') {
+        return reply($c, McpTest::encode_json({ jsonrpc => '2.0', id => $id, result => { resourceTemplates => [] } }),
+                     headers => [ [ 'Set-Cookie', 'sid=upstream; Path=/' ] ]);
     }
     if ($path eq '/mcp/frame' && $method eq 'tools/list') {
         my $json = McpTest::encode_json({ jsonrpc => '2.0', id => $id, result => { tools => [] } });
@@ -227,7 +245,7 @@ NGX
 $gw = McpTest->new(workers => 2, log_level => 'debug', http => upstream_block(@addr),
                    server => $server_conf);
 # the upstream failures provoked below, each told once
-$gw->expect_log_error(qr/upstream sent "Transfer-Encoding|upstream sent an interim response|upstream sent the "Mcp-Session-Id" header twice|is too long for a keyed session id|no live upstreams/);
+$gw->expect_log_error(qr/upstream sent "Transfer-Encoding|upstream sent an interim response|upstream sent a redirect|upstream answered 200 without|upstream sent the "Mcp-Session-Id" header twice|is too long for a keyed session id|no live upstreams/);
 $gw->start;
 
 sub init_at {
@@ -354,6 +372,17 @@ ok(defined $sid && $sid =~ /^[A-Za-z0-9_-]+$/, 'keyed initialize: a base64url se
                          conn => $r->{conn} // $gw->connect, keepalive => 0, quiet => 1);
         unlike($r2->{body}, qr/injected/, '... nor, as the next answer on the connection, what followed it');
     }
+
+    $r = post_at('/frame', $s, { jsonrpc => '2.0', id => 'html', method => 'logging/setLevel',
+                                 params => { level => 'info' } });
+    is_rpc_error_body($r, 502, -32000, 'html', 'a 200 text/html page for a request: 502, a JSON-RPC error');
+    ok(!$r->{headers}{'set-cookie'}, '... and its Set-Cookie is not relayed');
+    $r = post_at('/frame', $s, { jsonrpc => '2.0', id => 'redir', method => 'completion/complete',
+                                 params => { ref => { type => 'ref/prompt', name => 'x' }, argument => { name => 'a', value => 'b' } } });
+    is_rpc_error_body($r, 502, -32000, 'redir', 'a 307 to an address of the upstream\'s side: 502, a JSON-RPC error');
+    ok(!$r->{headers}{location}, '... and its Location is not relayed');
+    $r = post_at('/frame', $s, { jsonrpc => '2.0', id => 'ck', method => 'resources/templates/list' });
+    ok($r->{status} == 200 && !$r->{headers}{'set-cookie'}, 'a good reply\'s Set-Cookie is not relayed either');
 
     $r = post_at('/frame', $s, { jsonrpc => '2.0', id => 'te', method => 'tools/list' });
     is_rpc_error_body($r, 502, -32000, 'te', '"Transfer-Encoding: gzip, chunked": 502, a JSON-RPC error');

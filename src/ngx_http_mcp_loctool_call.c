@@ -358,6 +358,24 @@ ngx_http_mcp_loctool_headers(ngx_http_request_t *r, ngx_http_request_t *sr,
     sr->headers_in.content_length_n = -1;
 
     for (k = 0; k < f->nheaders; k++) {
+
+        /*
+         * the caller's values may come from a reply (a backend's protocol
+         * version): a CR or LF would be a header line, or a request, of
+         * its own in what proxy_pass sends on
+         */
+        for (i = 0; i < f->headers[k].value.len; i++) {
+            if (f->headers[k].value.data[i] < 0x20
+                && f->headers[k].value.data[i] != '\t')
+            {
+                ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                              "mcp: the \"%V\" header for %V has a control "
+                              "character in it", &f->headers[k].key,
+                              &f->uri);
+                return NGX_ERROR;
+            }
+        }
+
         n = ngx_list_push(&sr->headers_in.headers);
         if (n == NULL) {
             return NGX_ERROR;

@@ -23,11 +23,19 @@
 #     mcp_pass without a URI sent the client's spelling of the URI:
 #     "/admin/..%2Fpub" chose location /pub, and an upstream routing
 #     the raw text read /admin.
-# (3) Aggregation: a prefix that ends with a part of the separator ("a_"
-#     beside "a" with "__"): two backends' tools under one name, and the
-#     call goes to the wrong one (TODO: refused at nginx -t); a backend's
-#     X-Accel-Redirect and Set-Cookie; a backend answering another id
-#     (TODO); forged merged cursors.
+# (3) Aggregation (mcp_backend): a backend's cursor holding "]],[[";
+#     forged merged cursors; a backend answering a batch; its Set-Cookie;
+#     30 sessions' backend ids filling a 32k zone (older ones evicted,
+#     no initialize fails); bad prefixes at nginx -t; a backend's
+#     protocolVersion holding CR LF, which became a header line of its
+#     own in the gateway's next requests to it (through proxy_pass:
+#     request smuggling; fixed in the subrequest's headers).  TODO, for
+#     the aggregation's own files: a prefix that ends with a part of the
+#     separator ("a_" beside "a" with "__": one name for two backends'
+#     tools, the call goes to the first); a backend's X-Accel-Redirect
+#     followed by proxy_pass (an internal location's reply taken as the
+#     backend's); a backend's answer to another id taken; one client's
+#     too-large answer marking the backend down for every client.
 
 use strict;
 use warnings;
@@ -138,6 +146,17 @@ my $fake = fake_upstream(sub {
     # aggregation backends: /agg/NAME
     if ($path =~ m{^/agg/(\w+)}) {
         my $who = $1;
+        if ($who eq 'inj' && $method eq 'initialize') {
+            # a protocol version with a header line of its own in it
+            return reply($c, McpTest::encode_json({ jsonrpc => '2.0', id => $id, result => {
+                protocolVersion => "1\r\nX-Injected: yes", capabilities => { tools => {} },
+                serverInfo => { name => 'inj', version => '1' } } }), headers => [ [ 'Mcp-Session-Id', 's-inj' ] ]);
+        }
+        if ($who eq 'inj' && $method eq 'tools/list') {
+            my $smuggled = $head =~ /^X-Injected:/mi ? 'smuggled' : 'clean';
+            return reply($c, McpTest::encode_json({ jsonrpc => '2.0', id => $id, result => {
+                tools => [ { name => $smuggled, inputSchema => { type => 'object' } } ] } }));
+        }
         my @sid = ([ 'Mcp-Session-Id', $who =~ /^big/ ? "s-$who-" . int(rand 1e9) . ('z' x 1000) : "s-$who" ]);
         return reply($c, init_result($id), headers => \@sid) if $method eq 'initialize';
         return reply($c, undef, status => 202) if $method eq 'notifications/initialized';
@@ -231,6 +250,8 @@ my $server_conf = <<"NGX";
             mcp_backend_max_size 2k;
             mcp_backend_retry 30s;
         }
+        location = /inj { mcp_backend inj /_b/inj; }
+        location = /_b/inj     { internal; proxy_pass http://127.0.0.1:$F/agg/inj; }
         location = /_b/big     { internal; proxy_pass http://127.0.0.1:$F/agg/big; }
         location = /_b/batch   { internal; proxy_pass http://127.0.0.1:$F/agg/batch; }
         location = /_b/big1    { internal; proxy_pass http://127.0.0.1:$F/agg/big1; }
@@ -245,7 +266,7 @@ NGX
 $gw = McpTest->new(workers => 2, log_level => 'debug', http => upstream_block(@addr),
                    server => $server_conf);
 # the upstream failures provoked below, each told once
-$gw->expect_log_error(qr/upstream sent "Transfer-Encoding|upstream sent an interim response|upstream sent a redirect|upstream answered 200 without|upstream sent the "Mcp-Session-Id" header twice|is too long for a keyed session id|no live upstreams/);
+$gw->expect_log_error(qr/upstream sent "Transfer-Encoding|upstream sent an interim response|header for \/_b\/inj has a control character|upstream sent a redirect|upstream answered 200 without|upstream sent the "Mcp-Session-Id" header twice|is too long for a keyed session id|no live upstreams/);
 $gw->start;
 
 sub init_at {
@@ -507,6 +528,16 @@ for my $case ([ '/admin/..%2Fpub', '/pub' ], [ '/admin/%2E%2E/pub', '/pub' ], [ 
                 . '(ngx_http_mcp_aggregate_fail)';
     ok((grep { $_ eq 'big__huge' } @names), 'another client, just after, still gets that backend\'s tools ('
        . join(' ', @names) . ')');
+}
+
+# a backend's protocol version with CR LF in it: no header line of its own
+# in the gateway's next requests to it
+{
+    my ($s) = init_at('/inj');
+    my ($list) = $gw->mcp_request($s, 'tools/list', {}, path => '/inj', protocol_version => $V25);
+    my @names = map { $_->{name} } @{ $list->{result}{tools} // [] };
+    ok(!(grep { /smuggled/ } @names), 'a backend\'s "protocolVersion" of "1\\r\\nX-Injected: yes" does not '
+       . 'add a header line to the requests it gets (' . join(' ', @names) . ')');
 }
 
 # prefixes nginx -t refuses

@@ -305,6 +305,16 @@ ok(defined $sid && $sid =~ /^[A-Za-z0-9_-]+$/, 'keyed initialize: a base64url se
         is_rpc_error_body($r, 404, -32001, "bad-$what", "an id $what: 404, -32001, the request's id");
     }
 
+    # a GET stream and a DELETE with a forged id
+    my $g = $gw->mcp_get_stream('A' x 120, path => '/mcp', protocol_version => $V25, quiet => 1);
+    my $gs = $g->status;
+    my $gb = $g->read_body // '';
+    $g->close;
+    ok($gs == 404 && $gb =~ /"code":-32001/, "GET with a forged keyed id: 404, -32001 ($gs)");
+    my $d = $gw->mcp_delete('A' x 120, path => '/mcp', protocol_version => $V25);
+    McpTest::decode_mcp_response($d);
+    is_rpc_error_body($d, 404, -32001, undef, 'DELETE with a forged keyed id: 404, -32001');
+
     # two Mcp-Session-Id headers: the gateway reads the first, nothing else
     my $r2 = post_at('/mcp', undef, { jsonrpc => '2.0', id => 'two-1', method => 'ping' },
                      headers => { 'Mcp-Session-Id' => [ 'A' x 120, $sid ] });

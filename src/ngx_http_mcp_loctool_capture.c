@@ -266,16 +266,20 @@ ngx_http_mcp_loctool_append(ngx_http_mcp_loctool_state_t *st, ngx_buf_t *b)
 
     if (ngx_buf_in_memory(b)) {
         st->len = ngx_cpymem(st->body + st->len, b->pos, size) - st->body;
-        return NGX_OK;
+
+    } else {
+        n = ngx_read_file(b->file, st->body + st->len, size, b->file_pos);
+
+        if (n != size) {
+            return NGX_ERROR;
+        }
+
+        st->len += size;
     }
 
-    n = ngx_read_file(b->file, st->body + st->len, size, b->file_pos);
-
-    if (n != size) {
-        return NGX_ERROR;
+    if (st->stream) {
+        ngx_post_event(&st->event, &ngx_posted_events);
     }
-
-    st->len += size;
 
     return NGX_OK;
 }

@@ -1,0 +1,282 @@
+# What crosses the gateway over several MCP servers (mcp_backend, issue
+# #15) while a routed call runs: a backend's SSE events as they come.  A
+# gateway over an nginx instance of this module (the Everything set) and
+# @modelcontextprotocol/server-everything: sampling requests from both
+# answered by the raw-HTTP client through the gateway, progress from both
+# on two calls of one session, a client's cancellation reaching the
+# backend; and attacks: client responses with forged ids, a backend whose
+# event names a member twice, one whose event is larger than
+# mcp_backend_max_size, one that ends its stream before its response, one
+# that answers another request's id.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep time);
+use McpTest timeout => 180;
+use McpStream;
+use McpGateway qw(start_everything_node stop_process node_available fake_upstream);
+
+my $why = node_available('@modelcontextprotocol/server-everything');
+plan skip_all => "node: $why" if $why;
+
+# backend alpha: the Everything set
+my $alpha = McpTest->new(server => <<'NGX')->start;
+        location = /mcp {
+            mcp on;
+            mcp_builtin everything;
+        }
+NGX
+
+# a backend that misbehaves in its streams, one way a tool
+my $fake = fake_upstream(sub {
+    my ($c, $head, $body) = @_;
+    my ($id) = $body =~ /"id":(\d+)/;
+    my $json = sub {
+        my ($s) = @_;
+        print $c "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+               . "Mcp-Session-Id: fake-session\r\nContent-Length: " . length($s)
+               . "\r\nConnection: close\r\n\r\n$s";
+    };
+    my $sse = sub {
+        print $c "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+               . "Connection: close\r\n\r\n";
+        print $c "data: $_\n\n" for @_;
+    };
+    my $final = qq({"jsonrpc":"2.0","id":$id,"result":{"content":[{"type":"text","text":"done"}]}})
+        if defined $id;
+
+    if ($body =~ /"method":"initialize"/) {
+        $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"protocolVersion":"2025-11-25",)
+                . qq("capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}}));
+    }
+    elsif (!defined $id) {
+        print $c "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    }
+    elsif ($body =~ /"method":"tools\/list"/) {
+        $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[)
+                . join(',', map { qq({"name":"$_","inputSchema":{"type":"object"}}) }
+                            qw(dup big cut other fine))
+                . ']}}');
+    }
+    elsif ($body =~ /"name":"dup"/) {
+        $sse->(qq({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1},"params":{"progressToken":2,"progress":2}}),
+               $final);
+    }
+    elsif ($body =~ /"name":"big"/) {
+        $sse->(qq({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","data":") . ('x' x 9000) . '"}}',
+               $final);
+    }
+    elsif ($body =~ /"name":"cut"/) {
+        $sse->(qq({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}));
+        sleep 0.2;
+    }
+    elsif ($body =~ /"name":"other"/) {
+        $sse->(qq({"jsonrpc":"2.0","id":424242,"result":{"content":[]}}));
+    }
+    elsif ($body =~ /"name":"fine"/) {
+        # one event split over several writes, a comment, CRLF lines
+        print $c "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+        print $c ": a comment\r\nid: 7\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",";
+        sleep 0.1;
+        print $c "\"params\":{\"progressToken\":\"theirs\",\"progress\":3,\"total\":4}}\r\n\r\n";
+        sleep 0.1;
+        print $c "data: $final\r\n\r\n";
+    }
+    else {
+        $json->(qq({"jsonrpc":"2.0","id":$id,"error":{"code":-32601,"message":"no"}}));
+    }
+});
+my $fport = $fake->{port};
+
+my $proxy = 'proxy_http_version 1.1; proxy_set_header Connection "";';
+my $t = McpTest->new(
+    ports => 2,    # 2: server-everything
+    http  => "    mcp_session_zone zone=relay:4m;\n",
+    server => <<"NGX");
+        mcp_session relay;
+
+        location = /mcp {
+            mcp_backend alpha /_b/alpha;
+            mcp_backend node  /_b/node;
+            mcp_backend_timeout 3s;
+        }
+
+        location = /bad {
+            mcp_backend alpha /_b/alpha;
+            mcp_backend dup   /_b/dup;
+            mcp_backend big   /_b/big;
+            mcp_backend cut   /_b/cut;
+            mcp_backend other /_b/other;
+            mcp_backend fine  /_b/fine;
+            mcp_backend_max_size 4k;
+            mcp_backend_retry 30s;
+        }
+
+        location /_b/alpha { internal; proxy_pass http://127.0.0.1:@{[ $alpha->port ]}/mcp; $proxy }
+        location /_b/node  { internal; proxy_pass http://127.0.0.1:%%PORT2%%/mcp; $proxy }
+        location /_b/      { internal; proxy_pass http://127.0.0.1:$fport/mcp; $proxy }
+NGX
+$t->start;
+
+my $node_log = $t->prefix . '/logs/server-everything.log';
+my $node = start_everything_node(port => $t->port(2), log => $node_log);
+
+sub text { (($_[0] // {})->{content} // [ {} ])->[0]{text} // '' }
+
+# the events of a call's stream until its response (or $timeout)
+sub until_response {
+    my ($s, $id, $timeout) = @_;
+    my @msgs;
+    my $deadline = time + ($timeout // 10);
+    while (time < $deadline) {
+        my $ev = take($s, $deadline - time) // last;
+        next unless ref $ev->{json} eq 'HASH';
+        push @msgs, $ev->{json};
+        last if defined $ev->{json}{id} && "$ev->{json}{id}" eq "$id"
+                && (exists $ev->{json}{result} || exists $ev->{json}{error});
+    }
+    return @msgs;
+}
+
+# the first server request on a stream
+sub server_request {
+    my ($s, $timeout) = @_;
+    my $deadline = time + ($timeout // 10);
+    while (time < $deadline) {
+        my $ev = take($s, $deadline - time) // last;
+        my $m = $ev->{json};
+        return $m if ref $m eq 'HASH' && defined $m->{method} && defined $m->{id};
+    }
+    return undef;
+}
+
+my ($sid) = $t->mcp_initialize(capabilities => { sampling => {}, elicitation => {} });
+ok($sid, 'initialize, declaring sampling and elicitation');
+
+# --- sampling from each backend, answered through the gateway ----------------
+
+for my $case ([ 'node__trigger-sampling-request', { prompt => 'the question', maxTokens => 20 }, 'node',
+                qr/forty-two/ ],
+              [ 'alpha__test_sampling', { prompt => 'the question' }, 'alpha', qr/^LLM response: forty-two/ ]) {
+    my ($tool, $args, $who, $want) = @$case;
+    my $s = call_stream($t, $sid, 100, $tool, $args);
+    my $req = server_request($s);
+    is($req && $req->{method}, 'sampling/createMessage', "$who: its sampling request reaches the client");
+    like(($req->{params}{messages}[0]{content}{text} // ''), qr/the question/, '... with the backend\'s params');
+    my $a = answer($t, $sid, $req->{id}, sampling_answer('forty-two'));
+    is($a->{status}, 202, '... the client\'s answer, POSTed on a fresh connection: 202');
+    my @m = until_response($s, 100);
+    like(text($m[-1]{result}), $want, "$who: the tool's result has the client's answer");
+    ended_ok($s, '... and the call\'s stream ends');
+}
+
+# --- progress from two backends, two calls of one session ---------------------
+
+{
+    my $sa = call_stream($t, $sid, 201, 'alpha__test_tool_with_progress', {}, token => 'tok-alpha');
+    my $sn = call_stream($t, $sid, 202, 'node__trigger-long-running-operation',
+                         { duration => 1, steps => 3 }, token => 'tok-node');
+    my @ma = until_response($sa, 201);
+    my @mn = until_response($sn, 202);
+    my @pa = grep { ($_->{method} // '') eq 'notifications/progress' } @ma;
+    my @pn = grep { ($_->{method} // '') eq 'notifications/progress' } @mn;
+    is(scalar @pa, 3, 'alpha: three progress notifications on its call\'s stream');
+    is(scalar @pn, 3, 'node: three progress notifications on its call\'s stream');
+    ok(!(grep { ($_->{params}{progressToken} // '') ne 'tok-alpha' } @pa), '... alpha\'s with the token its call gave');
+    ok(!(grep { ($_->{params}{progressToken} // '') ne 'tok-node' } @pn), '... node\'s with the token its call gave');
+    is_deeply([ map { $_->{params}{progress} } @pn ], [ 1, 2, 3 ], '... in order');
+    like(text($ma[-1]{result}), qr/progress executed/, 'alpha\'s result after its progress');
+    like(text($mn[-1]{result}), qr/Long running operation completed/, 'node\'s result after its progress');
+}
+
+# a call longer than mcp_backend_timeout (3 s) whose progress keeps coming
+{
+    my $s = call_stream($t, $sid, 210, 'node__trigger-long-running-operation',
+                        { duration => 4, steps => 4 }, token => 7);
+    my @m = until_response($s, 210, 10);
+    is(scalar(grep { ($_->{method} // '') eq 'notifications/progress' } @m), 4,
+       'a call past mcp_backend_timeout with progress every second: its four progress notifications');
+    like(text($m[-1]{result}), qr/completed/, '... and its result: each event restarts the timeout');
+}
+
+# --- a client's cancellation reaches the backend -------------------------------
+
+{
+    my $mark = $alpha->log_mark;
+    my $s = call_stream($t, $sid, 300, 'alpha__test_sampling', { prompt => 'never answered' });
+    my $req = server_request($s);
+    ok($req, 'alpha asks for sampling');
+    my $n = $t->mcp_notify($sid, 'notifications/cancelled', { requestId => 300, reason => 'changed my mind' });
+    is($n->{status}, 202, 'the client cancels its call: 202');
+    ok(McpTest::wait_until(5, sub { $alpha->log_since($mark) =~ /call "tools\/call" cancelled by the client/ }),
+       'alpha hears of it: its call is cancelled');
+    my @m = until_response($s, 300, 3);
+    ok(!(grep { defined $_->{id} && "$_->{id}" eq '300' } @m), 'no response on the cancelled call\'s stream');
+    # the sampling request's answer now finds nobody
+    my $a = answer($t, $sid, $req->{id}, sampling_answer('late'));
+    is($a->{status}, 202, 'a late answer to the cancelled call\'s request: 202, dropped');
+}
+
+# --- forged ids in a client's response ------------------------------------------
+
+{
+    my $s = call_stream($t, $sid, 400, 'alpha__test_sampling', { prompt => 'forgeries first' });
+    my $req = server_request($s);
+    ok($req, 'alpha asks for sampling');
+    my @forged = ("$req->{id}x", 'alpha:1', -1, 1e300, '', { a => 1 }, [ $req->{id} ], $req->{id} + 1000, 'A' x 5000);
+    for my $f (@forged) {
+        my $r = $t->mcp_post($sid, { jsonrpc => '2.0', id => $f, result => sampling_answer('forged') }, quiet => 1);
+        ok($r->{status} == 202 || ($r->{status} == 400 && ($r->{json}{error}{code} // 0) < 0),
+           'a response with the forged id ' . substr(ref $f ? McpTest::encode_json($f) : $f, 0, 20)
+           . ": refused or dropped ($r->{status})");
+    }
+    my $a = answer($t, $sid, $req->{id}, sampling_answer('the real one'));
+    is($a->{status}, 202, 'then the real answer: 202');
+    my @m = until_response($s, 400);
+    like(text($m[-1]{result}), qr/the real one/, '... and only the real answer reaches alpha');
+}
+
+# --- backends whose streams are wrong ---------------------------------------------
+
+my ($bsid) = $t->mcp_initialize(path => '/bad');
+my $mark = $t->log_mark;
+for my $case ([ 'dup__dup', qr/names a member twice/, 'an event that names "params" twice' ],
+              [ 'big__big', qr/larger than mcp_backend_max_size/, 'an event of 9 KB past mcp_backend_max_size 4k' ],
+              [ 'cut__cut', qr/ended before its response/, 'a stream that ends before its response' ],
+              [ 'other__other', qr/another request/, 'a response with another request\'s id' ]) {
+    my ($tool, $re, $what) = @$case;
+    my $r = $t->mcp_call($bsid, 'tools/call', { name => $tool, arguments => {} }, path => '/bad', timeout => 10);
+    ok(ref $r eq 'HASH' && ($r->{code} // 0) == -32000 && ($r->{message} // '') =~ $re,
+       "$what: a JSON-RPC error -32000 ($r->{message})");
+}
+like($t->log_since($mark), qr/\[warn\].*backend "dup".*names a member twice/, 'a [warn] names the backend and the fault');
+
+# a good stream: split over writes, CRLF lines, a comment, an SSE id
+{
+    my $s = call_stream($t, $bsid, 500, 'fine__fine', {}, token => 'mine', path => '/bad');
+    my @m = until_response($s, 500);
+    my @p = grep { ($_->{method} // '') eq 'notifications/progress' } @m;
+    is(scalar @p, 1, 'an event split over writes, with CRLF lines and a comment: relayed once');
+    is($p[0]{params}{progressToken}, 'mine', '... with the client\'s token, not the backend\'s');
+    is(text($m[-1]{result}), 'done', '... then the result');
+}
+
+# without a token, no progress reaches the client
+{
+    my $s = call_stream($t, $bsid, 501, 'fine__fine', {}, path => '/bad');
+    my @m = until_response($s, 501);
+    ok(!(grep { ($_->{method} // '') eq 'notifications/progress' } @m), 'a call without a token: no progress');
+}
+
+# all still well
+my $r = $t->mcp_call($sid, 'tools/call', { name => 'node__echo', arguments => { message => 'still here' } });
+is(text($r), 'Echo: still here', 'the gateway and its backends still answer');
+
+stop_process($node->{pid}, "TERM");
+stop_process($fake->{pid});
+$t->stop;
+$alpha->stop;
+done_testing;

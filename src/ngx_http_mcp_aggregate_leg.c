@@ -378,20 +378,17 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
     }
 
     if (st->too_big) {
-        leg->broken = leg->streamed;
-        ngx_http_mcp_aggregate_fail(leg, leg->streamed
-                                    ? "an event of its stream is larger "
-                                      "than mcp_backend_max_size"
+        leg->broken = st->stream;
+        ngx_http_mcp_aggregate_fail(leg, st->stream
+                                    ? "its events came faster than they "
+                                      "could be relayed"
                                     : "its reply is larger than "
                                       "mcp_backend_max_size");
         return;
     }
 
-    if (st->stream && st->header && st->status == NGX_HTTP_OK
-        && st->type.len == sizeof("text/event-stream") - 1
-        && ngx_strncmp(st->type.data, "text/event-stream", st->type.len)
-           == 0)
-    {
+    /* the stream mode stays for an SSE reply only */
+    if (st->stream && st->header && st->status == NGX_HTTP_OK) {
         ngx_http_mcp_aggregate_stream(leg);
         return;
     }

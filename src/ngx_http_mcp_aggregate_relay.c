@@ -108,6 +108,10 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
 
         /* a blank line: the event [ev, p) is complete */
 
+        if ((size_t) (p - ev) > st->max) {
+            goto too_big;
+        }
+
         len = ngx_http_mcp_aggregate_data(ev, p);
         rc = len ? ngx_http_mcp_aggregate_message(leg, ev, len) : NGX_AGAIN;
 
@@ -116,6 +120,10 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
         if (rc != NGX_AGAIN) {
             break;
         }
+    }
+
+    if (rc == NGX_AGAIN && (size_t) (end - ev) > st->max) {
+        goto too_big;
     }
 
     if (rc == NGX_AGAIN && last && ev < end) {
@@ -142,6 +150,12 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
     st->len = len;
 
     return NGX_AGAIN;
+
+too_big:
+
+    leg->failure = "an event of its stream is larger than "
+                   "mcp_backend_max_size";
+    return NGX_ERROR;
 }
 
 

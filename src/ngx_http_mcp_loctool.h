@@ -17,6 +17,10 @@
 #include "ngx_http_mcp.h"
 
 
+/* a stream's unread events, at most, in multiples of the fetch's bound */
+#define NGX_HTTP_MCP_LOCTOOL_BURST  8
+
+
 /* one mcp_tool block or mcp_resource line; lives as long as the conf */
 typedef struct {
     ngx_str_t                  name;        /* tool name, or resource URI */
@@ -73,8 +77,11 @@ typedef struct {
     unsigned                      too_big:1;
     unsigned                      gone:1;       /* the POST went */
     unsigned                      want_session:1;
-    unsigned                      stream:1;     /* news of every part of
-                                                   the body too */
+    unsigned                      stream:1;     /* an SSE reply: news of
+                                                   every part of the
+                                                   body too, max bounds
+                                                   an event (the reader
+                                                   checks) */
 } ngx_http_mcp_loctool_state_t;
 
 
@@ -98,8 +105,8 @@ typedef struct {
                                                       credentials */
     unsigned                      want_session:1;  /* capture the reply's
                                                       Mcp-Session-Id */
-    unsigned                      stream:1;     /* news as the body
-                                                   comes */
+    unsigned                      stream:1;     /* an SSE reply's news
+                                                   as its body comes */
 } ngx_http_mcp_loctool_fetch_t;
 
 

@@ -58,7 +58,7 @@ my $fake = fake_upstream(sub {
     elsif ($body =~ /"method":"tools\/list"/) {
         $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[)
                 . join(',', map { qq({"name":"$_","inputSchema":{"type":"object"}}) }
-                            qw(dup big cut other fine))
+                            qw(dup big cut other fine many))
                 . ']}}');
     }
     elsif ($body =~ /"name":"dup"/) {
@@ -72,6 +72,11 @@ my $fake = fake_upstream(sub {
     elsif ($body =~ /"name":"cut"/) {
         $sse->(qq({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}));
         sleep 0.2;
+    }
+    elsif ($body =~ /"name":"many"/) {
+        # 60 events, 6 KB in all, in one write: more than the bound, none past it
+        $sse->((map { qq({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":$_,"message":"step $_ of sixty"}}) } 1 .. 60),
+               $final);
     }
     elsif ($body =~ /"name":"other"/) {
         $sse->(qq({"jsonrpc":"2.0","id":424242,"result":{"content":[]}}));
@@ -111,6 +116,7 @@ my $t = McpTest->new(
             mcp_backend cut   /_b/cut;
             mcp_backend other /_b/other;
             mcp_backend fine  /_b/fine;
+            mcp_backend many  /_b/many;
             mcp_backend_max_size 4k;
             mcp_backend_retry 30s;
         }
@@ -250,7 +256,7 @@ for my $case ([ 'dup__dup', qr/names a member twice/, 'an event that names "para
     my ($tool, $re, $what) = @$case;
     my $r = $t->mcp_call($bsid, 'tools/call', { name => $tool, arguments => {} }, path => '/bad', timeout => 10);
     ok(ref $r eq 'HASH' && ($r->{code} // 0) == -32000 && ($r->{message} // '') =~ $re,
-       "$what: a JSON-RPC error -32000 ($r->{message})");
+       "$what: a JSON-RPC error -32000 (" . ($r->{message} // McpTest::encode_json($r)) . ")");
 }
 like($t->log_since($mark), qr/\[warn\].*backend "dup".*names a member twice/, 'a [warn] names the backend and the fault');
 
@@ -261,6 +267,16 @@ like($t->log_since($mark), qr/\[warn\].*backend "dup".*names a member twice/, 'a
     my @p = grep { ($_->{method} // '') eq 'notifications/progress' } @m;
     is(scalar @p, 1, 'an event split over writes, with CRLF lines and a comment: relayed once');
     is($p[0]{params}{progressToken}, 'mine', '... with the client\'s token, not the backend\'s');
+    is(text($m[-1]{result}), 'done', '... then the result');
+}
+
+# many events at once, more than mcp_backend_max_size together
+{
+    my $s = call_stream($t, $bsid, 502, 'many__many', {}, token => 'm', path => '/bad');
+    my @m = until_response($s, 502);
+    my @p = grep { ($_->{method} // '') eq 'notifications/progress' } @m;
+    is(scalar @p, 60, '60 events of 6 KB in all at once, the bound 4k: all relayed');
+    is_deeply([ map { $_->{params}{progress} } @p ], [ 1 .. 60 ], '... in order');
     is(text($m[-1]{result}), 'done', '... then the result');
 }
 

@@ -130,6 +130,7 @@ ngx_int_t ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
 ngx_int_t ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,
     cJSON *caps);
 ngx_int_t ngx_http_mcp_aggregate_watch(ngx_http_mcp_aggregate_leg_t *leg);
+void ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg);
 
 
 extern ngx_module_t  ngx_http_mcp_aggregate_module;

@@ -877,7 +877,11 @@ ngx_http_mcp_aggregate_timeout(ngx_event_t *ev)
         if (leg->step == NGX_HTTP_MCP_LEG_REQUEST && leg->method != NULL
             && ngx_strcmp(leg->method, "tools/call") == 0)
         {
-            /* a tool that runs long: the backend itself may be fine */
+            /*
+             * a tool that runs long: the backend itself may be fine, and
+             * is told that the gateway gave up on it
+             */
+            ngx_http_mcp_aggregate_give_up(leg);
             ngx_http_mcp_aggregate_lost(leg, "no answer within "
                                              "mcp_backend_timeout");
             continue;

@@ -54,6 +54,8 @@ static void ngx_http_mcp_aggregate_answer_backend(
     ngx_http_mcp_aggregate_leg_t *leg, u_char *id, cJSON *result,
     cJSON *error, ngx_int_t code, const char *message);
 static void ngx_http_mcp_aggregate_cancel(void *data);
+static void ngx_http_mcp_aggregate_cancelled(
+    ngx_http_mcp_aggregate_leg_t *leg, ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_aggregate_post_to(
     ngx_http_mcp_aggregate_leg_t *leg, ngx_http_request_t *r, u_char *text,
     size_t len);
@@ -626,18 +628,44 @@ ngx_http_mcp_aggregate_cancel(void *data)
 {
     ngx_http_mcp_aggregate_leg_t *leg = data;
 
-    u_char  text[sizeof("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
-                        "cancelled\",\"params\":{\"requestId\":,\"reason\":"
-                        "\"cancelled by the gateway's client\"}}")
-                 + NGX_INT64_LEN];
-    u_char                        *p;
     ngx_http_mcp_loctool_state_t  *st;
 
     st = leg->st;
 
-    if (leg->done || st == NULL || st->link == NULL || st->link->sr == NULL
-        || leg->cancelled)
-    {
+    if (leg->done || st == NULL || st->link == NULL || st->link->sr == NULL) {
+        return;
+    }
+
+    ngx_http_mcp_aggregate_cancelled(leg, st->link->sr->parent);
+}
+
+
+/* the gateway gives up on a request the backend still runs (a timeout) */
+
+void
+ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    ngx_http_request_t  *r;
+
+    r = ngx_http_mcp_call_http_request(leg->op->call);
+
+    if (r != NULL) {
+        ngx_http_mcp_aggregate_cancelled(leg, r);
+    }
+}
+
+
+static void
+ngx_http_mcp_aggregate_cancelled(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_http_request_t *r)
+{
+    u_char  text[sizeof("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                        "cancelled\",\"params\":{\"requestId\":,\"reason\":"
+                        "\"cancelled by the gateway's client\"}}")
+                 + NGX_INT64_LEN];
+    u_char  *p;
+
+    if (leg->cancelled || leg->id == 0) {
         return;
     }
 
@@ -652,8 +680,7 @@ ngx_http_mcp_aggregate_cancel(void *data)
                    "mcp backend \"%V\": cancelling request %uL",
                    &leg->backend->name, leg->id);
 
-    (void) ngx_http_mcp_aggregate_post_to(leg, st->link->sr->parent, text,
-                                          p - text);
+    (void) ngx_http_mcp_aggregate_post_to(leg, r, text, p - text);
 }
 
 

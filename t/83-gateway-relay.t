@@ -1,11 +1,13 @@
 # What crosses the gateway over several MCP servers (mcp_backend, issue
 # #15) while a routed call runs: a backend's SSE events as they come.  A
 # gateway over an nginx instance of this module (the Everything set) and
-# @modelcontextprotocol/server-everything: sampling requests from both
-# answered by the raw-HTTP client through the gateway, progress from both
-# on two calls of one session, a client's cancellation reaching the
-# backend; and attacks: client responses with forged ids, a backend whose
-# event names a member twice, one whose event is larger than
+# @modelcontextprotocol/server-everything: sampling and elicitation
+# requests answered by the raw-HTTP client through the gateway, progress
+# from both backends on two calls of one session, a client's
+# cancellation (and the gateway's own, at mcp_backend_timeout) reaching
+# the backend, clients that cannot be asked (no sampling declared,
+# stateless); and attacks: client responses with forged ids, a backend
+# whose event names a member twice, one whose event is larger than
 # mcp_backend_max_size, one that ends its stream before its response, one
 # that answers another request's id.
 
@@ -179,6 +181,58 @@ for my $case ([ 'node__trigger-sampling-request', { prompt => 'the question', ma
     ended_ok($s, '... and the call\'s stream ends');
 }
 
+# elicitation, the same way
+{
+    my $s = call_stream($t, $sid, 110, 'alpha__test_elicitation', { message => 'who are you?' });
+    my $req = server_request($s);
+    is($req && $req->{method}, 'elicitation/create', 'alpha: its elicitation request reaches the client');
+    answer($t, $sid, $req->{id}, { action => 'accept', content => { username => 'ann', email => 'ann@example.com' } });
+    my @m = until_response($s, 110);
+    like(text($m[-1]{result}), qr/ann\@example\.com/, '... and the tool\'s result has the client\'s answer');
+}
+
+# a client that did not declare sampling is not asked: the backend hears so
+{
+    my ($plain) = $t->mcp_initialize;
+    my ($res, undef, $http) = $t->mcp_call($plain, 'tools/call', { name => 'alpha__test_sampling', arguments => { prompt => 'x' } },
+                                           timeout => 10);
+    ok(!(grep { defined $_->{method} && defined $_->{id} } @{ $http->{messages} }),
+       'a client without sampling: no request reaches it');
+    # the gateway declared alpha no sampling for this session: alpha knows
+    ok($res->{isError} && text($res) =~ /does not support sampling/,
+       '... alpha, told at initialize, does not ask: ' . text($res));
+    ok(!(grep { $_ eq 'node__trigger-sampling-request' }
+         map { $_->{name} } @{ ($t->mcp_call($plain, 'tools/list', {}) // {})->{tools} // [] }),
+       '... and node, told so at initialize, offers it no sampling tool');
+}
+
+# a stateless (2026-07-28) client: progress relayed, requests refused for it
+{
+    my $P = 'io.modelcontextprotocol/';
+    my $sl = sub {
+        my ($name, $args, %o) = @_;
+        my $meta = { "${P}protocolVersion" => '2026-07-28',
+                     "${P}clientCapabilities" => { sampling => {} },
+                     "${P}clientInfo" => { name => 't83', version => '1' },
+                     (defined $o{token} ? (progressToken => $o{token}) : ()) };
+        my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 1, method => 'tools/call',
+                                      params => { name => $name, arguments => $args, _meta => $meta } },
+                             headers => { 'MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => 'tools/call',
+                                          'Mcp-Name' => $name },
+                             protocol_version => undef, quiet => 1, timeout => 10);
+        Test::More::diag(McpTest::explain_response($r)) unless @{ $r->{messages} // [] };
+        return @{ $r->{messages} // [] };
+    };
+    my @m = $sl->('alpha__test_tool_with_progress', {}, token => 'sl');
+    my @p = grep { ($_->{method} // '') eq 'notifications/progress' } @m;
+    is(scalar @p, 3, 'stateless: alpha\'s three progress notifications relayed');
+    ok(!(grep { ($_->{params}{progressToken} // '') ne 'sl' } @p), '... with the request\'s token');
+    @m = $sl->('alpha__test_sampling', { prompt => 'x' });
+    ok(!(grep { defined $_->{method} && defined $_->{id} } @m), 'stateless: no server request reaches the client');
+    like(text($m[-1]{result}), qr/does not support sampling/,
+         '... the shared backend session declares no sampling: alpha does not ask');
+}
+
 # --- progress from two backends, two calls of one session ---------------------
 
 {
@@ -224,6 +278,18 @@ for my $case ([ 'node__trigger-sampling-request', { prompt => 'the question', ma
     # the sampling request's answer now finds nobody
     my $a = answer($t, $sid, $req->{id}, sampling_answer('late'));
     is($a->{status}, 202, 'a late answer to the cancelled call\'s request: 202, dropped');
+}
+
+# the gateway gives up on a call past mcp_backend_timeout: the backend is told
+{
+    my $mark = $alpha->log_mark;
+    my $s = call_stream($t, $sid, 310, 'alpha__test_sampling', { prompt => 'nobody answers' });
+    ok(server_request($s), 'alpha asks for sampling; the client never answers');
+    my @m = until_response($s, 310, 8);
+    ok($m[-1]{result}{isError} && text($m[-1]{result}) =~ /mcp_backend_timeout/,
+       'after mcp_backend_timeout: a tool error (' . text($m[-1]{result}) . ')');
+    ok(McpTest::wait_until(3, sub { $alpha->log_since($mark) =~ /call "tools\/call" cancelled by the client/ }),
+       '... and alpha is told: its call is cancelled');
 }
 
 # --- forged ids in a client's response ------------------------------------------

@@ -25,6 +25,8 @@
 
 #define NGX_HTTP_MCP_AGGREGATE_MAX      32      /* backends a location */
 #define NGX_HTTP_MCP_AGGREGATE_SID_LEN  1024    /* a backend's session id */
+#define NGX_HTTP_MCP_AGGREGATE_ASKS     16      /* a backend's requests to
+                                                   the client, pending */
 
 
 /* one mcp_backend line; the part after "worker" is each worker's own */
@@ -74,6 +76,8 @@ typedef struct {
                                                    freed with the op */
     const char                    *failure;
     uint64_t                       id;          /* of its request there */
+    ngx_uint_t                     asking;      /* its requests to the
+                                                   client, pending */
     unsigned                       retried:1;
     unsigned                       done:1;
     unsigned                       failed:1;

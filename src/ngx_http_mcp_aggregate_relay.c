@@ -499,6 +499,15 @@ ngx_http_mcp_aggregate_request(ngx_http_mcp_aggregate_leg_t *leg,
         return;
     }
 
+    if (leg->asking >= NGX_HTTP_MCP_AGGREGATE_ASKS) {
+        /* each is a wait record in the zone and a question to a person */
+        ngx_http_mcp_aggregate_answer_backend(leg, ask->id, NULL, NULL,
+                                              NGX_HTTP_MCP_INTERNAL_ERROR,
+                                              "Too many requests to the "
+                                              "client at once");
+        return;
+    }
+
     params = cJSON_GetObjectItemCaseSensitive(json, "params");
     params = (params != NULL) ? cJSON_DetachItemViaPointer(json, params)
                               : NULL;
@@ -507,10 +516,14 @@ ngx_http_mcp_aggregate_request(ngx_http_mcp_aggregate_leg_t *leg,
                    "mcp backend \"%V\": request %s %s relayed",
                    &leg->backend->name, method, ask->id);
 
+    leg->asking++;
+
     if (ngx_http_mcp_call_request(call, method, params,
                                   ngx_http_mcp_aggregate_answered, ask)
         != NGX_OK)
     {
+        leg->asking--;
+
         ngx_http_mcp_aggregate_answer_backend(leg, ask->id, NULL, NULL,
                                               NGX_HTTP_MCP_INTERNAL_ERROR,
                                               "The gateway could not ask "
@@ -526,6 +539,10 @@ ngx_http_mcp_aggregate_answered(ngx_http_mcp_call_t *call, cJSON *result,
     cJSON *error, void *data)
 {
     ngx_http_mcp_aggregate_ask_t *ask = data;
+
+    if (ask->leg->asking) {
+        ask->leg->asking--;
+    }
 
     ngx_http_mcp_aggregate_answer_backend(ask->leg, ask->id, result, error,
                                           NGX_HTTP_MCP_INTERNAL_ERROR,

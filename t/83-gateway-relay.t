@@ -60,7 +60,7 @@ my $fake = fake_upstream(sub {
     elsif ($body =~ /"method":"tools\/list"/) {
         $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[)
                 . join(',', map { qq({"name":"$_","inputSchema":{"type":"object"}}) }
-                            qw(dup big cut other fine many))
+                            qw(dup big cut other fine many flood))
                 . ']}}');
     }
     elsif ($body =~ /"name":"dup"/) {
@@ -79,6 +79,11 @@ my $fake = fake_upstream(sub {
         # 60 events, 6 KB in all, in one write: more than the bound, none past it
         $sse->((map { qq({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":$_,"message":"step $_ of sixty"}}) } 1 .. 60),
                $final);
+    }
+    elsif ($body =~ /"name":"flood"/) {
+        $sse->((map { qq({"jsonrpc":"2.0","id":"f$_","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}) } 1 .. 24));
+        sleep 0.5;
+        print $c "data: $final\n\n";
     }
     elsif ($body =~ /"name":"other"/) {
         $sse->(qq({"jsonrpc":"2.0","id":424242,"result":{"content":[]}}));
@@ -119,6 +124,7 @@ my $t = McpTest->new(
             mcp_backend other /_b/other;
             mcp_backend fine  /_b/fine;
             mcp_backend many  /_b/many;
+            mcp_backend flood /_b/flood;
             mcp_backend_max_size 4k;
             mcp_backend_retry 30s;
         }
@@ -344,6 +350,16 @@ like($t->log_since($mark), qr/\[warn\].*backend "dup".*names a member twice/, 'a
     is(scalar @p, 60, '60 events of 6 KB in all at once, the bound 4k: all relayed');
     is_deeply([ map { $_->{params}{progress} } @p ], [ 1 .. 60 ], '... in order');
     is(text($m[-1]{result}), 'done', '... then the result');
+}
+
+# a backend that asks the client 24 questions at once: 16 reach it
+{
+    my ($fsid) = $t->mcp_initialize(path => '/bad', capabilities => { sampling => {} });
+    my $s = call_stream($t, $fsid, 503, 'flood__flood', {}, path => '/bad');
+    my @m = until_response($s, 503);
+    my @q = grep { ($_->{method} // '') eq 'sampling/createMessage' } @m;
+    is(scalar @q, 16, '24 sampling requests at once from a backend: 16 reach the client, the others are refused');
+    is(text($m[-1]{result}), 'done', '... and the call ends with the backend\'s result');
 }
 
 # without a token, no progress reaches the client

@@ -27,6 +27,8 @@
 #define NGX_HTTP_MCP_AGGREGATE_SID_LEN  1024    /* a backend's session id */
 #define NGX_HTTP_MCP_AGGREGATE_ASKS     16      /* a backend's requests to
                                                    the client, pending */
+#define NGX_HTTP_MCP_AGGREGATE_ANSWERS  256     /* answers to a backend in
+                                                   a call */
 
 
 /* one mcp_backend line; the part after "worker" is each worker's own */
@@ -78,6 +80,7 @@ typedef struct {
     uint64_t                       id;          /* of its request there */
     ngx_uint_t                     asking;      /* its requests to the
                                                    client, pending */
+    ngx_uint_t                     answers;     /* sent it */
     unsigned                       retried:1;
     unsigned                       done:1;
     unsigned                       failed:1;

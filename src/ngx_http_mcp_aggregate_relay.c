@@ -564,6 +564,19 @@ ngx_http_mcp_aggregate_answer_backend(ngx_http_mcp_aggregate_leg_t *leg,
     size_t   len;
     cJSON   *msg, *item, *rid, *e;
 
+    if (leg->answers++ >= NGX_HTTP_MCP_AGGREGATE_ANSWERS) {
+        /*
+         * each is a subrequest that lives as long as the client's POST:
+         * a backend that asks without end (pings) waits for its own
+         * timeouts instead
+         */
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP,
+                       ngx_http_mcp_call_get_log(leg->op->call), 0,
+                       "mcp backend \"%V\": no more answers in this call",
+                       &leg->backend->name);
+        return;
+    }
+
     msg = cJSON_CreateObject();
     rid = cJSON_CreateRaw((const char *) id);
 

@@ -60,7 +60,7 @@ my $fake = fake_upstream(sub {
     elsif ($body =~ /"method":"tools\/list"/) {
         $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[)
                 . join(',', map { qq({"name":"$_","inputSchema":{"type":"object"}}) }
-                            qw(dup big cut other fine many flood))
+                            qw(dup big cut other fine many flood pings))
                 . ']}}');
     }
     elsif ($body =~ /"name":"dup"/) {
@@ -85,6 +85,9 @@ my $fake = fake_upstream(sub {
         sleep 0.5;
         print $c "data: $final\n\n";
     }
+    elsif ($body =~ /"name":"pings"/) {
+        $sse->((map { qq({"jsonrpc":"2.0","id":"p$_","method":"ping"}) } 1 .. 300), $final);
+    }
     elsif ($body =~ /"name":"other"/) {
         $sse->(qq({"jsonrpc":"2.0","id":424242,"result":{"content":[]}}));
     }
@@ -100,13 +103,13 @@ my $fake = fake_upstream(sub {
     else {
         $json->(qq({"jsonrpc":"2.0","id":$id,"error":{"code":-32601,"message":"no"}}));
     }
-});
+}, listen => 512);
 my $fport = $fake->{port};
 
 my $proxy = 'proxy_http_version 1.1; proxy_set_header Connection "";';
 my $t = McpTest->new(
     ports => 2,    # 2: server-everything
-    http  => "    mcp_session_zone zone=relay:4m;\n",
+    http  => "    mcp_session_zone zone=relay:4m;\n    log_format relay_uri '\$uri';\n",
     server => <<"NGX");
         mcp_session relay;
 
@@ -125,14 +128,17 @@ my $t = McpTest->new(
             mcp_backend fine  /_b/fine;
             mcp_backend many  /_b/many;
             mcp_backend flood /_b/flood;
+            mcp_backend pings /_b/pings;
             mcp_backend_max_size 4k;
             mcp_backend_retry 30s;
         }
 
         location /_b/alpha { internal; proxy_pass http://127.0.0.1:@{[ $alpha->port ]}/mcp; $proxy }
         location /_b/node  { internal; proxy_pass http://127.0.0.1:%%PORT2%%/mcp; $proxy }
-        location /_b/      { internal; proxy_pass http://127.0.0.1:$fport/mcp; $proxy }
+        location /_b/      { internal; proxy_pass http://127.0.0.1:$fport/mcp; $proxy
+                             log_subrequest on; access_log %%PREFIX%%/logs/fake.log relay_uri; }
 NGX
+$t->expect_log_error(qr/connect\(\) failed|recv\(\) failed|upstream prematurely closed/);
 $t->start;
 
 my $node_log = $t->prefix . '/logs/server-everything.log';
@@ -360,6 +366,20 @@ like($t->log_since($mark), qr/\[warn\].*backend "dup".*names a member twice/, 'a
     my @q = grep { ($_->{method} // '') eq 'sampling/createMessage' } @m;
     is(scalar @q, 16, '24 sampling requests at once from a backend: 16 reach the client, the others are refused');
     is(text($m[-1]{result}), 'done', '... and the call ends with the backend\'s result');
+}
+
+# a backend that pings without end: the gateway answers 256 in a call
+{
+    my $r = $t->mcp_call($bsid, 'tools/call', { name => 'pings__pings', arguments => {} }, path => '/bad', timeout => 20);
+    is(text($r), 'done', '300 pings from a backend during a call: the call still ends with its result');
+    # the fake serves one connection at a time: the answers come slowly
+    my $count = sub { scalar(() = (McpTest::_slurp($t->prefix . '/logs/fake.log') // '') =~ m{/_b/pings}g) };
+    my $t0 = time;
+    McpTest::wait_until(20, sub { $count->() >= 256 });
+    sleep 2;
+    my $n = $count->();
+    ok($n >= 256 && $n < 300, "... and it got 256 answers, not 300 ($n requests in all, its sessions' included, "
+                              . sprintf('%.1f s', time - $t0) . ')');
 }
 
 # without a token, no progress reaches the client

@@ -108,6 +108,7 @@ my $fport = $fake->{port};
 
 my $proxy = 'proxy_http_version 1.1; proxy_set_header Connection "";';
 my $t = McpTest->new(
+    listen => 'reuseport',    # fresh connections reach several workers
     ports => 2,    # 2: server-everything
     http  => "    mcp_session_zone zone=relay:4m;\n    log_format relay_uri '\$uri';\n",
     server => <<"NGX");
@@ -117,6 +118,7 @@ my $t = McpTest->new(
             mcp_backend alpha /_b/alpha;
             mcp_backend node  /_b/node;
             mcp_backend_timeout 3s;
+            add_header X-Worker \$pid always;
         }
 
         location = /bad {
@@ -191,6 +193,22 @@ for my $case ([ 'node__trigger-sampling-request', { prompt => 'the question', ma
     my @m = until_response($s, 100);
     like(text($m[-1]{result}), $want, "$who: the tool's result has the client's answer");
     ended_ok($s, '... and the call\'s stream ends');
+}
+
+# the answer at another worker than the call's: the session's wait record
+{
+    my ($ok, $cross) = (0, 0);
+    for my $i (1 .. 8) {
+        my $s = call_stream($t, $sid, 130 + $i, 'alpha__test_sampling', { prompt => "round $i" });
+        my $req = server_request($s) or next;
+        my $a = answer($t, $sid, $req->{id}, sampling_answer("answer $i"));
+        my @m = until_response($s, 130 + $i);
+        $ok++ if text($m[-1]{result}) eq "LLM response: answer $i";
+        $cross++ if worker_of($a) && worker_of($s) && worker_of($a) ne worker_of($s);
+        note("call at " . (worker_of($s) // "?") . ", answer at " . (worker_of($a) // "?"));
+    }
+    is($ok, 8, 'eight sampling rounds through the gateway, each result with its own answer');
+    cmp_ok($cross, '>', 0, "... $cross of them answered at another worker than the call's");
 }
 
 # elicitation, the same way

@@ -15,9 +15,10 @@
  * it (it restarted): the leg opens a new one and asks again, once.
  *
  * Failures: no answer within mcp_backend_timeout (but for a tool's call,
- * which may just run long), an HTTP error, a reply
- * that is not a JSON-RPC response or is larger than
- * mcp_backend_max_size.  The first failure of an episode is one [warn]
+ * which may just run long, and whose backend is told it was given up
+ * on), an HTTP error, a reply that is not a JSON-RPC response or is
+ * larger than mcp_backend_max_size, a routed request's SSE stream that
+ * breaks off (see ngx_http_mcp_aggregate_relay.c).  The first failure of an episode is one [warn]
  * line; every worker then leaves the backend out for mcp_backend_retry
  * after its last failure (the session zone keeps its health), tries it
  * again after, and a [notice] line says when it answers again.  A
@@ -677,8 +678,9 @@ ngx_http_mcp_aggregate_keep_sessions(ngx_http_mcp_aggregate_op_t *op)
 
 /*
  * The reply: a JSON-RPC response as application/json, or the response
- * among the events of a text/event-stream (its notifications are not
- * relayed yet).
+ * among the events of a text/event-stream (a list's, or a session's
+ * opening: a routed request's are relayed as they come, see
+ * ngx_http_mcp_aggregate_relay.c).
  */
 
 static cJSON *

@@ -282,6 +282,21 @@ for my $case ([ 'node__trigger-sampling-request', { prompt => 'the question', ma
     like(text($mn[-1]{result}), qr/Long running operation completed/, 'node\'s result after its progress');
 }
 
+# log messages, at the client's level (the gateway's session's, not alpha's)
+{
+    my ($lsid) = $t->mcp_initialize;
+    my $s = call_stream($t, $lsid, 220, 'alpha__test_tool_with_logging', {});
+    my @l = grep { ($_->{method} // '') eq 'notifications/message' } until_response($s, 220);
+    is(scalar @l, 3, 'alpha\'s three log messages reach the client at its level (info)');
+    is($l[0]{params}{data}, 'Tool execution started', '... as alpha wrote them');
+    my $r = $t->mcp_call($lsid, 'logging/setLevel', { level => 'error' });
+    is_deeply($r, {}, 'the client sets its level to error');
+    my ($res, undef, $http) = $t->mcp_call($lsid, 'tools/call', { name => 'alpha__test_tool_with_logging', arguments => {} });
+    ok(!(grep { ($_->{method} // '') eq 'notifications/message' } @{ $http->{messages} }),
+       '... then none of alpha\'s info messages reaches it');
+    like(text($res), qr/logging executed/, '... and the result does');
+}
+
 # a call longer than mcp_backend_timeout (3 s) whose progress keeps coming
 {
     my $s = call_stream($t, $sid, 210, 'node__trigger-long-running-operation',

@@ -8,7 +8,10 @@
  * POST (ngx_http_mcp_loctool_fetch()).  The configuration, the methods
  * and the merges are ngx_http_mcp_aggregate.c; a leg, the exchange with
  * one backend (its session, a retry after it lost it, its reply, its
- * failures), ngx_http_mcp_aggregate_leg.c.
+ * failures), ngx_http_mcp_aggregate_leg.c; what a routed request's SSE
+ * reply carries before its response (notifications, the backend's
+ * requests to the client) and its cancellation,
+ * ngx_http_mcp_aggregate_relay.c.
  */
 
 
@@ -22,6 +25,10 @@
 
 #define NGX_HTTP_MCP_AGGREGATE_MAX      32      /* backends a location */
 #define NGX_HTTP_MCP_AGGREGATE_SID_LEN  1024    /* a backend's session id */
+#define NGX_HTTP_MCP_AGGREGATE_ASKS     16      /* a backend's requests to
+                                                   the client, pending */
+#define NGX_HTTP_MCP_AGGREGATE_ANSWERS  256     /* answers to a backend in
+                                                   a call */
 
 
 /* one mcp_backend line; the part after "worker" is each worker's own */
@@ -70,10 +77,18 @@ typedef struct {
     cJSON                         *reply;       /* the JSON-RPC response,
                                                    freed with the op */
     const char                    *failure;
+    uint64_t                       id;          /* of its request there */
+    ngx_uint_t                     asking;      /* its requests to the
+                                                   client, pending */
+    ngx_uint_t                     answers;     /* sent it */
     unsigned                       retried:1;
     unsigned                       done:1;
     unsigned                       failed:1;
     unsigned                       asked:1;     /* in the op */
+    unsigned                       streamed:1;  /* its events are relayed
+                                                   to the client */
+    unsigned                       broken:1;    /* its stream broke off */
+    unsigned                       cancelled:1; /* the backend was told */
 } ngx_http_mcp_aggregate_leg_t;
 
 
@@ -109,6 +124,20 @@ cJSON *ngx_http_mcp_aggregate_params(ngx_http_mcp_call_t *call);
 void ngx_http_mcp_aggregate_relay(ngx_http_mcp_call_t *call, cJSON *reply);
 void ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
     ngx_http_mcp_aggregate_leg_t *leg);
+
+/* ngx_http_mcp_aggregate_relay.c */
+ngx_int_t ngx_http_mcp_aggregate_post(ngx_http_mcp_aggregate_leg_t *leg,
+    u_char *text, size_t len);
+ngx_int_t ngx_http_mcp_aggregate_headers(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_http_request_t *r, ngx_uint_t init, ngx_http_mcp_loctool_fetch_t *f);
+cJSON *ngx_http_mcp_aggregate_response(ngx_pool_t *pool, u_char *p,
+    size_t len);
+ngx_int_t ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_uint_t last);
+ngx_int_t ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,
+    cJSON *caps);
+ngx_int_t ngx_http_mcp_aggregate_watch(ngx_http_mcp_aggregate_leg_t *leg);
+void ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg);
 
 
 extern ngx_module_t  ngx_http_mcp_aggregate_module;

@@ -15,9 +15,10 @@
  * it (it restarted): the leg opens a new one and asks again, once.
  *
  * Failures: no answer within mcp_backend_timeout (but for a tool's call,
- * which may just run long), an HTTP error, a reply
- * that is not a JSON-RPC response or is larger than
- * mcp_backend_max_size.  The first failure of an episode is one [warn]
+ * which may just run long, and whose backend is told it was given up
+ * on), an HTTP error, a reply that is not a JSON-RPC response or is
+ * larger than mcp_backend_max_size, a routed request's SSE stream that
+ * breaks off (see ngx_http_mcp_aggregate_relay.c).  The first failure of an episode is one [warn]
  * line; every worker then leaves the backend out for mcp_backend_retry
  * after its last failure (the session zone keeps its health), tries it
  * again after, and a [notice] line says when it answers again.  A
@@ -38,17 +39,14 @@
 static void ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg);
 static ngx_int_t ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     const char *method, cJSON *params, ngx_uint_t request);
-static ngx_int_t ngx_http_mcp_aggregate_header(ngx_pool_t *pool,
-    ngx_table_elt_t *h, char *key, char *lowcase, u_char *value, size_t len);
 static void ngx_http_mcp_aggregate_event(ngx_event_t *ev);
+static void ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
     cJSON *reply);
 static ngx_int_t ngx_http_mcp_aggregate_sid(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_str_t *sid);
 static cJSON *ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st);
-static cJSON *ngx_http_mcp_aggregate_response(ngx_pool_t *pool, u_char *p,
-    size_t len);
 static void ngx_http_mcp_aggregate_fail(ngx_http_mcp_aggregate_leg_t *leg,
     const char *failure);
 static void ngx_http_mcp_aggregate_lost(ngx_http_mcp_aggregate_leg_t *leg,
@@ -248,11 +246,11 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
 {
     char                          *json;
     cJSON                         *msg, *p, *caps, *info;
-    ngx_uint_t                     n;
-    ngx_table_elt_t               *h;
     ngx_http_request_t            *r;
     ngx_http_mcp_backend_t        *b;
     ngx_http_mcp_loctool_fetch_t   f;
+
+    static uint64_t                next;
 
     b = leg->backend;
     r = ngx_http_mcp_call_http_request(leg->op->call);
@@ -261,13 +259,20 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
         return NGX_ERROR;
     }
 
+    /*
+     * unique among this backend session's requests, whichever worker
+     * sends them: a cancellation names one
+     */
+    leg->id = ((uint64_t) ngx_worker << 36) + ++next;
+
     msg = cJSON_CreateObject();
     if (msg == NULL) {
         return NGX_ERROR;
     }
 
     if (cJSON_AddStringToObject(msg, "jsonrpc", "2.0") == NULL
-        || (request && cJSON_AddNumberToObject(msg, "id", 1) == NULL)
+        || (request
+            && cJSON_AddNumberToObject(msg, "id", (double) leg->id) == NULL)
         || cJSON_AddStringToObject(msg, "method", method) == NULL)
     {
         goto failed;
@@ -280,6 +285,7 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
         info = (p != NULL) ? cJSON_AddObjectToObject(p, "clientInfo") : NULL;
 
         if (caps == NULL || info == NULL
+            || ngx_http_mcp_aggregate_client_caps(leg->op, caps) != NGX_OK
             || cJSON_AddStringToObject(p, "protocolVersion", "2025-11-25")
                == NULL
             || cJSON_AddStringToObject(info, "name", "nginx-mcp-gateway")
@@ -318,85 +324,42 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
 
     cJSON_free(json);
 
-    h = ngx_pcalloc(r->pool, 3 * sizeof(ngx_table_elt_t));
-
-    if (f.body.data == NULL || h == NULL) {
-        return NGX_ERROR;
-    }
-
-    n = 0;
-
-    if (ngx_http_mcp_aggregate_header(r->pool, &h[n++], "Accept", "accept",
-            (u_char *) "application/json, text/event-stream",
-            sizeof("application/json, text/event-stream") - 1)
-        != NGX_OK)
+    if (f.body.data == NULL
+        || ngx_http_mcp_aggregate_headers(leg, r,
+                                          leg->step == NGX_HTTP_MCP_LEG_INIT,
+                                          &f)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    if (leg->sid.len) {
-        if (ngx_http_mcp_aggregate_header(r->pool, &h[n++], "Mcp-Session-Id",
-                                          "mcp-session-id", leg->sid.data,
-                                          leg->sid.len)
-            != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-    }
-
-    if (leg->step != NGX_HTTP_MCP_LEG_INIT && b->version_len) {
-        if (ngx_http_mcp_aggregate_header(r->pool, &h[n++],
-                                          "MCP-Protocol-Version",
-                                          "mcp-protocol-version",
-                                          b->version, b->version_len)
-            != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-    }
-
-    f.uri = b->uri;
-    f.method = NGX_HTTP_POST;
-    ngx_str_set(&f.method_name, "POST");
-    f.headers = h;
-    f.nheaders = n;
-    f.max = leg->op->conf->max_size;
     f.handler = ngx_http_mcp_aggregate_event;
     f.data = leg;
     f.want_session = (leg->step == NGX_HTTP_MCP_LEG_INIT);
+
+    /* a routed request's events are relayed as they come */
+    f.stream = (leg->step == NGX_HTTP_MCP_LEG_REQUEST && request
+                && (ngx_strcmp(method, "tools/call") == 0
+                    || ngx_strcmp(method, "prompts/get") == 0
+                    || ngx_strcmp(method, "resources/read") == 0));
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "mcp backend \"%V\": %s to %V", &b->name, method, &b->uri);
 
     leg->st = ngx_http_mcp_loctool_fetch(leg->op->call, &f);
 
-    return (leg->st != NULL) ? NGX_OK : NGX_ERROR;
+    if (leg->st == NULL
+        || (f.stream && ngx_http_mcp_aggregate_watch(leg) != NGX_OK))
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 
 failed:
 
     cJSON_Delete(msg);
     return NGX_ERROR;
-}
-
-
-static ngx_int_t
-ngx_http_mcp_aggregate_header(ngx_pool_t *pool, ngx_table_elt_t *h,
-    char *key, char *lowcase, u_char *value, size_t len)
-{
-    h->hash = 1;
-    h->key.data = (u_char *) key;
-    h->key.len = ngx_strlen(key);
-    h->lowcase_key = (u_char *) lowcase;
-
-    h->value.data = ngx_pnalloc(pool, len);
-    if (h->value.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(h->value.data, value, len);
-    h->value.len = len;
-
-    return NGX_OK;
 }
 
 
@@ -416,8 +379,18 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
     }
 
     if (st->too_big) {
-        ngx_http_mcp_aggregate_fail(leg, "its reply is larger than "
-                                         "mcp_backend_max_size");
+        leg->broken = st->stream;
+        ngx_http_mcp_aggregate_fail(leg, st->stream
+                                    ? "its events came faster than they "
+                                      "could be relayed"
+                                    : "its reply is larger than "
+                                      "mcp_backend_max_size");
+        return;
+    }
+
+    /* the stream mode stays for an SSE reply only */
+    if (st->stream && st->header && st->status == NGX_HTTP_OK) {
+        ngx_http_mcp_aggregate_stream(leg);
         return;
     }
 
@@ -428,6 +401,51 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
         }
 
         ngx_http_mcp_aggregate_answer(leg);
+        return;
+    }
+
+    if (st->gone) {
+        ngx_http_mcp_aggregate_lost(leg, "the client's request went away");
+    }
+}
+
+
+/* a routed request's SSE reply: its events so far */
+
+static void
+ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    ngx_int_t                      rc;
+    ngx_http_mcp_loctool_state_t  *st;
+
+    st = leg->st;
+    leg->streamed = 1;
+
+    rc = ngx_http_mcp_aggregate_events(leg, st->done);
+
+    switch (rc) {
+
+    case NGX_OK:
+        leg->st = NULL;
+        ngx_http_mcp_loctool_fetch_close(st);
+        ngx_http_mcp_aggregate_end(leg);
+        return;
+
+    case NGX_ERROR:
+        leg->broken = 1;
+        ngx_http_mcp_aggregate_fail(leg, leg->failure);
+        return;
+
+    default:
+        break;
+    }
+
+    if (st->done) {
+        leg->broken = 1;
+        ngx_http_mcp_aggregate_fail(leg, st->failed
+                                    ? "its location failed"
+                                    : "its stream ended before its "
+                                      "response");
         return;
     }
 
@@ -660,8 +678,9 @@ ngx_http_mcp_aggregate_keep_sessions(ngx_http_mcp_aggregate_op_t *op)
 
 /*
  * The reply: a JSON-RPC response as application/json, or the response
- * among the events of a text/event-stream (its notifications are not
- * relayed yet).
+ * among the events of a text/event-stream (a list's, or a session's
+ * opening: a routed request's are relayed as they come, see
+ * ngx_http_mcp_aggregate_relay.c).
  */
 
 static cJSON *
@@ -736,47 +755,6 @@ ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st)
     return (d > data) ? ngx_http_mcp_aggregate_response(
                             ngx_http_mcp_call_pool(st->call), data, d - data)
                       : NULL;
-}
-
-
-/*
- * A JSON-RPC response (a result or an error object), or NULL.  A
- * backend is untrusted: its reply passes the strict scan, as a POST body
- * does, so that a duplicate member or trailing bytes cannot mean one
- * thing here and another to whoever reads the text after us.
- */
-
-static cJSON *
-ngx_http_mcp_aggregate_response(ngx_pool_t *pool, u_char *p, size_t len)
-{
-    cJSON       *reply, *error;
-    const char  *failure;
-
-    if (ngx_http_mcp_json_parse(pool, p, len, NULL, &reply, &failure)
-        != NGX_OK)
-    {
-        return NULL;
-    }
-
-    if (!cJSON_IsObject(reply)
-        || !cJSON_HasObjectItem(reply, "id"))
-    {
-        cJSON_Delete(reply);
-        return NULL;
-    }
-
-    error = cJSON_GetObjectItemCaseSensitive(reply, "error");
-
-    if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(reply, "result"))
-        || (cJSON_IsObject(error)
-            && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(error,
-                                                                "code"))))
-    {
-        return reply;
-    }
-
-    cJSON_Delete(reply);
-    return NULL;
 }
 
 
@@ -901,7 +879,11 @@ ngx_http_mcp_aggregate_timeout(ngx_event_t *ev)
         if (leg->step == NGX_HTTP_MCP_LEG_REQUEST && leg->method != NULL
             && ngx_strcmp(leg->method, "tools/call") == 0)
         {
-            /* a tool that runs long: the backend itself may be fine */
+            /*
+             * a tool that runs long: the backend itself may be fine, and
+             * is told that the gateway gave up on it
+             */
+            ngx_http_mcp_aggregate_give_up(leg);
             ngx_http_mcp_aggregate_lost(leg, "no answer within "
                                              "mcp_backend_timeout");
             continue;
@@ -1015,7 +997,8 @@ ngx_http_mcp_aggregate_relay(ngx_http_mcp_call_t *call, cJSON *reply)
 /*
  * A backend that did not answer: a tool's call is a tool error that
  * names it (the model sees it and may try another way), a prompt an
- * error.
+ * error; so is a call whose stream broke off (an event not JSON-RPC or
+ * too big, the end before the response), for the tool may have run.
  */
 
 void
@@ -1033,7 +1016,8 @@ ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
 
     method = ngx_http_mcp_call_method(op->call);
 
-    if (method->len == sizeof("tools/call") - 1
+    if (!leg->broken
+        && method->len == sizeof("tools/call") - 1
         && ngx_strncmp(method->data, "tools/call", method->len) == 0)
     {
         content = cJSON_CreateArray();

@@ -17,6 +17,10 @@
 #include "ngx_http_mcp.h"
 
 
+/* a stream's unread events, at most, in multiples of the fetch's bound */
+#define NGX_HTTP_MCP_LOCTOOL_BURST  8
+
+
 /* one mcp_tool block or mcp_resource line; lives as long as the conf */
 typedef struct {
     ngx_str_t                  name;        /* tool name, or resource URI */
@@ -73,6 +77,11 @@ typedef struct {
     unsigned                      too_big:1;
     unsigned                      gone:1;       /* the POST went */
     unsigned                      want_session:1;
+    unsigned                      stream:1;     /* an SSE reply: news of
+                                                   every part of the
+                                                   body too, max bounds
+                                                   an event (the reader
+                                                   checks) */
 } ngx_http_mcp_loctool_state_t;
 
 
@@ -87,13 +96,17 @@ typedef struct {
                                                    pool */
     ngx_uint_t                    nheaders;
     size_t                        max;          /* the reply's bound */
-    ngx_event_handler_pt          handler;      /* the state's event */
+    ngx_event_handler_pt          handler;      /* the state's event;
+                                                   NULL: nobody waits for
+                                                   the reply (send()) */
     void                         *data;         /* its data */
     unsigned                      copy_headers:1;  /* the POST's own, but
                                                       the client's
                                                       credentials */
     unsigned                      want_session:1;  /* capture the reply's
                                                       Mcp-Session-Id */
+    unsigned                      stream:1;     /* an SSE reply's news
+                                                   as its body comes */
 } ngx_http_mcp_loctool_fetch_t;
 
 
@@ -115,6 +128,8 @@ ngx_int_t ngx_http_mcp_loctool_done(ngx_http_request_t *sr, void *data,
 ngx_http_mcp_loctool_state_t *ngx_http_mcp_loctool_fetch(
     ngx_http_mcp_call_t *call, ngx_http_mcp_loctool_fetch_t *f);
 void ngx_http_mcp_loctool_fetch_close(ngx_http_mcp_loctool_state_t *st);
+ngx_int_t ngx_http_mcp_loctool_send(ngx_http_request_t *r,
+    ngx_http_mcp_loctool_fetch_t *f);
 
 /* ngx_http_mcp_loctool_capture.c */
 ngx_int_t ngx_http_mcp_loctool_add_variables(ngx_conf_t *cf);

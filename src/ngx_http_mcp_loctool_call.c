@@ -39,6 +39,8 @@
 
 static ngx_int_t ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call,
     ngx_http_request_t *r, ngx_http_mcp_loctool_t *tool);
+static ngx_http_mcp_loctool_link_t *ngx_http_mcp_loctool_subrequest(
+    ngx_http_request_t *r, ngx_http_mcp_loctool_fetch_t *f);
 static ngx_int_t ngx_http_mcp_loctool_headers(ngx_http_request_t *r,
     ngx_http_request_t *sr, ngx_str_t *body, ngx_http_mcp_loctool_fetch_t *f);
 static ngx_int_t ngx_http_mcp_loctool_body(ngx_http_mcp_call_t *call,
@@ -201,10 +203,9 @@ ngx_http_mcp_loctool_state_t *
 ngx_http_mcp_loctool_fetch(ngx_http_mcp_call_t *call,
     ngx_http_mcp_loctool_fetch_t *f)
 {
-    ngx_str_t                     *args;
     ngx_pool_t                    *pool;
-    ngx_pool_cleanup_t            *ccln, *rcln;
-    ngx_http_request_t            *r, *sr;
+    ngx_pool_cleanup_t            *ccln;
+    ngx_http_request_t            *r;
     ngx_http_mcp_loctool_link_t   *link;
     ngx_http_mcp_loctool_state_t  *st;
 
@@ -216,21 +217,68 @@ ngx_http_mcp_loctool_fetch(ngx_http_mcp_call_t *call,
     pool = ngx_http_mcp_call_pool(call);
 
     st = ngx_pcalloc(pool, sizeof(ngx_http_mcp_loctool_state_t));
-    link = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_loctool_link_t));
     ccln = ngx_pool_cleanup_add(pool, 0);
-    rcln = ngx_pool_cleanup_add(r->pool, 0);
 
-    if (st == NULL || link == NULL || ccln == NULL || rcln == NULL) {
+    if (st == NULL || ccln == NULL) {
         return NULL;
     }
 
     st->call = call;
     st->max = f->max;
     st->want_session = f->want_session;
+    st->stream = f->stream;
 
     st->event.handler = f->handler;
     st->event.data = f->data;
     st->event.log = ngx_http_mcp_call_get_log(call);
+
+    ccln->handler = ngx_http_mcp_loctool_call_cleanup;
+    ccln->data = st;
+
+    link = ngx_http_mcp_loctool_subrequest(r, f);
+    if (link == NULL) {
+        return NULL;
+    }
+
+    link->state = st;
+    st->link = link;
+
+    return st;
+}
+
+
+/*
+ * A message to a location whose reply nobody waits for (a notification,
+ * an answer): the link has no state, so the capture filters drop the
+ * reply; it lives in the POST's pool alone.
+ */
+
+ngx_int_t
+ngx_http_mcp_loctool_send(ngx_http_request_t *r,
+    ngx_http_mcp_loctool_fetch_t *f)
+{
+    return (ngx_http_mcp_loctool_subrequest(r, f) != NULL) ? NGX_OK
+                                                          : NGX_ERROR;
+}
+
+
+/* the subrequest and its link, without a state yet */
+
+static ngx_http_mcp_loctool_link_t *
+ngx_http_mcp_loctool_subrequest(ngx_http_request_t *r,
+    ngx_http_mcp_loctool_fetch_t *f)
+{
+    ngx_str_t                    *args;
+    ngx_pool_cleanup_t           *rcln;
+    ngx_http_request_t           *sr;
+    ngx_http_mcp_loctool_link_t  *link;
+
+    link = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_loctool_link_t));
+    rcln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (link == NULL || rcln == NULL) {
+        return NULL;
+    }
 
     link->kick.handler = ngx_http_mcp_loctool_kick;
     link->kick.data = r->connection;
@@ -238,8 +286,6 @@ ngx_http_mcp_loctool_fetch(ngx_http_mcp_call_t *call,
     link->ps.handler = ngx_http_mcp_loctool_done;
     link->ps.data = link;
 
-    ccln->handler = ngx_http_mcp_loctool_call_cleanup;
-    ccln->data = st;
     rcln->handler = ngx_http_mcp_loctool_request_cleanup;
     rcln->data = link;
 
@@ -260,13 +306,11 @@ ngx_http_mcp_loctool_fetch(ngx_http_mcp_call_t *call,
     }
 
     link->sr = sr;
-    link->state = st;
-    st->link = link;
 
     /* the subrequest runs when the POST's posted requests do; make sure */
     ngx_post_event(&link->kick, &ngx_posted_events);
 
-    return st;
+    return link;
 }
 
 

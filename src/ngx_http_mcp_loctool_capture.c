@@ -125,7 +125,15 @@ ngx_http_mcp_loctool_header_filter(ngx_http_request_t *r)
     st->type.data[len] = '\0';
     st->type.len = len;
 
-    if (r->headers_out.content_length_n > (off_t) st->max) {
+    if (st->stream
+        && (len != sizeof("text/event-stream") - 1
+            || ngx_strncmp(st->type.data, "text/event-stream", len) != 0))
+    {
+        /* a JSON reply is read whole, as without the stream mode */
+        st->stream = 0;
+    }
+
+    if (!st->stream && r->headers_out.content_length_n > (off_t) st->max) {
         st->too_big = 1;
     }
 
@@ -232,6 +240,7 @@ ngx_http_mcp_loctool_append(ngx_http_mcp_loctool_state_t *st, ngx_buf_t *b)
 {
     off_t    size;
     u_char  *p;
+    size_t   limit;
     ssize_t  n;
 
     size = ngx_buf_size(b);
@@ -240,7 +249,14 @@ ngx_http_mcp_loctool_append(ngx_http_mcp_loctool_state_t *st, ngx_buf_t *b)
         return NGX_OK;
     }
 
-    if ((off_t) (st->max - st->len) < size) {
+    /*
+     * A stream's reader takes its events as they come, and bounds each;
+     * what it has not taken yet may be several, read in one go before
+     * it could run: up to NGX_HTTP_MCP_LOCTOOL_BURST times the bound.
+     */
+    limit = st->stream ? st->max * NGX_HTTP_MCP_LOCTOOL_BURST : st->max;
+
+    if ((off_t) (limit - st->len) < size) {
         st->too_big = 1;
         ngx_post_event(&st->event, &ngx_posted_events);
         return NGX_OK;
@@ -250,7 +266,7 @@ ngx_http_mcp_loctool_append(ngx_http_mcp_loctool_state_t *st, ngx_buf_t *b)
         /* doubling, up to the bound */
         st->size = ngx_max(st->size * 2, st->len + (size_t) size);
         st->size = ngx_max(st->size, 1024);
-        st->size = ngx_min(st->size, st->max);
+        st->size = ngx_min(st->size, limit);
 
         p = ngx_pnalloc(ngx_http_mcp_call_pool(st->call), st->size);
         if (p == NULL) {
@@ -266,16 +282,20 @@ ngx_http_mcp_loctool_append(ngx_http_mcp_loctool_state_t *st, ngx_buf_t *b)
 
     if (ngx_buf_in_memory(b)) {
         st->len = ngx_cpymem(st->body + st->len, b->pos, size) - st->body;
-        return NGX_OK;
+
+    } else {
+        n = ngx_read_file(b->file, st->body + st->len, size, b->file_pos);
+
+        if (n != size) {
+            return NGX_ERROR;
+        }
+
+        st->len += size;
     }
 
-    n = ngx_read_file(b->file, st->body + st->len, size, b->file_pos);
-
-    if (n != size) {
-        return NGX_ERROR;
+    if (st->stream) {
+        ngx_post_event(&st->event, &ngx_posted_events);
     }
-
-    st->len += size;
 
     return NGX_OK;
 }

@@ -285,10 +285,11 @@ sub silent_listener {
 # A forked HTTP server: for each connection it reads the request head (and
 # a Content-Length body), then calls $handler->($socket, $head, $body) in
 # the child; the connection is closed afterwards.  Returns { pid, port }.
+# Options: listen (the backlog, 16; more for a flood of connections).
 sub fake_upstream {
-    my ($handler) = @_;
+    my ($handler, %o) = @_;
     my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Proto => 'tcp', Listen => 16, ReuseAddr => 1)
+                                  Proto => 'tcp', Listen => $o{listen} // 16, ReuseAddr => 1)
         or croak "listen: $!";
     my $port = $l->sockport;
     my $pid = fork // croak "fork: $!";

@@ -1,0 +1,899 @@
+
+/*
+ * What crosses the gateway over several MCP servers (mcp_backend) while
+ * a routed request runs: a backend that answers tools/call, prompts/get
+ * or resources/read with an SSE stream has its events read as they
+ * come (the fetch's stream mode), each one strictly parsed and bounded
+ * by mcp_backend_max_size:
+ *
+ *   - notifications (progress, log messages, list_changed, a resource
+ *     updated) go to the client on the call's own stream; progress with
+ *     the client's token, which the backend got unchanged (a backend
+ *     session belongs to one client session, so tokens cannot clash);
+ *   - the backend's requests (sampling, elicitation, roots) go to the
+ *     client as the call's own server requests, through
+ *     ngx_http_mcp_call_request(): their ids are the module's, unique in
+ *     the client's session, with a wait record in the session store, so
+ *     that the client's answer reaches this call from whichever worker
+ *     it arrives at; the answer goes back to the backend, in its
+ *     session, with the backend's own id;
+ *   - the response ends the leg, as a JSON reply does.
+ *
+ * A client's notifications/cancelled ends the call, and the call's end
+ * before its backend's response sends the backend notifications/cancelled
+ * with the id the gateway gave the request there.
+ *
+ * Why no id of our own that carries the route: the module already has
+ * server requests whose answers find their call on any worker, with the
+ * ids the client sees checked against the session's wait records; an id
+ * the client forges or garbles matches none and is dropped as for any
+ * other server request.
+ */
+
+
+#include "ngx_http_mcp_aggregate.h"
+
+
+typedef struct {
+    ngx_http_mcp_aggregate_leg_t  *leg;
+    u_char                        *id;          /* the backend's, as JSON */
+} ngx_http_mcp_aggregate_ask_t;
+
+
+static size_t ngx_http_mcp_aggregate_data(u_char *p, u_char *last);
+static ngx_int_t ngx_http_mcp_aggregate_message(
+    ngx_http_mcp_aggregate_leg_t *leg, u_char *p, size_t len);
+static ngx_uint_t ngx_http_mcp_aggregate_is_response(cJSON *json);
+static void ngx_http_mcp_aggregate_notification(
+    ngx_http_mcp_aggregate_leg_t *leg, const char *method, cJSON *json);
+static void ngx_http_mcp_aggregate_request(ngx_http_mcp_aggregate_leg_t *leg,
+    const char *method, cJSON *json);
+static void ngx_http_mcp_aggregate_answered(ngx_http_mcp_call_t *call,
+    cJSON *result, cJSON *error, void *data);
+static void ngx_http_mcp_aggregate_answer_backend(
+    ngx_http_mcp_aggregate_leg_t *leg, u_char *id, cJSON *result,
+    cJSON *error, ngx_int_t code, const char *message);
+static void ngx_http_mcp_aggregate_cancel(void *data);
+static void ngx_http_mcp_aggregate_cancelled(
+    ngx_http_mcp_aggregate_leg_t *leg, ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_aggregate_post_to(
+    ngx_http_mcp_aggregate_leg_t *leg, ngx_http_request_t *r, u_char *text,
+    size_t len);
+static ngx_int_t ngx_http_mcp_aggregate_header(ngx_pool_t *pool,
+    ngx_table_elt_t *h, char *key, char *lowcase, u_char *value, size_t len);
+
+
+/*
+ * The complete events in the fetch's buffer, in order; last: the reply
+ * ended, and what is left is the last event.  NGX_AGAIN: more is to
+ * come; NGX_OK: leg->reply is the response; NGX_ERROR: leg->failure
+ * says what was wrong.  What is taken leaves the buffer, so that the
+ * bound is an event's, not the stream's.
+ */
+
+ngx_int_t
+ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_uint_t last)
+{
+    u_char                        *p, *end, *ev, *eol;
+    size_t                         len;
+    ngx_int_t                      rc;
+    ngx_http_mcp_aggregate_op_t   *op;
+    ngx_http_mcp_loctool_state_t  *st;
+
+    st = leg->st;
+    op = leg->op;
+
+    p = st->body;
+    end = st->body + st->len;
+    ev = p;
+    rc = NGX_AGAIN;
+
+    while (p < end) {
+        eol = ngx_strlchr(p, end, '\n');
+
+        if (eol == NULL) {
+            break;
+        }
+
+        len = eol - p;
+
+        if (len && p[len - 1] == '\r') {
+            len--;
+        }
+
+        p = eol + 1;
+
+        if (len) {
+            continue;
+        }
+
+        /* a blank line: the event [ev, p) is complete */
+
+        if ((size_t) (p - ev) > st->max) {
+            goto too_big;
+        }
+
+        len = ngx_http_mcp_aggregate_data(ev, p);
+        rc = len ? ngx_http_mcp_aggregate_message(leg, ev, len) : NGX_AGAIN;
+
+        ev = p;
+
+        if (rc != NGX_AGAIN) {
+            break;
+        }
+    }
+
+    if (rc == NGX_AGAIN && (size_t) (end - ev) > st->max) {
+        goto too_big;
+    }
+
+    if (rc == NGX_AGAIN && last && ev < end) {
+        len = ngx_http_mcp_aggregate_data(ev, end);
+        rc = len ? ngx_http_mcp_aggregate_message(leg, ev, len) : NGX_AGAIN;
+        ev = end;
+    }
+
+    if (rc != NGX_AGAIN) {
+        return rc;
+    }
+
+    /* an event came: the backend is alive, the op's timer starts again */
+    if (ev > st->body && op->timer.timer_set) {
+        ngx_add_timer(&op->timer, op->conf->timeout);
+    }
+
+    len = end - ev;
+
+    if (len && ev > st->body) {
+        ngx_memmove(st->body, ev, len);
+    }
+
+    st->len = len;
+
+    return NGX_AGAIN;
+
+too_big:
+
+    leg->failure = "an event of its stream is larger than "
+                   "mcp_backend_max_size";
+    return NGX_ERROR;
+}
+
+
+/*
+ * An event's data lines, joined with "\n", moved to its start; the
+ * length.  The text only gets shorter, so it is done in place.
+ */
+
+static size_t
+ngx_http_mcp_aggregate_data(u_char *p, u_char *last)
+{
+    u_char  *d, *start, *eol;
+    size_t   len;
+
+    start = p;
+    d = p;
+
+    while (p < last) {
+        eol = ngx_strlchr(p, last, '\n');
+        len = (eol ? eol : last) - p;
+
+        if (len && p[len - 1] == '\r') {
+            len--;
+        }
+
+        if (len >= 5 && ngx_strncmp(p, "data:", 5) == 0) {
+            p += 5;
+            len -= 5;
+
+            if (len && *p == ' ') {
+                p++;
+                len--;
+            }
+
+            if (d > start) {
+                *d++ = '\n';
+            }
+
+            ngx_memmove(d, p, len);
+            d += len;
+        }
+
+        p = eol ? eol + 1 : last;
+    }
+
+    return d - start;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_aggregate_message(ngx_http_mcp_aggregate_leg_t *leg, u_char *p,
+    size_t len)
+{
+    u_char               *id;
+    size_t                id_len;
+    cJSON                *json, *method;
+    const char           *failure;
+    ngx_http_mcp_call_t  *call;
+
+    call = leg->op->call;
+
+    if (ngx_http_mcp_json_parse(ngx_http_mcp_call_pool(call), p, len, NULL,
+                                &json, &failure)
+        != NGX_OK)
+    {
+        leg->failure = "an event of its stream is not JSON, or names a "
+                       "member twice";
+        return NGX_ERROR;
+    }
+
+    method = cJSON_GetObjectItemCaseSensitive(json, "method");
+
+    if (cJSON_IsString(method)) {
+        if (cJSON_HasObjectItem(json, "id")) {
+            ngx_http_mcp_aggregate_request(leg, method->valuestring, json);
+
+        } else {
+            ngx_http_mcp_aggregate_notification(leg, method->valuestring,
+                                                json);
+        }
+
+        cJSON_Delete(json);
+        return NGX_AGAIN;
+    }
+
+    if (!ngx_http_mcp_aggregate_is_response(json)) {
+        cJSON_Delete(json);
+        leg->failure = "an event of its stream is no JSON-RPC message";
+        return NGX_ERROR;
+    }
+
+    /* the response to our request, and to no other */
+
+    id = ngx_http_mcp_json_print(ngx_http_mcp_call_pool(call),
+                                 cJSON_GetObjectItemCaseSensitive(json, "id"),
+                                 &id_len);
+    p = ngx_pnalloc(ngx_http_mcp_call_pool(call), NGX_INT64_LEN);
+
+    if (id == NULL || p == NULL) {
+        cJSON_Delete(json);
+        leg->failure = "no memory";
+        return NGX_ERROR;
+    }
+
+    len = ngx_sprintf(p, "%uL", leg->id) - p;
+
+    if (id_len != len || ngx_strncmp(id, p, len) != 0) {
+        cJSON_Delete(json);
+        leg->failure = "its stream has a response to another request";
+        return NGX_ERROR;
+    }
+
+    leg->reply = json;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A JSON-RPC response (a result or an error object), or NULL.  A
+ * backend is untrusted: its reply passes the strict scan, as a POST body
+ * does, so that a duplicate member or trailing bytes cannot mean one
+ * thing here and another to whoever reads the text after us.
+ */
+
+cJSON *
+ngx_http_mcp_aggregate_response(ngx_pool_t *pool, u_char *p, size_t len)
+{
+    cJSON       *reply;
+    const char  *failure;
+
+    if (ngx_http_mcp_json_parse(pool, p, len, NULL, &reply, &failure)
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    if (!ngx_http_mcp_aggregate_is_response(reply)) {
+        cJSON_Delete(reply);
+        return NULL;
+    }
+
+    return reply;
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_aggregate_is_response(cJSON *json)
+{
+    cJSON  *error;
+
+    if (!cJSON_IsObject(json) || !cJSON_HasObjectItem(json, "id")) {
+        return 0;
+    }
+
+    error = cJSON_GetObjectItemCaseSensitive(json, "error");
+
+    return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(json, "result"))
+           || (cJSON_IsObject(error)
+               && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(error,
+                                                                   "code")));
+}
+
+
+/*
+ * A backend's notification, to the client on the call's stream: the
+ * ones a client of the gateway knows what to do with.  Progress carries
+ * the client's token (the backend's, should it have made one up, is
+ * not the client's business), log messages the client's level.
+ */
+
+static void
+ngx_http_mcp_aggregate_notification(ngx_http_mcp_aggregate_leg_t *leg,
+    const char *method, cJSON *json)
+{
+    cJSON                  *params, *meta, *token, *level;
+    ngx_uint_t              i;
+    ngx_http_mcp_call_t    *call;
+    ngx_http_mcp_reqctx_t  *rctx;
+
+    static const char  *relayed[] = {
+        "notifications/progress",
+        "notifications/message",
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+        "notifications/elicitation/complete",
+        NULL
+    };
+
+    call = leg->op->call;
+
+    for (i = 0; relayed[i]; i++) {
+        if (ngx_strcmp(method, relayed[i]) == 0) {
+            break;
+        }
+    }
+
+    params = cJSON_GetObjectItemCaseSensitive(json, "params");
+
+    if (relayed[i] == NULL || (params != NULL && !cJSON_IsObject(params))) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_http_mcp_call_get_log(call), 0,
+                       "mcp backend \"%V\": %s not relayed",
+                       &leg->backend->name, method);
+        return;
+    }
+
+    if (i == 0) {
+        meta = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
+                                                "_meta");
+        token = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+
+        if (token == NULL || params == NULL) {
+            return;
+        }
+
+        token = cJSON_Duplicate(token, 1);
+
+        if (token == NULL
+            || !cJSON_ReplaceItemInObjectCaseSensitive(params,
+                                                       "progressToken", token))
+        {
+            cJSON_Delete(token);
+            return;
+        }
+
+    } else if (i == 1) {
+        rctx = ngx_http_mcp_call_client(call);
+        level = cJSON_GetObjectItemCaseSensitive(params, "level");
+
+        if (!cJSON_IsString(level)) {
+            return;
+        }
+
+        for (i = 0; i <= NGX_HTTP_MCP_LOG_EMERGENCY; i++) {
+            if (ngx_strcmp(level->valuestring,
+                           ngx_http_mcp_log_level_name(i))
+                == 0)
+            {
+                break;
+            }
+        }
+
+        if (i > NGX_HTTP_MCP_LOG_EMERGENCY || i < rctx->log_level) {
+            return;
+        }
+    }
+
+    if (params != NULL) {
+        params = cJSON_DetachItemViaPointer(json, params);
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_http_mcp_call_get_log(call), 0,
+                   "mcp backend \"%V\": %s relayed", &leg->backend->name,
+                   method);
+
+    /* a notification lost is no reason to end the call */
+    (void) ngx_http_mcp_call_notify(call, method, params);
+}
+
+
+/*
+ * A backend's request to the client: asked as the call's own, when the
+ * client can be asked it; else the backend hears why not at once.
+ */
+
+static void
+ngx_http_mcp_aggregate_request(ngx_http_mcp_aggregate_leg_t *leg,
+    const char *method, cJSON *json)
+{
+    u_char                        *id;
+    size_t                         len;
+    cJSON                         *params, *empty;
+    ngx_uint_t                     can;
+    ngx_http_mcp_call_t           *call;
+    ngx_http_mcp_reqctx_t         *rctx;
+    ngx_http_mcp_aggregate_ask_t  *ask;
+
+    call = leg->op->call;
+    rctx = ngx_http_mcp_call_client(call);
+
+    id = ngx_http_mcp_json_print(ngx_http_mcp_call_pool(call),
+                                 cJSON_GetObjectItemCaseSensitive(json, "id"),
+                                 &len);
+    ask = ngx_pcalloc(ngx_http_mcp_call_pool(call),
+                      sizeof(ngx_http_mcp_aggregate_ask_t));
+
+    if (id == NULL || ask == NULL
+        || (ask->id = ngx_pnalloc(ngx_http_mcp_call_pool(call), len + 1))
+           == NULL)
+    {
+        return;
+    }
+
+    *ngx_cpymem(ask->id, id, len) = '\0';
+    ask->leg = leg;
+
+    if (ngx_strcmp(method, "ping") == 0) {
+        empty = cJSON_CreateObject();
+        ngx_http_mcp_aggregate_answer_backend(leg, ask->id, empty, NULL, 0,
+                                              NULL);
+        cJSON_Delete(empty);
+        return;
+    }
+
+    if (ngx_strcmp(method, "sampling/createMessage") == 0) {
+        can = rctx->sampling;
+
+    } else if (ngx_strcmp(method, "elicitation/create") == 0) {
+        can = rctx->elicitation;
+
+    } else if (ngx_strcmp(method, "roots/list") == 0) {
+        can = rctx->roots;
+
+    } else {
+        ngx_http_mcp_aggregate_answer_backend(leg, ask->id, NULL, NULL,
+                                              NGX_HTTP_MCP_METHOD_NOT_FOUND,
+                                              "Method not found");
+        return;
+    }
+
+    if (rctx->version >= NGX_HTTP_MCP_VSTATELESS) {
+        /* no stream a request could travel on (multi-round: not here) */
+        ngx_http_mcp_aggregate_answer_backend(leg, ask->id, NULL, NULL,
+                                              NGX_HTTP_MCP_INVALID_REQUEST,
+                                              "The client behind the gateway "
+                                              "is stateless and cannot be "
+                                              "asked");
+        return;
+    }
+
+    if (!can) {
+        ngx_http_mcp_aggregate_answer_backend(leg, ask->id, NULL, NULL,
+                                              NGX_HTTP_MCP_INVALID_REQUEST,
+                                              "The client behind the gateway "
+                                              "did not declare the "
+                                              "capability");
+        return;
+    }
+
+    if (leg->asking >= NGX_HTTP_MCP_AGGREGATE_ASKS) {
+        /* each is a wait record in the zone and a question to a person */
+        ngx_http_mcp_aggregate_answer_backend(leg, ask->id, NULL, NULL,
+                                              NGX_HTTP_MCP_INTERNAL_ERROR,
+                                              "Too many requests to the "
+                                              "client at once");
+        return;
+    }
+
+    params = cJSON_GetObjectItemCaseSensitive(json, "params");
+    params = (params != NULL) ? cJSON_DetachItemViaPointer(json, params)
+                              : NULL;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_http_mcp_call_get_log(call), 0,
+                   "mcp backend \"%V\": request %s %s relayed",
+                   &leg->backend->name, method, ask->id);
+
+    leg->asking++;
+
+    if (ngx_http_mcp_call_request(call, method, params,
+                                  ngx_http_mcp_aggregate_answered, ask)
+        != NGX_OK)
+    {
+        leg->asking--;
+
+        ngx_http_mcp_aggregate_answer_backend(leg, ask->id, NULL, NULL,
+                                              NGX_HTTP_MCP_INTERNAL_ERROR,
+                                              "The gateway could not ask "
+                                              "the client");
+    }
+}
+
+
+/* the client's answer (or the time it had for one running out) */
+
+static void
+ngx_http_mcp_aggregate_answered(ngx_http_mcp_call_t *call, cJSON *result,
+    cJSON *error, void *data)
+{
+    ngx_http_mcp_aggregate_ask_t *ask = data;
+
+    if (ask->leg->asking) {
+        ask->leg->asking--;
+    }
+
+    ngx_http_mcp_aggregate_answer_backend(ask->leg, ask->id, result, error,
+                                          NGX_HTTP_MCP_INTERNAL_ERROR,
+                                          "The client gave no answer");
+}
+
+
+/*
+ * A response to the backend's request id, in its session: result, or
+ * error, or else code and message.  Nobody waits for what it says.
+ */
+
+static void
+ngx_http_mcp_aggregate_answer_backend(ngx_http_mcp_aggregate_leg_t *leg,
+    u_char *id, cJSON *result, cJSON *error, ngx_int_t code,
+    const char *message)
+{
+    u_char  *text;
+    size_t   len;
+    cJSON   *msg, *item, *rid, *e;
+
+    if (leg->answers++ >= NGX_HTTP_MCP_AGGREGATE_ANSWERS) {
+        /*
+         * each is a subrequest that lives as long as the client's POST:
+         * a backend that asks without end (pings) waits for its own
+         * timeouts instead
+         */
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP,
+                       ngx_http_mcp_call_get_log(leg->op->call), 0,
+                       "mcp backend \"%V\": no more answers in this call",
+                       &leg->backend->name);
+        return;
+    }
+
+    msg = cJSON_CreateObject();
+    rid = cJSON_CreateRaw((const char *) id);
+
+    if (msg == NULL || rid == NULL
+        || cJSON_AddStringToObject(msg, "jsonrpc", "2.0") == NULL
+        || !cJSON_AddItemToObject(msg, "id", rid))
+    {
+        cJSON_Delete(rid);
+        goto failed;
+    }
+
+    if (result != NULL || error != NULL) {
+        item = cJSON_Duplicate(result ? result : error, 1);
+
+        if (item == NULL
+            || !cJSON_AddItemToObject(msg, result ? "result" : "error", item))
+        {
+            cJSON_Delete(item);
+            goto failed;
+        }
+
+    } else {
+        e = cJSON_AddObjectToObject(msg, "error");
+
+        if (e == NULL
+            || cJSON_AddNumberToObject(e, "code", code) == NULL
+            || cJSON_AddStringToObject(e, "message", message) == NULL)
+        {
+            goto failed;
+        }
+    }
+
+    text = ngx_http_mcp_json_print(ngx_http_mcp_call_pool(leg->op->call), msg,
+                                   &len);
+    cJSON_Delete(msg);
+
+    if (text == NULL || ngx_http_mcp_aggregate_post(leg, text, len) != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_INFO, ngx_http_mcp_call_get_log(leg->op->call),
+                      0, "mcp: backend \"%V\": the answer to its request "
+                      "was lost", &leg->backend->name);
+    }
+
+    return;
+
+failed:
+
+    cJSON_Delete(msg);
+}
+
+
+/*
+ * A routed request is under way: should the call end before the
+ * backend's response (a client's cancellation, its session gone), the
+ * backend is told.  The cleanup comes after the fetch's, so it runs
+ * before it, while the fetch's link still says whether the POST is
+ * there to carry the notification: the call has let go of it already.
+ */
+
+ngx_int_t
+ngx_http_mcp_aggregate_watch(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(ngx_http_mcp_call_pool(leg->op->call), 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_mcp_aggregate_cancel;
+    cln->data = leg;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_aggregate_cancel(void *data)
+{
+    ngx_http_mcp_aggregate_leg_t *leg = data;
+
+    ngx_http_mcp_loctool_state_t  *st;
+
+    st = leg->st;
+
+    if (leg->done || st == NULL || st->link == NULL || st->link->sr == NULL) {
+        return;
+    }
+
+    ngx_http_mcp_aggregate_cancelled(leg, st->link->sr->parent);
+}
+
+
+/* the gateway gives up on a request the backend still runs (a timeout) */
+
+void
+ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    ngx_http_request_t  *r;
+
+    r = ngx_http_mcp_call_http_request(leg->op->call);
+
+    if (r != NULL) {
+        ngx_http_mcp_aggregate_cancelled(leg, r);
+    }
+}
+
+
+static void
+ngx_http_mcp_aggregate_cancelled(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_http_request_t *r)
+{
+    u_char  text[sizeof("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                        "cancelled\",\"params\":{\"requestId\":,\"reason\":"
+                        "\"cancelled by the gateway's client\"}}")
+                 + NGX_INT64_LEN];
+    u_char  *p;
+
+    if (leg->cancelled || leg->id == 0) {
+        return;
+    }
+
+    leg->cancelled = 1;
+
+    p = ngx_sprintf(text, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                    "cancelled\",\"params\":{\"requestId\":%uL,\"reason\":"
+                    "\"cancelled by the gateway's client\"}}", leg->id);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP,
+                   ngx_http_mcp_call_get_log(leg->op->call), 0,
+                   "mcp backend \"%V\": cancelling request %uL",
+                   &leg->backend->name, leg->id);
+
+    (void) ngx_http_mcp_aggregate_post_to(leg, r, text, p - text);
+}
+
+
+/*
+ * The capabilities the gateway declares to a backend: the client's
+ * sampling, elicitation and roots, which it relays; a stateless
+ * client's requests share their sessions, and it can be asked nothing.
+ */
+
+ngx_int_t
+ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,
+    cJSON *caps)
+{
+    cJSON                  *theirs, *item;
+    ngx_uint_t              i;
+    ngx_http_mcp_reqctx_t  *rctx;
+
+    static const char  *relayed[] = { "sampling", "elicitation", "roots",
+                                      NULL };
+
+    if (op->stateless) {
+        return NGX_OK;
+    }
+
+    if (op->opening) {
+        /* initialize: the session is not there yet, its params are */
+        theirs = cJSON_GetObjectItemCaseSensitive(
+                     ngx_http_mcp_call_params(op->call), "capabilities");
+
+        for (i = 0; relayed[i]; i++) {
+            item = cJSON_GetObjectItemCaseSensitive(theirs, relayed[i]);
+
+            if (!cJSON_IsObject(item)) {
+                continue;
+            }
+
+            item = cJSON_Duplicate(item, 1);
+
+            if (item == NULL
+                || !cJSON_AddItemToObject(caps, relayed[i], item))
+            {
+                cJSON_Delete(item);
+                return NGX_ERROR;
+            }
+        }
+
+        return NGX_OK;
+    }
+
+    rctx = ngx_http_mcp_call_client(op->call);
+
+    if ((rctx->sampling && cJSON_AddObjectToObject(caps, "sampling") == NULL)
+        || (rctx->elicitation
+            && cJSON_AddObjectToObject(caps, "elicitation") == NULL)
+        || (rctx->roots && cJSON_AddObjectToObject(caps, "roots") == NULL))
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The headers of a message to the backend's location, in its session;
+ * init: initialize, which has no session and no version yet.
+ */
+
+ngx_int_t
+ngx_http_mcp_aggregate_headers(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_http_request_t *r, ngx_uint_t init, ngx_http_mcp_loctool_fetch_t *f)
+{
+    ngx_uint_t               n;
+    ngx_table_elt_t         *h;
+    ngx_http_mcp_backend_t  *b;
+
+    b = leg->backend;
+
+    h = ngx_pcalloc(r->pool, 3 * sizeof(ngx_table_elt_t));
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = 0;
+
+    if (ngx_http_mcp_aggregate_header(r->pool, &h[n++], "Accept", "accept",
+            (u_char *) "application/json, text/event-stream",
+            sizeof("application/json, text/event-stream") - 1)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (leg->sid.len) {
+        if (ngx_http_mcp_aggregate_header(r->pool, &h[n++], "Mcp-Session-Id",
+                                          "mcp-session-id", leg->sid.data,
+                                          leg->sid.len)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    if (!init && b->version_len) {
+        if (ngx_http_mcp_aggregate_header(r->pool, &h[n++],
+                                          "MCP-Protocol-Version",
+                                          "mcp-protocol-version",
+                                          b->version, b->version_len)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    f->uri = b->uri;
+    f->method = NGX_HTTP_POST;
+    ngx_str_set(&f->method_name, "POST");
+    f->headers = h;
+    f->nheaders = n;
+    f->max = leg->op->conf->max_size;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_aggregate_header(ngx_pool_t *pool, ngx_table_elt_t *h,
+    char *key, char *lowcase, u_char *value, size_t len)
+{
+    h->hash = 1;
+    h->key.data = (u_char *) key;
+    h->key.len = ngx_strlen(key);
+    h->lowcase_key = (u_char *) lowcase;
+
+    h->value.data = ngx_pnalloc(pool, len);
+    if (h->value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(h->value.data, value, len);
+    h->value.len = len;
+
+    return NGX_OK;
+}
+
+
+/* a message (a notification, an answer) to the backend, in its session */
+
+ngx_int_t
+ngx_http_mcp_aggregate_post(ngx_http_mcp_aggregate_leg_t *leg, u_char *text,
+    size_t len)
+{
+    ngx_http_request_t  *r;
+
+    r = ngx_http_mcp_call_http_request(leg->op->call);
+
+    if (r == NULL) {
+        /* the client's POST went, and the subrequests with it */
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_mcp_aggregate_post_to(leg, r, text, len);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_aggregate_post_to(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_http_request_t *r, u_char *text, size_t len)
+{
+    ngx_http_mcp_loctool_fetch_t  f;
+
+    ngx_memzero(&f, sizeof(ngx_http_mcp_loctool_fetch_t));
+
+    f.body.len = len;
+    f.body.data = ngx_pnalloc(r->pool, len);
+
+    if (f.body.data == NULL
+        || ngx_http_mcp_aggregate_headers(leg, r, 0, &f) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(f.body.data, text, len);
+
+    return ngx_http_mcp_loctool_send(r, &f);
+}

@@ -167,7 +167,7 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
     ngx_http_mcp_aggregate_loc_conf_t *conf = child;
 
     u_char                   *p;
-    ngx_uint_t                i;
+    ngx_uint_t                i, k;
     ngx_pool_cleanup_t       *cln;
     ngx_http_mcp_backend_t   *b;
     ngx_http_mcp_loc_conf_t  *mlcf;
@@ -246,6 +246,27 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
         b[i].prefix.data = p;
         b[i].prefix.len += conf->separator.len;
+    }
+
+    /*
+     * "a__" begins "a___": a tool "_x" of backend "a" and a tool "x" of
+     * backend "a_" would both be "a___x", and a call could only go to one
+     */
+
+    for (i = 0; i < conf->backends->nelts; i++) {
+        for (k = 0; k < conf->backends->nelts; k++) {
+            if (k != i && b[i].prefix.len <= b[k].prefix.len
+                && ngx_strncmp(b[i].prefix.data, b[k].prefix.data,
+                               b[i].prefix.len) == 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "the names of "
+                                   "mcp_backend \"%V\" (\"%V\") begin with "
+                                   "those of \"%V\" (\"%V\"): one name could "
+                                   "be a tool of both", &b[k].name,
+                                   &b[k].prefix, &b[i].name, &b[i].prefix);
+                return NGX_CONF_ERROR;
+            }
+        }
     }
 
     return NGX_CONF_OK;

@@ -89,6 +89,8 @@ typedef struct {
                                                    to the client */
     unsigned                       broken:1;    /* its stream broke off */
     unsigned                       cancelled:1; /* the backend was told */
+    unsigned                       routed:1;    /* a call, a get, a read:
+                                                   the client's choice */
 } ngx_http_mcp_aggregate_leg_t;
 
 
@@ -138,6 +140,8 @@ ngx_int_t ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,
     cJSON *caps);
 ngx_int_t ngx_http_mcp_aggregate_watch(ngx_http_mcp_aggregate_leg_t *leg);
 void ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg);
+ngx_uint_t ngx_http_mcp_aggregate_ours(ngx_http_mcp_aggregate_leg_t *leg,
+    cJSON *json);
 
 
 extern ngx_module_t  ngx_http_mcp_aggregate_module;

@@ -47,6 +47,7 @@ static void ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
 static ngx_int_t ngx_http_mcp_aggregate_sid(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_str_t *sid);
 static cJSON *ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st);
+static ngx_uint_t ngx_http_mcp_aggregate_date(const char *s);
 static void ngx_http_mcp_aggregate_fail(ngx_http_mcp_aggregate_leg_t *leg,
     const char *failure);
 static void ngx_http_mcp_aggregate_lost(ngx_http_mcp_aggregate_leg_t *leg,
@@ -342,6 +343,10 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
                 && (ngx_strcmp(method, "tools/call") == 0
                     || ngx_strcmp(method, "prompts/get") == 0
                     || ngx_strcmp(method, "resources/read") == 0));
+    leg->routed = f.stream;
+
+    /* a backend's X-Accel-Redirect must not make nginx's reply its own */
+    f.no_redirect = 1;
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "mcp backend \"%V\": %s to %V", &b->name, method, &b->uri);
@@ -370,6 +375,7 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
 {
     ngx_http_mcp_aggregate_leg_t *leg = ev->data;
 
+    const char                    *failure;
     ngx_http_mcp_loctool_state_t  *st;
 
     st = leg->st;
@@ -380,11 +386,21 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
 
     if (st->too_big) {
         leg->broken = st->stream;
-        ngx_http_mcp_aggregate_fail(leg, st->stream
-                                    ? "its events came faster than they "
-                                      "could be relayed"
-                                    : "its reply is larger than "
-                                      "mcp_backend_max_size");
+        failure = st->stream ? "its events came faster than they could be "
+                               "relayed"
+                             : "its reply is larger than "
+                               "mcp_backend_max_size";
+
+        if (leg->routed) {
+            /*
+             * the answer to what the client chose to ask: the backend
+             * stays in the others' lists
+             */
+            ngx_http_mcp_aggregate_lost(leg, failure);
+            return;
+        }
+
+        ngx_http_mcp_aggregate_fail(leg, failure);
         return;
     }
 
@@ -545,6 +561,13 @@ ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg)
         return;
     }
 
+    if (!ngx_http_mcp_aggregate_ours(leg, reply)) {
+        cJSON_Delete(reply);
+        ngx_http_mcp_aggregate_fail(leg, "its reply answers another "
+                                         "request");
+        return;
+    }
+
     if (leg->step == NGX_HTTP_MCP_LEG_INIT) {
         leg->sid = st->session_id;
         ngx_http_mcp_aggregate_opened(leg, reply);
@@ -586,8 +609,12 @@ ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
     version = cJSON_GetObjectItemCaseSensitive(result, "protocolVersion");
     caps = cJSON_GetObjectItemCaseSensitive(result, "capabilities");
 
+    /*
+     * the version goes into a header of each later request: a date
+     * (YYYY-MM-DD), as every revision is named, and nothing else
+     */
     if (!cJSON_IsString(version) || !cJSON_IsObject(caps)
-        || ngx_strlen(version->valuestring) >= sizeof(b->version))
+        || !ngx_http_mcp_aggregate_date(version->valuestring))
     {
         cJSON_Delete(reply);
         ngx_http_mcp_aggregate_fail(leg, "it refused initialize");
@@ -612,6 +639,23 @@ ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
     {
         ngx_http_mcp_aggregate_lost(leg, "could not start a subrequest");
     }
+}
+
+
+/* YYYY-MM-DD */
+
+static ngx_uint_t
+ngx_http_mcp_aggregate_date(const char *s)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < sizeof("YYYY-MM-DD") - 1; i++) {
+        if ((i == 4 || i == 7) ? s[i] != '-' : (s[i] < '0' || s[i] > '9')) {
+            return 0;
+        }
+    }
+
+    return s[i] == '\0';
 }
 
 
@@ -876,12 +920,12 @@ ngx_http_mcp_aggregate_timeout(ngx_event_t *ev)
             continue;
         }
 
-        if (leg->step == NGX_HTTP_MCP_LEG_REQUEST && leg->method != NULL
-            && ngx_strcmp(leg->method, "tools/call") == 0)
-        {
+        if (leg->step == NGX_HTTP_MCP_LEG_REQUEST && leg->routed) {
             /*
-             * a tool that runs long: the backend itself may be fine, and
-             * is told that the gateway gave up on it
+             * a tool that runs long, a read or a get of the client's
+             * choosing: the backend itself may be fine (it stays in the
+             * other clients' lists), and is told that the gateway gave
+             * up on the request
              */
             ngx_http_mcp_aggregate_give_up(leg);
             ngx_http_mcp_aggregate_lost(leg, "no answer within "

@@ -211,8 +211,6 @@ static ngx_int_t
 ngx_http_mcp_aggregate_message(ngx_http_mcp_aggregate_leg_t *leg, u_char *p,
     size_t len)
 {
-    u_char               *id;
-    size_t                id_len;
     cJSON                *json, *method;
     const char           *failure;
     ngx_http_mcp_call_t  *call;
@@ -251,20 +249,7 @@ ngx_http_mcp_aggregate_message(ngx_http_mcp_aggregate_leg_t *leg, u_char *p,
 
     /* the response to our request, and to no other */
 
-    id = ngx_http_mcp_json_print(ngx_http_mcp_call_pool(call),
-                                 cJSON_GetObjectItemCaseSensitive(json, "id"),
-                                 &id_len);
-    p = ngx_pnalloc(ngx_http_mcp_call_pool(call), NGX_INT64_LEN);
-
-    if (id == NULL || p == NULL) {
-        cJSON_Delete(json);
-        leg->failure = "no memory";
-        return NGX_ERROR;
-    }
-
-    len = ngx_sprintf(p, "%uL", leg->id) - p;
-
-    if (id_len != len || ngx_strncmp(id, p, len) != 0) {
+    if (!ngx_http_mcp_aggregate_ours(leg, json)) {
         cJSON_Delete(json);
         leg->failure = "its stream has a response to another request";
         return NGX_ERROR;
@@ -301,6 +286,20 @@ ngx_http_mcp_aggregate_response(ngx_pool_t *pool, u_char *p, size_t len)
     }
 
     return reply;
+}
+
+
+/* a response to the leg's request: its id is the number the gateway sent */
+
+ngx_uint_t
+ngx_http_mcp_aggregate_ours(ngx_http_mcp_aggregate_leg_t *leg, cJSON *json)
+{
+    cJSON  *id;
+
+    id = cJSON_GetObjectItemCaseSensitive(json, "id");
+
+    /* leg->id is below 2^53: the double holds it exactly */
+    return cJSON_IsNumber(id) && id->valuedouble == (double) leg->id;
 }
 
 

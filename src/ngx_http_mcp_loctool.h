@@ -82,6 +82,7 @@ typedef struct {
                                                    body too, max bounds
                                                    an event (the reader
                                                    checks) */
+    unsigned                      no_redirect:1;
 } ngx_http_mcp_loctool_state_t;
 
 
@@ -107,6 +108,9 @@ typedef struct {
                                                       Mcp-Session-Id */
     unsigned                      stream:1;     /* an SSE reply's news
                                                    as its body comes */
+    unsigned                      no_redirect:1;   /* a reply from another
+                                                      location than uri's
+                                                      fails the fetch */
 } ngx_http_mcp_loctool_fetch_t;
 
 

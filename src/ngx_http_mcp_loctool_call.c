@@ -227,6 +227,7 @@ ngx_http_mcp_loctool_fetch(ngx_http_mcp_call_t *call,
     st->max = f->max;
     st->want_session = f->want_session;
     st->stream = f->stream;
+    st->no_redirect = f->no_redirect;
 
     st->event.handler = f->handler;
     st->event.data = f->data;

@@ -102,6 +102,19 @@ ngx_http_mcp_loctool_header_filter(ngx_http_request_t *r)
     st->header = 1;
     st->status = r->headers_out.status;
 
+    if (st->no_redirect && r->uri_changes <= NGX_HTTP_MAX_URI_CHANGES) {
+        /*
+         * an internal redirect (an X-Accel-Redirect that proxy_pass acted
+         * on, error_page, rewrite ... last): the reply of some location
+         * of nginx's, not of the server behind the one asked
+         */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: a backend's reply is refused: it comes from "
+                      "\"%V\" after an internal redirect", &r->uri);
+        st->failed = 1;
+        st->stream = 0;
+    }
+
     /* the bare type, lowercased: "application/json; charset=utf-8" */
 
     len = r->headers_out.content_type.len;

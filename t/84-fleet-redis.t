@@ -26,6 +26,7 @@ use File::Temp ();
 use McpTest timeout => 600;
 use McpAssert;
 use McpGateway qw(stop_process node_available);
+use McpStream;
 
 my $redis_bin = `command -v redis-server 2>/dev/null`;
 chomp $redis_bin;
@@ -166,6 +167,55 @@ sub owner_of { my $v = redis_cmd('GET', "mcp:session:$_[0]"); defined $v ? $node
     for my $n (@node) {
         unlike($n->error_log, qr/\Q$sid\E/, 'the session id is in no node\'s error.log');
     }
+}
+
+# --- (1b) server requests and resumes across nodes ---------------------------------------
+
+{
+    my ($sid) = $front->mcp_initialize(capabilities => { sampling => {}, elicitation => {} });
+    my $owner = owner_of($sid);
+    my $other = ($owner + 1) % 3;
+
+    # the call's stream through a non-owner; its answer POSTed to the third node
+    my $s = call_stream($node[$other], $sid, 'sa1', 'test_sampling', { prompt => 'fleet' });
+    my $prime = take($s, 5);
+    my $req = take($s, 5);
+    is($req && $req->{json}{method}, 'sampling/createMessage',
+       "a call's stream through node $other (forwarded): sampling/createMessage");
+    my $r = answer($node[($owner + 2) % 3], $sid, $req->{json}{id}, sampling_answer('from afar'));
+    is($r->{status}, 202, 'the sampling answer POSTed to another non-owner node: 202');
+    my @ev = take_all($s, 5);
+    is(text_of($ev[-1]{json}), 'LLM response: from afar', '... reached the waiting call');
+
+    # an elicitation answered through the front
+    $s = call_stream($front, $sid, 'el1', 'test_elicitation', { message => 'who?' });
+    take($s, 5);
+    $req = take($s, 5);
+    is($req && $req->{json}{method}, 'elicitation/create', 'test_elicitation through the front');
+    $r = answer($front, $sid, $req->{json}{id}, { action => 'decline' });
+    is($r->{status}, 202, 'the elicitation answer through the front: 202');
+    @ev = take_all($s, 5);
+    is(text_of($ev[-1]{json}), 'User response: action=decline, content=null', '... reached the waiting call');
+
+    # a stream cut after its server request, resumed with Last-Event-ID on another node
+    $s = call_stream($node[$other], $sid, 'sa2', 'test_sampling', { prompt => 'resume' });
+    $prime = take($s, 5);
+    $s->close;
+    my $third = ($owner + 2) % 3;
+    my $g = $node[$third]->mcp_get_stream($sid, last_event_id => $prime->{id}, timeout => 5);
+    is($g->status, 200, "GET with Last-Event-ID through node $third: 200");
+    $req = take($g, 5);
+    is($req && $req->{json}{method}, 'sampling/createMessage', '... replays the server request');
+    answer($front, $sid, $req->{json}{id}, sampling_answer('resumed'));
+    @ev = take_all($g, 5);
+    is(text_of($ev[-1]{json}), 'LLM response: resumed', '... and the response arrives on the resumed stream');
+    ended_ok($g, '... which then ends');
+
+    # DELETE on a non-owner ends the session on its owner
+    my $d = $node[$other]->mcp_delete($sid);
+    ok($d->{status} == 200 || $d->{status} == 204, "DELETE to non-owner node $other: $d->{status}");
+    $r = $node[$owner]->mcp_post($sid, { jsonrpc => '2.0', id => 'after', method => 'ping' });
+    is_rpc_error_body($r, 404, -32001, 'after', '... the owner no longer holds it: 404 -32001');
 }
 
 # --- (2) a client's own Mcp-Fleet-Hop only stops a forward --------------------------------

@@ -518,7 +518,10 @@ ngx_http_mcp_fleet_route(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 
     sid = &h->value;
 
-    if (ngx_http_mcp_session_held(mlcf->zone, sid) == NGX_OK) {
+    /* no id of this module's: nobody's, answered here (404) */
+    if (sid->len != NGX_HTTP_MCP_SESSION_ID_LEN
+        || ngx_http_mcp_session_held(mlcf->zone, sid) == NGX_OK)
+    {
         return NGX_DECLINED;
     }
 
@@ -870,6 +873,7 @@ ngx_http_mcp_fleet_key(u_char *buf, ngx_str_t *sid)
     size_t      len;
     ngx_str_t  *prefix;
 
+    /* route() and the store let no other length through */
     prefix = &ngx_http_mcp_fleet_conf->prefix;
     len = ngx_min(sid->len, NGX_HTTP_MCP_SESSION_ID_LEN);
 

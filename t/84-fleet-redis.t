@@ -137,6 +137,41 @@ sub echo_ok { text_of($_[0]) =~ /^Called with: \{.*"query":"\Q$_[1]\E"/ }
 # which node holds a session: the one whose key names it
 sub owner_of { my $v = redis_cmd('GET', "mcp:session:$_[0]"); defined $v ? $node_of{$v} : undef }
 
+# --- (0) nginx -t: every bad value refused with a clear line -----------------------------
+
+{
+    my $ok = "redis=127.0.0.1:$rport node=n1 forward=\@f";
+    my %cases = (
+        "redis=localhost:6379 node=n1 forward=\@f"  => 'is not an IP address and port',
+        "redis=127.0.0.1:0 node=n1 forward=\@f"      => 'is not an IP address and port',
+        "redis=127.0.0.1 node=n1 forward=\@f"        => 'invalid parameter',
+        "$ok node=a/b"                               => 'node= must be 1 to 255 of',
+        "redis=127.0.0.1:$rport node=n1 forward=f"   => 'forward= must name a named location',
+        "$ok timeout=0"                              => 'timeout= must be a time from 1ms to 60s',
+        "$ok timeout=2m"                             => 'timeout= must be a time from 1ms to 60s',
+        "$ok prefix=" . ('p' x 65)                   => 'prefix= must be 1 to 64 bytes',
+        "$ok color=red"                              => 'invalid parameter "color=red"',
+        "redis=127.0.0.1:$rport node=n1"             => 'needs redis=, node= and forward=',
+    );
+    my $bad = McpTest->new(workers => 1, server => 'location = /mcp { mcp on; }');
+    for my $d (sort keys %cases) {
+        $bad->write_config(http => "    mcp_fleet $d;\n");
+        my ($rc, $out) = $bad->nginx_t;
+        ok($rc != 0 && $out =~ /\[emerg\].*\Q$cases{$d}\E/, "nginx -t refuses \"mcp_fleet $d\"") or diag($out);
+    }
+    $bad->write_config(http => "    mcp_fleet $ok;\n    mcp_fleet $ok;\n");
+    my ($rc, $out) = $bad->nginx_t;
+    ok($rc != 0 && $out =~ /\[emerg\].*"mcp_fleet" directive is duplicate/, 'nginx -t refuses two mcp_fleet') or diag($out);
+    $bad->write_config(http => '', server => 'location = /mcp { mcp on; mcp_fleet x; }');
+    ($rc, $out) = $bad->nginx_t;
+    ok($rc != 0 && $out =~ /\[emerg\].*"mcp_fleet" directive is not allowed here/, '... and mcp_fleet in a location')
+        or diag($out);
+    $bad->write_config(http => "    mcp_fleet $ok prefix=x: timeout=250ms;\n",
+                       server => 'location = /mcp { mcp on; } location @f { proxy_pass http://$mcp_fleet_owner; }');
+    ($rc, $out) = $bad->nginx_t;
+    is($rc, 0, 'a good mcp_fleet and a forward location with $mcp_fleet_owner: nginx -t passes') or diag($out);
+}
+
 # --- (1) one session, its requests on all three nodes -------------------------------------
 
 {
@@ -285,6 +320,37 @@ my @s = map { my $sid = $front->mcp_initialize; { sid => $sid, owner => owner_of
     my $warns = () = $node[0]->error_log =~ /\[warn\].*mcp_fleet: redis at .* unreachable/g;
     ok($warns >= 1 && $warns <= 2, "one [warn] per outage in a node's error.log ($warns)");
     like($node[0]->error_log, qr/mcp_fleet: redis at .* reachable again/, '... and a notice when it is back');
+}
+
+# --- (3b) Redis hangs (SIGSTOP): lookups time out (timeout=500ms), 503, then go on ------
+
+{
+    my $x = (grep { $_->{owner} != 0 } @s)[0];
+    kill 'STOP', $redis_pid;
+    my $t0 = Time::HiRes::time();
+    my $r = $node[0]->mcp_post($x->{sid}, { jsonrpc => '2.0', id => 'hang', method => 'ping' }, timeout => 10);
+    my $took = Time::HiRes::time() - $t0;
+    is($r->{status}, 503, 'Redis stopped (SIGSTOP): a lookup gets 503 ...');
+    is((($r->{json} // {})->{error} // {})->{code}, -32000, '... -32000');
+    ok($took < 3, sprintf('... after the timeout, not a hang (%.2f s)', $took));
+    kill 'CONT', $redis_pid;
+    my $back = McpTest::wait_until(15, sub {
+        my $q = $node[0]->mcp_post($x->{sid}, { jsonrpc => '2.0', id => 'cont', method => 'ping' });
+        $q->{status} == 200;
+    });
+    ok($back, 'Redis continued: the node connects again and forwards');
+}
+
+# --- (3c) a node reloaded: its sessions survive in the zone and stay registered ------------
+
+{
+    $node[2]->reload;
+    my $ok = 1;
+    for my $x (@s) {
+        my ($m) = $front->mcp_request($x->{sid}, 'tools/call', echo_args('reloaded'));
+        $ok &&= echo_ok($m, 'reloaded');
+    }
+    ok($ok, 'after node 2 reloads, the six sessions go on through the front');
 }
 
 # --- (4) the 2025-11-25 conformance suite through the front -------------------------------

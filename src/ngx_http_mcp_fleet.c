@@ -681,6 +681,31 @@ ngx_http_mcp_fleet_forward(ngx_http_request_t *r, ngx_str_t *owner)
 }
 
 
+/*
+ * The request is being forwarded to its session's owner ($mcp_fleet_owner
+ * is set only then, and survives the redirect): nginx's error page for
+ * it becomes a JSON-RPC error too, and a 502 (nobody at the owner's
+ * address) the 404 of a session gone with its node.
+ */
+
+ngx_uint_t
+ngx_http_mcp_fleet_forwarded(ngx_http_request_t *r)
+{
+    ngx_http_variable_value_t  *v;
+    ngx_http_mcp_fleet_conf_t  *fcf;
+
+    fcf = ngx_http_get_module_main_conf(r, ngx_http_mcp_fleet_module);
+
+    if (fcf == NULL || !fcf->enabled || r->variables == NULL) {
+        return 0;
+    }
+
+    v = &r->variables[fcf->owner_index];
+
+    return v->valid && !v->not_found && v->len;
+}
+
+
 static ngx_int_t
 ngx_http_mcp_fleet_unavailable(ngx_http_request_t *r, cJSON *id)
 {

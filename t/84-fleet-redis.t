@@ -95,13 +95,17 @@ NGX
             proxy_read_timeout 1h;
         }
 NGX
+# nodes 0 and 1 are named by upstream blocks (kept connections, as the
+# README advises), node 2 by its address
+my @name = ('node0', 'node1', '127.0.0.1:' . $node[2]->port);
+my $upstreams = join '', map { "    upstream node$_ { server 127.0.0.1:" . $node[$_]->port . "; keepalive 8; }\n" } 0 .. 1;
 for my $i (0 .. 2) {
     my $n = $node[$i];
-    $n->{http} .= "    mcp_fleet redis=127.0.0.1:$rport node=127.0.0.1:" . $n->port
+    $n->{http} .= $upstreams . "    mcp_fleet redis=127.0.0.1:$rport node=$name[$i]"
                 . " forward=\@mcp_fleet timeout=500ms;\n";
     $n->start;
 }
-my %node_of = map { ('127.0.0.1:' . $node[$_]->port => $_) } 0 .. 2;
+my %node_of = map { ('127.0.0.1:' . $node[$_]->port => $_, $name[$_] => $_) } 0 .. 2;
 
 my $front = McpTest->new(workers => 1, http => <<"NGX", server => <<'NGX')->start;
     log_format fr '\$http_x_tag \$request_method \$upstream_addr \$status';
@@ -267,7 +271,7 @@ sub owner_of { my $v = redis_cmd('GET', "mcp:session:$_[0]"); defined $v ? $node
     is($r->{status}, 200, 'the same request without it: forwarded to the owner, 200');
 
     # a stale key naming a node that does not hold the session
-    redis_cmd('SET', 'mcp:session:' . ('Z' x 32), '127.0.0.1:' . $node[0]->port);
+    redis_cmd('SET', 'mcp:session:' . ('Z' x 32), $name[0]);
     $r = $node[1]->mcp_post('Z' x 32, { jsonrpc => '2.0', id => 'stale', method => 'ping' });
     is_rpc_error_body($r, 404, -32001, 'stale', 'a stale key: the named node answers 404 -32001');
     McpTest::wait_until(3, sub { (redis_cmd('EXISTS', 'mcp:session:' . ('Z' x 32)) // '') eq ':0' });
@@ -383,13 +387,15 @@ SKIP: {
     ok(!McpGateway::port_open($node[$dead]->port), "node $dead killed (SIGKILL)");
 
     my ($ok, $gone) = (1, 1);
+    my $n_dead = grep { $_->{owner} == $dead } @s;
     for my $x (@s) {
         for my $i (1 .. 3) {
             if ($x->{owner} == $dead) {
+                # the front skips the dead node; a live one forwards to the
+                # dead owner, finds nobody there and answers the JSON-RPC 404
                 my $r = $front->mcp_post($x->{sid}, { jsonrpc => '2.0', id => "dead-$i", method => 'ping' });
-                # the front may pick the dead node and retry another; a live
-                # node forwards to the dead owner: 502 from the proxy
-                $gone &&= ($r->{status} == 404 || $r->{status} == 502);
+                $gone &&= $r->{status} == 404
+                          && ((($r->{json} // {})->{error} // {})->{code} // 0) == -32001;
             } else {
                 my ($m) = $front->mcp_request($x->{sid}, 'tools/call', echo_args("alive $i"));
                 $ok &&= echo_ok($m, "alive $i");
@@ -397,7 +403,8 @@ SKIP: {
         }
     }
     ok($ok, 'sessions owned by the live nodes go on');
-    ok($gone, 'those of the dead node are refused');
+    ok($n_dead, "the dead node owned sessions ($n_dead)");
+    ok($gone, '... each of their requests gets 404 -32001 (a JSON-RPC error, not a 502 page)');
     my $sid = $front->mcp_initialize;
     ok($sid, 'a fresh initialize works');
     my ($m) = $front->mcp_request($sid, 'tools/call', echo_args('fresh'));

@@ -829,18 +829,30 @@ ngx_http_mcp_fleet_forget(ngx_http_request_t *r, ngx_str_t *sid)
 }
 
 
-/* deletes the session's key if it names this node, atomically */
+/*
+ * Deletes the session's key if it names this node, atomically; not
+ * while a zone of this node holds the session (a request may name it at
+ * a location of another zone).
+ */
 
 static void
 ngx_http_mcp_fleet_release(ngx_str_t *sid)
 {
-    u_char       key[NGX_HTTP_MCP_FLEET_KEY_LEN];
-    const char  *argv[5];
-    size_t       argvlen[5];
+    u_char           key[NGX_HTTP_MCP_FLEET_KEY_LEN];
+    ngx_uint_t       i;
+    const char      *argv[5];
+    size_t           argvlen[5];
+    ngx_shm_zone_t  *zone;
 
     static const char  script[] =
         "if redis.call('get', KEYS[1]) == ARGV[1] then "
         "return redis.call('del', KEYS[1]) end return 0";
+
+    for (i = 0; (zone = ngx_http_mcp_fleet_zone(i)) != NULL; i++) {
+        if (ngx_http_mcp_session_held(zone, sid) == NGX_OK) {
+            return;
+        }
+    }
 
     argv[0] = "EVAL";
     argvlen[0] = 4;

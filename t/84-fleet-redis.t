@@ -84,9 +84,11 @@ redis_start();
 
 my @node = map { McpTest->new(workers => 4, http => <<'NGX', server => <<'NGX') } 0 .. 2;
     log_format node '$http_x_tag $request_method $status';
+    mcp_session_zone zone=other:1m;
 NGX
         access_log %%PREFIX%%/logs/node.log node;
         location = /mcp { mcp on; mcp_builtin everything; }
+        location = /other { mcp on; mcp_builtin everything; mcp_session other; }
         location @mcp_fleet {
             proxy_pass http://$mcp_fleet_owner;
             proxy_http_version 1.1;
@@ -276,6 +278,14 @@ sub owner_of { my $v = redis_cmd('GET', "mcp:session:$_[0]"); defined $v ? $node
     is_rpc_error_body($r, 404, -32001, 'stale', 'a stale key: the named node answers 404 -32001');
     McpTest::wait_until(3, sub { (redis_cmd('EXISTS', 'mcp:session:' . ('Z' x 32)) // '') eq ':0' });
     is(redis_cmd('EXISTS', 'mcp:session:' . ('Z' x 32)), ':0', '... and deletes the stale key');
+
+    # at the owner, a location of another zone: 404 there, and the key stays
+    $r = $node[$owner]->mcp_post($sid, { jsonrpc => '2.0', id => 'zone', method => 'ping' }, path => '/other');
+    is_rpc_error_body($r, 404, -32001, 'zone', 'the session named at a location of another zone of its owner: 404');
+    sleep 0.3;
+    is(owner_of($sid), $owner, '... and its key stays (the node holds it in its other zone)');
+    $r = $front->mcp_post($sid, { jsonrpc => '2.0', id => 'still', method => 'ping' });
+    is($r->{status}, 200, '... and the session goes on');
 
     # a key naming something that is not a node name is not followed
     redis_cmd('SET', 'mcp:session:' . ('Y' x 32), 'evil.example/x?');

@@ -65,6 +65,7 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_mcp_fleet_preconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_mcp_fleet_postconfiguration(ngx_conf_t *cf);
 static void *ngx_http_mcp_fleet_create_conf(ngx_conf_t *cf);
 static char *ngx_http_mcp_fleet(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -110,7 +111,7 @@ static ngx_command_t  ngx_http_mcp_fleet_commands[] = {
 
 static ngx_http_module_t  ngx_http_mcp_fleet_module_ctx = {
     ngx_http_mcp_fleet_preconfiguration,   /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_mcp_fleet_postconfiguration,  /* postconfiguration */
 
     ngx_http_mcp_fleet_create_conf,        /* create main configuration */
     NULL,                                  /* init main configuration */
@@ -164,6 +165,49 @@ ngx_http_mcp_fleet_preconfiguration(ngx_conf_t *cf)
     var->get_handler = ngx_http_mcp_fleet_owner_variable;
 
     return NGX_OK;
+}
+
+
+/* forward= names a named location that some server has: a typo fails */
+
+static ngx_int_t
+ngx_http_mcp_fleet_postconfiguration(ngx_conf_t *cf)
+{
+    ngx_uint_t                   s;
+    ngx_http_core_loc_conf_t   **clcfp;
+    ngx_http_core_srv_conf_t   **cscfp;
+    ngx_http_core_main_conf_t   *cmcf;
+    ngx_http_mcp_fleet_conf_t   *fcf;
+
+    fcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_fleet_module);
+
+    if (!fcf->enabled) {
+        return NGX_OK;
+    }
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+    cscfp = cmcf->servers.elts;
+
+    for (s = 0; s < cmcf->servers.nelts; s++) {
+
+        clcfp = cscfp[s]->named_locations;
+
+        for ( /* void */ ; clcfp != NULL && *clcfp != NULL; clcfp++) {
+            if ((*clcfp)->name.len == fcf->forward.len
+                && ngx_strncmp((*clcfp)->name.data, fcf->forward.data,
+                               fcf->forward.len)
+                   == 0)
+            {
+                return NGX_OK;
+            }
+        }
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "mcp_fleet: no server has the location \"%V\" that "
+                  "forward= names", &fcf->forward);
+
+    return NGX_ERROR;
 }
 
 

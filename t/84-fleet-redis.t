@@ -172,6 +172,10 @@ sub owner_of { my $v = redis_cmd('GET', "mcp:session:$_[0]"); defined $v ? $node
     ($rc, $out) = $bad->nginx_t;
     ok($rc != 0 && $out =~ /\[emerg\].*"mcp_fleet" directive is not allowed here/, '... and mcp_fleet in a location')
         or diag($out);
+    $bad->write_config(http => "    mcp_fleet $ok;\n", server => 'location = /mcp { mcp on; } location @g { return 204; }');
+    ($rc, $out) = $bad->nginx_t;
+    ok($rc != 0 && $out =~ /\[emerg\].*mcp_fleet: no server has the location "\@f" that forward= names/,
+       'nginx -t refuses a forward= that no server has') or diag($out);
     $bad->write_config(http => "    mcp_fleet $ok prefix=x: timeout=250ms;\n",
                        server => 'location = /mcp { mcp on; } location @f { proxy_pass http://$mcp_fleet_owner; }');
     ($rc, $out) = $bad->nginx_t;
@@ -251,6 +255,13 @@ sub owner_of { my $v = redis_cmd('GET', "mcp:session:$_[0]"); defined $v ? $node
     @ev = take_all($g, 5);
     is(text_of($ev[-1]{json}), 'LLM response: resumed', '... and the response arrives on the resumed stream');
     ended_ok($g, '... which then ends');
+
+    # a large body forwarded whole: 270 KB of _meta around a 9,000-byte argument
+    my $q = 'q' x 9000;
+    my %params = (%{ echo_args($q) }, _meta => { pad => [ map { chr(97 + $_ % 26) x 9000 } 1 .. 30 ] });
+    my ($m) = $node[$other]->mcp_request($sid, 'tools/call', \%params);
+    ok(echo_ok($m, $q), 'a 270 KB tools/call through a non-owner: forwarded whole, answered')
+        or diag(substr(McpTest::encode_json($m // {}), 0, 400));
 
     # DELETE on a non-owner ends the session on its owner
     my $d = $node[$other]->mcp_delete($sid);

@@ -256,6 +256,19 @@ sub owner_of { my $v = redis_cmd('GET', "mcp:session:$_[0]"); defined $v ? $node
     is(text_of($ev[-1]{json}), 'LLM response: resumed', '... and the response arrives on the resumed stream');
     ended_ok($g, '... which then ends');
 
+    # a cancellation POSTed to another node ends the call on the owner
+    $s = call_stream($node[$other], $sid, 'cx1', 'test_sampling', { prompt => 'cancel me' });
+    take($s, 5);
+    $req = take($s, 5);
+    ok($req && $req->{json}{id}, 'a call waits for its sampling answer (stream through a non-owner)');
+    my $t0 = Time::HiRes::time();
+    $r = $node[$third]->mcp_notify($sid, 'notifications/cancelled', { requestId => 'cx1', reason => 'stop' });
+    is($r->{status}, 202, 'notifications/cancelled to the third node: 202');
+    @ev = take_all($s, 3);
+    ended_ok($s, '... the call\'s stream ends');
+    ok(Time::HiRes::time() - $t0 < 2, '... promptly');
+    ok(!(grep { ($_->{json} // {})->{id} && $_->{json}{id} eq 'cx1' } @ev), '... without a response for the cancelled call');
+
     # a large body forwarded whole: 270 KB of _meta around a 9,000-byte argument
     my $q = 'q' x 9000;
     my %params = (%{ echo_args($q) }, _meta => { pad => [ map { chr(97 + $_ % 26) x 9000 } 1 .. 30 ] });

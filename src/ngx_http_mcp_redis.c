@@ -6,11 +6,14 @@
  * write events (level-triggered: hiredis reads one buffer at a time)
  * call hiredis's handlers.  Nothing here blocks the worker.
  *
- * A connection that fails, closes or leaves a command unanswered for
- * the timeout is dropped: hiredis calls the commands still waiting with
- * no reply, and a timer connects again after a backoff (100 ms, doubled
- * up to 5 s).  An outage is told once in error.log, by worker 0, and
- * its end once; the callers answer their clients meanwhile.
+ * A connection is ready once Redis answered its first PING; an idle
+ * one sends a PING every second, so that every worker learns of an
+ * outage without a request paying for it.  A connection that fails,
+ * closes or leaves a command unanswered for the timeout is dropped:
+ * hiredis calls the commands still waiting with no reply, and a timer
+ * connects again after a backoff (100 ms, doubled up to 5 s).  An
+ * outage is told once in error.log, by worker 0, and its end once; the
+ * callers answer their clients meanwhile.
  */
 
 
@@ -29,6 +32,7 @@
 
 #define NGX_HTTP_MCP_REDIS_BACKOFF      100
 #define NGX_HTTP_MCP_REDIS_BACKOFF_MAX  5000
+#define NGX_HTTP_MCP_REDIS_PING         1000
 
 
 typedef struct {
@@ -36,6 +40,7 @@ typedef struct {
     ngx_connection_t          *conn;
     ngx_event_t                retry;       /* connects again */
     ngx_event_t                timer;       /* a reply is overdue */
+    ngx_event_t                ping;        /* an idle connection's */
     ngx_msec_t                 backoff;
     ngx_msec_t                 timeout;
     ngx_uint_t                 pending;     /* commands sent, unanswered */
@@ -44,6 +49,7 @@ typedef struct {
     int                        port;
     ngx_http_mcp_redis_up_pt   up;
     unsigned                   connected:1;
+    unsigned                   ready:1;     /* PING answered */
     unsigned                   down:1;      /* an outage told */
     unsigned                   stopping:1;
 } ngx_http_mcp_redis_t;
@@ -60,6 +66,10 @@ static void ngx_http_mcp_redis_schedule(void);
 static void ngx_http_mcp_redis_outage(const char *why);
 static void ngx_http_mcp_redis_drop(const char *why);
 static void ngx_http_mcp_redis_timeout(ngx_event_t *ev);
+static void ngx_http_mcp_redis_keepalive(ngx_event_t *ev);
+static void ngx_http_mcp_redis_pong(void *data, ngx_int_t rc,
+    ngx_str_t *value);
+static ngx_int_t ngx_http_mcp_redis_ping(void);
 static void ngx_http_mcp_redis_on_connect(const redisAsyncContext *ac,
     int status);
 static void ngx_http_mcp_redis_on_disconnect(const redisAsyncContext *ac,
@@ -109,6 +119,13 @@ ngx_http_mcp_redis_start(ngx_cycle_t *cycle, ngx_str_t *host,
     rd->timer.data = rd;
     rd->timer.cancelable = 1;
 
+    rd->ping.handler = ngx_http_mcp_redis_keepalive;
+    rd->ping.log = cycle->log;
+    rd->ping.data = rd;
+    rd->ping.cancelable = 1;
+
+    ngx_add_timer(&rd->ping, NGX_HTTP_MCP_REDIS_PING);
+
     ngx_http_mcp_redis_connect(&rd->retry);
 
     return NGX_OK;
@@ -129,9 +146,14 @@ ngx_http_mcp_redis_stop(void)
 
     rd->stopping = 1;
     rd->connected = 0;
+    rd->ready = 0;
 
     if (rd->retry.timer_set) {
         ngx_del_timer(&rd->retry);
+    }
+
+    if (rd->ping.timer_set) {
+        ngx_del_timer(&rd->ping);
     }
 
     if (rd->timer.timer_set) {
@@ -150,7 +172,7 @@ ngx_http_mcp_redis_stop(void)
 ngx_uint_t
 ngx_http_mcp_redis_ready(void)
 {
-    return ngx_http_mcp_redis.connected;
+    return ngx_http_mcp_redis.ready;
 }
 
 
@@ -314,6 +336,7 @@ ngx_http_mcp_redis_drop(const char *why)
     ngx_http_mcp_redis_outage(why);
 
     rd->connected = 0;
+    rd->ready = 0;
 
     if (rd->timer.timer_set) {
         ngx_del_timer(&rd->timer);
@@ -346,6 +369,7 @@ ngx_http_mcp_redis_on_connect(const redisAsyncContext *ac, int status)
         /* hiredis frees the context after this returns */
         rd->ac = NULL;
         rd->connected = 0;
+        rd->ready = 0;
         ngx_http_mcp_redis_outage(ac->errstr[0] ? ac->errstr
                                                 : "connect failed");
         ngx_http_mcp_redis_schedule();
@@ -353,6 +377,47 @@ ngx_http_mcp_redis_on_connect(const redisAsyncContext *ac, int status)
     }
 
     rd->connected = 1;
+
+    ngx_log_debug0(NGX_LOG_DEBUG_EVENT, rd->log, 0, "mcp redis: connected");
+
+    /*
+     * Ready once Redis answers: a socket that accepts is not enough.  A
+     * PING that could not be sent is sent again by the keepalive timer.
+     */
+    (void) ngx_http_mcp_redis_ping();
+}
+
+
+static ngx_int_t
+ngx_http_mcp_redis_ping(void)
+{
+    const char  *argv[1];
+    size_t       argvlen[1];
+
+    argv[0] = "PING";
+    argvlen[0] = 4;
+
+    return ngx_http_mcp_redis_command(ngx_http_mcp_redis_pong, NULL, 1, argv,
+                                      argvlen);
+}
+
+
+static void
+ngx_http_mcp_redis_pong(void *data, ngx_int_t rc, ngx_str_t *value)
+{
+    ngx_http_mcp_redis_t  *rd = &ngx_http_mcp_redis;
+
+    if (rc == NGX_ERROR || rd->ready) {
+        /* dropped already (and told), or a keepalive's answer */
+        return;
+    }
+
+    if (rc != NGX_OK) {
+        ngx_http_mcp_redis_drop("PING refused");
+        return;
+    }
+
+    rd->ready = 1;
     rd->backoff = NGX_HTTP_MCP_REDIS_BACKOFF;
 
     if (rd->down) {
@@ -365,11 +430,30 @@ ngx_http_mcp_redis_on_connect(const redisAsyncContext *ac, int status)
         }
     }
 
-    ngx_log_debug0(NGX_LOG_DEBUG_EVENT, rd->log, 0, "mcp redis: connected");
+    ngx_log_debug0(NGX_LOG_DEBUG_EVENT, rd->log, 0, "mcp redis: ready");
 
     if (rd->up) {
         rd->up();
     }
+}
+
+
+/* an idle connection's PING: an outage is seen without a request */
+
+static void
+ngx_http_mcp_redis_keepalive(ngx_event_t *ev)
+{
+    ngx_http_mcp_redis_t  *rd = &ngx_http_mcp_redis;
+
+    if (rd->stopping || ngx_exiting || ngx_quit || ngx_terminate) {
+        return;
+    }
+
+    if (rd->connected && rd->pending == 0) {
+        (void) ngx_http_mcp_redis_ping();
+    }
+
+    ngx_add_timer(ev, NGX_HTTP_MCP_REDIS_PING);
 }
 
 
@@ -383,6 +467,7 @@ ngx_http_mcp_redis_on_disconnect(const redisAsyncContext *ac, int status)
     }
 
     rd->connected = 0;
+    rd->ready = 0;
 
     if (rd->stopping) {
         return;

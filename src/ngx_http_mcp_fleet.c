@@ -574,6 +574,7 @@ ngx_http_mcp_fleet_route(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    fctx->asked = 1;
     ngx_http_set_ctx(r, fctx, ngx_http_mcp_fleet_module);
 
     if (ngx_http_mcp_header_in(r, "mcp-fleet-hop",
@@ -753,7 +754,22 @@ ngx_http_mcp_fleet_forwarded(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_mcp_fleet_unavailable(ngx_http_request_t *r, cJSON *id)
 {
-    ngx_str_t  retry = ngx_string("1");
+    ngx_str_t            retry = ngx_string("1");
+    ngx_http_mcp_ctx_t  *ctx;
+    ngx_http_mcp_msg_t  *msg;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    /* a POST of one request: the error answers it by its id */
+    if (id == NULL && ctx != NULL && ctx->parsed && !ctx->batch
+        && ctx->msgs.nelts == 1)
+    {
+        msg = ctx->msgs.elts;
+
+        if (msg[0].type == NGX_HTTP_MCP_MSG_REQUEST) {
+            id = msg[0].id;
+        }
+    }
 
     if (ngx_http_mcp_header_out(r, "Retry-After", &retry) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;

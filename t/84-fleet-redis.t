@@ -365,8 +365,8 @@ my @s = map { my $sid = $front->mcp_initialize; { sid => $sid, owner => owner_of
     my $t0 = Time::HiRes::time();
     my $r = $node[0]->mcp_post($x->{sid}, { jsonrpc => '2.0', id => 'hang', method => 'ping' }, timeout => 10);
     my $took = Time::HiRes::time() - $t0;
-    is($r->{status}, 503, 'Redis stopped (SIGSTOP): a lookup gets 503 ...');
-    is((($r->{json} // {})->{error} // {})->{code}, -32000, '... -32000');
+    is_rpc_error_body($r, 503, -32000, 'hang', 'Redis stopped (SIGSTOP): a lookup gets 503 -32000, with the request\'s id');
+    is($r->{headers}{'retry-after'}, '1', '... and Retry-After: 1');
     ok($took < 3, sprintf('... after the timeout, not a hang (%.2f s)', $took));
     # long enough for every worker's keepalive PING to go unanswered
     sleep 2.5;

@@ -91,7 +91,7 @@ ngx_http_mcp_header_filter(ngx_http_request_t *r)
      */
     gone = ngx_http_mcp_proxy_replica_gone(ctx)
            || (r->headers_out.status == NGX_HTTP_BAD_GATEWAY
-               && ngx_http_mcp_fleet_forwarded(r));
+               && ngx_http_mcp_fleet_owner_gone(r));
 
     if (gone) {
         r->headers_out.status = NGX_HTTP_NOT_FOUND;

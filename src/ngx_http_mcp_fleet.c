@@ -729,8 +729,7 @@ ngx_http_mcp_fleet_forward(ngx_http_request_t *r, ngx_str_t *owner)
 /*
  * The request is being forwarded to its session's owner ($mcp_fleet_owner
  * is set only then, and survives the redirect): nginx's error page for
- * it becomes a JSON-RPC error too, and a 502 (nobody at the owner's
- * address) the 404 of a session gone with its node.
+ * it becomes a JSON-RPC error too.
  */
 
 ngx_uint_t
@@ -748,6 +747,21 @@ ngx_http_mcp_fleet_forwarded(ngx_http_request_t *r)
     v = &r->variables[fcf->owner_index];
 
     return v->valid && !v->not_found && v->len;
+}
+
+
+/*
+ * A forward's 502 before anything reached the owner (nobody listens
+ * there): the session went with its node.  Once the request was sent,
+ * the owner may have it: the 502 stays (a kept connection that the
+ * owner closed in a reload, say).
+ */
+
+ngx_uint_t
+ngx_http_mcp_fleet_owner_gone(ngx_http_request_t *r)
+{
+    return ngx_http_mcp_fleet_forwarded(r)
+           && r->upstream != NULL && !r->upstream->request_sent;
 }
 
 

@@ -311,6 +311,27 @@ sub owner_of { my $v = redis_cmd('GET', "mcp:session:$_[0]"); defined $v ? $node
     $r = $front->mcp_post($sid, { jsonrpc => '2.0', id => 'still', method => 'ping' });
     is($r->{status}, 200, '... and the session goes on');
 
+    # an "owner" that takes the request and hangs up: 502 as a JSON-RPC
+    # error, not the 404 of a node gone (it may have the request)
+    my $rude = IO::Socket::INET->new(Listen => 5, LocalAddr => '127.0.0.1', LocalPort => 0, ReuseAddr => 1);
+    my $rude_pid = fork // die;
+    if (!$rude_pid) {
+        while (my $c = $rude->accept) { my $buf; sysread $c, $buf, 65536; close $c; }
+        exit 0;
+    }
+    my $rude_port = $rude->sockport;
+    close $rude;
+    redis_cmd('SET', 'mcp:session:' . ('R' x 32), "127.0.0.1:$rude_port");
+    $node[1]->expect_log_error(qr/upstream prematurely closed connection/);
+    $r = $node[1]->mcp_post('R' x 32, { jsonrpc => '2.0', id => 'rude', method => 'ping' });
+    is_rpc_error_body($r, 502, -32000, undef, 'an owner that hangs up after the request: a JSON-RPC 502');
+    kill 'KILL', $rude_pid;
+    waitpid $rude_pid, 0;
+    $r = $node[1]->mcp_post('R' x 32, { jsonrpc => '2.0', id => 'nobody', method => 'ping' });
+    is_rpc_error_body($r, 404, -32001, undef, 'nobody at the owner\'s address: 404 -32001');
+    $node[1]->expect_log_error(qr/connect\(\) failed \(111: Connection refused\)/);
+    redis_cmd('DEL', 'mcp:session:' . ('R' x 32));
+
     # a key naming something that is not a node name is not followed
     redis_cmd('SET', 'mcp:session:' . ('Y' x 32), 'evil.example/x?');
     $node[1]->expect_log_error(qr/redis names an owner that is not a node name/);

@@ -68,7 +68,7 @@ RUN printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d \
     && chmod +x /usr/sbin/policy-rc.d \
     && apt-get update -qq \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-           --no-install-recommends nginx libcjson1 \
+           --no-install-recommends nginx libcjson1 libhiredis0.14 \
     && apt-get clean \
     && rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d \
               /etc/nginx/sites-enabled/* /etc/nginx/modules-enabled/* \

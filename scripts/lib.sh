@@ -16,7 +16,7 @@ mcp_apt_install() {
 }
 
 mcp_install_build_deps() {
-    mcp_apt_install nginx nginx-dev libcjson-dev gcc make
+    mcp_apt_install nginx nginx-dev libcjson-dev libhiredis-dev gcc make
 }
 
 # The pinned npm clients (conformance suites, the TypeScript SDK, Node 22)

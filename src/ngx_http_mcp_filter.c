@@ -44,6 +44,7 @@ ngx_http_mcp_header_filter(ngx_http_request_t *r)
     ngx_int_t                 code;
     ngx_str_t                 retry = ngx_string("1");
     ngx_uint_t                i;
+    ngx_uint_t                gone;
     const char               *text;
     ngx_http_mcp_ctx_t       *ctx;
     ngx_http_mcp_msg_t       *msg;
@@ -52,7 +53,8 @@ ngx_http_mcp_header_filter(ngx_http_request_t *r)
     mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
 
     /* only nginx's own error pages: they set err_status */
-    if (!mlcf->enable || r != r->main || r->err_status < 400
+    if ((!mlcf->enable && !ngx_http_mcp_fleet_forwarded(r))
+        || r != r->main || r->err_status < 400
         || r->headers_out.status != (ngx_uint_t) r->err_status)
     {
         return ngx_http_next_header_filter(r);
@@ -83,17 +85,22 @@ ngx_http_mcp_header_filter(ngx_http_request_t *r)
         }
     }
 
-    if (ngx_http_mcp_proxy_replica_gone(ctx)) {
-        /* the session went with its replica: the client starts anew */
+    /*
+     * The session went with its replica, or with the mcp_fleet node that
+     * owned it (its forward found nobody there): the client starts anew.
+     */
+    gone = ngx_http_mcp_proxy_replica_gone(ctx)
+           || (r->headers_out.status == NGX_HTTP_BAD_GATEWAY
+               && ngx_http_mcp_fleet_owner_gone(r));
+
+    if (gone) {
         r->headers_out.status = NGX_HTTP_NOT_FOUND;
         r->headers_out.status_line.len = 0;
     }
 
     text = ngx_http_mcp_status_error(r->headers_out.status, &code);
 
-    if (r->headers_out.status == NGX_HTTP_NOT_FOUND
-        && ngx_http_mcp_proxy_replica_gone(ctx))
-    {
+    if (gone) {
         text = "Session not found";
         code = NGX_HTTP_MCP_SESSION_NOT_FOUND;
     }

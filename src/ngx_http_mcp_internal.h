@@ -336,6 +336,23 @@ ngx_int_t ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone,
     ngx_str_t *id);
+
+/* mcp_fleet's questions to the store (ngx_http_mcp_session_fleet.c) */
+ngx_int_t ngx_http_mcp_session_held(ngx_shm_zone_t *zone, ngx_str_t *id);
+ngx_int_t ngx_http_mcp_session_ids(ngx_shm_zone_t *zone, ngx_pool_t *pool,
+    ngx_array_t *ids, ngx_msec_t *timeout);
+ngx_msec_t ngx_http_mcp_session_timeout(ngx_shm_zone_t *zone);
+
+/* mcp_fleet at the HTTP edge (ngx_http_mcp_fleet.c) */
+ngx_int_t ngx_http_mcp_fleet_route(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+ngx_int_t ngx_http_mcp_fleet_ready(ngx_http_mcp_ctx_t *ctx, cJSON *id,
+    ngx_int_t *rc);
+ngx_int_t ngx_http_mcp_fleet_register(ngx_http_mcp_ctx_t *ctx);
+void ngx_http_mcp_fleet_forget(ngx_http_request_t *r, ngx_str_t *sid);
+ngx_uint_t ngx_http_mcp_fleet_forwarded(ngx_http_request_t *r);
+ngx_uint_t ngx_http_mcp_fleet_owner_gone(ngx_http_request_t *r);
+
 ngx_int_t ngx_http_mcp_session_set_log_level(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_uint_t level);
 ngx_int_t ngx_http_mcp_session_subscribe(ngx_shm_zone_t *zone,

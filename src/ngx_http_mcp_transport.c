@@ -91,6 +91,13 @@ ngx_http_mcp_handler(ngx_http_request_t *r)
         return ngx_http_mcp_proxy_other(r, mlcf);
     }
 
+    /* mcp_fleet: a session another node owns is answered there */
+    rc = ngx_http_mcp_fleet_route(r, mlcf);
+
+    if (rc != NGX_DECLINED) {
+        return rc;
+    }
+
     if (r->method == NGX_HTTP_DELETE) {
         return ngx_http_mcp_delete(r, mlcf);
     }
@@ -251,6 +258,15 @@ ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return ngx_http_mcp_proxy_post(ctx);
     }
 
+    if (!ctx->stateless) {
+        /* mcp_fleet: a session another node owns is answered there */
+        rc = ngx_http_mcp_fleet_route(r, mlcf);
+
+        if (rc != NGX_DECLINED) {
+            return rc;
+        }
+    }
+
     rc = ngx_http_mcp_process(ctx);
 
     if (rc == NGX_AGAIN) {
@@ -357,6 +373,8 @@ ngx_http_mcp_delete(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
                                        NGX_HTTP_MCP_SESSION_NOT_FOUND,
                                        "Session not found");
     }
+
+    ngx_http_mcp_fleet_forget(r, &sid);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "mcp session %s terminated",
@@ -469,6 +487,10 @@ ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx)
                && ngx_strcmp(msg[0].method.data, "initialize") == 0)
     {
         /* the one request that needs no session */
+        if (ngx_http_mcp_fleet_ready(ctx, msg[0].id, &rc) != NGX_OK) {
+            return rc;
+        }
+
         ctx->status = NGX_HTTP_OK;
         rc = ngx_http_mcp_post_call(ctx, &msg[0], 0);
 
@@ -925,6 +947,19 @@ ngx_http_mcp_post_session(ngx_http_mcp_call_t *call,
         }
 
         ctx->status = NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    if (rc == NGX_OK) {
+        /* mcp_fleet: the reply waits until Redis knows the owner */
+        switch (ngx_http_mcp_fleet_register(ctx)) {
+
+        case NGX_AGAIN:
+            ctx->pending++;
+            break;
+
+        case NGX_ERROR:
+            return NGX_ERROR;
+        }
     }
 
     return rc;

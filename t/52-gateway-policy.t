@@ -42,11 +42,12 @@ my $fake = fake_upstream(sub {
     my $out = $json->encode({ jsonrpc => '2.0', id => $m->{id}, result => $res });
     # /dup-*: replies that a first-wins and a last-wins parser read apart
     if (($m->{method} // '') eq 'tools/list' && $path =~ m{/dup-(\w+)}) {
+        my $kind = $1;
         my $id = $json->encode([ $m->{id} ]) =~ s/^\[|\]$//gr;
-        $out = $1 =~ /^result/
+        $out = $kind =~ /^result/
             ? qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[{"name":"ok1","inputSchema":{"type":"object"}}]},)
               . qq("result":{"tools":[{"name":"secret","inputSchema":{"type":"object"}}]}})
-            : $1 =~ /^name/
+            : $kind =~ /^name/
             ? qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[{"name":"ok1","name":"secret","inputSchema":{"type":"object"}}]}})
             : qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[{"name":"secret","inputSchema":{"type":"object"}},]}});
     }

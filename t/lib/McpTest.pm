@@ -336,12 +336,21 @@ sub write_file {
 # nginx lifecycle
 ###########################################################################
 
+# nginx -t returns from main() with its configuration's cycle referenced
+# from main()'s stack only (ngx_cycle still names the bootstrap cycle), so
+# whether LeakSanitizer calls the whole cycle leaked at exit depends on
+# which globals of the loaded libraries happen to point into it (linking
+# libhiredis turned it over).  Leaks are checked where the cycle is the
+# running one: at the exit of the master and the workers.
 sub nginx_t {
     my ($self) = @_;
     $self->write_config;
+    my $env = $self->_child_env;
+    $env->{ASAN_OPTIONS} = join ':', grep { length } $env->{ASAN_OPTIONS}, 'detect_leaks=0'
+        if exists $env->{ASAN_OPTIONS};
     my ($rc, $out) = _run_capture(
         [$self->{nginx}, '-t', '-p', "$self->{prefix}/", '-c', $self->conf_file],
-        30, $self->_child_env);
+        30, $env);
     return ($rc, $out);
 }
 

@@ -98,13 +98,18 @@ NGX
         }
 NGX
 # nodes 0 and 1 are named by upstream blocks (kept connections, as the
-# README advises), node 2 by its address
+# README advises), node 2 by its address; one mcp_state_key file for all
+# (a 2026-07-28 requestState sealed on one node opens on the others), and
+# a short drain of running tasks when a node stops
+my $keys = McpTest->new(server => '');
+my $state_key = $keys->write_file('conf/state.key', 'state-key-t84-' . ('s' x 40) . "\n");
 my @name = ('node0', 'node1', '127.0.0.1:' . $node[2]->port);
 my $upstreams = join '', map { "    upstream node$_ { server 127.0.0.1:" . $node[$_]->port . "; keepalive 8; }\n" } 0 .. 1;
 for my $i (0 .. 2) {
     my $n = $node[$i];
     $n->{http} .= $upstreams . "    mcp_fleet redis=127.0.0.1:$rport node=$name[$i]"
-                . " forward=\@mcp_fleet timeout=500ms;\n";
+                . " forward=\@mcp_fleet timeout=500ms;\n"
+                . "    mcp_state_key $state_key;\n    mcp_shutdown_timeout 2s;\n";
     $n->start;
 }
 my %node_of = map { ('127.0.0.1:' . $node[$_]->port => $_, $name[$_] => $_) } 0 .. 2;
@@ -433,6 +438,141 @@ SKIP: {
     is($rc, 0, 'conformance 0.2.0-alpha.12 --requirements 2025-11-25 through the front and three Redis nodes: '
        . ($total // 'no total')) or diag(substr($out, -4000));
     like($total // '', qr/\bfailed:?\s*0\b|0 failed/i, '... nothing failed') or diag($total // $out);
+}
+
+# --- (4b) a 2026-07-28 task across nodes ---------------------------------------------------
+
+{
+    my $EXT = { extensions => { 'io.modelcontextprotocol/tasks' => {} }, elicitation => {} };
+    my $seq = 0;
+    # one stateless request straight to node $i: (message, response, id)
+    my $rpc = sub {
+        my ($i, $method, $params, %o) = @_;
+        my $id = 't26-' . ++$seq;
+        my %p = (%{ $params // {} },
+                 _meta => { 'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
+                            'io.modelcontextprotocol/clientCapabilities' => $EXT });
+        my %h = ('MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => $method, 'X-Tag' => $id);
+        $h{'Mcp-Name'} = $o{name} // ($method eq 'tools/call' ? $params->{name} : $params->{taskId});
+        my $r = $node[$i]->mcp_post(undef, { jsonrpc => '2.0', id => $id, method => $method, params => \%p },
+                                    headers => \%h);
+        return ($r->{json} // {}, $r, $id);
+    };
+    # the node whose access log has the request: who answered it
+    my $answered_by = sub {
+        my ($tag) = @_;
+        my @by;
+        McpTest::wait_until(5, sub {
+            @by = grep { grep { /^\Q$tag\E POST 200$/ } split /\n/, McpTest::_slurp($node[$_]->prefix . '/logs/node.log') // '' }
+                  0 .. 2;
+            @by >= 1;
+        });
+        return \@by;
+    };
+    my $task_key = sub { "mcp:session:task:$_[0]" };
+
+    # created on node 0 (a tool that asks for input), polled on 1, answered on 2
+    my ($m, $r) = $rpc->(0, 'tools/call', { name => 'confirm_delete', arguments => { filename => 'f.txt' } });
+    my $tid = (($m->{result} // {})->{taskId}) // 'none';
+    is(($m->{result} // {})->{resultType}, 'task', '2026-07-28: a tool that asks becomes a task on node 0');
+    is(redis_cmd('GET', $task_key->($tid)), $name[0], '... Redis names node 0 as the task\'s owner, before the reply');
+    my $ttl = redis_cmd('TTL', $task_key->($tid)) // '';
+    ok($ttl =~ /^:(\d+)$/ && $1 > 3500 && $1 <= 3600, "... for the task's life (mcp_task_timeout 1h): TTL $ttl");
+
+    my ($got, $gid);
+    for (1 .. 50) {
+        ($got, undef, $gid) = $rpc->(1, 'tasks/get', { taskId => $tid });
+        last if ((($got->{result} // {})->{status}) // '') eq 'input_required';
+        sleep 0.1;
+    }
+    is((($got->{result} // {})->{status}), 'input_required', 'tasks/get via node 1: input_required');
+    is_deeply([ keys %{ ($got->{result} // {})->{inputRequests} // {} } ], ['confirm'], '... with its one request');
+    is_deeply($answered_by->($gid), [ 0, 1 ], '... answered by node 0, through node 1');
+
+    my ($ack, undef, $uid) = $rpc->(2, 'tasks/update', { taskId => $tid,
+        inputResponses => { confirm => { action => 'accept', content => { confirm => \1 } } } });
+    is_deeply($ack->{result}, { resultType => 'complete' }, 'tasks/update via node 2: ack');
+    is_deeply($answered_by->($uid), [ 0, 2 ], '... the owner took the answer');
+
+    my $done;
+    for (1 .. 50) {
+        ($done) = $rpc->(2, 'tasks/get', { taskId => $tid });
+        last if ((($done->{result} // {})->{status}) // '') eq 'completed';
+        sleep 0.1;
+    }
+    is(((($done->{result} // {})->{result} // {})->{content} // [ {} ])->[0]{text}, 'Deleted f.txt',
+       'the task resumed on its owner and its result came through node 2');
+    ($done) = $rpc->(1, 'tasks/get', { taskId => $tid });
+    is((($done->{result} // {})->{status}), 'completed', '... and through node 1');
+
+    # created on node 1, cancelled through node 2, seen through node 0
+    ($m) = $rpc->(1, 'tools/call', { name => 'slow_compute', arguments => { seconds => 60 } });
+    my $lid = (($m->{result} // {})->{taskId}) // 'none';
+    is(redis_cmd('GET', $task_key->($lid)), $name[1], 'a long task on node 1: Redis names node 1');
+    my $cid;
+    ($ack, undef, $cid) = $rpc->(2, 'tasks/cancel', { taskId => $lid });
+    is_deeply($ack->{result}, { resultType => 'complete' }, 'tasks/cancel via node 2: ack');
+    is_deeply($answered_by->($cid), [ 1, 2 ], '... done by its owner');
+    ($got) = $rpc->(0, 'tasks/get', { taskId => $lid });
+    is((($got->{result} // {})->{status}), 'cancelled', '... cancelled, seen through node 0');
+    ok($node[1]->wait_for_log(qr/mcp task \Q$lid\E cancelled/, 5), '... on the node that ran it');
+
+    # unknown and forged ids: the owner's error (-32602), by the request's id
+    my $forged = 'f' x 32;
+    my ($e, $er, $eid) = $rpc->(2, 'tasks/get', { taskId => $forged });
+    is(($e->{error} // {})->{code}, -32602, 'an unknown task id: -32602');
+    is($e->{id}, $eid, '... answering the request by its id');
+    ($e, $er, $eid) = $rpc->(0, 'tasks/cancel', { taskId => 'x' x 32 });
+    is(($e->{error} // {})->{code}, -32602, 'a task id no node makes (not hex): -32602, answered at once');
+    is($e->{id}, $eid, '... by the request\'s id');
+    # a stale key: the named node does not hold the task, answers, and drops the key
+    redis_cmd('SET', $task_key->($forged), $name[1], 'EX', 60);
+    ($e, $er, $eid) = $rpc->(0, 'tasks/get', { taskId => $forged });
+    is(($e->{error} // {})->{code}, -32602, 'a forged key naming node 1: node 1 answers -32602');
+    ok(McpTest::wait_until(3, sub { (redis_cmd('EXISTS', $task_key->($forged)) // '') eq ':0' }),
+       '... and deletes the key that named it');
+    # Mcp-Name must be the task id: a mismatch is refused where it arrives
+    ($e, $er, $eid) = $rpc->(2, 'tasks/get', { taskId => $tid }, name => $lid);
+    is($er->{status}, 400, 'Mcp-Name that is not the body\'s task id: 400 where it arrived');
+    is($e->{id}, $eid, '... a JSON-RPC error by the request\'s id (' . ((($e->{error} // {})->{code}) // 'none') . ')');
+    # a client's own Mcp-Fleet-Hop only stops the forward
+    my $hop = $node[2]->mcp_post(undef, { jsonrpc => '2.0', id => 'hop-1', method => 'tasks/get',
+                                          params => { taskId => $tid, _meta => {
+                                              'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
+                                              'io.modelcontextprotocol/clientCapabilities' => $EXT } } },
+                                 headers => { 'MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => 'tasks/get',
+                                              'Mcp-Name' => $tid, 'Mcp-Fleet-Hop' => '1' });
+    is(((($hop->{json} // {})->{error} // {})->{code}), -32602, 'Mcp-Fleet-Hop from a client: node 2 answers itself (-32602)');
+    is(redis_cmd('GET', $task_key->($tid)), $name[0], '... and the owner\'s key stays');
+
+    # Redis restarted: each node registers its live tasks again
+    redis_stop();
+    redis_start();
+    ok(McpTest::wait_until(10, sub { (redis_cmd('GET', $task_key->($tid)) // '') eq $name[0] }),
+       'Redis restarted: node 0 registers its task again');
+    ($done) = $rpc->(2, 'tasks/get', { taskId => $tid });
+    is((($done->{result} // {})->{status}), 'completed', '... and node 2 finds it there');
+}
+
+# --- (4c) 0.1.16 --suite all and the 2026-07-28 requirements through the front ---------
+
+for my $case ([ 'conformance-0.1.16', '0.1.16', '--suite', 'all' ],
+              [ 'conformance-0.2.0', '0.2.0-alpha.12', '--requirements', '2026-07-28' ]) {
+    my ($pkg, $ver, @args) = @$case;
+    SKIP: {
+        my $why = node_available($pkg);
+        skip "conformance suite: $why", 2 if $why;
+        my $suite = McpGateway::npm_dir() . "/node_modules/$pkg/dist/index.js";
+        my $dir = $front->prefix . "/conformance-$ver";
+        mkdir $dir;
+        my $url = 'http://localhost:' . $front->port . '/mcp';
+        my $out = `cd $dir && '@{[ McpGateway::node_bin() ]}' '$suite' server --url '$url' @args 2>&1`;
+        my $rc = $?;
+        my ($total) = $out =~ /^(Total:.*)$/m;
+        is($rc, 0, "conformance $ver @args through the front and three Redis nodes: " . ($total // 'no total'))
+            or diag(join "\n", grep { /FAIL|fail|✗/ } split /\n/, $out);
+        like($total // '', qr/\bfailed:?\s*0\b|0 failed/i, '... nothing failed') or diag($total // $out);
+    }
 }
 
 # --- (5) one node killed mid-run ---------------------------------------------------------

@@ -51,6 +51,7 @@ typedef struct {
 /* the request's, in this module's context slot */
 typedef struct {
     ngx_str_t                  id;          /* the session's or task's */
+    ngx_http_mcp_ctx_t        *ctx;         /* saved: the POST's */
     unsigned                   asked:1;     /* the lookup is done */
     unsigned                   task:1;      /* id is a 2026 task's */
 } ngx_http_mcp_fleet_ctx_t;
@@ -78,6 +79,7 @@ static size_t ngx_http_mcp_fleet_key(u_char *buf, ngx_str_t *sid);
 static ngx_uint_t ngx_http_mcp_fleet_name_ok(ngx_str_t *name);
 static void ngx_http_mcp_fleet_walk(void);
 static ngx_shm_zone_t *ngx_http_mcp_fleet_zone(ngx_uint_t i);
+static void ngx_http_mcp_fleet_saved_cleanup(void *data);
 static void ngx_http_mcp_fleet_refresh(ngx_event_t *ev);
 
 
@@ -683,6 +685,8 @@ static ngx_int_t
 ngx_http_mcp_fleet_forward(ngx_http_request_t *r, ngx_str_t *owner)
 {
     ngx_table_elt_t            *h;
+    ngx_pool_cleanup_t         *cln;
+    ngx_http_mcp_fleet_ctx_t   *fctx, *saved;
     ngx_http_variable_value_t  *v;
     ngx_http_mcp_fleet_conf_t  *fcf;
 
@@ -722,6 +726,19 @@ ngx_http_mcp_fleet_forward(ngx_http_request_t *r, ngx_str_t *owner)
     ngx_str_set(&h->value, "1");
     h->lowcase_key = (u_char *) "mcp-fleet-hop";
 
+    cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_mcp_fleet_ctx_t));
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    fctx = ngx_http_get_module_ctx(r, ngx_http_mcp_fleet_module);
+
+    saved = cln->data;
+    *saved = *fctx;
+    saved->ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    cln->handler = ngx_http_mcp_fleet_saved_cleanup;
+
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "mcp fleet: forwarding to \"%V\"", owner);
 
@@ -752,6 +769,42 @@ ngx_http_mcp_fleet_forwarded(ngx_http_request_t *r)
     v = &r->variables[fcf->owner_index];
 
     return v->valid && !v->not_found && v->len;
+}
+
+
+/*
+ * A forwarded request's context of before the redirect (which empties
+ * the modules' contexts), for the JSON-RPC error of a failed forward:
+ * the message's id, and whether the forward was for a 2026 task.  It
+ * hangs off the request's pool as a cleanup that does nothing.
+ */
+
+ngx_http_mcp_ctx_t *
+ngx_http_mcp_fleet_saved(ngx_http_request_t *r, ngx_uint_t *task)
+{
+    ngx_pool_cleanup_t        *cln;
+    ngx_http_mcp_fleet_ctx_t  *saved;
+
+    if (!ngx_http_mcp_fleet_forwarded(r)) {
+        return NULL;
+    }
+
+    for (cln = r->pool->cleanup; cln != NULL; cln = cln->next) {
+        if (cln->handler == ngx_http_mcp_fleet_saved_cleanup) {
+            saved = cln->data;
+            *task = saved->task;
+            return saved->ctx;
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_mcp_fleet_saved_cleanup(void *data)
+{
+    /* a mark only: the pool frees the data */
 }
 
 

@@ -329,11 +329,11 @@ sub owner_of { my $v = redis_cmd('GET', "mcp:session:$_[0]"); defined $v ? $node
     redis_cmd('SET', 'mcp:session:' . ('R' x 32), "127.0.0.1:$rude_port");
     $node[1]->expect_log_error(qr/upstream prematurely closed connection/);
     $r = $node[1]->mcp_post('R' x 32, { jsonrpc => '2.0', id => 'rude', method => 'ping' });
-    is_rpc_error_body($r, 502, -32000, undef, 'an owner that hangs up after the request: a JSON-RPC 502');
+    is_rpc_error_body($r, 502, -32000, 'rude', 'an owner that hangs up after the request: a JSON-RPC 502, by the request\'s id');
     kill 'KILL', $rude_pid;
     waitpid $rude_pid, 0;
     $r = $node[1]->mcp_post('R' x 32, { jsonrpc => '2.0', id => 'nobody', method => 'ping' });
-    is_rpc_error_body($r, 404, -32001, undef, 'nobody at the owner\'s address: 404 -32001');
+    is_rpc_error_body($r, 404, -32001, 'nobody', 'nobody at the owner\'s address: 404 -32001, by the request\'s id');
     $node[1]->expect_log_error(qr/connect\(\) failed \(111: Connection refused\)/);
     redis_cmd('DEL', 'mcp:session:' . ('R' x 32));
 
@@ -442,6 +442,7 @@ SKIP: {
 
 # --- (4b) a 2026-07-28 task across nodes ---------------------------------------------------
 
+my ($t26_rpc, $t26_lid);
 {
     my $EXT = { extensions => { 'io.modelcontextprotocol/tasks' => {} }, elicitation => {} };
     my $seq = 0;
@@ -508,7 +509,7 @@ SKIP: {
 
     # created on node 1, cancelled through node 2, seen through node 0
     ($m) = $rpc->(1, 'tools/call', { name => 'slow_compute', arguments => { seconds => 60 } });
-    my $lid = (($m->{result} // {})->{taskId}) // 'none';
+    my $lid = $t26_lid = (($m->{result} // {})->{taskId}) // 'none';
     is(redis_cmd('GET', $task_key->($lid)), $name[1], 'a long task on node 1: Redis names node 1');
     my $cid;
     ($ack, undef, $cid) = $rpc->(2, 'tasks/cancel', { taskId => $lid });
@@ -546,13 +547,21 @@ SKIP: {
     is(((($hop->{json} // {})->{error} // {})->{code}), -32602, 'Mcp-Fleet-Hop from a client: node 2 answers itself (-32602)');
     is(redis_cmd('GET', $task_key->($tid)), $name[0], '... and the owner\'s key stays');
 
-    # Redis restarted: each node registers its live tasks again
+    # Redis down: a task another node holds cannot be found, 503 -32000
     redis_stop();
+    ($e, $er, $eid) = $rpc->(2, 'tasks/get', { taskId => $tid });
+    is_deeply([ $er->{status}, (($e->{error} // {})->{code}), $e->{id} ], [ 503, -32000, $eid ],
+              'Redis down: tasks/get of a task node 2 does not hold: 503 -32000 by the request\'s id');
+    ($got) = $rpc->(0, 'tasks/get', { taskId => $tid });
+    is((($got->{result} // {})->{status}), 'completed', '... its owner still answers about it');
+
+    # Redis restarted: each node registers its live tasks again
     redis_start();
     ok(McpTest::wait_until(10, sub { (redis_cmd('GET', $task_key->($tid)) // '') eq $name[0] }),
        'Redis restarted: node 0 registers its task again');
     ($done) = $rpc->(2, 'tasks/get', { taskId => $tid });
     is((($done->{result} // {})->{status}), 'completed', '... and node 2 finds it there');
+    $t26_rpc = $rpc;
 }
 
 # --- (4c) 0.1.16 --suite all and the 2026-07-28 requirements through the front ---------
@@ -607,6 +616,10 @@ for my $case ([ 'conformance-0.1.16', '0.1.16', '--suite', 'all' ],
     ok($ok, 'sessions owned by the live nodes go on');
     ok($n_dead, "the dead node owned sessions ($n_dead)");
     ok($gone, '... each of their requests gets 404 -32001 (a JSON-RPC error, not a 502 page)');
+    # a task of the dead node: unknown now, as any node answers for one
+    my ($e, $er, $eid) = $t26_rpc->(0, 'tasks/get', { taskId => $t26_lid });
+    is_deeply([ $er->{status}, (($e->{error} // {})->{code}), $e->{id} ], [ 200, -32602, $eid ],
+              'a 2026 task of the dead node, asked through node 0: -32602 by the request\'s id (no 502 page)');
     my $sid = $front->mcp_initialize;
     ok($sid, 'a fresh initialize works');
     my ($m) = $front->mcp_request($sid, 'tools/call', echo_args('fresh'));

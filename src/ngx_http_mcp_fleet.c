@@ -25,6 +25,10 @@
  * A client's own Mcp-Fleet-Hop header only stops a forward: the node
  * then answers as if it were alone, and deletes only a key that names
  * itself for a session it does not hold.
+ *
+ * 2026-07-28 tasks (no session) go the same way, keyed by task id:
+ * ngx_http_mcp_fleet_task.c sets their keys and says which stateless
+ * request names a task held elsewhere; the lookup and forward are here.
  */
 
 

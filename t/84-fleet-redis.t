@@ -12,8 +12,11 @@
 # the session everywhere.  One node killed: sessions owned by the others
 # go on, those of the dead one get 404 -32001, a fresh initialize works.
 # Redis restarted: 503 -32000 while it is down, then the sessions go on
-# (each node registers its sessions again).  The 2025-11-25 conformance
-# suite through the front.
+# (each node registers its sessions again).  A 2026-07-28 task (no
+# session) made on one node is polled, answered and cancelled through
+# the others (Redis: task id -> node).  The conformance suites through
+# the front: 2025-11-25, 0.1.16 all and 2026-07-28 (the nodes share one
+# mcp_state_key file).
 
 use strict;
 use warnings;

@@ -88,10 +88,12 @@ redis_start();
 my @node = map { McpTest->new(workers => 4, http => <<'NGX', server => <<'NGX') } 0 .. 2;
     log_format node '$http_x_tag $request_method $status';
     mcp_session_zone zone=other:1m;
+    mcp_session_zone zone=pc:1m per_client=$http_x_client:100;
 NGX
         access_log %%PREFIX%%/logs/node.log node;
         location = /mcp { mcp on; mcp_builtin everything; }
         location = /other { mcp on; mcp_builtin everything; mcp_session other; }
+        location = /pc { mcp on; mcp_builtin everything; mcp_session pc; }
         location @mcp_fleet {
             proxy_pass http://$mcp_fleet_owner;
             proxy_http_version 1.1;
@@ -456,10 +458,11 @@ my ($t26_rpc, $t26_lid);
         my %p = (%{ $params // {} },
                  _meta => { 'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
                             'io.modelcontextprotocol/clientCapabilities' => $EXT });
-        my %h = ('MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => $method, 'X-Tag' => $id);
+        my %h = ('MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => $method, 'X-Tag' => $id,
+                 ($o{client} ? ('X-Client' => $o{client}) : ()));
         $h{'Mcp-Name'} = $o{name} // ($method eq 'tools/call' ? $params->{name} : $params->{taskId});
         my $r = $node[$i]->mcp_post(undef, { jsonrpc => '2.0', id => $id, method => $method, params => \%p },
-                                    headers => \%h);
+                                    headers => \%h, ($o{path} ? (path => $o{path}) : ()));
         return ($r->{json} // {}, $r, $id);
     };
     # the nodes whose access logs have the request served (200): where it
@@ -549,6 +552,20 @@ my ($t26_rpc, $t26_lid);
                                               'Mcp-Name' => $tid, 'Mcp-Fleet-Hop' => '1' });
     is(((($hop->{json} // {})->{error} // {})->{code}), -32602, 'Mcp-Fleet-Hop from a client: node 2 answers itself (-32602)');
     is(redis_cmd('GET', $task_key->($tid)), $name[0], '... and the owner\'s key stays');
+
+    # whose task it is stays the owner's check (per_client=$http_x_client)
+    ($m) = $rpc->(0, 'tools/call', { name => 'slow_compute', arguments => { seconds => 30 } },
+                  path => '/pc', client => 'alice');
+    my $pid = (($m->{result} // {})->{taskId}) // 'none';
+    ($e, $er, $eid) = $rpc->(1, 'tasks/get', { taskId => $pid }, path => '/pc', client => 'bob');
+    is_deeply([ (($e->{error} // {})->{code}), $e->{id} ], [ -32602, $eid ],
+              'per_client: bob asks node 1 about alice\'s task on node 0: -32602, as on one node');
+    ($e, $er, $eid) = $rpc->(2, 'tasks/cancel', { taskId => $pid }, path => '/pc', client => 'bob');
+    is((($e->{error} // {})->{code}), -32602, '... nor can he cancel it through node 2');
+    ($got) = $rpc->(1, 'tasks/get', { taskId => $pid }, path => '/pc', client => 'alice');
+    is((($got->{result} // {})->{status}), 'working', '... alice finds it through node 1, still working');
+    ($ack) = $rpc->(2, 'tasks/cancel', { taskId => $pid }, path => '/pc', client => 'alice');
+    is_deeply($ack->{result}, { resultType => 'complete' }, '... and cancels it through node 2');
 
     # Redis down: a task another node holds cannot be found, 503 -32000
     redis_stop();

@@ -44,7 +44,7 @@ ngx_http_mcp_header_filter(ngx_http_request_t *r)
     ngx_int_t                 code;
     ngx_str_t                 retry = ngx_string("1");
     ngx_uint_t                i;
-    ngx_uint_t                gone;
+    ngx_uint_t                gone, task;
     const char               *text;
     ngx_http_mcp_ctx_t       *ctx;
     ngx_http_mcp_msg_t       *msg;
@@ -61,6 +61,16 @@ ngx_http_mcp_header_filter(ngx_http_request_t *r)
     }
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    task = 0;
+
+    if (ctx == NULL) {
+        /* a forward to an mcp_fleet node: the context before it */
+        ctx = ngx_http_mcp_fleet_saved(r, &task);
+
+        if (ctx != NULL) {
+            ngx_http_set_ctx(r, ctx, ngx_http_mcp_module);
+        }
+    }
 
     if (ctx == NULL) {
         ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_ctx_t));
@@ -103,6 +113,14 @@ ngx_http_mcp_header_filter(ngx_http_request_t *r)
     if (gone) {
         text = "Session not found";
         code = NGX_HTTP_MCP_SESSION_NOT_FOUND;
+    }
+
+    if (gone && task) {
+        /* a 2026-07-28 task that went with its node: unknown, as a
+         * node answers for a task it does not hold */
+        r->headers_out.status = NGX_HTTP_OK;
+        text = "Invalid params: no such task";
+        code = NGX_HTTP_MCP_INVALID_PARAMS;
     }
 
     body = ngx_http_mcp_error_print(r, id, code, text, &len);

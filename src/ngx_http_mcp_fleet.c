@@ -25,17 +25,19 @@
  * A client's own Mcp-Fleet-Hop header only stops a forward: the node
  * then answers as if it were alone, and deletes only a key that names
  * itself for a session it does not hold.
+ *
+ * 2026-07-28 tasks (no session) go the same way, keyed by task id:
+ * ngx_http_mcp_fleet_task.c sets their keys and says which stateless
+ * request names a task held elsewhere; the lookup and forward are here.
  */
 
 
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_redis.h"
+#include "ngx_http_mcp_fleet.h"
 
 
 #define NGX_HTTP_MCP_FLEET_NAME_LEN    255
-#define NGX_HTTP_MCP_FLEET_PREFIX_LEN  64
-#define NGX_HTTP_MCP_FLEET_KEY_LEN                                            \
-    (NGX_HTTP_MCP_FLEET_PREFIX_LEN + NGX_HTTP_MCP_SESSION_ID_LEN)
 
 
 typedef struct {
@@ -50,17 +52,12 @@ typedef struct {
 } ngx_http_mcp_fleet_conf_t;
 
 
-/* a request's wait for Redis: outlives the request if need be */
-typedef struct {
-    ngx_http_request_t        *request;     /* NULL once it has gone */
-    ngx_http_mcp_ctx_t        *ctx;         /* initialize's POST */
-    ngx_pool_cleanup_t        *cln;
-} ngx_http_mcp_fleet_op_t;
-
-
 /* the request's, in this module's context slot */
 typedef struct {
+    ngx_str_t                  id;          /* the session's or task's */
+    ngx_http_mcp_ctx_t        *ctx;         /* saved: the POST's */
     unsigned                   asked:1;     /* the lookup is done */
+    unsigned                   task:1;      /* id is a 2026 task's */
 } ngx_http_mcp_fleet_ctx_t;
 
 
@@ -75,24 +72,18 @@ static ngx_int_t ngx_http_mcp_fleet_owner_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_mcp_fleet_unavailable(ngx_http_request_t *r,
     cJSON *id);
-static ngx_http_mcp_fleet_op_t *ngx_http_mcp_fleet_op(ngx_http_request_t *r);
-static void ngx_http_mcp_fleet_op_cleanup(void *data);
-static void ngx_http_mcp_fleet_op_done(ngx_http_mcp_fleet_op_t *op);
 static void ngx_http_mcp_fleet_owner(void *data, ngx_int_t rc,
-    ngx_str_t *value);
-static void ngx_http_mcp_fleet_registered(void *data, ngx_int_t rc,
-    ngx_str_t *value);
-static void ngx_http_mcp_fleet_ignore(void *data, ngx_int_t rc,
     ngx_str_t *value);
 static ngx_int_t ngx_http_mcp_fleet_forward(ngx_http_request_t *r,
     ngx_str_t *owner);
 static ngx_int_t ngx_http_mcp_fleet_set(ngx_str_t *sid, void *data,
     ngx_http_mcp_redis_pt handler);
-static void ngx_http_mcp_fleet_release(ngx_str_t *sid);
+static void ngx_http_mcp_fleet_release(ngx_str_t *id, ngx_uint_t task);
 static size_t ngx_http_mcp_fleet_key(u_char *buf, ngx_str_t *sid);
 static ngx_uint_t ngx_http_mcp_fleet_name_ok(ngx_str_t *name);
 static void ngx_http_mcp_fleet_walk(void);
 static ngx_shm_zone_t *ngx_http_mcp_fleet_zone(ngx_uint_t i);
+static void ngx_http_mcp_fleet_saved_cleanup(void *data);
 static void ngx_http_mcp_fleet_refresh(ngx_event_t *ev);
 
 
@@ -457,6 +448,7 @@ ngx_http_mcp_fleet_init_process(ngx_cycle_t *cycle)
     }
 
     ngx_http_mcp_fleet_conf = fcf;
+    ngx_http_mcp_fleet_task_setup(&fcf->prefix, &fcf->node);
     ngx_http_mcp_fleet_main = ngx_http_cycle_get_module_main_conf(cycle,
                                                            ngx_http_mcp_module);
 
@@ -530,12 +522,14 @@ ngx_http_mcp_fleet_owner_variable(ngx_http_request_t *r,
 ngx_int_t
 ngx_http_mcp_fleet_route(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 {
-    ngx_str_t                  *sid;
     size_t                      len;
     u_char                      key[NGX_HTTP_MCP_FLEET_KEY_LEN];
+    ngx_str_t                   id;
+    ngx_uint_t                  task;
     const char                 *argv[2];
     size_t                      argvlen[2];
     ngx_table_elt_t            *h;
+    ngx_http_mcp_ctx_t         *ctx;
     ngx_http_mcp_fleet_op_t    *op;
     ngx_http_mcp_fleet_ctx_t   *fctx;
     ngx_http_mcp_fleet_conf_t  *fcf;
@@ -553,20 +547,35 @@ ngx_http_mcp_fleet_route(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return NGX_DECLINED;
     }
 
-    h = ngx_http_mcp_header_in(r, "mcp-session-id",
-                               sizeof("mcp-session-id") - 1);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
 
-    if (h == NULL) {
-        return NGX_DECLINED;
-    }
+    if (r->method == NGX_HTTP_POST && ctx != NULL && ctx->stateless) {
 
-    sid = &h->value;
+        /* 2026-07-28: no session, but maybe a task another node holds */
+        if (ngx_http_mcp_fleet_task_named(ctx, mlcf->zone, &id) != NGX_OK) {
+            return NGX_DECLINED;
+        }
 
-    /* no id of this module's: nobody's, answered here (404) */
-    if (sid->len != NGX_HTTP_MCP_SESSION_ID_LEN
-        || ngx_http_mcp_session_held(mlcf->zone, sid) == NGX_OK)
-    {
-        return NGX_DECLINED;
+        task = 1;
+
+    } else {
+        h = ngx_http_mcp_header_in(r, "mcp-session-id",
+                                   sizeof("mcp-session-id") - 1);
+
+        if (h == NULL) {
+            return NGX_DECLINED;
+        }
+
+        id = h->value;
+
+        /* no id of this module's: nobody's, answered here (404) */
+        if (id.len != NGX_HTTP_MCP_SESSION_ID_LEN
+            || ngx_http_mcp_session_held(mlcf->zone, &id) == NGX_OK)
+        {
+            return NGX_DECLINED;
+        }
+
+        task = 0;
     }
 
     fctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_fleet_ctx_t));
@@ -574,7 +583,9 @@ ngx_http_mcp_fleet_route(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    fctx->id = id;
     fctx->asked = 1;
+    fctx->task = task;
     ngx_http_set_ctx(r, fctx, ngx_http_mcp_fleet_module);
 
     if (ngx_http_mcp_header_in(r, "mcp-fleet-hop",
@@ -583,9 +594,9 @@ ngx_http_mcp_fleet_route(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     {
         /* forwarded here: this node answers, and a key naming it goes */
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                       "mcp fleet: forwarded, session not held");
+                       "mcp fleet: forwarded, not held here");
 
-        ngx_http_mcp_fleet_release(sid);
+        ngx_http_mcp_fleet_release(&id, task);
         return NGX_DECLINED;
     }
 
@@ -598,7 +609,8 @@ ngx_http_mcp_fleet_route(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = ngx_http_mcp_fleet_key(key, sid);
+    len = task ? ngx_http_mcp_fleet_task_key(key, id.data)
+               : ngx_http_mcp_fleet_key(key, &id);
 
     argv[0] = "GET";
     argvlen[0] = 3;
@@ -614,7 +626,7 @@ ngx_http_mcp_fleet_route(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     }
 
     ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "mcp fleet: asking who owns the session");
+                   "mcp fleet: asking who owns the session or task");
 
     r->main->count++;
 
@@ -625,10 +637,10 @@ ngx_http_mcp_fleet_route(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 static void
 ngx_http_mcp_fleet_owner(void *data, ngx_int_t rc, ngx_str_t *value)
 {
-    ngx_table_elt_t            *h;
     ngx_connection_t           *c;
     ngx_http_request_t         *r;
     ngx_http_mcp_fleet_op_t    *op = data;
+    ngx_http_mcp_fleet_ctx_t   *fctx;
     ngx_http_mcp_fleet_conf_t  *fcf;
 
     r = op->request;
@@ -654,14 +666,13 @@ ngx_http_mcp_fleet_owner(void *data, ngx_int_t rc, ngx_str_t *value)
     } else {
         /* unknown, or a stale key naming this node: answered here */
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
-                       "mcp fleet: session %s here",
+                       "mcp fleet: %s here",
                        value->data ? "stale" : "unknown");
 
-        h = ngx_http_mcp_header_in(r, "mcp-session-id",
-                                   sizeof("mcp-session-id") - 1);
+        fctx = ngx_http_get_module_ctx(r, ngx_http_mcp_fleet_module);
 
-        if (value->data != NULL && h != NULL) {
-            ngx_http_mcp_fleet_release(&h->value);
+        if (value->data != NULL) {
+            ngx_http_mcp_fleet_release(&fctx->id, fctx->task);
         }
 
         r->write_event_handler = ngx_http_core_run_phases;
@@ -678,6 +689,8 @@ static ngx_int_t
 ngx_http_mcp_fleet_forward(ngx_http_request_t *r, ngx_str_t *owner)
 {
     ngx_table_elt_t            *h;
+    ngx_pool_cleanup_t         *cln;
+    ngx_http_mcp_fleet_ctx_t   *fctx, *saved;
     ngx_http_variable_value_t  *v;
     ngx_http_mcp_fleet_conf_t  *fcf;
 
@@ -717,6 +730,19 @@ ngx_http_mcp_fleet_forward(ngx_http_request_t *r, ngx_str_t *owner)
     ngx_str_set(&h->value, "1");
     h->lowcase_key = (u_char *) "mcp-fleet-hop";
 
+    cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_mcp_fleet_ctx_t));
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    fctx = ngx_http_get_module_ctx(r, ngx_http_mcp_fleet_module);
+
+    saved = cln->data;
+    *saved = *fctx;
+    saved->ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    cln->handler = ngx_http_mcp_fleet_saved_cleanup;
+
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "mcp fleet: forwarding to \"%V\"", owner);
 
@@ -747,6 +773,42 @@ ngx_http_mcp_fleet_forwarded(ngx_http_request_t *r)
     v = &r->variables[fcf->owner_index];
 
     return v->valid && !v->not_found && v->len;
+}
+
+
+/*
+ * A forwarded request's context of before the redirect (which empties
+ * the modules' contexts), for the JSON-RPC error of a failed forward:
+ * the message's id, and whether the forward was for a 2026 task.  It
+ * hangs off the request's pool as a cleanup that does nothing.
+ */
+
+ngx_http_mcp_ctx_t *
+ngx_http_mcp_fleet_saved(ngx_http_request_t *r, ngx_uint_t *task)
+{
+    ngx_pool_cleanup_t        *cln;
+    ngx_http_mcp_fleet_ctx_t  *saved;
+
+    if (!ngx_http_mcp_fleet_forwarded(r)) {
+        return NULL;
+    }
+
+    for (cln = r->pool->cleanup; cln != NULL; cln = cln->next) {
+        if (cln->handler == ngx_http_mcp_fleet_saved_cleanup) {
+            saved = cln->data;
+            *task = saved->task;
+            return saved->ctx;
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_mcp_fleet_saved_cleanup(void *data)
+{
+    /* a mark only: the pool frees the data */
 }
 
 
@@ -858,36 +920,6 @@ ngx_http_mcp_fleet_register(ngx_http_mcp_ctx_t *ctx)
 }
 
 
-static void
-ngx_http_mcp_fleet_registered(void *data, ngx_int_t rc, ngx_str_t *value)
-{
-    ngx_connection_t         *c;
-    ngx_http_request_t       *r;
-    ngx_http_mcp_ctx_t       *ctx;
-    ngx_http_mcp_fleet_op_t  *op = data;
-
-    r = op->request;
-    ctx = op->ctx;
-    ngx_http_mcp_fleet_op_done(op);
-
-    if (r == NULL) {
-        return;
-    }
-
-    c = r->connection;
-
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
-                   "mcp fleet: session registered: %i", rc);
-
-    ctx->pending--;
-
-    if (ctx->waiting && ctx->pending == 0 && ctx->stream == NULL) {
-        ngx_http_finalize_request(r, ngx_http_mcp_reply(ctx));
-        ngx_http_run_posted_requests(c);
-    }
-}
-
-
 /* DELETE: the owner's key goes */
 
 void
@@ -898,20 +930,21 @@ ngx_http_mcp_fleet_forget(ngx_http_request_t *r, ngx_str_t *sid)
     fcf = ngx_http_get_module_main_conf(r, ngx_http_mcp_fleet_module);
 
     if (fcf->enabled) {
-        ngx_http_mcp_fleet_release(sid);
+        ngx_http_mcp_fleet_release(sid, 0);
     }
 }
 
 
 /*
- * Deletes the session's key if it names this node, atomically; not
- * while a zone of this node holds the session (a request may name it at
- * a location of another zone).
+ * Deletes the session's (or the 2026 task's) key if it names this node,
+ * atomically; not while a zone of this node holds it (a request may
+ * name it at a location of another zone).
  */
 
 static void
-ngx_http_mcp_fleet_release(ngx_str_t *sid)
+ngx_http_mcp_fleet_release(ngx_str_t *id, ngx_uint_t task)
 {
+    ngx_int_t        rc;
     u_char           key[NGX_HTTP_MCP_FLEET_KEY_LEN];
     ngx_uint_t       i;
     const char      *argv[5];
@@ -923,7 +956,10 @@ ngx_http_mcp_fleet_release(ngx_str_t *sid)
         "return redis.call('del', KEYS[1]) end return 0";
 
     for (i = 0; (zone = ngx_http_mcp_fleet_zone(i)) != NULL; i++) {
-        if (ngx_http_mcp_session_held(zone, sid) == NGX_OK) {
+        rc = task ? ngx_http_mcp_session_task_held(zone, id->data)
+                  : ngx_http_mcp_session_held(zone, id);
+
+        if (rc == NGX_OK) {
             return;
         }
     }
@@ -935,7 +971,8 @@ ngx_http_mcp_fleet_release(ngx_str_t *sid)
     argv[2] = "1";
     argvlen[2] = 1;
     argv[3] = (const char *) key;
-    argvlen[3] = ngx_http_mcp_fleet_key(key, sid);
+    argvlen[3] = task ? ngx_http_mcp_fleet_task_key(key, id->data)
+                      : ngx_http_mcp_fleet_key(key, id);
     argv[4] = (const char *) ngx_http_mcp_fleet_conf->node.data;
     argvlen[4] = ngx_http_mcp_fleet_conf->node.len;
 
@@ -944,37 +981,17 @@ ngx_http_mcp_fleet_release(ngx_str_t *sid)
 }
 
 
-/* SET key node EX ttl: a ttl beyond the idle timeout and a refresh */
+/* the session's key: a ttl beyond the idle timeout and a refresh */
 
 static ngx_int_t
 ngx_http_mcp_fleet_set(ngx_str_t *sid, void *data,
     ngx_http_mcp_redis_pt handler)
 {
-    u_char       key[NGX_HTTP_MCP_FLEET_KEY_LEN], ttl[NGX_INT_T_LEN];
-    const char  *argv[5];
-    size_t       argvlen[5];
+    u_char  key[NGX_HTTP_MCP_FLEET_KEY_LEN];
 
-    argv[0] = "SET";
-    argvlen[0] = 3;
-    argv[1] = (const char *) key;
-    argvlen[1] = ngx_http_mcp_fleet_key(key, sid);
-    argv[2] = (const char *) ngx_http_mcp_fleet_conf->node.data;
-    argvlen[2] = ngx_http_mcp_fleet_conf->node.len;
-    argv[3] = "EX";
-    argvlen[3] = 2;
-    argv[4] = (const char *) ttl;
-    argvlen[4] = ngx_sprintf(ttl, "%M", ngx_http_mcp_fleet_ttl / 1000 + 1)
-                 - ttl;
-
-    return ngx_http_mcp_redis_command(handler, data, 5, argv, argvlen);
-}
-
-
-static void
-ngx_http_mcp_fleet_ignore(void *data, ngx_int_t rc, ngx_str_t *value)
-{
-    ngx_log_debug1(NGX_LOG_DEBUG_EVENT, ngx_cycle->log, 0,
-                   "mcp fleet: redis answered: %i", rc);
+    return ngx_http_mcp_fleet_own(key, ngx_http_mcp_fleet_key(key, sid),
+                                  ngx_http_mcp_fleet_ttl + 1000, data,
+                                  handler);
 }
 
 
@@ -1031,6 +1048,8 @@ ngx_http_mcp_fleet_walk(void)
                 break;
             }
         }
+
+        ngx_http_mcp_fleet_task_walk(zone, pool);
     }
 
     ngx_destroy_pool(pool);
@@ -1070,53 +1089,4 @@ ngx_http_mcp_fleet_refresh(ngx_event_t *ev)
     }
 
     ngx_add_timer(ev, ngx_http_mcp_fleet_period);
-}
-
-
-/* a wait for Redis that its request may not outlive */
-
-static ngx_http_mcp_fleet_op_t *
-ngx_http_mcp_fleet_op(ngx_http_request_t *r)
-{
-    ngx_pool_cleanup_t       *cln;
-    ngx_http_mcp_fleet_op_t  *op;
-
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        return NULL;
-    }
-
-    op = ngx_calloc(sizeof(ngx_http_mcp_fleet_op_t), r->connection->log);
-    if (op == NULL) {
-        return NULL;
-    }
-
-    op->request = r;
-    op->cln = cln;
-
-    cln->handler = ngx_http_mcp_fleet_op_cleanup;
-    cln->data = op;
-
-    return op;
-}
-
-
-static void
-ngx_http_mcp_fleet_op_cleanup(void *data)
-{
-    ngx_http_mcp_fleet_op_t  *op = data;
-
-    op->request = NULL;
-    op->cln = NULL;
-}
-
-
-static void
-ngx_http_mcp_fleet_op_done(ngx_http_mcp_fleet_op_t *op)
-{
-    if (op->cln != NULL) {
-        op->cln->handler = NULL;
-    }
-
-    ngx_free(op);
 }

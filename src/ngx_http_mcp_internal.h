@@ -352,6 +352,8 @@ ngx_int_t ngx_http_mcp_fleet_register(ngx_http_mcp_ctx_t *ctx);
 void ngx_http_mcp_fleet_forget(ngx_http_request_t *r, ngx_str_t *sid);
 ngx_uint_t ngx_http_mcp_fleet_forwarded(ngx_http_request_t *r);
 ngx_uint_t ngx_http_mcp_fleet_owner_gone(ngx_http_request_t *r);
+ngx_http_mcp_ctx_t *ngx_http_mcp_fleet_saved(ngx_http_request_t *r,
+    ngx_uint_t *task);
 
 ngx_int_t ngx_http_mcp_session_set_log_level(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_uint_t level);

@@ -447,6 +447,88 @@ ngx_http_mcp_session_task_live(ngx_shm_zone_t *zone, u_char *id)
 
 
 /*
+ * mcp_fleet: NGX_OK when the zone holds a stateless task of the id,
+ * whoever its owner is (the node then answers about it itself).
+ */
+
+ngx_int_t
+ngx_http_mcp_session_task_held(ngx_shm_zone_t *zone, u_char *id)
+{
+    ngx_int_t                rc;
+    ngx_http_mcp_zone_t     *ctx;
+    ngx_http_mcp_task_sh_t  *ts;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    ts = ngx_http_mcp_session_task_find(ctx, id, ngx_cycle->log);
+
+    rc = (ts != NULL && ts->stateless) ? NGX_OK : NGX_DECLINED;
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * mcp_fleet: the zone's live stateless tasks, for this node to say again
+ * in Redis that it holds them: into ids, an array of pool of
+ * ngx_http_mcp_task_key_t (each with what is left of its ttl).
+ */
+
+ngx_int_t
+ngx_http_mcp_session_task_ids(ngx_shm_zone_t *zone, ngx_pool_t *pool,
+    ngx_array_t *ids)
+{
+    uint64_t                  now;
+    ngx_queue_t              *q;
+    ngx_http_mcp_zone_t      *ctx;
+    ngx_http_mcp_task_sh_t   *ts;
+    ngx_http_mcp_task_key_t  *k;
+
+    ctx = zone->data;
+
+    if (ngx_array_init(ids, pool, 16, sizeof(ngx_http_mcp_task_key_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    now = ngx_http_mcp_session_task_now();
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    for (q = ngx_queue_head(&ctx->sh->task_queue);
+         q != ngx_queue_sentinel(&ctx->sh->task_queue);
+         q = ngx_queue_next(q))
+    {
+        ts = ngx_queue_data(q, ngx_http_mcp_task_sh_t, queue);
+
+        if (!ts->stateless
+            || ngx_http_mcp_session_task_expired(ts, now))
+        {
+            continue;
+        }
+
+        k = ngx_array_push(ids);
+        if (k == NULL) {
+            ngx_shmtx_unlock(&ctx->shpool->mutex);
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(k->id, ts->id, NGX_HTTP_MCP_TASK_ID_LEN);
+        k->ttl = (ngx_msec_t) (ts->created + ts->ttl - now);
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+/*
  * Up to n of the owner's tasks, oldest first, after the task "after"
  * (NULL: from the first), without their texts.  *more: some are left.
  * NGX_DECLINED: "after" is not one of the owner's tasks.

@@ -35,6 +35,7 @@
 
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_fleet.h"
 
 #include <openssl/rand.h>
 #include <openssl/sha.h>
@@ -396,6 +397,12 @@ ngx_http_mcp_task_start(ngx_http_mcp_call_t *call,
 
     reply = (result != NULL) ? ngx_http_mcp_jsonrpc_result(call->id, result)
                              : NULL;
+
+    /* mcp_fleet: the POST replies once Redis knows the task's node */
+    if (ngx_http_mcp_fleet_task_register(call, t) != NGX_OK) {
+        cJSON_Delete(reply);
+        return NGX_ERROR;
+    }
 
     if (call->ctx == NULL || call->edge->end(call, reply) != NGX_OK) {
         /* the client left: it may still poll, if it kept the id */

@@ -65,6 +65,13 @@ typedef struct {
 } ngx_http_mcp_task_t;
 
 
+/* a task's id and what is left of its ttl (mcp_fleet's Redis keys) */
+typedef struct {
+    u_char                     id[NGX_HTTP_MCP_TASK_ID_LEN];
+    ngx_msec_t                 ttl;
+} ngx_http_mcp_task_key_t;
+
+
 /* ---- the store: ngx_http_mcp_session_task.c ---- */
 
 ngx_int_t ngx_http_mcp_session_task_create(ngx_shm_zone_t *zone,
@@ -81,6 +88,9 @@ ngx_int_t ngx_http_mcp_session_task_listen(ngx_shm_zone_t *zone, u_char *id,
 ngx_int_t ngx_http_mcp_session_task_list(ngx_shm_zone_t *zone,
     u_char *owner, u_char *after, ngx_uint_t n, ngx_pool_t *pool,
     ngx_array_t *tasks, ngx_uint_t *more, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_task_held(ngx_shm_zone_t *zone, u_char *id);
+ngx_int_t ngx_http_mcp_session_task_ids(ngx_shm_zone_t *zone,
+    ngx_pool_t *pool, ngx_array_t *ids);
 const char *ngx_http_mcp_task_status_name(ngx_uint_t status);
 uint64_t ngx_http_mcp_session_task_now(void);
 

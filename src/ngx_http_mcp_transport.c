@@ -258,13 +258,11 @@ ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         return ngx_http_mcp_proxy_post(ctx);
     }
 
-    if (!ctx->stateless) {
-        /* mcp_fleet: a session another node owns is answered there */
-        rc = ngx_http_mcp_fleet_route(r, mlcf);
+    /* mcp_fleet: a session or task another node owns is answered there */
+    rc = ngx_http_mcp_fleet_route(r, mlcf);
 
-        if (rc != NGX_DECLINED) {
-            return rc;
-        }
+    if (rc != NGX_DECLINED) {
+        return rc;
     }
 
     rc = ngx_http_mcp_process(ctx);

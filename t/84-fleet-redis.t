@@ -12,8 +12,11 @@
 # the session everywhere.  One node killed: sessions owned by the others
 # go on, those of the dead one get 404 -32001, a fresh initialize works.
 # Redis restarted: 503 -32000 while it is down, then the sessions go on
-# (each node registers its sessions again).  The 2025-11-25 conformance
-# suite through the front.
+# (each node registers its sessions again).  A 2026-07-28 task (no
+# session) made on one node is polled, answered and cancelled through
+# the others (Redis: task id -> node).  The conformance suites through
+# the front: 2025-11-25, 0.1.16 all and 2026-07-28 (the nodes share one
+# mcp_state_key file).
 
 use strict;
 use warnings;
@@ -85,10 +88,12 @@ redis_start();
 my @node = map { McpTest->new(workers => 4, http => <<'NGX', server => <<'NGX') } 0 .. 2;
     log_format node '$http_x_tag $request_method $status';
     mcp_session_zone zone=other:1m;
+    mcp_session_zone zone=pc:1m per_client=$http_x_client:100;
 NGX
         access_log %%PREFIX%%/logs/node.log node;
         location = /mcp { mcp on; mcp_builtin everything; }
         location = /other { mcp on; mcp_builtin everything; mcp_session other; }
+        location = /pc { mcp on; mcp_builtin everything; mcp_session pc; }
         location @mcp_fleet {
             proxy_pass http://$mcp_fleet_owner;
             proxy_http_version 1.1;
@@ -98,13 +103,18 @@ NGX
         }
 NGX
 # nodes 0 and 1 are named by upstream blocks (kept connections, as the
-# README advises), node 2 by its address
+# README advises), node 2 by its address; one mcp_state_key file for all
+# (a 2026-07-28 requestState sealed on one node opens on the others), and
+# a short drain of running tasks when a node stops
+my $keys = McpTest->new(server => '');
+my $state_key = $keys->write_file('conf/state.key', 'state-key-t84-' . ('s' x 40) . "\n");
 my @name = ('node0', 'node1', '127.0.0.1:' . $node[2]->port);
 my $upstreams = join '', map { "    upstream node$_ { server 127.0.0.1:" . $node[$_]->port . "; keepalive 8; }\n" } 0 .. 1;
 for my $i (0 .. 2) {
     my $n = $node[$i];
     $n->{http} .= $upstreams . "    mcp_fleet redis=127.0.0.1:$rport node=$name[$i]"
-                . " forward=\@mcp_fleet timeout=500ms;\n";
+                . " forward=\@mcp_fleet timeout=500ms;\n"
+                . "    mcp_state_key $state_key;\n    mcp_shutdown_timeout 2s;\n";
     $n->start;
 }
 my %node_of = map { ('127.0.0.1:' . $node[$_]->port => $_, $name[$_] => $_) } 0 .. 2;
@@ -324,11 +334,11 @@ sub owner_of { my $v = redis_cmd('GET', "mcp:session:$_[0]"); defined $v ? $node
     redis_cmd('SET', 'mcp:session:' . ('R' x 32), "127.0.0.1:$rude_port");
     $node[1]->expect_log_error(qr/upstream prematurely closed connection/);
     $r = $node[1]->mcp_post('R' x 32, { jsonrpc => '2.0', id => 'rude', method => 'ping' });
-    is_rpc_error_body($r, 502, -32000, undef, 'an owner that hangs up after the request: a JSON-RPC 502');
+    is_rpc_error_body($r, 502, -32000, 'rude', 'an owner that hangs up after the request: a JSON-RPC 502, by the request\'s id');
     kill 'KILL', $rude_pid;
     waitpid $rude_pid, 0;
     $r = $node[1]->mcp_post('R' x 32, { jsonrpc => '2.0', id => 'nobody', method => 'ping' });
-    is_rpc_error_body($r, 404, -32001, undef, 'nobody at the owner\'s address: 404 -32001');
+    is_rpc_error_body($r, 404, -32001, 'nobody', 'nobody at the owner\'s address: 404 -32001, by the request\'s id');
     $node[1]->expect_log_error(qr/connect\(\) failed \(111: Connection refused\)/);
     redis_cmd('DEL', 'mcp:session:' . ('R' x 32));
 
@@ -435,6 +445,166 @@ SKIP: {
     like($total // '', qr/\bfailed:?\s*0\b|0 failed/i, '... nothing failed') or diag($total // $out);
 }
 
+# --- (4b) a 2026-07-28 task across nodes ---------------------------------------------------
+
+my ($t26_rpc, $t26_lid);
+{
+    my $EXT = { extensions => { 'io.modelcontextprotocol/tasks' => {} }, elicitation => {} };
+    my $seq = 0;
+    # one stateless request straight to node $i: (message, response, id)
+    my $rpc = sub {
+        my ($i, $method, $params, %o) = @_;
+        my $id = 't26-' . ++$seq;
+        my %p = (%{ $params // {} },
+                 _meta => { 'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
+                            'io.modelcontextprotocol/clientCapabilities' => $EXT });
+        my %h = ('MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => $method, 'X-Tag' => $id,
+                 ($o{client} ? ('X-Client' => $o{client}) : ()));
+        $h{'Mcp-Name'} = $o{name} // ($method eq 'tools/call' ? $params->{name} : $params->{taskId});
+        my $r = $node[$i]->mcp_post(undef, { jsonrpc => '2.0', id => $id, method => $method, params => \%p },
+                                    headers => \%h, ($o{path} ? (path => $o{path}) : ()));
+        return ($r->{json} // {}, $r, $id);
+    };
+    # the nodes whose access logs have the request served (200): where it
+    # arrived and, when forwarded, its owner (waits for two lines)
+    my $answered_by = sub {
+        my ($tag) = @_;
+        my @by;
+        McpTest::wait_until(5, sub {
+            @by = grep { grep { /^\Q$tag\E POST 200$/ } split /\n/, McpTest::_slurp($node[$_]->prefix . '/logs/node.log') // '' }
+                  0 .. 2;
+            @by >= 2;
+        });
+        return \@by;
+    };
+    my $task_key = sub { "mcp:session:task:$_[0]" };
+
+    # created on node 0 (a tool that asks for input), polled on 1, answered on 2
+    my ($m, $r) = $rpc->(0, 'tools/call', { name => 'confirm_delete', arguments => { filename => 'f.txt' } });
+    my $tid = (($m->{result} // {})->{taskId}) // 'none';
+    is(($m->{result} // {})->{resultType}, 'task', '2026-07-28: a tool that asks becomes a task on node 0');
+    is(redis_cmd('GET', $task_key->($tid)), $name[0], '... Redis names node 0 as the task\'s owner, before the reply');
+    my $ttl = redis_cmd('TTL', $task_key->($tid)) // '';
+    ok($ttl =~ /^:(\d+)$/ && $1 > 3500 && $1 <= 3600, "... for the task's life (mcp_task_timeout 1h): TTL $ttl");
+
+    my ($got, $gid);
+    for (1 .. 50) {
+        ($got, undef, $gid) = $rpc->(1, 'tasks/get', { taskId => $tid });
+        last if ((($got->{result} // {})->{status}) // '') eq 'input_required';
+        sleep 0.1;
+    }
+    is((($got->{result} // {})->{status}), 'input_required', 'tasks/get via node 1: input_required');
+    is_deeply([ keys %{ ($got->{result} // {})->{inputRequests} // {} } ], ['confirm'], '... with its one request');
+    is_deeply($answered_by->($gid), [ 0, 1 ], '... answered by node 0, through node 1');
+
+    my ($ack, undef, $uid) = $rpc->(2, 'tasks/update', { taskId => $tid,
+        inputResponses => { confirm => { action => 'accept', content => { confirm => \1 } } } });
+    is_deeply($ack->{result}, { resultType => 'complete' }, 'tasks/update via node 2: ack');
+    is_deeply($answered_by->($uid), [ 0, 2 ], '... the owner took the answer');
+
+    my $done;
+    for (1 .. 50) {
+        ($done) = $rpc->(2, 'tasks/get', { taskId => $tid });
+        last if ((($done->{result} // {})->{status}) // '') eq 'completed';
+        sleep 0.1;
+    }
+    is(((($done->{result} // {})->{result} // {})->{content} // [ {} ])->[0]{text}, 'Deleted f.txt',
+       'the task resumed on its owner and its result came through node 2');
+    ($done) = $rpc->(1, 'tasks/get', { taskId => $tid });
+    is((($done->{result} // {})->{status}), 'completed', '... and through node 1');
+
+    # created on node 1, cancelled through node 2, seen through node 0
+    ($m) = $rpc->(1, 'tools/call', { name => 'slow_compute', arguments => { seconds => 60 } });
+    my $lid = $t26_lid = (($m->{result} // {})->{taskId}) // 'none';
+    is(redis_cmd('GET', $task_key->($lid)), $name[1], 'a long task on node 1: Redis names node 1');
+    my $cid;
+    ($ack, undef, $cid) = $rpc->(2, 'tasks/cancel', { taskId => $lid });
+    is_deeply($ack->{result}, { resultType => 'complete' }, 'tasks/cancel via node 2: ack');
+    is_deeply($answered_by->($cid), [ 1, 2 ], '... done by its owner');
+    ($got) = $rpc->(0, 'tasks/get', { taskId => $lid });
+    is((($got->{result} // {})->{status}), 'cancelled', '... cancelled, seen through node 0');
+    ok($node[1]->wait_for_log(qr/mcp task \Q$lid\E cancelled/, 5), '... on the node that ran it');
+
+    # unknown and forged ids: the owner's error (-32602), by the request's id
+    my $forged = 'f' x 32;
+    my ($e, $er, $eid) = $rpc->(2, 'tasks/get', { taskId => $forged });
+    is(($e->{error} // {})->{code}, -32602, 'an unknown task id: -32602');
+    is($e->{id}, $eid, '... answering the request by its id');
+    ($e, $er, $eid) = $rpc->(0, 'tasks/cancel', { taskId => 'x' x 32 });
+    is(($e->{error} // {})->{code}, -32602, 'a task id no node makes (not hex): -32602, answered at once');
+    is($e->{id}, $eid, '... by the request\'s id');
+    # a stale key: the named node does not hold the task, answers, and drops the key
+    redis_cmd('SET', $task_key->($forged), $name[1], 'EX', 60);
+    ($e, $er, $eid) = $rpc->(0, 'tasks/get', { taskId => $forged });
+    is(($e->{error} // {})->{code}, -32602, 'a forged key naming node 1: node 1 answers -32602');
+    ok(McpTest::wait_until(3, sub { (redis_cmd('EXISTS', $task_key->($forged)) // '') eq ':0' }),
+       '... and deletes the key that named it');
+    # Mcp-Name must be the task id: a mismatch is refused where it arrives
+    ($e, $er, $eid) = $rpc->(2, 'tasks/get', { taskId => $tid }, name => $lid);
+    is($er->{status}, 400, 'Mcp-Name that is not the body\'s task id: 400 where it arrived');
+    is($e->{id}, $eid, '... a JSON-RPC error by the request\'s id (' . ((($e->{error} // {})->{code}) // 'none') . ')');
+    # a client's own Mcp-Fleet-Hop only stops the forward
+    my $hop = $node[2]->mcp_post(undef, { jsonrpc => '2.0', id => 'hop-1', method => 'tasks/get',
+                                          params => { taskId => $tid, _meta => {
+                                              'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
+                                              'io.modelcontextprotocol/clientCapabilities' => $EXT } } },
+                                 headers => { 'MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => 'tasks/get',
+                                              'Mcp-Name' => $tid, 'Mcp-Fleet-Hop' => '1' });
+    is(((($hop->{json} // {})->{error} // {})->{code}), -32602, 'Mcp-Fleet-Hop from a client: node 2 answers itself (-32602)');
+    is(redis_cmd('GET', $task_key->($tid)), $name[0], '... and the owner\'s key stays');
+
+    # whose task it is stays the owner's check (per_client=$http_x_client)
+    ($m) = $rpc->(0, 'tools/call', { name => 'slow_compute', arguments => { seconds => 30 } },
+                  path => '/pc', client => 'alice');
+    my $pid = (($m->{result} // {})->{taskId}) // 'none';
+    ($e, $er, $eid) = $rpc->(1, 'tasks/get', { taskId => $pid }, path => '/pc', client => 'bob');
+    is_deeply([ (($e->{error} // {})->{code}), $e->{id} ], [ -32602, $eid ],
+              'per_client: bob asks node 1 about alice\'s task on node 0: -32602, as on one node');
+    ($e, $er, $eid) = $rpc->(2, 'tasks/cancel', { taskId => $pid }, path => '/pc', client => 'bob');
+    is((($e->{error} // {})->{code}), -32602, '... nor can he cancel it through node 2');
+    ($got) = $rpc->(1, 'tasks/get', { taskId => $pid }, path => '/pc', client => 'alice');
+    is((($got->{result} // {})->{status}), 'working', '... alice finds it through node 1, still working');
+    ($ack) = $rpc->(2, 'tasks/cancel', { taskId => $pid }, path => '/pc', client => 'alice');
+    is_deeply($ack->{result}, { resultType => 'complete' }, '... and cancels it through node 2');
+
+    # Redis down: a task another node holds cannot be found, 503 -32000
+    redis_stop();
+    ($e, $er, $eid) = $rpc->(2, 'tasks/get', { taskId => $tid });
+    is_deeply([ $er->{status}, (($e->{error} // {})->{code}), $e->{id} ], [ 503, -32000, $eid ],
+              'Redis down: tasks/get of a task node 2 does not hold: 503 -32000 by the request\'s id');
+    ($got) = $rpc->(0, 'tasks/get', { taskId => $tid });
+    is((($got->{result} // {})->{status}), 'completed', '... its owner still answers about it');
+
+    # Redis restarted: each node registers its live tasks again
+    redis_start();
+    ok(McpTest::wait_until(10, sub { (redis_cmd('GET', $task_key->($tid)) // '') eq $name[0] }),
+       'Redis restarted: node 0 registers its task again');
+    ($done) = $rpc->(2, 'tasks/get', { taskId => $tid });
+    is((($done->{result} // {})->{status}), 'completed', '... and node 2 finds it there');
+    $t26_rpc = $rpc;
+}
+
+# --- (4c) 0.1.16 --suite all and the 2026-07-28 requirements through the front ---------
+
+for my $case ([ 'conformance-0.1.16', '0.1.16', '--suite', 'all' ],
+              [ 'conformance-0.2.0', '0.2.0-alpha.12', '--requirements', '2026-07-28' ]) {
+    my ($pkg, $ver, @args) = @$case;
+    SKIP: {
+        my $why = node_available($pkg);
+        skip "conformance suite: $why", 2 if $why;
+        my $suite = McpGateway::npm_dir() . "/node_modules/$pkg/dist/index.js";
+        my $dir = $front->prefix . "/conformance-$ver";
+        mkdir $dir;
+        my $url = 'http://localhost:' . $front->port . '/mcp';
+        my $out = `cd $dir && '@{[ McpGateway::node_bin() ]}' '$suite' server --url '$url' @args 2>&1`;
+        my $rc = $?;
+        my ($total) = $out =~ /^(Total:.*)$/m;
+        is($rc, 0, "conformance $ver @args through the front and three Redis nodes: " . ($total // 'no total'))
+            or diag(join "\n", grep { /FAIL|fail|✗/ } split /\n/, $out);
+        like($total // '', qr/\bfailed:?\s*0\b|0 failed/i, '... nothing failed') or diag($total // $out);
+    }
+}
+
 # --- (5) one node killed mid-run ---------------------------------------------------------
 
 {
@@ -466,6 +636,10 @@ SKIP: {
     ok($ok, 'sessions owned by the live nodes go on');
     ok($n_dead, "the dead node owned sessions ($n_dead)");
     ok($gone, '... each of their requests gets 404 -32001 (a JSON-RPC error, not a 502 page)');
+    # a task of the dead node: unknown now, as any node answers for one
+    my ($e, $er, $eid) = $t26_rpc->(0, 'tasks/get', { taskId => $t26_lid });
+    is_deeply([ $er->{status}, (($e->{error} // {})->{code}), $e->{id} ], [ 200, -32602, $eid ],
+              'a 2026 task of the dead node, asked through node 0: -32602 by the request\'s id (no 502 page)');
     my $sid = $front->mcp_initialize;
     ok($sid, 'a fresh initialize works');
     my ($m) = $front->mcp_request($sid, 'tools/call', echo_args('fresh'));

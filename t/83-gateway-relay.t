@@ -3,7 +3,8 @@
 # gateway over an nginx instance of this module (the Everything set) and
 # @modelcontextprotocol/server-everything: sampling and elicitation
 # requests answered by the raw-HTTP client through the gateway, progress
-# from both backends on two calls of one session, a client's
+# from both backends on two calls of one session and on the one stream
+# of a 2025-03-26 batch, a client's
 # cancellation (and the gateway's own, at mcp_backend_timeout) reaching
 # the backend, clients that cannot be asked (no sampling declared,
 # stateless); and attacks: client responses with forged ids, a backend
@@ -280,6 +281,29 @@ for my $case ([ 'node__trigger-sampling-request', { prompt => 'the question', ma
     is_deeply([ map { $_->{params}{progress} } @pn ], [ 1, 2, 3 ], '... in order');
     like(text($ma[-1]{result}), qr/progress executed/, 'alpha\'s result after its progress');
     like(text($mn[-1]{result}), qr/Long running operation completed/, 'node\'s result after its progress');
+}
+
+# --- progress from two backends on one stream: a 2025-03-26 batch ---------------
+# One POST holds a call to each backend; its one SSE response carries both
+# backends' progress, each with its call's token, and both results.
+
+{
+    my ($osid) = $t->mcp_initialize(protocol_version => '2025-03-26');
+    my $r = $t->mcp_post($osid, [
+        { jsonrpc => '2.0', id => 301, method => 'tools/call',
+          params => { name => 'alpha__test_tool_with_progress', arguments => {}, _meta => { progressToken => 'b-alpha' } } },
+        { jsonrpc => '2.0', id => 302, method => 'tools/call',
+          params => { name => 'node__trigger-long-running-operation', arguments => { duration => 1, steps => 3 },
+                      _meta => { progressToken => 'b-node' } } } ],
+        protocol_version => '2025-03-26', timeout => 20);
+    like($r->{headers}{'content-type'} // '', qr{^text/event-stream}, 'a batch of a call to each backend: one SSE stream');
+    my @m = @{ $r->{messages} // [] };
+    my %tok;
+    $tok{ $_->{params}{progressToken} // '' }++ for grep { ($_->{method} // '') eq 'notifications/progress' } @m;
+    is_deeply(\%tok, { 'b-alpha' => 3, 'b-node' => 3 }, '... carrying three progress notifications of each backend');
+    my %res = map { $_->{id} => text($_->{result}) } grep { defined $_->{id} && $_->{result} } @m;
+    like($res{301} // '', qr/progress executed/, '... alpha\'s result');
+    like($res{302} // '', qr/Long running operation completed/, '... and node\'s');
 }
 
 # log messages, at the client's level (the gateway's session's, not alpha's)

@@ -475,8 +475,18 @@ ngx_http_mcp_proxy_process_header(ngx_http_request_t *r)
         hh = ngx_hash_find(&umcf->headers_in_hash, h->hash, h->lowcase_key,
                            h->key.len);
 
-        if (hh && hh->handler(r, h, hh->offset) != NGX_OK) {
-            return NGX_ERROR;
+        if (hh) {
+            rc = hh->handler(r, h, hh->offset);
+
+            if (rc != NGX_OK) {
+                /*
+                 * 1.23 checks the framing headers in their handlers (a
+                 * length beside chunked, an unknown coding): a bad reply
+                 * head, as our own checks call it, not our error
+                 */
+                return (rc == NGX_HTTP_UPSTREAM_INVALID_HEADER)
+                       ? rc : NGX_ERROR;
+            }
         }
     }
 }

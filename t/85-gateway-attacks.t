@@ -267,7 +267,7 @@ NGX
 $gw = McpTest->new(workers => 2, log_level => 'debug', http => upstream_block(@addr),
                    server => $server_conf);
 # the upstream failures provoked below, each told once
-$gw->expect_log_error(qr/upstream sent "Transfer-Encoding|upstream sent an interim response|header for \/_b\/inj has a control character|upstream sent a redirect|upstream answered 200 without|upstream sent the "Mcp-Session-Id" header twice|is too long for a keyed session id|no live upstreams|a backend's reply is refused: it comes from "\/_secret" after an internal redirect/);
+$gw->expect_log_error(qr/upstream sent "Transfer-Encoding|upstream sent "Content-Length" and "Transfer-Encoding" headers at the same time|upstream sent unknown "Transfer-Encoding"|upstream sent an interim response|header for \/_b\/inj has a control character|upstream sent a redirect|upstream answered 200 without|upstream sent the "Mcp-Session-Id" header twice|is too long for a keyed session id|no live upstreams|a backend's reply is refused: it comes from "\/_secret" after an internal redirect/);
 $gw->start;
 
 sub init_at {

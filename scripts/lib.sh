@@ -53,13 +53,18 @@ mcp_free_port() {
 
 # mcp_bench_conf OUT MODULE WORKERS PORT GWPORT [old] [sed args...]:
 # bench/nginx.conf.in filled in to OUT; old: a build that may predate
-# mcp_metrics and mcp_tool, whose lines then go; the sed args change more.
+# mcp_metrics and mcp_tool, whose lines then go (when it lacks them); the
+# sed args change more.
 mcp_bench_conf() {
     local out=$1 mod=$2 workers=$3 port=$4 gwport=$5 drop=@NO_LINE@ repo
     repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
     shift 5
     if [ "${1:-}" = old ]; then
-        drop='mcp_metrics\|mcp_tool'
+        # only what the build does not know: a baseline that has them
+        # runs the same conf as this tree
+        grep -qa mcp_metrics_counting "$mod" \
+            && grep -qa mcp_tool_max_size "$mod" \
+            || drop='mcp_metrics\|mcp_tool'
         shift
     fi
     sed -e "/$drop/d" -e "s|@MODULE@|$mod|" -e "s|@WORKERS@|$workers|" \

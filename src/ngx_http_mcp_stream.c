@@ -59,6 +59,27 @@ static ngx_int_t ngx_http_mcp_stream_last_event_id(ngx_str_t *value,
 
 static ngx_str_t  ngx_http_mcp_sse_type = ngx_string("text/event-stream");
 
+/* who is told of GET streams: see ngx_http_mcp_get_stream_pt */
+static ngx_http_mcp_get_stream_pt  ngx_http_mcp_get_handlers[2];
+
+
+ngx_int_t
+ngx_http_mcp_stream_on_get(ngx_http_mcp_get_stream_pt handler)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < 2; i++) {
+        if (ngx_http_mcp_get_handlers[i] == NULL
+            || ngx_http_mcp_get_handlers[i] == handler)
+        {
+            ngx_http_mcp_get_handlers[i] = handler;
+            return NGX_OK;
+        }
+    }
+
+    return NGX_ERROR;
+}
+
 
 /*
  * The reply of a POST becomes an SSE stream: the calls still running
@@ -153,6 +174,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     uint64_t                seq;
     ngx_int_t               rc;
     ngx_str_t               sid;
+    ngx_uint_t              i;
     ngx_pid_t               prev;
     ngx_table_elt_t        *last;
     ngx_http_mcp_ctx_t     *ctx;
@@ -234,6 +256,14 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     /* a worker that exits already: the client goes on at another one */
     st->quit = (ngx_exiting != 0);
     (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
+
+    if (!st->quit) {
+        st->heard = 1;
+
+        for (i = 0; i < 2 && ngx_http_mcp_get_handlers[i]; i++) {
+            ngx_http_mcp_get_handlers[i](r, &sid, id, 1);
+        }
+    }
 
     return NGX_DONE;
 }
@@ -823,10 +853,19 @@ ngx_http_mcp_stream_last(ngx_http_mcp_stream_t *st)
 static void
 ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st)
 {
-    ngx_str_t  sid;
+    ngx_str_t   sid;
+    ngx_uint_t  i;
 
     sid.data = st->sid;
     sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+
+    if (st->heard) {
+        st->heard = 0;
+
+        for (i = 0; i < 2 && ngx_http_mcp_get_handlers[i]; i++) {
+            ngx_http_mcp_get_handlers[i](st->request, &sid, st->id, 0);
+        }
+    }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, st->request->connection->log, 0,
                    "mcp stream %uD: connection lets go", st->id);

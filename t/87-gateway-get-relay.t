@@ -251,6 +251,16 @@ $t->mcp_call($sid, 'tools/call', { name => 'alpha__update_watched_resource', arg
 $ev = wait_event($g2, method_is('notifications/resources/updated'), 8);
 ok($ev, 'the reopened backend stream relays again');
 
+# at once again: node may still hold the gateway's former stream of the
+# session (409 to a second one) for a moment; node logs every 5 s
+$t->mcp_call($sid, 'logging/setLevel', { level => 'debug' });
+$g2->close;
+$g2 = $t->mcp_get_stream($sid, timeout => 10);
+is($g2->status, 200, 'the client reconnects its GET stream at once');
+$ev = wait_event($g2, sub { ($_[0]{method} // '') eq 'notifications/message'
+                            && ($_[0]{params}{data} // '') =~ /SessionId/ }, 14);
+ok($ev, '... and node\'s log messages come on the new one');
+
 $before = alpha_gets();
 my $d = $t->mcp_delete($sid);
 is($d->{status}, 200, 'DELETE the session') or diag explain $d;

@@ -30,12 +30,20 @@
  * client left, DELETE, the session's end, a resume on another
  * connection, the worker's exit), from the core's GET-stream hook
  * (ngx_http_mcp_stream_on_get()), before the GET's last write; the GET's
- * resume, or a new GET, opens them again.  A backend whose GET stream
- * ends while the client's is open is reopened after a second; one that
- * answers 409 (its former stream of the session is still open: a
- * resume raced the old connection's end) is asked again, a bounded
- * number of times; 405 or any other failure: not relayed, nothing
- * logged above debug.
+ * resume, or a new GET, opens them again.  In a worker, the newest
+ * GET stream of a session holds them (the older one's are closed first:
+ * a backend may take one GET stream a session); across workers, the
+ * newer one's is refused 409 until the older one's ends, and asks again
+ * a second later, NGX_HTTP_MCP_LISTEN_CONFLICTS times at most.
+ *
+ * A backend whose GET stream ends while the client's is open is reopened
+ * after a second, with the Last-Event-ID of its last event, so that
+ * nothing sent meanwhile (a reload there tells its clients what changed)
+ * is lost.  Each open costs the client's GET request a subrequest's
+ * memory, so a client stream opens NGX_HTTP_MCP_LISTEN_OPENS at most;
+ * then the client's stream ends, as at a graceful exit, and its client
+ * resumes it on a fresh request.  405 or any other failure: not
+ * relayed, nothing logged above debug.
  */
 
 
@@ -47,6 +55,7 @@
                                                at most, for one client
                                                stream: each one costs the
                                                GET's pool a subrequest */
+#define NGX_HTTP_MCP_LISTEN_CONFLICTS  8    /* 409s in a row, at most */
 #define NGX_HTTP_MCP_LISTEN_RATE    64      /* events relayed a second */
 
 
@@ -62,6 +71,7 @@ typedef struct {
     ngx_http_mcp_loctool_state_t  *st;
     ngx_event_t                    reopen;
     ngx_uint_t                     opens;
+    ngx_uint_t                     conflicts;   /* 409s in a row */
     ngx_uint_t                     answers;     /* errors sent it */
     ngx_str_t                      last;        /* its last event's id */
     u_char                         last_id[NGX_HTTP_MCP_AGGREGATE_EVENT_ID];
@@ -73,6 +83,7 @@ typedef struct {
 
 /* the client's GET stream's, in a pool of its own */
 struct ngx_http_mcp_listen_s {
+    ngx_queue_t                     queue;      /* the worker's */
     ngx_pool_t                     *pool;
     ngx_http_request_t             *request;
     ngx_shm_zone_t                 *zone;
@@ -104,9 +115,15 @@ static ngx_int_t ngx_http_mcp_listen_headers(
     ngx_uint_t post);
 
 
+/* the worker's client streams with backend streams */
+static ngx_queue_t  ngx_http_mcp_listens;
+
+
 ngx_int_t
 ngx_http_mcp_aggregate_listen_init(ngx_conf_t *cf)
 {
+    ngx_queue_init(&ngx_http_mcp_listens);
+
     return ngx_http_mcp_stream_on_get(ngx_http_mcp_aggregate_listen);
 }
 
@@ -118,6 +135,7 @@ ngx_http_mcp_aggregate_listen(ngx_http_request_t *r, ngx_str_t *sid,
     ngx_str_t                           bsid;
     ngx_uint_t                          i, n;
     ngx_pool_t                         *pool;
+    ngx_queue_t                        *q;
     ngx_http_mcp_ctx_t                 *ctx;
     ngx_http_mcp_listen_t              *l;
     ngx_http_mcp_backend_t             *b;
@@ -139,6 +157,23 @@ ngx_http_mcp_aggregate_listen(ngx_http_request_t *r, ngx_str_t *sid,
         || ngx_http_get_module_ctx(r, ngx_http_mcp_aggregate_module) != NULL)
     {
         return;
+    }
+
+    /* the session's older stream in this worker lets its backends go */
+
+    for (q = ngx_queue_head(&ngx_http_mcp_listens);
+         q != ngx_queue_sentinel(&ngx_http_mcp_listens);
+         q = ngx_queue_next(q))
+    {
+        l = ngx_queue_data(q, ngx_http_mcp_listen_t, queue);
+
+        if (l->zone == mlcf->zone
+            && l->sid.len == sid->len
+            && ngx_memcmp(l->sid.data, sid->data, sid->len) == 0)
+        {
+            ngx_http_mcp_listen_close(l->request);
+            break;
+        }
     }
 
     pool = ngx_create_pool(2048, r->connection->log);
@@ -199,6 +234,7 @@ ngx_http_mcp_aggregate_listen(ngx_http_request_t *r, ngx_str_t *sid,
     l->n = n;
 
     ngx_http_set_ctx(r, l, ngx_http_mcp_aggregate_module);
+    ngx_queue_insert_tail(&ngx_http_mcp_listens, &l->queue);
 
     for (i = 0; i < n; i++) {
         ngx_http_mcp_listen_open(&lb[i]);
@@ -226,6 +262,7 @@ ngx_http_mcp_listen_close(ngx_http_request_t *r)
     }
 
     ngx_http_set_ctx(r, NULL, ngx_http_mcp_aggregate_module);
+    ngx_queue_remove(&l->queue);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "mcp gateway: stream %uD ends, and its backends' streams",
@@ -244,13 +281,30 @@ ngx_http_mcp_listen_open(ngx_http_mcp_listen_backend_t *lb)
 {
     ngx_pool_t                    *pool;
     ngx_http_request_t            *r;
+    ngx_http_mcp_ctx_t            *ctx;
     ngx_http_mcp_listen_t         *l;
     ngx_http_mcp_loctool_fetch_t   f;
 
     l = lb->listen;
     r = l->request;
 
-    if (lb->opens++ >= NGX_HTTP_MCP_LISTEN_OPENS || ngx_exiting) {
+    if (ngx_exiting) {
+        return;
+    }
+
+    if (lb->opens++ >= NGX_HTTP_MCP_LISTEN_OPENS) {
+        /* the client's stream ends: its client resumes it afresh */
+        ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "mcp gateway: stream %uD opened its backends' "
+                       "enough, ends", l->stream);
+
+        if (ctx != NULL && ctx->stream != NULL) {
+            /* this frees lb: nothing of it is touched after */
+            ngx_http_mcp_stream_end_http(ctx->stream);
+        }
+
         return;
     }
 
@@ -315,7 +369,7 @@ ngx_http_mcp_listen_end(ngx_http_mcp_listen_backend_t *lb, ngx_uint_t again,
         lb->pool = NULL;
     }
 
-    if (again && lb->opens < NGX_HTTP_MCP_LISTEN_OPENS && !ngx_exiting) {
+    if (again && !ngx_exiting) {
         ngx_add_timer(&lb->reopen, NGX_HTTP_MCP_LISTEN_DELAY);
     }
 }
@@ -362,7 +416,9 @@ ngx_http_mcp_listen_event(ngx_event_t *ev)
     if (!lb->open) {
         if (st->status == NGX_HTTP_CONFLICT) {
             /* its stream for the session is still open: a resume raced */
-            ngx_http_mcp_listen_end(lb, 1, "409");
+            ngx_http_mcp_listen_end(lb,
+                          ++lb->conflicts < NGX_HTTP_MCP_LISTEN_CONFLICTS,
+                          "409");
             return;
         }
 
@@ -372,6 +428,7 @@ ngx_http_mcp_listen_event(ngx_event_t *ev)
         }
 
         lb->open = 1;
+        lb->conflicts = 0;
     }
 
     rc = ngx_http_mcp_aggregate_sse(st, st->done,

@@ -61,6 +61,12 @@ my $fake = fake_upstream(sub {
             print $c "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
             return;
         }
+        if ($path eq 'short') {
+            # a stream that ends after one event: the gateway reopens it
+            print $c "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                   . "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"error\",\"data\":\"short\"}}\n\n";
+            return;
+        }
         my $pid = fork;
         return if !defined $pid || $pid;    # the child holds the stream
         $SIG{PIPE} = 'IGNORE';
@@ -148,6 +154,10 @@ my $t = McpTest->new(
             mcp_backend_max_size 4k;
         }
 
+        location = /short {
+            mcp_backend short /_f/short;
+        }
+
         location /_b/alpha { internal; proxy_pass http://127.0.0.1:@{[ $alpha->port ]}/mcp; $proxy }
         location /_b/node  { internal; proxy_pass http://127.0.0.1:%%PORT2%%/mcp; $proxy }
         location /_f/      { internal; proxy_pass http://127.0.0.1:$fport/; $proxy }
@@ -186,6 +196,13 @@ sub subscribe_at_alpha {
                              protocol_version => $V);
     return $r;
 }
+
+# a backend stream that keeps ending: reopened a second later, 32 times,
+# then the client's stream ends (checked at the end)
+my ($ssid) = $t->mcp_initialize(protocol_version => $V, path => '/short');
+my $short = $t->mcp_get_stream($ssid, path => '/short', timeout => 10);
+is($short->status, 200, 'a GET stream over a backend whose stream keeps ending');
+my $short_t0 = time;
 
 # --- a resource update and a list change at alpha, log lines from node ---------
 
@@ -261,6 +278,19 @@ $ev = wait_event($g2, sub { ($_[0]{method} // '') eq 'notifications/message'
                             && ($_[0]{params}{data} // '') =~ /SessionId/ }, 14);
 ok($ev, '... and node\'s log messages come on the new one');
 
+# two GET streams of one session: the backends' are the newer one's, and
+# a change reaches the client once
+my $ga = $t->mcp_get_stream($sid, timeout => 10);
+sleep 1;
+my $gb = $t->mcp_get_stream($sid, timeout => 10);
+sleep 1;
+$t->mcp_call($sid, 'tools/call', { name => 'alpha__update_watched_resource', arguments => {} });
+wait_event($_, sub { 0 }, 2) for $ga, $gb;
+is(scalar(grep { ($_->{method} // '') eq 'notifications/resources/updated' } @{ $seen{$ga} }, @{ $seen{$gb} }),
+   1, 'two GET streams of a session: a resource update reaches the client once');
+$ga->close;
+$gb->close;
+
 $before = alpha_gets();
 my $d = $t->mcp_delete($sid);
 is($d->{status}, 200, 'DELETE the session') or diag explain $d;
@@ -327,6 +357,19 @@ $g2->close;
         sleep 0.1;
     }
     is($gone, 2, 'the client leaves: the fake backends\' streams are closed');
+
+    # the backend stream that kept ending: 32 opens, then the client's ends
+    my $n = 0;
+    my $until = $short_t0 + 45;
+    while (time < $until) {
+        my $e = $short->next_event($until - time);
+        last if !$e && $short->is_done;
+        $n++ if $e && ref $e->{json} eq 'HASH' && ($e->{json}{params}{data} // '') eq 'short';
+    }
+    ok($short->is_done, sprintf('a backend stream that kept ending: the client\'s stream ends (%.0f s)', time - $short_t0));
+    is($n, 32, '... after 32 opens, each relayed');
+    my $gets = () = (McpTest::_slurp($flog) // '') =~ /GET short/g;
+    is($gets, 32, '... 32 GETs at the backend');
 
     # graceful quit with backend streams open does not hang
     my $b2 = $t->mcp_get_stream($bsid, path => '/bad', timeout => 10);

@@ -392,8 +392,8 @@ ngx_uint_t ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone,
     ngx_uint_t list, const char *method, ngx_log_t *log);
 
 ngx_int_t ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone,
-    ngx_str_t *sid, ngx_uint_t standalone, uint32_t pending, uint32_t resume,
-    uint32_t token, uint32_t *id, ngx_pid_t *prev);
+    ngx_str_t *sid, ngx_uint_t *standalone, uint32_t pending,
+    uint32_t resume, uint32_t token, uint32_t *id, ngx_pid_t *prev);
 void ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone,
     ngx_str_t *sid, uint32_t id, uint32_t token, ngx_uint_t park);
 ngx_int_t ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone,

@@ -91,6 +91,7 @@ ngx_int_t
 ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 {
     uint32_t                id, token;
+    ngx_uint_t              standalone;
     ngx_pid_t               prev;
     ngx_http_request_t     *r;
     ngx_http_mcp_stream_t  *st;
@@ -98,8 +99,10 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
     r = ctx->request;
     token = ++ngx_http_mcp_worker.tokens;
 
+    standalone = 0;
+
     if (ngx_http_mcp_session_stream_open(ctx->conf->zone,
-                                         &ctx->rctx.session_id, 0,
+                                         &ctx->rctx.session_id, &standalone,
                                          ctx->pending, 0, token, &id, &prev)
         != NGX_OK)
     {
@@ -174,7 +177,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     uint64_t                seq;
     ngx_int_t               rc;
     ngx_str_t               sid;
-    ngx_uint_t              i;
+    ngx_uint_t              i, standalone;
     ngx_pid_t               prev;
     ngx_table_elt_t        *last;
     ngx_http_mcp_ctx_t     *ctx;
@@ -204,8 +207,10 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 
     token = ++ngx_http_mcp_worker.tokens;
 
-    rc = ngx_http_mcp_session_stream_open(mlcf->zone, &sid, 1, 0, resume,
-                                          token, &id, &prev);
+    standalone = 1;
+
+    rc = ngx_http_mcp_session_stream_open(mlcf->zone, &sid, &standalone, 0,
+                                          resume, token, &id, &prev);
 
     if (prev) {
         /* the former owner, maybe this worker, finds it taken: lets go */
@@ -257,7 +262,8 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     st->quit = (ngx_exiting != 0);
     (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
 
-    if (!st->quit) {
+    /* a resumed POST's stream ends with its responses: not the GET's */
+    if (!st->quit && standalone) {
         st->heard = 1;
 
         for (i = 0; i < 2 && ngx_http_mcp_get_handlers[i]; i++) {

@@ -382,5 +382,47 @@ $g2->close;
     ok(!$t->is_running, '... and it exited');
 }
 
+# --- a POST's stream resumed with GET is not a GET stream ------------------------
+# (one worker: the resume would otherwise take the GET stream's backends)
+
+{
+    my $one = McpTest->new(
+        workers => 1,
+        http  => "    mcp_session_zone zone=one:4m;\n",
+        server => <<"NGX")->start;
+        mcp_session one;
+        location = /mcp {
+            mcp_backend alpha /_b/alpha;
+            mcp_backend node  /_b/node;
+        }
+        location /_b/alpha { internal; proxy_pass http://127.0.0.1:@{[ $alpha->port ]}/mcp; $proxy }
+        location /_b/node  { internal; proxy_pass http://127.0.0.1:@{[ $node->{port} ]}/mcp; $proxy }
+NGX
+    my ($osid) = $one->mcp_initialize(protocol_version => $V);
+    my ($oasid) = reverse alpha_sessions();
+    subscribe_at_alpha($oasid);
+    my $og = $one->mcp_get_stream($osid, timeout => 10);
+    is($og->status, 200, 'one worker: a GET stream');
+    sleep 1;
+    my $call = $one->mcp_post($osid,
+        { jsonrpc => '2.0', id => 77, method => 'tools/call',
+          params => { name => 'node__trigger-long-running-operation',
+                      arguments => { duration => 4, steps => 4 }, _meta => { progressToken => 'p' } } },
+        stream => 1);
+    my $first = $call->next_event(5);
+    my $lid = $call->last_id;
+    ok($first && $lid, "a call's stream, its first event $lid");
+    my $resumed = $one->mcp_get_stream($osid, last_event_id => $lid, timeout => 10);
+    is($resumed->status, 200, '... resumed with GET and its Last-Event-ID');
+    sleep 0.5;
+    $one->mcp_call($osid, 'tools/call', { name => 'alpha__update_watched_resource', arguments => {} });
+    ok(wait_event($og, method_is('notifications/resources/updated'), 6),
+       'the GET stream still carries alpha\'s resource update');
+    $call->close;
+    $resumed->close;
+    $og->close;
+    $one->stop;
+}
+
 $alpha->stop;
 done_testing;

@@ -61,6 +61,11 @@ my $fake = fake_upstream(sub {
             print $c "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
             return;
         }
+        if ($path eq 'busy' && (() = (McpTest::_slurp($flog) // '') =~ /GET busy/g) <= 2) {
+            # its former stream of the session still open, twice
+            print $c "HTTP/1.1 409 Conflict\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            return;
+        }
         if ($path eq 'short') {
             # a stream that ends after one event: the gateway reopens it
             print $c "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
@@ -98,6 +103,9 @@ my $fake = fake_upstream(sub {
                                   $k * 10 + 1 .. $k * 10 + 10;
                 sleep 0.005;
             }
+        }
+        elsif ($path eq 'busy') {
+            @ev = ($msg->('error', 'busy at last'));
         }
         elsif ($path eq 'burst') {
             # 3000 events in one write: far more than the reader may hold
@@ -150,6 +158,7 @@ my $t = McpTest->new(
             mcp_backend resp  /_f/resp;
             mcp_backend flood /_f/flood;
             mcp_backend burst /_f/burst;
+            mcp_backend busy  /_f/busy;
             mcp_backend none  /_f/none;
             mcp_backend_max_size 4k;
         }
@@ -311,6 +320,8 @@ $g2->close;
     ok(wait_event($b, sub { ($_[0]{params}{data} // '') eq 'good error line' }, 8),
        'a log line at the client\'s level (info) comes');
     ok(wait_event($b, method_is('notifications/tools/list_changed'), 3), 'tools/list_changed comes');
+    ok(wait_event($b, sub { ($_[0]{params}{data} // '') eq 'busy at last' }, 6),
+       'a backend that answered 409 twice is asked again, and relayed');
     $ev = wait_event($b, method_is('notifications/resources/updated'), 3);
     is($ev && $ev->{params}{uri}, 'fake://thing', 'resources/updated comes, its URI unchanged');
     wait_event($b, sub { 0 }, 2.5);    # the rest
@@ -357,6 +368,8 @@ $g2->close;
         sleep 0.1;
     }
     is($gone, 2, 'the client leaves: the fake backends\' streams are closed');
+    my $busy = () = (McpTest::_slurp($flog) // '') =~ /GET busy/g;
+    is($busy, 3, '... the one that answered 409 twice was asked three times');
 
     # the backend stream that kept ending: 32 opens, then the client's ends
     my $n = 0;

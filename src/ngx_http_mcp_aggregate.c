@@ -802,6 +802,22 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
             {
                 return NGX_ERROR;
             }
+
+            /*
+             * a 2025 client's GET stream carries the backends' list
+             * changes (ngx_http_mcp_aggregate_listen.c); a stateless
+             * client's subscriptions/listen does not
+             */
+            if (op->opening
+                && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                       cJSON_GetObjectItemCaseSensitive(b[i].caps,
+                                                        routed[k]),
+                       "listChanged"))
+                && ngx_http_mcp_aggregate_list_changed(caps, routed[k])
+                   != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
         }
     }
 

@@ -155,6 +155,7 @@ void ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg);
 
 /* ngx_http_mcp_aggregate_listen.c */
 ngx_int_t ngx_http_mcp_aggregate_listen_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_aggregate_list_changed(cJSON *caps, const char *list);
 ngx_uint_t ngx_http_mcp_aggregate_ours(ngx_http_mcp_aggregate_leg_t *leg,
     cJSON *json);
 

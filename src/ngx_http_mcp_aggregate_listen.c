@@ -248,6 +248,26 @@ failed:
 }
 
 
+/* caps.<list>.listChanged is true: a backend's changes reach the client */
+
+ngx_int_t
+ngx_http_mcp_aggregate_list_changed(cJSON *caps, const char *list)
+{
+    cJSON  *obj;
+
+    obj = cJSON_GetObjectItemCaseSensitive(caps, list);
+
+    if (!cJSON_IsObject(obj)) {
+        return NGX_ERROR;
+    }
+
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, "listChanged");
+
+    return (cJSON_AddTrueToObject(obj, "listChanged") != NULL) ? NGX_OK
+                                                               : NGX_ERROR;
+}
+
+
 /* the client's stream ends: every backend's with it, at once */
 
 static void

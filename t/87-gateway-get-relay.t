@@ -215,8 +215,12 @@ my $short_t0 = time;
 
 # --- a resource update and a list change at alpha, log lines from node ---------
 
-my ($sid) = $t->mcp_initialize(protocol_version => $V);
+my ($sid, $init) = $t->mcp_initialize(protocol_version => $V);
 ok($sid, 'initialize at the gateway');
+is_deeply([ map { $init->{capabilities}{$_}{listChanged} ? 1 : 0 } qw(tools prompts resources) ],
+          [ 1, 1, 1 ], 'it declares listChanged for the lists whose backends do (' . McpTest::encode_json($init->{capabilities}) . ')');
+my ($dsid, $dinit) = $t->mcp_initialize(protocol_version => $V, path => '/short');
+ok(!$dinit->{capabilities}{tools}{listChanged}, '... and not where no backend does');
 my ($asid) = reverse alpha_sessions();
 ok($asid, 'alpha has a session for the client');
 is(ref subscribe_at_alpha($asid), 'HASH', 'the client\'s alpha session subscribes to a resource there');

@@ -103,9 +103,9 @@ ngx_http_mcp_session_wait_lock(ngx_http_mcp_zone_t *ctx, ngx_str_t *sid,
  * connections apart.  resume: the stream of a Last-Event-ID, taken over
  * when it is still there (*prev: its former owner, to wake); else a new
  * stream (*id differs from resume), standalone (a GET's) if *standalone
- * is set; *standalone is then what the stream is.  A POST stream waits for pending
- * responses.  NGX_OK, NGX_DECLINED (no such session), NGX_BUSY (no room
- * for another stream).
+ * is set; *standalone is then what the stream is.  A POST stream waits
+ * for pending responses.  NGX_OK, NGX_DECLINED (no such session),
+ * NGX_BUSY (no room for another stream).
  */
 
 ngx_int_t

@@ -105,7 +105,7 @@ static ngx_command_t  ngx_http_mcp_aggregate_commands[] = {
 
 static ngx_http_module_t  ngx_http_mcp_aggregate_module_ctx = {
     NULL,                                  /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_mcp_aggregate_listen_init,    /* postconfiguration */
 
     NULL,                                  /* create main configuration */
     NULL,                                  /* init main configuration */
@@ -799,6 +799,22 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
                                                                 routed[k]))
                 && !cJSON_HasObjectItem(caps, routed[k])
                 && cJSON_AddObjectToObject(caps, routed[k]) == NULL)
+            {
+                return NGX_ERROR;
+            }
+
+            /*
+             * a 2025 client's GET stream carries the backends' list
+             * changes (ngx_http_mcp_aggregate_listen.c); a stateless
+             * client's subscriptions/listen does not
+             */
+            if (op->opening
+                && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                       cJSON_GetObjectItemCaseSensitive(b[i].caps,
+                                                        routed[k]),
+                       "listChanged"))
+                && ngx_http_mcp_aggregate_list_changed(caps, routed[k])
+                   != NGX_OK)
             {
                 return NGX_ERROR;
             }

@@ -11,7 +11,8 @@
  * failures), ngx_http_mcp_aggregate_leg.c; what a routed request's SSE
  * reply carries before its response (notifications, the backend's
  * requests to the client) and its cancellation,
- * ngx_http_mcp_aggregate_relay.c.
+ * ngx_http_mcp_aggregate_relay.c; the backends' own GET streams while
+ * the client's is open, ngx_http_mcp_aggregate_listen.c.
  */
 
 
@@ -29,6 +30,8 @@
                                                    the client, pending */
 #define NGX_HTTP_MCP_AGGREGATE_ANSWERS  256     /* answers to a backend in
                                                    a call */
+#define NGX_HTTP_MCP_AGGREGATE_EVENT_ID 128     /* a backend's event id,
+                                                   kept for a resume */
 
 
 /* one mcp_backend line; the part after "worker" is each worker's own */
@@ -59,6 +62,10 @@ typedef struct {
 
 
 typedef struct ngx_http_mcp_aggregate_op_s  ngx_http_mcp_aggregate_op_t;
+
+/* one SSE event's data: NGX_AGAIN for the next one */
+typedef ngx_int_t (*ngx_http_mcp_aggregate_sse_pt)(void *data, u_char *p,
+    size_t len);
 
 typedef void (*ngx_http_mcp_aggregate_done_pt)(
     ngx_http_mcp_aggregate_op_t *op);
@@ -136,10 +143,19 @@ cJSON *ngx_http_mcp_aggregate_response(ngx_pool_t *pool, u_char *p,
     size_t len);
 ngx_int_t ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_uint_t last);
+ngx_int_t ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
+    ngx_uint_t last, ngx_http_mcp_aggregate_sse_pt handler, void *data,
+    ngx_str_t *id, ngx_uint_t *taken);
+ngx_int_t ngx_http_mcp_aggregate_header(ngx_pool_t *pool, ngx_table_elt_t *h,
+    char *key, char *lowcase, u_char *value, size_t len);
 ngx_int_t ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,
     cJSON *caps);
 ngx_int_t ngx_http_mcp_aggregate_watch(ngx_http_mcp_aggregate_leg_t *leg);
 void ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg);
+
+/* ngx_http_mcp_aggregate_listen.c */
+ngx_int_t ngx_http_mcp_aggregate_listen_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_aggregate_list_changed(cJSON *caps, const char *list);
 ngx_uint_t ngx_http_mcp_aggregate_ours(ngx_http_mcp_aggregate_leg_t *leg,
     cJSON *json);
 

@@ -41,8 +41,10 @@ typedef struct {
 
 
 static size_t ngx_http_mcp_aggregate_data(u_char *p, u_char *last);
-static ngx_int_t ngx_http_mcp_aggregate_message(
-    ngx_http_mcp_aggregate_leg_t *leg, u_char *p, size_t len);
+static void ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last,
+    ngx_str_t *id);
+static ngx_int_t ngx_http_mcp_aggregate_message(void *data, u_char *p,
+    size_t len);
 static ngx_uint_t ngx_http_mcp_aggregate_is_response(cJSON *json);
 static void ngx_http_mcp_aggregate_notification(
     ngx_http_mcp_aggregate_leg_t *leg, const char *method, cJSON *json);
@@ -59,35 +61,70 @@ static void ngx_http_mcp_aggregate_cancelled(
 static ngx_int_t ngx_http_mcp_aggregate_post_to(
     ngx_http_mcp_aggregate_leg_t *leg, ngx_http_request_t *r, u_char *text,
     size_t len);
-static ngx_int_t ngx_http_mcp_aggregate_header(ngx_pool_t *pool,
-    ngx_table_elt_t *h, char *key, char *lowcase, u_char *value, size_t len);
 
 
 /*
  * The complete events in the fetch's buffer, in order; last: the reply
  * ended, and what is left is the last event.  NGX_AGAIN: more is to
  * come; NGX_OK: leg->reply is the response; NGX_ERROR: leg->failure
- * says what was wrong.  What is taken leaves the buffer, so that the
- * bound is an event's, not the stream's.
+ * says what was wrong.
  */
 
 ngx_int_t
 ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_uint_t last)
 {
-    u_char                        *p, *end, *ev, *eol;
-    size_t                         len;
-    ngx_int_t                      rc;
-    ngx_http_mcp_aggregate_op_t   *op;
-    ngx_http_mcp_loctool_state_t  *st;
+    ngx_int_t                     rc;
+    ngx_uint_t                    taken;
+    ngx_http_mcp_aggregate_op_t  *op;
 
-    st = leg->st;
     op = leg->op;
+
+    rc = ngx_http_mcp_aggregate_sse(leg->st, last,
+                                    ngx_http_mcp_aggregate_message, leg,
+                                    NULL, &taken);
+
+    if (rc == NGX_DECLINED) {
+        leg->failure = "an event of its stream is larger than "
+                       "mcp_backend_max_size";
+        return NGX_ERROR;
+    }
+
+    /* an event came: the backend is alive, the op's timer starts again */
+    if (rc == NGX_AGAIN && taken && op->timer.timer_set) {
+        ngx_add_timer(&op->timer, op->conf->timeout);
+    }
+
+    return rc;
+}
+
+
+/*
+ * Hands the complete SSE events in a stream fetch's buffer to handler,
+ * each one's data lines joined, in order, while it returns NGX_AGAIN;
+ * last: the reply ended, and what is left is the last event.  What is
+ * taken leaves the buffer, so that the bound (st->max) is an event's,
+ * not the stream's.  With id, the last event id seen goes there (a
+ * resume's Last-Event-ID; one longer than NGX_HTTP_MCP_AGGREGATE_EVENT_ID
+ * or with other than visible ASCII is none).  NGX_AGAIN: more is to
+ * come; NGX_DECLINED: an event is over the bound; else what the handler
+ * returned.
+ */
+
+ngx_int_t
+ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
+    ngx_uint_t last, ngx_http_mcp_aggregate_sse_pt handler, void *data,
+    ngx_str_t *id, ngx_uint_t *taken)
+{
+    u_char     *p, *end, *ev, *eol;
+    size_t      len;
+    ngx_int_t   rc;
 
     p = st->body;
     end = st->body + st->len;
     ev = p;
     rc = NGX_AGAIN;
+    *taken = 0;
 
     while (p < end) {
         eol = ngx_strlchr(p, end, '\n');
@@ -111,11 +148,15 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
         /* a blank line: the event [ev, p) is complete */
 
         if ((size_t) (p - ev) > st->max) {
-            goto too_big;
+            return NGX_DECLINED;
+        }
+
+        if (id != NULL) {
+            ngx_http_mcp_aggregate_event_id(ev, p, id);
         }
 
         len = ngx_http_mcp_aggregate_data(ev, p);
-        rc = len ? ngx_http_mcp_aggregate_message(leg, ev, len) : NGX_AGAIN;
+        rc = len ? handler(data, ev, len) : NGX_AGAIN;
 
         ev = p;
 
@@ -125,12 +166,12 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
     }
 
     if (rc == NGX_AGAIN && (size_t) (end - ev) > st->max) {
-        goto too_big;
+        return NGX_DECLINED;
     }
 
     if (rc == NGX_AGAIN && last && ev < end) {
         len = ngx_http_mcp_aggregate_data(ev, end);
-        rc = len ? ngx_http_mcp_aggregate_message(leg, ev, len) : NGX_AGAIN;
+        rc = len ? handler(data, ev, len) : NGX_AGAIN;
         ev = end;
     }
 
@@ -138,10 +179,7 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
         return rc;
     }
 
-    /* an event came: the backend is alive, the op's timer starts again */
-    if (ev > st->body && op->timer.timer_set) {
-        ngx_add_timer(&op->timer, op->conf->timeout);
-    }
+    *taken = (ev > st->body);
 
     len = end - ev;
 
@@ -152,12 +190,50 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
     st->len = len;
 
     return NGX_AGAIN;
+}
 
-too_big:
 
-    leg->failure = "an event of its stream is larger than "
-                   "mcp_backend_max_size";
-    return NGX_ERROR;
+/* an event's "id:" field, when it has one that fits and is visible */
+
+static void
+ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last, ngx_str_t *id)
+{
+    u_char  *eol;
+    size_t   len, i;
+
+    while (p < last) {
+        eol = ngx_strlchr(p, last, '\n');
+        len = (eol ? eol : last) - p;
+
+        if (len && p[len - 1] == '\r') {
+            len--;
+        }
+
+        if (len >= 3 && ngx_strncmp(p, "id:", 3) == 0) {
+            p += 3;
+            len -= 3;
+
+            if (len && *p == ' ') {
+                p++;
+                len--;
+            }
+
+            for (i = 0; i < len; i++) {
+                if (p[i] <= 0x20 || p[i] >= 0x7f) {
+                    break;
+                }
+            }
+
+            if (i == len && len <= NGX_HTTP_MCP_AGGREGATE_EVENT_ID) {
+                ngx_memcpy(id->data, p, len);
+                id->len = len;
+            }
+
+            return;
+        }
+
+        p = eol ? eol + 1 : last;
+    }
 }
 
 
@@ -208,9 +284,10 @@ ngx_http_mcp_aggregate_data(u_char *p, u_char *last)
 
 
 static ngx_int_t
-ngx_http_mcp_aggregate_message(ngx_http_mcp_aggregate_leg_t *leg, u_char *p,
-    size_t len)
+ngx_http_mcp_aggregate_message(void *data, u_char *p, size_t len)
 {
+    ngx_http_mcp_aggregate_leg_t *leg = data;
+
     cJSON                *json, *method;
     const char           *failure;
     ngx_http_mcp_call_t  *call;
@@ -392,14 +469,7 @@ ngx_http_mcp_aggregate_notification(ngx_http_mcp_aggregate_leg_t *leg,
             return;
         }
 
-        for (i = 0; i <= NGX_HTTP_MCP_LOG_EMERGENCY; i++) {
-            if (ngx_strcmp(level->valuestring,
-                           ngx_http_mcp_log_level_name(i))
-                == 0)
-            {
-                break;
-            }
-        }
+        i = ngx_http_mcp_log_level_parse(level->valuestring);
 
         if (i > NGX_HTTP_MCP_LOG_EMERGENCY || i < rctx->log_level) {
             return;
@@ -835,7 +905,7 @@ ngx_http_mcp_aggregate_headers(ngx_http_mcp_aggregate_leg_t *leg,
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_mcp_aggregate_header(ngx_pool_t *pool, ngx_table_elt_t *h,
     char *key, char *lowcase, u_char *value, size_t len)
 {

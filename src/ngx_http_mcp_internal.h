@@ -191,6 +191,8 @@ typedef struct {
     unsigned                   ended:1;
     unsigned                   quit:1;      /* the worker exits: it ends
                                                with the final event */
+    unsigned                   heard:1;     /* a GET's: the get-stream
+                                               handlers were told */
 } ngx_http_mcp_stream_t;
 
 
@@ -289,6 +291,13 @@ typedef ngx_int_t (*ngx_http_mcp_event_pt)(void *data, uint64_t seq,
 typedef void (*ngx_http_mcp_wake_pt)(void);
 /* graceful exit: deadline 0 when it starts, 1 when its time is up */
 typedef void (*ngx_http_mcp_quit_pt)(ngx_uint_t deadline);
+/*
+ * A GET's stream opens (open 1, its connection r, the session, the
+ * stream's id) or ends (open 0, the same r, once): the gateway's
+ * backend streams live in between (ngx_http_mcp_aggregate_listen.c).
+ */
+typedef void (*ngx_http_mcp_get_stream_pt)(ngx_http_request_t *r,
+    ngx_str_t *sid, uint32_t id, ngx_uint_t open);
 
 
 /* ---- the pure parsers: jsonrpc.c (json.c: ngx_http_mcp_json.h) ---- */
@@ -383,8 +392,8 @@ ngx_uint_t ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone,
     ngx_uint_t list, const char *method, ngx_log_t *log);
 
 ngx_int_t ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone,
-    ngx_str_t *sid, ngx_uint_t standalone, uint32_t pending, uint32_t resume,
-    uint32_t token, uint32_t *id, ngx_pid_t *prev);
+    ngx_str_t *sid, ngx_uint_t *standalone, uint32_t pending,
+    uint32_t resume, uint32_t token, uint32_t *id, ngx_pid_t *prev);
 void ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone,
     ngx_str_t *sid, uint32_t id, uint32_t token, ngx_uint_t park);
 ngx_int_t ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone,
@@ -475,6 +484,7 @@ ngx_int_t ngx_http_mcp_stream_get(ngx_http_request_t *r,
 void ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st);
 void ngx_http_mcp_streams_wake(void);
 void ngx_http_mcp_streams_quit(ngx_uint_t deadline);
+ngx_int_t ngx_http_mcp_stream_on_get(ngx_http_mcp_get_stream_pt handler);
 ngx_int_t ngx_http_mcp_lists_changed(ngx_cycle_t *cycle);
 
 

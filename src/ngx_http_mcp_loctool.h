@@ -54,7 +54,10 @@ typedef struct ngx_http_mcp_loctool_link_s  ngx_http_mcp_loctool_link_t;
 
 /* the call's side, in the call's pool */
 typedef struct {
-    ngx_http_mcp_call_t          *call;
+    ngx_http_mcp_call_t          *call;         /* NULL: a fetch without
+                                                   a call */
+    ngx_pool_t                   *pool;         /* the call's, or the
+                                                   fetch's owner's */
     ngx_http_mcp_loctool_t       *tool;
     ngx_http_mcp_loctool_link_t  *link;         /* NULL: cut */
     ngx_event_t                   timer;        /* mcp_tool_timeout */
@@ -131,6 +134,9 @@ ngx_int_t ngx_http_mcp_loctool_done(ngx_http_request_t *sr, void *data,
     ngx_int_t rc);
 ngx_http_mcp_loctool_state_t *ngx_http_mcp_loctool_fetch(
     ngx_http_mcp_call_t *call, ngx_http_mcp_loctool_fetch_t *f);
+ngx_http_mcp_loctool_state_t *ngx_http_mcp_loctool_fetch_request(
+    ngx_http_request_t *r, ngx_pool_t *pool, ngx_log_t *log,
+    ngx_http_mcp_loctool_fetch_t *f);
 void ngx_http_mcp_loctool_fetch_close(ngx_http_mcp_loctool_state_t *st);
 ngx_int_t ngx_http_mcp_loctool_send(ngx_http_request_t *r,
     ngx_http_mcp_loctool_fetch_t *f);

@@ -203,10 +203,7 @@ ngx_http_mcp_loctool_state_t *
 ngx_http_mcp_loctool_fetch(ngx_http_mcp_call_t *call,
     ngx_http_mcp_loctool_fetch_t *f)
 {
-    ngx_pool_t                    *pool;
-    ngx_pool_cleanup_t            *ccln;
     ngx_http_request_t            *r;
-    ngx_http_mcp_loctool_link_t   *link;
     ngx_http_mcp_loctool_state_t  *st;
 
     r = ngx_http_mcp_call_http_request(call);
@@ -214,7 +211,30 @@ ngx_http_mcp_loctool_fetch(ngx_http_mcp_call_t *call,
         return NULL;
     }
 
-    pool = ngx_http_mcp_call_pool(call);
+    st = ngx_http_mcp_loctool_fetch_request(r, ngx_http_mcp_call_pool(call),
+                                            ngx_http_mcp_call_get_log(call),
+                                            f);
+    if (st != NULL) {
+        st->call = call;
+    }
+
+    return st;
+}
+
+
+/*
+ * A fetch of r's, with no call: the state lives in pool, which its
+ * owner destroys after ngx_http_mcp_loctool_fetch_close(), as a call's
+ * end does; r's end, as a POST's, is news (st->gone).
+ */
+
+ngx_http_mcp_loctool_state_t *
+ngx_http_mcp_loctool_fetch_request(ngx_http_request_t *r, ngx_pool_t *pool,
+    ngx_log_t *log, ngx_http_mcp_loctool_fetch_t *f)
+{
+    ngx_pool_cleanup_t            *ccln;
+    ngx_http_mcp_loctool_link_t   *link;
+    ngx_http_mcp_loctool_state_t  *st;
 
     st = ngx_pcalloc(pool, sizeof(ngx_http_mcp_loctool_state_t));
     ccln = ngx_pool_cleanup_add(pool, 0);
@@ -223,7 +243,7 @@ ngx_http_mcp_loctool_fetch(ngx_http_mcp_call_t *call,
         return NULL;
     }
 
-    st->call = call;
+    st->pool = pool;
     st->max = f->max;
     st->want_session = f->want_session;
     st->stream = f->stream;
@@ -231,7 +251,7 @@ ngx_http_mcp_loctool_fetch(ngx_http_mcp_call_t *call,
 
     st->event.handler = f->handler;
     st->event.data = f->data;
-    st->event.log = ngx_http_mcp_call_get_log(call);
+    st->event.log = log;
 
     ccln->handler = ngx_http_mcp_loctool_call_cleanup;
     ccln->data = st;

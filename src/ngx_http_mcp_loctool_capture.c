@@ -129,7 +129,7 @@ ngx_http_mcp_loctool_header_filter(ngx_http_request_t *r)
         len--;
     }
 
-    st->type.data = ngx_pnalloc(ngx_http_mcp_call_pool(st->call), len + 1);
+    st->type.data = ngx_pnalloc(st->pool, len + 1);
     if (st->type.data == NULL) {
         return NGX_ERROR;
     }
@@ -199,7 +199,7 @@ ngx_http_mcp_loctool_session_id(ngx_http_request_t *r,
             continue;
         }
 
-        st->session_id.data = ngx_pstrdup(ngx_http_mcp_call_pool(st->call),
+        st->session_id.data = ngx_pstrdup(st->pool,
                                           &h[i].value);
         if (st->session_id.data == NULL) {
             return NGX_ERROR;
@@ -281,7 +281,7 @@ ngx_http_mcp_loctool_append(ngx_http_mcp_loctool_state_t *st, ngx_buf_t *b)
         st->size = ngx_max(st->size, 1024);
         st->size = ngx_min(st->size, limit);
 
-        p = ngx_pnalloc(ngx_http_mcp_call_pool(st->call), st->size);
+        p = ngx_pnalloc(st->pool, st->size);
         if (p == NULL) {
             return NGX_ERROR;
         }
@@ -366,7 +366,8 @@ ngx_http_mcp_loctool_arg_variable(ngx_http_request_t *r,
     link = ngx_http_mcp_loctool_link(r);
     st = link ? link->state : NULL;
 
-    if (st == NULL) {
+    /* a fetch without a call (a gateway's backend stream) has no args */
+    if (st == NULL || st->call == NULL) {
         return NGX_OK;
     }
 
@@ -407,7 +408,7 @@ ngx_http_mcp_loctool_arg_variable(ngx_http_request_t *r,
                       "mcp: $%V refused: a \".\" or \"..\" segment", var);
         cJSON_free(json);
 
-        st->refused.data = ngx_pnalloc(ngx_http_mcp_call_pool(st->call),
+        st->refused.data = ngx_pnalloc(st->pool,
                                        len);
         if (st->refused.data != NULL) {
             ngx_memcpy(st->refused.data, name, len);

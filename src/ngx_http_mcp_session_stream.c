@@ -102,15 +102,16 @@ ngx_http_mcp_session_wait_lock(ngx_http_mcp_zone_t *ctx, ngx_str_t *sid,
  * A stream for this worker's connection, with token telling its
  * connections apart.  resume: the stream of a Last-Event-ID, taken over
  * when it is still there (*prev: its former owner, to wake); else a new
- * stream (*id differs from resume).  A POST stream waits for pending
- * responses.  NGX_OK, NGX_DECLINED (no such session), NGX_BUSY (no room
- * for another stream).
+ * stream (*id differs from resume), standalone (a GET's) if *standalone
+ * is set; *standalone is then what the stream is.  A POST stream waits
+ * for pending responses.  NGX_OK, NGX_DECLINED (no such session),
+ * NGX_BUSY (no room for another stream).
  */
 
 ngx_int_t
 ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    ngx_uint_t standalone, uint32_t pending, uint32_t resume, uint32_t token,
-    uint32_t *id, ngx_pid_t *prev)
+    ngx_uint_t *standalone, uint32_t pending, uint32_t resume,
+    uint32_t token, uint32_t *id, ngx_pid_t *prev)
 {
     ngx_int_t                     rc;
     ngx_http_mcp_zone_t          *ctx;
@@ -139,7 +140,7 @@ ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
         ngx_http_mcp_session_stream_owner(ctx, s, st, ngx_pid);
 
     } else {
-        st = ngx_http_mcp_session_stream_add(ctx, s, standalone, pending);
+        st = ngx_http_mcp_session_stream_add(ctx, s, *standalone, pending);
 
         if (st == NULL) {
             rc = NGX_BUSY;
@@ -149,6 +150,7 @@ ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
     st->token = token;
     *id = st->id;
+    *standalone = st->standalone;
 
 done:
 

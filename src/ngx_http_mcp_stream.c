@@ -59,6 +59,27 @@ static ngx_int_t ngx_http_mcp_stream_last_event_id(ngx_str_t *value,
 
 static ngx_str_t  ngx_http_mcp_sse_type = ngx_string("text/event-stream");
 
+/* who is told of GET streams: see ngx_http_mcp_get_stream_pt */
+static ngx_http_mcp_get_stream_pt  ngx_http_mcp_get_handlers[2];
+
+
+ngx_int_t
+ngx_http_mcp_stream_on_get(ngx_http_mcp_get_stream_pt handler)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < 2; i++) {
+        if (ngx_http_mcp_get_handlers[i] == NULL
+            || ngx_http_mcp_get_handlers[i] == handler)
+        {
+            ngx_http_mcp_get_handlers[i] = handler;
+            return NGX_OK;
+        }
+    }
+
+    return NGX_ERROR;
+}
+
 
 /*
  * The reply of a POST becomes an SSE stream: the calls still running
@@ -70,6 +91,7 @@ ngx_int_t
 ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 {
     uint32_t                id, token;
+    ngx_uint_t              standalone;
     ngx_pid_t               prev;
     ngx_http_request_t     *r;
     ngx_http_mcp_stream_t  *st;
@@ -77,8 +99,10 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
     r = ctx->request;
     token = ++ngx_http_mcp_worker.tokens;
 
+    standalone = 0;
+
     if (ngx_http_mcp_session_stream_open(ctx->conf->zone,
-                                         &ctx->rctx.session_id, 0,
+                                         &ctx->rctx.session_id, &standalone,
                                          ctx->pending, 0, token, &id, &prev)
         != NGX_OK)
     {
@@ -153,6 +177,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     uint64_t                seq;
     ngx_int_t               rc;
     ngx_str_t               sid;
+    ngx_uint_t              i, standalone;
     ngx_pid_t               prev;
     ngx_table_elt_t        *last;
     ngx_http_mcp_ctx_t     *ctx;
@@ -182,8 +207,10 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 
     token = ++ngx_http_mcp_worker.tokens;
 
-    rc = ngx_http_mcp_session_stream_open(mlcf->zone, &sid, 1, 0, resume,
-                                          token, &id, &prev);
+    standalone = 1;
+
+    rc = ngx_http_mcp_session_stream_open(mlcf->zone, &sid, &standalone, 0,
+                                          resume, token, &id, &prev);
 
     if (prev) {
         /* the former owner, maybe this worker, finds it taken: lets go */
@@ -234,6 +261,15 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     /* a worker that exits already: the client goes on at another one */
     st->quit = (ngx_exiting != 0);
     (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
+
+    /* a resumed POST's stream ends with its responses: not the GET's */
+    if (!st->quit && standalone) {
+        st->heard = 1;
+
+        for (i = 0; i < 2 && ngx_http_mcp_get_handlers[i]; i++) {
+            ngx_http_mcp_get_handlers[i](r, &sid, id, 1);
+        }
+    }
 
     return NGX_DONE;
 }
@@ -823,10 +859,19 @@ ngx_http_mcp_stream_last(ngx_http_mcp_stream_t *st)
 static void
 ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st)
 {
-    ngx_str_t  sid;
+    ngx_str_t   sid;
+    ngx_uint_t  i;
 
     sid.data = st->sid;
     sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+
+    if (st->heard) {
+        st->heard = 0;
+
+        for (i = 0; i < 2 && ngx_http_mcp_get_handlers[i]; i++) {
+            ngx_http_mcp_get_handlers[i](st->request, &sid, st->id, 0);
+        }
+    }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, st->request->connection->log, 0,
                    "mcp stream %uD: connection lets go", st->id);

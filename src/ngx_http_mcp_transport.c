@@ -948,6 +948,19 @@ ngx_http_mcp_post_session(ngx_http_mcp_call_t *call,
     }
 
     if (rc == NGX_OK) {
+        /*
+         * the call, made before the session, learns its id: what its
+         * handler keeps with the session (a gateway's backend sessions)
+         * needs it
+         */
+        call->rctx->session_id.data = ngx_pstrdup(call->pool,
+                                                  &ctx->rctx.session_id);
+        if (call->rctx->session_id.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        call->rctx->session_id.len = ctx->rctx.session_id.len;
+
         /* mcp_fleet: the reply waits until Redis knows the owner */
         switch (ngx_http_mcp_fleet_register(ctx)) {
 

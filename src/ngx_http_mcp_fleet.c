@@ -562,7 +562,12 @@ ngx_http_mcp_fleet_route(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         h = ngx_http_mcp_header_in(r, "mcp-session-id",
                                    sizeof("mcp-session-id") - 1);
 
-        if (h == NULL) {
+        if (h == NULL
+            || ngx_http_mcp_header_in_after(r, h, "mcp-session-id",
+                                            sizeof("mcp-session-id") - 1)
+               != NULL)
+        {
+            /* none, or two: refused here, not forwarded by the first */
             return NGX_DECLINED;
         }
 

@@ -91,6 +91,8 @@ typedef struct {
     unsigned                       cancelled:1; /* the backend was told */
     unsigned                       routed:1;    /* a call, a get, a read:
                                                    the client's choice */
+    unsigned                       began:1;     /* its stream's first
+                                                   bytes seen (a BOM) */
 } ngx_http_mcp_aggregate_leg_t;
 
 

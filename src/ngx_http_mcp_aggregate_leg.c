@@ -351,6 +351,7 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "mcp backend \"%V\": %s to %V", &b->name, method, &b->uri);
 
+    leg->began = 0;
     leg->st = ngx_http_mcp_loctool_fetch(leg->op->call, &f);
 
     if (leg->st == NULL

@@ -40,6 +40,8 @@ typedef struct {
 } ngx_http_mcp_aggregate_ask_t;
 
 
+static u_char *ngx_http_mcp_aggregate_eol(u_char *p, u_char *end,
+    u_char **next);
 static size_t ngx_http_mcp_aggregate_data(u_char *p, u_char *last);
 static ngx_int_t ngx_http_mcp_aggregate_message(
     ngx_http_mcp_aggregate_leg_t *leg, u_char *p, size_t len);
@@ -75,11 +77,13 @@ ngx_int_t
 ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_uint_t last)
 {
-    u_char                        *p, *end, *ev, *eol;
+    u_char                        *p, *end, *ev, *eol, *next;
     size_t                         len;
     ngx_int_t                      rc;
     ngx_http_mcp_aggregate_op_t   *op;
     ngx_http_mcp_loctool_state_t  *st;
+
+    static u_char  bom[] = "\xef\xbb\xbf";
 
     st = leg->st;
     op = leg->op;
@@ -89,20 +93,29 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
     ev = p;
     rc = NGX_AGAIN;
 
+    if (!leg->began) {
+        /* a stream may begin with a BOM, which SSE drops */
+        if (st->len < 3 && !last && ngx_memcmp(p, bom, st->len) == 0) {
+            return NGX_AGAIN;
+        }
+
+        leg->began = 1;
+
+        if (st->len >= 3 && ngx_memcmp(p, bom, 3) == 0) {
+            p += 3;
+            ev = p;
+        }
+    }
+
     while (p < end) {
-        eol = ngx_strlchr(p, end, '\n');
+        eol = ngx_http_mcp_aggregate_eol(p, end, &next);
 
         if (eol == NULL) {
             break;
         }
 
         len = eol - p;
-
-        if (len && p[len - 1] == '\r') {
-            len--;
-        }
-
-        p = eol + 1;
+        p = next;
 
         if (len) {
             continue;
@@ -162,6 +175,33 @@ too_big:
 
 
 /*
+ * The end of the line at p, NULL if none yet; *next: after it.  SSE
+ * ends a line with CRLF, LF or CR.  A CR last in the buffer ends its
+ * line: should a LF come next, it makes an empty line, which at most
+ * ends an event that is empty (ignored), as the LF of a CRLF would.
+ */
+
+static u_char *
+ngx_http_mcp_aggregate_eol(u_char *p, u_char *end, u_char **next)
+{
+    for ( /* void */ ; p < end; p++) {
+
+        if (*p == '\n') {
+            *next = p + 1;
+            return p;
+        }
+
+        if (*p == '\r') {
+            *next = (p + 1 < end && p[1] == '\n') ? p + 2 : p + 1;
+            return p;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
  * An event's data lines, joined with "\n", moved to its start; the
  * length.  The text only gets shorter, so it is done in place.
  */
@@ -169,19 +209,21 @@ too_big:
 static size_t
 ngx_http_mcp_aggregate_data(u_char *p, u_char *last)
 {
-    u_char  *d, *start, *eol;
+    u_char  *d, *start, *eol, *next;
     size_t   len;
 
     start = p;
     d = p;
 
     while (p < last) {
-        eol = ngx_strlchr(p, last, '\n');
-        len = (eol ? eol : last) - p;
+        eol = ngx_http_mcp_aggregate_eol(p, last, &next);
 
-        if (len && p[len - 1] == '\r') {
-            len--;
+        if (eol == NULL) {
+            eol = last;
+            next = last;
         }
+
+        len = eol - p;
 
         if (len >= 5 && ngx_strncmp(p, "data:", 5) == 0) {
             p += 5;
@@ -200,7 +242,7 @@ ngx_http_mcp_aggregate_data(u_char *p, u_char *last)
             d += len;
         }
 
-        p = eol ? eol + 1 : last;
+        p = next;
     }
 
     return d - start;

@@ -95,7 +95,9 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
 
     if (!leg->began) {
         /* a stream may begin with a BOM, which SSE drops */
-        if (st->len < 3 && !last && ngx_memcmp(p, bom, st->len) == 0) {
+        if (!last && st->len < 3
+            && (st->len == 0 || ngx_memcmp(p, bom, st->len) == 0))
+        {
             return NGX_AGAIN;
         }
 

@@ -483,6 +483,14 @@ ngx_http_mcp_aggregate_request(ngx_http_mcp_aggregate_leg_t *leg,
     call = leg->op->call;
     rctx = ngx_http_mcp_call_client(call);
 
+    if (leg->answers >= NGX_HTTP_MCP_AGGREGATE_ANSWERS) {
+        /* none would be sent: nothing kept for it in the call's pool */
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_http_mcp_call_get_log(call), 0,
+                       "mcp backend \"%V\": %s not answered, no more in "
+                       "this call", &leg->backend->name, method);
+        return;
+    }
+
     id = ngx_http_mcp_json_print(ngx_http_mcp_call_pool(call),
                                  cJSON_GetObjectItemCaseSensitive(json, "id"),
                                  &len);

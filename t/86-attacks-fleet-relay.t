@@ -12,7 +12,8 @@
 # client's forged Mcp-Fleet-Hop, two Mcp-Session-Id headers (refused
 # wherever they land), owner values that are not node names (not
 # forwarded), a node named by another of its names (one hop to itself),
-# and no session id in the module's own lines of a debug log.
+# no session id in the module's own lines of a debug log, and a reload
+# that changes the prefix (old workers go at once, sessions re-registered).
 #
 # Relay, a fake backend a way of being odd: SSE lines ending in CR
 # alone, a stream beginning with a BOM, events one byte a write, empty
@@ -20,8 +21,9 @@
 # backend that cancels the client's id and the gateway's and sends
 # notifications/initialized, one that keeps its stream open after its
 # response, 3000 progress notifications at once (each with the call's
-# own token); a relayed sampling request answered twice and then with
-# an error, and one whose client left.
+# own token), 100,000 progress notifications and 200,000 pings in one
+# call (the worker's peak memory stays flat); a relayed sampling request
+# answered twice and then with an error, and one whose client left.
 
 use strict;
 use warnings;
@@ -253,7 +255,7 @@ NGX
         }
         my $t_resp = time - $t0;
         close $s;
-        my $gone = McpTest::wait_until(10, sub { !grep { kill 0, $_ } @w });
+        my $gone = McpTest::wait_until(10, sub { !grep { McpTest::_alive($_) } @w });
         ok($gone && time - $t0 < 5, sprintf('a worker quitting with a Redis lookup pending exits (%.1fs)', time - $t0));
         like($resp, qr{^HTTP/1.1 503.*"id":"quit-1"}s, '... answering the request 503 by its id (' . sprintf("%.1fs", $t_resp) . ')');
         $q->stop;
@@ -352,6 +354,21 @@ NGX
         ok(!@lines, "node $i: no session id in the module's lines of its debug log")
             or diag(join "\n", @lines[0 .. ($#lines < 9 ? $#lines : 9)]);
     }
+    # a reload that changes mcp_fleet's prefix and timeout: the old workers
+    # (each with its Redis connection) go at once, the new ones register
+    # the node's sessions under the new prefix
+    {
+        (my $http = $n[0]{http}) =~ s/forward=\@f timeout=500ms;/forward=\@f timeout=300ms prefix=t86:;/;
+        my @old = $n[0]->worker_pids;
+        my $t0 = time;
+        ok($n[0]->reload(http => $http, old_timeout => 5), 'node 0 reloaded with prefix=t86: and timeout=300ms');
+        ok(!(grep { McpTest::_alive($_) } @old), sprintf('... its old workers exited (%.1fs)', time - $t0));
+        ok(McpTest::wait_until(5, sub { ($rcmd->('GET', "t86:$sid0") // '') eq $name[0] }),
+           '... and its session is registered under the new prefix');
+        my ($m) = $n[0]->mcp_request($sid0, 'tools/list', {});
+        ok($m && $m->{result}, '... where it goes on');
+    }
+
     $_->check_log(name => 'real Redis: nothing in error.log but the expected lines') for @n;
     $_->stop for @n;
 }

@@ -23,7 +23,8 @@
 # response, 3000 progress notifications at once (each with the call's
 # own token), 100,000 progress notifications and 200,000 pings in one
 # call (the worker's peak memory stays flat); a relayed sampling request
-# answered twice and then with an error, and one whose client left.
+# answered twice and then with an error, and one whose client left; the
+# gateway quitting while a backend has gone quiet mid-call.
 
 use strict;
 use warnings;
@@ -384,7 +385,7 @@ NGX
 
     # a backend whose streams are odd in each way a tool, one backend a
     # tool (a backend that fails is left out for a while)
-    my @odd = qw(cronly bom tiny empty cancelme linger spray hose pinger);
+    my @odd = qw(cronly bom tiny empty cancelme linger spray hose pinger hang);
     my $fake = fake_upstream(sub {
         my ($c, $head, $body) = @_;
         my ($id) = $body =~ /"id":(\d+)/;
@@ -458,6 +459,12 @@ NGX
             print $c join('', map { qq(data: {"jsonrpc":"2.0","id":"p$_","method":"ping"}\n\n) } 1 .. 200000),
                      "data: $final\n\n";
         }
+        elsif ($body =~ /"name":"hang"/) {
+            # one event, then nothing (a child keeps the connection open)
+            $start->();
+            print $c "data: " . $prog->(1) . "\n\n";
+            if (!fork) { sleep 30; POSIX::_exit(0) }
+        }
         elsif ($body =~ /"name":"spray"/) {
             $start->();
             print $c join('', map { "data: " . $prog->($_) . "\n\n" } 1 .. 3000), "data: $final\n\n";
@@ -470,7 +477,8 @@ NGX
     }, listen => 64);
 
     my $proxy = 'proxy_http_version 1.1; proxy_set_header Connection "";';
-    my $g = McpTest->new(workers => 2, http => "    mcp_session_zone zone=r86:4m;\n", server => <<"NGX");
+    my $g = McpTest->new(workers => 2, http => "    mcp_session_zone zone=r86:4m;\n    mcp_shutdown_timeout 1s;\n",
+                         server => <<"NGX");
         mcp_session r86;
         location = /mcp {
             mcp_backend alpha /_b/alpha;
@@ -605,6 +613,25 @@ NGX
         ok($late->{status} =~ /^(202|400|404)$/, "... its answer after it left: $late->{status}");
         @m = $call->(23, 'tiny__tiny');
         is($text->($m[-1]), 'done', '... and the session\'s next call goes on');
+    }
+
+    # the gateway quits while a routed call waits on a backend that went
+    # quiet (mcp_backend_timeout 3s, mcp_shutdown_timeout 1s)
+    {
+        my $s = call_stream($g, $sid, 41, 'hang__hang', {}, token => 'tok-41', timeout => 10);
+        my $first = take($s, 5);
+        $first = take($s, 5) if $first && !length($first->{data} // '');
+        ok($first && ($first->{data} // '') =~ /notifications\/progress/, 'a call whose backend goes quiet after one event');
+        my @w = $g->worker_pids;
+        my $t0 = time;
+        kill 'QUIT', $g->master_pid;
+        my @rest;
+        while (my $ev = take($s, 10)) { push @rest, $ev->{json} if ref $ev->{json} eq 'HASH' }
+        my $end = $rest[-1] // {};
+        is_deeply([ $end->{id}, ($end->{error} // {})->{code} ], [ 41, -32000 ],
+                  sprintf('... the gateway quitting ends it with a JSON-RPC error by its id (%.1fs)', time - $t0));
+        ok(McpTest::wait_until(5, sub { !grep { McpTest::_alive($_) } @w }),
+           sprintf('... and its workers exit (%.1fs)', time - $t0));
     }
 
     $g->check_log(name => 'relay: nothing in error.log but the expected lines');

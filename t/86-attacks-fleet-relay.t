@@ -12,8 +12,10 @@
 # client's forged Mcp-Fleet-Hop, two Mcp-Session-Id headers (refused
 # wherever they land), owner values that are not node names (not
 # forwarded), a node named by another of its names (one hop to itself),
-# no session id in the module's own lines of a debug log, and a reload
-# that changes the prefix (old workers go at once, sessions re-registered).
+# a DELETE racing twenty forwards, a 2026-07-28 task id named twice in
+# a body (refused where it arrives), no session id in the module's own
+# lines of a debug log, and a reload that changes the prefix (old
+# workers go at once, sessions re-registered).
 #
 # Relay, a fake backend a way of being odd: SSE lines ending in CR
 # alone, a stream beginning with a BOM, events one byte a write, empty
@@ -344,6 +346,52 @@ NGX
         McpTest::wait_until(3, sub { $after = () = McpTest::_slurp($n[0]->prefix . '/logs/n.log') =~ /\n/g;
                                      $after >= $m + 2 });
         is($after - $m, 2, '... after one hop to itself (two requests in its access log)');
+    }
+
+    # a DELETE through node 0 racing twenty requests it forwards: each
+    # answered by its id, 200 before the DELETE, 404 -32001 after
+    {
+        my ($sid2) = $n[1]->mcp_initialize;
+        my @kids;
+        for my $i (1 .. 20) {
+            my $pid = fork // die;
+            if (!$pid) {
+                my $r = raw_post($n[0], [ 'Mcp-Session-Id' => $sid2 ], ping("race-$i"));
+                my $m = $r->{messages}[0] // {};
+                my $ok = ($r->{status} == 200 && ($m->{id} // '') eq "race-$i" && $m->{result})
+                      || ($r->{status} == 404 && ($m->{id} // '') eq "race-$i" && ($m->{error}{code} // 0) == -32001);
+                POSIX::_exit($ok ? 0 : 1);
+            }
+            push @kids, $pid;
+            if ($i == 10) {
+                my $d = $n[0]->mcp_delete($sid2);
+                ok($d->{status} == 200 || $d->{status} == 204, "a DELETE through node 0 amid forwards: $d->{status}");
+            }
+        }
+        my $bad = 0;
+        for (@kids) { waitpid $_, 0; $bad++ if $? }
+        is($bad, 0, '... the twenty racing requests: each 200 or 404 -32001 by its id');
+        is($rcmd->('EXISTS', "mcp:session:$sid2"), ':0', '... and the key is gone');
+    }
+
+    # a 2026-07-28 tasks/get whose body names taskId twice: refused where it
+    # arrives (the strict parser), not forwarded by either
+    {
+        my $tid = 'a' x 32;
+        $rcmd->('SET', "mcp:session:task:$tid", $name[1], 'EX', 60);
+        my $meta = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+                 . '"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}';
+        my $before1 = () = McpTest::_slurp($n[1]->prefix . '/logs/n.log') =~ /\n/g;
+        my $r = $n[0]->request(method => 'POST', path => '/mcp', quiet => 1,
+            headers => [ 'Content-Type' => 'application/json', 'Accept' => 'application/json, text/event-stream',
+                         'MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => 'tasks/get', 'Mcp-Name' => $tid ],
+            body => qq({"jsonrpc":"2.0","id":"dup-1","method":"tasks/get","params":{"taskId":"$tid","taskId":"${\ ('b' x 32)}",$meta}}));
+        McpTest::decode_mcp_response($r);
+        ok($r->{status} == 400 && ($r->{json}{error}{code} // 0) < 0,
+           "a task id named twice in the body: $r->{status} " . ($r->{json}{error}{code} // 'none') . ' where it arrived');
+        sleep 0.2;
+        my $after1 = () = McpTest::_slurp($n[1]->prefix . '/logs/n.log') =~ /\n/g;
+        is($after1, $before1, '... nothing forwarded to the node Redis names');
     }
 
     # the session ids are in none of the module's own lines, even at debug

@@ -256,15 +256,29 @@ ngx_http_mcp_aggregate_message(ngx_http_mcp_aggregate_leg_t *leg, u_char *p,
     size_t len)
 {
     cJSON                *json, *method;
+    ngx_int_t             rc;
+    ngx_pool_t           *pool;
     const char           *failure;
     ngx_http_mcp_call_t  *call;
 
     call = leg->op->call;
 
-    if (ngx_http_mcp_json_parse(ngx_http_mcp_call_pool(call), p, len, NULL,
-                                &json, &failure)
-        != NGX_OK)
-    {
+    /*
+     * The scan's scratch (escaped names, long numbers) goes with the
+     * event: the call's pool would grow with every event of a stream
+     * that may not end.  The tree is malloc()ed.
+     */
+    pool = ngx_create_pool(1024, ngx_http_mcp_call_get_log(call));
+    if (pool == NULL) {
+        leg->failure = "no memory for an event of its stream";
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_json_parse(pool, p, len, NULL, &json, &failure);
+
+    ngx_destroy_pool(pool);
+
+    if (rc != NGX_OK) {
         leg->failure = "an event of its stream is not JSON, or names a "
                        "member twice";
         return NGX_ERROR;

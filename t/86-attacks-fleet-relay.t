@@ -1,7 +1,9 @@
 # Attacks on mcp_fleet (sessions and tasks across nodes, ownership in
 # Redis) and on the gateway's relay of a routed call's backend events.
 #
-# Fleet, against a fake Redis (Perl, RESP spoken wrongly on purpose): a
+# Fleet: nginx -t refuses a server with endpoints of the module but no
+# forward= location (its forwards failed 500 -32603).  Against a fake
+# Redis (Perl, RESP spoken wrongly on purpose): a
 # GET answered with an integer, an error, an array, a value with CRLF,
 # with a slash, a 300-byte value, an empty one, a bulk length of 2 GB, a
 # reply cut in the middle, a protocol error, no reply at all (200
@@ -160,6 +162,29 @@ sub fake_redis_conn {
 
 my $redis_bin = `command -v redis-server 2>/dev/null`;
 chomp $redis_bin;
+
+# nginx -t: every server with endpoints of the module needs the forward=
+# location (a named location is a server's): one without answered each
+# of its forwards 500 -32603
+{
+    my $fl = "    mcp_fleet redis=127.0.0.1:6379 node=n1 forward=\@f;\n";
+    my $first = "location = /mcp { mcp on; } location \@f { proxy_pass http://\$mcp_fleet_owner; }";
+    my $bad = McpTest->new(workers => 1, server => '');
+    for my $case ([ 'location = /m2 { mcp on; }', 1, 'an exact location' ],
+                  [ 'location /a/ { location ~ ^/a/m { mcp on; } }', 1, 'a regex location nested in a prefix one' ],
+                  [ 'location /a/ { return 204; }', 0, 'no location of the module' ]) {
+        my ($second, $fails, $what) = @$case;
+        $bad->write_config(http => $fl, server => "$first }\n    server { listen 127.0.0.1:1; $second");
+        my ($rc, $out) = $bad->nginx_t;
+        if ($fails) {
+            ok($rc != 0 && $out =~ /\[emerg\].*a server with locations of this module \(server_name ""\) has no location "\@f"/,
+               "nginx -t: a second server with $what and no \@f fails") or diag($out);
+        }
+        else {
+            is($rc, 0, "nginx -t: a second server with $what needs no \@f") or diag($out);
+        }
+    }
+}
 
 SKIP: {
     my ($fpid, $fport) = fake_redis();

@@ -40,6 +40,8 @@ typedef struct {
 } ngx_http_mcp_aggregate_ask_t;
 
 
+static u_char *ngx_http_mcp_aggregate_eol(u_char *p, u_char *end,
+    u_char **next);
 static size_t ngx_http_mcp_aggregate_data(u_char *p, u_char *last);
 static void ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last,
     ngx_str_t *id);
@@ -116,9 +118,11 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
     ngx_uint_t last, ngx_http_mcp_aggregate_sse_pt handler, void *data,
     ngx_str_t *id, ngx_uint_t *taken)
 {
-    u_char     *p, *end, *ev, *eol;
+    u_char     *p, *end, *ev, *eol, *next;
     size_t      len;
     ngx_int_t   rc;
+
+    static u_char  bom[] = "\xef\xbb\xbf";
 
     p = st->body;
     end = st->body + st->len;
@@ -126,20 +130,31 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
     rc = NGX_AGAIN;
     *taken = 0;
 
+    if (!st->began) {
+        /* a stream may begin with a BOM, which SSE drops */
+        if (!last && st->len < 3
+            && (st->len == 0 || ngx_memcmp(p, bom, st->len) == 0))
+        {
+            return NGX_AGAIN;
+        }
+
+        st->began = 1;
+
+        if (st->len >= 3 && ngx_memcmp(p, bom, 3) == 0) {
+            p += 3;
+            ev = p;
+        }
+    }
+
     while (p < end) {
-        eol = ngx_strlchr(p, end, '\n');
+        eol = ngx_http_mcp_aggregate_eol(p, end, &next);
 
         if (eol == NULL) {
             break;
         }
 
         len = eol - p;
-
-        if (len && p[len - 1] == '\r') {
-            len--;
-        }
-
-        p = eol + 1;
+        p = next;
 
         if (len) {
             continue;
@@ -198,16 +213,18 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
 static void
 ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last, ngx_str_t *id)
 {
-    u_char  *eol;
+    u_char  *eol, *next;
     size_t   len, i;
 
     while (p < last) {
-        eol = ngx_strlchr(p, last, '\n');
-        len = (eol ? eol : last) - p;
+        eol = ngx_http_mcp_aggregate_eol(p, last, &next);
 
-        if (len && p[len - 1] == '\r') {
-            len--;
+        if (eol == NULL) {
+            eol = last;
+            next = last;
         }
+
+        len = eol - p;
 
         if (len >= 3 && ngx_strncmp(p, "id:", 3) == 0) {
             p += 3;
@@ -232,8 +249,35 @@ ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last, ngx_str_t *id)
             return;
         }
 
-        p = eol ? eol + 1 : last;
+        p = next;
     }
+}
+
+
+/*
+ * The end of the line at p, NULL if none yet; *next: after it.  SSE
+ * ends a line with CRLF, LF or CR.  A CR last in the buffer ends its
+ * line: should a LF come next, it makes an empty line, which at most
+ * ends an event that is empty (ignored), as the LF of a CRLF would.
+ */
+
+static u_char *
+ngx_http_mcp_aggregate_eol(u_char *p, u_char *end, u_char **next)
+{
+    for ( /* void */ ; p < end; p++) {
+
+        if (*p == '\n') {
+            *next = p + 1;
+            return p;
+        }
+
+        if (*p == '\r') {
+            *next = (p + 1 < end && p[1] == '\n') ? p + 2 : p + 1;
+            return p;
+        }
+    }
+
+    return NULL;
 }
 
 
@@ -245,19 +289,21 @@ ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last, ngx_str_t *id)
 static size_t
 ngx_http_mcp_aggregate_data(u_char *p, u_char *last)
 {
-    u_char  *d, *start, *eol;
+    u_char  *d, *start, *eol, *next;
     size_t   len;
 
     start = p;
     d = p;
 
     while (p < last) {
-        eol = ngx_strlchr(p, last, '\n');
-        len = (eol ? eol : last) - p;
+        eol = ngx_http_mcp_aggregate_eol(p, last, &next);
 
-        if (len && p[len - 1] == '\r') {
-            len--;
+        if (eol == NULL) {
+            eol = last;
+            next = last;
         }
+
+        len = eol - p;
 
         if (len >= 5 && ngx_strncmp(p, "data:", 5) == 0) {
             p += 5;
@@ -276,7 +322,7 @@ ngx_http_mcp_aggregate_data(u_char *p, u_char *last)
             d += len;
         }
 
-        p = eol ? eol + 1 : last;
+        p = next;
     }
 
     return d - start;
@@ -289,15 +335,29 @@ ngx_http_mcp_aggregate_message(void *data, u_char *p, size_t len)
     ngx_http_mcp_aggregate_leg_t *leg = data;
 
     cJSON                *json, *method;
+    ngx_int_t             rc;
+    ngx_pool_t           *pool;
     const char           *failure;
     ngx_http_mcp_call_t  *call;
 
     call = leg->op->call;
 
-    if (ngx_http_mcp_json_parse(ngx_http_mcp_call_pool(call), p, len, NULL,
-                                &json, &failure)
-        != NGX_OK)
-    {
+    /*
+     * The scan's scratch (escaped names, long numbers) goes with the
+     * event: the call's pool would grow with every event of a stream
+     * that may not end.  The tree is malloc()ed.
+     */
+    pool = ngx_create_pool(1024, ngx_http_mcp_call_get_log(call));
+    if (pool == NULL) {
+        leg->failure = "no memory for an event of its stream";
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_json_parse(pool, p, len, NULL, &json, &failure);
+
+    ngx_destroy_pool(pool);
+
+    if (rc != NGX_OK) {
         leg->failure = "an event of its stream is not JSON, or names a "
                        "member twice";
         return NGX_ERROR;
@@ -508,6 +568,14 @@ ngx_http_mcp_aggregate_request(ngx_http_mcp_aggregate_leg_t *leg,
 
     call = leg->op->call;
     rctx = ngx_http_mcp_call_client(call);
+
+    if (leg->answers >= NGX_HTTP_MCP_AGGREGATE_ANSWERS) {
+        /* none would be sent: nothing kept for it in the call's pool */
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_http_mcp_call_get_log(call), 0,
+                       "mcp backend \"%V\": %s not answered, no more in "
+                       "this call", &leg->backend->name, method);
+        return;
+    }
 
     id = ngx_http_mcp_json_print(ngx_http_mcp_call_pool(call),
                                  cJSON_GetObjectItemCaseSensitive(json, "id"),

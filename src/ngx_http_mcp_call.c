@@ -665,21 +665,41 @@ ngx_http_mcp_call_send(ngx_http_mcp_call_t *call, cJSON *message,
 {
     u_char                   *text;
     size_t                    len;
+    ngx_int_t                 rc;
+    ngx_pool_t               *pool;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
     mlcf = call->conf;
 
+    /*
+     * The zone keeps a copy.  A notification's text goes with a pool of
+     * its own: a call may send them without end (a backend's progress
+     * relayed), and the call's pool would grow with each.
+     */
+    pool = response ? call->pool : ngx_create_pool(1024, call->log);
+
+    if (pool == NULL) {
+        return NGX_ERROR;
+    }
+
     text = (message != NULL)
-           ? ngx_http_mcp_json_print(call->pool, message, &len) : NULL;
+           ? ngx_http_mcp_json_print(pool, message, &len) : NULL;
 
     if (text == NULL && !response) {
+        ngx_destroy_pool(pool);
         return NGX_ERROR;
     }
 
     /* a lost response still counts: the stream must end */
-    return ngx_http_mcp_session_send(mlcf->zone, &call->rctx->session_id,
-                                     call->stream, text, text ? len : 0,
-                                     response, call->log);
+    rc = ngx_http_mcp_session_send(mlcf->zone, &call->rctx->session_id,
+                                   call->stream, text, text ? len : 0,
+                                   response, call->log);
+
+    if (pool != call->pool) {
+        ngx_destroy_pool(pool);
+    }
+
+    return rc;
 }
 
 

@@ -63,6 +63,10 @@ typedef struct {
 
 static ngx_int_t ngx_http_mcp_fleet_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_mcp_fleet_postconfiguration(ngx_conf_t *cf);
+static ngx_uint_t ngx_http_mcp_fleet_endpoints(
+    ngx_http_core_loc_conf_t *clcf);
+static ngx_uint_t ngx_http_mcp_fleet_tree(
+    ngx_http_location_tree_node_t *node);
 static void *ngx_http_mcp_fleet_create_conf(ngx_conf_t *cf);
 static char *ngx_http_mcp_fleet(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -159,14 +163,18 @@ ngx_http_mcp_fleet_preconfiguration(ngx_conf_t *cf)
 }
 
 
-/* forward= names a named location that some server has: a typo fails */
+/*
+ * forward= names a named location that every server with endpoints of
+ * this module has (named locations are a server's): a typo, or a server
+ * left out, fails.
+ */
 
 static ngx_int_t
 ngx_http_mcp_fleet_postconfiguration(ngx_conf_t *cf)
 {
-    ngx_uint_t                   s;
-    ngx_http_core_loc_conf_t   **clcfp;
-    ngx_http_core_srv_conf_t   **cscfp;
+    ngx_uint_t                   s, found, has;
+    ngx_http_core_loc_conf_t   **clcfp, *clcf;
+    ngx_http_core_srv_conf_t   **cscfp, *without;
     ngx_http_core_main_conf_t   *cmcf;
     ngx_http_mcp_fleet_conf_t   *fcf;
 
@@ -178,9 +186,12 @@ ngx_http_mcp_fleet_postconfiguration(ngx_conf_t *cf)
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
     cscfp = cmcf->servers.elts;
+    found = 0;
+    without = NULL;
 
     for (s = 0; s < cmcf->servers.nelts; s++) {
 
+        has = 0;
         clcfp = cscfp[s]->named_locations;
 
         for ( /* void */ ; clcfp != NULL && *clcfp != NULL; clcfp++) {
@@ -189,16 +200,91 @@ ngx_http_mcp_fleet_postconfiguration(ngx_conf_t *cf)
                                fcf->forward.len)
                    == 0)
             {
-                return NGX_OK;
+                has = 1;
+                break;
             }
+        }
+
+        found |= has;
+
+        clcf = cscfp[s]->ctx->loc_conf[ngx_http_core_module.ctx_index];
+
+        if (!has && without == NULL && ngx_http_mcp_fleet_endpoints(clcf)) {
+            without = cscfp[s];
         }
     }
 
-    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                  "mcp_fleet: no server has the location \"%V\" that "
-                  "forward= names", &fcf->forward);
+    if (!found) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "mcp_fleet: no server has the location \"%V\" that "
+                      "forward= names", &fcf->forward);
+        return NGX_ERROR;
+    }
 
-    return NGX_ERROR;
+    if (without != NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "mcp_fleet: a server with locations of this module "
+                      "(server_name \"%V\") has no location \"%V\" that "
+                      "forward= names (named locations are a server's)",
+                      &without->server_name, &fcf->forward);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* a location of the module that may forward, at or under clcf */
+
+static ngx_uint_t
+ngx_http_mcp_fleet_endpoints(ngx_http_core_loc_conf_t *clcf)
+{
+    ngx_http_mcp_loc_conf_t  *mlcf;
+#if (NGX_PCRE)
+    ngx_http_core_loc_conf_t  **clcfp;
+#endif
+
+    /* a server's own has none: its locations have theirs */
+    if (clcf->loc_conf != NULL) {
+        mlcf = clcf->loc_conf[ngx_http_mcp_module.ctx_index];
+
+        if (mlcf->enable && mlcf->upstream.upstream == NULL) {
+            return 1;
+        }
+    }
+
+    if (ngx_http_mcp_fleet_tree(clcf->static_locations)) {
+        return 1;
+    }
+
+#if (NGX_PCRE)
+    for (clcfp = clcf->regex_locations;
+         clcfp != NULL && *clcfp != NULL;
+         clcfp++)
+    {
+        if (ngx_http_mcp_fleet_endpoints(*clcfp)) {
+            return 1;
+        }
+    }
+#endif
+
+    return 0;
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_fleet_tree(ngx_http_location_tree_node_t *node)
+{
+    if (node == NULL) {
+        return 0;
+    }
+
+    return (node->exact && ngx_http_mcp_fleet_endpoints(node->exact))
+           || (node->inclusive
+               && ngx_http_mcp_fleet_endpoints(node->inclusive))
+           || ngx_http_mcp_fleet_tree(node->left)
+           || ngx_http_mcp_fleet_tree(node->right)
+           || ngx_http_mcp_fleet_tree(node->tree);
 }
 
 
@@ -562,7 +648,12 @@ ngx_http_mcp_fleet_route(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         h = ngx_http_mcp_header_in(r, "mcp-session-id",
                                    sizeof("mcp-session-id") - 1);
 
-        if (h == NULL) {
+        if (h == NULL
+            || ngx_http_mcp_header_in_after(r, h, "mcp-session-id",
+                                            sizeof("mcp-session-id") - 1)
+               != NULL)
+        {
+            /* none, or two: refused here, not forwarded by the first */
             return NGX_DECLINED;
         }
 

@@ -146,6 +146,12 @@ ngx_http_mcp_session_preamble(ngx_http_request_t *r,
     } else if (h == NULL) {
         message = "Bad Request: Mcp-Session-Id header is required";
 
+    } else if (ngx_http_mcp_header_in_after(r, h, "mcp-session-id",
+                                            sizeof("mcp-session-id") - 1)
+               != NULL)
+    {
+        message = "Bad Request: more than one Mcp-Session-Id header";
+
     } else if (ngx_http_mcp_version_check(r) != NGX_OK) {
         message = "Bad Request: unsupported MCP-Protocol-Version";
 

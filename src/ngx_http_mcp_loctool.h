@@ -86,6 +86,8 @@ typedef struct {
                                                    an event (the reader
                                                    checks) */
     unsigned                      no_redirect:1;
+    unsigned                      began:1;      /* a stream's start (a
+                                                   BOM) is read */
 } ngx_http_mcp_loctool_state_t;
 
 

@@ -412,7 +412,8 @@ ngx_http_mcp_redis_pong(void *data, ngx_int_t rc, ngx_str_t *value)
         return;
     }
 
-    if (rc != NGX_OK) {
+    if (rc != NGX_DONE) {
+        /* +PONG is a status */
         ngx_http_mcp_redis_drop("PING refused");
         return;
     }
@@ -516,17 +517,23 @@ ngx_http_mcp_redis_reply(redisAsyncContext *ac, void *r, void *privdata)
     if (reply == NULL) {
         rc = NGX_ERROR;
 
-    } else if (reply->type == REDIS_REPLY_STRING
-               || reply->type == REDIS_REPLY_STATUS)
-    {
+    } else if (reply->type == REDIS_REPLY_STRING) {
         value.data = (u_char *) reply->str;
         value.len = reply->len;
+
+    } else if (reply->type == REDIS_REPLY_STATUS) {
+        /* a status is no stored value: a GET answered so is garbage */
+        value.data = (u_char *) reply->str;
+        value.len = reply->len;
+        rc = NGX_DONE;
 
     } else if (reply->type == REDIS_REPLY_INTEGER) {
         value.data = buf;
         value.len = ngx_sprintf(buf, "%L", (int64_t) reply->integer) - buf;
+        rc = NGX_DONE;
 
-    } else if (reply->type == REDIS_REPLY_ERROR) {
+    } else if (reply->type != REDIS_REPLY_NIL) {
+        /* an error, or a type that none of our commands gets */
         rc = NGX_DECLINED;
     }
 

@@ -16,9 +16,10 @@
 
 
 /*
- * A command's outcome: NGX_OK with the reply's text (an integer as
- * digits, a nil as value->data == NULL), NGX_DECLINED for a reply that
- * is an error, NGX_ERROR when the connection failed before a reply.
+ * A command's outcome: NGX_OK with a bulk string's bytes (a nil as
+ * value->data == NULL), NGX_DONE with a status's or an integer's text
+ * (digits), NGX_DECLINED for a reply that is an error or of another
+ * type, NGX_ERROR when the connection failed before a reply.
  */
 typedef void (*ngx_http_mcp_redis_pt)(void *data, ngx_int_t rc,
     ngx_str_t *value);

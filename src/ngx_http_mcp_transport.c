@@ -584,6 +584,17 @@ ngx_http_mcp_check_session(ngx_http_mcp_ctx_t *ctx)
                                        "is required");
     }
 
+    if (ngx_http_mcp_header_in_after(r, h, "mcp-session-id",
+                                     sizeof("mcp-session-id") - 1)
+        != NULL)
+    {
+        /* which one a proxy in front routed by, nobody can say */
+        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, id,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Bad Request: more than one "
+                                       "Mcp-Session-Id header");
+    }
+
     if (ngx_http_mcp_session_lookup(ctx->conf->zone, &h->value, &ctx->rctx)
         != NGX_OK)
     {

@@ -66,20 +66,7 @@ sub redis_stop {
 END { redis_stop() }
 
 # one command, RESP over a plain socket
-sub redis_cmd {
-    my @a = @_;
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $rport, Timeout => 3) or return undef;
-    print $s '*' . @a . "\r\n" . join('', map { '$' . length($_) . "\r\n$_\r\n" } @a);
-    my $line = <$s>;
-    return undef unless defined $line;
-    if ($line =~ /^\$(-?\d+)/) {
-        return undef if $1 < 0;
-        read $s, my $v, $1 + 2;
-        return substr $v, 0, $1;
-    }
-    $line =~ s/\r\n$//;
-    return $line;
-}
+sub redis_cmd { McpGateway::redis_cmd($rport, @_) }
 
 redis_start();
 

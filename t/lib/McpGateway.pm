@@ -310,6 +310,25 @@ sub fake_upstream {
     return { pid => $pid, port => $port };
 }
 
+# One Redis command over a plain socket (RESP) to 127.0.0.1:$port: a bulk
+# string's value, undef for a nil or no answer, else the reply's line
+# (":1", "+OK", "-ERR ...").
+sub redis_cmd {
+    my ($port, @a) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 3)
+        or return undef;
+    print $s '*' . @a . "\r\n" . join('', map { '$' . length($_) . "\r\n$_\r\n" } @a);
+    my $line = <$s>;
+    return undef unless defined $line;
+    if ($line =~ /^\$(-?\d+)/) {
+        return undef if $1 < 0;
+        read $s, my $v, $1 + 2;
+        return substr $v, 0, $1;
+    }
+    $line =~ s/\r\n$//;
+    return $line;
+}
+
 sub _read_request {
     my ($c) = @_;
     my $buf = '';

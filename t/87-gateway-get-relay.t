@@ -304,6 +304,11 @@ is(scalar(grep { ($_->{method} // '') eq 'notifications/resources/updated' } @{ 
 $ga->close;
 $gb->close;
 
+# DELETE with a GET stream that holds the backends' (a fresh one: g2
+# gave them up to ga and gb, whose ends alpha logs meanwhile)
+sleep 1.5;
+my $g3 = $t->mcp_get_stream($sid, timeout => 10);
+sleep 1;
 $before = alpha_gets();
 my $d = $t->mcp_delete($sid);
 is($d->{status}, 200, 'DELETE the session') or diag explain $d;
@@ -312,6 +317,7 @@ $ended = 0;
 while (time < $t0 + 5) { if (alpha_gets() > $before) { $ended = 1; last } sleep 0.05 }
 ok($ended, 'DELETE: the gateway\'s GET stream at alpha ends');
 $g2->close;
+$g3->close;
 
 # --- attacks: a fake backend's GET stream -------------------------------------
 

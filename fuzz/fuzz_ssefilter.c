@@ -38,6 +38,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t               *p;
     ngx_int_t                    rc;
     ngx_str_t                    in, out, *name;
+    const char                  *error;
     ngx_pool_t                  *pool;
     ngx_http_mcp_pattern_t      *pat;
     ngx_http_mcp_loc_conf_t      mlcf;
@@ -78,7 +79,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tf.allowed = ngx_fuzz_allowed;
     tf.data = &mlcf;
 
-    rc = ngx_http_mcp_policy_filter_reply(pool, &tf, &in, &out);
+    /* NGX_DECLINED: not strict JSON, refused whole (nothing to check) */
+    rc = ngx_http_mcp_policy_filter_reply(pool, &tf, &in, &out, &error);
 
     if (rc != NGX_OK) {
         goto done;

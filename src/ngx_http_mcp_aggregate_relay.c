@@ -43,6 +43,8 @@ typedef struct {
 static u_char *ngx_http_mcp_aggregate_eol(u_char *p, u_char *end,
     u_char **next);
 static size_t ngx_http_mcp_aggregate_data(u_char *p, u_char *last);
+static u_char *ngx_http_mcp_aggregate_line(u_char *p, u_char *last,
+    const char *name, ngx_str_t *value);
 static void ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last,
     ngx_str_t *id);
 static ngx_int_t ngx_http_mcp_aggregate_message(void *data, u_char *p,
@@ -213,44 +215,71 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
 static void
 ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last, ngx_str_t *id)
 {
-    u_char  *eol, *next;
-    size_t   len, i;
+    size_t     i;
+    ngx_str_t  v;
 
     while (p < last) {
-        eol = ngx_http_mcp_aggregate_eol(p, last, &next);
+        p = ngx_http_mcp_aggregate_line(p, last, "id:", &v);
 
-        if (eol == NULL) {
-            eol = last;
-            next = last;
+        if (v.data == NULL) {
+            continue;
         }
 
-        len = eol - p;
-
-        if (len >= 3 && ngx_strncmp(p, "id:", 3) == 0) {
-            p += 3;
-            len -= 3;
-
-            if (len && *p == ' ') {
-                p++;
-                len--;
+        for (i = 0; i < v.len; i++) {
+            if (v.data[i] <= 0x20 || v.data[i] >= 0x7f) {
+                break;
             }
-
-            for (i = 0; i < len; i++) {
-                if (p[i] <= 0x20 || p[i] >= 0x7f) {
-                    break;
-                }
-            }
-
-            if (i == len && len <= NGX_HTTP_MCP_AGGREGATE_EVENT_ID) {
-                ngx_memcpy(id->data, p, len);
-                id->len = len;
-            }
-
-            return;
         }
 
-        p = next;
+        if (i == v.len && v.len <= NGX_HTTP_MCP_AGGREGATE_EVENT_ID) {
+            ngx_memcpy(id->data, v.data, v.len);
+            id->len = v.len;
+        }
+
+        return;
     }
+}
+
+
+/*
+ * The SSE line at p, to the next line, which it returns; value: the
+ * line's value when the line is the field name ("data:", say: its one
+ * space after the colon dropped), else a NULL data.
+ */
+
+static u_char *
+ngx_http_mcp_aggregate_line(u_char *p, u_char *last, const char *name,
+    ngx_str_t *value)
+{
+    u_char  *eol, *next;
+    size_t   len, n;
+
+    eol = ngx_http_mcp_aggregate_eol(p, last, &next);
+
+    if (eol == NULL) {
+        eol = last;
+        next = last;
+    }
+
+    len = eol - p;
+    n = ngx_strlen(name);
+
+    value->data = NULL;
+
+    if (len >= n && ngx_strncmp(p, name, n) == 0) {
+        p += n;
+        len -= n;
+
+        if (len && *p == ' ') {
+            p++;
+            len--;
+        }
+
+        value->data = p;
+        value->len = len;
+    }
+
+    return next;
 }
 
 
@@ -289,40 +318,25 @@ ngx_http_mcp_aggregate_eol(u_char *p, u_char *end, u_char **next)
 static size_t
 ngx_http_mcp_aggregate_data(u_char *p, u_char *last)
 {
-    u_char  *d, *start, *eol, *next;
-    size_t   len;
+    u_char     *d, *start;
+    ngx_str_t   v;
 
     start = p;
     d = p;
 
     while (p < last) {
-        eol = ngx_http_mcp_aggregate_eol(p, last, &next);
+        p = ngx_http_mcp_aggregate_line(p, last, "data:", &v);
 
-        if (eol == NULL) {
-            eol = last;
-            next = last;
+        if (v.data == NULL) {
+            continue;
         }
 
-        len = eol - p;
-
-        if (len >= 5 && ngx_strncmp(p, "data:", 5) == 0) {
-            p += 5;
-            len -= 5;
-
-            if (len && *p == ' ') {
-                p++;
-                len--;
-            }
-
-            if (d > start) {
-                *d++ = '\n';
-            }
-
-            ngx_memmove(d, p, len);
-            d += len;
+        if (d > start) {
+            *d++ = '\n';
         }
 
-        p = next;
+        ngx_memmove(d, v.data, v.len);
+        d += v.len;
     }
 
     return d - start;

@@ -82,6 +82,8 @@ static void ngx_http_mcp_redis_add_read(void *privdata);
 static void ngx_http_mcp_redis_del_read(void *privdata);
 static void ngx_http_mcp_redis_add_write(void *privdata);
 static void ngx_http_mcp_redis_del_write(void *privdata);
+static void ngx_http_mcp_redis_add(ngx_event_t *ev, ngx_int_t event);
+static void ngx_http_mcp_redis_del(ngx_event_t *ev, ngx_int_t event);
 static void ngx_http_mcp_redis_cleanup(void *privdata);
 
 
@@ -576,49 +578,49 @@ ngx_http_mcp_redis_write(ngx_event_t *ev)
 static void
 ngx_http_mcp_redis_add_read(void *privdata)
 {
-    ngx_connection_t  *c = privdata;
-
-    if (!c->read->active
-        && ngx_add_event(c->read, NGX_READ_EVENT, NGX_LEVEL_EVENT)
-           != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ALERT, c->log, 0, "mcp redis: add event");
-    }
+    ngx_http_mcp_redis_add(((ngx_connection_t *) privdata)->read,
+                           NGX_READ_EVENT);
 }
 
 
 static void
 ngx_http_mcp_redis_del_read(void *privdata)
 {
-    ngx_connection_t  *c = privdata;
-
-    if (c->read->active) {
-        (void) ngx_del_event(c->read, NGX_READ_EVENT, 0);
-    }
+    ngx_http_mcp_redis_del(((ngx_connection_t *) privdata)->read,
+                           NGX_READ_EVENT);
 }
 
 
 static void
 ngx_http_mcp_redis_add_write(void *privdata)
 {
-    ngx_connection_t  *c = privdata;
-
-    if (!c->write->active
-        && ngx_add_event(c->write, NGX_WRITE_EVENT, NGX_LEVEL_EVENT)
-           != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ALERT, c->log, 0, "mcp redis: add event");
-    }
+    ngx_http_mcp_redis_add(((ngx_connection_t *) privdata)->write,
+                           NGX_WRITE_EVENT);
 }
 
 
 static void
 ngx_http_mcp_redis_del_write(void *privdata)
 {
-    ngx_connection_t  *c = privdata;
+    ngx_http_mcp_redis_del(((ngx_connection_t *) privdata)->write,
+                           NGX_WRITE_EVENT);
+}
 
-    if (c->write->active) {
-        (void) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
+
+static void
+ngx_http_mcp_redis_add(ngx_event_t *ev, ngx_int_t event)
+{
+    if (!ev->active && ngx_add_event(ev, event, NGX_LEVEL_EVENT) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0, "mcp redis: add event");
+    }
+}
+
+
+static void
+ngx_http_mcp_redis_del(ngx_event_t *ev, ngx_int_t event)
+{
+    if (ev->active) {
+        (void) ngx_del_event(ev, event, 0);
     }
 }
 

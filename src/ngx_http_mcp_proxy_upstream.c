@@ -15,10 +15,10 @@
 
 
 static ngx_int_t ngx_http_mcp_proxy_create_request(ngx_http_request_t *r);
-static ngx_table_elt_t *ngx_http_mcp_proxy_header(ngx_http_request_t *r,
-    const char *name);
-static size_t ngx_http_mcp_proxy_params(ngx_http_request_t *r,
-    ngx_buf_t *b);
+static size_t ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_buf_t *b);
+static ngx_uint_t ngx_http_mcp_proxy_relayed(ngx_table_elt_t *h,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_uint_t *seen);
 static ngx_int_t ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_status(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_header(ngx_http_request_t *r);
@@ -134,17 +134,10 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     size_t                     len;
     ngx_buf_t                 *b;
     ngx_str_t                 *uri, sid;
-    ngx_uint_t                 i;
     ngx_chain_t               *cl, *body;
-    ngx_table_elt_t           *h;
     ngx_http_mcp_ctx_t        *ctx;
     ngx_http_mcp_loc_conf_t   *mlcf;
     ngx_http_mcp_proxy_ctx_t  *pctx;
-
-    static const char  *relayed[] = {
-        "accept", "content-type", "mcp-protocol-version", "last-event-id",
-        "authorization", "mcp-method", "mcp-name", NULL
-    };
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
     pctx = ctx->proxy;
@@ -170,42 +163,35 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
           + sizeof("Host: \r\n") - 1 + mlcf->proxy_host.len
           + sizeof("Mcp-Session-Id: \r\n") - 1 + sid.len
           + sizeof("Content-Length: \r\n") - 1 + NGX_OFF_T_LEN
-          + sizeof("\r\n") - 1;
-
-    for (i = 0; relayed[i]; i++) {
-        h = ngx_http_mcp_proxy_header(r, relayed[i]);
-
-        if (h != NULL) {
-            len += h->key.len + sizeof(": \r\n") - 1 + h->value.len;
-        }
-    }
-
-    len += ngx_http_mcp_proxy_params(r, NULL);
+          + sizeof("\r\n") - 1
+          + ngx_http_mcp_proxy_client_headers(r, mlcf, NULL);
 
     b = ngx_create_temp_buf(r->pool, len);
     if (b == NULL) {
         return NGX_ERROR;
     }
 
-    b->last = ngx_sprintf(b->last, "%V %V HTTP/1.1\r\nHost: %V\r\n",
-                          &r->method_name, uri, &mlcf->proxy_host);
+    b->last = ngx_cpymem(b->last, r->method_name.data, r->method_name.len);
+    *b->last++ = ' ';
+    b->last = ngx_cpymem(b->last, uri->data, uri->len);
+    b->last = ngx_cpymem(b->last, " HTTP/1.1" CRLF "Host: ",
+                         sizeof(" HTTP/1.1" CRLF "Host: ") - 1);
+    b->last = ngx_cpymem(b->last, mlcf->proxy_host.data, mlcf->proxy_host.len);
+    *b->last++ = CR;
+    *b->last++ = LF;
 
-    for (i = 0; relayed[i]; i++) {
-        h = ngx_http_mcp_proxy_header(r, relayed[i]);
-
-        if (h != NULL) {
-            b->last = ngx_sprintf(b->last, "%V: %V\r\n", &h->key, &h->value);
-        }
-    }
-
-    (void) ngx_http_mcp_proxy_params(r, b);
+    (void) ngx_http_mcp_proxy_client_headers(r, mlcf, b);
 
     if (sid.len) {
-        b->last = ngx_sprintf(b->last, "Mcp-Session-Id: %V\r\n", &sid);
+        b->last = ngx_cpymem(b->last, "Mcp-Session-Id: ",
+                             sizeof("Mcp-Session-Id: ") - 1);
+        b->last = ngx_cpymem(b->last, sid.data, sid.len);
+        *b->last++ = CR;
+        *b->last++ = LF;
     }
 
     if (r->method == NGX_HTTP_POST) {
-        b->last = ngx_sprintf(b->last, "Content-Length: %uz\r\n",
+        b->last = ngx_sprintf(b->last, "Content-Length: %uz" CRLF,
                               ctx->body.len);
     }
 
@@ -260,54 +246,111 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
 }
 
 
-/* the client's headers the upstream gets; Authorization only if asked */
+/*
+ * The client's headers the upstream gets, written to b; with b NULL,
+ * their length.  One walk of the list, in the client's order.
+ */
 
-static ngx_table_elt_t *
-ngx_http_mcp_proxy_header(ngx_http_request_t *r, const char *name)
+static size_t
+ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_buf_t *b)
 {
-    ngx_http_mcp_loc_conf_t  *mlcf;
+    size_t            len;
+    ngx_uint_t        i, seen;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
 
-    if (ngx_strcmp(name, "authorization") == 0) {
-        mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
+    len = 0;
+    seen = 0;
 
-        if (!mlcf->pass_authorization) {
-            return NULL;
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
         }
+
+        if (!ngx_http_mcp_proxy_relayed(&h[i], mlcf, &seen)) {
+            continue;
+        }
+
+        if (b == NULL) {
+            len += h[i].key.len + sizeof(": " CRLF) - 1 + h[i].value.len;
+            continue;
+        }
+
+        b->last = ngx_cpymem(b->last, h[i].key.data, h[i].key.len);
+        *b->last++ = ':';
+        *b->last++ = ' ';
+        b->last = ngx_cpymem(b->last, h[i].value.data, h[i].value.len);
+        *b->last++ = CR;
+        *b->last++ = LF;
     }
 
-    return ngx_http_mcp_header_in(r, name, ngx_strlen(name));
+    return len;
 }
 
 
 /*
- * The client's Mcp-Param-* headers, every one in its order, written to b;
- * with b NULL, their length.  The upstream knows which of them its tools
- * declare (x-mcp-header) and checks them against the body, as this
- * module's own endpoints do; the gateway does not know its tools.
+ * Whether the upstream gets client header h: the first of each name
+ * below (Authorization only if asked; seen: the names met so far), and
+ * every Mcp-Param-* header, which the upstream checks against the body
+ * (its tools declare them in x-mcp-header, which the gateway does not
+ * know).
  */
 
-static size_t
-ngx_http_mcp_proxy_params(ngx_http_request_t *r, ngx_buf_t *b)
+static ngx_uint_t
+ngx_http_mcp_proxy_relayed(ngx_table_elt_t *h, ngx_http_mcp_loc_conf_t *mlcf,
+    ngx_uint_t *seen)
 {
-    size_t            len, prefix;
-    ngx_table_elt_t  *h;
+    ngx_uint_t  k, n;
 
-    prefix = sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1;
-    len = 0;
+    static ngx_str_t  relayed[] = {
+        ngx_string("accept"),
+        ngx_string("content-type"),
+        ngx_string("mcp-protocol-version"),
+        ngx_string("last-event-id"),
+        ngx_string("mcp-method"),
+        ngx_string("mcp-name"),
+        ngx_string("authorization")      /* the last: only if asked */
+    };
 
-    for (h = ngx_http_mcp_header_prefixed(r, NULL, "mcp-param-", prefix);
-         h != NULL;
-         h = ngx_http_mcp_header_prefixed(r, h, "mcp-param-", prefix))
+    if (h->key.len > sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1
+        && ngx_strncmp(h->lowcase_key, "mcp-param-",
+                       sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1) == 0)
     {
-        if (b == NULL) {
-            len += h->key.len + sizeof(": \r\n") - 1 + h->value.len;
-            continue;
-        }
-
-        b->last = ngx_sprintf(b->last, "%V: %V\r\n", &h->key, &h->value);
+        return 1;
     }
 
-    return len;
+    n = sizeof(relayed) / sizeof(ngx_str_t);
+
+    if (!mlcf->pass_authorization) {
+        n--;
+    }
+
+    for (k = 0; k < n; k++) {
+        if (h->key.len == relayed[k].len
+            && ngx_memcmp(h->lowcase_key, relayed[k].data, relayed[k].len)
+               == 0)
+        {
+            if (*seen & (1 << k)) {
+                return 0;
+            }
+
+            *seen |= 1 << k;
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

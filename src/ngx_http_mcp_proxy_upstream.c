@@ -301,56 +301,78 @@ ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
 
 /*
  * Whether the upstream gets client header h: the first of each name
- * below (Authorization only if asked; seen: the names met so far), and
- * every Mcp-Param-* header, which the upstream checks against the body
- * (its tools declare them in x-mcp-header, which the gateway does not
- * know).
+ * below (Authorization only if asked; seen: the names met so far, a bit
+ * each), and every Mcp-Param-* header, which the upstream checks against
+ * the body (its tools declare them in x-mcp-header, which the gateway
+ * does not know).
  */
 
 static ngx_uint_t
 ngx_http_mcp_proxy_relayed(ngx_table_elt_t *h, ngx_http_mcp_loc_conf_t *mlcf,
     ngx_uint_t *seen)
 {
-    ngx_uint_t  k, n;
+    ngx_uint_t  k;
 
     static ngx_str_t  relayed[] = {
         ngx_string("accept"),
-        ngx_string("content-type"),
-        ngx_string("mcp-protocol-version"),
-        ngx_string("last-event-id"),
-        ngx_string("mcp-method"),
         ngx_string("mcp-name"),
-        ngx_string("authorization")      /* the last: only if asked */
+        ngx_string("mcp-method"),
+        ngx_string("content-type"),
+        ngx_string("last-event-id"),
+        ngx_string("authorization"),
+        ngx_string("mcp-protocol-version")
     };
 
     if (h->key.len > sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1
-        && ngx_strncmp(h->lowcase_key, "mcp-param-",
-                       sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1) == 0)
+        && h->lowcase_key[0] == 'm'
+        && ngx_memcmp(h->lowcase_key, "mcp-param-",
+                      sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1) == 0)
     {
         return 1;
     }
 
-    n = sizeof(relayed) / sizeof(ngx_str_t);
+    /* a header a name: its length says which name it may be */
 
-    if (!mlcf->pass_authorization) {
-        n--;
+    switch (h->key.len) {
+
+    case sizeof("accept") - 1:
+        k = 0;
+        break;
+
+    case sizeof("mcp-name") - 1:
+        k = 1;
+        break;
+
+    case sizeof("mcp-method") - 1:
+        k = 2;
+        break;
+
+    case sizeof("content-type") - 1:
+        k = 3;
+        break;
+
+    case sizeof("last-event-id") - 1:
+        k = (h->lowcase_key[0] == 'l') ? 4 : 5;
+        break;
+
+    case sizeof("mcp-protocol-version") - 1:
+        k = 6;
+        break;
+
+    default:
+        return 0;
     }
 
-    for (k = 0; k < n; k++) {
-        if (h->key.len == relayed[k].len
-            && ngx_memcmp(h->lowcase_key, relayed[k].data, relayed[k].len)
-               == 0)
-        {
-            if (*seen & (1 << k)) {
-                return 0;
-            }
-
-            *seen |= 1 << k;
-            return 1;
-        }
+    if (ngx_memcmp(h->lowcase_key, relayed[k].data, relayed[k].len) != 0
+        || (*seen & (1 << k))
+        || (k == 5 && !mlcf->pass_authorization))
+    {
+        return 0;
     }
 
-    return 0;
+    *seen |= 1 << k;
+
+    return 1;
 }
 
 

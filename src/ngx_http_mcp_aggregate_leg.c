@@ -18,17 +18,18 @@
  * which may just run long, and whose backend is told it was given up
  * on), an HTTP error, a reply that is not a JSON-RPC response or is
  * larger than mcp_backend_max_size, a routed request's SSE stream that
- * breaks off (see ngx_http_mcp_aggregate_relay.c).  The first failure of an episode is one [warn]
- * line; every worker then leaves the backend out for mcp_backend_retry
- * after its last failure (the session zone keeps its health), tries it
- * again after, and a [notice] line says when it answers again.  A
- * JSON-RPC error is an answer, not a failure; nor is what is ours (the
- * client gone, no memory).
+ * breaks off (see ngx_http_mcp_aggregate_relay.c).  The first failure
+ * of an episode is one [warn] line; every worker then leaves the backend
+ * out for mcp_backend_retry after its last failure (the session zone
+ * keeps its health), tries it again after, and a [notice] line says when
+ * it answers again.  A JSON-RPC error is an answer, not a failure; nor
+ * is what is ours (the client gone, no memory).
  */
 
 
 #include "ngx_http_mcp_aggregate.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_sse_read.h"
 
 
 #define NGX_HTTP_MCP_LEG_INIT         0
@@ -730,7 +731,7 @@ ngx_http_mcp_aggregate_keep_sessions(ngx_http_mcp_aggregate_op_t *op)
 static cJSON *
 ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st)
 {
-    u_char  *p, *last, *eol, *data, *d;
+    u_char  *p, *last, *ev, *data;
     cJSON   *reply;
     size_t   len;
 
@@ -752,53 +753,33 @@ ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st)
         return NULL;
     }
 
-    d = data;
-    p = st->body;
     last = st->body + st->len;
+    p = ngx_http_mcp_sse_bom(st->body, last);
 
     while (p < last) {
-        eol = ngx_strlchr(p, last, '\n');
-        len = (eol ? eol : last) - p;
+        ev = p;
+        p = ngx_http_mcp_sse_event_end(p, last);
 
-        if (len && p[len - 1] == '\r') {
-            len--;
+        if (p == NULL) {
+            /* the last event, without its blank line */
+            p = last;
         }
+
+        len = ngx_http_mcp_sse_data(ev, p, data);
 
         if (len == 0) {
-            /* the event ends */
-            if (d > data) {
-                reply = ngx_http_mcp_aggregate_response(
-                            ngx_http_mcp_call_pool(st->call), data, d - data);
-
-                if (reply != NULL) {
-                    return reply;
-                }
-            }
-
-            d = data;
-
-        } else if (len >= 5 && ngx_strncmp(p, "data:", 5) == 0) {
-            if (d > data) {
-                *d++ = '\n';
-            }
-
-            p += 5;
-            len -= 5;
-
-            if (len && *p == ' ') {
-                p++;
-                len--;
-            }
-
-            d = ngx_cpymem(d, p, len);
+            continue;
         }
 
-        p = eol ? eol + 1 : last;
+        reply = ngx_http_mcp_aggregate_response(
+                    ngx_http_mcp_call_pool(st->call), data, len);
+
+        if (reply != NULL) {
+            return reply;
+        }
     }
 
-    return (d > data) ? ngx_http_mcp_aggregate_response(
-                            ngx_http_mcp_call_pool(st->call), data, d - data)
-                      : NULL;
+    return NULL;
 }
 
 

@@ -32,6 +32,7 @@
 
 
 #include "ngx_http_mcp_aggregate.h"
+#include "ngx_http_mcp_sse_read.h"
 
 
 typedef struct {
@@ -40,11 +41,6 @@ typedef struct {
 } ngx_http_mcp_aggregate_ask_t;
 
 
-static u_char *ngx_http_mcp_aggregate_eol(u_char *p, u_char *end,
-    u_char **next);
-static size_t ngx_http_mcp_aggregate_data(u_char *p, u_char *last);
-static u_char *ngx_http_mcp_aggregate_line(u_char *p, u_char *last,
-    const char *name, ngx_str_t *value);
 static void ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last,
     ngx_str_t *id);
 static ngx_int_t ngx_http_mcp_aggregate_message(void *data, u_char *p,
@@ -124,8 +120,6 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
     size_t      len;
     ngx_int_t   rc;
 
-    static u_char  bom[] = "\xef\xbb\xbf";
-
     p = st->body;
     end = st->body + st->len;
     ev = p;
@@ -135,21 +129,19 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
     if (!st->began) {
         /* a stream may begin with a BOM, which SSE drops */
         if (!last && st->len < 3
-            && (st->len == 0 || ngx_memcmp(p, bom, st->len) == 0))
+            && (st->len == 0 || ngx_memcmp(p, "\xef\xbb\xbf", st->len) == 0))
         {
             return NGX_AGAIN;
         }
 
         st->began = 1;
 
-        if (st->len >= 3 && ngx_memcmp(p, bom, 3) == 0) {
-            p += 3;
-            ev = p;
-        }
+        p = ngx_http_mcp_sse_bom(p, end);
+        ev = p;
     }
 
     while (p < end) {
-        eol = ngx_http_mcp_aggregate_eol(p, end, &next);
+        eol = ngx_http_mcp_sse_eol(p, end, &next);
 
         if (eol == NULL) {
             break;
@@ -172,7 +164,7 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
             ngx_http_mcp_aggregate_event_id(ev, p, id);
         }
 
-        len = ngx_http_mcp_aggregate_data(ev, p);
+        len = ngx_http_mcp_sse_data(ev, p, ev);
         rc = len ? handler(data, ev, len) : NGX_AGAIN;
 
         ev = p;
@@ -187,7 +179,7 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
     }
 
     if (rc == NGX_AGAIN && last && ev < end) {
-        len = ngx_http_mcp_aggregate_data(ev, end);
+        len = ngx_http_mcp_sse_data(ev, end, ev);
         rc = len ? handler(data, ev, len) : NGX_AGAIN;
         ev = end;
     }
@@ -219,7 +211,7 @@ ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last, ngx_str_t *id)
     ngx_str_t  v;
 
     while (p < last) {
-        p = ngx_http_mcp_aggregate_line(p, last, "id:", &v);
+        p = ngx_http_mcp_sse_field(p, last, "id:", &v);
 
         if (v.data == NULL) {
             continue;
@@ -238,108 +230,6 @@ ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last, ngx_str_t *id)
 
         return;
     }
-}
-
-
-/*
- * The SSE line at p, to the next line, which it returns; value: the
- * line's value when the line is the field name ("data:", say: its one
- * space after the colon dropped), else a NULL data.
- */
-
-static u_char *
-ngx_http_mcp_aggregate_line(u_char *p, u_char *last, const char *name,
-    ngx_str_t *value)
-{
-    u_char  *eol, *next;
-    size_t   len, n;
-
-    eol = ngx_http_mcp_aggregate_eol(p, last, &next);
-
-    if (eol == NULL) {
-        eol = last;
-        next = last;
-    }
-
-    len = eol - p;
-    n = ngx_strlen(name);
-
-    value->data = NULL;
-
-    if (len >= n && ngx_strncmp(p, name, n) == 0) {
-        p += n;
-        len -= n;
-
-        if (len && *p == ' ') {
-            p++;
-            len--;
-        }
-
-        value->data = p;
-        value->len = len;
-    }
-
-    return next;
-}
-
-
-/*
- * The end of the line at p, NULL if none yet; *next: after it.  SSE
- * ends a line with CRLF, LF or CR.  A CR last in the buffer ends its
- * line: should a LF come next, it makes an empty line, which at most
- * ends an event that is empty (ignored), as the LF of a CRLF would.
- */
-
-static u_char *
-ngx_http_mcp_aggregate_eol(u_char *p, u_char *end, u_char **next)
-{
-    for ( /* void */ ; p < end; p++) {
-
-        if (*p == '\n') {
-            *next = p + 1;
-            return p;
-        }
-
-        if (*p == '\r') {
-            *next = (p + 1 < end && p[1] == '\n') ? p + 2 : p + 1;
-            return p;
-        }
-    }
-
-    return NULL;
-}
-
-
-/*
- * An event's data lines, joined with "\n", moved to its start; the
- * length.  The text only gets shorter, so it is done in place.
- */
-
-static size_t
-ngx_http_mcp_aggregate_data(u_char *p, u_char *last)
-{
-    u_char     *d, *start;
-    ngx_str_t   v;
-
-    start = p;
-    d = p;
-
-    while (p < last) {
-        p = ngx_http_mcp_aggregate_line(p, last, "data:", &v);
-
-        if (v.data == NULL) {
-            continue;
-        }
-
-        if (d > start) {
-            *d++ = '\n';
-        }
-
-        ngx_memmove(d, v.data, v.len);
-        d += v.len;
-    }
-
-    return d - start;
 }
 
 

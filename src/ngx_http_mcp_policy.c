@@ -9,6 +9,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_sse_read.h"
 
 
 typedef struct {
@@ -26,7 +27,6 @@ static void ngx_http_mcp_policy_filter_json(cJSON *json,
 static ngx_int_t ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
     ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out,
     const char **error);
-static u_char *ngx_http_mcp_policy_event_end(u_char *p, u_char *end);
 static ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     ngx_http_mcp_tool_filter_t *tf, u_char *start, u_char *end,
     ngx_str_t *out, size_t *size, const char **error);
@@ -285,12 +285,16 @@ ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
 
     out->len = 0;
 
-    p = in->data;
     end = in->data + in->len;
+    p = ngx_http_mcp_sse_bom(in->data, end);
 
     while (p < end) {
         start = p;
-        p = ngx_http_mcp_policy_event_end(p, end);
+        p = ngx_http_mcp_sse_event_end(p, end);
+
+        if (p == NULL) {
+            p = end;
+        }
 
         rc = ngx_http_mcp_policy_filter_event(pool, tf, start, p, out,
                                               &size, error);
@@ -303,41 +307,16 @@ ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
 }
 
 
-/* past the blank line that ends the event at p, or the end */
-
-static u_char *
-ngx_http_mcp_policy_event_end(u_char *p, u_char *end)
-{
-    u_char  *eol;
-
-    while (p < end) {
-        eol = ngx_strlchr(p, end, '\n');
-
-        if (eol == NULL) {
-            return end;
-        }
-
-        if (eol == p || (eol == p + 1 && *p == '\r')) {
-            return eol + 1;
-        }
-
-        p = eol + 1;
-    }
-
-    return end;
-}
-
-
 static ngx_int_t
 ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     ngx_http_mcp_tool_filter_t *tf, u_char *start, u_char *end,
     ngx_str_t *out, size_t *size, const char **error)
 {
     cJSON       *json;
-    u_char      *p, *eol, *line, *data, *d, *text, *dst;
+    u_char      *p, *eol, *next, *data, *d, *text, *dst;
     size_t       len;
     ngx_int_t    rc;
-    ngx_uint_t   n, changed;
+    ngx_uint_t   changed;
 
     /* the data lines, joined with newlines, as the SSE spec says */
     data = ngx_pnalloc(pool, end - start + 1);
@@ -345,38 +324,7 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
         return NGX_ERROR;
     }
 
-    d = data;
-    n = 0;
-
-    for (p = start; p < end; p = eol + 1) {
-        eol = ngx_strlchr(p, end, '\n');
-        if (eol == NULL) {
-            eol = end;
-        }
-
-        line = p;
-        len = eol - line - (eol > line && eol[-1] == '\r');
-
-        if (len >= 5 && ngx_strncmp(line, "data:", 5) == 0) {
-            line += 5;
-            len -= 5;
-
-            if (len && *line == ' ') {
-                line++;
-                len--;
-            }
-
-            if (n++) {
-                *d++ = '\n';
-            }
-
-            d = ngx_cpymem(d, line, len);
-        }
-
-        if (eol == end) {
-            break;
-        }
-    }
+    d = data + ngx_http_mcp_sse_data(start, end, data);
 
     /* an event of no data (a priming event, a comment) is copied */
     json = NULL;
@@ -429,21 +377,17 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     }
 
     /* the other fields as they were, then the message on one line */
-    for (p = start; p < end; p = eol + 1) {
-        eol = ngx_strlchr(p, end, '\n');
+    for (p = start; p < end; p = next) {
+        eol = ngx_http_mcp_sse_eol(p, end, &next);
+
         if (eol == NULL) {
             eol = end;
+            next = end;
         }
 
-        if (eol - p > 1 || (eol - p == 1 && *p != '\r')) {
-            if (!(eol - p >= 5 && ngx_strncmp(p, "data:", 5) == 0)) {
-                dst = ngx_cpymem(dst, p, eol - p);
-                *dst++ = '\n';
-            }
-        }
-
-        if (eol == end) {
-            break;
+        if (eol > p && !(eol - p >= 5 && ngx_strncmp(p, "data:", 5) == 0)) {
+            dst = ngx_cpymem(dst, p, eol - p);
+            *dst++ = '\n';
         }
     }
 

@@ -53,6 +53,14 @@ my $fake = fake_upstream(sub {
     }
     my $sse = $path =~ /sse|multiline/;
     $out = "event: message\nid: f-1\n" . join('', map { "data: $_\n" } split /\n/, $out) . "\n" if $sse;
+    # /eol-*: the same event with lines ended by a CR alone or by CRLF,
+    # or after a BOM: all of which SSE clients read as the event above
+    if (($m->{method} // '') eq 'tools/list' && $path =~ m{/eol-(\w+)}) {
+        my $eol = { cr => "\r", crlf => "\r\n", bom => "\n" }->{$1};
+        $out = ($1 eq 'bom' ? "\xef\xbb\xbf" : "event: message${eol}id: f-1${eol}")
+             . join('', map { "data: $_$eol" } split /\n/, $out) . $eol;
+        $sse = 1;
+    }
     print $c "HTTP/1.1 200 OK\r\nContent-Type: " . ($sse ? 'text/event-stream' : 'application/json')
            . "\r\nTransfer-Encoding: chunked\r\n\r\n";
     for (my $i = 0; $i < length $out; $i += 7000) {
@@ -111,6 +119,8 @@ NGX
         location = /multiline  { mcp_pass http://127.0.0.1:$fake->{port}/multiline; mcp_tools_deny secret; }
 @{[ join "\n", map { "        location = /dup-$_ { mcp_pass http://127.0.0.1:$fake->{port}/dup-$_; mcp_tools_deny secret; }" }
         qw(result result-sse name bad bad-sse) ]}
+@{[ join "\n", map { "        location = /eol-$_ { mcp_pass http://127.0.0.1:$fake->{port}/eol-$_; mcp_tools_deny secret; }" }
+        qw(cr crlf bom) ]}
 
         location = /builtin       { mcp on; mcp_builtin everything; mcp_session bi;
                                     mcp_tools_deny test_simple_text ~^test_elicitation; }
@@ -333,6 +343,23 @@ for my $case ([ '/dup-result', 'a second "result"' ], [ '/dup-result-sse', 'a se
 }
 like($t->error_log, qr/reply to a filtered tools\/list is refused: /,
      'error.log: the refused reply, with its reason');
+
+# --- attack: SSE line endings and a BOM that a filter must read as clients do --
+# An event whose lines end with a CR alone was one line to a filter that
+# ended lines at LF: no data: line in it, so it went on unfiltered, and
+# the client, which ends lines at CR too, listed the denied tool.  A BOM
+# before the first event hid its data: line the same way.
+
+for my $case ([ '/eol-cr', 'lines ended by a CR alone' ], [ '/eol-crlf', 'lines ended by CRLF' ],
+              [ '/eol-bom', 'a BOM before the event' ]) {
+    my ($path, $what) = @$case;
+    my ($sid) = try_initialize($t, path => $path);
+    ok($sid, "$path: initialize");
+    my ($msg, $r) = $t->mcp_request($sid, 'tools/list', undef, path => $path, id => "eol-$path");
+    unlike($r->{body} // '', qr/secret/, "$path ($what): the denied tool is not in the reply");
+    is_deeply(names(($msg // {})->{result}), [ 'ok1', 'ok2' ], "$path: ... the allowed ones are, in order");
+    unlike($r->{body} // '', qr/^\xef\xbb\xbf/, "$path: ... and no BOM is passed on") if $path =~ /bom/;
+}
 
 # --- a built-in endpoint -------------------------------------------------------
 

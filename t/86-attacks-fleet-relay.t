@@ -480,12 +480,14 @@ NGX
             print $c "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
         }
         elsif ($body =~ /"method":"tools\/list"/) {
+            # as a stream that begins with a BOM, its lines ended by a CR
+            # alone: a list read as SSE clients read it
             my $s = qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[)
                   . join(',', map { qq({"name":"$_","inputSchema":{"type":"object"}}) }
                               @odd)
                   . ']}}';
-            print $c "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                   . "Content-Length: " . length($s) . "\r\nConnection: close\r\n\r\n$s";
+            $start->();
+            print $c "\xEF\xBB\xBF: a list\revent: message\rdata: $s\r\r";
         }
         elsif ($body =~ /"name":"cronly"/) {
             $start->();
@@ -576,6 +578,13 @@ NGX
 
     my ($sid) = $g->mcp_initialize(capabilities => { sampling => {} });
     ok($sid, 'relay: a gateway session, declaring sampling');
+
+    # each backend's tools/list reply is a stream with a BOM and CR-only
+    # line ends: read, so that every backend's tools are merged
+    my $merged = $g->mcp_call($sid, 'tools/list');
+    my %names = map { $_->{name} => 1 } @{ ($merged // {})->{tools} // [] };
+    is(scalar(grep { $names{"${_}__$_"} } @odd), scalar @odd,
+       'a tools/list stream with a BOM and CR-only lines: each backend\'s tools merged');
 
     # a call's messages, whether its reply is JSON or a stream
     my $call = sub {

@@ -30,6 +30,9 @@ static ngx_int_t ngx_http_mcp_session_quota(ngx_http_mcp_zone_t *ctx,
 static ngx_uint_t ngx_http_mcp_session_idle(ngx_http_mcp_session_node_t *s);
 static ngx_int_t ngx_http_mcp_session_evict(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *keep, ngx_log_t *log);
+static ngx_http_mcp_session_node_t *ngx_http_mcp_session_get_locked(
+    ngx_http_mcp_zone_t *ctx, ngx_str_t *id, ngx_http_mcp_reqctx_t *rctx,
+    ngx_uint_t use);
 static ngx_int_t ngx_http_mcp_session_get(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use);
 
@@ -658,14 +661,31 @@ static ngx_int_t
 ngx_http_mcp_session_get(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use)
 {
-    ngx_http_mcp_auth_t          *auth;
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_session_node_t  *s;
 
     ctx = zone->data;
-    auth = rctx->auth;
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_get_locked(ctx, id, rctx, use);
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return (s != NULL) ? NGX_OK : NGX_DECLINED;
+}
+
+
+/* the session of id, if it is the caller's, and its request context */
+
+static ngx_http_mcp_session_node_t *
+ngx_http_mcp_session_get_locked(ngx_http_mcp_zone_t *ctx, ngx_str_t *id,
+    ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use)
+{
+    ngx_http_mcp_auth_t          *auth;
+    ngx_http_mcp_session_node_t  *s;
+
+    auth = rctx->auth;
 
     if (use) {
         ngx_http_mcp_session_expire(ctx, 1);
@@ -674,18 +694,13 @@ ngx_http_mcp_session_get(ngx_shm_zone_t *zone, ngx_str_t *id,
     s = ngx_http_mcp_session_find(ctx, id);
 
     /* a session is its caller's: to anyone else it does not exist */
-    if (s != NULL
-        && (s->bound != (auth != NULL)
-            || (auth != NULL
-                && ngx_memcmp(s->binding, auth->binding,
-                              NGX_HTTP_MCP_AUTH_BINDING_LEN) != 0)))
+    if (s == NULL
+        || s->bound != (auth != NULL)
+        || (auth != NULL
+            && ngx_memcmp(s->binding, auth->binding,
+                          NGX_HTTP_MCP_AUTH_BINDING_LEN) != 0))
     {
-        s = NULL;
-    }
-
-    if (s == NULL) {
-        ngx_shmtx_unlock(&ctx->shpool->mutex);
-        return NGX_DECLINED;
+        return NULL;
     }
 
     if (use) {
@@ -707,9 +722,7 @@ ngx_http_mcp_session_get(ngx_shm_zone_t *zone, ngx_str_t *id,
                    s->client_name_len);
     }
 
-    ngx_shmtx_unlock(&ctx->shpool->mutex);
-
-    return NGX_OK;
+    return s;
 }
 
 
@@ -996,16 +1009,14 @@ ngx_http_mcp_session_target(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_target_sh_t     *t;
     ngx_http_mcp_session_node_t  *s;
 
-    if (ngx_http_mcp_session_lookup(zone, id, rctx) != NGX_OK) {
-        return NGX_DECLINED;
-    }
-
     ctx = zone->data;
     p = NULL;
 
+    /* one look: the session, its context and its target together */
+
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
-    s = ngx_http_mcp_session_find(ctx, id);
+    s = ngx_http_mcp_session_get_locked(ctx, id, rctx, 1);
     t = (s != NULL) ? s->target : NULL;
 
     if (t != NULL) {

@@ -120,6 +120,15 @@ struct ngx_http_mcp_aggregate_op_s {
 };
 
 
+/* a message to a backend whose end is waited for: a fetch in pool */
+typedef struct {
+    ngx_pool_t                    *pool;
+    ngx_event_handler_pt           handler;     /* the fetch's news */
+    void                          *data;
+    ngx_http_mcp_loctool_state_t  *st;          /* the fetch */
+} ngx_http_mcp_aggregate_wait_t;
+
+
 /* ngx_http_mcp_aggregate_leg.c */
 ngx_http_mcp_aggregate_op_t *ngx_http_mcp_aggregate_op(
     ngx_http_mcp_call_t *call, ngx_http_mcp_aggregate_loc_conf_t *conf,
@@ -152,6 +161,13 @@ ngx_int_t ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,
     cJSON *caps);
 ngx_int_t ngx_http_mcp_aggregate_watch(ngx_http_mcp_aggregate_leg_t *leg);
 void ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg);
+ngx_int_t ngx_http_mcp_aggregate_cancelled(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_http_request_t *r, ngx_http_mcp_aggregate_wait_t *wait);
+
+/* ngx_http_mcp_aggregate_end.c */
+ngx_int_t ngx_http_mcp_aggregate_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_aggregate_watch_client(
+    ngx_http_mcp_aggregate_leg_t *leg);
 
 /* ngx_http_mcp_aggregate_listen.c */
 ngx_int_t ngx_http_mcp_aggregate_listen_init(ngx_conf_t *cf);

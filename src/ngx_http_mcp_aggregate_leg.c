@@ -354,7 +354,9 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     leg->st = ngx_http_mcp_loctool_fetch(leg->op->call, &f);
 
     if (leg->st == NULL
-        || (f.stream && ngx_http_mcp_aggregate_watch(leg) != NGX_OK))
+        || (f.stream
+            && (ngx_http_mcp_aggregate_watch(leg) != NGX_OK
+                || ngx_http_mcp_aggregate_watch_client(leg) != NGX_OK)))
     {
         return NGX_ERROR;
     }

@@ -98,6 +98,9 @@ typedef struct {
     unsigned                       cancelled:1; /* the backend was told */
     unsigned                       routed:1;    /* a call, a get, a read:
                                                    the client's choice */
+    unsigned                       abandoned:1; /* its client went away:
+                                                   only the POST's end
+                                                   counts */
 } ngx_http_mcp_aggregate_leg_t;
 
 

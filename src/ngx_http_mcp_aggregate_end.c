@@ -333,9 +333,11 @@ ngx_http_mcp_aggregate_client_gone(void *data)
         h->upstream->handler = NULL;
     }
 
-    /* what it still brings is nobody's now */
-    link->state = NULL;
-    st->link = NULL;
+    /*
+     * what it still brings is nobody's now: the leg hears only of the
+     * POST's end, at the release, and ends the call then
+     */
+    leg->abandoned = 1;
 
     h->timer.handler = ngx_http_mcp_aggregate_held;
     h->timer.data = h;

@@ -386,6 +386,16 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
         return;
     }
 
+    if (leg->abandoned) {
+        /* the backend was told of the client's leaving: the POST's end */
+        if (st->gone) {
+            ngx_http_mcp_aggregate_lost(leg, "the client's request went "
+                                             "away");
+        }
+
+        return;
+    }
+
     if (st->too_big) {
         leg->broken = st->stream;
         failure = st->stream ? "its events came faster than they could be "

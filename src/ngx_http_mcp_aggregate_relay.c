@@ -21,7 +21,8 @@
  *
  * A client's notifications/cancelled ends the call, and the call's end
  * before its backend's response sends the backend notifications/cancelled
- * with the id the gateway gave the request there.
+ * with the id the gateway gave the request there; so does the client's
+ * leaving (ngx_http_mcp_aggregate_end.c).
  *
  * Why no id of our own that carries the route: the module already has
  * server requests whose answers find their call on any worker, with the

@@ -12,7 +12,9 @@
  * reply carries before its response (notifications, the backend's
  * requests to the client) and its cancellation,
  * ngx_http_mcp_aggregate_relay.c; the backends' own GET streams while
- * the client's is open, ngx_http_mcp_aggregate_listen.c.
+ * the client's is open, ngx_http_mcp_aggregate_listen.c; what the
+ * backends are told of the client's end (its DELETE, its leaving in the
+ * middle of a call), ngx_http_mcp_aggregate_end.c.
  */
 
 

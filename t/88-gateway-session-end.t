@@ -300,6 +300,71 @@ ok($sid, 'a new session');
     is(text($r), 'Echo: on', 'the gateway goes on');
 }
 
+# one POST, a 2025-03-26 batch, with a call at each backend: both are told
+{
+    my ($osid) = $t->mcp_initialize(protocol_version => '2025-03-26');
+    my $amark = $alpha->log_mark;
+    my $before = scalar cancels_at_node();
+    my $body = McpTest::encode_json([
+        { jsonrpc => '2.0', id => 851, method => 'tools/call',
+          params => { name => 'alpha__slow_compute', arguments => { seconds => 10 } } },
+        { jsonrpc => '2.0', id => 852, method => 'tools/call',
+          params => { name => 'node__trigger-long-running-operation', arguments => { duration => 10, steps => 10 },
+                      _meta => { progressToken => 'b' } } } ]);
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port, Proto => 'tcp') or die;
+    print $s "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+           . "Accept: application/json, text/event-stream\r\nMcp-Session-Id: $osid\r\n"
+           . "MCP-Protocol-Version: 2025-03-26\r\nContent-Length: " . length($body) . "\r\n\r\n$body";
+    sleep 1.5;
+    close $s;
+    ok(McpTest::wait_until(5, sub { $alpha->log_since($amark) =~ /call "tools\/call" cancelled by the client/ }),
+       'a batch of a call to each backend, its client gone: alpha\'s call is cancelled');
+    ok(McpTest::wait_until(5, sub { cancels_at_node() > $before }), '... and node\'s');
+}
+
+# a stateless (2026-07-28) client leaves: its call is cancelled in the
+# session the gateway shares for such clients
+{
+    my $P = 'io.modelcontextprotocol/';
+    my $amark = $alpha->log_mark;
+    my $body = McpTest::encode_json({ jsonrpc => '2.0', id => 861, method => 'tools/call',
+        params => { name => 'alpha__slow_compute', arguments => { seconds => 10 },
+                    _meta => { "${P}protocolVersion" => '2026-07-28', "${P}clientCapabilities" => {},
+                               "${P}clientInfo" => { name => 't88', version => '1' } } } });
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port, Proto => 'tcp') or die;
+    print $s "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+           . "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+           . "Mcp-Method: tools/call\r\nMcp-Name: alpha__slow_compute\r\n"
+           . "Content-Length: " . length($body) . "\r\n\r\n$body";
+    sleep 1.5;
+    close $s;
+    ok(McpTest::wait_until(5, sub { $alpha->log_since($amark) =~ /call "tools\/call" cancelled by the client/ }),
+       'a stateless client leaves: alpha\'s call is cancelled');
+}
+
+# a backend that does not take the cancellation (stopped): the POST goes
+# after 3 s all the same
+{
+    my $gmark = $t->log_mark;
+    my $lines = sub { scalar(() = $t->access_log =~ /"POST \/mcp\?stopped HTTP\/1\.1" /g) };
+    my $s = raw_call($sid, 871, 'alpha__slow_compute', { seconds => 10 }, path => '/mcp?stopped');
+    sleep 1;
+    my @stopped = ($alpha->{pid}, $alpha->worker_pids);
+    kill 'STOP', @stopped;
+    my $before = $lines->();
+    my $t0 = time;
+    close $s;
+    my $ended = McpTest::wait_until(8, sub { $lines->() > $before });
+    my $took = time - $t0;
+    kill 'CONT', @stopped;
+    ok($ended && $took > 2 && $took < 6,
+       sprintf('alpha stopped, the client gone: the POST ends after the 3 s wait (%.1f s)', $took));
+    no_alerts($gmark, '... at the gateway');
+    my $r = $t->mcp_call($sid, 'tools/call', { name => 'alpha__greet', arguments => { name => 'again' } },
+                         protocol_version => $V);
+    like(text($r), qr/again/, 'alpha, going on, answers through the gateway');
+}
+
 # 50 clients that disconnect at once, three times: memory stays bounded
 {
     my @sids = map { ($t->mcp_initialize(protocol_version => $V))[0] } 1 .. 5;

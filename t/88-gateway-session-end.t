@@ -115,13 +115,19 @@ sub raw_call {
     my ($sid, $id, $name, $args, %o) = @_;
     my %params = (name => $name, arguments => $args);
     $params{_meta} = { progressToken => $o{token} } if defined $o{token};
-    my $body = McpTest::encode_json({ jsonrpc => '2.0', id => $id, method => 'tools/call', params => \%params });
+    return raw_post({ jsonrpc => '2.0', id => $id, method => 'tools/call', params => \%params },
+                    "Mcp-Session-Id: $sid\r\nMCP-Protocol-Version: $V\r\n", $o{path});
+}
+
+# a POST of $msg with the extra header lines $head; the socket, left open
+sub raw_post {
+    my ($msg, $head, $path) = @_;
+    my $body = McpTest::encode_json($msg);
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port, Proto => 'tcp')
         or die "connect: $!";
-    print $s "POST " . ($o{path} // '/mcp') . " HTTP/1.1\r\nHost: localhost\r\n"
+    print $s "POST " . ($path // '/mcp') . " HTTP/1.1\r\nHost: localhost\r\n"
            . "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-           . "Mcp-Session-Id: $sid\r\nMCP-Protocol-Version: $V\r\n"
-           . "Content-Length: " . length($body) . "\r\n\r\n$body";
+           . $head . "Content-Length: " . length($body) . "\r\n\r\n$body";
     return $s;
 }
 
@@ -305,16 +311,13 @@ ok($sid, 'a new session');
     my ($osid) = $t->mcp_initialize(protocol_version => '2025-03-26');
     my $amark = $alpha->log_mark;
     my $before = scalar cancels_at_node();
-    my $body = McpTest::encode_json([
+    my $s = raw_post([
         { jsonrpc => '2.0', id => 851, method => 'tools/call',
           params => { name => 'alpha__slow_compute', arguments => { seconds => 10 } } },
         { jsonrpc => '2.0', id => 852, method => 'tools/call',
           params => { name => 'node__trigger-long-running-operation', arguments => { duration => 10, steps => 10 },
-                      _meta => { progressToken => 'b' } } } ]);
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port, Proto => 'tcp') or die;
-    print $s "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-           . "Accept: application/json, text/event-stream\r\nMcp-Session-Id: $osid\r\n"
-           . "MCP-Protocol-Version: 2025-03-26\r\nContent-Length: " . length($body) . "\r\n\r\n$body";
+                      _meta => { progressToken => 'b' } } } ],
+        "Mcp-Session-Id: $osid\r\nMCP-Protocol-Version: 2025-03-26\r\n");
     sleep 1.5;
     close $s;
     ok(McpTest::wait_until(5, sub { $alpha->log_since($amark) =~ /call "tools\/call" cancelled by the client/ }),
@@ -327,15 +330,11 @@ ok($sid, 'a new session');
 {
     my $P = 'io.modelcontextprotocol/';
     my $amark = $alpha->log_mark;
-    my $body = McpTest::encode_json({ jsonrpc => '2.0', id => 861, method => 'tools/call',
+    my $s = raw_post({ jsonrpc => '2.0', id => 861, method => 'tools/call',
         params => { name => 'alpha__slow_compute', arguments => { seconds => 10 },
                     _meta => { "${P}protocolVersion" => '2026-07-28', "${P}clientCapabilities" => {},
-                               "${P}clientInfo" => { name => 't88', version => '1' } } } });
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port, Proto => 'tcp') or die;
-    print $s "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-           . "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-           . "Mcp-Method: tools/call\r\nMcp-Name: alpha__slow_compute\r\n"
-           . "Content-Length: " . length($body) . "\r\n\r\n$body";
+                               "${P}clientInfo" => { name => 't88', version => '1' } } } },
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: alpha__slow_compute\r\n");
     sleep 1.5;
     close $s;
     ok(McpTest::wait_until(5, sub { $alpha->log_since($amark) =~ /call "tools\/call" cancelled by the client/ }),

@@ -56,12 +56,19 @@ my $front = McpTest->new(
 NGX
 
 my $proxy = 'proxy_http_version 1.1; proxy_set_header Connection "";';
+
+# an HTTP/2 port too (cleartext, prior knowledge): its streams are not held
+my $nginx = $ENV{MCP_NGINX} // $ENV{NGINX_BIN} // '/usr/sbin/nginx';
+my ($version) = `$nginx -v 2>&1` =~ m{nginx/(\d+\.\d+\.\d+)};
+my $h2 = sprintf('%d%03d%03d', split /\./, $version) >= 1025001
+       ? 'listen 127.0.0.1:%%PORT3%%; http2 on;' : 'listen 127.0.0.1:%%PORT3%% http2;';
 my $t = McpTest->new(
-    ports => 2,    # 2: the other server-everything
+    ports => 3,    # 2: the other server-everything, 3: HTTP/2
     ($ENV{T88_DEBUG} ? (log_level => 'debug') : ()),
     http  => "    mcp_session_zone zone=ends:4m;\n",
     server => <<"NGX");
         mcp_session ends;
+        $h2
 
         location = /mcp {
             mcp_backend alpha /_b/alpha;
@@ -362,6 +369,25 @@ ok($sid, 'a new session');
     my $r = $t->mcp_call($sid, 'tools/call', { name => 'alpha__greet', arguments => { name => 'again' } },
                          protocol_version => $V);
     like(text($r), qr/again/, 'alpha, going on, answers through the gateway');
+}
+
+# an HTTP/2 client leaves mid-call: its stream is not held, the gateway
+# goes on (its backend connection closes, as it did before)
+{
+    my $gmark = $t->log_mark;
+    my $h2lines = sub { scalar(() = $t->access_log =~ /"POST \/mcp HTTP\/2\.0" /g) };
+    my $before = $h2lines->();
+    my $body = McpTest::encode_json({ jsonrpc => '2.0', id => 881, method => 'tools/call',
+                                      params => { name => 'alpha__slow_compute', arguments => { seconds => 10 } } });
+    my ($rc, $out) = McpTest::_run_capture(['curl', '-s', '--http2-prior-knowledge', '--max-time', '1.5',
+        '-H', 'Content-Type: application/json', '-H', 'Accept: application/json, text/event-stream',
+        '-H', "Mcp-Session-Id: $sid", '-H', "MCP-Protocol-Version: $V", '--data-binary', $body,
+        'http://127.0.0.1:' . $t->port(3) . '/mcp'], 20);
+    ok(McpTest::wait_until(5, sub { $h2lines->() > $before }), 'an HTTP/2 client leaves mid-call: its request ends');
+    no_alerts($gmark, '... at the gateway');
+    my $r = $t->mcp_call($sid, 'tools/call', { name => 'alpha__greet', arguments => { name => 'h2' } },
+                         protocol_version => $V);
+    like(text($r), qr/h2/, '... which goes on');
 }
 
 # 50 clients that disconnect at once, three times: memory stays bounded

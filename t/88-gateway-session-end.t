@@ -216,6 +216,23 @@ sub no_alerts {
     no_alerts($mark, 'a backend down');
 }
 
+# a backend that hangs (stopped): the answer is at once all the same, and
+# the backend gets its DELETE when it wakes
+{
+    my ($sid) = $t->mcp_initialize(protocol_version => $V);
+    my $asid = alpha_sid();
+    my @stopped = ($alpha->{pid}, $alpha->worker_pids);
+    kill 'STOP', @stopped;
+    my $t0 = time;
+    my $d = $t->mcp_delete($sid, protocol_version => $V, timeout => 10);
+    my $took = time - $t0;
+    kill 'CONT', @stopped;
+    is($d->{status}, 200, 'alpha stopped, the client DELETEs its session: 200');
+    cmp_ok($took, '<', 1, sprintf('... at once (%.3f s)', $took));
+    ok(wait_upstream($alpha, sub { $_[0]{method} eq 'DELETE' && $_[0]{sid} eq $asid }, 5),
+       '... and alpha, woken, ends the session');
+}
+
 # --- (c) a client that disconnects mid-call: the backend hears so -------------
 
 my ($sid) = $t->mcp_initialize(protocol_version => $V, capabilities => { sampling => {} });

@@ -105,7 +105,7 @@ static ngx_command_t  ngx_http_mcp_aggregate_commands[] = {
 
 static ngx_http_module_t  ngx_http_mcp_aggregate_module_ctx = {
     NULL,                                  /* preconfiguration */
-    ngx_http_mcp_aggregate_listen_init,    /* postconfiguration */
+    ngx_http_mcp_aggregate_init,           /* postconfiguration */
 
     NULL,                                  /* create main configuration */
     NULL,                                  /* init main configuration */

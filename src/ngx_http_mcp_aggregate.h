@@ -12,7 +12,9 @@
  * reply carries before its response (notifications, the backend's
  * requests to the client) and its cancellation,
  * ngx_http_mcp_aggregate_relay.c; the backends' own GET streams while
- * the client's is open, ngx_http_mcp_aggregate_listen.c.
+ * the client's is open, ngx_http_mcp_aggregate_listen.c; what the
+ * backends are told of the client's end (its DELETE, its leaving in the
+ * middle of a call), ngx_http_mcp_aggregate_end.c.
  */
 
 
@@ -98,6 +100,9 @@ typedef struct {
     unsigned                       cancelled:1; /* the backend was told */
     unsigned                       routed:1;    /* a call, a get, a read:
                                                    the client's choice */
+    unsigned                       abandoned:1; /* its client went away:
+                                                   only the POST's end
+                                                   counts */
 } ngx_http_mcp_aggregate_leg_t;
 
 
@@ -118,6 +123,15 @@ struct ngx_http_mcp_aggregate_op_s {
     unsigned                            cursor:1;   /* a list's later page */
     unsigned                            ended:1;
 };
+
+
+/* a message to a backend whose end is waited for: a fetch in pool */
+typedef struct {
+    ngx_pool_t                    *pool;
+    ngx_event_handler_pt           handler;     /* the fetch's news */
+    void                          *data;
+    ngx_http_mcp_loctool_state_t  *st;          /* the fetch */
+} ngx_http_mcp_aggregate_wait_t;
 
 
 /* ngx_http_mcp_aggregate_leg.c */
@@ -152,6 +166,13 @@ ngx_int_t ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,
     cJSON *caps);
 ngx_int_t ngx_http_mcp_aggregate_watch(ngx_http_mcp_aggregate_leg_t *leg);
 void ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg);
+ngx_int_t ngx_http_mcp_aggregate_cancelled(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_http_request_t *r, ngx_http_mcp_aggregate_wait_t *wait);
+
+/* ngx_http_mcp_aggregate_end.c */
+ngx_int_t ngx_http_mcp_aggregate_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_aggregate_watch_client(
+    ngx_http_mcp_aggregate_leg_t *leg);
 
 /* ngx_http_mcp_aggregate_listen.c */
 ngx_int_t ngx_http_mcp_aggregate_listen_init(ngx_conf_t *cf);

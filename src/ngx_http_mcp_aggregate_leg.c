@@ -355,7 +355,9 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     leg->st = ngx_http_mcp_loctool_fetch(leg->op->call, &f);
 
     if (leg->st == NULL
-        || (f.stream && ngx_http_mcp_aggregate_watch(leg) != NGX_OK))
+        || (f.stream
+            && (ngx_http_mcp_aggregate_watch(leg) != NGX_OK
+                || ngx_http_mcp_aggregate_watch_client(leg) != NGX_OK)))
     {
         return NGX_ERROR;
     }
@@ -382,6 +384,16 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
     st = leg->st;
 
     if (leg->done || st == NULL) {
+        return;
+    }
+
+    if (leg->abandoned) {
+        /* the backend was told of the client's leaving: the POST's end */
+        if (st->gone) {
+            ngx_http_mcp_aggregate_lost(leg, "the client's request went "
+                                             "away");
+        }
+
         return;
     }
 

@@ -21,7 +21,8 @@
  *
  * A client's notifications/cancelled ends the call, and the call's end
  * before its backend's response sends the backend notifications/cancelled
- * with the id the gateway gave the request there.
+ * with the id the gateway gave the request there; so does the client's
+ * leaving (ngx_http_mcp_aggregate_end.c).
  *
  * Why no id of our own that carries the route: the module already has
  * server requests whose answers find their call on any worker, with the
@@ -56,11 +57,9 @@ static void ngx_http_mcp_aggregate_answer_backend(
     ngx_http_mcp_aggregate_leg_t *leg, u_char *id, cJSON *result,
     cJSON *error, ngx_int_t code, const char *message);
 static void ngx_http_mcp_aggregate_cancel(void *data);
-static void ngx_http_mcp_aggregate_cancelled(
-    ngx_http_mcp_aggregate_leg_t *leg, ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_aggregate_post_to(
     ngx_http_mcp_aggregate_leg_t *leg, ngx_http_request_t *r, u_char *text,
-    size_t len);
+    size_t len, ngx_http_mcp_aggregate_wait_t *wait);
 
 
 /*
@@ -707,7 +706,7 @@ ngx_http_mcp_aggregate_cancel(void *data)
         return;
     }
 
-    ngx_http_mcp_aggregate_cancelled(leg, st->link->sr->parent);
+    (void) ngx_http_mcp_aggregate_cancelled(leg, st->link->sr->parent, NULL);
 }
 
 
@@ -721,14 +720,21 @@ ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg)
     r = ngx_http_mcp_call_http_request(leg->op->call);
 
     if (r != NULL) {
-        ngx_http_mcp_aggregate_cancelled(leg, r);
+        (void) ngx_http_mcp_aggregate_cancelled(leg, r, NULL);
     }
 }
 
 
-static void
+/*
+ * The backend is told that the gateway gave up on the leg's request,
+ * through r; with wait, as a fetch whose end is waited for (the client
+ * went away, see ngx_http_mcp_aggregate_end.c).  NGX_DECLINED: told
+ * already, or nothing to tell.
+ */
+
+ngx_int_t
 ngx_http_mcp_aggregate_cancelled(ngx_http_mcp_aggregate_leg_t *leg,
-    ngx_http_request_t *r)
+    ngx_http_request_t *r, ngx_http_mcp_aggregate_wait_t *wait)
 {
     u_char  text[sizeof("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
                         "cancelled\",\"params\":{\"requestId\":,\"reason\":"
@@ -737,7 +743,7 @@ ngx_http_mcp_aggregate_cancelled(ngx_http_mcp_aggregate_leg_t *leg,
     u_char  *p;
 
     if (leg->cancelled || leg->id == 0) {
-        return;
+        return NGX_DECLINED;
     }
 
     leg->cancelled = 1;
@@ -751,7 +757,7 @@ ngx_http_mcp_aggregate_cancelled(ngx_http_mcp_aggregate_leg_t *leg,
                    "mcp backend \"%V\": cancelling request %uL",
                    &leg->backend->name, leg->id);
 
-    (void) ngx_http_mcp_aggregate_post_to(leg, r, text, p - text);
+    return ngx_http_mcp_aggregate_post_to(leg, r, text, p - text, wait);
 }
 
 
@@ -913,13 +919,14 @@ ngx_http_mcp_aggregate_post(ngx_http_mcp_aggregate_leg_t *leg, u_char *text,
         return NGX_DECLINED;
     }
 
-    return ngx_http_mcp_aggregate_post_to(leg, r, text, len);
+    return ngx_http_mcp_aggregate_post_to(leg, r, text, len, NULL);
 }
 
 
 static ngx_int_t
 ngx_http_mcp_aggregate_post_to(ngx_http_mcp_aggregate_leg_t *leg,
-    ngx_http_request_t *r, u_char *text, size_t len)
+    ngx_http_request_t *r, u_char *text, size_t len,
+    ngx_http_mcp_aggregate_wait_t *wait)
 {
     ngx_http_mcp_loctool_fetch_t  f;
 
@@ -936,5 +943,15 @@ ngx_http_mcp_aggregate_post_to(ngx_http_mcp_aggregate_leg_t *leg,
 
     ngx_memcpy(f.body.data, text, len);
 
-    return ngx_http_mcp_loctool_send(r, &f);
+    if (wait == NULL) {
+        return ngx_http_mcp_loctool_send(r, &f);
+    }
+
+    f.handler = wait->handler;
+    f.data = wait->data;
+
+    wait->st = ngx_http_mcp_loctool_fetch_request(r, wait->pool,
+                                                  r->connection->log, &f);
+
+    return (wait->st != NULL) ? NGX_OK : NGX_ERROR;
 }

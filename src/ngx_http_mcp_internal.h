@@ -298,6 +298,13 @@ typedef void (*ngx_http_mcp_quit_pt)(ngx_uint_t deadline);
  */
 typedef void (*ngx_http_mcp_get_stream_pt)(ngx_http_request_t *r,
     ngx_str_t *sid, uint32_t id, ngx_uint_t open);
+/*
+ * A client's DELETE of its session, r, just before the store forgets
+ * it: the gateway's backend sessions end with it
+ * (ngx_http_mcp_aggregate_end.c).
+ */
+typedef void (*ngx_http_mcp_delete_pt)(ngx_http_request_t *r,
+    ngx_str_t *sid);
 
 
 /* ---- the pure parsers: jsonrpc.c (json.c: ngx_http_mcp_json.h) ---- */
@@ -485,6 +492,7 @@ void ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st);
 void ngx_http_mcp_streams_wake(void);
 void ngx_http_mcp_streams_quit(ngx_uint_t deadline);
 ngx_int_t ngx_http_mcp_stream_on_get(ngx_http_mcp_get_stream_pt handler);
+ngx_int_t ngx_http_mcp_session_on_delete(ngx_http_mcp_delete_pt handler);
 ngx_int_t ngx_http_mcp_lists_changed(ngx_cycle_t *cycle);
 
 

@@ -53,6 +53,24 @@ static ngx_http_mcp_call_edge_t  ngx_http_mcp_post_edge = {
     ngx_http_mcp_post_session
 };
 
+/* who is told of a client's DELETE: see ngx_http_mcp_delete_pt */
+static ngx_http_mcp_delete_pt  ngx_http_mcp_delete_handler;
+
+
+ngx_int_t
+ngx_http_mcp_session_on_delete(ngx_http_mcp_delete_pt handler)
+{
+    if (ngx_http_mcp_delete_handler != NULL
+        && ngx_http_mcp_delete_handler != handler)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_mcp_delete_handler = handler;
+
+    return NGX_OK;
+}
+
 
 ngx_int_t
 ngx_http_mcp_handler(ngx_http_request_t *r)
@@ -362,6 +380,11 @@ ngx_http_mcp_delete(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         != NGX_OK)
     {
         return rc;
+    }
+
+    /* while the store still knows what the session has elsewhere */
+    if (ngx_http_mcp_delete_handler != NULL) {
+        ngx_http_mcp_delete_handler(r, &sid);
     }
 
     if (ngx_http_mcp_session_delete(mlcf->zone, &sid, r->connection->log)

@@ -39,6 +39,7 @@ use McpAssert;
 use McpGateway;
 use McpJwt;
 use JSON::PP ();
+use Compress::Zlib ();
 
 my $V25 = '2025-11-25';
 my $JSON = JSON::PP->new->canonical->ascii;
@@ -99,6 +100,10 @@ my %CASE = (
     'sse-close'     => sub { [ $SSE, "data: " . tools_msg($_[0]) . "\n\n", 'close' ] },
     'json-length'   => sub { [ $APP, tools_msg($_[0]), 'length' ] },
     'json-nul-name' => sub { [ $APP, tools_msg($_[0], 'ok1', 'ok1\\u0000secret') ] },
+    'json-gzip'     => sub { [ $APP, Compress::Zlib::memGzip(tools_msg($_[0])), 'length',
+                               [ 'Content-Encoding: gzip' ] ] },
+    'sse-deflate'   => sub { [ $SSE, Compress::Zlib::compress("data: " . tools_msg($_[0]) . "\n\n"),
+                               'length', [ 'Content-Encoding: deflate' ] ] },
 );
 
 sub respond {
@@ -148,7 +153,8 @@ my $fake = fake_upstream(sub {
         return;
     }
     if ($path =~ m{^/p/([\w-]+)} && $rpc eq 'tools/list' && $CASE{$1}) {
-        respond($c, @{ $CASE{$1}->($id) });
+        my ($type, $reply, $framing, $headers) = @{ $CASE{$1}->($id) };
+        respond($c, $type, $reply, $framing, headers => $headers);
         return;
     }
     respond($c, $APP, $JSON->encode({ jsonrpc => '2.0', id => $m->{id},
@@ -203,7 +209,7 @@ $t->write_file($keys_file, join '', map { sha256_hex("$_-key") . " $_ mcp:tools 
                                    qw(alice bob));
 
 # the hostile replies are refused, each said once in error.log
-$t->expect_log_error(qr/the upstream's reply to a filtered tools\/list is refused|evict/);
+$t->expect_log_error(qr/the upstream's reply to a filtered tools\/list is refused|evict|"Content-Encoding: (gzip|deflate)" in a reply the tool policy filters/);
 $t->start;
 
 # ===========================================================================
@@ -345,7 +351,7 @@ SKIP: {
 }
 
 for my $case (sort keys %CASE) {
-    next if $case eq 'json-nul-name';
+    next if $case eq 'json-nul-name' || $case =~ /gzip|deflate/;
     my ($sid) = try_initialize($t, path => "/p/$case", protocol_version => $V25);
     ok($sid, "$case: initialize");
     my $r = $t->mcp_post($sid, { jsonrpc => '2.0', id => 1, method => 'tools/list' },
@@ -374,6 +380,27 @@ for my $case (qw(sse-bom sse-2bom sse-cr sse-mixed sse-split-crlf sse-nocolon ss
         is_deeply([ @names[0, 1] ], [ 'ok1', 'ok2' ],
                   "$case: ... and it lists the allowed ones")
             or diag(explain({ view => $v, body => substr($r->{body} // '', 0, 300) }));
+    }
+}
+
+# a compressed reply: the filter read the compressed bytes as an SSE
+# stream of no event and passed them on; fetch() undoes the coding
+for my $case (qw(json-gzip sse-deflate)) {
+    SKIP: {
+        skip "node clients: $node_ok", 3 if $node_ok;
+        my ($sid) = try_initialize($t, path => "/p/$case", protocol_version => $V25);
+        my ($rc, $out) = run_node_script('sse_client_view.mjs',
+            [ 'http://127.0.0.1:' . $t->port . "/p/$case", $sid, $V25 ], timeout => 30);
+        my ($line) = grep { /^\{/ } split /\n/, $out // '';
+        my $v = eval { JSON::PP->new->decode($line) } // { error => $out };
+        ok(!grep({ ($_ // '') =~ /secret/ } @{ $v->{names} // [] }),
+           "$case: the SDK's client (fetch) lists no denied tool")
+            or diag(explain($v));
+        ok(!@{ $v->{names} // [] } || "@{ $v->{names} }" eq 'ok1 ok2', "$case: ... nor the reply it cannot read")
+            or diag(explain($v));
+        my $r = $t->mcp_post($sid, { jsonrpc => '2.0', id => 5, method => 'tools/list' },
+                             path => "/p/$case", quiet => 1);
+        is_error(($r->{messages} // [])->[0], -32000, 5, "$case: ... a JSON-RPC error instead");
     }
 }
 

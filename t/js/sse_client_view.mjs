@@ -6,6 +6,9 @@
 // message with result.tools, and the messages read, as one JSON line.
 //
 // usage: node sse_client_view.mjs <content-type> <body file>
+//        node sse_client_view.mjs <url> <session id> <protocol version>
+//            (the second: a tools/list POSTed with fetch(), which also
+//            undoes a Content-Encoding, as the SDK's client posts it)
 
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -16,8 +19,22 @@ const sdk = require.resolve('@modelcontextprotocol/sdk/client/streamableHttp.js'
 const { mediaTypeEssence } = await import(sdk.replace(/client\/streamableHttp\.js$/,
                                                        'shared/mediaType.js'));
 
-const [type, file] = process.argv.slice(2);
-const body = readFileSync(file);
+let [type, file, pv] = process.argv.slice(2);
+let body;
+
+if (/^https?:/.test(type)) {
+    const res = await fetch(type, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json',
+                   accept: 'application/json, text/event-stream',
+                   'mcp-session-id': file, 'mcp-protocol-version': pv },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 'f1', method: 'tools/list' }),
+    });
+    type = res.headers.get('content-type') ?? '';
+    body = Buffer.from(await res.arrayBuffer());
+} else {
+    body = readFileSync(file);
+}
 const messages = [];
 const errors = [];
 

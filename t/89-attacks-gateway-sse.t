@@ -295,8 +295,6 @@ for my $loc ('/echo', '/echo-auth') {
         [ 'MCP-PARAM-C', 'third' ],
         [ 'Content-Length', length $body ],
     );
-    # nginx itself refuses the \x01 in a value: then the request never came
-    @want = grep { $_->[0] ne 'Mcp-Param-A' } @want unless grep { $_->[0] eq 'Mcp-Param-A' } @got;
     is_deeply([ @got[1 .. $#got] ], \@want,
               "$loc: the upstream gets the first of each relayed name, every Mcp-Param-*, "
               . ($auth ? 'the first Authorization' : 'no Authorization') . ', in the client\'s order, and nothing else');
@@ -304,6 +302,23 @@ for my $loc ('/echo', '/echo-auth') {
     is($res->{body}, $body, "$loc: ... byte for byte");
     unlike($res->{head} // '', qr/\Q$sid\E|evil\.example|6\.6\.6\.6|Basic|X-Pad/,
            "$loc: none of the client's own session id, Host, other headers reach the upstream");
+}
+
+# a chunked request body: the upstream gets it whole, with its length
+{
+    my ($sid) = try_initialize($t, path => '/echo', protocol_version => $V25);
+    my $body = '{"jsonrpc":"2.0","id":"ch","method":"ping"}';
+    my $chunks = join('', map { sprintf("%x\r\n%s\r\n", length $_, $_) } unpack('(a7)*', $body)) . "0\r\n\r\n";
+    my $r = $t->request(raw => "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                             . "Accept: application/json, text/event-stream\r\nMcp-Session-Id: $sid\r\n"
+                             . "MCP-Protocol-Version: $V25\r\nTransfer-Encoding: chunked\r\n"
+                             . "Connection: close\r\n\r\n$chunks");
+    McpTest::decode_mcp_response($r);
+    my $res = (($r->{messages} // [])->[0] // {})->{result} // {};
+    is($res->{body}, $body, 'a chunked request body reaches the upstream whole');
+    my ($cl) = ($res->{head} // '') =~ /^Content-Length: (\d+)\r?$/m;
+    is($cl, length $body, '... with its Content-Length');
+    unlike($res->{head} // '', qr/Transfer-Encoding/i, '... and no Transfer-Encoding');
 }
 
 # a header block of many Mcp-Param-* headers: every one, each once

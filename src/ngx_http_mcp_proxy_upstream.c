@@ -615,7 +615,7 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
         if (status >= 200 && status < 300) {
             pctx->init_ok = 1;
 
-            /* one evicted meanwhile is not found: its client finds it so */
+            /* evicted meanwhile (NGX_DECLINED): the client finds it gone */
             target.sockaddr = u->peer.sockaddr;
             target.socklen = u->peer.socklen;
             target.name = *u->peer.name;

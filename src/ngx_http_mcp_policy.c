@@ -161,25 +161,40 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
     const char **error)
 {
     cJSON       *json;
-    u_char      *p;
+    u_char      *p, *q, *end;
+    ngx_str_t    body;
     ngx_int_t    rc;
     ngx_uint_t   changed;
 
-    *out = *in;
+    /*
+     * The BOMs the reply begins with are read past and not passed on.  A
+     * client drops one whether it reads JSON (Response.json() decodes
+     * UTF-8) or SSE: "BOM{...}" was read as SSE here, found without
+     * events and passed on whole, and the client listed every tool.  One
+     * BOM more was the first line's name here and the client's second
+     * BOM to drop.  With none left, every client reads what was filtered.
+     */
 
-    p = in->data;
+    end = in->data + in->len;
 
-    while (p < in->data + in->len && (*p == ' ' || *p == '\r' || *p == '\n'
-                                      || *p == '\t'))
-    {
+    for (p = in->data; (q = ngx_http_mcp_sse_bom(p, end)) != p; p = q) {
+        /* void */
+    }
+
+    body.data = p;
+    body.len = end - p;
+
+    *out = body;
+
+    while (p < end && (*p == ' ' || *p == '\r' || *p == '\n' || *p == '\t')) {
         p++;
     }
 
-    if (p < in->data + in->len && *p != '{' && *p != '[') {
-        return ngx_http_mcp_policy_filter_sse(pool, tf, in, out, error);
+    if (p < end && *p != '{' && *p != '[') {
+        return ngx_http_mcp_policy_filter_sse(pool, tf, &body, out, error);
     }
 
-    rc = ngx_http_mcp_json_parse(pool, in->data, in->len, NULL, &json,
+    rc = ngx_http_mcp_json_parse(pool, body.data, body.len, NULL, &json,
                                  error);
     if (rc != NGX_OK) {
         return rc;
@@ -285,8 +300,9 @@ ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
 
     out->len = 0;
 
+    /* the reply's BOMs are gone: ngx_http_mcp_policy_filter_reply() */
     end = in->data + in->len;
-    p = ngx_http_mcp_sse_bom(in->data, end);
+    p = in->data;
 
     while (p < end) {
         start = p;
@@ -315,6 +331,7 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     cJSON       *json;
     u_char      *p, *eol, *next, *data, *d, *text, *dst;
     size_t       len;
+    ngx_str_t    v;
     ngx_int_t    rc;
     ngx_uint_t   changed;
 
@@ -376,7 +393,10 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
         return NGX_ERROR;
     }
 
-    /* the other fields as they were, then the message on one line */
+    /*
+     * the other fields as they were, then the message on one line; a
+     * data line ("data" without a colon too) is in the message
+     */
     for (p = start; p < end; p = next) {
         eol = ngx_http_mcp_sse_eol(p, end, &next);
 
@@ -385,7 +405,9 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
             next = end;
         }
 
-        if (eol > p && !(eol - p >= 5 && ngx_strncmp(p, "data:", 5) == 0)) {
+        (void) ngx_http_mcp_sse_field(p, eol, "data:", &v);
+
+        if (eol > p && v.data == NULL) {
             dst = ngx_cpymem(dst, p, eol - p);
             *dst++ = '\n';
         }

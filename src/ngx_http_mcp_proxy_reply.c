@@ -16,6 +16,7 @@
 
 
 static ngx_uint_t ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u);
+static ngx_uint_t ngx_http_mcp_proxy_coded(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r);
 
 
@@ -133,7 +134,67 @@ ngx_http_mcp_proxy_reply_head(ngx_http_request_t *r)
         return NGX_HTTP_UPSTREAM_INVALID_HEADER;
     }
 
+    if (ngx_http_mcp_proxy_coded(r)) {
+        return NGX_HTTP_UPSTREAM_INVALID_HEADER;
+    }
+
     return NGX_OK;
+}
+
+
+/*
+ * A reply held for the tool policy with a coded body (gzip, br): the
+ * filter read the coded bytes as an SSE stream of no event and passed
+ * them on, and the client, whose fetch() undoes the coding, listed the
+ * denied tools.  The gateway asks for no coding (no Accept-Encoding).
+ */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_coded(ngx_http_request_t *r)
+{
+    ngx_uint_t                 i;
+    ngx_list_part_t           *part;
+    ngx_table_elt_t           *h;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+
+    if (!pctx->filter) {
+        return 0;
+    }
+
+    part = &r->upstream->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return 0;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len != sizeof("content-encoding") - 1
+            || ngx_strncmp(h[i].lowcase_key, "content-encoding",
+                           h[i].key.len) != 0
+            || (h[i].value.len == sizeof("identity") - 1
+                && ngx_strncasecmp(h[i].value.data, (u_char *) "identity",
+                                   h[i].value.len) == 0))
+        {
+            continue;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream sent \"Content-Encoding: %V\" in a "
+                      "reply the tool policy filters", &h[i].value);
+        return 1;
+    }
 }
 
 

@@ -177,8 +177,7 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     b->last = ngx_cpymem(b->last, " HTTP/1.1" CRLF "Host: ",
                          sizeof(" HTTP/1.1" CRLF "Host: ") - 1);
     b->last = ngx_cpymem(b->last, mlcf->proxy_host.data, mlcf->proxy_host.len);
-    *b->last++ = CR;
-    *b->last++ = LF;
+    b->last = ngx_cpymem(b->last, CRLF, sizeof(CRLF) - 1);
 
     (void) ngx_http_mcp_proxy_client_headers(r, mlcf, b);
 
@@ -186,8 +185,7 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
         b->last = ngx_cpymem(b->last, "Mcp-Session-Id: ",
                              sizeof("Mcp-Session-Id: ") - 1);
         b->last = ngx_cpymem(b->last, sid.data, sid.len);
-        *b->last++ = CR;
-        *b->last++ = LF;
+        b->last = ngx_cpymem(b->last, CRLF, sizeof(CRLF) - 1);
     }
 
     if (r->method == NGX_HTTP_POST) {
@@ -291,8 +289,7 @@ ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
         *b->last++ = ':';
         *b->last++ = ' ';
         b->last = ngx_cpymem(b->last, h[i].value.data, h[i].value.len);
-        *b->last++ = CR;
-        *b->last++ = LF;
+        b->last = ngx_cpymem(b->last, CRLF, sizeof(CRLF) - 1);
     }
 
     return len;
@@ -314,12 +311,9 @@ ngx_http_mcp_proxy_relayed(ngx_table_elt_t *h, ngx_http_mcp_loc_conf_t *mlcf,
     ngx_uint_t  k;
 
     static ngx_str_t  relayed[] = {
-        ngx_string("accept"),
-        ngx_string("mcp-name"),
-        ngx_string("mcp-method"),
-        ngx_string("content-type"),
-        ngx_string("last-event-id"),
-        ngx_string("authorization"),
+        ngx_string("accept"), ngx_string("mcp-name"),
+        ngx_string("mcp-method"), ngx_string("content-type"),
+        ngx_string("last-event-id"), ngx_string("authorization"),
         ngx_string("mcp-protocol-version")
     };
 
@@ -621,6 +615,7 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
         if (status >= 200 && status < 300) {
             pctx->init_ok = 1;
 
+            /* evicted meanwhile (NGX_DECLINED): the client finds it gone */
             target.sockaddr = u->peer.sockaddr;
             target.socklen = u->peer.socklen;
             target.name = *u->peer.name;
@@ -638,7 +633,7 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
             } else if (ngx_http_mcp_session_target_set(ctx->conf->zone,
                                                        &pctx->client_sid,
                                                        &target)
-                       != NGX_OK)
+                       == NGX_ERROR)
             {
                 return NGX_ERROR;
             }
@@ -705,6 +700,15 @@ ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
 
     ngx_http_mcp_metrics_gateway(ctx, pctx->started, rc,
                                  r->upstream->request_sent);
+
+    /* a held reply that the upstream's close ended: no filter saw it end */
+    if (rc == 0 && pctx->filter && r->header_sent && r->upstream->length == -1
+        && ngx_http_mcp_proxy_flush_filtered(r, pctx) == NGX_OK
+        && r->upstream->out_bufs != NULL)
+    {
+        (void) ngx_http_output_filter(r, r->upstream->out_bufs);
+        r->upstream->out_bufs = NULL;
+    }
 
     if (pctx->initialize && !pctx->init_ok) {
         /* no replica took the session: it was never made */

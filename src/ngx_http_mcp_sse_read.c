@@ -63,7 +63,9 @@ ngx_http_mcp_sse_eol(u_char *p, u_char *end, u_char **next)
  * The line at p, to the next line, which it returns (last ends the last
  * line); value: the line's value when the line is the field name
  * ("data:", say: its one space after the colon dropped), else a NULL
- * data.
+ * data.  A line that is the name alone, without its colon ("data"), is
+ * the field with an empty value, as the standard reads it: an SSE
+ * client joins an empty line to the event's data for it.
  */
 
 u_char *
@@ -85,7 +87,13 @@ ngx_http_mcp_sse_field(u_char *p, u_char *last, const char *name,
 
     value->data = NULL;
 
-    if (len >= n && ngx_strncmp(p, name, n) == 0) {
+    if (n && name[n - 1] == ':' && len == n - 1
+        && ngx_strncmp(p, name, n - 1) == 0)
+    {
+        value->data = p + len;
+        value->len = 0;
+
+    } else if (len >= n && ngx_strncmp(p, name, n) == 0) {
         p += n;
         len -= n;
 

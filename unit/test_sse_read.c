@@ -20,6 +20,8 @@ static void test_lines(void);
 static void test_events(void);
 static void test_data(void);
 static size_t ngx_unit_data(const char *event, char *out);
+static void test_field(const char *line, const char *name,
+    const char *want, const char *what);
 
 
 int
@@ -133,8 +135,27 @@ test_data(void)
     n = ngx_unit_data("data:\ndata: x\n", out);
     CHECK_MEM(out, n, "\nx", "an empty data line first still counts");
 
-    n = ngx_unit_data("database: x\ndata\ndata2: y\n", out);
+    n = ngx_unit_data("database: x\ndata2: y\ndata :z\nDATA: w\n", out);
     CHECK_MEM(out, n, "", "fields that only begin with \"data\": no data");
+
+    /* the standard: a line without a colon is a field of empty value */
+    n = ngx_unit_data("data\ndata: x\rdata\r\ndata: y\n", out);
+    CHECK_MEM(out, n, "\nx\n\ny", "\"data\" alone: an empty data line");
+
+    n = ngx_unit_data("\xef\xbb\xbf" "data: x\n", out);
+    CHECK_MEM(out, n, "", "a BOM not first in the stream is no BOM: no data");
+
+    n = ngx_unit_data(": data: x\ndata: y\n", out);
+    CHECK_MEM(out, n, "y", "a comment holding \"data:\" is no data");
+
+    n = ngx_unit_data("id: 1\rdata: a\r\r", out);
+    CHECK_MEM(out, n, "a", "a CR after the data line ends it");
+
+    test_field("id\r\n", "id:", "", "\"id\" alone: the field, empty");
+    test_field("id:7\n", "id:", "7", "\"id:7\": 7");
+    test_field("i\n", "id:", NULL, "\"i\": not the field");
+    test_field("idx\n", "id:", NULL, "\"idx\": not the field");
+    test_field("id: \n", "id:", "", "\"id: \": empty");
 
     n = ngx_unit_data("data: last", out);
     CHECK_MEM(out, n, "last", "a last line without its end");
@@ -156,4 +177,29 @@ ngx_unit_data(const char *event, char *out)
     out[n] = '\0';
 
     return n;
+}
+
+
+/* the value of field name on line; want NULL: not that field */
+
+static void
+test_field(const char *line, const char *name, const char *want,
+    const char *what)
+{
+    u_char     *p, *last;
+    ngx_str_t   v;
+
+    p = (u_char *) line;
+    last = p + strlen(line);
+
+    CHECK(ngx_http_mcp_sse_field(p, last, name, &v) == last,
+          "the field's line is read to its end");
+
+    if (want == NULL) {
+        CHECK(v.data == NULL, what);
+        return;
+    }
+
+    CHECK(v.data != NULL && v.len == strlen(want)
+          && memcmp(v.data, want, v.len) == 0, what);
 }

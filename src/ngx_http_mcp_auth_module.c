@@ -508,7 +508,10 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_mcp_auth_loc_conf_t *conf = child;
 
     u_char              *p, *host, *path, *end;
+    ngx_uint_t           keys_here;
     ngx_pool_cleanup_t  *cln;
+
+    keys_here = (conf->api_keys != NGX_CONF_UNSET_PTR);
 
     if (conf->realm.data == NGX_CONF_UNSET_PTR) {
         conf->realm = (prev->realm.data == NGX_CONF_UNSET_PTR)
@@ -539,6 +542,17 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
             conf->key_request = prev->key_request;
             conf->zone = prev->zone;
         }
+    }
+
+    /*
+     * API keys are keys for mcp_auth_jwt, which turns checking on: keys
+     * given in a block where it is off protect nothing there, which is
+     * easy to miss (an operator reads the keys as the lock)
+     */
+    if (keys_here && conf->realm.len == 0) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "\"mcp_auth_api_keys\" without \"mcp_auth_jwt\": "
+                           "no request is checked here");
     }
 
     /*

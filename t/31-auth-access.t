@@ -207,4 +207,17 @@ sub tool_names { [ map { $_->{name} } @{ $_[0]{result}{tools} // [] } ] }
 $t->stop;
 unlike($t->error_log, qr/sk_test_/, 'no API key in the error log');
 
+# API keys in a location whose mcp_auth_jwt is off check nothing there:
+# nginx -t says so (found by an attack helper whose config trusted them)
+{
+    my $k = McpTest->new(server => <<'NGX');
+        location = /mcp { mcp on; mcp_auth_api_keys %%PREFIX%%/conf/api_keys; }
+NGX
+    $k->write_file('conf/api_keys', ('0' x 64) . " someone\n");
+    my ($rc, $out) = $k->nginx_t;
+    is($rc, 0, 'mcp_auth_api_keys without mcp_auth_jwt: nginx -t passes') or diag($out);
+    like($out, qr/\[warn\].*"mcp_auth_api_keys" without "mcp_auth_jwt": no request is checked here/,
+         '... with a warning that nothing is checked');
+}
+
 done_testing;

@@ -1,0 +1,382 @@
+
+/*
+ * mcp_pass, the reply's body: relayed unbuffered as the upstream sends
+ * it, except a reply the tool policy filters (a tools/list result, or a
+ * batch holding one), which is held up to mcp_pass_filter_buffer_size,
+ * filtered whole and sent; what goes wrong on the way (too big, not
+ * strict JSON, cut short) is a JSON-RPC error for the client's request.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_proxy.h"
+
+
+static ngx_int_t ngx_http_mcp_proxy_output(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
+static ngx_int_t ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, const char *message);
+static ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r,
+    u_char *pos, u_char *last);
+static ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data,
+    ngx_str_t *name);
+
+
+ngx_int_t
+ngx_http_mcp_proxy_filter_init(void *data)
+{
+    ngx_http_request_t *r = data;
+
+    ngx_http_upstream_t       *u;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    u = r->upstream;
+
+    if (u->headers_in.status_n == NGX_HTTP_NO_CONTENT
+        || u->headers_in.status_n == NGX_HTTP_NOT_MODIFIED
+        || r->method == NGX_HTTP_HEAD)
+    {
+        u->length = 0;
+        u->keepalive = !u->headers_in.connection_close;
+
+    } else if (pctx->is_chunked) {
+        /* any positive length: the last chunk ends the body */
+        u->length = 1;
+        ngx_memzero(&pctx->chunked, sizeof(ngx_http_chunked_t));
+
+    } else if (pctx->length == 0) {
+        u->length = 0;
+        u->keepalive = !u->headers_in.connection_close;
+
+    } else {
+        /* -1: up to the close */
+        u->length = pctx->length;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Unbuffered body: bytes new data at u->buffer.last.  Chunked bodies are
+ * decoded (nginx chunks them again for the client); a body held for
+ * filtering goes out at its end.
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_filter(void *data, ssize_t bytes)
+{
+    ngx_http_request_t *r = data;
+
+    u_char                    *pos;
+    size_t                     size;
+    ngx_int_t                  rc;
+    ngx_buf_t                 *b;
+    ngx_uint_t                 extra;
+    ngx_http_upstream_t       *u;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = ctx->proxy;
+    u = r->upstream;
+    b = &u->buffer;
+
+    if (!pctx->is_chunked) {
+        pos = b->last;
+        b->last += bytes;
+
+        extra = 0;
+
+        if (u->length != -1) {
+            if (bytes > u->length) {
+                ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                              "mcp: upstream sent more data than "
+                              "\"Content-Length\" said");
+                bytes = u->length;
+                extra = 1;
+            }
+
+            u->length -= bytes;
+        }
+
+        rc = ngx_http_mcp_proxy_output(r, pctx, pos, pos + bytes);
+
+        if (rc != NGX_OK) {
+            return (rc == NGX_DONE) ? NGX_OK : NGX_ERROR;
+        }
+
+        if (u->length == 0) {
+            /* bytes past the length: the connection is out of step */
+            u->keepalive = !u->headers_in.connection_close && !extra;
+            return ngx_http_mcp_proxy_flush_filtered(r, pctx);
+        }
+
+        return NGX_OK;
+    }
+
+    b->pos = b->last;
+    b->last += bytes;
+
+    for ( ;; ) {
+
+#if (nginx_version >= 1027002)
+        /* 1.27.2 added keeping trailers; an MCP reply has no use for them */
+        rc = ngx_http_parse_chunked(r, b, &pctx->chunked, 0);
+#else
+        rc = ngx_http_parse_chunked(r, b, &pctx->chunked);
+#endif
+
+        if (rc == NGX_OK) {
+            size = ngx_min((off_t) (b->last - b->pos), pctx->chunked.size);
+
+            rc = ngx_http_mcp_proxy_output(r, pctx, b->pos, b->pos + size);
+
+            if (rc != NGX_OK) {
+                return (rc == NGX_DONE) ? NGX_OK : NGX_ERROR;
+            }
+
+            b->pos += size;
+            pctx->chunked.size -= size;
+            continue;
+        }
+
+        if (rc == NGX_DONE) {
+            u->length = 0;
+            u->keepalive = !u->headers_in.connection_close
+                           && b->pos == b->last;
+            return ngx_http_mcp_proxy_flush_filtered(r, pctx);
+        }
+
+        if (rc == NGX_AGAIN) {
+            return NGX_OK;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: upstream sent an invalid chunked body");
+        return NGX_ERROR;
+    }
+}
+
+
+/* data of the body: out as it came, or held for the policy filter */
+
+static ngx_int_t
+ngx_http_mcp_proxy_output(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last)
+{
+    u_char  *p;
+    size_t   n, size;
+
+    if (pos == last) {
+        return NGX_OK;
+    }
+
+    if (pctx->filter) {
+        n = last - pos;
+
+        if (pctx->acc_len + n > pctx->ctx->conf->filter_buffer_size) {
+            return ngx_http_mcp_proxy_too_big(r, pctx);
+        }
+
+        if (pctx->acc_len + n > pctx->acc_size) {
+            size = ngx_max(2 * pctx->acc_size, pctx->acc_len + n);
+            size = ngx_min(size, pctx->ctx->conf->filter_buffer_size);
+
+            p = ngx_pnalloc(r->pool, size);
+            if (p == NULL) {
+                return NGX_ERROR;
+            }
+
+            if (pctx->acc_len) {
+                ngx_memcpy(p, pctx->acc, pctx->acc_len);
+            }
+
+            pctx->acc = p;
+            pctx->acc_size = size;
+        }
+
+        ngx_memcpy(pctx->acc + pctx->acc_len, pos, n);
+        pctx->acc_len += n;
+
+        return NGX_OK;
+    }
+
+    return ngx_http_mcp_proxy_append(r, pos, last);
+}
+
+
+/* a reply held for tool policy grew past mcp_pass_filter_buffer_size */
+
+static ngx_int_t
+ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "mcp: the upstream's reply is over "
+                  "\"mcp_pass_filter_buffer_size\" %uz",
+                  pctx->ctx->conf->filter_buffer_size);
+
+    return ngx_http_mcp_proxy_bad_reply(r, pctx, "Bad gateway: the upstream "
+                                        "MCP server's reply is too large");
+}
+
+
+/*
+ * A reply held for tool policy that cannot go out: the client gets a
+ * JSON-RPC error for its request instead (the headers are out, the held
+ * body is not), and the upstream connection is closed.  Returns NGX_DONE:
+ * the reply is over.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, const char *message)
+{
+    u_char               *body, *p, *last;
+    size_t                len;
+    cJSON                *id;
+    ngx_uint_t            i;
+    ngx_http_mcp_msg_t   *msg;
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+
+    /* the first request's id: a batch's other answers are lost with it */
+    id = NULL;
+    msg = pctx->ctx->msgs.elts;
+
+    for (i = 0; i < pctx->ctx->msgs.nelts && id == NULL; i++) {
+        if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST) {
+            id = msg[i].id;
+        }
+    }
+
+    body = ngx_http_mcp_error_print(r, id, NGX_HTTP_MCP_SERVER_ERROR,
+                                    message, &len);
+    if (body == NULL) {
+        return NGX_ERROR;
+    }
+
+    pctx->filter = 0;
+    pctx->acc_len = 0;
+    u->length = 0;
+    u->keepalive = 0;
+
+    if (pctx->sse) {
+        p = ngx_pnalloc(r->pool, sizeof("event: message\ndata: \n\n") + len);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        last = ngx_cpymem(p, "event: message\ndata: ",
+                          sizeof("event: message\ndata: ") - 1);
+        last = ngx_cpymem(last, body, len);
+        *last++ = '\n';
+        *last++ = '\n';
+
+        body = p;
+        len = last - p;
+    }
+
+    return ngx_http_mcp_proxy_append(r, body, body + len) == NGX_OK
+           ? NGX_DONE : NGX_ERROR;
+}
+
+
+/* memory for the client, at the end of the upstream's output */
+
+static ngx_int_t
+ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos, u_char *last)
+{
+    ngx_chain_t          *cl, **ll;
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+
+    for (cl = u->out_bufs, ll = &u->out_bufs; cl; cl = cl->next) {
+        ll = &cl->next;
+    }
+
+    cl = ngx_chain_get_free_buf(r->pool, &u->free_bufs);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    *ll = cl;
+
+    cl->buf->flush = 1;
+    cl->buf->memory = 1;
+    cl->buf->pos = pos;
+    cl->buf->last = last;
+    cl->buf->tag = u->output.tag;
+
+    return NGX_OK;
+}
+
+
+/* a tool the policy allows and the caller may call */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name)
+{
+    ngx_http_mcp_ctx_t *ctx = data;
+
+    ngx_str_t  scope;
+
+    return ngx_http_mcp_tool_allowed(ctx->conf, name)
+           && (ctx->rctx.auth == NULL
+               || ngx_http_mcp_auth_permits(ctx->rctx.auth, "tools", name,
+                                            &scope)
+                  == NGX_OK);
+}
+
+
+/* the held reply, its denied tools taken out, goes out whole */
+
+ngx_int_t
+ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_int_t                    rc;
+    ngx_str_t                    in, out;
+    const char                  *error;
+    ngx_http_mcp_tool_filter_t   tf;
+
+    if (!pctx->filter || pctx->acc_len == 0) {
+        return NGX_OK;
+    }
+
+    in.data = pctx->acc;
+    in.len = pctx->acc_len;
+
+    tf.allowed = ngx_http_mcp_proxy_tool_visible;
+    tf.data = pctx->ctx;
+
+    rc = ngx_http_mcp_policy_filter_reply(r->pool, &tf, &in, &out, &error);
+
+    if (rc == NGX_DECLINED) {
+        /* what the filter cannot read, the client must not read either */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: the upstream's reply to a filtered tools/list "
+                      "is refused: %s", error ? error : "Parse error");
+
+        rc = ngx_http_mcp_proxy_bad_reply(r, pctx, "Bad gateway: the "
+                                          "upstream MCP server's reply is "
+                                          "not strict JSON");
+        return (rc == NGX_DONE) ? NGX_OK : NGX_ERROR;
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    pctx->acc_len = 0;
+
+    return ngx_http_mcp_proxy_append(r, out.data, out.data + out.len);
+}

@@ -127,9 +127,7 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
 
     if (!st->began) {
         /* a stream may begin with a BOM, which SSE drops */
-        if (!last && st->len < 3
-            && (st->len == 0 || ngx_memcmp(p, "\xef\xbb\xbf", st->len) == 0))
-        {
+        if (!last && ngx_http_mcp_sse_bom_pending(p, end)) {
             return NGX_AGAIN;
         }
 

@@ -19,16 +19,33 @@
 #include "ngx_http_mcp_sse_read.h"
 
 
+static u_char  ngx_http_mcp_sse_bom_bytes[] = "\xef\xbb\xbf";
+
+
 /* past the BOM that may begin a stream, or p */
 
 u_char *
 ngx_http_mcp_sse_bom(u_char *p, u_char *end)
 {
-    if (end - p >= 3 && p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf) {
+    if (end - p >= 3 && ngx_memcmp(p, ngx_http_mcp_sse_bom_bytes, 3) == 0) {
         return p + 3;
     }
 
     return p;
+}
+
+
+/*
+ * Whether a stream's first bytes [p, end) are too few to tell: shorter
+ * than a BOM, and all of them a BOM's so far (none yet included).
+ */
+
+ngx_uint_t
+ngx_http_mcp_sse_bom_pending(u_char *p, u_char *end)
+{
+    return p == end
+           || (end - p < 3
+               && ngx_memcmp(p, ngx_http_mcp_sse_bom_bytes, end - p) == 0);
 }
 
 

@@ -13,6 +13,7 @@
 
 
 u_char *ngx_http_mcp_sse_bom(u_char *p, u_char *end);
+ngx_uint_t ngx_http_mcp_sse_bom_pending(u_char *p, u_char *end);
 u_char *ngx_http_mcp_sse_eol(u_char *p, u_char *end, u_char **next);
 u_char *ngx_http_mcp_sse_field(u_char *p, u_char *last, const char *name,
     ngx_str_t *value);

@@ -70,6 +70,15 @@ test_lines(void)
     CHECK(ngx_http_mcp_sse_bom(lf, lf + 3) == lf, "no BOM: nothing skipped");
     CHECK(ngx_http_mcp_sse_bom(half, half + 2) == half,
           "two bytes of a BOM are not one");
+
+    CHECK(ngx_http_mcp_sse_bom_pending(half, half),
+          "nothing yet: a BOM may still come");
+    CHECK(ngx_http_mcp_sse_bom_pending(half, half + 2),
+          "two bytes of a BOM: may still be one");
+    CHECK(!ngx_http_mcp_sse_bom_pending(bom, end),
+          "a whole BOM: no longer pending");
+    CHECK(!ngx_http_mcp_sse_bom_pending(lf, lf + 2),
+          "bytes that are no BOM's: not pending");
 }
 
 

@@ -297,11 +297,15 @@ ngx_http_mcp_proxy_relayed(ngx_table_elt_t *h, ngx_http_mcp_loc_conf_t *mlcf,
 {
     ngx_uint_t  k;
 
+    /* by the index the switch below gives a name's length */
     static ngx_str_t  relayed[] = {
-        ngx_string("accept"), ngx_string("mcp-name"),
-        ngx_string("mcp-method"), ngx_string("content-type"),
-        ngx_string("last-event-id"), ngx_string("authorization"),
-        ngx_string("mcp-protocol-version")
+        ngx_string("accept"),                   /* 0 */
+        ngx_string("mcp-name"),                 /* 1 */
+        ngx_string("mcp-method"),               /* 2 */
+        ngx_string("content-type"),             /* 3 */
+        ngx_string("last-event-id"),            /* 4 */
+        ngx_string("authorization"),            /* 5: only if asked */
+        ngx_string("mcp-protocol-version")      /* 6 */
     };
 
     if (h->key.len > sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1

@@ -195,9 +195,10 @@ ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
 
     if (result == NULL
         || (ngx_http_mcp_call_stateless(call)
-            && !cJSON_HasObjectItem(result, "resultType")
-            && cJSON_AddStringToObject(result, "resultType", "complete")
-               == NULL)
+            && cJSON_GetObjectItemCaseSensitive(result, "resultType") == NULL
+            && ngx_http_mcp_json_add_literal(result, "resultType",
+                                             "complete")
+               != NGX_OK)
         || (call->finish != NULL && call->finish(call, result) != NGX_OK))
     {
         cJSON_Delete(result);

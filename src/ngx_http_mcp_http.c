@@ -43,8 +43,6 @@ static void ngx_http_mcp_accept_q(ngx_str_t *accept, ngx_str_t *types,
     ngx_uint_t n, ngx_uint_t *specificity, ngx_int_t *best_q);
 static u_char *ngx_http_mcp_accept_param(u_char *p, u_char *end,
     ngx_int_t *q);
-static ngx_table_elt_t *ngx_http_mcp_header_next(ngx_http_request_t *r,
-    ngx_table_elt_t *prev, const char *name, size_t len, ngx_uint_t whole);
 static void ngx_http_mcp_cleanup(void *data);
 static ngx_int_t ngx_http_mcp_session_open(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_session_init_t *init, u_char *id, ngx_log_t *log);
@@ -152,7 +150,11 @@ ngx_http_mcp_session_preamble(ngx_http_request_t *r,
     {
         message = "Bad Request: more than one Mcp-Session-Id header";
 
-    } else if (ngx_http_mcp_version_check(r) != NGX_OK) {
+    } else if (ngx_http_mcp_version_check(
+                   ngx_http_mcp_header_in(r, "mcp-protocol-version",
+                       sizeof("mcp-protocol-version") - 1))
+               != NGX_OK)
+    {
         message = "Bad Request: unsupported MCP-Protocol-Version";
 
     } else if (lookup
@@ -174,16 +176,11 @@ ngx_http_mcp_session_preamble(ngx_http_request_t *r,
 }
 
 
-/* an MCP-Protocol-Version header, when there is one, names a version */
+/* an MCP-Protocol-Version header h, when there is one, names a version */
 
 ngx_int_t
-ngx_http_mcp_version_check(ngx_http_request_t *r)
+ngx_http_mcp_version_check(ngx_table_elt_t *h)
 {
-    ngx_table_elt_t  *h;
-
-    h = ngx_http_mcp_header_in(r, "mcp-protocol-version",
-                               sizeof("mcp-protocol-version") - 1);
-
     if (h != NULL && ngx_http_mcp_version_parse(&h->value) == 0) {
         return NGX_DECLINED;
     }
@@ -624,6 +621,8 @@ ngx_http_mcp_ctx_create(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf,
 
     ctx->rctx.auth = auth;
 
+    ngx_http_mcp_headers_read(r, &ctx->headers);
+
     if (auth != NULL) {
         ctx->rctx.subject = auth->subject;
     }
@@ -917,115 +916,6 @@ ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
 }
 
 
-ngx_table_elt_t *
-ngx_http_mcp_header_in(ngx_http_request_t *r, const char *name, size_t len)
-{
-    return ngx_http_mcp_header_in_after(r, NULL, name, len);
-}
-
-
-/* the next header of that name (in lower case) after prev (NULL: the first) */
-
-ngx_table_elt_t *
-ngx_http_mcp_header_in_after(ngx_http_request_t *r, ngx_table_elt_t *prev,
-    const char *name, size_t len)
-{
-    return ngx_http_mcp_header_next(r, prev, name, len, 1);
-}
-
-
-/*
- * The next header after prev (NULL: the first) whose name starts with
- * prefix (in lower case) and goes on after it: Mcp-Param-*, say.
- */
-
-ngx_table_elt_t *
-ngx_http_mcp_header_prefixed(ngx_http_request_t *r, ngx_table_elt_t *prev,
-    const char *prefix, size_t len)
-{
-    return ngx_http_mcp_header_next(r, prev, prefix, len, 0);
-}
-
-
-/*
- * The walk of both: nginx keeps each name in lower case too, so a
- * memcmp() will do.  whole: the name is all of the header's name.
- */
-
-static ngx_table_elt_t *
-ngx_http_mcp_header_next(ngx_http_request_t *r, ngx_table_elt_t *prev,
-    const char *name, size_t len, ngx_uint_t whole)
-{
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-    i = 0;
-
-    if (prev != NULL) {
-        /* on from prev, in the part of the list that holds it */
-        while (prev < h || prev >= h + part->nelts) {
-            part = part->next;
-
-            if (part == NULL) {
-                return NULL;
-            }
-
-            h = part->elts;
-        }
-
-        i = prev - h + 1;
-    }
-
-    for ( /* void */ ; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (whole ? h[i].key.len != len : h[i].key.len <= len) {
-            continue;
-        }
-
-        if (h[i].lowcase_key != NULL
-            ? ngx_memcmp(h[i].lowcase_key, name, len) == 0
-            : ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
-        {
-            return &h[i];
-        }
-    }
-}
-
-
-ngx_int_t
-ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
-    ngx_str_t *value)
-{
-    ngx_table_elt_t  *h;
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    h->hash = 1;
-#if (nginx_version >= 1023000)
-    h->next = NULL;
-#endif
-    h->key.data = (u_char *) name;
-    h->key.len = ngx_strlen(name);
-    h->value = *value;
-
-    return NGX_OK;
-}
 /* a new session for ctx's initialize: its id goes to ctx->new_session */
 
 ngx_int_t

@@ -145,6 +145,28 @@ typedef struct {
 } ngx_http_mcp_session_init_t;
 
 
+/*
+ * The MCP headers of a request, found in one walk of its list: a
+ * 2026-07-28 request is checked against most of them, each once and
+ * each for a second of its name, and a walk a check cost more than the
+ * checks.  twice: NGX_HTTP_MCP_HDR_* bits, the names sent more than once
+ * (the field then holds the first).
+ */
+#define NGX_HTTP_MCP_HDR_VERSION   0x01
+#define NGX_HTTP_MCP_HDR_SESSION   0x02
+#define NGX_HTTP_MCP_HDR_METHOD    0x04
+#define NGX_HTTP_MCP_HDR_NAME      0x08
+
+typedef struct {
+    ngx_table_elt_t           *version;     /* MCP-Protocol-Version */
+    ngx_table_elt_t           *session;     /* Mcp-Session-Id */
+    ngx_table_elt_t           *method;      /* Mcp-Method */
+    ngx_table_elt_t           *name;        /* Mcp-Name */
+    ngx_uint_t                 twice;
+    unsigned                   params:1;    /* some Mcp-Param-* */
+} ngx_http_mcp_headers_t;
+
+
 /* one JSON-RPC message of a POST body */
 typedef enum {
     NGX_HTTP_MCP_MSG_INVALID = 0,
@@ -203,6 +225,7 @@ struct ngx_http_mcp_ctx_s {
     cJSON                     *root;
     ngx_array_t                msgs;        /* ngx_http_mcp_msg_t */
     ngx_http_mcp_reqctx_t      rctx;
+    ngx_http_mcp_headers_t     headers;     /* read when ctx is made */
     ngx_str_t                  new_session;  /* issued by initialize */
     ngx_uint_t                 pending;     /* calls not yet ended */
     ngx_int_t                  status;
@@ -312,6 +335,8 @@ typedef void (*ngx_http_mcp_delete_pt)(ngx_http_request_t *r,
 ngx_int_t ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body,
     size_t len, cJSON **root, ngx_array_t *msgs, ngx_uint_t *batch,
     const char **error);
+ngx_int_t ngx_http_mcp_json_add_literal(cJSON *object, const char *name,
+    const char *value);
 cJSON *ngx_http_mcp_jsonrpc_result(cJSON *id, cJSON *result);
 cJSON *ngx_http_mcp_jsonrpc_error(cJSON *id, ngx_int_t code,
     const char *message, const char *correlation);
@@ -449,7 +474,7 @@ u_char *ngx_http_mcp_origin_host(ngx_str_t *origin);
 ngx_uint_t ngx_http_mcp_accepts(ngx_http_request_t *r, const char *type);
 ngx_uint_t ngx_http_mcp_accepts_sse(ngx_http_request_t *r);
 ngx_uint_t ngx_http_mcp_accepts_post(ngx_http_request_t *r);
-ngx_int_t ngx_http_mcp_version_check(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_version_check(ngx_table_elt_t *h);
 ngx_int_t ngx_http_mcp_session_preamble(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf, ngx_uint_t lookup, ngx_str_t *sid,
     ngx_http_mcp_reqctx_t *rctx, ngx_int_t *rc);
@@ -471,6 +496,12 @@ cJSON *ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     const char *message, ngx_str_t *method);
 u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, size_t *len);
+
+
+/* ---- headers.c: the request's headers, and a header of the reply ---- */
+
+void ngx_http_mcp_headers_read(ngx_http_request_t *r,
+    ngx_http_mcp_headers_t *hs);
 ngx_table_elt_t *ngx_http_mcp_header_in(ngx_http_request_t *r,
     const char *name, size_t len);
 ngx_table_elt_t *ngx_http_mcp_header_in_after(ngx_http_request_t *r,
@@ -571,7 +602,7 @@ ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
 
 /* ---- stateless.c: the HTTP edge of a 2026-07-28 request ---- */
 
-ngx_uint_t ngx_http_mcp_stateless_request(ngx_http_request_t *r);
+ngx_uint_t ngx_http_mcp_stateless_request(ngx_http_mcp_headers_t *hs);
 ngx_int_t ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx,
     ngx_int_t *rc);
 ngx_uint_t ngx_http_mcp_stateless_status(cJSON *reply);

@@ -221,6 +221,29 @@ ngx_http_mcp_jsonrpc_id(ngx_pool_t *pool, cJSON *id, ngx_str_t *raw_id)
 }
 
 
+/*
+ * A string member whose name and value are literals, neither copied nor
+ * freed (cJSON_StringIsConst, cJSON_IsReference): the "resultType" of
+ * every 2026-07-28 result took three allocations for two constants.
+ */
+
+ngx_int_t
+ngx_http_mcp_json_add_literal(cJSON *object, const char *name,
+    const char *value)
+{
+    cJSON  *item;
+
+    item = cJSON_CreateStringReference(value);
+
+    if (item == NULL || !cJSON_AddItemToObjectCS(object, name, item)) {
+        cJSON_Delete(item);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
 cJSON *
 ngx_http_mcp_jsonrpc_result(cJSON *id, cJSON *result)
 {
@@ -332,12 +355,14 @@ static ngx_str_t  ngx_http_mcp_versions[] = {
 };
 
 
+/* newest first: the version most requests name is found first */
+
 ngx_uint_t
 ngx_http_mcp_version_parse(ngx_str_t *s)
 {
     ngx_uint_t  v;
 
-    for (v = NGX_HTTP_MCP_V20250326; v <= NGX_HTTP_MCP_VSTATELESS; v++) {
+    for (v = NGX_HTTP_MCP_VSTATELESS; v >= NGX_HTTP_MCP_V20250326; v--) {
         if (s->len == ngx_http_mcp_versions[v].len
             && ngx_strncmp(s->data, ngx_http_mcp_versions[v].data, s->len)
                == 0)

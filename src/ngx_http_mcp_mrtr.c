@@ -227,8 +227,9 @@ ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
     result = cJSON_CreateObject();
 
     if (result == NULL
-        || cJSON_AddStringToObject(result, "resultType", "input_required")
-           == NULL)
+        || ngx_http_mcp_json_add_literal(result, "resultType",
+                                         "input_required")
+           != NGX_OK)
     {
         goto failed;
     }

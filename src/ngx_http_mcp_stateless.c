@@ -51,23 +51,15 @@ static ngx_uint_t ngx_http_mcp_header_is(ngx_table_elt_t *h,
  */
 
 ngx_uint_t
-ngx_http_mcp_stateless_request(ngx_http_request_t *r)
+ngx_http_mcp_stateless_request(ngx_http_mcp_headers_t *hs)
 {
-    ngx_uint_t        v;
-    ngx_table_elt_t  *h;
+    ngx_uint_t  v;
 
-    h = ngx_http_mcp_header_in(r, "mcp-protocol-version",
-                               sizeof("mcp-protocol-version") - 1);
-
-    if (h == NULL
-        || ngx_http_mcp_header_in(r, "mcp-session-id",
-                                  sizeof("mcp-session-id") - 1)
-           != NULL)
-    {
+    if (hs->version == NULL || hs->session != NULL) {
         return 0;
     }
 
-    v = ngx_http_mcp_version_parse(&h->value);
+    v = ngx_http_mcp_version_parse(&hs->version->value);
 
     return v == 0 || v >= NGX_HTTP_MCP_VSTATELESS;
 }
@@ -117,7 +109,9 @@ ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc)
         return NGX_DECLINED;
     }
 
-    if (ngx_http_mcp_stateless_params(ctx->request, &msg[0]) != NGX_OK) {
+    if (ctx->headers.params
+        && ngx_http_mcp_stateless_params(ctx->request, &msg[0]) != NGX_OK)
+    {
         *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
         return NGX_DECLINED;
     }
@@ -143,13 +137,9 @@ ngx_http_mcp_stateless_version(ngx_http_mcp_ctx_t *ctx, cJSON *id,
     ngx_str_t         s;
     ngx_table_elt_t  *h;
 
-    h = ngx_http_mcp_header_in(ctx->request, "mcp-protocol-version",
-                               sizeof("mcp-protocol-version") - 1);
+    h = ctx->headers.version;
 
-    if (ngx_http_mcp_header_in_after(ctx->request, h, "mcp-protocol-version",
-                                     sizeof("mcp-protocol-version") - 1)
-        != NULL)
-    {
+    if (ctx->headers.twice & NGX_HTTP_MCP_HDR_VERSION) {
         return ngx_http_mcp_stateless_refuse(ctx, id, NGX_HTTP_BAD_REQUEST,
                    NGX_HTTP_MCP_HEADER_MISMATCH,
                    "Header mismatch: MCP-Protocol-Version sent twice", NULL,
@@ -360,12 +350,10 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
     const char       *param;
     ngx_table_elt_t  *h;
 
-    h = ngx_http_mcp_header_in(ctx->request, "mcp-method",
-                               sizeof("mcp-method") - 1);
+    h = ctx->headers.method;
 
     if (h == NULL
-        || ngx_http_mcp_header_in_after(ctx->request, h, "mcp-method",
-                                        sizeof("mcp-method") - 1) != NULL
+        || (ctx->headers.twice & NGX_HTTP_MCP_HDR_METHOD)
         || !ngx_http_mcp_header_is(h, (char *) msg->method.data,
                                    msg->method.len))
     {
@@ -383,12 +371,10 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
 
     name = cJSON_GetObjectItemCaseSensitive(msg->params, param);
 
-    h = ngx_http_mcp_header_in(ctx->request, "mcp-name",
-                               sizeof("mcp-name") - 1);
+    h = ctx->headers.name;
 
     if (h == NULL
-        || ngx_http_mcp_header_in_after(ctx->request, h, "mcp-name",
-                                        sizeof("mcp-name") - 1) != NULL
+        || (ctx->headers.twice & NGX_HTTP_MCP_HDR_NAME)
         || !cJSON_IsString(name)
         || !ngx_http_mcp_header_is(h, name->valuestring,
                                    ngx_strlen(name->valuestring)))

@@ -377,7 +377,9 @@ ngx_http_mcp_task_start(ngx_http_mcp_call_t *call,
     result = ngx_http_mcp_task_json(t, t->stateless, 0);
 
     if (result != NULL && t->stateless) {
-        if (cJSON_AddStringToObject(result, "resultType", "task") == NULL) {
+        if (ngx_http_mcp_json_add_literal(result, "resultType", "task")
+            != NGX_OK)
+        {
             cJSON_Delete(result);
             result = NULL;
         }

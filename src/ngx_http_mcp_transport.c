@@ -174,7 +174,7 @@ ngx_http_mcp_rewrite_handler(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    ctx->stateless = ngx_http_mcp_stateless_request(r);
+    ctx->stateless = ngx_http_mcp_stateless_request(&ctx->headers);
     ctx->refused = ngx_http_mcp_check_headers(r, ctx);
 
     if (ctx->refused == NGX_OK
@@ -355,7 +355,9 @@ ngx_http_mcp_check_headers(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx)
     }
 
     /* a stateless request's version is answered with its id: -32022 */
-    if (!ctx->stateless && ngx_http_mcp_version_check(r) != NGX_OK) {
+    if (!ctx->stateless
+        && ngx_http_mcp_version_check(ctx->headers.version) != NGX_OK)
+    {
         return NGX_HTTP_BAD_REQUEST;
     }
 
@@ -585,8 +587,7 @@ ngx_http_mcp_check_session(ngx_http_mcp_ctx_t *ctx)
         }
     }
 
-    h = ngx_http_mcp_header_in(r, "mcp-session-id",
-                               sizeof("mcp-session-id") - 1);
+    h = ctx->headers.session;
 
     if (h == NULL) {
         /*
@@ -607,10 +608,7 @@ ngx_http_mcp_check_session(ngx_http_mcp_ctx_t *ctx)
                                        "is required");
     }
 
-    if (ngx_http_mcp_header_in_after(r, h, "mcp-session-id",
-                                     sizeof("mcp-session-id") - 1)
-        != NULL)
-    {
+    if (ctx->headers.twice & NGX_HTTP_MCP_HDR_SESSION) {
         /* which one a proxy in front routed by, nobody can say */
         return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, id,
                                        NGX_HTTP_MCP_INVALID_REQUEST,

@@ -36,7 +36,7 @@ static ngx_int_t ngx_http_mcp_variable_tool(ngx_http_mcp_msg_t *msg,
 static void ngx_http_mcp_variable_name(ngx_http_mcp_msg_t *msg,
     ngx_str_t *value);
 static void ngx_http_mcp_variable_header(ngx_http_request_t *r,
-    const char *name, size_t len, ngx_str_t *value);
+    ngx_uint_t which, ngx_str_t *value);
 static ngx_int_t ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx, ngx_str_t *value);
 
@@ -109,8 +109,8 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        ngx_http_mcp_variable_header(r->main, "mcp-method",
-                                     sizeof("mcp-method") - 1, &value);
+        ngx_http_mcp_variable_header(r->main, NGX_HTTP_MCP_HDR_METHOD,
+                                     &value);
         break;
 
     case NGX_HTTP_MCP_VAR_NAME:
@@ -119,8 +119,8 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        ngx_http_mcp_variable_header(r->main, "mcp-name",
-                                     sizeof("mcp-name") - 1, &value);
+        ngx_http_mcp_variable_header(r->main, NGX_HTTP_MCP_HDR_NAME,
+                                     &value);
         break;
 
     case NGX_HTTP_MCP_VAR_TOOL:
@@ -287,18 +287,25 @@ ngx_http_mcp_variable_name(ngx_http_mcp_msg_t *msg, ngx_str_t *value)
  */
 
 static void
-ngx_http_mcp_variable_header(ngx_http_request_t *r, const char *name,
-    size_t len, ngx_str_t *value)
+ngx_http_mcp_variable_header(ngx_http_request_t *r, ngx_uint_t which,
+    ngx_str_t *value)
 {
-    ngx_table_elt_t  *h;
+    ngx_table_elt_t         *h;
+    ngx_http_mcp_headers_t   hs;
 
-    if (r->method != NGX_HTTP_POST || !ngx_http_mcp_stateless_request(r)) {
+    if (r->method != NGX_HTTP_POST) {
         return;
     }
 
-    h = ngx_http_mcp_header_in(r, name, len);
+    ngx_http_mcp_headers_read(r, &hs);
 
-    if (h != NULL && ngx_http_mcp_header_in_after(r, h, name, len) == NULL) {
+    if (!ngx_http_mcp_stateless_request(&hs)) {
+        return;
+    }
+
+    h = (which == NGX_HTTP_MCP_HDR_METHOD) ? hs.method : hs.name;
+
+    if (h != NULL && !(hs.twice & which)) {
         *value = h->value;
     }
 }

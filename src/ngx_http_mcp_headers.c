@@ -1,0 +1,218 @@
+
+/*
+ * The request's headers as the module reads them: by name, a name's
+ * next one, names with a prefix (Mcp-Param-*), and the MCP headers all
+ * at once (ngx_http_mcp_headers_read(), for the checks of every POST);
+ * and a header of the reply.  nginx indexes only the headers it knows
+ * itself, so the rest are found by walking the list.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+
+
+static ngx_uint_t ngx_http_mcp_header_named(ngx_table_elt_t *h,
+    const char *name, size_t len);
+static ngx_table_elt_t *ngx_http_mcp_header_next(ngx_http_request_t *r,
+    ngx_table_elt_t *prev, const char *name, size_t len, ngx_uint_t whole);
+
+
+ngx_table_elt_t *
+ngx_http_mcp_header_in(ngx_http_request_t *r, const char *name, size_t len)
+{
+    return ngx_http_mcp_header_in_after(r, NULL, name, len);
+}
+
+
+/* the next header of that name (in lower case) after prev (NULL: the first) */
+
+ngx_table_elt_t *
+ngx_http_mcp_header_in_after(ngx_http_request_t *r, ngx_table_elt_t *prev,
+    const char *name, size_t len)
+{
+    return ngx_http_mcp_header_next(r, prev, name, len, 1);
+}
+
+
+/*
+ * The next header after prev (NULL: the first) whose name starts with
+ * prefix (in lower case) and goes on after it: Mcp-Param-*, say.
+ */
+
+ngx_table_elt_t *
+ngx_http_mcp_header_prefixed(ngx_http_request_t *r, ngx_table_elt_t *prev,
+    const char *prefix, size_t len)
+{
+    return ngx_http_mcp_header_next(r, prev, prefix, len, 0);
+}
+
+
+/* the MCP headers, in one walk: see ngx_http_mcp_headers_t */
+
+void
+ngx_http_mcp_headers_read(ngx_http_request_t *r, ngx_http_mcp_headers_t *hs)
+{
+    size_t             len;
+    ngx_uint_t         i, bit;
+    const char        *name;
+    ngx_list_part_t   *part;
+    ngx_table_elt_t   *h, **field;
+
+    ngx_memzero(hs, sizeof(ngx_http_mcp_headers_t));
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        len = h[i].key.len;
+
+        /* the names differ in length: the length says which to compare */
+        switch (len) {
+
+        case sizeof("mcp-name") - 1:
+            name = "mcp-name";
+            field = &hs->name;
+            bit = NGX_HTTP_MCP_HDR_NAME;
+            break;
+
+        case sizeof("mcp-method") - 1:
+            name = "mcp-method";
+            field = &hs->method;
+            bit = NGX_HTTP_MCP_HDR_METHOD;
+            break;
+
+        case sizeof("mcp-session-id") - 1:
+            name = "mcp-session-id";
+            field = &hs->session;
+            bit = NGX_HTTP_MCP_HDR_SESSION;
+            break;
+
+        case sizeof("mcp-protocol-version") - 1:
+            name = "mcp-protocol-version";
+            field = &hs->version;
+            bit = NGX_HTTP_MCP_HDR_VERSION;
+            break;
+
+        default:
+            if (len > sizeof("mcp-param-") - 1
+                && ngx_http_mcp_header_named(&h[i], "mcp-param-",
+                                             sizeof("mcp-param-") - 1))
+            {
+                hs->params = 1;
+            }
+
+            continue;
+        }
+
+        if (!ngx_http_mcp_header_named(&h[i], name, len)) {
+            continue;
+        }
+
+        if (*field == NULL) {
+            *field = &h[i];
+
+        } else {
+            hs->twice |= bit;
+        }
+    }
+}
+
+
+/* whether h's name starts with name (len bytes, in lower case) */
+
+static ngx_uint_t
+ngx_http_mcp_header_named(ngx_table_elt_t *h, const char *name, size_t len)
+{
+    return h->lowcase_key != NULL
+           ? ngx_memcmp(h->lowcase_key, name, len) == 0
+           : ngx_strncasecmp(h->key.data, (u_char *) name, len) == 0;
+}
+
+
+/*
+ * The walk of both: nginx keeps each name in lower case too, so a
+ * memcmp() will do.  whole: the name is all of the header's name.
+ */
+
+static ngx_table_elt_t *
+ngx_http_mcp_header_next(ngx_http_request_t *r, ngx_table_elt_t *prev,
+    const char *name, size_t len, ngx_uint_t whole)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+    i = 0;
+
+    if (prev != NULL) {
+        /* on from prev, in the part of the list that holds it */
+        while (prev < h || prev >= h + part->nelts) {
+            part = part->next;
+
+            if (part == NULL) {
+                return NULL;
+            }
+
+            h = part->elts;
+        }
+
+        i = prev - h + 1;
+    }
+
+    for ( /* void */ ; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (whole ? h[i].key.len != len : h[i].key.len <= len) {
+            continue;
+        }
+
+        if (ngx_http_mcp_header_named(&h[i], name, len)) {
+            return &h[i];
+        }
+    }
+}
+
+
+ngx_int_t
+ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
+    ngx_str_t *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+#if (nginx_version >= 1023000)
+    h->next = NULL;
+#endif
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value = *value;
+
+    return NGX_OK;
+}

@@ -39,6 +39,7 @@ static void test_ids(void);
 static void test_invalid_messages(void);
 static void test_batches(void);
 static void test_strict(void);
+static void test_string_runs(void);
 static void test_numbers(void);
 static void ngx_unit_numbers_as_cjson(void);
 static void test_replies(void);
@@ -61,6 +62,7 @@ main(void)
     test_invalid_messages();
     test_batches();
     test_strict();
+    test_string_runs();
     test_numbers();
     test_replies();
     test_helpers();
@@ -483,6 +485,86 @@ test_batches(void)
                      "batch with a trailing comma: refused");
     ngx_unit_refused("[{\"jsonrpc\":\"2.0\",\"method\":\"a\"}", NULL,
                      "unclosed batch: refused");
+}
+
+
+/*
+ * A string's plain bytes are scanned eight at a time: each kind of byte
+ * that ends a run (the closing quote, an escape, a control byte, UTF-8,
+ * bytes that are not UTF-8) at every place in the first two words, and
+ * the plain bytes next to them in the table (space, '!', '#', '[', ']',
+ * DEL), must read as the byte loop reads them.
+ */
+
+static void
+test_string_runs(void)
+{
+    char               body[128], name[128];
+    size_t             k, i, n;
+    ngx_uint_t         good;
+    ngx_unit_parse_t   p;
+    ngx_http_mcp_msg_t *m;
+
+    static const struct {
+        const char    *bytes;           /* put at offset k of the method */
+        const char    *error;           /* NULL: accepted */
+        const char    *read;            /* what those bytes read as */
+    } cases[] = {
+        { "",             NULL, "" },
+        { "\\u0041b",   NULL, "Ab" },
+        { "\\\"",      NULL, "\"" },
+        { "\xc3\xa9",   NULL, "\xc3\xa9" },
+        { " !#[]\x7f~",  NULL, " !#[]\x7f~" },
+        { "\x1f",        "Parse error: control character in a string", NULL },
+        { "\x01",        "Parse error: control character in a string", NULL },
+        { "\xff",        "Parse error: invalid UTF-8", NULL },
+        { "\xed\xa0\x80", "Parse error: invalid UTF-8", NULL }
+    };
+
+    good = 1;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (k = 0; k < 18; k++) {
+            n = snprintf(body, sizeof(body),
+                         "{\"jsonrpc\":\"2.0\",\"method\":\"%.*s%s\"}",
+                         (int) k, "aaaaaaaaaaaaaaaaaa", cases[i].bytes);
+
+            ngx_unit_parse_len(&p, body, n);
+
+            if (cases[i].error != NULL) {
+                good &= (p.rc == NGX_DECLINED
+                         && ngx_unit_streq(p.error, cases[i].error));
+
+            } else {
+                m = (p.rc == NGX_OK) ? ngx_unit_msg(&p, 0) : NULL;
+                snprintf(name, sizeof(name), "%.*s%s", (int) k,
+                         "aaaaaaaaaaaaaaaaaa", cases[i].read);
+
+                good &= (m != NULL && m->method.len == strlen(name)
+                         && (m->method.len == 0
+                             || memcmp(m->method.data, name, m->method.len)
+                                == 0));
+            }
+
+            if (!good) {
+                printf("#   case %u at offset %u\n", (unsigned) i,
+                       (unsigned) k);
+                ngx_unit_parse_free(&p);
+                goto done;
+            }
+
+            ngx_unit_parse_free(&p);
+        }
+    }
+
+done:
+
+    CHECK(good, "string runs: every stop byte at offsets 0 to 17");
+
+    /* a long run that ends exactly at the body's last word */
+    ngx_unit_accepted("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                      "\"io.modelcontextprotocol/clientCapabilities\"}",
+                      "a run of 42 plain bytes accepted");
 }
 
 

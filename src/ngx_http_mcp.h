@@ -153,6 +153,9 @@ typedef struct {
     cJSON                     *desc;     /* the listing object */
     ngx_http_mcp_handler_pt    handler;
     void                      *data;
+    unsigned                   params:1; /* a tool whose inputSchema
+                                            mirrors arguments into
+                                            Mcp-Param-* (x-mcp-header) */
 } ngx_http_mcp_entry_t;
 
 

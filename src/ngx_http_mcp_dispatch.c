@@ -659,7 +659,8 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
         return aggregate(call, NULL);
     }
 
-    if (ngx_http_mcp_call_stateless(call)
+    /* a tool that mirrors no argument into a header has none to check */
+    if (ngx_http_mcp_call_stateless(call) && call->entry->params
         && ngx_http_mcp_check_param_headers(call) != NGX_OK)
     {
         return NGX_OK;

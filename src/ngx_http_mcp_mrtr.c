@@ -61,11 +61,29 @@ ngx_int_t
 ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call)
 {
     u_char      key[NGX_HTTP_MCP_STATE_KEY_LEN];
-    cJSON      *inputs, *input, *token;
+    cJSON      *inputs, *input, *token, *item;
     ngx_int_t   rc;
     ngx_str_t   bind, text, payload;
 
-    inputs = cJSON_GetObjectItemCaseSensitive(call->params, "inputResponses");
+    /* both in one walk: a first round has neither, and was two walks */
+
+    inputs = NULL;
+    token = NULL;
+
+    if (cJSON_IsObject(call->params)) {
+        cJSON_ArrayForEach(item, call->params) {
+            if (inputs == NULL
+                && ngx_strcmp(item->string, "inputResponses") == 0)
+            {
+                inputs = item;
+
+            } else if (token == NULL
+                       && ngx_strcmp(item->string, "requestState") == 0)
+            {
+                token = item;
+            }
+        }
+    }
 
     if (inputs != NULL) {
         if (!cJSON_IsObject(inputs)) {
@@ -84,8 +102,6 @@ ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call)
 
         call->inputs = inputs;
     }
-
-    token = cJSON_GetObjectItemCaseSensitive(call->params, "requestState");
 
     if (token == NULL) {
         return NGX_OK;

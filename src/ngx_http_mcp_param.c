@@ -102,8 +102,10 @@ ngx_http_mcp_param_check(ngx_pool_t *pool, cJSON *schema, cJSON *arguments,
 
 
 ngx_int_t
-ngx_http_mcp_param_schema(ngx_pool_t *pool, cJSON *schema, u_char **error)
+ngx_http_mcp_param_schema(ngx_pool_t *pool, cJSON *schema,
+    ngx_uint_t *declared, u_char **error)
 {
+    ngx_int_t                 rc;
     ngx_http_mcp_param_ctx_t  ctx;
 
     ctx.pool = pool;
@@ -115,8 +117,12 @@ ngx_http_mcp_param_schema(ngx_pool_t *pool, cJSON *schema, u_char **error)
         return NGX_ERROR;
     }
 
-    return ngx_http_mcp_param_walk(schema, NULL, 0,
-                                   ngx_http_mcp_param_declared, &ctx);
+    rc = ngx_http_mcp_param_walk(schema, NULL, 0,
+                                 ngx_http_mcp_param_declared, &ctx);
+
+    *declared = ctx.names->nelts;
+
+    return rc;
 }
 
 

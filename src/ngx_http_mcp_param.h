@@ -49,10 +49,11 @@ ngx_int_t ngx_http_mcp_param_check(ngx_pool_t *pool, cJSON *schema,
  * each x-mcp-header a non-empty HTTP token, unique regardless of case,
  * on a property of type string, integer or boolean (or that and null).
  * Clients drop a tool that breaks these rules, so a server should never
- * list one.  NGX_OK; NGX_DECLINED: *error says what is wrong; NGX_ERROR.
+ * list one.  NGX_OK, and *declared says how many it declares;
+ * NGX_DECLINED: *error says what is wrong; NGX_ERROR.
  */
 ngx_int_t ngx_http_mcp_param_schema(ngx_pool_t *pool, cJSON *schema,
-    u_char **error);
+    ngx_uint_t *declared, u_char **error);
 
 
 #endif /* _NGX_HTTP_MCP_PARAM_H_INCLUDED_ */

@@ -278,6 +278,7 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     cJSON                 *desc, *name;
     ngx_int_t              rc;
     ngx_str_t              s;
+    ngx_uint_t             params;
     ngx_http_mcp_entry_t  *e;
 
     desc = ngx_http_mcp_parse_json(cf, json);
@@ -310,10 +311,12 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
 
     /* a client drops a tool whose x-mcp-header breaks the rules */
 
+    params = 0;
+
     if (entries == &set->tools) {
         rc = ngx_http_mcp_param_schema(cf->pool,
                  cJSON_GetObjectItemCaseSensitive(desc, "inputSchema"),
-                 &error);
+                 &params, &error);
 
         if (rc == NGX_DECLINED) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -335,6 +338,7 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     e->desc = desc;
     e->handler = handler;
     e->data = data;
+    e->params = (params != 0);
 
     return NGX_OK;
 }

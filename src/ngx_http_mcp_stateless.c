@@ -459,7 +459,18 @@ ngx_http_mcp_stateless_status(cJSON *reply)
 {
     cJSON  *error, *code;
 
-    error = cJSON_GetObjectItemCaseSensitive(reply, "error");
+    /* most replies are results: a walk of the reply's three members */
+
+    error = NULL;
+
+    cJSON_ArrayForEach(error, reply) {
+        if (error->string != NULL && error->string[0] == 'e'
+            && ngx_strcmp(error->string, "error") == 0)
+        {
+            break;
+        }
+    }
+
     code = cJSON_GetObjectItemCaseSensitive(error, "code");
 
     if (!cJSON_IsNumber(code)) {

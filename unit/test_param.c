@@ -31,6 +31,8 @@ static void ngx_unit_decoded(const char *value, const char *want,
 static void ngx_unit_refused(const char *value, const char *name);
 static ngx_int_t ngx_unit_headers(const char *args, const char *error,
     const char *name, ...);
+static ngx_uint_t  ngx_unit_declared;
+
 static ngx_int_t ngx_unit_schema(const char *schema, const char *error,
     const char *name);
 static void test_decode(void);
@@ -179,7 +181,8 @@ ngx_unit_schema(const char *text, const char *error, const char *name)
     }
 
     msg = NULL;
-    rc = ngx_http_mcp_param_schema(pool, json, &msg);
+    ngx_unit_declared = 0;
+    rc = ngx_http_mcp_param_schema(pool, json, &ngx_unit_declared, &msg);
 
     if (error == NULL) {
         CHECK_INT(rc, NGX_OK, name);
@@ -413,8 +416,10 @@ static void
 test_schema(void)
 {
     ngx_unit_schema(SCHEMA, NULL, "schema: the test schema is valid");
+    CHECK_INT(ngx_unit_declared, 4, "schema: the test schema declares four");
     ngx_unit_schema("{\"type\":\"object\"}", NULL,
                     "schema: no properties");
+    CHECK_INT(ngx_unit_declared, 0, "schema: no properties declare none");
     ngx_unit_schema("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
                     "\"string\",\"x-mcp-header\":\"X-Req_ID.v2~!#$%&'*+^`|"
                     "\"}}}", NULL, "schema: every tchar");

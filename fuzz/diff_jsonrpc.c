@@ -227,7 +227,11 @@ ngx_diff_same(cJSON *a, cJSON *b)
 {
     cJSON  *x, *y;
 
-    if (a->type != b->type || a->valueint != b->valueint
+    /*
+     * the types, not how the names are held: a name the module knows
+     * points at its literal (cJSON_StringIsConst), where cJSON copies
+     */
+    if ((a->type & 0xff) != (b->type & 0xff) || a->valueint != b->valueint
         || memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) != 0
         || (a->string == NULL) != (b->string == NULL)
         || (a->string && strcmp(a->string, b->string) != 0)

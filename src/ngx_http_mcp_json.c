@@ -26,6 +26,9 @@
 
 #define NGX_HTTP_MCP_JSON_MAX_DEPTH   128
 
+/* the prefix of the _meta keys of the MCP revisions */
+#define NGX_HTTP_MCP_JSON_META        "io.modelcontextprotocol/"
+
 /* members an object may have before its names move to the hash table */
 #define NGX_HTTP_MCP_JSON_SMALL       8
 
@@ -54,7 +57,6 @@ typedef struct {
 } ngx_http_mcp_json_scan_t;
 
 
-static u_char *ngx_http_mcp_json_ws(u_char *p, u_char *end);
 static ngx_inline u_char *ngx_http_mcp_json_plain_run(u_char *p,
     u_char *end);
 #if (NGX_HAVE_LITTLE_ENDIAN && defined __GNUC__)
@@ -77,6 +79,7 @@ static cJSON *ngx_http_mcp_json_node(ngx_http_mcp_json_scan_t *scan,
     cJSON *parent, int type);
 static ngx_int_t ngx_http_mcp_json_leaf(ngx_http_mcp_json_scan_t *scan,
     cJSON *parent, u_char *p, u_char *end);
+static char *ngx_http_mcp_json_known(u_char *p, size_t len);
 static char *ngx_http_mcp_json_text(ngx_http_mcp_json_scan_t *scan,
     u_char *p, size_t raw, ngx_uint_t plain);
 static u_char *ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan,
@@ -173,19 +176,6 @@ ngx_http_mcp_json_stop8(u_char *p)
 }
 
 #endif
-
-
-static u_char *
-ngx_http_mcp_json_ws(u_char *p, u_char *end)
-{
-    while (p < end
-           && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-    {
-        p++;
-    }
-
-    return p;
-}
 
 
 /*
@@ -668,10 +658,19 @@ ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan, u_char *p,
         if (obj != NULL) {
             /* the member just built is the last child */
             member = obj->child->prev;
-            member->string = ngx_http_mcp_json_text(scan, name.key, raw,
-                                                    name.len == raw);
-            if (member->string == NULL) {
-                return NULL;
+            member->string = (name.len == raw)
+                             ? ngx_http_mcp_json_known(name.key + 1, raw)
+                             : NULL;
+
+            if (member->string != NULL) {
+                member->type |= cJSON_StringIsConst;
+
+            } else {
+                member->string = ngx_http_mcp_json_text(scan, name.key, raw,
+                                                        name.len == raw);
+                if (member->string == NULL) {
+                    return NULL;
+                }
             }
         }
 
@@ -1037,6 +1036,74 @@ ngx_http_mcp_json_leaf(ngx_http_mcp_json_scan_t *scan, cJSON *parent,
 
 
 /*
+ * The member names every MCP request has, or many do: a built member
+ * whose name is one of them points at the literal (cJSON_StringIsConst:
+ * cJSON_Delete() leaves it) instead of a copy, an allocation, a copy
+ * and a free fewer a member.  p: the name's bytes without escapes, len
+ * of them.  NULL: not one of them.
+ */
+
+static char *
+ngx_http_mcp_json_known(u_char *p, size_t len)
+{
+    const char  *name;
+
+    switch (len) {
+
+    case 2:
+        name = "id";
+        break;
+
+    case 4:
+        name = (p[0] == 'n') ? "name" : "task";
+        break;
+
+    case 5:
+        name = "_meta";
+        break;
+
+    case 6:
+        name = (p[0] == 'm') ? "method"
+               : (p[0] == 'p') ? "params" : "cursor";
+        break;
+
+    case 7:
+        name = (p[0] == 'j') ? "jsonrpc" : "version";
+        break;
+
+    case 9:
+        name = "arguments";
+        break;
+
+    case 13:
+        name = "progressToken";
+        break;
+
+    case 32:
+        name = NGX_HTTP_MCP_JSON_META "logLevel";
+        break;
+
+    case 34:
+        name = NGX_HTTP_MCP_JSON_META "clientInfo";
+        break;
+
+    case 39:
+        name = NGX_HTTP_MCP_JSON_META "protocolVersion";
+        break;
+
+    case 42:
+        name = NGX_HTTP_MCP_JSON_META "clientCapabilities";
+        break;
+
+    default:
+        return NULL;
+    }
+
+    return (ngx_memcmp(p, name, len) == 0) ? (char *) name : NULL;
+}
+
+
+/*
  * A string the scan accepted (p at its opening quote, raw bytes between
  * the quotes) as cJSON holds it: unescaped, NUL-terminated.  plain: it
  * has no escapes (the scan saw none).
@@ -1083,62 +1150,4 @@ ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
     const char **error)
 {
     return ngx_http_mcp_json_check(pool, p, len, NULL, error);
-}
-
-
-/*
- * The raw text of a number that is the value of member "key" somewhere in
- * body and equals value: a token beyond 2^53 is echoed as the client wrote
- * it, not as cJSON's double.  NULL: not found.
- */
-
-u_char *
-ngx_http_mcp_json_raw_number(ngx_str_t *body, const char *key, double value,
-    size_t *len)
-{
-    u_char  *p, *end, *start;
-    size_t   klen;
-
-    klen = ngx_strlen(key);
-    p = body->data;
-    end = body->data + body->len;
-
-    while (p < end) {
-        p = ngx_strlcasestrn(p, end, (u_char *) key, klen - 1);
-
-        if (p == NULL) {
-            return NULL;
-        }
-
-        start = p;
-        p += klen;
-
-        if (start == body->data || start[-1] != '"' || p >= end || *p != '"')
-        {
-            continue;
-        }
-
-        p = ngx_http_mcp_json_ws(p + 1, end);
-
-        if (p == end || *p != ':') {
-            continue;
-        }
-
-        start = ngx_http_mcp_json_ws(p + 1, end);
-        p = ngx_http_mcp_json_literal(start, end);
-
-        if (p == NULL || p == start || (*start != '-' && *start < '0')
-            || *start > '9')
-        {
-            p = start;
-            continue;
-        }
-
-        if (strtod((char *) start, NULL) == value) {
-            *len = p - start;
-            return start;
-        }
-    }
-
-    return NULL;
 }

@@ -30,22 +30,36 @@ ngx_int_t ngx_http_mcp_json_parse(ngx_pool_t *pool, u_char *p, size_t len,
 ngx_int_t ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
     const char **error);
 
-/*
- * The raw text of a number that is the value of member "key" somewhere
- * in body and equals value; NULL: not found.
- */
-u_char *ngx_http_mcp_json_raw_number(ngx_str_t *body, const char *key,
-    double value, size_t *len);
 
 
 /* json_print.c: a tree's text (what cJSON_PrintUnformatted() makes) */
 u_char *ngx_http_mcp_json_print(ngx_pool_t *pool, cJSON *json, size_t *len);
+
+/* JSON's whitespace from p on: where it ends */
+static ngx_inline u_char *
+ngx_http_mcp_json_ws(u_char *p, u_char *end)
+{
+    while (p < end
+           && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+    {
+        p++;
+    }
+
+    return p;
+}
+
 
 /* json_number.c: the grammar of numbers and literals, for the scan */
 u_char *ngx_http_mcp_json_literal(u_char *p, u_char *end);
 ngx_uint_t ngx_http_mcp_json_number_fits(u_char *p, u_char *end);
 ngx_int_t ngx_http_mcp_json_number(ngx_pool_t *pool, cJSON *node, u_char *p,
     u_char *end);
+/*
+ * The raw text of a number that is the value of member "key" somewhere
+ * in body and equals value; NULL: not found.
+ */
+u_char *ngx_http_mcp_json_raw_number(ngx_str_t *body, const char *key,
+    double value, size_t *len);
 
 
 #endif /* _NGX_HTTP_MCP_JSON_H_INCLUDED_ */

@@ -94,6 +94,23 @@ typedef struct {
 } ngx_http_mcp_verified_t;
 
 
+/*
+ * An mcp_auth_api_keys file as configured: where, and whether a block
+ * with mcp_auth_jwt on checks its keys (nginx -t warns when none does).
+ */
+typedef struct {
+    ngx_array_t               *keys;         /* ngx_http_mcp_apikey_t */
+    ngx_str_t                  file;         /* of the directive */
+    ngx_uint_t                 line;
+    ngx_uint_t                 checked;
+} ngx_http_mcp_auth_keyfile_t;
+
+
+typedef struct {
+    ngx_array_t                keyfiles;     /* ngx_http_mcp_auth_keyfile_t */
+} ngx_http_mcp_auth_main_conf_t;
+
+
 typedef struct {
     ngx_str_t                  realm;        /* empty: off */
     ngx_str_t                  resource;

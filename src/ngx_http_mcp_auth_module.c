@@ -26,6 +26,7 @@ static ngx_int_t ngx_http_mcp_auth_metadata_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_auth_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_mcp_auth_init(ngx_conf_t *cf);
+static void *ngx_http_mcp_auth_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_mcp_auth_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -180,7 +181,7 @@ static ngx_http_module_t  ngx_http_mcp_auth_module_ctx = {
     ngx_http_mcp_auth_preconfiguration,    /* preconfiguration */
     ngx_http_mcp_auth_init,                /* postconfiguration */
 
-    NULL,                                  /* create main configuration */
+    ngx_http_mcp_auth_create_main_conf,    /* create main configuration */
     NULL,                                  /* init main configuration */
 
     NULL,                                  /* create server configuration */
@@ -444,11 +445,55 @@ ngx_http_mcp_auth_variable(ngx_http_request_t *r,
  * Configuration
  */
 
+static void *
+ngx_http_mcp_auth_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_mcp_auth_main_conf_t  *amcf;
+
+    amcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_auth_main_conf_t));
+    if (amcf == NULL) {
+        return NULL;
+    }
+
+    if (ngx_array_init(&amcf->keyfiles, cf->pool, 2,
+                       sizeof(ngx_http_mcp_auth_keyfile_t))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return amcf;
+}
+
+
 static ngx_int_t
 ngx_http_mcp_auth_init(ngx_conf_t *cf)
 {
-    ngx_http_handler_pt        *h;
-    ngx_http_core_main_conf_t  *cmcf;
+    ngx_uint_t                      i;
+    ngx_http_handler_pt            *h;
+    ngx_http_core_main_conf_t      *cmcf;
+    ngx_http_mcp_auth_keyfile_t    *kf;
+    ngx_http_mcp_auth_main_conf_t  *amcf;
+
+    /*
+     * API keys are keys for mcp_auth_jwt, which turns checking on: keys
+     * that no block with it on inherits check nothing anywhere, which is
+     * easy to miss (an operator reads the keys as the lock).  Keys of a
+     * server whose locations turn it on are checked there: no warning.
+     */
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_auth_module);
+    kf = amcf->keyfiles.elts;
+
+    for (i = 0; i < amcf->keyfiles.nelts; i++) {
+        if (!kf[i].checked) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "\"mcp_auth_api_keys\" in %V:%ui without "
+                          "\"mcp_auth_jwt\" in any block that inherits "
+                          "them: no request is checked with these keys",
+                          &kf[i].file, kf[i].line);
+        }
+    }
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 
@@ -507,11 +552,11 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_mcp_auth_loc_conf_t *prev = parent;
     ngx_http_mcp_auth_loc_conf_t *conf = child;
 
-    u_char              *p, *host, *path, *end;
-    ngx_uint_t           keys_here;
-    ngx_pool_cleanup_t  *cln;
-
-    keys_here = (conf->api_keys != NGX_CONF_UNSET_PTR);
+    u_char                         *p, *host, *path, *end;
+    ngx_uint_t                      i;
+    ngx_pool_cleanup_t             *cln;
+    ngx_http_mcp_auth_keyfile_t    *kf;
+    ngx_http_mcp_auth_main_conf_t  *amcf;
 
     if (conf->realm.data == NGX_CONF_UNSET_PTR) {
         conf->realm = (prev->realm.data == NGX_CONF_UNSET_PTR)
@@ -544,15 +589,17 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         }
     }
 
-    /*
-     * API keys are keys for mcp_auth_jwt, which turns checking on: keys
-     * given in a block where it is off protect nothing there, which is
-     * easy to miss (an operator reads the keys as the lock)
-     */
-    if (keys_here && conf->realm.len == 0) {
-        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                           "\"mcp_auth_api_keys\" without \"mcp_auth_jwt\": "
-                           "no request is checked here");
+    /* these keys are checked somewhere: see ngx_http_mcp_auth_init() */
+    if (conf->realm.len && conf->api_keys != NULL) {
+        amcf = ngx_http_conf_get_module_main_conf(cf,
+                                                  ngx_http_mcp_auth_module);
+        kf = amcf->keyfiles.elts;
+
+        for (i = 0; i < amcf->keyfiles.nelts; i++) {
+            if (kf[i].keys == conf->api_keys) {
+                kf[i].checked = 1;
+            }
+        }
     }
 
     /*
@@ -990,11 +1037,13 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_mcp_auth_loc_conf_t *alcf = conf;
 
-    u_char                 *buf, *p, *end, *line, *q;
-    ngx_str_t              *value, name, word, *scope, text;
-    ngx_int_t               c;
-    ngx_uint_t              i, lineno, field;
-    ngx_http_mcp_apikey_t  *key;
+    u_char                         *buf, *p, *end, *line, *q;
+    ngx_str_t                      *value, name, word, *scope, text;
+    ngx_int_t                       c;
+    ngx_uint_t                      i, lineno, field;
+    ngx_http_mcp_apikey_t          *key;
+    ngx_http_mcp_auth_keyfile_t    *kf;
+    ngx_http_mcp_auth_main_conf_t  *amcf;
 
     if (alcf->api_keys != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
@@ -1017,6 +1066,18 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     if (alcf->api_keys == NULL) {
         return NGX_CONF_ERROR;
     }
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_auth_module);
+
+    kf = ngx_array_push(&amcf->keyfiles);
+    if (kf == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    kf->keys = alcf->api_keys;
+    kf->file = cf->conf_file->file.name;
+    kf->line = cf->conf_file->line;
+    kf->checked = 0;
 
     end = buf + text.len;
     lineno = 0;

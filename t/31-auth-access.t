@@ -207,8 +207,9 @@ sub tool_names { [ map { $_->{name} } @{ $_[0]{result}{tools} // [] } ] }
 $t->stop;
 unlike($t->error_log, qr/sk_test_/, 'no API key in the error log');
 
-# API keys in a location whose mcp_auth_jwt is off check nothing there:
-# nginx -t says so (found by an attack helper whose config trusted them)
+# API keys that no block with mcp_auth_jwt on inherits check nothing:
+# nginx -t says so (found by an attack helper whose config trusted them),
+# naming the directive's line
 {
     my $k = McpTest->new(server => <<'NGX');
         location = /mcp { mcp on; mcp_auth_api_keys %%PREFIX%%/conf/api_keys; }
@@ -216,8 +217,17 @@ NGX
     $k->write_file('conf/api_keys', ('0' x 64) . " someone\n");
     my ($rc, $out) = $k->nginx_t;
     is($rc, 0, 'mcp_auth_api_keys without mcp_auth_jwt: nginx -t passes') or diag($out);
-    like($out, qr/\[warn\].*"mcp_auth_api_keys" without "mcp_auth_jwt": no request is checked here/,
-         '... with a warning that nothing is checked');
+    like($out, qr/\[warn\].*"mcp_auth_api_keys" in \S+nginx\.conf:\d+ without "mcp_auth_jwt" in any block that inherits them/,
+         '... with a warning that nothing is checked, and where');
+}
+
+# the keys of a server whose location turns mcp_auth_jwt on are checked
+# there: no warning, although the server block itself has it off (this
+# file's own configuration, which warned before)
+{
+    my ($rc, $out) = $t->nginx_t;
+    is($rc, 0, 'server-level keys, mcp_auth_jwt in the location: nginx -t passes') or diag($out);
+    unlike($out, qr/mcp_auth_api_keys/, '... without a warning about the keys');
 }
 
 done_testing;

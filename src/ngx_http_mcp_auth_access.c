@@ -359,7 +359,7 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
 
     if (rc == NGX_OK) {
         /* remembered until the token expires, or the key set changes */
-        exp = cJSON_GetObjectItemCaseSensitive(jwt.claims, "exp");
+        exp = ngx_http_mcp_json_get(jwt.claims, "exp");
         gen = (alcf->cache != NULL) ? alcf->cache->gen : 0;
 
         ngx_http_mcp_auth_remember(v, hash, token, auth,
@@ -514,11 +514,11 @@ ngx_http_mcp_auth_claims(ngx_http_request_t *r, ngx_http_mcp_auth_t *auth,
 
     alcf = auth->conf;
 
-    v = cJSON_GetObjectItemCaseSensitive(jwt->claims, "sub");
+    v = ngx_http_mcp_json_get(jwt->claims, "sub");
     auth->subject.data = (u_char *) v->valuestring;
     auth->subject.len = ngx_strlen(v->valuestring);
 
-    v = cJSON_GetObjectItemCaseSensitive(jwt->claims, "iss");
+    v = ngx_http_mcp_json_get(jwt->claims, "iss");
     auth->issuer.data = (u_char *) v->valuestring;
     auth->issuer.len = ngx_strlen(v->valuestring);
 
@@ -527,10 +527,10 @@ ngx_http_mcp_auth_claims(ngx_http_request_t *r, ngx_http_mcp_auth_t *auth,
         return NGX_ERROR;
     }
 
-    v = cJSON_GetObjectItemCaseSensitive(jwt->claims, "scope");
+    v = ngx_http_mcp_json_get(jwt->claims, "scope");
 
     if (v == NULL) {
-        v = cJSON_GetObjectItemCaseSensitive(jwt->claims, "scp");
+        v = ngx_http_mcp_json_get(jwt->claims, "scp");
     }
 
     if (cJSON_IsString(v)) {
@@ -559,8 +559,7 @@ ngx_http_mcp_auth_claims(ngx_http_request_t *r, ngx_http_mcp_auth_t *auth,
     }
 
     /* the strongest role the claim names */
-    v = cJSON_GetObjectItemCaseSensitive(jwt->claims,
-                                         (char *) alcf->role_claim.data);
+    v = ngx_http_mcp_json_get(jwt->claims, (char *) alcf->role_claim.data);
     best = NGX_HTTP_MCP_ROLE_NONE;
 
     if (cJSON_IsString(v) || cJSON_IsArray(v)) {

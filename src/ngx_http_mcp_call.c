@@ -160,9 +160,8 @@ ngx_http_mcp_call_create(ngx_log_t *clog, void *conf,
         return NULL;
     }
 
-    meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
-    call->progress_token = cJSON_GetObjectItemCaseSensitive(meta,
-                                                            "progressToken");
+    meta = ngx_http_mcp_json_get(msg->params, "_meta");
+    call->progress_token = ngx_http_mcp_json_get(meta, "progressToken");
 
     if ((cJSON_IsNumber(call->progress_token)
          && ngx_http_mcp_call_raw_token(call, body) != NGX_OK)
@@ -195,7 +194,7 @@ ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
 
     if (result == NULL
         || (ngx_http_mcp_call_stateless(call)
-            && cJSON_GetObjectItemCaseSensitive(result, "resultType") == NULL
+            && ngx_http_mcp_json_get(result, "resultType") == NULL
             && ngx_http_mcp_json_add_literal(result, "resultType",
                                              "complete")
                != NGX_OK)
@@ -579,8 +578,8 @@ ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req, u_char *text,
         (void) call->relay(call, NULL);
     }
 
-    req->handler(call, cJSON_GetObjectItemCaseSensitive(json, "result"),
-                 cJSON_GetObjectItemCaseSensitive(json, "error"), req->data);
+    req->handler(call, ngx_http_mcp_json_get(json, "result"),
+                 ngx_http_mcp_json_get(json, "error"), req->data);
     call->running = 0;
 
     cJSON_Delete(json);
@@ -959,7 +958,7 @@ ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,
     size_t   len;
     cJSON   *rid;
 
-    rid = cJSON_GetObjectItemCaseSensitive(msg->params, "requestId");
+    rid = ngx_http_mcp_json_get(msg->params, "requestId");
 
     if (!cJSON_IsString(rid) && !cJSON_IsNumber(rid)) {
         return NGX_OK;

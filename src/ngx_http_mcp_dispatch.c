@@ -581,8 +581,8 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call)
     }
 
     result = ngx_http_mcp_list_page(call->pool, entries, l->key,
-                                    cJSON_GetObjectItemCaseSensitive(
-                                        call->params, "cursor"),
+                                    ngx_http_mcp_json_get(call->params,
+                                                          "cursor"),
                                     mlcf->page_size, f, &rc);
     if (rc == NGX_DECLINED) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
@@ -723,18 +723,17 @@ ngx_http_mcp_check_prompt_arguments(ngx_http_mcp_call_t *call)
 {
     cJSON  *decl, *arg, *name, *required, *value;
 
-    decl = cJSON_GetObjectItemCaseSensitive(call->entry->desc, "arguments");
+    decl = ngx_http_mcp_json_get(call->entry->desc, "arguments");
 
     cJSON_ArrayForEach(arg, decl) {
-        name = cJSON_GetObjectItemCaseSensitive(arg, "name");
-        required = cJSON_GetObjectItemCaseSensitive(arg, "required");
+        name = ngx_http_mcp_json_get(arg, "name");
+        required = ngx_http_mcp_json_get(arg, "required");
 
         if (!cJSON_IsString(name)) {
             continue;
         }
 
-        value = cJSON_GetObjectItemCaseSensitive(call->arguments,
-                                                 name->valuestring);
+        value = ngx_http_mcp_json_get(call->arguments, name->valuestring);
 
         if (value == NULL && cJSON_IsTrue(required)) {
             (void) ngx_http_mcp_invalid_params(call,
@@ -904,7 +903,7 @@ static ngx_int_t
 ngx_http_mcp_param(ngx_http_mcp_call_t *call, cJSON *obj, const char *name,
     int type, ngx_uint_t required, cJSON **value)
 {
-    *value = cJSON_GetObjectItemCaseSensitive(obj, name);
+    *value = ngx_http_mcp_json_get(obj, name);
 
     if (*value == NULL) {
         if (!required) {
@@ -1046,8 +1045,8 @@ ngx_http_mcp_check_param_headers(ngx_http_mcp_call_t *call)
     ngx_int_t   rc;
 
     rc = ngx_http_mcp_param_check(call->pool,
-                                  cJSON_GetObjectItemCaseSensitive(
-                                      call->entry->desc, "inputSchema"),
+                                  ngx_http_mcp_json_get(call->entry->desc,
+                                                        "inputSchema"),
                                   call->arguments, call->param_headers,
                                   &error);
     if (rc == NGX_OK) {
@@ -1089,8 +1088,7 @@ ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
         return NGX_DECLINED;
     }
 
-    schema = cJSON_GetObjectItemCaseSensitive(call->entry->desc,
-                                              "inputSchema");
+    schema = ngx_http_mcp_json_get(call->entry->desc, "inputSchema");
 
     ngx_memzero(&empty, sizeof(cJSON));
     empty.type = cJSON_Object;

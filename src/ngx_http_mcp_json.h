@@ -35,6 +35,40 @@ ngx_int_t ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
 /* json_print.c: a tree's text (what cJSON_PrintUnformatted() makes) */
 u_char *ngx_http_mcp_json_print(ngx_pool_t *pool, cJSON *json, size_t *len);
 
+/*
+ * The member of object named name, or NULL: what
+ * cJSON_GetObjectItemCaseSensitive() finds, without its strcmp() for
+ * each member passed over, most of which differ in the first byte.  A
+ * request is looked up in some twenty times on its way through the
+ * module, and the library's lookups were a tenth of its instructions.
+ */
+static ngx_inline cJSON *
+ngx_http_mcp_json_get(cJSON *object, const char *name)
+{
+    cJSON  *item;
+
+    if (object == NULL) {
+        return NULL;
+    }
+
+    for (item = object->child; item != NULL; item = item->next) {
+
+        if (item->string == NULL) {
+            /* an array's element: cJSON's lookup stops there too */
+            return NULL;
+        }
+
+        if (item->string[0] == name[0]
+            && ngx_strcmp(item->string, name) == 0)
+        {
+            return item;
+        }
+    }
+
+    return NULL;
+}
+
+
 /* JSON's whitespace from p on: where it ends */
 static ngx_inline u_char *
 ngx_http_mcp_json_ws(u_char *p, u_char *end)

@@ -131,7 +131,7 @@ ngx_http_mcp_jsonrpc_classify(ngx_pool_t *pool, ngx_http_mcp_msg_t *msg,
         return;
     }
 
-    id = cJSON_GetObjectItemCaseSensitive(json, "id");
+    id = ngx_http_mcp_json_get(json, "id");
 
     if (id != NULL) {
         if (cJSON_IsString(id)
@@ -150,7 +150,7 @@ ngx_http_mcp_jsonrpc_classify(ngx_pool_t *pool, ngx_http_mcp_msg_t *msg,
         }
     }
 
-    version = cJSON_GetObjectItemCaseSensitive(json, "jsonrpc");
+    version = ngx_http_mcp_json_get(json, "jsonrpc");
 
     if (!cJSON_IsString(version)
         || ngx_strcmp(version->valuestring, "2.0") != 0)
@@ -159,7 +159,7 @@ ngx_http_mcp_jsonrpc_classify(ngx_pool_t *pool, ngx_http_mcp_msg_t *msg,
         return;
     }
 
-    method = cJSON_GetObjectItemCaseSensitive(json, "method");
+    method = ngx_http_mcp_json_get(json, "method");
 
     if (method != NULL) {
         if (!cJSON_IsString(method) || method->valuestring[0] == '\0') {
@@ -167,7 +167,7 @@ ngx_http_mcp_jsonrpc_classify(ngx_pool_t *pool, ngx_http_mcp_msg_t *msg,
             return;
         }
 
-        params = cJSON_GetObjectItemCaseSensitive(json, "params");
+        params = ngx_http_mcp_json_get(json, "params");
 
         if (params != NULL && !cJSON_IsObject(params)) {
             msg->error = "\"params\" must be an object";
@@ -182,8 +182,8 @@ ngx_http_mcp_jsonrpc_classify(ngx_pool_t *pool, ngx_http_mcp_msg_t *msg,
         return;
     }
 
-    result = cJSON_GetObjectItemCaseSensitive(json, "result");
-    error = cJSON_GetObjectItemCaseSensitive(json, "error");
+    result = ngx_http_mcp_json_get(json, "result");
+    error = ngx_http_mcp_json_get(json, "error");
 
     if (id == NULL || (result == NULL) == (error == NULL)) {
         msg->error = "a response needs an \"id\" and exactly one of "
@@ -423,8 +423,8 @@ ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data)
         return NGX_OK;
     }
 
-    error = cJSON_GetObjectItemCaseSensitive(reply, "error");
-    to = cJSON_GetObjectItemCaseSensitive(error, "data");
+    error = ngx_http_mcp_json_get(reply, "error");
+    to = ngx_http_mcp_json_get(error, "data");
 
     if (to == NULL) {
         to = cJSON_AddObjectToObject(error, "data");

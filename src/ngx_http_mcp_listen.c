@@ -45,7 +45,7 @@ ngx_http_mcp_listen(ngx_http_mcp_call_t *call)
     ngx_uint_t    lists;
     ngx_array_t   uris;
 
-    filter = cJSON_GetObjectItemCaseSensitive(call->params, "notifications");
+    filter = ngx_http_mcp_json_get(call->params, "notifications");
 
     if (!cJSON_IsObject(filter)) {
         rc = ngx_http_mcp_listen_invalid(call,
@@ -139,8 +139,7 @@ ngx_http_mcp_listen_lists(ngx_http_mcp_call_t *call, cJSON *filter,
     *lists = 0;
 
     for (i = 0; kinds[i].key; i++) {
-        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(filter,
-                                                           kinds[i].key))
+        if (!cJSON_IsTrue(ngx_http_mcp_json_get(filter, kinds[i].key))
             || ((ngx_array_t *) ((u_char *) set + kinds[i].offset))->nelts
                == 0)
         {
@@ -176,7 +175,7 @@ ngx_http_mcp_listen_resources(ngx_http_mcp_call_t *call, cJSON *filter,
     ngx_str_t    uri, scope, *u;
     ngx_uint_t   i, max;
 
-    list = cJSON_GetObjectItemCaseSensitive(filter, "resourceSubscriptions");
+    list = ngx_http_mcp_json_get(filter, "resourceSubscriptions");
 
     if (list == NULL) {
         return NGX_OK;

@@ -19,6 +19,7 @@
 
 
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_json.h"
 
 #include <time.h>
 
@@ -535,7 +536,7 @@ ngx_http_mcp_metrics_call(ngx_http_mcp_call_t *call, uint64_t start,
     us = ngx_http_mcp_metrics_now() - start;
     m = ngx_http_mcp_metrics_method(&call->method);
 
-    error = cJSON_GetObjectItemCaseSensitive(reply, "error");
+    error = ngx_http_mcp_json_get(reply, "error");
 
     (void) ngx_atomic_fetch_add(&slot->requests[m][(reply == NULL
                                                    || error != NULL)
@@ -563,8 +564,8 @@ ngx_http_mcp_metrics_call(ngx_http_mcp_call_t *call, uint64_t start,
         outcome = NGX_HTTP_MCP_M_TOOL_ERROR;
 
     } else {
-        result = cJSON_GetObjectItemCaseSensitive(reply, "result");
-        is_error = cJSON_GetObjectItemCaseSensitive(result, "isError");
+        result = ngx_http_mcp_json_get(reply, "result");
+        is_error = ngx_http_mcp_json_get(result, "isError");
         outcome = cJSON_IsTrue(is_error) ? NGX_HTTP_MCP_M_TOOL_IS_ERROR
                                          : NGX_HTTP_MCP_M_TOOL_OK;
     }

@@ -61,29 +61,11 @@ ngx_int_t
 ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call)
 {
     u_char      key[NGX_HTTP_MCP_STATE_KEY_LEN];
-    cJSON      *inputs, *input, *token, *item;
+    cJSON      *inputs, *input, *token;
     ngx_int_t   rc;
     ngx_str_t   bind, text, payload;
 
-    /* both in one walk: a first round has neither, and was two walks */
-
-    inputs = NULL;
-    token = NULL;
-
-    if (cJSON_IsObject(call->params)) {
-        cJSON_ArrayForEach(item, call->params) {
-            if (inputs == NULL
-                && ngx_strcmp(item->string, "inputResponses") == 0)
-            {
-                inputs = item;
-
-            } else if (token == NULL
-                       && ngx_strcmp(item->string, "requestState") == 0)
-            {
-                token = item;
-            }
-        }
-    }
+    inputs = ngx_http_mcp_json_get(call->params, "inputResponses");
 
     if (inputs != NULL) {
         if (!cJSON_IsObject(inputs)) {
@@ -102,6 +84,8 @@ ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call)
 
         call->inputs = inputs;
     }
+
+    token = ngx_http_mcp_json_get(call->params, "requestState");
 
     if (token == NULL) {
         return NGX_OK;
@@ -368,7 +352,7 @@ ngx_http_mcp_mrtr_ask(ngx_http_mcp_call_t *call, cJSON *requests,
     }
 
     cJSON_ArrayForEach(request, requests) {
-        method = cJSON_GetObjectItemCaseSensitive(request, "method");
+        method = ngx_http_mcp_json_get(request, "method");
         ask = ngx_palloc(call->pool, sizeof(ngx_http_mcp_mrtr_ask_t));
         len = ngx_strlen(request->string) + 1;
 
@@ -417,8 +401,8 @@ ngx_http_mcp_mrtr_answered(ngx_http_mcp_call_t *call, cJSON *result,
 
     if (result == NULL) {
         /* refused, or not answered in time: that ends the call */
-        code = cJSON_GetObjectItemCaseSensitive(error, "code");
-        message = cJSON_GetObjectItemCaseSensitive(error, "message");
+        code = ngx_http_mcp_json_get(error, "code");
+        message = ngx_http_mcp_json_get(error, "message");
 
         ngx_http_mcp_call_error(call,
                                 cJSON_IsNumber(code)
@@ -466,7 +450,7 @@ ngx_http_mcp_mrtr_round_cleanup(void *data)
 cJSON *
 ngx_http_mcp_call_input(ngx_http_mcp_call_t *call, const char *key)
 {
-    return cJSON_GetObjectItemCaseSensitive(call->inputs, key);
+    return ngx_http_mcp_json_get(call->inputs, key);
 }
 
 
@@ -538,7 +522,7 @@ ngx_http_mcp_mrtr_capability(cJSON *request, ngx_http_mcp_reqctx_t *rctx,
 {
     cJSON  *method;
 
-    method = cJSON_GetObjectItemCaseSensitive(request, "method");
+    method = ngx_http_mcp_json_get(request, "method");
     *declared = 0;
 
     if (!cJSON_IsString(method)) {

@@ -17,6 +17,7 @@
 
 
 #include "ngx_http_mcp_param.h"
+#include "ngx_http_mcp_json.h"
 
 
 #define NGX_HTTP_MCP_PARAM_B64_HEAD  "=?base64?"
@@ -140,7 +141,7 @@ ngx_http_mcp_param_walk(cJSON *schema, cJSON *args, ngx_uint_t depth,
     cJSON      *props, *prop, *name, *value;
     ngx_int_t   rc;
 
-    props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+    props = ngx_http_mcp_json_get(schema, "properties");
 
     if (!cJSON_IsObject(props) || depth >= NGX_HTTP_MCP_PARAM_DEPTH) {
         return NGX_OK;
@@ -153,10 +154,10 @@ ngx_http_mcp_param_walk(cJSON *schema, cJSON *args, ngx_uint_t depth,
         }
 
         value = cJSON_IsObject(args)
-                ? cJSON_GetObjectItemCaseSensitive(args, prop->string)
+                ? ngx_http_mcp_json_get(args, prop->string)
                 : NULL;
 
-        name = cJSON_GetObjectItemCaseSensitive(prop, "x-mcp-header");
+        name = ngx_http_mcp_json_get(prop, "x-mcp-header");
 
         if (name != NULL) {
             rc = handler(data, prop, name, value);
@@ -286,7 +287,7 @@ ngx_http_mcp_param_declared(void *data, cJSON *prop, cJSON *name,
                    name->valuestring);
     }
 
-    type = cJSON_GetObjectItemCaseSensitive(prop, "type");
+    type = ngx_http_mcp_json_get(prop, "type");
 
     if (!ngx_http_mcp_param_primitive(type)) {
         return ngx_http_mcp_param_refuse(ctx->pool, ctx->error,

@@ -286,7 +286,7 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
         return NGX_ERROR;
     }
 
-    name = cJSON_GetObjectItemCaseSensitive(desc, key);
+    name = ngx_http_mcp_json_get(desc, key);
 
     if (!cJSON_IsObject(desc) || !cJSON_IsString(name)) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -315,7 +315,7 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
 
     if (entries == &set->tools) {
         rc = ngx_http_mcp_param_schema(cf->pool,
-                 cJSON_GetObjectItemCaseSensitive(desc, "inputSchema"),
+                 ngx_http_mcp_json_get(desc, "inputSchema"),
                  &params, &error);
 
         if (rc == NGX_DECLINED) {

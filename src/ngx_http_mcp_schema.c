@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "ngx_http_mcp_auth.h"
+#include "ngx_http_mcp_json.h"
 
 
 #define NGX_HTTP_MCP_SCHEMA_MAX_DEPTH  64
@@ -274,7 +275,7 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
  * A schema object's keywords in one walk of its members, instead of a
  * walk of them for each of the thirty keywords: each member's name is
  * looked up in the sorted table.  The first member of a name wins, as
- * cJSON_GetObjectItemCaseSensitive() would have it.
+ * ngx_http_mcp_json_get() would have it.
  */
 
 static void
@@ -561,7 +562,7 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
 
     cJSON_ArrayForEach(kw, req) {
         if (cJSON_IsString(kw)
-            && cJSON_GetObjectItemCaseSensitive(v, kw->valuestring) == NULL)
+            && ngx_http_mcp_json_get(v, kw->valuestring) == NULL)
         {
             return ngx_http_mcp_schema_fail(ctx, path,
                                             "\"%s\" is required",
@@ -577,7 +578,7 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
         child = NULL;
 
         sub = cJSON_IsObject(props)
-              ? cJSON_GetObjectItemCaseSensitive(props, item->string)
+              ? ngx_http_mcp_json_get(props, item->string)
               : NULL;
 
         if (sub != NULL) {
@@ -887,7 +888,7 @@ ngx_http_mcp_schema_ref(ngx_http_mcp_schema_ctx_t *ctx, const char *ref)
         *d = '\0';
         p = q;
 
-        node = cJSON_GetObjectItemCaseSensitive(node, (char *) name);
+        node = ngx_http_mcp_json_get(node, (char *) name);
     }
 
     return node;
@@ -903,7 +904,7 @@ ngx_http_mcp_schema_anchor(cJSON *schema, const char *name)
         return NULL;
     }
 
-    item = cJSON_GetObjectItemCaseSensitive(schema, "$anchor");
+    item = ngx_http_mcp_json_get(schema, "$anchor");
 
     if (cJSON_IsObject(schema) && cJSON_IsString(item)
         && ngx_strcmp(item->valuestring, name) == 0)

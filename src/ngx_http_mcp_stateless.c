@@ -196,7 +196,7 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     cJSON                  *meta, *named, *caps, *info, *name, *level;
     ngx_http_mcp_reqctx_t  *rctx;
 
-    meta = cJSON_GetObjectItemCaseSensitive(msg->params, "_meta");
+    meta = ngx_http_mcp_json_get(msg->params, "_meta");
 
     ngx_http_mcp_stateless_meta_keys(meta, &named, &caps, &level, &info);
     if (!cJSON_IsString(named) || !cJSON_IsObject(caps)) {
@@ -227,7 +227,7 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
                       ? ngx_http_mcp_log_level_parse(level->valuestring)
                       : NGX_HTTP_MCP_LOG_NONE;
 
-    name = cJSON_GetObjectItemCaseSensitive(info, "name");
+    name = ngx_http_mcp_json_get(info, "name");
 
     if (cJSON_IsString(name)) {
         /* a copy: the call takes the message, and $mcp_client_name is
@@ -284,17 +284,29 @@ ngx_http_mcp_stateless_meta_keys(cJSON *meta, cJSON **version, cJSON **caps,
 
         key += sizeof(NGX_HTTP_MCP_META_PREFIX) - 1;
 
-        if (ngx_strcmp(key, "protocolVersion") == 0) {
-            *version = item;
+        /* the first byte tells which to compare with */
+        switch (key[0]) {
 
-        } else if (ngx_strcmp(key, "clientCapabilities") == 0) {
-            *caps = item;
+        case 'p':
+            if (ngx_strcmp(key, "protocolVersion") == 0) {
+                *version = item;
+            }
+            break;
 
-        } else if (ngx_strcmp(key, "logLevel") == 0) {
-            *level = item;
+        case 'c':
+            if (ngx_strcmp(key, "clientCapabilities") == 0) {
+                *caps = item;
 
-        } else if (ngx_strcmp(key, "clientInfo") == 0) {
-            *info = item;
+            } else if (ngx_strcmp(key, "clientInfo") == 0) {
+                *info = item;
+            }
+            break;
+
+        case 'l':
+            if (ngx_strcmp(key, "logLevel") == 0) {
+                *level = item;
+            }
+            break;
         }
     }
 }
@@ -328,7 +340,7 @@ ngx_http_mcp_stateless_caps(cJSON *caps, ngx_http_mcp_reqctx_t *rctx)
             rctx->roots = 1;
 
         } else if (ngx_strcmp(item->string, "extensions") == 0) {
-            rctx->tasks = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+            rctx->tasks = cJSON_IsObject(ngx_http_mcp_json_get(
                               item, NGX_HTTP_MCP_META_PREFIX "tasks"));
         }
     }
@@ -369,7 +381,7 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
         return NGX_OK;
     }
 
-    name = cJSON_GetObjectItemCaseSensitive(msg->params, param);
+    name = ngx_http_mcp_json_get(msg->params, param);
 
     h = ctx->headers.name;
 
@@ -471,7 +483,7 @@ ngx_http_mcp_stateless_status(cJSON *reply)
         }
     }
 
-    code = cJSON_GetObjectItemCaseSensitive(error, "code");
+    code = ngx_http_mcp_json_get(error, "code");
 
     if (!cJSON_IsNumber(code)) {
         return NGX_HTTP_OK;

@@ -177,7 +177,7 @@ ngx_http_mcp_task_eligible(ngx_http_mcp_call_t *call, ngx_msec_t *ttl)
     }
 
     /* 2025-11-25: the client asks, with params.task */
-    task = cJSON_GetObjectItemCaseSensitive(call->params, "task");
+    task = ngx_http_mcp_json_get(call->params, "task");
 
     if (task == NULL) {
         if (support != NGX_HTTP_MCP_TASK_REQUIRED) {
@@ -204,7 +204,7 @@ ngx_http_mcp_task_eligible(ngx_http_mcp_call_t *call, ngx_msec_t *ttl)
     }
 
     /* a shorter ttl than ours is the client's to ask for */
-    t = cJSON_GetObjectItemCaseSensitive(task, "ttl");
+    t = ngx_http_mcp_json_get(task, "ttl");
 
     if (cJSON_IsNumber(t) && t->valuedouble >= 1
         && t->valuedouble < (double) *ttl)
@@ -223,9 +223,8 @@ ngx_http_mcp_task_support(ngx_http_mcp_call_t *call)
 {
     cJSON  *support;
 
-    support = cJSON_GetObjectItemCaseSensitive(
-                  cJSON_GetObjectItemCaseSensitive(call->entry->desc,
-                                                   "execution"),
+    support = ngx_http_mcp_json_get(
+                  ngx_http_mcp_json_get(call->entry->desc, "execution"),
                   "taskSupport");
 
     if (!cJSON_IsString(support)) {
@@ -443,9 +442,9 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
     t.blobs[NGX_HTTP_MCP_TASK_STATE] = empty;
     t.blobs[NGX_HTTP_MCP_TASK_OUTCOME] = empty;
 
-    result = cJSON_GetObjectItemCaseSensitive(reply, "result");
-    error = cJSON_GetObjectItemCaseSensitive(reply, "error");
-    type = cJSON_GetObjectItemCaseSensitive(result, "resultType");
+    result = ngx_http_mcp_json_get(reply, "result");
+    error = ngx_http_mcp_json_get(reply, "error");
+    type = ngx_http_mcp_json_get(result, "resultType");
 
     if (reply == NULL) {
         /* cancelled, or memory ran out */
@@ -456,7 +455,7 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
     {
         t.status = NGX_HTTP_MCP_TASK_INPUT_REQUIRED;
 
-        state = cJSON_GetObjectItemCaseSensitive(result, "requestState");
+        state = ngx_http_mcp_json_get(result, "requestState");
 
         if (cJSON_IsString(state)) {
             t.blobs[NGX_HTTP_MCP_TASK_STATE].data =
@@ -466,7 +465,7 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
         }
 
         if (ngx_http_mcp_task_text(call->pool,
-                cJSON_GetObjectItemCaseSensitive(result, "inputRequests"),
+                ngx_http_mcp_json_get(result, "inputRequests"),
                 &t.blobs[NGX_HTTP_MCP_TASK_INPUTS])
             != NGX_OK)
         {
@@ -477,8 +476,7 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
         t.status = NGX_HTTP_MCP_TASK_COMPLETED;
 
         if (!tr->task.stateless
-            && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result,
-                                                             "isError")))
+            && cJSON_IsTrue(ngx_http_mcp_json_get(result, "isError")))
         {
             /* 2025-11-25: the tool's error fails the task (2026: no) */
             t.status = NGX_HTTP_MCP_TASK_FAILED;
@@ -562,7 +560,7 @@ ngx_http_mcp_task_relay(ngx_http_mcp_call_t *call, cJSON *message)
         t.status = NGX_HTTP_MCP_TASK_WORKING;
 
     } else {
-        params = cJSON_GetObjectItemCaseSensitive(message, "params");
+        params = ngx_http_mcp_json_get(message, "params");
 
         if (params == NULL) {
             params = cJSON_AddObjectToObject(message, "params");
@@ -609,7 +607,7 @@ ngx_http_mcp_task_relate(cJSON *obj, u_char *id)
     char    text[NGX_HTTP_MCP_TASK_ID_LEN + 1];
     cJSON  *meta, *related;
 
-    meta = cJSON_GetObjectItemCaseSensitive(obj, "_meta");
+    meta = ngx_http_mcp_json_get(obj, "_meta");
 
     if (meta == NULL) {
         meta = cJSON_AddObjectToObject(obj, "_meta");
@@ -735,7 +733,7 @@ ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from, ngx_http_mcp_task_t *t,
                     t->blobs[NGX_HTTP_MCP_TASK_STATE].len) = '\0';
     }
 
-    name = cJSON_GetObjectItemCaseSensitive(params, "name");
+    name = ngx_http_mcp_json_get(params, "name");
     msg.id = cJSON_CreateStringReference("task");
 
     if (!cJSON_IsString(name) || msg.id == NULL
@@ -763,7 +761,7 @@ ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from, ngx_http_mcp_task_t *t,
     }
 
     call->loc_conf = from->loc_conf;
-    call->arguments = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+    call->arguments = ngx_http_mcp_json_get(params, "arguments");
 
     s.data = (u_char *) name->valuestring;
     s.len = ngx_strlen(s.data);
@@ -857,7 +855,7 @@ ngx_http_mcp_task_capabilities(ngx_http_mcp_set_t *set, cJSON *caps,
     e = set->tools.elts;
 
     for (i = 0; i < set->tools.nelts; i++) {
-        if (cJSON_GetObjectItemCaseSensitive(e[i].desc, "execution") != NULL) {
+        if (ngx_http_mcp_json_get(e[i].desc, "execution") != NULL) {
             break;
         }
     }
@@ -867,7 +865,7 @@ ngx_http_mcp_task_capabilities(ngx_http_mcp_set_t *set, cJSON *caps,
     }
 
     if (version >= NGX_HTTP_MCP_VSTATELESS) {
-        ext = cJSON_GetObjectItemCaseSensitive(caps, "extensions");
+        ext = ngx_http_mcp_json_get(caps, "extensions");
 
         if (ext == NULL) {
             ext = cJSON_AddObjectToObject(caps, "extensions");
@@ -908,7 +906,7 @@ ngx_http_mcp_task_listing(ngx_http_mcp_call_t *call, cJSON *result)
         return NGX_OK;
     }
 
-    tools = cJSON_GetObjectItemCaseSensitive(result, "tools");
+    tools = ngx_http_mcp_json_get(result, "tools");
 
     for (tool = tools ? tools->child : NULL; tool; tool = next) {
         next = tool->next;

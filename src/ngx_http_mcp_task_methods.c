@@ -81,8 +81,7 @@ ngx_http_mcp_tasks_update(ngx_http_mcp_call_t *call)
     ngx_uint_t            i, resume;
     ngx_http_mcp_task_t   t, read;
 
-    responses = cJSON_GetObjectItemCaseSensitive(call->params,
-                                                 "inputResponses");
+    responses = ngx_http_mcp_json_get(call->params, "inputResponses");
 
     for (i = 0; i < NGX_HTTP_MCP_TASK_RETRIES; i++) {
 
@@ -433,8 +432,8 @@ ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
         return NGX_OK;
     }
 
-    code = cJSON_GetObjectItemCaseSensitive(outcome, "code");
-    message = cJSON_GetObjectItemCaseSensitive(outcome, "message");
+    code = ngx_http_mcp_json_get(outcome, "code");
+    message = ngx_http_mcp_json_get(outcome, "message");
 
     if (cJSON_IsNumber(code) && cJSON_IsString(message)) {
         ngx_http_mcp_call_error_data(call, code->valueint,
@@ -468,7 +467,7 @@ ngx_http_mcp_tasks_list(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    cursor = cJSON_GetObjectItemCaseSensitive(call->params, "cursor");
+    cursor = ngx_http_mcp_json_get(call->params, "cursor");
     after = NULL;
 
     if (cursor != NULL) {
@@ -522,7 +521,7 @@ ngx_http_mcp_tasks_list(ngx_http_mcp_call_t *call)
 
     if (more
         && cJSON_AddItemToObject(result, "nextCursor",
-               cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+               cJSON_Duplicate(ngx_http_mcp_json_get(
                                    cJSON_GetArrayItem(list, i - 1), "taskId"),
                                1))
            == 0)
@@ -612,7 +611,7 @@ ngx_http_mcp_task_id_param(ngx_http_mcp_call_t *call, u_char **id)
 {
     cJSON  *tid;
 
-    tid = cJSON_GetObjectItemCaseSensitive(call->params, "taskId");
+    tid = ngx_http_mcp_json_get(call->params, "taskId");
 
     if (!cJSON_IsString(tid)) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,

@@ -242,7 +242,7 @@ ngx_http_mcp_variable_tool(ngx_http_mcp_msg_t *msg, ngx_str_t *value)
         return NGX_OK;
     }
 
-    item = cJSON_GetObjectItemCaseSensitive(msg->params, key);
+    item = ngx_http_mcp_json_get(msg->params, key);
 
     if (cJSON_IsString(item)) {
         value->data = (u_char *) item->valuestring;
@@ -271,7 +271,7 @@ ngx_http_mcp_variable_name(ngx_http_mcp_msg_t *msg, ngx_str_t *value)
         return;
     }
 
-    item = cJSON_GetObjectItemCaseSensitive(msg->params, param);
+    item = ngx_http_mcp_json_get(msg->params, param);
 
     if (cJSON_IsString(item)) {
         value->data = (u_char *) item->valuestring;
@@ -360,8 +360,8 @@ ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx)
     ngx_str_null(&s);
 
     if (msg->method.len && ngx_strcmp(msg->method.data, "initialize") == 0) {
-        info = cJSON_GetObjectItemCaseSensitive(msg->params, "clientInfo");
-        name = cJSON_GetObjectItemCaseSensitive(info, "name");
+        info = ngx_http_mcp_json_get(msg->params, "clientInfo");
+        name = ngx_http_mcp_json_get(info, "name");
 
         if (cJSON_IsString(name)) {
             s.data = (u_char *) name->valuestring;

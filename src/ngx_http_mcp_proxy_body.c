@@ -5,6 +5,8 @@
  * batch holding one), which is held up to mcp_pass_filter_buffer_size,
  * filtered whole and sent; what goes wrong on the way (too big, not
  * strict JSON, cut short) is a JSON-RPC error for the client's request.
+ * Under the policy, any other SSE reply is filtered event by event
+ * (ngx_http_mcp_proxy_stream.c).
  */
 
 
@@ -20,8 +22,6 @@ static ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, const char *message);
 static ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r,
     u_char *pos, u_char *last);
-static ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data,
-    ngx_str_t *name);
 
 
 ngx_int_t
@@ -36,6 +36,12 @@ ngx_http_mcp_proxy_filter_init(void *data)
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
     pctx = ctx->proxy;
     u = r->upstream;
+
+    /*
+     * An SSE reply not held for the filter is filtered event by event
+     * where a held tools/list reply would be (ngx_http_mcp_proxy_stream.c)
+     */
+    pctx->events = pctx->sse && pctx->policy && !pctx->filter;
 
     if (u->headers_in.status_n == NGX_HTTP_NO_CONTENT
         || u->headers_in.status_n == NGX_HTTP_NOT_MODIFIED
@@ -170,11 +176,22 @@ static ngx_int_t
 ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last)
 {
-    u_char  *p;
-    size_t   n, size;
+    u_char     *p;
+    size_t      n, size;
+    ngx_str_t   out;
 
     if (pos == last) {
         return NGX_OK;
+    }
+
+    if (pctx->events) {
+        if (ngx_http_mcp_proxy_stream(r, pctx, pos, last, &out) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        return out.len ? ngx_http_mcp_proxy_append(r, out.data,
+                                                   out.data + out.len)
+                       : NGX_OK;
     }
 
     if (pctx->filter) {
@@ -317,23 +334,6 @@ ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos, u_char *last)
     cl->buf->tag = u->output.tag;
 
     return NGX_OK;
-}
-
-
-/* a tool the policy allows and the caller may call */
-
-static ngx_uint_t
-ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name)
-{
-    ngx_http_mcp_ctx_t *ctx = data;
-
-    ngx_str_t  scope;
-
-    return ngx_http_mcp_tool_allowed(ctx->conf, name)
-           && (ctx->rctx.auth == NULL
-               || ngx_http_mcp_auth_permits(ctx->rctx.auth, "tools", name,
-                                            &scope)
-                  == NGX_OK);
 }
 
 

@@ -146,7 +146,8 @@ ngx_http_mcp_proxy_reply_head(ngx_http_request_t *r)
  * A reply held for the tool policy with a coded body (gzip, br): the
  * filter read the coded bytes as an SSE stream of no event and passed
  * them on, and the client, whose fetch() undoes the coding, listed the
- * denied tools.  The gateway asks for no coding (no Accept-Encoding).
+ * denied tools.  The same for an SSE reply the policy reads event by
+ * event.  The gateway asks for no coding (no Accept-Encoding).
  */
 
 static ngx_uint_t
@@ -161,7 +162,9 @@ ngx_http_mcp_proxy_coded(ngx_http_request_t *r)
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
     pctx = ctx->proxy;
 
-    if (!pctx->filter) {
+    if (!pctx->filter
+        && !(pctx->policy && ngx_http_mcp_proxy_sse_type(r->upstream)))
+    {
         return 0;
     }
 
@@ -214,9 +217,26 @@ ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u)
     return (type->len >= sizeof("application/json") - 1
             && ngx_strncasecmp(type->data, (u_char *) "application/json",
                                sizeof("application/json") - 1) == 0)
-           || (type->len >= sizeof("text/event-stream") - 1
-               && ngx_strncasecmp(type->data, (u_char *) "text/event-stream",
-                                  sizeof("text/event-stream") - 1) == 0);
+           || ngx_http_mcp_proxy_sse_type(u);
+}
+
+
+/* a text/event-stream reply */
+
+ngx_uint_t
+ngx_http_mcp_proxy_sse_type(ngx_http_upstream_t *u)
+{
+    ngx_str_t  *type;
+
+    if (u->headers_in.content_type == NULL) {
+        return 0;
+    }
+
+    type = &u->headers_in.content_type->value;
+
+    return type->len >= sizeof("text/event-stream") - 1
+           && ngx_strncasecmp(type->data, (u_char *) "text/event-stream",
+                              sizeof("text/event-stream") - 1) == 0;
 }
 
 

@@ -131,6 +131,15 @@ my $fake = fake_upstream(sub {
         } elsif ($case =~ /^split-/) {
             my $b = upstream_body($case);
             $chunks->('', substr($b, 0, $k), \0.02, substr($b, $k));
+        } elsif ($case eq 'flood') {
+            # $k MB of events, half of them tools/list answers
+            my $block = join '', map { $_ % 2 ? "id: f$_\ndata: " . tools_msg(qq("f$_")) . "\n\n"
+                                              : ": keepalive $_\ndata: $NOTE\n\n" } 1 .. 400;
+            print $c $type . "Transfer-Encoding: chunked\r\n\r\n";
+            for (1 .. int($k * 1024 * 1024 / length $block)) {
+                printf $c "%x\r\n%s\r\n", length $block, $block;
+            }
+            print $c "0\r\n\r\n";
         } elsif ($case eq 'gzip') {
             $chunks->("Content-Encoding: gzip\r\n", @{ $GET{$case} });
         } else {
@@ -386,6 +395,40 @@ for my $case (qw(split-crlf split-cr)) {
     is($n, 4000, 'many: 4000 events (' . length(upstream_body('many')) . ' bytes) all through');
     unlike($s->{body}, qr/secret/, 'many: ... none lists the denied tool');
     ok(!$s->{error}, 'many: ... whole');
+}
+
+# memory: a long stream under the policy, read at once and read late
+sub worker_rss {
+    my $total = 0;
+    for my $pid ($t->worker_pids) {
+        open my $f, '<', "/proc/$pid/status" or next;
+        while (<$f>) { $total += $1 if /^VmRSS:\s+(\d+)/ }
+    }
+    return $total;
+}
+
+for my $late (0, 1) {
+    my $mb = 40;
+    my $before = worker_rss();
+    my $s = $t->mcp_get_stream($fsid, path => "/f/flood/$mb", timeout => 10, quiet => 1);
+    sleep 2 if $late;    # the client reads nothing for a while
+    my ($bytes, $secret, $tail) = (length $s->{body}, 0, $s->{body});
+    my $deadline = Time::HiRes::time() + 240;
+    while (Time::HiRes::time() < $deadline) {
+        my ($data, $err) = McpTest::_read_some($s->{sock}, $deadline);
+        last unless defined $data;
+        $bytes += length $data;
+        my $w = substr($tail, -16) . $data;
+        $secret++ if $w =~ /secret/;
+        $tail = substr($w, -16);
+        last if $tail =~ /\r\n0\r\n\r\n\z/;
+    }
+    $s->close;
+    my $grew = worker_rss() - $before;
+    ok($bytes > $mb * 1024 * 1024 * 0.8, ($late ? 'a late reader: ' : '') . "flood: $mb MB through ($bytes bytes)");
+    like($tail, qr/\r\n0\r\n\r\n\z/, '... whole');
+    is($secret, 0, '... the denied tool in none of its answers');
+    ok($grew < 16 * 1024, "... the workers grew by $grew kB (< 16 MB)");
 }
 
 # an event the stream ends in, before its blank line: dropped

@@ -428,7 +428,11 @@ for my $late (0, 1) {
     ok($bytes > $mb * 1024 * 1024 * 0.8, ($late ? 'a late reader: ' : '') . "flood: $mb MB through ($bytes bytes)");
     like($tail, qr/\r\n0\r\n\r\n\z/, '... whole');
     is($secret, 0, '... the denied tool in none of its answers');
-    ok($grew < 16 * 1024, "... the workers grew by $grew kB (< 16 MB)");
+    SKIP: {
+        # ASan keeps what is freed in quarantine (256 MB): RSS says nothing
+        skip 'memory under AddressSanitizer', 1 if ($ENV{MCP_NGINX_PRELOAD} // '') =~ /asan/;
+        ok($grew < 16 * 1024, "... the workers grew by $grew kB (< 16 MB)");
+    }
 }
 
 # an event the stream ends in, before its blank line: dropped

@@ -16,6 +16,7 @@
 
 static ngx_int_t ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
+static ngx_int_t ngx_http_mcp_proxy_cut(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 static ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
@@ -178,6 +179,7 @@ ngx_http_mcp_proxy_output(ngx_http_request_t *r,
 {
     u_char     *p;
     size_t      n, size;
+    ngx_int_t   rc;
     ngx_str_t   out;
 
     if (pos == last) {
@@ -185,13 +187,17 @@ ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     }
 
     if (pctx->events) {
-        if (ngx_http_mcp_proxy_stream(r, pctx, pos, last, &out) != NGX_OK) {
+        rc = ngx_http_mcp_proxy_stream(r, pctx, pos, last, &out);
+
+        if (rc == NGX_ERROR
+            || (out.len && ngx_http_mcp_proxy_append(r, out.data,
+                                                     out.data + out.len)
+                           != NGX_OK))
+        {
             return NGX_ERROR;
         }
 
-        return out.len ? ngx_http_mcp_proxy_append(r, out.data,
-                                                   out.data + out.len)
-                       : NGX_OK;
+        return (rc == NGX_OK) ? NGX_OK : ngx_http_mcp_proxy_cut(r);
     }
 
     if (pctx->filter) {
@@ -225,6 +231,33 @@ ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     }
 
     return ngx_http_mcp_proxy_append(r, pos, last);
+}
+
+
+/*
+ * A stream the policy cannot let on: the head and the events before the
+ * refused one are sent now, as far as the client's connection takes them
+ * at once, and NGX_ERROR ends the request without the last chunk.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_cut(ngx_http_request_t *r)
+{
+    ngx_chain_t          *cl;
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+    cl = u->out_bufs;
+    u->out_bufs = NULL;
+
+    if (cl != NULL) {
+        (void) ngx_http_output_filter(r, cl);
+
+    } else {
+        (void) ngx_http_send_special(r, NGX_HTTP_FLUSH);
+    }
+
+    return NGX_ERROR;
 }
 
 

@@ -42,7 +42,7 @@ static void ngx_http_mcp_proxy_stream_cleanup(void *data);
 /*
  * The body's bytes [pos, last): *out is what goes to the client now (the
  * events that became whole), in memory that lives until it was sent.
- * NGX_ERROR: the stream is cut (logged).
+ * NGX_DECLINED: the stream is cut (logged) after *out.
  */
 
 ngx_int_t
@@ -104,7 +104,7 @@ ngx_http_mcp_proxy_stream(ngx_http_request_t *r,
         rc = ngx_http_mcp_proxy_stream_events(r, pctx, out, &size);
 
         if (rc != NGX_OK) {
-            return NGX_ERROR;
+            return rc;
         }
 
         if (st->len == max) {
@@ -126,7 +126,7 @@ ngx_http_mcp_proxy_stream_over(ngx_http_request_t *r, size_t max)
                   "\"mcp_pass_filter_buffer_size\" %uz, the stream is cut",
                   max);
 
-    return NGX_ERROR;
+    return NGX_DECLINED;
 }
 
 
@@ -255,7 +255,7 @@ ngx_http_mcp_proxy_stream_events(ngx_http_request_t *r,
                               "mcp: an event of the upstream's stream is "
                               "refused, the stream is cut: %s",
                               error ? error : "Parse error");
-                return NGX_ERROR;
+                return NGX_DECLINED;
             }
 
             if (rc != NGX_OK) {

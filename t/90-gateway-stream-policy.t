@@ -76,6 +76,9 @@ my %GET = (
                      "id: d2\ndata: $NOTE\n\n" ],
     'dup-deep'  => [ 'data: {"jsonrpc":"2.0","id":"d3","result":{"tools":[{"name":"secret","name":"ok1"}]}}'
                      . "\n\n" ],
+    'dup-same'  => [ "id: d4\ndata: $NOTE\n\n"
+                     . 'data: {"jsonrpc":"2.0","id":"d5","result":{"tools":[{"name":"ok1"}]},'
+                     . '"result":{"tools":[{"name":"secret"}]}}' . "\n\nid: d6\ndata: $NOTE\n\n" ],
     'notjson'   => [ "id: j0\ndata: $NOTE\n\n", \0.3, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\n\n" ],
     'over'      => [ "id: o0\ndata: $NOTE\n\n", \0.3,
                      "data: " . tools_msg('"o1"', 'ok1', 'x' x 10000, 'secret') . "\n\n" ],
@@ -220,9 +223,8 @@ sub names_of {
              @{ $s->{events} } ];
 }
 
-# cut: the body without its last chunk, or (the bad event in the first
-# read) the connection closed before the head was written
-sub cut { ($_[0]{error} // '') =~ /before end of body|eof before any response/ }
+# cut: a 200 and its body without the last chunk
+sub cut { $_[0]->status == 200 && ($_[0]{error} // '') =~ /before end of body/ }
 
 sub errors_since {
     my ($mark) = @_;
@@ -448,6 +450,7 @@ for my $late (0, 1) {
 
 for my $c ([ 'dup', 'd0', qr/refused, the stream is cut: .*duplicate/i ],
            [ 'dup-deep', undef, qr/refused, the stream is cut: .*duplicate/i ],
+           [ 'dup-same', 'd4', qr/refused, the stream is cut: .*duplicate/i ],
            [ 'notjson', 'j0', qr/refused, the stream is cut: Parse error/ ],
            [ 'over', 'o0', qr/over "mcp_pass_filter_buffer_size" $MAX, the stream is cut/ ],
            [ 'over-slow', 'o2', qr/over "mcp_pass_filter_buffer_size" $MAX, the stream is cut/ ],
@@ -459,7 +462,7 @@ for my $c ([ 'dup', 'd0', qr/refused, the stream is cut: .*duplicate/i ],
     unlike($s->{body}, qr/secret/, "$case: the denied tool never reaches the client");
     ok(cut($s), "$case: the stream is cut (no last chunk)") or diag($s->{error} // 'whole');
     is($s->last_id, $before, "$case: the events before it went through") if defined $before;
-    unlike($s->{body}, qr/d2/, "$case: nothing after it") if $case eq 'dup';
+    unlike($s->{body}, qr/d2|d6/, "$case: nothing after it") if $case =~ /^dup/;
     ok($t->wait_for_log($re, 5, $mark), "$case: logged why");
     is(errors_since($mark), 1, "$case: ... once");
     unlike($t->log_since($mark), qr/\Q$fsid\E/, "$case: ... no session id in the log");

@@ -21,8 +21,11 @@ static ngx_int_t ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r);
 
 
 /*
- * A header that says one thing once, seen again: the session id, and
- * the body's framing (nginx before 1.23 keeps the last of each).
+ * A header that says one thing once, seen again: the session id, the
+ * body's framing (nginx before 1.23 keeps the last of each), and the
+ * media type: the gateway reads the first, and nginx before 1.23 gives
+ * the client the last, so a stream the gateway took for JSON reached
+ * the client as SSE, past the tool policy's event filter.
  */
 
 ngx_uint_t
@@ -45,6 +48,12 @@ ngx_http_mcp_proxy_header_twice(ngx_http_upstream_t *u, ngx_table_elt_t *h,
         && ngx_strncmp(h->lowcase_key, "transfer-encoding", h->key.len) == 0)
     {
         return u->headers_in.transfer_encoding != NULL;
+    }
+
+    if (h->key.len == sizeof("content-type") - 1
+        && ngx_strncmp(h->lowcase_key, "content-type", h->key.len) == 0)
+    {
+        return u->headers_in.content_type != NULL;
     }
 
     return 0;

@@ -143,6 +143,12 @@ my $fake = fake_upstream(sub {
                 printf $c "%x\r\n%s\r\n", length $block, $block;
             }
             print $c "0\r\n\r\n";
+        } elsif ($case eq 'two-types') {
+            # the gateway and the client could each read another one
+            print $c "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                   . "Content-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+            my $b = "data: " . tools_msg('"tt"') . "\n\n";
+            printf $c "%x\r\n%s\r\n0\r\n\r\n", length $b, $b;
         } elsif ($case eq 'gzip') {
             $chunks->("Content-Encoding: gzip\r\n", @{ $GET{$case} });
         } else {
@@ -199,6 +205,7 @@ NGX
 $t->write_file($keys_file, sha256_hex('alice-key') . " alice mcp:tools\n"
                          . sha256_hex('admin-key') . " admin mcp:tools mcp:tools:admin\n");
 $t->expect_log_error(qr/an event of the upstream's stream is (refused|over)/,
+                     qr/upstream sent the "Content-Type" header twice/,
                      qr/"Content-Encoding: gzip" in a reply the tool policy filters/);
 $t->start;
 
@@ -477,6 +484,15 @@ for my $c ([ 'dup', 'd0', qr/refused, the stream is cut: .*duplicate/i ],
     is($names->[0], 'ok1', 'limit: ... the allowed tools listed');
     unlike($s->{body}, qr/secret/, 'limit: ... without the denied tool');
     is($s->last_id, 'after', 'limit: ... and the next event too');
+}
+
+# two media types: the gateway read the first, nginx before 1.23 gave the
+# client the last (SSE, unfiltered): refused, with or without a policy
+for my $loc (qw(f n)) {
+    my $s = get($loc, 'two-types');
+    unlike($s->{body}, qr/secret/, "$loc/two-types: the denied tool never reaches the client");
+    is($s->status, 502, "$loc/two-types: a reply with two media types: 502");
+    like($s->{body}, qr/"code":-32000/, '... with a JSON-RPC error');
 }
 
 # a coded stream the filter cannot read: refused before any byte

@@ -71,6 +71,7 @@ ngx_uint_t ngx_http_mcp_proxy_header_twice(ngx_http_upstream_t *u,
     ngx_table_elt_t *h, ngx_uint_t sid_seen);
 ngx_int_t ngx_http_mcp_proxy_reply_head(ngx_http_request_t *r);
 ngx_uint_t ngx_http_mcp_proxy_sse_type(ngx_http_upstream_t *u);
+ngx_uint_t ngx_http_mcp_proxy_read_as_sse(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_proxy_filter_init(void *data);
 ngx_int_t ngx_http_mcp_proxy_filter(void *data, ssize_t bytes);
 ngx_int_t ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,

@@ -172,7 +172,7 @@ ngx_http_mcp_proxy_coded(ngx_http_request_t *r)
     pctx = ctx->proxy;
 
     if (!pctx->filter
-        && !(pctx->policy && ngx_http_mcp_proxy_sse_type(r->upstream)))
+        && !(pctx->policy && ngx_http_mcp_proxy_read_as_sse(r)))
     {
         return 0;
     }
@@ -227,6 +227,27 @@ ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u)
             && ngx_strncasecmp(type->data, (u_char *) "application/json",
                                sizeof("application/json") - 1) == 0)
            || ngx_http_mcp_proxy_sse_type(u);
+}
+
+
+/*
+ * A reply a client may read as SSE: one of that type, and any 2xx reply
+ * to a GET, whose body the TypeScript SDK's client reads as SSE whatever
+ * its media type (an application/json or a 202 of any type carried a
+ * tools/list answer past the policy's event filter).
+ */
+
+ngx_uint_t
+ngx_http_mcp_proxy_read_as_sse(ngx_http_request_t *r)
+{
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+
+    return ngx_http_mcp_proxy_sse_type(u)
+           || (r->method == NGX_HTTP_GET
+               && u->headers_in.status_n >= NGX_HTTP_OK
+               && u->headers_in.status_n < NGX_HTTP_SPECIAL_RESPONSE);
 }
 
 

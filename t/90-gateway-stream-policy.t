@@ -143,6 +143,12 @@ my $fake = fake_upstream(sub {
                 printf $c "%x\r\n%s\r\n", length $block, $block;
             }
             print $c "0\r\n\r\n";
+        } elsif ($case =~ /^get-(json|202)$/) {
+            # the TypeScript SDK reads a GET's 2xx body as SSE, whatever its type
+            my $b = "id: gj\ndata: " . tools_msg('"gj"') . "\n\n";
+            print $c ($1 eq 'json' ? "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                   : "HTTP/1.1 202 Accepted\r\nContent-Type: application/octet-stream\r\n")
+                   . "Content-Length: " . length($b) . "\r\n\r\n$b";
         } elsif ($case eq 'two-types') {
             # the gateway and the client could each read another one
             print $c "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -493,6 +499,16 @@ for my $loc (qw(f n)) {
     unlike($s->{body}, qr/secret/, "$loc/two-types: the denied tool never reaches the client");
     is($s->status, 502, "$loc/two-types: a reply with two media types: 502");
     like($s->{body}, qr/"code":-32000/, '... with a JSON-RPC error');
+}
+
+# a GET's 2xx body of another media type: the TypeScript SDK's client
+# reads it as SSE all the same (it looks at no media type on a GET)
+for my $case (qw(get-json get-202)) {
+    my $s = get('f', $case);
+    unlike($s->{body}, qr/secret/, "$case: the denied tool is taken out");
+    is_deeply(names_of($s), [qw(ok1 ok2)], "$case: ... the others listed");
+    is(get('n', $case)->{body}, "id: gj\ndata: " . tools_msg('"gj"') . "\n\n",
+       "$case: no policy: as it came");
 }
 
 # a coded stream the filter cannot read: refused before any byte

@@ -3,9 +3,9 @@
  * What mcp_pass takes of an upstream's reply head.  The upstream is not
  * trusted, and the gateway tells the client the reply again: a head that
  * two readers could read apart (two lengths, a length beside chunked, a
- * coding that merely holds "chunked", two session ids), an interim
- * status, a redirect, or a body that is no MCP reply is refused with a
- * JSON-RPC error.  nginx before 1.23 checks the framing for its proxy
+ * coding that merely holds "chunked", two session ids or media types),
+ * an interim status, a redirect, or a body that is no MCP reply is
+ * refused with a JSON-RPC error.  nginx before 1.23 checks the framing for its proxy
  * module only, in code of the proxy module's own.  And the request's
  * URI, as the location was chosen by it.
  */

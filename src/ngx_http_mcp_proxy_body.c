@@ -38,14 +38,6 @@ ngx_http_mcp_proxy_filter_init(void *data)
     pctx = ctx->proxy;
     u = r->upstream;
 
-    /*
-     * A reply a client may read as SSE, not held for the filter, is
-     * filtered event by event where a held tools/list reply would be
-     * (ngx_http_mcp_proxy_stream.c)
-     */
-    pctx->events = pctx->policy && !pctx->filter
-                   && ngx_http_mcp_proxy_read_as_sse(r);
-
     if (u->headers_in.status_n == NGX_HTTP_NO_CONTENT
         || u->headers_in.status_n == NGX_HTTP_NOT_MODIFIED
         || r->method == NGX_HTTP_HEAD)

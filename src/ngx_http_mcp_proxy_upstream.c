@@ -592,7 +592,11 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
         return NGX_HTTP_UPSTREAM_INVALID_HEADER;
     }
 
-    if (pctx->filter) {
+    /* else filtered event by event (ngx_http_mcp_proxy_stream.c) */
+    pctx->events = pctx->policy && !pctx->filter
+                   && ngx_http_mcp_proxy_read_as_sse(r);
+
+    if (pctx->filter || pctx->events) {
         /* the reply changes length: it goes out chunked */
         u->headers_in.content_length_n = -1;
     }

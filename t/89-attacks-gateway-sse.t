@@ -435,6 +435,7 @@ for my $case (qw(json-gzip sse-deflate)) {
     my $s = $t->mcp_get_stream($sid, path => '/get', last_event_id => 'x', timeout => 5);
     my $body = eval { $s->read_body } // '';
     unlike($body, qr/secret/, 'GET stream: the denied tool in an answer on it is taken out');
+    ok(!$s->{timed_out} && !$s->{error}, '... the reply ends (its Content-Length is gone: chunked)');
     like($body, qr/^id: r1\n/, '... the event keeps its id');
     is_deeply([ map { $_->{name} } @{ (($s->{events}[0] // {})->{json} // {})->{result}{tools} // [] } ],
               [qw(ok1 ok2)], '... the others are listed');

@@ -9,6 +9,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_proxy.h"
 #include "ngx_http_mcp_sse_read.h"
 
 
@@ -27,9 +28,6 @@ static void ngx_http_mcp_policy_filter_json(cJSON *json,
 static ngx_int_t ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
     ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out,
     const char **error);
-static ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
-    ngx_http_mcp_tool_filter_t *tf, u_char *start, u_char *end,
-    ngx_str_t *out, size_t *size, const char **error);
 static u_char *ngx_http_mcp_policy_room(ngx_pool_t *pool, ngx_str_t *out,
     size_t *size, size_t n);
 
@@ -323,7 +321,17 @@ ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
 }
 
 
-static ngx_int_t
+/*
+ * One event [start, end), its blank line included, appended to out (of
+ * *size bytes, copied to a larger buffer when it does not fit): as it
+ * was, or, when its data is a message (or a batch) whose result.tools
+ * lists a denied tool, written again without it.  Data that is not
+ * strict JSON: NGX_DECLINED, *error says why.  mcp_pass reads a whole
+ * SSE reply of a tools/list with it, and a relayed stream event by event
+ * (ngx_http_mcp_proxy_stream.c).
+ */
+
+ngx_int_t
 ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     ngx_http_mcp_tool_filter_t *tf, u_char *start, u_char *end,
     ngx_str_t *out, size_t *size, const char **error)
@@ -443,7 +451,10 @@ ngx_http_mcp_policy_room(ngx_pool_t *pool, ngx_str_t *out, size_t *size,
         return NULL;
     }
 
-    ngx_memcpy(p, out->data, out->len);
+    if (out->len) {
+        ngx_memcpy(p, out->data, out->len);
+    }
+
     out->data = p;
 
     return p + out->len;

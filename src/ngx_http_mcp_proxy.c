@@ -29,6 +29,7 @@ static ngx_int_t ngx_http_mcp_proxy_ssl(ngx_conf_t *cf,
 static void ngx_http_mcp_proxy_body_ready(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_go(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_uint_t ngx_http_mcp_proxy_policy(ngx_http_mcp_ctx_t *ctx);
 static ngx_uint_t ngx_http_mcp_proxy_filters(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg);
 static ngx_int_t ngx_http_mcp_proxy_refuse(ngx_http_request_t *r,
@@ -412,6 +413,7 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
     }
 
     pctx->ctx = ctx;
+    pctx->policy = ngx_http_mcp_proxy_policy(ctx);
     ctx->proxy = pctx;
 
     if (ngx_http_mcp_proxy_refuse(r, ctx, &rc) != NGX_OK) {
@@ -520,9 +522,22 @@ ngx_http_mcp_proxy_filters(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
     return msg->type == NGX_HTTP_MCP_MSG_REQUEST
            && msg->method.len == sizeof("tools/list") - 1
            && ngx_strcmp(msg->method.data, "tools/list") == 0
-           && (ngx_http_mcp_policy_on(ctx->conf)
-               || (ctx->rctx.auth != NULL
-                   && ngx_http_mcp_auth_tool_scoped(ctx->rctx.auth)));
+           && ngx_http_mcp_proxy_policy(ctx);
+}
+
+
+/*
+ * The policy or the caller's scopes hide tools: a tools/list reply is
+ * filtered, and so is every SSE stream relayed, as an upstream may put
+ * such a reply on any of them
+ */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_policy(ngx_http_mcp_ctx_t *ctx)
+{
+    return ngx_http_mcp_policy_on(ctx->conf)
+           || (ctx->rctx.auth != NULL
+               && ngx_http_mcp_auth_tool_scoped(ctx->rctx.auth));
 }
 
 
@@ -774,6 +789,7 @@ ngx_http_mcp_proxy_other(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     }
 
     pctx->pinned = 1;
+    pctx->policy = ngx_http_mcp_proxy_policy(ctx);
 
     /* the upstream module wants a request body, even an empty one */
     rc = ngx_http_read_client_request_body(r, ngx_http_mcp_proxy_body_ready);

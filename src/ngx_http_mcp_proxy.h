@@ -12,6 +12,19 @@
 #include "ngx_http_mcp_internal.h"
 
 
+/* an SSE reply read event by event for the tool policy */
+typedef struct {
+    u_char                    *buf;         /* the event not yet whole */
+    size_t                     len;
+    size_t                     size;
+    size_t                     scan;        /* read up to here */
+    size_t                     line;        /* the line being read */
+    ngx_pool_t                *pool;        /* what was sent from */
+    unsigned                   bom_done:1;
+    unsigned                   cleanup:1;
+} ngx_http_mcp_proxy_stream_t;
+
+
 typedef struct {
     ngx_http_mcp_ctx_t        *ctx;
     ngx_http_mcp_target_t      target;      /* the session's replica */
@@ -24,12 +37,15 @@ typedef struct {
     u_char                    *acc;         /* a reply held for filtering */
     size_t                     acc_len;
     size_t                     acc_size;
+    ngx_http_mcp_proxy_stream_t  stream;
     uint64_t                   started;     /* for metrics, or 0 */
     ngx_queue_t                relay;       /* in the endless relays */
     unsigned                   initialize:1;
     unsigned                   pinned:1;
     unsigned                   stateless:1;  /* 2026-07-28: any replica */
     unsigned                   filter:1;
+    unsigned                   policy:1;    /* tools/list is filtered */
+    unsigned                   events:1;    /* the stream, event by event */
     unsigned                   is_chunked:1;
     unsigned                   sid_seen:1;
     unsigned                   init_ok:1;
@@ -54,11 +70,24 @@ ngx_int_t ngx_http_mcp_proxy_sesskey_mint(ngx_http_request_t *r,
 ngx_uint_t ngx_http_mcp_proxy_header_twice(ngx_http_upstream_t *u,
     ngx_table_elt_t *h, ngx_uint_t sid_seen);
 ngx_int_t ngx_http_mcp_proxy_reply_head(ngx_http_request_t *r);
+ngx_uint_t ngx_http_mcp_proxy_sse_type(ngx_http_upstream_t *u);
+ngx_uint_t ngx_http_mcp_proxy_read_as_sse(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_proxy_filter_init(void *data);
 ngx_int_t ngx_http_mcp_proxy_filter(void *data, ssize_t bytes);
 ngx_int_t ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 ngx_str_t *ngx_http_mcp_proxy_uri(ngx_http_request_t *r);
+
+/* the tool policy on a relayed SSE stream (ngx_http_mcp_proxy_stream.c) */
+ngx_int_t ngx_http_mcp_proxy_stream(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last,
+    ngx_str_t *out);
+ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name);
+
+/* one SSE event without the denied tools (ngx_http_mcp_policy.c) */
+ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
+    ngx_http_mcp_tool_filter_t *tf, u_char *start, u_char *end,
+    ngx_str_t *out, size_t *size, const char **error);
 
 /* mcp_affinity (ngx_http_mcp_proxy_balancer.c) */
 ngx_uint_t ngx_http_mcp_balancer_bypass(ngx_http_upstream_srv_conf_t *uscf);

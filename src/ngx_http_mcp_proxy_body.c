@@ -5,6 +5,8 @@
  * batch holding one), which is held up to mcp_pass_filter_buffer_size,
  * filtered whole and sent; what goes wrong on the way (too big, not
  * strict JSON, cut short) is a JSON-RPC error for the client's request.
+ * Under the policy, any other SSE reply is filtered event by event
+ * (ngx_http_mcp_proxy_stream.c).
  */
 
 
@@ -14,14 +16,13 @@
 
 static ngx_int_t ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
+static ngx_int_t ngx_http_mcp_proxy_cut(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 static ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, const char *message);
 static ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r,
     u_char *pos, u_char *last);
-static ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data,
-    ngx_str_t *name);
 
 
 ngx_int_t
@@ -170,11 +171,27 @@ static ngx_int_t
 ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last)
 {
-    u_char  *p;
-    size_t   n, size;
+    u_char     *p;
+    size_t      n, size;
+    ngx_int_t   rc;
+    ngx_str_t   out;
 
     if (pos == last) {
         return NGX_OK;
+    }
+
+    if (pctx->events) {
+        rc = ngx_http_mcp_proxy_stream(r, pctx, pos, last, &out);
+
+        if (rc == NGX_ERROR
+            || (out.len && ngx_http_mcp_proxy_append(r, out.data,
+                                                     out.data + out.len)
+                           != NGX_OK))
+        {
+            return NGX_ERROR;
+        }
+
+        return (rc == NGX_OK) ? NGX_OK : ngx_http_mcp_proxy_cut(r);
     }
 
     if (pctx->filter) {
@@ -208,6 +225,33 @@ ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     }
 
     return ngx_http_mcp_proxy_append(r, pos, last);
+}
+
+
+/*
+ * A stream the policy cannot let on: the head and the events before the
+ * refused one are sent now, as far as the client's connection takes them
+ * at once, and NGX_ERROR ends the request without the last chunk.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_cut(ngx_http_request_t *r)
+{
+    ngx_chain_t          *cl;
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+    cl = u->out_bufs;
+    u->out_bufs = NULL;
+
+    if (cl != NULL) {
+        (void) ngx_http_output_filter(r, cl);
+
+    } else {
+        (void) ngx_http_send_special(r, NGX_HTTP_FLUSH);
+    }
+
+    return NGX_ERROR;
 }
 
 
@@ -317,23 +361,6 @@ ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos, u_char *last)
     cl->buf->tag = u->output.tag;
 
     return NGX_OK;
-}
-
-
-/* a tool the policy allows and the caller may call */
-
-static ngx_uint_t
-ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name)
-{
-    ngx_http_mcp_ctx_t *ctx = data;
-
-    ngx_str_t  scope;
-
-    return ngx_http_mcp_tool_allowed(ctx->conf, name)
-           && (ctx->rctx.auth == NULL
-               || ngx_http_mcp_auth_permits(ctx->rctx.auth, "tools", name,
-                                            &scope)
-                  == NGX_OK);
 }
 
 

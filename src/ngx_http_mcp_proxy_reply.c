@@ -3,9 +3,9 @@
  * What mcp_pass takes of an upstream's reply head.  The upstream is not
  * trusted, and the gateway tells the client the reply again: a head that
  * two readers could read apart (two lengths, a length beside chunked, a
- * coding that merely holds "chunked", two session ids), an interim
- * status, a redirect, or a body that is no MCP reply is refused with a
- * JSON-RPC error.  nginx before 1.23 checks the framing for its proxy
+ * coding that merely holds "chunked", two session ids or media types),
+ * an interim status, a redirect, or a body that is no MCP reply is
+ * refused with a JSON-RPC error.  nginx before 1.23 checks the framing for its proxy
  * module only, in code of the proxy module's own.  And the request's
  * URI, as the location was chosen by it.
  */
@@ -21,8 +21,11 @@ static ngx_int_t ngx_http_mcp_proxy_chunks_valid(ngx_http_request_t *r);
 
 
 /*
- * A header that says one thing once, seen again: the session id, and
- * the body's framing (nginx before 1.23 keeps the last of each).
+ * A header that says one thing once, seen again: the session id, the
+ * body's framing (nginx before 1.23 keeps the last of each), and the
+ * media type: the gateway reads the first, and nginx before 1.23 gives
+ * the client the last, so a stream the gateway took for JSON reached
+ * the client as SSE, past the tool policy's event filter.
  */
 
 ngx_uint_t
@@ -45,6 +48,12 @@ ngx_http_mcp_proxy_header_twice(ngx_http_upstream_t *u, ngx_table_elt_t *h,
         && ngx_strncmp(h->lowcase_key, "transfer-encoding", h->key.len) == 0)
     {
         return u->headers_in.transfer_encoding != NULL;
+    }
+
+    if (h->key.len == sizeof("content-type") - 1
+        && ngx_strncmp(h->lowcase_key, "content-type", h->key.len) == 0)
+    {
+        return u->headers_in.content_type != NULL;
     }
 
     return 0;
@@ -146,7 +155,8 @@ ngx_http_mcp_proxy_reply_head(ngx_http_request_t *r)
  * A reply held for the tool policy with a coded body (gzip, br): the
  * filter read the coded bytes as an SSE stream of no event and passed
  * them on, and the client, whose fetch() undoes the coding, listed the
- * denied tools.  The gateway asks for no coding (no Accept-Encoding).
+ * denied tools.  The same for an SSE reply the policy reads event by
+ * event.  The gateway asks for no coding (no Accept-Encoding).
  */
 
 static ngx_uint_t
@@ -161,7 +171,9 @@ ngx_http_mcp_proxy_coded(ngx_http_request_t *r)
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
     pctx = ctx->proxy;
 
-    if (!pctx->filter) {
+    if (!pctx->filter
+        && !(pctx->policy && ngx_http_mcp_proxy_read_as_sse(r)))
+    {
         return 0;
     }
 
@@ -214,9 +226,47 @@ ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u)
     return (type->len >= sizeof("application/json") - 1
             && ngx_strncasecmp(type->data, (u_char *) "application/json",
                                sizeof("application/json") - 1) == 0)
-           || (type->len >= sizeof("text/event-stream") - 1
-               && ngx_strncasecmp(type->data, (u_char *) "text/event-stream",
-                                  sizeof("text/event-stream") - 1) == 0);
+           || ngx_http_mcp_proxy_sse_type(u);
+}
+
+
+/*
+ * A reply a client may read as SSE: one of that type, and any 2xx reply
+ * to a GET, whose body the TypeScript SDK's client reads as SSE whatever
+ * its media type (an application/json or a 202 of any type carried a
+ * tools/list answer past the policy's event filter).
+ */
+
+ngx_uint_t
+ngx_http_mcp_proxy_read_as_sse(ngx_http_request_t *r)
+{
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+
+    return ngx_http_mcp_proxy_sse_type(u)
+           || (r->method == NGX_HTTP_GET
+               && u->headers_in.status_n >= NGX_HTTP_OK
+               && u->headers_in.status_n < NGX_HTTP_SPECIAL_RESPONSE);
+}
+
+
+/* a text/event-stream reply */
+
+ngx_uint_t
+ngx_http_mcp_proxy_sse_type(ngx_http_upstream_t *u)
+{
+    ngx_str_t  *type;
+
+    if (u->headers_in.content_type == NULL) {
+        return 0;
+    }
+
+    type = &u->headers_in.content_type->value;
+
+    return type->len >= sizeof("text/event-stream") - 1
+           && ngx_strncasecmp(type->data, (u_char *) "text/event-stream",
+                              sizeof("text/event-stream") - 1) == 0;
 }
 
 

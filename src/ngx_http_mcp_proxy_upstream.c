@@ -568,12 +568,7 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
 
     pctx->is_chunked = u->headers_in.chunked;
     pctx->length = u->headers_in.content_length_n;
-    pctx->sse = u->headers_in.content_type != NULL
-                && u->headers_in.content_type->value.len
-                   >= sizeof("text/event-stream") - 1
-                && ngx_strncasecmp(u->headers_in.content_type->value.data,
-                                   (u_char *) "text/event-stream",
-                                   sizeof("text/event-stream") - 1) == 0;
+    pctx->sse = ngx_http_mcp_proxy_sse_type(u);
 
     /* the upstream's own X-Accel-* are hidden: this one is the gateway's */
     if (pctx->sse
@@ -597,7 +592,11 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
         return NGX_HTTP_UPSTREAM_INVALID_HEADER;
     }
 
-    if (pctx->filter) {
+    /* else filtered event by event (ngx_http_mcp_proxy_stream.c) */
+    pctx->events = pctx->policy && !pctx->filter
+                   && ngx_http_mcp_proxy_read_as_sse(r);
+
+    if (pctx->filter || pctx->events) {
         /* the reply changes length: it goes out chunked */
         u->headers_in.content_length_n = -1;
     }

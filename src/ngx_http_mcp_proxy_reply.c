@@ -5,9 +5,9 @@
  * two readers could read apart (two lengths, a length beside chunked, a
  * coding that merely holds "chunked", two session ids or media types),
  * an interim status, a redirect, or a body that is no MCP reply is
- * refused with a JSON-RPC error.  nginx before 1.23 checks the framing for its proxy
- * module only, in code of the proxy module's own.  And the request's
- * URI, as the location was chosen by it.
+ * refused with a JSON-RPC error.  nginx before 1.23 checks the framing
+ * for its proxy module only, in code of the proxy module's own.  And
+ * the request's URI, as the location was chosen by it.
  */
 
 

@@ -81,6 +81,9 @@ ngx_http_mcp_header_filter(ngx_http_request_t *r)
         ctx->request = r;
         ctx->conf = mlcf;
         ngx_http_set_ctx(r, ctx, ngx_http_mcp_module);
+
+        /* as every context has them: $mcp_method reads them */
+        ngx_http_mcp_headers_read(r, &ctx->headers);
     }
 
     id = NULL;

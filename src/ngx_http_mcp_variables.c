@@ -36,7 +36,7 @@ static ngx_int_t ngx_http_mcp_variable_tool(ngx_http_mcp_msg_t *msg,
 static void ngx_http_mcp_variable_name(ngx_http_mcp_msg_t *msg,
     ngx_str_t *value);
 static void ngx_http_mcp_variable_header(ngx_http_request_t *r,
-    ngx_uint_t which, ngx_str_t *value);
+    ngx_http_mcp_ctx_t *ctx, ngx_uint_t which, ngx_str_t *value);
 static ngx_int_t ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx, ngx_str_t *value);
 
@@ -109,7 +109,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        ngx_http_mcp_variable_header(r->main, NGX_HTTP_MCP_HDR_METHOD,
+        ngx_http_mcp_variable_header(r->main, ctx, NGX_HTTP_MCP_HDR_METHOD,
                                      &value);
         break;
 
@@ -119,7 +119,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        ngx_http_mcp_variable_header(r->main, NGX_HTTP_MCP_HDR_NAME,
+        ngx_http_mcp_variable_header(r->main, ctx, NGX_HTTP_MCP_HDR_NAME,
                                      &value);
         break;
 
@@ -287,25 +287,30 @@ ngx_http_mcp_variable_name(ngx_http_mcp_msg_t *msg, ngx_str_t *value)
  */
 
 static void
-ngx_http_mcp_variable_header(ngx_http_request_t *r, ngx_uint_t which,
-    ngx_str_t *value)
+ngx_http_mcp_variable_header(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
+    ngx_uint_t which, ngx_str_t *value)
 {
     ngx_table_elt_t         *h;
-    ngx_http_mcp_headers_t   hs;
+    ngx_http_mcp_headers_t   read, *hs;
 
     if (r->method != NGX_HTTP_POST) {
         return;
     }
 
-    ngx_http_mcp_headers_read(r, &hs);
+    /* read when the context was made; before that, read here */
+    hs = (ctx != NULL) ? &ctx->headers : &read;
 
-    if (!ngx_http_mcp_stateless_request(&hs)) {
+    if (ctx == NULL) {
+        ngx_http_mcp_headers_read(r, &read);
+    }
+
+    if (!ngx_http_mcp_stateless_request(hs)) {
         return;
     }
 
-    h = (which == NGX_HTTP_MCP_HDR_METHOD) ? hs.method : hs.name;
+    h = (which == NGX_HTTP_MCP_HDR_METHOD) ? hs->method : hs->name;
 
-    if (h != NULL && !(hs.twice & which)) {
+    if (h != NULL && !(hs->twice & which)) {
         *value = h->value;
     }
 }

@@ -428,5 +428,22 @@ for my $path ('/limited', '/gw-limited') {
     $t->mcp_delete($sid, path => '/cached');
 }
 
+# nginx refuses a stateless POST before the module's phase runs (a body
+# over client_max_body_size): its error page, and the log line, still
+# have $mcp_method from the header
+{
+    $t->expect_log_error(qr/client intended to send too large body: 2000000 bytes/);
+    my $r = $t->request(method => 'POST', path => '/mcp', quiet => 1,
+                        raw => "POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                             . "Content-Type: application/json\r\n"
+                             . "Accept: application/json, text/event-stream\r\n"
+                             . "MCP-Protocol-Version: 2026-07-28\r\n"
+                             . "Mcp-Method: tools/list\r\n"
+                             . "Content-Length: 2000000\r\nConnection: close\r\n\r\n");
+    is($r->{status}, 413, 'a stateless POST over client_max_body_size: 413 from nginx');
+    my $l = wait_upstream($t, sub { ($_[0]{status} // '') eq '413' }, 5, 'hdrs.log');
+    is($l && $l->{m}, 'tools/list', '... and $mcp_method is logged from its Mcp-Method');
+}
+
 $t->stop;
 done_testing;

@@ -25,15 +25,6 @@ my $clients = 3;
 my $t = everything();
 my @workers = $t->worker_pids;
 
-sub rss_kb {
-    my $sum = 0;
-    for my $pid (@_) {
-        open my $fh, '<', "/proc/$pid/status" or next;
-        while (<$fh>) { $sum += $1 if /^VmRSS:\s+(\d+)/ }
-    }
-    return $sum;
-}
-
 # one client: whole sessions until the deadline; writes "rounds errors why"
 sub client {
     my ($n, $deadline, $out) = @_;
@@ -93,10 +84,10 @@ for my $n (1 .. $clients) {
 my (@samples, $warm);
 while (time < $deadline) {
     sleep 1;
-    push @samples, rss_kb(@workers);
+    push @samples, McpTest::rss_kb(@workers);
     $warm //= $samples[-1] if time - $start >= $seconds / 3;
 }
-my $end = rss_kb(@workers);
+my $end = McpTest::rss_kb(@workers);
 waitpid $_, 0 for @kids;
 
 my ($rounds, $errors) = (0, 0);

@@ -108,15 +108,6 @@ for my $case ([ 'badchunk', 'broken chunking' ], [ 'garbage', 'no HTTP at all' ]
 
 # --- row 4: bounded buffering under tool policy ---------------------------------------
 
-sub worker_rss {
-    my $total = 0;
-    for my $pid ($t->worker_pids) {
-        open my $f, '<', "/proc/$pid/status" or next;
-        while (<$f>) { $total += $1 if /^VmRSS:\s+(\d+)/ }
-    }
-    return $total;
-}
-
 {
     my $sid = session('/big/1');
     my $r = $t->mcp_post($sid, { jsonrpc => '2.0', id => 'l1', method => 'tools/list' },
@@ -128,10 +119,10 @@ sub worker_rss {
 
     for my $path ('/big', '/big-sse', '/big-length') {
         my $s = session("$path/1");
-        my $before = worker_rss();
+        my $before = $t->workers_rss;
         $r = $t->mcp_post($s, { jsonrpc => '2.0', id => 'l2', method => 'tools/list' },
                           path => "$path/40", timeout => 60);
-        my $grew = worker_rss() - $before;
+        my $grew = $t->workers_rss - $before;
         my $json = $r->{json} // ($r->{messages} ? (grep { defined $_->{id} } @{ $r->{messages} })[0] : undef);
         ok($r->{status} == 502 || ($json && $json->{error}),
            "$path: 40 MB tools/list over the 1 MB limit: a JSON-RPC error")
@@ -143,11 +134,11 @@ sub worker_rss {
     # 1 GB from the upstream: the gateway stops reading at the limit
     {
         my $s = session('/stream/1');
-        my $before = worker_rss();
+        my $before = $t->workers_rss;
         my $t0 = time;
         $r = $t->mcp_post($s, { jsonrpc => '2.0', id => 'g1', method => 'tools/list' },
                           path => '/stream/1024', timeout => 120);
-        my $grew = worker_rss() - $before;
+        my $grew = $t->workers_rss - $before;
         is(($r->{json} // {})->{id}, 'g1', 'a 1 GB tools/list under policy: a JSON-RPC error for the request');
         ok(($r->{json} // {})->{error}, '... an error, not a list');
         ok($grew < 64 * 1024, "1 GB from the upstream: the workers grew by $grew kB (< 64 MB)");

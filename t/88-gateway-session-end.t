@@ -138,15 +138,6 @@ sub raw_post {
     return $s;
 }
 
-sub worker_rss {
-    my $sum = 0;
-    for my $pid ($t->worker_pids) {
-        open my $fh, '<', "/proc/$pid/status" or next;
-        while (<$fh>) { $sum += $1 if /^VmRSS:\s+(\d+)/ }
-    }
-    return $sum;
-}
-
 sub no_alerts {
     my ($mark, $what) = @_;
     my $log = $t->log_since($mark);
@@ -431,7 +422,7 @@ ok($sid, 'a new session');
         close $_ for @s;
         $closed = 0 unless McpTest::wait_until(5, sub { $gone->() >= $before + 50 });
         sleep 1;
-        push @rss, worker_rss();
+        push @rss, $t->workers_rss;
     }
     ok($closed, 'each round\'s 50 requests end within 5 s of their clients\' leaving');
     my $n = () = $alpha->log_since($amark) =~ /call "tools\/call" cancelled by the client/g;

@@ -343,25 +343,14 @@ for my $loc ('/echo', '/echo-auth') {
 
 my $node_ok = node_available('eventsource-parser', '@modelcontextprotocol/sdk');
 
-# the TypeScript SDK's reading of a reply: { names, messages, errors }
-sub client_view {
-    my ($type, $body) = @_;
-    my $file = $t->prefix . '/body.' . $$;
-    open my $f, '>:raw', $file or die "$file: $!";
-    print $f $body;
-    close $f;
-    my ($rc, $out) = run_node_script('sse_client_view.mjs', [ $type, $file ], timeout => 30);
-    my ($line) = grep { /^\{/ } split /\n/, $out // '';
-    return eval { JSON::PP->new->decode($line) } // { error => $out };
-}
 
 # the SDK reads the hostile replies as the attacks say, straight from the upstream
 SKIP: {
     skip "node clients: $node_ok", 2 if $node_ok;
-    my $v = client_view($APP, $CASE{'json-bom'}->('1')->[1]);
+    my $v = client_view($t, $APP, $CASE{'json-bom'}->('1')->[1]);
     is_deeply($v->{names}, [ qw(ok1 secret ok2) ], 'the SDK reads JSON after a BOM (Response.json() drops it)');
     # (eventsource-parser holds a CR last in the stream: one more line)
-    $v = client_view($SSE, $CASE{'sse-cr'}->('1')->[1] . ":\r");
+    $v = client_view($t, $SSE, $CASE{'sse-cr'}->('1')->[1] . ":\r");
     is_deeply($v->{names}, [ qw(ok1 secret ok2) ], 'the SDK ends SSE lines at a CR alone');
 }
 
@@ -375,7 +364,7 @@ for my $case (sort keys %CASE) {
     ok($r->{status} == 200 || $r->{status} == 502, "$case: HTTP $r->{status}");
     SKIP: {
         skip "node clients: $node_ok", 1 if $node_ok;
-        my $v = client_view($r->{headers}{'content-type'} // '', $raw);
+        my $v = client_view($t, $r->{headers}{'content-type'} // '', $raw);
         ok(!grep({ ($_ // '') =~ /secret/ } @{ $v->{names} // [] }),
            "$case: the SDK's client lists no denied tool")
             or diag(explain({ view => $v, body => substr($raw, 0, 300) }));
@@ -390,7 +379,7 @@ for my $case (qw(sse-bom sse-2bom sse-cr sse-mixed sse-split-crlf sse-nocolon ss
         my ($sid) = try_initialize($t, path => "/p/$case", protocol_version => $V25);
         my $r = $t->mcp_post($sid, { jsonrpc => '2.0', id => 2, method => 'tools/list' },
                              path => "/p/$case", timeout => 10, quiet => 1);
-        my $v = client_view($r->{headers}{'content-type'} // '', $r->{body} // '');
+        my $v = client_view($t, $r->{headers}{'content-type'} // '', $r->{body} // '');
         my @names = grep { ($_ // '') ne 'secret' } @{ $v->{names} // [] };
         is_deeply([ @names[0, 1] ], [ 'ok1', 'ok2' ],
                   "$case: ... and it lists the allowed ones")

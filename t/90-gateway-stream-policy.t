@@ -335,16 +335,6 @@ TODO: {
 # the TypeScript SDK's own reading of what the gateway relayed
 my $node_ok = node_available('eventsource-parser', '@modelcontextprotocol/sdk');
 
-sub client_view {
-    my ($type, $body) = @_;
-    my $file = $t->prefix . '/body.' . $$;
-    open my $f, '>:raw', $file or die "$file: $!";
-    print $f $body;
-    close $f;
-    my ($rc, $out) = run_node_script('sse_client_view.mjs', [ $type, $file ], timeout => 30);
-    my ($line) = grep { /^\{/ } split /\n/, $out // '';
-    return eval { JSON::PP->new->decode($line) } // { error => $out };
-}
 
 SKIP: {
     my @cases = qw(plain cr crlf mixed bom bom2 bom-split nocolon batch escaped bom-mid
@@ -352,7 +342,7 @@ SKIP: {
     skip "node clients: $node_ok", 2 * @cases if $node_ok;
     for my $case (@cases) {
         my $s = get('f', $case);
-        my $v = client_view($s->header('content-type') // '', $s->{body});
+        my $v = client_view($t, $s->header('content-type') // '', $s->{body});
         ok(!grep({ ($_ // '') =~ /secret/ } @{ $v->{names} // [] }), "SDK view, $case: no denied tool")
             or diag(explain($v));
         is_deeply($v->{names}, $case eq 'bom-mid' ? [] : [qw(ok1 ok2)], "SDK view, $case: the allowed ones")
@@ -415,18 +405,9 @@ for my $case (qw(split-crlf split-cr)) {
 }
 
 # memory: a long stream under the policy, read at once and read late
-sub worker_rss {
-    my $total = 0;
-    for my $pid ($t->worker_pids) {
-        open my $f, '<', "/proc/$pid/status" or next;
-        while (<$f>) { $total += $1 if /^VmRSS:\s+(\d+)/ }
-    }
-    return $total;
-}
-
 for my $late (0, 1) {
     my $mb = 40;
-    my $before = worker_rss();
+    my $before = $t->workers_rss;
     my $s = $t->mcp_get_stream($fsid, path => "/f/flood/$mb", timeout => 10, quiet => 1);
     sleep 2 if $late;    # the client reads nothing for a while
     my ($bytes, $secret, $tail) = (length $s->{body}, 0, $s->{body});
@@ -441,7 +422,7 @@ for my $late (0, 1) {
         last if $tail =~ /\r\n0\r\n\r\n\z/;
     }
     $s->close;
-    my $grew = worker_rss() - $before;
+    my $grew = $t->workers_rss - $before;
     ok($bytes > $mb * 1024 * 1024 * 0.8, ($late ? 'a late reader: ' : '') . "flood: $mb MB through ($bytes bytes)");
     like($tail, qr/\r\n0\r\n\r\n\z/, '... whole');
     is($secret, 0, '... the denied tool in none of its answers');

@@ -10,6 +10,7 @@ use strict;
 use warnings;
 
 use Carp qw(croak);
+use JSON::PP ();
 use Exporter 'import';
 use File::Copy ();
 use File::Path ();
@@ -23,7 +24,8 @@ use McpTest ();
 our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_settled
                  npm_dir node_bin node_available spawn stop_process
                  start_everything_node start_everything_nodes fake_upstream silent_listener
-                 run_node_script port_open try_initialize start_python_upstream);
+                 run_node_script port_open try_initialize start_python_upstream
+                 client_view);
 
 sub _now { Time::HiRes::time() }
 
@@ -252,6 +254,20 @@ sub run_node_script {
     rename $tmp, "$dir/$script" or croak "rename $tmp: $!";
     return McpTest::_run_capture([ node_bin(), "$dir/$script", @{ $args // [] } ],
                                  $o{timeout} // 60);
+}
+
+# The TypeScript SDK's reading of a reply body of media type $type
+# (t/js/sse_client_view.mjs: the SDK's fetch, TextDecoderStream and
+# eventsource-parser): { names, messages, errors }, or { error => output }.
+sub client_view {
+    my ($t, $type, $body) = @_;
+    my $file = $t->prefix . '/body.' . $$;
+    open my $f, '>:raw', $file or croak "$file: $!";
+    print $f $body;
+    close $f;
+    my ($rc, $out) = run_node_script('sse_client_view.mjs', [ $type, $file ], timeout => 30);
+    my ($line) = grep { /^\{/ } split /\n/, $out // '';
+    return eval { JSON::PP->new->decode($line) } // { error => $out };
 }
 
 # A server of t/py/ (NAME.py) on $port, written by Debian's python3 on the

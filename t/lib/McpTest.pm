@@ -500,6 +500,22 @@ sub is_running {
     return waitpid($self->{pid}, WNOHANG) == 0 ? 1 : 0;
 }
 
+# The resident memory of processes, in kB (VmRSS), summed.
+sub rss_kb {
+    my $sum = 0;
+    for my $pid (@_) {
+        open my $fh, '<', "/proc/$pid/status" or next;
+        while (<$fh>) { $sum += $1 if /^VmRSS:\s+(\d+)/ }
+    }
+    return $sum;
+}
+
+# The resident memory of the live workers, in kB, summed.
+sub workers_rss {
+    my ($self) = @_;
+    return rss_kb($self->worker_pids);
+}
+
 # Children of the master.  By default only live (not shutting down) workers;
 # all => 1 returns every child (old workers, cache manager, ...).
 sub worker_pids {

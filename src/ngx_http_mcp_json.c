@@ -26,8 +26,14 @@
 
 #define NGX_HTTP_MCP_JSON_MAX_DEPTH   128
 
-/* the prefix of the _meta keys of the MCP revisions */
-#define NGX_HTTP_MCP_JSON_META        "io.modelcontextprotocol/"
+/* x86-64 always has SSE2: sixteen bytes of a string a step */
+#if (defined __SSE2__ && defined __GNUC__)
+#define NGX_HTTP_MCP_JSON_SSE2        1
+#include <emmintrin.h>
+#else
+#define NGX_HTTP_MCP_JSON_SSE2        0
+#endif
+
 
 /* members an object may have before its names move to the hash table */
 #define NGX_HTTP_MCP_JSON_SMALL       8
@@ -79,7 +85,6 @@ static cJSON *ngx_http_mcp_json_node(ngx_http_mcp_json_scan_t *scan,
     cJSON *parent, int type);
 static ngx_int_t ngx_http_mcp_json_leaf(ngx_http_mcp_json_scan_t *scan,
     cJSON *parent, u_char *p, u_char *end);
-static char *ngx_http_mcp_json_known(u_char *p, size_t len);
 static char *ngx_http_mcp_json_text(ngx_http_mcp_json_scan_t *scan,
     u_char *p, size_t raw, ngx_uint_t plain);
 static u_char *ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan,
@@ -111,10 +116,11 @@ static const u_char  ngx_http_mcp_json_plain[256] = {
 static uint32_t  ngx_http_mcp_json_seed;
 
 
+
 /*
  * Where the run of plain bytes (see the table above) that starts at p
- * ends, eight bytes a step where the machine allows: a string's bytes
- * are mostly plain and member names long
+ * ends, sixteen (SSE2) or eight (a word) bytes a step where the machine
+ * allows: a string's bytes are mostly plain and member names long
  * ("io.modelcontextprotocol/clientCapabilities"), and the byte loop
  * took six instructions a byte.
  */
@@ -122,9 +128,38 @@ static uint32_t  ngx_http_mcp_json_seed;
 static ngx_inline u_char *
 ngx_http_mcp_json_plain_run(u_char *p, u_char *end)
 {
+#if (NGX_HTTP_MCP_JSON_SSE2)
+    int       mask;
+    __m128i   v, quote, backslash, space, stops;
+#endif
 #if (NGX_HAVE_LITTLE_ENDIAN && defined __GNUC__)
     uint64_t  stop;
+#endif
 
+#if (NGX_HTTP_MCP_JSON_SSE2)
+    quote = _mm_set1_epi8('"');
+    backslash = _mm_set1_epi8('\\');
+    space = _mm_set1_epi8(' ');
+
+    while (end - p >= 16) {
+        v = _mm_loadu_si128((const __m128i *) p);
+
+        /* a signed compare: bytes from 0x80 are below the space too */
+        stops = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote),
+                                          _mm_cmpeq_epi8(v, backslash)),
+                             _mm_cmplt_epi8(v, space));
+
+        mask = _mm_movemask_epi8(stops);
+
+        if (mask != 0) {
+            return p + __builtin_ctz(mask);
+        }
+
+        p += 16;
+    }
+#endif
+
+#if (NGX_HAVE_LITTLE_ENDIAN && defined __GNUC__)
     while (end - p >= 8) {
         stop = ngx_http_mcp_json_stop8(p);
 
@@ -676,7 +711,10 @@ ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan, u_char *p,
 
         if (n < NGX_HTTP_MCP_JSON_SMALL) {
             for (i = 0; i < n; i++) {
-                if (ngx_http_mcp_json_names_equal(scan, &names[i], &name)) {
+                /* most names differ in length: no call for those */
+                if (names[i].len == name.len
+                    && ngx_http_mcp_json_names_equal(scan, &names[i], &name))
+                {
                     goto duplicate;
                 }
             }
@@ -1032,74 +1070,6 @@ ngx_http_mcp_json_leaf(ngx_http_mcp_json_scan_t *scan, cJSON *parent,
     }
 
     return NGX_OK;
-}
-
-
-/*
- * The member names every MCP request has, or many do: a built member
- * whose name is one of them points at the literal (cJSON_StringIsConst:
- * cJSON_Delete() leaves it) instead of a copy, an allocation, a copy
- * and a free fewer a member.  p: the name's bytes without escapes, len
- * of them.  NULL: not one of them.
- */
-
-static char *
-ngx_http_mcp_json_known(u_char *p, size_t len)
-{
-    const char  *name;
-
-    switch (len) {
-
-    case 2:
-        name = "id";
-        break;
-
-    case 4:
-        name = (p[0] == 'n') ? "name" : "task";
-        break;
-
-    case 5:
-        name = "_meta";
-        break;
-
-    case 6:
-        name = (p[0] == 'm') ? "method"
-               : (p[0] == 'p') ? "params" : "cursor";
-        break;
-
-    case 7:
-        name = (p[0] == 'j') ? "jsonrpc" : "version";
-        break;
-
-    case 9:
-        name = "arguments";
-        break;
-
-    case 13:
-        name = "progressToken";
-        break;
-
-    case 32:
-        name = NGX_HTTP_MCP_JSON_META "logLevel";
-        break;
-
-    case 34:
-        name = NGX_HTTP_MCP_JSON_META "clientInfo";
-        break;
-
-    case 39:
-        name = NGX_HTTP_MCP_JSON_META "protocolVersion";
-        break;
-
-    case 42:
-        name = NGX_HTTP_MCP_JSON_META "clientCapabilities";
-        break;
-
-    default:
-        return NULL;
-    }
-
-    return (ngx_memcmp(p, name, len) == 0) ? (char *) name : NULL;
 }
 
 

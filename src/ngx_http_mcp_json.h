@@ -32,6 +32,21 @@ ngx_int_t ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
 
 
 
+/*
+ * The _meta keys of the stateless revision.  A built member whose name
+ * is one of them, written without escapes, points at it
+ * (cJSON_StringIsConst), so that the edge finds them by address.
+ */
+extern const char  ngx_http_mcp_json_meta_version[];
+extern const char  ngx_http_mcp_json_meta_caps[];
+extern const char  ngx_http_mcp_json_meta_info[];
+extern const char  ngx_http_mcp_json_meta_level[];
+
+/* json_known.c: the literal of a name the scan interns (p: its bytes
+   without escapes), or NULL */
+char *ngx_http_mcp_json_known(u_char *p, size_t len);
+
+
 /* json_print.c: a tree's text (what cJSON_PrintUnformatted() makes) */
 u_char *ngx_http_mcp_json_print(ngx_pool_t *pool, cJSON *json, size_t *len);
 
@@ -69,11 +84,14 @@ ngx_http_mcp_json_get(cJSON *object, const char *name)
 }
 
 
-/* JSON's whitespace from p on: where it ends */
+/*
+ * JSON's whitespace from p on: where it ends.  Bodies are mostly compact,
+ * so a byte above the space ends it at the first test.
+ */
 static ngx_inline u_char *
 ngx_http_mcp_json_ws(u_char *p, u_char *end)
 {
-    while (p < end
+    while (p < end && *p <= ' '
            && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
     {
         p++;

@@ -489,12 +489,16 @@ test_batches(void)
 
 
 /*
- * A string's plain bytes are scanned eight at a time: each kind of byte
- * that ends a run (the closing quote, an escape, a control byte, UTF-8,
- * bytes that are not UTF-8) at every place in the first two words, and
- * the plain bytes next to them in the table (space, '!', '#', '[', ']',
+ * A string's plain bytes are scanned sixteen (SSE2) or eight (a word) at
+ * a time: each kind of byte that ends a run (the closing quote, an
+ * escape, a control byte, UTF-8, bytes that are not UTF-8) at every place
+ * in the first two blocks of sixteen and the word after them, and the
+ * plain bytes next to them in the table (space, '!', '#', '[', ']',
  * DEL), must read as the byte loop reads them.
  */
+
+/* plain bytes before the stop byte: up to two blocks and a word and one */
+#define NGX_UNIT_RUN  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 static void
 test_string_runs(void)
@@ -518,16 +522,17 @@ test_string_runs(void)
         { "\x1f",        "Parse error: control character in a string", NULL },
         { "\x01",        "Parse error: control character in a string", NULL },
         { "\xff",        "Parse error: invalid UTF-8", NULL },
+        { "\x80",        "Parse error: invalid UTF-8", NULL },
         { "\xed\xa0\x80", "Parse error: invalid UTF-8", NULL }
     };
 
     good = 1;
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        for (k = 0; k < 18; k++) {
+        for (k = 0; k < 41; k++) {
             n = snprintf(body, sizeof(body),
                          "{\"jsonrpc\":\"2.0\",\"method\":\"%.*s%s\"}",
-                         (int) k, "aaaaaaaaaaaaaaaaaa", cases[i].bytes);
+                         (int) k, NGX_UNIT_RUN, cases[i].bytes);
 
             ngx_unit_parse_len(&p, body, n);
 
@@ -538,7 +543,7 @@ test_string_runs(void)
             } else {
                 m = (p.rc == NGX_OK) ? ngx_unit_msg(&p, 0) : NULL;
                 snprintf(name, sizeof(name), "%.*s%s", (int) k,
-                         "aaaaaaaaaaaaaaaaaa", cases[i].read);
+                         NGX_UNIT_RUN, cases[i].read);
 
                 good &= (m != NULL && m->method.len == strlen(name)
                          && (m->method.len == 0
@@ -559,7 +564,7 @@ test_string_runs(void)
 
 done:
 
-    CHECK(good, "string runs: every stop byte at offsets 0 to 17");
+    CHECK(good, "string runs: every stop byte at offsets 0 to 40");
 
     /* a long run that ends exactly at the body's last word */
     ngx_unit_accepted("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"

@@ -252,8 +252,12 @@ ngx_http_mcp_stateless_meta(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
 /*
  * The four _meta keys the edge reads, in one walk of _meta rather than a
  * lookup each: their names share a 24-byte prefix, which made every
- * lookup compare it again for each member.  A body has no two members of
- * one name (the strict scan refused it), so the first match is the one.
+ * lookup compare it again for each member.  The scan makes a name
+ * written plainly point at its literal (cJSON_StringIsConst): the two
+ * every request has are found by address first; the others, and names
+ * written with escapes (copies), are compared as text.  A body has no
+ * two members of one name (the strict scan refused it), so the first
+ * match is the one.
  */
 
 static void
@@ -274,6 +278,16 @@ ngx_http_mcp_stateless_meta_keys(cJSON *meta, cJSON **version, cJSON **caps,
 
     for (item = meta->child; item != NULL; item = item->next) {
         key = item->string;
+
+        if (key == ngx_http_mcp_json_meta_version) {
+            *version = item;
+            continue;
+        }
+
+        if (key == ngx_http_mcp_json_meta_caps) {
+            *caps = item;
+            continue;
+        }
 
         if (ngx_strncmp(key, NGX_HTTP_MCP_META_PREFIX,
                         sizeof(NGX_HTTP_MCP_META_PREFIX) - 1)
@@ -508,5 +522,5 @@ ngx_http_mcp_stateless_status(cJSON *reply)
 static ngx_uint_t
 ngx_http_mcp_header_is(ngx_table_elt_t *h, const char *value, size_t len)
 {
-    return h->value.len == len && ngx_strncmp(h->value.data, value, len) == 0;
+    return h->value.len == len && ngx_memcmp(h->value.data, value, len) == 0;
 }

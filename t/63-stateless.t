@@ -909,6 +909,19 @@ NGX
             body => qq({"jsonrpc":"2.0","id":"esc","method":"tools\\/call","params":{"name":"test_simple_te\\u0078t","arguments":{},"_meta":$mj}}));
     is(text_of($r), 'This is a simple text response for testing.',
        'escaped method and name in the body: compared decoded with the headers');
+    # _meta's keys written with escapes are copies, not the scan's literals:
+    # read as text, they mean what the plain ones mean
+    my $escmeta = qq("_meta":{"io.modelcontextprotocol\\/protocol\\u0056ersion":"$V",)
+                . qq("io.modelcontextprotocol/client\\u0043apabilities":{"elicitation":{}}});
+    $r = sl('tools/call', undef, headers => { 'Mcp-Name' => 'test_simple_text' },
+            body => qq({"jsonrpc":"2.0","id":"escm","method":"tools/call","params":{"name":"test_simple_text","arguments":{},$escmeta}}));
+    is(text_of($r), 'This is a simple text response for testing.',
+       '_meta keys written with escapes: read as the plain ones');
+    $escmeta =~ s/"\Q$V\E"/"2025-11-25"/;
+    $r = sl('tools/call', undef, headers => { 'Mcp-Name' => 'test_simple_text' },
+            body => qq({"jsonrpc":"2.0","id":"escv","method":"tools/call","params":{"name":"test_simple_text","arguments":{},$escmeta}}));
+    is((err($r) // {})->{code}, -32020,
+       'an escaped protocolVersion key that names another version: -32020');
 
     # notifications and responses have no place here
     $r = sl('notifications/initialized', undef,

@@ -1,8 +1,9 @@
 
 /*
- * ngx_http_mcp_auth_module: what its three files share (the module and
- * its configuration, the access phase, the JWKS fetch).  Included by
- * them alone; the MCP module uses ngx_http_mcp_auth.h.
+ * ngx_http_mcp_auth_module: what its four files share (the module and
+ * its configuration, its directives' handlers, the access phase, the
+ * JWKS fetch).  Included by them alone; the MCP module uses
+ * ngx_http_mcp_auth.h.
  */
 
 
@@ -162,6 +163,22 @@ ngx_int_t ngx_http_mcp_auth_preconfiguration(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_auth_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_auth_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
+
+/* ngx_http_mcp_auth_conf.c: the directives' handlers */
+char *ngx_http_mcp_auth_jwt_slot(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_mcp_auth_key_file(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_mcp_auth_key_request(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_mcp_auth_key_cache(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_mcp_auth_tool_scope(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_mcp_auth_str_array(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 
 #endif /* _NGX_HTTP_MCP_AUTH_INTERNAL_H_INCLUDED_ */

@@ -6,7 +6,8 @@
  * filtered whole and sent; what goes wrong on the way (too big, not
  * strict JSON, cut short) is a JSON-RPC error for the client's request.
  * Under the policy, any other SSE reply is filtered event by event
- * (ngx_http_mcp_proxy_stream.c).
+ * (ngx_http_mcp_proxy_stream.c), and any other JSON reply to a POST is
+ * read for its messages' ids as it goes (ngx_http_mcp_proxy_jsonguard.c).
  */
 
 
@@ -16,6 +17,10 @@
 
 static ngx_int_t ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
+static ngx_int_t ngx_http_mcp_proxy_guarded(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
+static ngx_int_t ngx_http_mcp_proxy_guard_end(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
 static ngx_int_t ngx_http_mcp_proxy_cut(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
@@ -224,7 +229,67 @@ ngx_http_mcp_proxy_output(ngx_http_request_t *r,
         return NGX_OK;
     }
 
+    if (pctx->guard != NULL) {
+        return ngx_http_mcp_proxy_guarded(r, pctx, pos, last);
+    }
+
     return ngx_http_mcp_proxy_append(r, pos, last);
+}
+
+
+/*
+ * A JSON reply read for its messages' ids: out as it came, but for its
+ * last bytes, held until the body ended; a foreign message cuts it.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_guarded(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last)
+{
+    size_t       send;
+    const char  *error;
+
+    if (ngx_http_mcp_jsonguard_read(pctx->guard, pos, last, &send, &error)
+        != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: the upstream's JSON reply is refused, the reply "
+                      "is cut: %s", error);
+        return ngx_http_mcp_proxy_cut(r);
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "mcp proxy jsonguard: %uz bytes read, %uz out",
+                   (size_t) (last - pos), send);
+
+    return send ? ngx_http_mcp_proxy_append(r, pos, pos + send) : NGX_OK;
+}
+
+
+/* the JSON reply's body ended: its held last bytes go, if it was whole */
+
+static ngx_int_t
+ngx_http_mcp_proxy_guard_end(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    const char                *error;
+    ngx_http_mcp_jsonguard_t  *g;
+
+    g = pctx->guard;
+    pctx->guard = NULL;
+
+    if (ngx_http_mcp_jsonguard_end(g, &error) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp: the upstream's JSON reply is refused, the reply "
+                      "is cut: %s", error);
+        return ngx_http_mcp_proxy_cut(r);
+    }
+
+    if (g->tail_len == 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_mcp_proxy_append(r, g->tail, g->tail + g->tail_len);
 }
 
 
@@ -374,6 +439,10 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     ngx_str_t                    in, out;
     const char                  *error;
     ngx_http_mcp_tool_filter_t   tf;
+
+    if (pctx->guard != NULL) {
+        return ngx_http_mcp_proxy_guard_end(r, pctx);
+    }
 
     if (!pctx->filter || pctx->acc_len == 0) {
         return NGX_OK;

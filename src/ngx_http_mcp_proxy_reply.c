@@ -156,7 +156,8 @@ ngx_http_mcp_proxy_reply_head(ngx_http_request_t *r)
  * filter read the coded bytes as an SSE stream of no event and passed
  * them on, and the client, whose fetch() undoes the coding, listed the
  * denied tools.  The same for an SSE reply the policy reads event by
- * event.  The gateway asks for no coding (no Accept-Encoding).
+ * event, or a JSON reply to a POST read for its ids.  The gateway asks
+ * for no coding (no Accept-Encoding).
  */
 
 static ngx_uint_t
@@ -172,7 +173,8 @@ ngx_http_mcp_proxy_coded(ngx_http_request_t *r)
     pctx = ctx->proxy;
 
     if (!pctx->filter
-        && !(pctx->policy && ngx_http_mcp_proxy_read_as_sse(r)))
+        && !(pctx->policy && (ngx_http_mcp_proxy_read_as_sse(r)
+                              || r->method == NGX_HTTP_POST)))
     {
         return 0;
     }

@@ -596,6 +596,23 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     pctx->events = pctx->policy && !pctx->filter
                    && ngx_http_mcp_proxy_read_as_sse(r);
 
+    /*
+     * else a JSON reply to a POST (the tools/call of a large result) goes
+     * out as it comes, its messages' ids read on the way
+     */
+    pctx->guard = NULL;
+
+    if (pctx->policy && !pctx->filter && !pctx->events
+        && r->method == NGX_HTTP_POST)
+    {
+        pctx->guard = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_jsonguard_t));
+        if (pctx->guard == NULL) {
+            return NGX_ERROR;
+        }
+
+        pctx->guard->msgs = &ctx->msgs;
+    }
+
     if (pctx->filter || pctx->events) {
         /* the reply changes length: it goes out chunked */
         u->headers_in.content_length_n = -1;
@@ -692,7 +709,8 @@ ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
                                  r->upstream->request_sent);
 
     /* a held reply that the upstream's close ended: no filter saw it end */
-    if (rc == 0 && pctx->filter && r->header_sent && r->upstream->length == -1
+    if (rc == 0 && (pctx->filter || pctx->guard != NULL) && r->header_sent
+        && r->upstream->length == -1
         && ngx_http_mcp_proxy_flush_filtered(r, pctx) == NGX_OK
         && r->upstream->out_bufs != NULL)
     {

@@ -214,7 +214,8 @@ $t->write_file($keys_file, sha256_hex('alice-key') . " alice mcp:tools\n"
                          . sha256_hex('admin-key') . " admin mcp:tools mcp:tools:admin\n");
 $t->expect_log_error(qr/an event of the upstream's stream is (refused|over)/,
                      qr/upstream sent the "Content-Type" header twice/,
-                     qr/"Content-Encoding: gzip" in a reply the tool policy filters/);
+                     qr/"Content-Encoding: gzip" in a reply the tool policy filters/,
+                     qr/the upstream's JSON reply is refused, the reply is cut/);
 $t->start;
 
 my ($fsid) = try_initialize($t, path => '/f/init', protocol_version => $V25);
@@ -309,12 +310,26 @@ for my $case (qw(call-extra call-batch)) {
     is_deeply(names_of($s), [qw(ok1 ok2)], 'escaped: "secr\\u0065t" is the denied tool, taken out');
 }
 
-# a JSON reply (not SSE) of another request carrying a tools/list answer
-TODO: {
-    local $TODO = 'a JSON reply is held and filtered only when the POST holds a tools/list';
+# a JSON reply (not SSE) of another request carrying a tools/list answer:
+# read as it streams (t/91), the reply is cut before the foreign message
+{
+    my $mark = $t->log_mark;
     my ($m, $r) = $t->mcp_request($fsid, 'tools/call', { name => 'x', arguments => {} },
                                   path => '/f/call-json', id => 'c9', quiet => 1);
-    unlike($r->{body}, qr/secret/, 'call-json: the denied tool in another id\'s answer is taken out');
+    is($r->{status}, 200, 'call-json: 200');
+    ok($r->{error}, 'call-json: the reply is cut') or diag($r->{body});
+    unlike($r->{body}, qr/secret/, 'call-json: the denied tool in another id\'s answer never reaches the client');
+    ok(!eval { JSON::PP->new->decode($r->{body}); 1 }, 'call-json: ... nor any whole JSON text');
+    ok($t->wait_for_log(qr/JSON reply is refused, the reply is cut: a message for another request/, 5, $mark),
+       'call-json: logged why');
+    is(scalar(() = $t->log_since($mark) =~ /\[error\]/g), 1, 'call-json: ... in one [error] line');
+    unlike($t->log_since($mark), qr/\Q$fsid\E/, 'call-json: ... no session id in the log');
+    SKIP: {
+        skip "node clients: $_", 1 for grep { $_ } node_available('@modelcontextprotocol/sdk');
+        my $v = client_view($t, $r->{headers}{'content-type'} // '', $r->{body});
+        is_deeply([ $v->{messages} // 'none', $v->{names} // 'none' ], [ 0, [] ],
+                  'call-json: the TypeScript SDK takes no message of it') or diag(explain($v));
+    }
 }
 
 # the caller's scopes (mcp_auth_tool_scope): the same filter on a stream
@@ -516,6 +531,10 @@ for my $case (qw(plain cr crlf mixed bom bom2 bom-split batch keepalive dup notj
     my ($m, $r) = $t->mcp_request($nsid, 'tools/call', { name => 'x', arguments => {} },
                                   path => '/n/call-extra', id => 'c9', quiet => 1);
     like($r->{body}, qr/secret/, 'no policy, call-extra: the reply as it came');
+    ($m, $r) = $t->mcp_request($nsid, 'tools/call', { name => 'x', arguments => {} },
+                               path => '/n/call-json', id => 'c9', quiet => 1);
+    is($r->{body}, '[{"jsonrpc":"2.0","id":"c9","result":{"content":[]}},' . tools_msg('9') . ']',
+       'no policy, call-json: byte for byte');
 }
 
 # a reload while a stream holds half an event: the old worker ends the

@@ -1,0 +1,790 @@
+
+/*
+ * mcp_pass, a JSON reply to a POST under the tool policy that is not held
+ * for filtering (a tools/call's result may be megabytes): read as it
+ * streams, not held.  The upstream is not trusted: beside the answer to
+ * the client's request it may put another id's answer, a tools/list the
+ * client takes by that id.  So every message of the reply (the object,
+ * or each object of a top-level array) must carry the id of one of the
+ * requests of the client's POST, or no id, or null (no request has it).
+ *
+ * A small tokenizer follows the JSON byte by byte, across reads: strings
+ * and their escapes, numbers, literals, nesting, and the reply's end.
+ * A message's member names are compared unescaped ("\u0069d" is "id"),
+ * an id by its value: a string unescaped against the request's string,
+ * a number by its text, as the client wrote it (ngx_http_mcp_jsonrpc.c
+ * keeps integer ids as their text).  What it cannot follow (not strict
+ * JSON, over NGX_HTTP_MCP_JSONGUARD_DEPTH deep, an id over
+ * NGX_HTTP_MCP_JSONGUARD_TOKEN bytes), an "id" twice in a message (a
+ * client takes the last), a foreign id: NGX_DECLINED, and the reply is
+ * cut.  The reply's last byte, where its JSON ends, and what follows it
+ * are held until the body ended: a client never holds a whole JSON text
+ * that was not read through.
+ */
+
+
+#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_proxy.h"
+
+
+enum {
+    NGX_HTTP_MCP_JG_START = 0,
+    NGX_HTTP_MCP_JG_BOM,
+    NGX_HTTP_MCP_JG_VALUE,
+    NGX_HTTP_MCP_JG_VALUE_OR_END,
+    NGX_HTTP_MCP_JG_NAME_OR_END,
+    NGX_HTTP_MCP_JG_NAME,
+    NGX_HTTP_MCP_JG_COLON,
+    NGX_HTTP_MCP_JG_AFTER,
+    NGX_HTTP_MCP_JG_STRING,
+    NGX_HTTP_MCP_JG_ESCAPE,
+    NGX_HTTP_MCP_JG_UNICODE,
+    NGX_HTTP_MCP_JG_LITERAL,
+    NGX_HTTP_MCP_JG_MINUS,
+    NGX_HTTP_MCP_JG_ZERO,
+    NGX_HTTP_MCP_JG_INT,
+    NGX_HTTP_MCP_JG_DOT,
+    NGX_HTTP_MCP_JG_FRAC,
+    NGX_HTTP_MCP_JG_EXP,
+    NGX_HTTP_MCP_JG_EXP_SIGN,
+    NGX_HTTP_MCP_JG_EXP_DIGITS,
+    NGX_HTTP_MCP_JG_DONE
+};
+
+#define NGX_HTTP_MCP_JG_NONE  0
+#define NGX_HTTP_MCP_JG_KEY   1
+#define NGX_HTTP_MCP_JG_ID    2
+
+
+static ngx_int_t ngx_http_mcp_jsonguard_byte(ngx_http_mcp_jsonguard_t *g,
+    u_char c, const char **error);
+static ngx_int_t ngx_http_mcp_jsonguard_number(ngx_http_mcp_jsonguard_t *g,
+    u_char c, const char **error);
+static ngx_int_t ngx_http_mcp_jsonguard_value(ngx_http_mcp_jsonguard_t *g,
+    u_char c, const char **error);
+static ngx_int_t ngx_http_mcp_jsonguard_open(ngx_http_mcp_jsonguard_t *g,
+    ngx_uint_t object, const char **error);
+static ngx_int_t ngx_http_mcp_jsonguard_close(ngx_http_mcp_jsonguard_t *g,
+    ngx_uint_t object, const char **error);
+static ngx_int_t ngx_http_mcp_jsonguard_value_end(
+    ngx_http_mcp_jsonguard_t *g, const char **error);
+static ngx_int_t ngx_http_mcp_jsonguard_keep(ngx_http_mcp_jsonguard_t *g,
+    u_char c, const char **error);
+static ngx_int_t ngx_http_mcp_jsonguard_name(ngx_http_mcp_jsonguard_t *g,
+    const char **error);
+static ngx_int_t ngx_http_mcp_jsonguard_id(ngx_http_mcp_jsonguard_t *g,
+    const char **error);
+static ngx_int_t ngx_http_mcp_jsonguard_unescape(u_char *src, size_t len,
+    u_char *dst, size_t *n);
+static ngx_int_t ngx_http_mcp_jsonguard_hex(u_char *p);
+
+
+#define ngx_http_mcp_jg_space(c)                                              \
+    ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r')
+
+#define ngx_http_mcp_jg_digit(c)  ((c) >= '0' && (c) <= '9')
+
+
+/*
+ * The body's bytes [pos, last): NGX_OK and *send, how many of them go to
+ * the client now (the rest, from the JSON's last byte on, is held in
+ * g->tail); NGX_DECLINED and *error: the reply is cut before them.
+ */
+
+ngx_int_t
+ngx_http_mcp_jsonguard_read(ngx_http_mcp_jsonguard_t *g, u_char *pos,
+    u_char *last, size_t *send, const char **error)
+{
+    u_char     *p;
+    ngx_int_t   rc;
+
+    *send = (g->state == NGX_HTTP_MCP_JG_DONE) ? 0 : (size_t) (last - pos);
+
+    if (pos < last) {
+        g->seen = 1;
+    }
+
+    for (p = pos; p < last; /* void */) {
+
+        if (g->state == NGX_HTTP_MCP_JG_DONE) {
+            if (g->tail_len == NGX_HTTP_MCP_JSONGUARD_TOKEN) {
+                *error = "too many bytes after the JSON";
+                return NGX_DECLINED;
+            }
+
+            g->tail[g->tail_len++] = *p;
+        }
+
+        rc = ngx_http_mcp_jsonguard_byte(g, *p, error);
+
+        if (rc == NGX_DECLINED) {
+            return NGX_DECLINED;
+        }
+
+        if (rc == NGX_AGAIN) {
+            /* a number ended before this byte: it is read again */
+            continue;
+        }
+
+        if (g->state == NGX_HTTP_MCP_JG_DONE && g->tail_len == 0) {
+            /* the JSON's last byte: held, with all after it */
+            *send = p - pos;
+            g->tail[g->tail_len++] = *p;
+        }
+
+        p++;
+    }
+
+    return NGX_OK;
+}
+
+
+/* the body ended: NGX_OK if its JSON ended (or it had no byte at all) */
+
+ngx_int_t
+ngx_http_mcp_jsonguard_end(ngx_http_mcp_jsonguard_t *g, const char **error)
+{
+    if (!g->seen || g->state == NGX_HTTP_MCP_JG_DONE) {
+        return NGX_OK;
+    }
+
+    *error = "the reply ended before its JSON did";
+
+    return NGX_DECLINED;
+}
+
+
+/* NGX_OK: the byte is read; NGX_AGAIN: read it again; NGX_DECLINED */
+
+static ngx_int_t
+ngx_http_mcp_jsonguard_byte(ngx_http_mcp_jsonguard_t *g, u_char c,
+    const char **error)
+{
+    static u_char  bom[] = "\xef\xbb\xbf";
+
+    switch (g->state) {
+
+    case NGX_HTTP_MCP_JG_START:
+        if (c == bom[0]) {
+            /* one BOM, as a fetch() client drops it */
+            g->state = NGX_HTTP_MCP_JG_BOM;
+            g->n = 1;
+            return NGX_OK;
+        }
+
+        g->state = NGX_HTTP_MCP_JG_VALUE;
+        return NGX_AGAIN;
+
+    case NGX_HTTP_MCP_JG_BOM:
+        if (c != bom[g->n]) {
+            break;
+        }
+
+        if (++g->n == 3) {
+            g->state = NGX_HTTP_MCP_JG_VALUE;
+        }
+
+        return NGX_OK;
+
+    case NGX_HTTP_MCP_JG_VALUE_OR_END:
+        if (c == ']') {
+            return ngx_http_mcp_jsonguard_close(g, 0, error);
+        }
+
+        /* fall through */
+
+    case NGX_HTTP_MCP_JG_VALUE:
+        if (ngx_http_mcp_jg_space(c)) {
+            return NGX_OK;
+        }
+
+        return ngx_http_mcp_jsonguard_value(g, c, error);
+
+    case NGX_HTTP_MCP_JG_NAME_OR_END:
+        if (c == '}') {
+            return ngx_http_mcp_jsonguard_close(g, 1, error);
+        }
+
+        /* fall through */
+
+    case NGX_HTTP_MCP_JG_NAME:
+        if (ngx_http_mcp_jg_space(c)) {
+            return NGX_OK;
+        }
+
+        if (c != '"') {
+            break;
+        }
+
+        if (g->depth == g->msg_depth) {
+            /* a member of a message */
+            g->capture = NGX_HTTP_MCP_JG_KEY;
+            g->tok_len = 0;
+            g->long_name = 0;
+        }
+
+        g->after = NGX_HTTP_MCP_JG_COLON;
+        g->state = NGX_HTTP_MCP_JG_STRING;
+        return NGX_OK;
+
+    case NGX_HTTP_MCP_JG_COLON:
+        if (ngx_http_mcp_jg_space(c)) {
+            return NGX_OK;
+        }
+
+        if (c != ':') {
+            break;
+        }
+
+        g->state = NGX_HTTP_MCP_JG_VALUE;
+        return NGX_OK;
+
+    case NGX_HTTP_MCP_JG_AFTER:
+        if (ngx_http_mcp_jg_space(c)) {
+            return NGX_OK;
+        }
+
+        if (c == ',') {
+            g->state = (g->stack[(g->depth - 1) / 8]
+                        & (1 << ((g->depth - 1) % 8)))
+                       ? NGX_HTTP_MCP_JG_NAME : NGX_HTTP_MCP_JG_VALUE;
+            return NGX_OK;
+        }
+
+        if (c == '}' || c == ']') {
+            return ngx_http_mcp_jsonguard_close(g, c == '}', error);
+        }
+
+        break;
+
+    case NGX_HTTP_MCP_JG_STRING:
+        if (c == '"') {
+            if (g->capture == NGX_HTTP_MCP_JG_KEY) {
+                g->capture = NGX_HTTP_MCP_JG_NONE;
+
+                if (ngx_http_mcp_jsonguard_name(g, error) != NGX_OK) {
+                    return NGX_DECLINED;
+                }
+            }
+
+            if (g->after == NGX_HTTP_MCP_JG_COLON) {
+                g->state = NGX_HTTP_MCP_JG_COLON;
+                return NGX_OK;
+            }
+
+            if (ngx_http_mcp_jsonguard_keep(g, c, error) != NGX_OK) {
+                return NGX_DECLINED;
+            }
+
+            return ngx_http_mcp_jsonguard_value_end(g, error);
+        }
+
+        if (c < 0x20) {
+            break;
+        }
+
+        if (c == '\\') {
+            g->state = NGX_HTTP_MCP_JG_ESCAPE;
+        }
+
+        return ngx_http_mcp_jsonguard_keep(g, c, error);
+
+    case NGX_HTTP_MCP_JG_ESCAPE:
+        if (c == 'u') {
+            g->n = 0;
+            g->state = NGX_HTTP_MCP_JG_UNICODE;
+
+        } else if (ngx_strchr("\"\\/bfnrt", c) != NULL && c != '\0') {
+            g->state = NGX_HTTP_MCP_JG_STRING;
+
+        } else {
+            break;
+        }
+
+        return ngx_http_mcp_jsonguard_keep(g, c, error);
+
+    case NGX_HTTP_MCP_JG_UNICODE:
+        if (!ngx_http_mcp_jg_digit(c)
+            && !((c | 0x20) >= 'a' && (c | 0x20) <= 'f'))
+        {
+            break;
+        }
+
+        if (++g->n == 4) {
+            g->state = NGX_HTTP_MCP_JG_STRING;
+        }
+
+        return ngx_http_mcp_jsonguard_keep(g, c, error);
+
+    case NGX_HTTP_MCP_JG_LITERAL:
+        if (c != (u_char) g->literal[g->n]) {
+            break;
+        }
+
+        if (ngx_http_mcp_jsonguard_keep(g, c, error) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+        if (g->literal[++g->n] == '\0') {
+            return ngx_http_mcp_jsonguard_value_end(g, error);
+        }
+
+        return NGX_OK;
+
+    case NGX_HTTP_MCP_JG_DONE:
+        if (ngx_http_mcp_jg_space(c)) {
+            return NGX_OK;
+        }
+
+        *error = "bytes after the JSON";
+        return NGX_DECLINED;
+
+    default:
+        return ngx_http_mcp_jsonguard_number(g, c, error);
+    }
+
+    *error = "not strict JSON";
+
+    return NGX_DECLINED;
+}
+
+
+/* a number's next byte, or the byte after it (NGX_AGAIN) */
+
+static ngx_int_t
+ngx_http_mcp_jsonguard_number(ngx_http_mcp_jsonguard_t *g, u_char c,
+    const char **error)
+{
+    ngx_uint_t  digit, next;
+
+    digit = ngx_http_mcp_jg_digit(c);
+    next = 0;
+
+    switch (g->state) {
+
+    case NGX_HTTP_MCP_JG_MINUS:
+        next = (c == '0') ? NGX_HTTP_MCP_JG_ZERO
+                          : digit ? NGX_HTTP_MCP_JG_INT : 0;
+        break;
+
+    case NGX_HTTP_MCP_JG_INT:
+        if (digit) {
+            next = NGX_HTTP_MCP_JG_INT;
+            break;
+        }
+
+        /* fall through */
+
+    case NGX_HTTP_MCP_JG_ZERO:
+        next = (c == '.') ? NGX_HTTP_MCP_JG_DOT
+               : (c == 'e' || c == 'E') ? NGX_HTTP_MCP_JG_EXP
+               : NGX_HTTP_MCP_JG_DONE;
+        break;
+
+    case NGX_HTTP_MCP_JG_DOT:
+        next = digit ? NGX_HTTP_MCP_JG_FRAC : 0;
+        break;
+
+    case NGX_HTTP_MCP_JG_FRAC:
+        next = digit ? NGX_HTTP_MCP_JG_FRAC
+               : (c == 'e' || c == 'E') ? NGX_HTTP_MCP_JG_EXP
+               : NGX_HTTP_MCP_JG_DONE;
+        break;
+
+    case NGX_HTTP_MCP_JG_EXP:
+        next = (c == '+' || c == '-') ? NGX_HTTP_MCP_JG_EXP_SIGN
+               : digit ? NGX_HTTP_MCP_JG_EXP_DIGITS : 0;
+        break;
+
+    case NGX_HTTP_MCP_JG_EXP_SIGN:
+        next = digit ? NGX_HTTP_MCP_JG_EXP_DIGITS : 0;
+        break;
+
+    case NGX_HTTP_MCP_JG_EXP_DIGITS:
+        next = digit ? NGX_HTTP_MCP_JG_EXP_DIGITS : NGX_HTTP_MCP_JG_DONE;
+        break;
+    }
+
+    if (next == 0) {
+        *error = "not strict JSON";
+        return NGX_DECLINED;
+    }
+
+    if (next == NGX_HTTP_MCP_JG_DONE) {
+        /* a number is never the whole reply: it is in a message */
+        return ngx_http_mcp_jsonguard_value_end(g, error) == NGX_OK
+               ? NGX_AGAIN : NGX_DECLINED;
+    }
+
+    g->state = next;
+
+    return ngx_http_mcp_jsonguard_keep(g, c, error);
+}
+
+
+/* a value's first byte */
+
+static ngx_int_t
+ngx_http_mcp_jsonguard_value(ngx_http_mcp_jsonguard_t *g, u_char c,
+    const char **error)
+{
+    if (g->id_next) {
+        g->id_next = 0;
+        g->capture = NGX_HTTP_MCP_JG_ID;
+        g->tok_len = 0;
+
+        if (c == '{' || c == '[') {
+            *error = "a message's \"id\" is no string or number";
+            return NGX_DECLINED;
+        }
+    }
+
+    if (c == '{' || c == '[') {
+        return ngx_http_mcp_jsonguard_open(g, c == '{', error);
+    }
+
+    if (g->depth == 0 || g->depth + 1 == g->msg_depth) {
+        *error = "no JSON-RPC message";
+        return NGX_DECLINED;
+    }
+
+    switch (c) {
+
+    case '"':
+        g->after = NGX_HTTP_MCP_JG_VALUE;
+        g->state = NGX_HTTP_MCP_JG_STRING;
+        break;
+
+    case '-':
+        g->state = NGX_HTTP_MCP_JG_MINUS;
+        break;
+
+    case '0':
+        g->state = NGX_HTTP_MCP_JG_ZERO;
+        break;
+
+    case 't':
+    case 'f':
+    case 'n':
+        g->literal = (c == 't') ? "true" : (c == 'f') ? "false" : "null";
+        g->n = 1;
+        g->state = NGX_HTTP_MCP_JG_LITERAL;
+        break;
+
+    default:
+        if (!ngx_http_mcp_jg_digit(c)) {
+            *error = "not strict JSON";
+            return NGX_DECLINED;
+        }
+
+        g->state = NGX_HTTP_MCP_JG_INT;
+    }
+
+    return ngx_http_mcp_jsonguard_keep(g, c, error);
+}
+
+
+/* "{" or "[": the reply's, a message's, or one inside */
+
+static ngx_int_t
+ngx_http_mcp_jsonguard_open(ngx_http_mcp_jsonguard_t *g, ngx_uint_t object,
+    const char **error)
+{
+    if (g->depth == 0) {
+        /* an object is a message; an array holds them */
+        g->msg_depth = object ? 1 : 2;
+
+    } else if (g->depth + 1 == g->msg_depth && !object) {
+        *error = "no JSON-RPC message";
+        return NGX_DECLINED;
+    }
+
+    if (g->depth == NGX_HTTP_MCP_JSONGUARD_DEPTH) {
+        *error = "nested too deeply";
+        return NGX_DECLINED;
+    }
+
+    if (object) {
+        g->stack[g->depth / 8] |= (u_char) (1 << (g->depth % 8));
+
+    } else {
+        g->stack[g->depth / 8] &= (u_char) ~(1 << (g->depth % 8));
+    }
+
+    g->depth++;
+
+    if (g->depth == g->msg_depth) {
+        g->id_seen = 0;
+    }
+
+    g->state = object ? NGX_HTTP_MCP_JG_NAME_OR_END
+                      : NGX_HTTP_MCP_JG_VALUE_OR_END;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_jsonguard_close(ngx_http_mcp_jsonguard_t *g, ngx_uint_t object,
+    const char **error)
+{
+    ngx_uint_t  top;
+
+    top = (g->stack[(g->depth - 1) / 8] >> ((g->depth - 1) % 8)) & 1;
+
+    if (top != object) {
+        *error = "not strict JSON";
+        return NGX_DECLINED;
+    }
+
+    g->depth--;
+
+    return ngx_http_mcp_jsonguard_value_end(g, error);
+}
+
+
+/* a value ended: an id is checked now, before any byte after it is sent */
+
+static ngx_int_t
+ngx_http_mcp_jsonguard_value_end(ngx_http_mcp_jsonguard_t *g,
+    const char **error)
+{
+    g->state = (g->depth == 0) ? NGX_HTTP_MCP_JG_DONE
+                               : NGX_HTTP_MCP_JG_AFTER;
+
+    if (g->capture != NGX_HTTP_MCP_JG_ID) {
+        return NGX_OK;
+    }
+
+    g->capture = NGX_HTTP_MCP_JG_NONE;
+
+    return ngx_http_mcp_jsonguard_id(g, error);
+}
+
+
+/* a byte of a message's member name or of its id, as it came */
+
+static ngx_int_t
+ngx_http_mcp_jsonguard_keep(ngx_http_mcp_jsonguard_t *g, u_char c,
+    const char **error)
+{
+    if (g->capture == NGX_HTTP_MCP_JG_NONE) {
+        return NGX_OK;
+    }
+
+    if (g->tok_len < NGX_HTTP_MCP_JSONGUARD_TOKEN) {
+        g->tok[g->tok_len++] = c;
+        return NGX_OK;
+    }
+
+    if (g->capture == NGX_HTTP_MCP_JG_KEY) {
+        /* too long to be "id", however escaped */
+        g->long_name = 1;
+        return NGX_OK;
+    }
+
+    *error = "a message's \"id\" is too long";
+
+    return NGX_DECLINED;
+}
+
+
+/* a message's member name was read: is it "id", and the first one? */
+
+static ngx_int_t
+ngx_http_mcp_jsonguard_name(ngx_http_mcp_jsonguard_t *g, const char **error)
+{
+    size_t  n;
+    u_char  name[NGX_HTTP_MCP_JSONGUARD_TOKEN];
+
+    if (g->long_name
+        || ngx_http_mcp_jsonguard_unescape(g->tok, g->tok_len, name, &n)
+           != NGX_OK
+        || n != 2 || name[0] != 'i' || name[1] != 'd')
+    {
+        return NGX_OK;
+    }
+
+    if (g->id_seen) {
+        *error = "\"id\" twice in a message";
+        return NGX_DECLINED;
+    }
+
+    g->id_seen = 1;
+    g->id_next = 1;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A message's id: null (no request has it), or the id of one of the
+ * POST's requests.  A string is compared unescaped, as the client reads
+ * it; an integer by its digits, as the client wrote them.
+ */
+
+static ngx_int_t
+ngx_http_mcp_jsonguard_id(ngx_http_mcp_jsonguard_t *g, const char **error)
+{
+    u_char              *raw, value[NGX_HTTP_MCP_JSONGUARD_TOKEN];
+    size_t               len, n;
+    cJSON               *id;
+    ngx_uint_t           i, string;
+    ngx_http_mcp_msg_t  *msg;
+
+    raw = g->tok;
+    len = g->tok_len;
+
+    if (len == 4 && ngx_strncmp(raw, "null", 4) == 0) {
+        return NGX_OK;
+    }
+
+    string = (raw[0] == '"');
+
+    if (string
+        && ngx_http_mcp_jsonguard_unescape(raw + 1, len - 2, value, &n)
+           != NGX_OK)
+    {
+        /* no request's id: a client's strict JSON has no such string */
+        n = 0;
+        string = 2;
+    }
+
+    msg = g->msgs->elts;
+
+    for (i = 0; i < g->msgs->nelts; i++) {
+        id = msg[i].id;
+
+        if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST || id == NULL) {
+            continue;
+        }
+
+        if (string == 1 && cJSON_IsString(id)
+            && ngx_strlen(id->valuestring) == n
+            && ngx_memcmp(id->valuestring, value, n) == 0)
+        {
+            return NGX_OK;
+        }
+
+        if (string == 0 && cJSON_IsRaw(id)
+            && ngx_strlen(id->valuestring) == len
+            && ngx_memcmp(id->valuestring, raw, len) == 0)
+        {
+            return NGX_OK;
+        }
+    }
+
+    *error = "a message for another request";
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * A JSON string's text without its quotes, its escapes checked already,
+ * to UTF-8; never longer.  NGX_DECLINED: a surrogate alone, or "\u0000",
+ * which the strict scan refuses in a client's ids.
+ */
+
+static ngx_int_t
+ngx_http_mcp_jsonguard_unescape(u_char *src, size_t len, u_char *dst,
+    size_t *n)
+{
+    u_char      *p, *end, *d;
+    ngx_int_t    cp, lo;
+
+    end = src + len;
+    d = dst;
+
+    for (p = src; p < end; /* void */) {
+
+        if (*p != '\\') {
+            *d++ = *p++;
+            continue;
+        }
+
+        p++;
+
+        if (*p != 'u') {
+            switch (*p) {
+            case 'b': *d++ = '\b'; break;
+            case 'f': *d++ = '\f'; break;
+            case 'n': *d++ = '\n'; break;
+            case 'r': *d++ = '\r'; break;
+            case 't': *d++ = '\t'; break;
+            default:  *d++ = *p;   break;
+            }
+
+            p++;
+            continue;
+        }
+
+        cp = ngx_http_mcp_jsonguard_hex(p + 1);
+        p += 5;
+
+        if (cp >= 0xdc00 && cp <= 0xdfff) {
+            return NGX_DECLINED;
+        }
+
+        if (cp >= 0xd800 && cp <= 0xdbff) {
+            if (end - p < 6 || p[0] != '\\' || p[1] != 'u') {
+                return NGX_DECLINED;
+            }
+
+            lo = ngx_http_mcp_jsonguard_hex(p + 2);
+
+            if (lo < 0xdc00 || lo > 0xdfff) {
+                return NGX_DECLINED;
+            }
+
+            p += 6;
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+        }
+
+        if (cp == 0) {
+            return NGX_DECLINED;
+        }
+
+        if (cp < 0x80) {
+            *d++ = (u_char) cp;
+
+        } else if (cp < 0x800) {
+            *d++ = (u_char) (0xc0 | (cp >> 6));
+            *d++ = (u_char) (0x80 | (cp & 0x3f));
+
+        } else if (cp < 0x10000) {
+            *d++ = (u_char) (0xe0 | (cp >> 12));
+            *d++ = (u_char) (0x80 | ((cp >> 6) & 0x3f));
+            *d++ = (u_char) (0x80 | (cp & 0x3f));
+
+        } else {
+            *d++ = (u_char) (0xf0 | (cp >> 18));
+            *d++ = (u_char) (0x80 | ((cp >> 12) & 0x3f));
+            *d++ = (u_char) (0x80 | ((cp >> 6) & 0x3f));
+            *d++ = (u_char) (0x80 | (cp & 0x3f));
+        }
+    }
+
+    *n = d - dst;
+
+    return NGX_OK;
+}
+
+
+/* four hex digits, checked as they were read */
+
+static ngx_int_t
+ngx_http_mcp_jsonguard_hex(u_char *p)
+{
+    ngx_int_t   cp;
+    ngx_uint_t  i;
+
+    cp = 0;
+
+    for (i = 0; i < 4; i++) {
+        cp = cp * 16 + (ngx_http_mcp_jg_digit(p[i]) ? p[i] - '0'
+                                                    : (p[i] | 0x20) - 'a' + 10);
+    }
+
+    return cp;
+}

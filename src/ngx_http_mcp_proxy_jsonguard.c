@@ -106,6 +106,19 @@ ngx_http_mcp_jsonguard_read(ngx_http_mcp_jsonguard_t *g, u_char *pos,
 
     for (p = pos; p < last; /* void */) {
 
+        if (g->state == NGX_HTTP_MCP_JG_STRING
+            && g->capture == NGX_HTTP_MCP_JG_NONE)
+        {
+            /* a string's text, the most of a large result, at once */
+            while (p < last && *p != '"' && *p != '\\' && *p >= 0x20) {
+                p++;
+            }
+
+            if (p == last) {
+                break;
+            }
+        }
+
         if (g->state == NGX_HTTP_MCP_JG_DONE) {
             if (g->tail_len == NGX_HTTP_MCP_JSONGUARD_TOKEN) {
                 *error = "too many bytes after the JSON";

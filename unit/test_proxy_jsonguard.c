@@ -24,6 +24,17 @@
 static ngx_array_t  msgs;
 
 
+/* n bytes c at p: where they end */
+
+static char *
+fill(char *p, int c, ngx_uint_t n)
+{
+    ngx_memset(p, c, n);
+
+    return p + n;
+}
+
+
 /* the reply fed in pieces of the sizes in cuts (0-ended; the rest last) */
 
 static ngx_int_t
@@ -174,12 +185,7 @@ main(void)
 
     p = deep;
     p += sprintf(p, "{\"id\":7,\"result\":");
-    for (i = 0; i < 127; i++) {
-        *p++ = '[';
-    }
-    for (i = 0; i < 127; i++) {
-        *p++ = ']';
-    }
+    p = fill(fill(p, '[', 127), ']', 127);
     sprintf(p, "}");
     check("128 deep", deep, NGX_OK, NULL);
 
@@ -231,28 +237,19 @@ main(void)
     deep[0] = '\0';
     p = deep;
     p += sprintf(p, "{\"id\":7,\"result\":");
-    for (i = 0; i < 128; i++) {
-        *p++ = '[';
-    }
-    for (i = 0; i < 128; i++) {
-        *p++ = ']';
-    }
+    p = fill(fill(p, '[', 128), ']', 128);
     sprintf(p, "}");
     check("129 deep", deep, NGX_DECLINED, "too deeply");
 
     p = deep;
     p += sprintf(p, "{\"id\":\"");
-    for (i = 0; i < 300; i++) {
-        *p++ = 'c';
-    }
+    p = fill(p, 'c', 300);
     sprintf(p, "\"}");
     check("a long id", deep, NGX_DECLINED, "too long");
 
     p = deep;
     p += sprintf(p, "{\"");
-    for (i = 0; i < 300; i++) {
-        *p++ = 'n';
-    }
+    p = fill(p, 'n', 300);
     sprintf(p, "\":1,\"id\":9}");
     check("a long name, then another id", deep, NGX_DECLINED,
           "another request");

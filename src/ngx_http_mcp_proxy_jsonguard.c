@@ -795,8 +795,8 @@ ngx_http_mcp_jsonguard_hex(u_char *p)
     cp = 0;
 
     for (i = 0; i < 4; i++) {
-        cp = cp * 16 + (ngx_http_mcp_jg_digit(p[i]) ? p[i] - '0'
-                                                    : (p[i] | 0x20) - 'a' + 10);
+        cp = cp * 16 + (ngx_http_mcp_jg_digit(p[i])
+                        ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
     }
 
     return cp;

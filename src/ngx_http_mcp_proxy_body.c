@@ -266,7 +266,12 @@ ngx_http_mcp_proxy_guarded(ngx_http_request_t *r,
 }
 
 
-/* the JSON reply's body ended: its held last bytes go, if it was whole */
+/*
+ * The JSON reply's body ended: its held last bytes go, if its JSON ended.
+ * One that did not is cut; one without a length, that the upstream's
+ * close ended (ngx_http_mcp_proxy_finalize_request()), nginx ends all
+ * the same, the client holding no JSON text.
+ */
 
 static ngx_int_t
 ngx_http_mcp_proxy_guard_end(ngx_http_request_t *r,

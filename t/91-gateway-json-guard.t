@@ -7,11 +7,13 @@
 # went out stays out, nothing more goes, its last bytes never do, and
 # one [error] line says why.  So is a reply the reader cannot follow: not
 # strict JSON, no object or array of objects, "id" twice in a message.
-# A reply that checks out goes out unchanged; a location without a policy
-# relays every reply byte for byte.
+# A reply that checks out goes out unchanged; a coded one is refused with
+# a 502; a location without a policy relays every reply byte for byte.
 #
 # The upstream (a Perl server forked here) writes each reply in one
-# write, in pieces, or one byte per write.
+# write, in 64 kB pieces, one byte per chunk and per write, or without a
+# length up to its close.  unit/test_proxy_jsonguard.c cuts each of its
+# replies at every byte.
 
 use strict;
 use warnings;
@@ -104,7 +106,8 @@ my $fake = fake_upstream(sub {
         $r = join '', @{ $CASE{$case // ''}->($json->encode($ids[0])) };
     }
     my $type = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n";
-    if ($how eq 'length') {
+    if ($how eq 'length' || $how eq 'gzip') {
+        $type .= "Content-Encoding: gzip\r\n" if $how eq 'gzip';
         print $c $type . "Content-Length: " . length($r) . "\r\n\r\n$r";
     } elsif ($how eq 'close') {
         print $c $type . "Connection: close\r\n\r\n$r";
@@ -128,7 +131,8 @@ my $t = McpTest->new(
         location /n/ { mcp_pass http://127.0.0.1:$fake->{port}; }
 NGX
 );
-$t->expect_log_error(qr/the upstream's JSON reply is refused, the reply is cut/);
+$t->expect_log_error(qr/the upstream's JSON reply is refused, the reply is cut/,
+                     qr/"Content-Encoding: gzip" in a reply the tool policy filters/);
 $t->start;
 
 my ($fsid) = try_initialize($t, path => '/f/init', protocol_version => $V25);
@@ -202,8 +206,9 @@ my %WHY = ('batch-foreign' => 'another request', 'single-foreign' => 'another re
            'truncated' => 'ended before its JSON', 'trailing-comma' => 'not strict JSON');
 
 for my $case (sort keys %WHY) {
-    for my $how (qw(length drip)) {
+    for my $how (qw(length drip close)) {
         next if $how eq 'drip' && $case =~ /^top-|bom2|deep/;
+        next if $how eq 'close' && $case !~ /^(batch-foreign|id-last|two-texts)$/;
         my $how2 = $case eq 'truncated' && $how eq 'length' ? 'chunked' : $how;
         my $mark = $t->log_mark;
         my $r = call('f', "$case/$how2", id => $case =~ /-9/ ? 9 : 'c9');
@@ -217,6 +222,27 @@ for my $case (sort keys %WHY) {
         is(refusals($mark), 1, "$case/$how2: ... once");
         unlike($t->log_since($mark), qr/\Q$fsid\E/, "$case/$how2: ... no session id in the log");
     }
+}
+
+# a reply without a length that the upstream's close ends before its
+# JSON did: nginx ends the client's reply whole, but what it holds is no
+# JSON text
+{
+    my $mark = $t->log_mark;
+    my $r = call('f', 'truncated/close');
+    ok(!whole_json($r->{body}), 'truncated/close: the client has no whole JSON text');
+    ok($t->wait_for_log(qr/the reply is cut: the reply ended before its JSON did/, 5, $mark),
+       'truncated/close: logged why');
+    is(refusals($mark), 1, 'truncated/close: ... once');
+}
+
+# a coded JSON reply the reader cannot read: refused before any byte
+{
+    my $r = call('f', 'own/gzip');
+    is($r->{status}, 502, 'gzip: a coded JSON reply under the policy: 502');
+    like($r->{body}, qr/"code":-32000/, '... with a JSON-RPC error');
+    $r = call('n', 'own/gzip');
+    is($r->{status}, 200, 'gzip: no policy: relayed');
 }
 
 # what a TypeScript SDK client makes of a cut reply: nothing

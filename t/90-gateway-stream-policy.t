@@ -325,7 +325,8 @@ for my $case (qw(call-extra call-batch)) {
     is(scalar(() = $t->log_since($mark) =~ /\[error\]/g), 1, 'call-json: ... in one [error] line');
     unlike($t->log_since($mark), qr/\Q$fsid\E/, 'call-json: ... no session id in the log');
     SKIP: {
-        skip "node clients: $_", 1 for grep { $_ } node_available('@modelcontextprotocol/sdk');
+        my $why = node_available('@modelcontextprotocol/sdk');
+        skip "node clients: $why", 1 if $why;
         my $v = client_view($t, $r->{headers}{'content-type'} // '', $r->{body});
         is_deeply([ $v->{messages} // 'none', $v->{names} // 'none' ], [ 0, [] ],
                   'call-json: the TypeScript SDK takes no message of it') or diag(explain($v));

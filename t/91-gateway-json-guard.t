@@ -215,6 +215,9 @@ for my $case (sort keys %WHY) {
         my $body = $r->{body};
         ok($r->{error}, "$case/$how2: cut") or diag(explain($r->{headers}));
         ok(!whole_json($body), "$case/$how2: the client has no whole JSON text");
+        # byte by byte, what came before the refused byte went out
+        ok(length($body) > 0, "$case/$how2: ... what came before went out as it came")
+            if $how eq 'drip';
         if ($case !~ /tricky|id-last|id-twice/) {
             unlike($body, qr/secret/, "$case/$how2: nothing of the foreign message");
         }

@@ -97,12 +97,21 @@ ngx_fuzz_feed(const uint8_t *data, size_t size, unsigned seed, u_char *out,
 {
     size_t                    at, n, send;
     ngx_int_t                 rc;
+    ngx_pool_t               *pool;
     const char               *error;
     ngx_http_mcp_jsonguard_t  g;
 
-    ngx_memzero(&g, sizeof(g));
-    g.msgs = &ngx_fuzz_msgs;
     *out_len = 0;
+
+    pool = ngx_shim_pool_create();
+    if (pool == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_jsonguard_init(&g, pool, &ngx_fuzz_msgs);
+    if (rc != NGX_OK) {
+        goto done;
+    }
 
     for (at = 0; at < size; at += n) {
         if (seed == 0) {
@@ -117,7 +126,7 @@ ngx_fuzz_feed(const uint8_t *data, size_t size, unsigned seed, u_char *out,
                                          (u_char *) data + at + n, &send,
                                          &error);
         if (rc != NGX_OK) {
-            return rc;
+            goto done;
         }
 
         ngx_memcpy(out + *out_len, data + at, send);
@@ -130,6 +139,10 @@ ngx_fuzz_feed(const uint8_t *data, size_t size, unsigned seed, u_char *out,
         ngx_memcpy(out + *out_len, g.tail, g.tail_len);
         *out_len += g.tail_len;
     }
+
+done:
+
+    ngx_shim_pool_destroy(pool);
 
     return rc;
 }

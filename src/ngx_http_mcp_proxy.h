@@ -42,9 +42,11 @@ typedef struct {
                                                bytes read */
     const char                *literal;
     size_t                     tok_len;     /* a name or an id, raw */
+    size_t                     tok_size;    /* room for the POST's ids */
     size_t                     tail_len;    /* from the JSON's last byte */
     u_char                     stack[NGX_HTTP_MCP_JSONGUARD_DEPTH / 8];
-    u_char                     tok[NGX_HTTP_MCP_JSONGUARD_TOKEN];
+    u_char                    *tok;         /* tok_size bytes */
+    u_char                    *value;       /* an id unescaped: as many */
     u_char                     tail[NGX_HTTP_MCP_JSONGUARD_TOKEN];
     unsigned                   capture:2;   /* a name, an id, or neither */
     unsigned                   long_name:1;
@@ -116,6 +118,8 @@ ngx_int_t ngx_http_mcp_proxy_stream(ngx_http_request_t *r,
 ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name);
 
 /* the ids of a JSON reply's messages (ngx_http_mcp_proxy_jsonguard.c) */
+ngx_int_t ngx_http_mcp_jsonguard_init(ngx_http_mcp_jsonguard_t *g,
+    ngx_pool_t *pool, ngx_array_t *msgs);
 ngx_int_t ngx_http_mcp_jsonguard_read(ngx_http_mcp_jsonguard_t *g,
     u_char *pos, u_char *last, size_t *send, const char **error);
 ngx_int_t ngx_http_mcp_jsonguard_end(ngx_http_mcp_jsonguard_t *g,

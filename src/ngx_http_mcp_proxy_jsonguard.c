@@ -14,8 +14,8 @@
  * an id by its value: a string unescaped against the request's string,
  * a number by its text, as the client wrote it (ngx_http_mcp_jsonrpc.c
  * keeps integer ids as their text).  What it cannot follow (not strict
- * JSON, over NGX_HTTP_MCP_JSONGUARD_DEPTH deep, an id over
- * NGX_HTTP_MCP_JSONGUARD_TOKEN bytes), an "id" twice in a message (a
+ * JSON, over NGX_HTTP_MCP_JSONGUARD_DEPTH deep, an id longer than any
+ * of the POST's could be written), an "id" twice in a message (a
  * client takes the last), a foreign id: NGX_DECLINED, and the reply is
  * cut.  The reply's last byte, where its JSON ends, and what follows it
  * are held until the body ended: a client never holds a whole JSON text
@@ -83,6 +83,51 @@ static ngx_int_t ngx_http_mcp_jsonguard_hex(u_char *p);
     ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r')
 
 #define ngx_http_mcp_jg_digit(c)  ((c) >= '0' && (c) <= '9')
+
+
+/*
+ * A guard for the reply to the POST of msgs.  An id is kept as it comes,
+ * escapes and all, so its room is what the longest of the POST's ids
+ * takes with each of its bytes written as a \u escape (six), and its
+ * quotes; never less than a token.
+ */
+
+ngx_int_t
+ngx_http_mcp_jsonguard_init(ngx_http_mcp_jsonguard_t *g, ngx_pool_t *pool,
+    ngx_array_t *msgs)
+{
+    size_t               max;
+    cJSON               *id;
+    ngx_uint_t           i;
+    ngx_http_mcp_msg_t  *msg;
+
+    ngx_memzero(g, sizeof(ngx_http_mcp_jsonguard_t));
+    g->msgs = msgs;
+
+    max = 0;
+    msg = msgs->elts;
+
+    for (i = 0; i < msgs->nelts; i++) {
+        id = msg[i].id;
+
+        if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST && id != NULL
+            && id->valuestring != NULL)
+        {
+            max = ngx_max(max, ngx_strlen(id->valuestring));
+        }
+    }
+
+    g->tok_size = ngx_max(NGX_HTTP_MCP_JSONGUARD_TOKEN, 6 * max + 2);
+
+    g->tok = ngx_pnalloc(pool, 2 * g->tok_size);
+    if (g->tok == NULL) {
+        return NGX_ERROR;
+    }
+
+    g->value = g->tok + g->tok_size;
+
+    return NGX_OK;
+}
 
 
 /*
@@ -585,7 +630,10 @@ ngx_http_mcp_jsonguard_keep(ngx_http_mcp_jsonguard_t *g, u_char c,
         return NGX_OK;
     }
 
-    if (g->tok_len < NGX_HTTP_MCP_JSONGUARD_TOKEN) {
+    /* names longer than the token cannot be "id"; ids as the POST's */
+    if (g->tok_len < ((g->capture == NGX_HTTP_MCP_JG_KEY)
+                      ? NGX_HTTP_MCP_JSONGUARD_TOKEN : g->tok_size))
+    {
         g->tok[g->tok_len++] = c;
         return NGX_OK;
     }
@@ -639,7 +687,7 @@ ngx_http_mcp_jsonguard_name(ngx_http_mcp_jsonguard_t *g, const char **error)
 static ngx_int_t
 ngx_http_mcp_jsonguard_id(ngx_http_mcp_jsonguard_t *g, const char **error)
 {
-    u_char              *raw, value[NGX_HTTP_MCP_JSONGUARD_TOKEN];
+    u_char              *raw, *value;
     size_t               len, n;
     cJSON               *id;
     ngx_uint_t           i, string;
@@ -647,6 +695,7 @@ ngx_http_mcp_jsonguard_id(ngx_http_mcp_jsonguard_t *g, const char **error)
 
     raw = g->tok;
     len = g->tok_len;
+    value = g->value;
 
     if (len == 4 && ngx_strncmp(raw, "null", 4) == 0) {
         return NGX_OK;

@@ -603,14 +603,16 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     pctx->guard = NULL;
 
     if (pctx->policy && !pctx->filter && !pctx->events
-        && r->method == NGX_HTTP_POST)
+        && r->method == NGX_HTTP_POST && status >= 200 && status < 300)
     {
-        pctx->guard = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_jsonguard_t));
-        if (pctx->guard == NULL) {
+        /* a client reads messages from a 2xx reply only */
+        pctx->guard = ngx_palloc(r->pool, sizeof(ngx_http_mcp_jsonguard_t));
+        if (pctx->guard == NULL
+            || ngx_http_mcp_jsonguard_init(pctx->guard, r->pool, &ctx->msgs)
+               != NGX_OK)
+        {
             return NGX_ERROR;
         }
-
-        pctx->guard->msgs = &ctx->msgs;
     }
 
     if (pctx->filter || pctx->events) {

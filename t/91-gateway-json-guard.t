@@ -8,7 +8,8 @@
 # one [error] line says why.  So is a reply the reader cannot follow: not
 # strict JSON, no object or array of objects, "id" twice in a message.
 # A reply that checks out goes out unchanged; a coded one is refused with
-# a 502; a location without a policy relays every reply byte for byte.
+# a 502; one with an error status (no client reads messages from it) and
+# any reply in a location without a policy are relayed byte for byte.
 #
 # The upstream (a Perl server forked here) writes each reply in one
 # write, in 64 kB pieces, one byte per chunk and per write, or without a
@@ -106,7 +107,11 @@ my $fake = fake_upstream(sub {
         $r = join '', @{ $CASE{$case // ''}->($json->encode($ids[0])) };
     }
     my $type = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n";
-    if ($how eq 'length' || $how eq 'gzip') {
+    if ($how eq 'status400') {
+        $r = '{"jsonrpc":"2.0","id":"server-error","error":{"code":-32600,"message":"Bad Request"}}';
+        print $c "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+               . "Content-Length: " . length($r) . "\r\n\r\n$r";
+    } elsif ($how eq 'length' || $how eq 'gzip') {
         $type .= "Content-Encoding: gzip\r\n" if $how eq 'gzip';
         print $c $type . "Content-Length: " . length($r) . "\r\n\r\n$r";
     } elsif ($how eq 'close') {
@@ -237,6 +242,17 @@ for my $case (sort keys %WHY) {
     ok($t->wait_for_log(qr/the reply is cut: the reply ended before its JSON did/, 5, $mark),
        'truncated/close: logged why');
     is(refusals($mark), 1, 'truncated/close: ... once');
+}
+
+# an error status: a client reads no message from its body (the Python
+# SDK's servers answer with the id "server-error"), so it is relayed as
+# it came, and nothing is logged
+{
+    my $mark = $t->log_mark;
+    my $r = call('f', 'own/status400');
+    is($r->{status}, 400, 'status 400 with another id: relayed with its status');
+    like($r->{body}, qr/^\{"jsonrpc":"2.0","id":"server-error",.*\}\z/, '... and its body, whole');
+    is(refusals($mark), 0, '... no refusal logged');
 }
 
 # a coded JSON reply the reader cannot read: refused before any byte

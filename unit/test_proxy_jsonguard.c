@@ -43,11 +43,22 @@ feed(const char *body, size_t len, const size_t *cuts, u_char *out,
 {
     size_t                     at, n, send;
     ngx_int_t                  rc;
+    ngx_pool_t                *pool;
     ngx_http_mcp_jsonguard_t   g;
 
-    ngx_memzero(&g, sizeof(g));
-    g.msgs = &msgs;
     *out_len = 0;
+    *error = "out of memory";
+
+    pool = ngx_shim_pool_create();
+    if (pool == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_jsonguard_init(&g, pool, &msgs);
+    if (rc != NGX_OK) {
+        goto done;
+    }
+
     *error = NULL;
 
     for (at = 0; at < len; at += n) {
@@ -57,7 +68,7 @@ feed(const char *body, size_t len, const size_t *cuts, u_char *out,
                                          (u_char *) body + at + n, &send,
                                          error);
         if (rc != NGX_OK) {
-            return rc;
+            goto done;
         }
 
         ngx_memcpy(out + *out_len, body + at, send);
@@ -70,6 +81,10 @@ feed(const char *body, size_t len, const size_t *cuts, u_char *out,
         ngx_memcpy(out + *out_len, g.tail, g.tail_len);
         *out_len += g.tail_len;
     }
+
+done:
+
+    ngx_shim_pool_destroy(pool);
 
     return rc;
 }
@@ -142,12 +157,14 @@ main(void)
     ngx_uint_t           i;
     ngx_http_mcp_msg_t  *m;
 
-    static ngx_http_mcp_msg_t  elts[4];
+    char                 longid[301], escaped[2048];
+
+    static ngx_http_mcp_msg_t  elts[5];
 
     msgs.elts = elts;
     msgs.nelts = 4;
     msgs.size = sizeof(ngx_http_mcp_msg_t);
-    msgs.nalloc = 4;
+    msgs.nalloc = 5;
 
     m = elts;
     m[0].type = NGX_HTTP_MCP_MSG_REQUEST;
@@ -254,7 +271,33 @@ main(void)
     check("a long name, then another id", deep, NGX_DECLINED,
           "another request");
 
-    for (i = 0; i < 3; i++) {
+    /* a POST with an id longer than a token: its reply's id has room */
+
+    ngx_memset(longid, 'L', 300);
+    longid[300] = '\0';
+
+    m[4].type = NGX_HTTP_MCP_MSG_REQUEST;
+    m[4].id = cJSON_CreateString(longid);
+    msgs.nelts = 5;
+
+    p = escaped;
+    p += sprintf(p, "{\"id\":\"%s\",\"result\":{}}", longid);
+    check("a POST's id of 300 bytes", escaped, NGX_OK, NULL);
+
+    p = escaped;
+    p += sprintf(p, "{\"id\":\"");
+    for (i = 0; i < 300; i++) {
+        p += sprintf(p, "\\u004c");
+    }
+    sprintf(p, "\",\"result\":{}}");
+    check("a POST's id of 300 bytes, each escaped", escaped, NGX_OK, NULL);
+
+    p = escaped;
+    p += sprintf(p, "{\"id\":\"%sL\",\"result\":{}}", longid);
+    check("an id a byte longer than the POST's", escaped, NGX_DECLINED,
+          "another request");
+
+    for (i = 0; i < 5; i++) {
         cJSON_Delete(m[i].id);
     }
 

@@ -7,6 +7,12 @@
  * string twice a write; every reply of the module is printed, so this is
  * on the path of every request.
  *
+ * Strings are most of a reply's bytes, and most need no escape: the
+ * first walk takes each one's length with strlen() and looks for bytes
+ * to escape eight at a time, and keeps both for the second walk, which
+ * then copies a plain string without reading it again.  A string is
+ * never read past its NUL.
+ *
  * Pure: no HTTP; its output is compared with cJSON's by the differential
  * test.
  */
@@ -21,11 +27,49 @@
 /* a number's text at most: "%1.17g" of a double, a sign, an exponent */
 #define NGX_HTTP_MCP_JSON_PRINT_NUMBER  32
 
+/*
+ * The strings whose length the first walk keeps for the second, in the
+ * order both walk them: a page of tools/list has some 200; the strings
+ * after them are measured again.
+ */
+#define NGX_HTTP_MCP_JSON_PRINT_KEPT    256
 
-static size_t ngx_http_mcp_json_print_size(cJSON *json);
-static size_t ngx_http_mcp_json_string_size(const char *s);
-static u_char *ngx_http_mcp_json_print_value(u_char *p, cJSON *json);
-static u_char *ngx_http_mcp_json_print_string(u_char *p, const char *s);
+#if (NGX_HAVE_LITTLE_ENDIAN && defined __GNUC__)
+#define NGX_HTTP_MCP_JSON_PRINT_SWAR    1
+#define NGX_HTTP_MCP_JSON_PRINT_ONES    0x0101010101010101ULL
+#define NGX_HTTP_MCP_JSON_PRINT_HIGH    0x8080808080808080ULL
+#endif
+
+
+typedef struct {
+    /* a string's length << 1, | 1 when it has no byte to escape */
+    size_t                       kept[NGX_HTTP_MCP_JSON_PRINT_KEPT];
+    ngx_uint_t                   measured;
+    ngx_uint_t                   printed;
+} ngx_http_mcp_json_print_t;
+
+
+static size_t ngx_http_mcp_json_print_size(ngx_http_mcp_json_print_t *ctx,
+    cJSON *json);
+static ngx_inline size_t ngx_http_mcp_json_string_size(
+    ngx_http_mcp_json_print_t *ctx, const char *s);
+static size_t ngx_http_mcp_json_print_escapes(const u_char *p,
+    const u_char *end);
+static u_char *ngx_http_mcp_json_print_value(ngx_http_mcp_json_print_t *ctx,
+    u_char *p, cJSON *json);
+static ngx_inline u_char *ngx_http_mcp_json_print_string(
+    ngx_http_mcp_json_print_t *ctx, u_char *p, const char *s);
+static ngx_inline u_char *ngx_http_mcp_json_print_copy(u_char *p,
+    const u_char *q, size_t n);
+static u_char *ngx_http_mcp_json_print_escaped(u_char *p, const u_char *q,
+    const u_char *end);
+static ngx_inline u_char *ngx_http_mcp_json_print_escape(u_char *p,
+    u_char c);
+#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+static ngx_inline uint64_t ngx_http_mcp_json_print_short(const u_char *p,
+    size_t n);
+static ngx_inline uint64_t ngx_http_mcp_json_print_stop8(uint64_t w);
+#endif
 static u_char *ngx_http_mcp_json_print_number(u_char *p, cJSON *json);
 
 
@@ -63,10 +107,14 @@ static const u_char  ngx_http_mcp_json_escaped[256] = {
 u_char *
 ngx_http_mcp_json_print(ngx_pool_t *pool, cJSON *json, size_t *len)
 {
-    u_char  *text, *last;
-    size_t   size;
+    u_char                     *text, *last;
+    size_t                      size;
+    ngx_http_mcp_json_print_t   ctx;
 
-    size = ngx_http_mcp_json_print_size(json);
+    ctx.measured = 0;
+    ctx.printed = 0;
+
+    size = ngx_http_mcp_json_print_size(&ctx, json);
     if (size == 0) {
         return NULL;
     }
@@ -76,7 +124,7 @@ ngx_http_mcp_json_print(ngx_pool_t *pool, cJSON *json, size_t *len)
         return NULL;
     }
 
-    last = ngx_http_mcp_json_print_value(text, json);
+    last = ngx_http_mcp_json_print_value(&ctx, text, json);
     if (last == NULL) {
         return NULL;
     }
@@ -88,10 +136,14 @@ ngx_http_mcp_json_print(ngx_pool_t *pool, cJSON *json, size_t *len)
 }
 
 
-/* the bytes json takes at most (numbers), exactly (the rest); 0: none */
+/*
+ * The bytes json takes at most (numbers), exactly (the rest); 0: none.
+ * A member's name is measured before its value, as print_value() prints
+ * them: the kept lengths are taken in this order.
+ */
 
 static size_t
-ngx_http_mcp_json_print_size(cJSON *json)
+ngx_http_mcp_json_print_size(ngx_http_mcp_json_print_t *ctx, cJSON *json)
 {
     size_t   size, n;
     cJSON   *item;
@@ -113,23 +165,30 @@ ngx_http_mcp_json_print_size(cJSON *json)
                                            : 0;
 
     case cJSON_String:
-        return ngx_http_mcp_json_string_size(json->valuestring);
+        return ngx_http_mcp_json_string_size(ctx, json->valuestring);
 
     case cJSON_Array:
     case cJSON_Object:
         size = 2;
 
         for (item = json->child; item != NULL; item = item->next) {
-            n = ngx_http_mcp_json_print_size(item);
-            if (n == 0) {
-                return 0;
+
+            if ((json->type & 0xff) == cJSON_Object) {
+                size += ngx_http_mcp_json_string_size(ctx, item->string) + 1;
+            }
+
+            /* a string, the most frequent item, without a call */
+            if ((item->type & 0xff) == cJSON_String) {
+                n = ngx_http_mcp_json_string_size(ctx, item->valuestring);
+
+            } else {
+                n = ngx_http_mcp_json_print_size(ctx, item);
+                if (n == 0) {
+                    return 0;
+                }
             }
 
             size += n + (item->next != NULL);
-
-            if ((json->type & 0xff) == cJSON_Object) {
-                size += ngx_http_mcp_json_string_size(item->string) + 1;
-            }
         }
 
         return size;
@@ -140,20 +199,90 @@ ngx_http_mcp_json_print_size(cJSON *json)
 }
 
 
-static size_t
-ngx_http_mcp_json_string_size(const char *s)
+/*
+ * A string's size.  Its length comes from strlen(), which glibc reads a
+ * vector at a time; the bytes to escape are then looked for eight at a
+ * time, in a string of fewer bytes (most names) in one word of two
+ * loads that overlap.  A string is never read past its NUL.
+ */
+
+static ngx_inline size_t
+ngx_http_mcp_json_string_size(ngx_http_mcp_json_print_t *ctx, const char *s)
 {
-    size_t         size;
+    size_t         len, size;
+    ngx_uint_t     i;
     const u_char  *p;
 
-    size = 2;
+    /* cJSON prints a string without text as "" */
+    p = (const u_char *) ((s != NULL) ? s : "");
 
-    if (s == NULL) {
-        return size;
+    len = ngx_strlen(p);
+
+#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+    if (len < 8
+        && ngx_http_mcp_json_print_stop8(ngx_http_mcp_json_print_short(p, len))
+           == 0)
+    {
+        size = 0;
+
+    } else {
+        size = ngx_http_mcp_json_print_escapes(p, p + len);
+    }
+#else
+    size = ngx_http_mcp_json_print_escapes(p, p + len);
+#endif
+
+    i = ctx->measured++;
+
+    if (i < NGX_HTTP_MCP_JSON_PRINT_KEPT) {
+        ctx->kept[i] = (len << 1) | (size == 0);
     }
 
-    for (p = (const u_char *) s; *p; p++) {
-        size += ngx_http_mcp_json_escaped[*p];
+    return len + 2 + size;
+}
+
+
+/* the bytes the escapes in [p, end) add */
+
+static __attribute__((noinline)) size_t
+ngx_http_mcp_json_print_escapes(const u_char *p, const u_char *end)
+{
+    size_t     size;
+#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+    size_t     n;
+    uint64_t   w, stop, mask;
+#endif
+
+    size = 0;
+
+#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+    mask = ~0ULL;
+
+    while (end - p >= 8) {
+        ngx_memcpy(&w, p, sizeof(uint64_t));
+
+        for (stop = ngx_http_mcp_json_print_stop8(w) & mask;
+             stop != 0;
+             stop &= stop - 1)
+        {
+            /* the flag is the byte's bit 7 */
+            size += ngx_http_mcp_json_escaped[
+                        (u_char) (w >> (__builtin_ctzll(stop) - 7))] - 1;
+        }
+
+        p += 8;
+        n = end - p;
+
+        if (n != 0 && n < 8) {
+            /* the last bytes: the eight that end at end, less those seen */
+            mask = ~0ULL << (8 * (8 - n));
+            p = end - 8;
+        }
+    }
+#endif
+
+    while (p < end) {
+        size += ngx_http_mcp_json_escaped[*p++] - 1;
     }
 
     return size;
@@ -163,7 +292,8 @@ ngx_http_mcp_json_string_size(const char *s)
 /* writes json at p, which holds its size; returns the end, NULL: failed */
 
 static u_char *
-ngx_http_mcp_json_print_value(u_char *p, cJSON *json)
+ngx_http_mcp_json_print_value(ngx_http_mcp_json_print_t *ctx, u_char *p,
+    cJSON *json)
 {
     cJSON  *item;
 
@@ -186,7 +316,7 @@ ngx_http_mcp_json_print_value(u_char *p, cJSON *json)
                           ngx_strlen(json->valuestring));
 
     case cJSON_String:
-        return ngx_http_mcp_json_print_string(p, json->valuestring);
+        return ngx_http_mcp_json_print_string(ctx, p, json->valuestring);
 
     case cJSON_Array:
     case cJSON_Object:
@@ -195,13 +325,18 @@ ngx_http_mcp_json_print_value(u_char *p, cJSON *json)
         for (item = json->child; item != NULL; item = item->next) {
 
             if ((json->type & 0xff) == cJSON_Object) {
-                p = ngx_http_mcp_json_print_string(p, item->string);
+                p = ngx_http_mcp_json_print_string(ctx, p, item->string);
                 *p++ = ':';
             }
 
-            p = ngx_http_mcp_json_print_value(p, item);
-            if (p == NULL) {
-                return NULL;
+            if ((item->type & 0xff) == cJSON_String) {
+                p = ngx_http_mcp_json_print_string(ctx, p, item->valuestring);
+
+            } else {
+                p = ngx_http_mcp_json_print_value(ctx, p, item);
+                if (p == NULL) {
+                    return NULL;
+                }
             }
 
             if (item->next != NULL) {
@@ -219,47 +354,226 @@ ngx_http_mcp_json_print_value(u_char *p, cJSON *json)
 }
 
 
-static u_char *
-ngx_http_mcp_json_print_string(u_char *p, const char *s)
+/* a plain string is copied at the length the first walk kept */
+
+static ngx_inline u_char *
+ngx_http_mcp_json_print_string(ngx_http_mcp_json_print_t *ctx, u_char *p,
+    const char *s)
 {
-    u_char         c;
+    size_t         len;
+    ngx_uint_t     i;
     const u_char  *q;
 
-    static const u_char  hex[] = "0123456789abcdef";
+    q = (const u_char *) ((s != NULL) ? s : "");
 
     *p++ = '"';
 
-    for (q = (const u_char *) s; q != NULL && *q; q++) {
-        c = *q;
+    i = ctx->printed++;
+
+    if (i < NGX_HTTP_MCP_JSON_PRINT_KEPT) {
+        len = ctx->kept[i] >> 1;
+
+        if (ctx->kept[i] & 1) {
+            p = ngx_http_mcp_json_print_copy(p, q, len);
+            *p++ = '"';
+            return p;
+        }
+
+    } else {
+        len = ngx_strlen(q);
+    }
+
+    p = ngx_http_mcp_json_print_escaped(p, q, q + len);
+    *p++ = '"';
+
+    return p;
+}
+
+
+/* ngx_cpymem() less its call for the few bytes of most strings */
+
+static ngx_inline u_char *
+ngx_http_mcp_json_print_copy(u_char *p, const u_char *q, size_t n)
+{
+#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+    uint16_t  v16;
+    uint32_t  v32;
+    uint64_t  v64;
+
+    if (n > 16) {
+        return ngx_cpymem(p, q, n);
+    }
+
+    /* two moves that overlap, of the first and the last bytes */
+
+    if (n >= 8) {
+        ngx_memcpy(&v64, q, sizeof(uint64_t));
+        ngx_memcpy(p, &v64, sizeof(uint64_t));
+        ngx_memcpy(&v64, q + n - 8, sizeof(uint64_t));
+        ngx_memcpy(p + n - 8, &v64, sizeof(uint64_t));
+
+    } else if (n >= 4) {
+        ngx_memcpy(&v32, q, sizeof(uint32_t));
+        ngx_memcpy(p, &v32, sizeof(uint32_t));
+        ngx_memcpy(&v32, q + n - 4, sizeof(uint32_t));
+        ngx_memcpy(p + n - 4, &v32, sizeof(uint32_t));
+
+    } else if (n >= 2) {
+        ngx_memcpy(&v16, q, sizeof(uint16_t));
+        ngx_memcpy(p, &v16, sizeof(uint16_t));
+        ngx_memcpy(&v16, q + n - 2, sizeof(uint16_t));
+        ngx_memcpy(p + n - 2, &v16, sizeof(uint16_t));
+
+    } else if (n == 1) {
+        *p = *q;
+    }
+
+    return p + n;
+#else
+    return ngx_cpymem(p, q, n);
+#endif
+}
+
+
+/* [q, end) escaped at p */
+
+static u_char *
+ngx_http_mcp_json_print_escaped(u_char *p, const u_char *q, const u_char *end)
+{
+    u_char     c;
+#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+    size_t     n;
+    uint64_t   w, stop;
+
+    /*
+     * The eight bytes are stored whole, those from a byte to escape on
+     * to be written over: each of them prints at least one byte, and
+     * the closing quote and the text's NUL follow, so the store stays in
+     * the buffer that print_size() counted.
+     */
+
+    while (end - q >= 8) {
+        ngx_memcpy(&w, q, sizeof(uint64_t));
+        ngx_memcpy(p, &w, sizeof(uint64_t));
+
+        stop = ngx_http_mcp_json_print_stop8(w);
+        if (stop == 0) {
+            p += 8;
+            q += 8;
+            continue;
+        }
+
+        n = __builtin_ctzll(stop) / 8;
+        p = ngx_http_mcp_json_print_escape(p + n, q[n]);
+        q += n + 1;
+    }
+#endif
+
+    while (q < end) {
+        c = *q++;
 
         if (ngx_http_mcp_json_escaped[c] == 1) {
             *p++ = c;
             continue;
         }
 
-        *p++ = '\\';
-
-        switch (c) {
-        case '"':  *p++ = '"';  break;
-        case '\\': *p++ = '\\'; break;
-        case '\b': *p++ = 'b';  break;
-        case '\f': *p++ = 'f';  break;
-        case '\n': *p++ = 'n';  break;
-        case '\r': *p++ = 'r';  break;
-        case '\t': *p++ = 't';  break;
-        default:
-            *p++ = 'u';
-            *p++ = '0';
-            *p++ = '0';
-            *p++ = hex[c >> 4];
-            *p++ = hex[c & 0x0f];
-        }
+        p = ngx_http_mcp_json_print_escape(p, c);
     }
-
-    *p++ = '"';
 
     return p;
 }
+
+
+static ngx_inline u_char *
+ngx_http_mcp_json_print_escape(u_char *p, u_char c)
+{
+    static const u_char  hex[] = "0123456789abcdef";
+
+    /* from 0x08: \b \t \n, 0x0b has none, \f \r */
+    static const u_char  letter[] = "btn\0fr";
+
+    p[0] = '\\';
+
+    if (c == '"' || c == '\\') {
+        p[1] = c;
+        return p + 2;
+    }
+
+    if (c >= '\b' && c <= '\r' && c != 0x0b) {
+        p[1] = letter[c - '\b'];
+        return p + 2;
+    }
+
+    p[1] = 'u';
+    p[2] = '0';
+    p[3] = '0';
+    p[4] = hex[c >> 4];
+    p[5] = hex[c & 0x0f];
+
+    return p + 6;
+}
+
+
+#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+
+/*
+ * The n (below 8) bytes at p as a word to test: the first and the last
+ * bytes again in the rest of it, never a byte after p + n.
+ */
+
+static ngx_inline uint64_t
+ngx_http_mcp_json_print_short(const u_char *p, size_t n)
+{
+    uint16_t  lo16, hi16;
+    uint32_t  lo32, hi32;
+    uint64_t  w;
+
+    if (n >= 4) {
+        ngx_memcpy(&lo32, p, sizeof(uint32_t));
+        ngx_memcpy(&hi32, p + n - 4, sizeof(uint32_t));
+
+        return lo32 | ((uint64_t) hi32 << 32);
+    }
+
+    if (n >= 2) {
+        ngx_memcpy(&lo16, p, sizeof(uint16_t));
+        ngx_memcpy(&hi16, p + n - 2, sizeof(uint16_t));
+        w = lo16 | ((uint64_t) hi16 << 16);
+
+        return w | (w << 32);
+    }
+
+    /* "" as a word of spaces */
+    return ((n == 1) ? *p : ' ') * NGX_HTTP_MCP_JSON_PRINT_ONES;
+}
+
+
+/*
+ * The bytes of w that print escaped, as the high bit of each: below
+ * 0x20, a quote, a backslash; not those from 0x80, which print as they
+ * are.  Each byte's low seven bits are tested apart: "x + 0x7f" sets
+ * bit 7 when x is not 0, "x + 0x60" when x is 0x20 or more, and no
+ * carry leaves a byte, so every flag is exact.
+ */
+
+static ngx_inline uint64_t
+ngx_http_mcp_json_print_stop8(uint64_t w)
+{
+    uint64_t  low, quote, backslash, control;
+
+    low = w & ~NGX_HTTP_MCP_JSON_PRINT_HIGH;
+
+    quote = (low ^ (NGX_HTTP_MCP_JSON_PRINT_ONES * '"'))
+            + NGX_HTTP_MCP_JSON_PRINT_ONES * 0x7f;
+    backslash = (low ^ (NGX_HTTP_MCP_JSON_PRINT_ONES * '\\'))
+                + NGX_HTTP_MCP_JSON_PRINT_ONES * 0x7f;
+    control = low + NGX_HTTP_MCP_JSON_PRINT_ONES * 0x60;
+
+    /* plain: from 0x80, or none of the three */
+    return ~((quote & backslash & control) | w) & NGX_HTTP_MCP_JSON_PRINT_HIGH;
+}
+
+#endif
 
 
 /*
@@ -267,15 +581,17 @@ ngx_http_mcp_json_print_string(u_char *p, const char *s)
  * 15 significant digits ("%1.15g") when they read back as the same
  * double (within DBL_EPSILON, as cJSON compares), 17 otherwise.  An
  * integer of fewer than 16 digits prints as "%1.15g" would print it,
- * without the trip through snprintf() and strtod().
+ * its digits made here: ids and counts are most of a reply's numbers.
  */
 
 static u_char *
 ngx_http_mcp_json_print_number(u_char *p, cJSON *json)
 {
-    int      n;
-    char     buf[NGX_HTTP_MCP_JSON_PRINT_NUMBER + 1];
-    double   d, test, max;
+    int       n;
+    char      buf[NGX_HTTP_MCP_JSON_PRINT_NUMBER + 1];
+    u_char   *q;
+    double    d, test, max;
+    uint64_t  v;
 
     d = json->valuedouble;
 
@@ -283,12 +599,27 @@ ngx_http_mcp_json_print_number(u_char *p, cJSON *json)
         return ngx_cpymem(p, "null", 4);
     }
 
-    if (d == floor(d) && fabs(d) < 1e15) {
+    /* an integer: it converts to int64_t and back unchanged */
+    if (fabs(d) < 1e15 && d == (double) (int64_t) d) {
+
         if (d == 0) {
             return signbit(d) ? ngx_cpymem(p, "-0", 2) : ngx_cpymem(p, "0", 1);
         }
 
-        return ngx_sprintf(p, "%L", (int64_t) d);
+        if (d < 0) {
+            *p++ = '-';
+            d = -d;
+        }
+
+        v = (uint64_t) d;
+        q = (u_char *) buf + sizeof(buf);
+
+        do {
+            *--q = (u_char) ('0' + v % 10);
+            v /= 10;
+        } while (v != 0);
+
+        return ngx_cpymem(p, q, (u_char *) buf + sizeof(buf) - q);
     }
 
     n = snprintf(buf, sizeof(buf), "%1.15g", d);

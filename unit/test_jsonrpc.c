@@ -14,6 +14,19 @@
 #include "ngx_shim.h"
 #include "unit.h"
 
+#if defined __SANITIZE_ADDRESS__
+#define NGX_UNIT_ASAN  1
+#elif defined __has_feature
+#if __has_feature(address_sanitizer)
+#define NGX_UNIT_ASAN  1
+#endif
+#endif
+
+#if (NGX_UNIT_ASAN)
+/* ASan's, as <sanitizer/allocator_interface.h> declares it (clang's) */
+size_t __sanitizer_get_allocated_size(const volatile void *p);
+#endif
+
 
 typedef struct {
     ngx_int_t            rc;
@@ -43,6 +56,13 @@ static void test_string_runs(void);
 static void test_numbers(void);
 static void ngx_unit_numbers_as_cjson(void);
 static void test_replies(void);
+static ngx_uint_t ngx_unit_prints_as_cjson(cJSON *json, const char *name);
+#if (NGX_UNIT_ASAN)
+static ngx_uint_t ngx_unit_has_numbers(cJSON *json);
+#endif
+static ngx_uint_t ngx_unit_string_prints(const char *s, size_t len);
+static void test_print_strings(void);
+static void test_print_many(void);
 static void test_helpers(void);
 
 
@@ -65,6 +85,8 @@ main(void)
     test_string_runs();
     test_numbers();
     test_replies();
+    test_print_strings();
+    test_print_many();
     test_helpers();
 
     ngx_shim_pool_destroy(pool);
@@ -825,6 +847,257 @@ test_replies(void)
               "{\"code\":-32601,\"message\":\"Method \\\"x\\\" not found\"}}",
               "error reply: id and message escaped");
     cJSON_Delete(id);
+}
+
+
+/*
+ * The module's text of json, NUL-terminated, against
+ * cJSON_PrintUnformatted()'s; prints both when they differ; frees json.
+ * The first walk's size is exact but for numbers: in a tree without
+ * them, the buffer is the text and its NUL, not a byte more (ASan keeps
+ * the size each allocation asked for).
+ */
+
+static ngx_uint_t
+ngx_unit_prints_as_cjson(cJSON *json, const char *name)
+{
+    char        *theirs;
+    u_char      *ours;
+    size_t       len;
+    ngx_uint_t   same;
+
+    if (json == NULL) {
+        printf("#   %s: no tree\n", name);
+        return 0;
+    }
+
+    ours = ngx_http_mcp_json_print(pool, json, &len);
+    theirs = cJSON_PrintUnformatted(json);
+
+    same = (ours != NULL && theirs != NULL && len == strlen(theirs)
+            && memcmp(ours, theirs, len) == 0 && ours[len] == '\0');
+
+#if (NGX_UNIT_ASAN)
+    if (same && !ngx_unit_has_numbers(json)
+        && __sanitizer_get_allocated_size(ours) != len + 1)
+    {
+        printf("#   %s: %u bytes allocated for %u\n", name,
+               (unsigned) __sanitizer_get_allocated_size(ours),
+               (unsigned) len + 1);
+        same = 0;
+    }
+#endif
+
+    if (!same) {
+        printf("#   %s\n#   got  %s\n#   want %s\n", name,
+               ours ? (char *) ours : "(null)", theirs ? theirs : "(null)");
+    }
+
+    free(theirs);
+    cJSON_Delete(json);
+
+    return same;
+}
+
+
+#if (NGX_UNIT_ASAN)
+
+static ngx_uint_t
+ngx_unit_has_numbers(cJSON *json)
+{
+    cJSON  *item;
+
+    if (cJSON_IsNumber(json)) {
+        return 1;
+    }
+
+    for (item = json->child; item != NULL; item = item->next) {
+        if (ngx_unit_has_numbers(item)) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+#endif
+
+
+/*
+ * The len bytes at s (a copy of exactly len + 1, so that a read past
+ * the NUL is an ASan report) as a value, as a member's name, and alone.
+ */
+
+static ngx_uint_t
+ngx_unit_string_prints(const char *s, size_t len)
+{
+    char   *copy;
+    cJSON  *obj, *item;
+
+    copy = malloc(len + 1);
+    if (copy == NULL) {
+        return 0;
+    }
+
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+
+    obj = cJSON_CreateObject();
+    cJSON_AddItemToObject(obj, "k", cJSON_CreateString(copy));
+    cJSON_AddItemToObject(obj, copy, cJSON_CreateTrue());
+    cJSON_AddItemToObject(obj, copy, cJSON_CreateArray());
+
+    item = cJSON_CreateString(copy);
+    free(copy);
+
+    return ngx_unit_prints_as_cjson(obj, "as a value and a name")
+           & ngx_unit_prints_as_cjson(item, "alone");
+}
+
+
+/*
+ * A string's bytes to escape are looked for eight at a time, those of a
+ * string of fewer in one word of two loads that overlap, the last of a
+ * longer one in the eight that end at its end: each kind of byte to
+ * escape, and the plain bytes next to them (space, '~', DEL, UTF-8), at
+ * every place of strings of 1 to 24 bytes, two of them at every two
+ * places, and every byte, must print as cJSON prints them.
+ */
+
+static void
+test_print_strings(void)
+{
+    u_char      s[32];
+    size_t      len, i, j, a, b, n;
+    ngx_uint_t  good;
+
+    static const u_char  kinds[] = {
+        '"', '\\', '\b', '\f', '\n', '\r', '\t', 0x01, 0x0b, 0x1f,
+        ' ', '~', 0x7f, 0x80, 0xc3, 0xff
+    };
+
+    /* and UTF-8 whose low seven bits would be a byte to escape */
+    static const u_char  pairs[] = {
+        '"', '\\', '\n', 0x01, 0x7f, 0xe9, 0x80, 0xa2, 0xdc, 0x9f
+    };
+
+    n = sizeof(kinds);
+
+    good = 1;
+
+    for (len = 0; len <= 24; len++) {
+        ngx_memset(s, 'a', len);
+        good &= ngx_unit_string_prints((char *) s, len);
+
+        ngx_memset(s, 0xe9, len);
+        good &= ngx_unit_string_prints((char *) s, len);
+    }
+
+    CHECK(good, "print: plain strings and UTF-8 ones of 0 to 24 bytes");
+
+    good = 1;
+
+    for (a = 0; a < n && good; a++) {
+        for (len = 1; len <= 24 && good; len++) {
+            for (i = 0; i < len && good; i++) {
+                ngx_memset(s, 'a', len);
+                s[i] = kinds[a];
+
+                good = ngx_unit_string_prints((char *) s, len);
+
+                if (!good) {
+                    printf("#   byte 0x%02x at %u of %u\n", kinds[a],
+                           (unsigned) i, (unsigned) len);
+                }
+            }
+        }
+    }
+
+    CHECK(good, "print: each kind of byte at every place of 1 to 24");
+
+    good = 1;
+
+    for (a = 0; a < sizeof(pairs) && good; a++) {
+        for (b = 0; b < sizeof(pairs) && good; b++) {
+            for (len = 2; len <= 17 && good; len++) {
+                for (i = 0; i < len && good; i++) {
+                    for (j = i + 1; j < len && good; j++) {
+                        ngx_memset(s, 'a', len);
+                        s[i] = pairs[a];
+                        s[j] = pairs[b];
+
+                        good = ngx_unit_string_prints((char *) s, len);
+
+                        if (!good) {
+                            printf("#   0x%02x at %u, 0x%02x at %u of %u\n",
+                                   pairs[a], (unsigned) i, pairs[b],
+                                   (unsigned) j, (unsigned) len);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    CHECK(good, "print: two bytes to escape at every two places of 2 to 17");
+
+    good = 1;
+
+    for (a = 1; a < 256 && good; a++) {
+        for (len = 1; len <= 17 && good; len += 4) {
+            ngx_memset(s, (u_char) a, len);
+
+            good = ngx_unit_string_prints((char *) s, len);
+
+            if (!good) {
+                printf("#   %u bytes 0x%02x\n", (unsigned) len,
+                       (unsigned) a);
+            }
+        }
+    }
+
+    CHECK(good, "print: every byte, 1 to 17 of it");
+}
+
+
+/*
+ * The first walk keeps the length of 256 strings for the second: the
+ * strings after them, plain and to escape, as values and names, are
+ * measured again.  A string item without text prints as "", as cJSON
+ * prints it.
+ */
+
+static void
+test_print_many(void)
+{
+    char        name[32];
+    cJSON      *obj, *arr, *item;
+    ngx_uint_t  i;
+
+    obj = cJSON_CreateObject();
+    arr = cJSON_CreateArray();
+    cJSON_AddItemToObject(obj, "a", arr);
+
+    for (i = 0; i < 300; i++) {
+        snprintf(name, sizeof(name), (i % 3) ? "n%u" : "n\"%u\n",
+                 (unsigned) i);
+        cJSON_AddItemToObject(obj, name,
+                              cJSON_CreateString((i % 2) ? "plain text"
+                                                         : "a \"quoted\"\t"));
+        cJSON_AddItemToArray(arr, cJSON_CreateString(name));
+    }
+
+    CHECK(ngx_unit_prints_as_cjson(obj, "300 members"),
+          "print: strings past the 256 kept, as cJSON");
+
+    obj = cJSON_CreateObject();
+    item = cJSON_CreateString("x");
+    cJSON_free(item->valuestring);
+    item->valuestring = NULL;
+    cJSON_AddItemToObject(obj, "s", item);
+
+    CHECK(ngx_unit_prints_as_cjson(obj, "string without text"),
+          "print: a string item without text as \"\"");
 }
 
 

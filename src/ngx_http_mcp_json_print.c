@@ -1,17 +1,18 @@
 
 /*
- * The module's JSON printer: a cJSON tree into one buffer of the pool, in
- * two walks (the length, then the bytes), with the text that
- * cJSON_PrintUnformatted() would make: the same escapes, the same
- * numbers.  cJSON's printer grows a malloc()ed buffer and walks each
- * string twice a write; every reply of the module is printed, so this is
- * on the path of every request.
+ * The module's JSON printer: a cJSON tree into one buffer of the pool,
+ * with the text that cJSON_PrintUnformatted() would make: the same
+ * escapes, the same numbers.  cJSON's printer grows a malloc()ed buffer
+ * and walks each string twice a write; every reply of the module is
+ * printed, so this is on the path of every request.
  *
- * Strings are most of a reply's bytes, and most need no escape: the
- * first walk takes each one's length with strlen() and looks for bytes
- * to escape eight at a time, and keeps both for the second walk, which
- * then copies a plain string without reading it again.  A string is
- * never read past its NUL.
+ * A reply of a few kilobytes, as most are, is printed in one walk on
+ * the stack, then copied to the pool; a longer one in two walks, the
+ * size, then the bytes in a buffer of that size.  Strings are most of a
+ * reply's bytes, and most need no escape: a string's length comes from
+ * strlen(), which glibc reads a vector at a time, and its bytes to
+ * escape are looked for eight at a time; the first of the two walks
+ * keeps both for the second.  A string is never read past its NUL.
  *
  * Pure: no HTTP; its output is compared with cJSON's by the differential
  * test.
@@ -25,27 +26,43 @@
 
 
 /* a number's text at most: "%1.17g" of a double, a sign, an exponent */
-#define NGX_HTTP_MCP_JSON_PRINT_NUMBER  32
+#define NGX_HTTP_MCP_JSON_PRINT_NUMBER   32
+
+/* the text printed on the stack, in one walk, when it fits */
+#define NGX_HTTP_MCP_JSON_PRINT_SCRATCH  8192
 
 /*
- * The strings whose length the first walk keeps for the second, in the
- * order both walk them: a page of tools/list has some 200; the strings
- * after them are measured again.
+ * The strings whose length the first of two walks keeps for the second,
+ * in the order both walk them; those after are measured again.
  */
-#define NGX_HTTP_MCP_JSON_PRINT_KEPT    256
+#define NGX_HTTP_MCP_JSON_PRINT_KEPT     256
+
+/*
+ * print_string() in print_value(): GCC would call it, and the call costs
+ * more than copying the few bytes of a name
+ */
+#if (defined __GNUC__)
+#define NGX_HTTP_MCP_JSON_PRINT_INLINE                                       \
+    ngx_inline __attribute__((always_inline))
+#else
+#define NGX_HTTP_MCP_JSON_PRINT_INLINE   ngx_inline
+#endif
 
 #if (NGX_HAVE_LITTLE_ENDIAN && defined __GNUC__)
-#define NGX_HTTP_MCP_JSON_PRINT_SWAR    1
-#define NGX_HTTP_MCP_JSON_PRINT_ONES    0x0101010101010101ULL
-#define NGX_HTTP_MCP_JSON_PRINT_HIGH    0x8080808080808080ULL
+#define NGX_HTTP_MCP_JSON_PRINT_SWAR     1
+#define NGX_HTTP_MCP_JSON_PRINT_ONES     0x0101010101010101ULL
+#define NGX_HTTP_MCP_JSON_PRINT_HIGH     0x8080808080808080ULL
 #endif
 
 
 typedef struct {
-    /* a string's length << 1, | 1 when it has no byte to escape */
-    size_t                       kept[NGX_HTTP_MCP_JSON_PRINT_KEPT];
+    /* the end of the buffer print_value() writes in */
+    u_char                      *end;
+    /* the strings the first walk measured, 0 in the one walk */
     ngx_uint_t                   measured;
     ngx_uint_t                   printed;
+    /* a string's length << 1, | 1 when it has no byte to escape */
+    size_t                       kept[NGX_HTTP_MCP_JSON_PRINT_KEPT];
 } ngx_http_mcp_json_print_t;
 
 
@@ -57,15 +74,19 @@ static size_t ngx_http_mcp_json_print_escapes(const u_char *p,
     const u_char *end);
 static u_char *ngx_http_mcp_json_print_value(ngx_http_mcp_json_print_t *ctx,
     u_char *p, cJSON *json);
-static ngx_inline u_char *ngx_http_mcp_json_print_string(
+static NGX_HTTP_MCP_JSON_PRINT_INLINE u_char *ngx_http_mcp_json_print_string(
     ngx_http_mcp_json_print_t *ctx, u_char *p, const char *s);
-static ngx_inline u_char *ngx_http_mcp_json_print_copy(u_char *p,
-    const u_char *q, size_t n);
+static u_char *ngx_http_mcp_json_print_kept(ngx_http_mcp_json_print_t *ctx,
+    u_char *p, const u_char *q);
+static u_char *ngx_http_mcp_json_print_text(ngx_http_mcp_json_print_t *ctx,
+    u_char *p, const u_char *q, size_t len);
 static u_char *ngx_http_mcp_json_print_escaped(u_char *p, const u_char *q,
     const u_char *end);
 static ngx_inline u_char *ngx_http_mcp_json_print_escape(u_char *p,
     u_char c);
 #if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+static ngx_inline u_char *ngx_http_mcp_json_print_copy(u_char *p,
+    const u_char *q, size_t n);
 static ngx_inline uint64_t ngx_http_mcp_json_print_short(const u_char *p,
     size_t n);
 static ngx_inline uint64_t ngx_http_mcp_json_print_stop8(uint64_t w);
@@ -110,9 +131,29 @@ ngx_http_mcp_json_print(ngx_pool_t *pool, cJSON *json, size_t *len)
     u_char                     *text, *last;
     size_t                      size;
     ngx_http_mcp_json_print_t   ctx;
+    u_char                      scratch[NGX_HTTP_MCP_JSON_PRINT_SCRATCH];
 
+    ctx.end = scratch + sizeof(scratch);
     ctx.measured = 0;
-    ctx.printed = 0;
+
+    last = ngx_http_mcp_json_print_value(&ctx, scratch, json);
+
+    if (last != ctx.end) {
+        size = last - scratch;
+
+        text = ngx_pnalloc(pool, size + 1);
+        if (text == NULL) {
+            return NULL;
+        }
+
+        ngx_memcpy(text, scratch, size);
+        text[size] = '\0';
+        *len = size;
+
+        return text;
+    }
+
+    /* longer than the scratch, or a tree not to print: two walks */
 
     size = ngx_http_mcp_json_print_size(&ctx, json);
     if (size == 0) {
@@ -124,8 +165,12 @@ ngx_http_mcp_json_print(ngx_pool_t *pool, cJSON *json, size_t *len)
         return NULL;
     }
 
+    /* the NUL's byte too: a text that ends there has failed */
+    ctx.end = text + size + 1;
+    ctx.printed = 0;
+
     last = ngx_http_mcp_json_print_value(&ctx, text, json);
-    if (last == NULL) {
+    if (last == ctx.end) {
         return NULL;
     }
 
@@ -177,15 +222,9 @@ ngx_http_mcp_json_print_size(ngx_http_mcp_json_print_t *ctx, cJSON *json)
                 size += ngx_http_mcp_json_string_size(ctx, item->string) + 1;
             }
 
-            /* a string, the most frequent item, without a call */
-            if ((item->type & 0xff) == cJSON_String) {
-                n = ngx_http_mcp_json_string_size(ctx, item->valuestring);
-
-            } else {
-                n = ngx_http_mcp_json_print_size(ctx, item);
-                if (n == 0) {
-                    return 0;
-                }
+            n = ngx_http_mcp_json_print_size(ctx, item);
+            if (n == 0) {
+                return 0;
             }
 
             size += n + (item->next != NULL);
@@ -199,13 +238,6 @@ ngx_http_mcp_json_print_size(ngx_http_mcp_json_print_t *ctx, cJSON *json)
 }
 
 
-/*
- * A string's size.  Its length comes from strlen(), which glibc reads a
- * vector at a time; the bytes to escape are then looked for eight at a
- * time, in a string of fewer bytes (most names) in one word of two
- * loads that overlap.  A string is never read past its NUL.
- */
-
 static ngx_inline size_t
 ngx_http_mcp_json_string_size(ngx_http_mcp_json_print_t *ctx, const char *s)
 {
@@ -217,20 +249,7 @@ ngx_http_mcp_json_string_size(ngx_http_mcp_json_print_t *ctx, const char *s)
     p = (const u_char *) ((s != NULL) ? s : "");
 
     len = ngx_strlen(p);
-
-#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
-    if (len < 8
-        && ngx_http_mcp_json_print_stop8(ngx_http_mcp_json_print_short(p, len))
-           == 0)
-    {
-        size = 0;
-
-    } else {
-        size = ngx_http_mcp_json_print_escapes(p, p + len);
-    }
-#else
     size = ngx_http_mcp_json_print_escapes(p, p + len);
-#endif
 
     i = ctx->measured++;
 
@@ -242,43 +261,66 @@ ngx_http_mcp_json_string_size(ngx_http_mcp_json_print_t *ctx, const char *s)
 }
 
 
-/* the bytes the escapes in [p, end) add */
+/*
+ * The bytes the escapes in [p, end) add.  The bytes of a string of fewer
+ * than eight are tested in one word of two loads that overlap, the last
+ * ones of a longer string in the eight that end at its end, less the
+ * flags of those counted already.
+ */
 
-static __attribute__((noinline)) size_t
+static size_t
 ngx_http_mcp_json_print_escapes(const u_char *p, const u_char *end)
 {
-    size_t     size;
+    size_t         size;
 #if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
-    size_t     n;
-    uint64_t   w, stop, mask;
+    uint64_t       w, stop, mask;
+    const u_char  *last;
 #endif
 
     size = 0;
 
 #if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+
+    if (end - p < 8) {
+        w = ngx_http_mcp_json_print_short(p, end - p);
+
+        if (ngx_http_mcp_json_print_stop8(w) == 0) {
+            return 0;
+        }
+
+        /* which bytes: a short string with escapes is rare */
+        goto bytes;
+    }
+
+    last = end - 8;
     mask = ~0ULL;
 
-    while (end - p >= 8) {
+    for ( ;; ) {
         ngx_memcpy(&w, p, sizeof(uint64_t));
 
+        /* the flag is the byte's bit 7 */
         for (stop = ngx_http_mcp_json_print_stop8(w) & mask;
              stop != 0;
              stop &= stop - 1)
         {
-            /* the flag is the byte's bit 7 */
             size += ngx_http_mcp_json_escaped[
                         (u_char) (w >> (__builtin_ctzll(stop) - 7))] - 1;
         }
 
-        p += 8;
-        n = end - p;
+        if (p == last) {
+            return size;
+        }
 
-        if (n != 0 && n < 8) {
-            /* the last bytes: the eight that end at end, less those seen */
-            mask = ~0ULL << (8 * (8 - n));
-            p = end - 8;
+        p += 8;
+
+        if (p > last) {
+            mask = ~0ULL << (8 * (p - last));
+            p = last;
         }
     }
+
+bytes:
+
 #endif
 
     while (p < end) {
@@ -289,54 +331,93 @@ ngx_http_mcp_json_print_escapes(const u_char *p, const u_char *end)
 }
 
 
-/* writes json at p, which holds its size; returns the end, NULL: failed */
+/*
+ * Writes json at p, up to ctx->end; returns the end of the text, or
+ * ctx->end: it did not fit, or is not to print.
+ */
 
 static u_char *
 ngx_http_mcp_json_print_value(ngx_http_mcp_json_print_t *ctx, u_char *p,
     cJSON *json)
 {
-    cJSON  *item;
+    size_t       n;
+    cJSON       *item;
+    u_char      *end;
+    ngx_uint_t   object;
+
+    end = ctx->end;
 
     switch (json->type & 0xff) {
 
     case cJSON_NULL:
-        return ngx_cpymem(p, "null", 4);
+        return (end - p > 4) ? ngx_cpymem(p, "null", 4) : end;
 
     case cJSON_True:
-        return ngx_cpymem(p, "true", 4);
+        return (end - p > 4) ? ngx_cpymem(p, "true", 4) : end;
 
     case cJSON_False:
-        return ngx_cpymem(p, "false", 5);
+        return (end - p > 5) ? ngx_cpymem(p, "false", 5) : end;
 
     case cJSON_Number:
-        return ngx_http_mcp_json_print_number(p, json);
+        if (end - p <= NGX_HTTP_MCP_JSON_PRINT_NUMBER) {
+            return end;
+        }
+
+        p = ngx_http_mcp_json_print_number(p, json);
+
+        return (p != NULL) ? p : end;
 
     case cJSON_Raw:
-        return ngx_cpymem(p, json->valuestring,
-                          ngx_strlen(json->valuestring));
+        if (json->valuestring == NULL) {
+            return end;
+        }
+
+        n = ngx_strlen(json->valuestring);
+
+        return ((size_t) (end - p) > n) ? ngx_cpymem(p, json->valuestring, n)
+                                        : end;
 
     case cJSON_String:
         return ngx_http_mcp_json_print_string(ctx, p, json->valuestring);
 
     case cJSON_Array:
     case cJSON_Object:
-        *p++ = ((json->type & 0xff) == cJSON_Array) ? '[' : '{';
+
+        /*
+         * The room for each byte written here is checked: for the
+         * brackets at the start; after a name or a value, which returns
+         * end when it does not fit, for the ':', ',' or bracket after it.
+         */
+
+        if (end - p <= 2) {
+            return end;
+        }
+
+        object = ((json->type & 0xff) == cJSON_Object);
+
+        *p++ = object ? '{' : '[';
 
         for (item = json->child; item != NULL; item = item->next) {
 
-            if ((json->type & 0xff) == cJSON_Object) {
+            if (object) {
                 p = ngx_http_mcp_json_print_string(ctx, p, item->string);
+                if (p == end) {
+                    return end;
+                }
+
                 *p++ = ':';
             }
 
+            /* a string, the most frequent item, without a call */
             if ((item->type & 0xff) == cJSON_String) {
                 p = ngx_http_mcp_json_print_string(ctx, p, item->valuestring);
 
             } else {
                 p = ngx_http_mcp_json_print_value(ctx, p, item);
-                if (p == NULL) {
-                    return NULL;
-                }
+            }
+
+            if (p == end) {
+                return end;
             }
 
             if (item->next != NULL) {
@@ -344,45 +425,116 @@ ngx_http_mcp_json_print_value(ngx_http_mcp_json_print_t *ctx, u_char *p,
             }
         }
 
-        *p++ = ((json->type & 0xff) == cJSON_Array) ? ']' : '}';
+        *p++ = object ? '}' : ']';
 
         return p;
 
     default:
-        return NULL;
+        return end;
     }
 }
 
 
-/* a plain string is copied at the length the first walk kept */
+/*
+ * A string in the one walk: one of fewer than eight bytes without an
+ * escape, as most names are, here; the rest by print_text().
+ */
 
-static ngx_inline u_char *
+static NGX_HTTP_MCP_JSON_PRINT_INLINE u_char *
 ngx_http_mcp_json_print_string(ngx_http_mcp_json_print_t *ctx, u_char *p,
     const char *s)
 {
     size_t         len;
-    ngx_uint_t     i;
     const u_char  *q;
 
+    /* cJSON prints a string without text as "" */
     q = (const u_char *) ((s != NULL) ? s : "");
 
-    *p++ = '"';
+    if (ctx->measured != 0) {
+        return ngx_http_mcp_json_print_kept(ctx, p, q);
+    }
+
+    len = ngx_strlen(q);
+
+#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+    if (len < 8
+        && ctx->end - p > 9
+        && ngx_http_mcp_json_print_stop8(ngx_http_mcp_json_print_short(q, len))
+           == 0)
+    {
+        *p++ = '"';
+        p = ngx_http_mcp_json_print_copy(p, q, len);
+        *p++ = '"';
+
+        return p;
+    }
+#endif
+
+    return ngx_http_mcp_json_print_text(ctx, p, q, len);
+}
+
+
+/* a string in the second of two walks, at the length the first kept */
+
+static u_char *
+ngx_http_mcp_json_print_kept(ngx_http_mcp_json_print_t *ctx, u_char *p,
+    const u_char *q)
+{
+    size_t      len;
+    ngx_uint_t  i;
 
     i = ctx->printed++;
 
-    if (i < NGX_HTTP_MCP_JSON_PRINT_KEPT) {
-        len = ctx->kept[i] >> 1;
-
-        if (ctx->kept[i] & 1) {
-            p = ngx_http_mcp_json_print_copy(p, q, len);
-            *p++ = '"';
-            return p;
-        }
-
-    } else {
-        len = ngx_strlen(q);
+    if (i >= NGX_HTTP_MCP_JSON_PRINT_KEPT) {
+        return ngx_http_mcp_json_print_text(ctx, p, q, ngx_strlen(q));
     }
 
+    len = ctx->kept[i] >> 1;
+
+    *p++ = '"';
+
+    if (ctx->kept[i] & 1) {
+        p = ngx_cpymem(p, q, len);
+
+    } else {
+        p = ngx_http_mcp_json_print_escaped(p, q, q + len);
+    }
+
+    *p++ = '"';
+
+    return p;
+}
+
+
+/*
+ * The len bytes at q, quoted and escaped, if they fit before ctx->end,
+ * else ctx->end: each byte prints as six at most, and a string that may
+ * not fit so is measured first.
+ */
+
+static u_char *
+ngx_http_mcp_json_print_text(ngx_http_mcp_json_print_t *ctx, u_char *p,
+    const u_char *q, size_t len)
+{
+    size_t  size;
+
+    if ((size_t) (ctx->end - p) / 6 <= len) {
+        size = ngx_http_mcp_json_print_escapes(q, q + len);
+
+        if ((size_t) (ctx->end - p) <= len + 2 + size) {
+            return ctx->end;
+        }
+
+        if (size == 0) {
+            *p++ = '"';
+            p = ngx_cpymem(p, q, len);
+            *p++ = '"';
+
+            return p;
+        }
+    }
+
+    *p++ = '"';
     p = ngx_http_mcp_json_print_escaped(p, q, q + len);
     *p++ = '"';
 
@@ -390,66 +542,24 @@ ngx_http_mcp_json_print_string(ngx_http_mcp_json_print_t *ctx, u_char *p,
 }
 
 
-/* ngx_cpymem() less its call for the few bytes of most strings */
-
-static ngx_inline u_char *
-ngx_http_mcp_json_print_copy(u_char *p, const u_char *q, size_t n)
-{
-#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
-    uint16_t  v16;
-    uint32_t  v32;
-    uint64_t  v64;
-
-    if (n > 16) {
-        return ngx_cpymem(p, q, n);
-    }
-
-    /* two moves that overlap, of the first and the last bytes */
-
-    if (n >= 8) {
-        ngx_memcpy(&v64, q, sizeof(uint64_t));
-        ngx_memcpy(p, &v64, sizeof(uint64_t));
-        ngx_memcpy(&v64, q + n - 8, sizeof(uint64_t));
-        ngx_memcpy(p + n - 8, &v64, sizeof(uint64_t));
-
-    } else if (n >= 4) {
-        ngx_memcpy(&v32, q, sizeof(uint32_t));
-        ngx_memcpy(p, &v32, sizeof(uint32_t));
-        ngx_memcpy(&v32, q + n - 4, sizeof(uint32_t));
-        ngx_memcpy(p + n - 4, &v32, sizeof(uint32_t));
-
-    } else if (n >= 2) {
-        ngx_memcpy(&v16, q, sizeof(uint16_t));
-        ngx_memcpy(p, &v16, sizeof(uint16_t));
-        ngx_memcpy(&v16, q + n - 2, sizeof(uint16_t));
-        ngx_memcpy(p + n - 2, &v16, sizeof(uint16_t));
-
-    } else if (n == 1) {
-        *p = *q;
-    }
-
-    return p + n;
-#else
-    return ngx_cpymem(p, q, n);
-#endif
-}
-
-
-/* [q, end) escaped at p */
+/* [q, end) escaped at p, which holds their escaped size */
 
 static u_char *
 ngx_http_mcp_json_print_escaped(u_char *p, const u_char *q, const u_char *end)
 {
-    u_char     c;
+    u_char         c;
 #if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
-    size_t     n;
-    uint64_t   w, stop;
+    size_t         n;
+    uint64_t       w, stop;
+    const u_char  *start;
+
+    start = q;
 
     /*
      * The eight bytes are stored whole, those from a byte to escape on
      * to be written over: each of them prints at least one byte, and
-     * the closing quote and the text's NUL follow, so the store stays in
-     * the buffer that print_size() counted.
+     * the closing quote follows, so the store stays in the room the
+     * caller found for the string.
      */
 
     while (end - q >= 8) {
@@ -466,6 +576,24 @@ ngx_http_mcp_json_print_escaped(u_char *p, const u_char *q, const u_char *end)
         n = __builtin_ctzll(stop) / 8;
         p = ngx_http_mcp_json_print_escape(p + n, q[n]);
         q += n + 1;
+    }
+
+    if (q != end && end - start >= 8) {
+
+        /*
+         * The last bytes, in the eight that end at end: when none of
+         * the eight is to escape, those before q were copied as they
+         * are, and the eight are stored over them again.
+         */
+
+        ngx_memcpy(&w, end - 8, sizeof(uint64_t));
+
+        if (ngx_http_mcp_json_print_stop8(w) == 0) {
+            n = end - q;
+            ngx_memcpy(p + n - 8, &w, sizeof(uint64_t));
+
+            return p + n;
+        }
     }
 #endif
 
@@ -515,6 +643,36 @@ ngx_http_mcp_json_print_escape(u_char *p, u_char c)
 
 
 #if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+
+/* ngx_cpymem() of fewer than eight bytes, less its call */
+
+static ngx_inline u_char *
+ngx_http_mcp_json_print_copy(u_char *p, const u_char *q, size_t n)
+{
+    uint16_t  v16;
+    uint32_t  v32;
+
+    /* two moves that overlap, of the first and the last bytes */
+
+    if (n >= 4) {
+        ngx_memcpy(&v32, q, sizeof(uint32_t));
+        ngx_memcpy(p, &v32, sizeof(uint32_t));
+        ngx_memcpy(&v32, q + n - 4, sizeof(uint32_t));
+        ngx_memcpy(p + n - 4, &v32, sizeof(uint32_t));
+
+    } else if (n >= 2) {
+        ngx_memcpy(&v16, q, sizeof(uint16_t));
+        ngx_memcpy(p, &v16, sizeof(uint16_t));
+        ngx_memcpy(&v16, q + n - 2, sizeof(uint16_t));
+        ngx_memcpy(p + n - 2, &v16, sizeof(uint16_t));
+
+    } else if (n == 1) {
+        *p = *q;
+    }
+
+    return p + n;
+}
+
 
 /*
  * The n (below 8) bytes at p as a word to test: the first and the last
@@ -589,9 +747,9 @@ ngx_http_mcp_json_print_number(u_char *p, cJSON *json)
 {
     int       n;
     char      buf[NGX_HTTP_MCP_JSON_PRINT_NUMBER + 1];
-    u_char   *q;
+    u_char   *end;
     double    d, test, max;
-    uint64_t  v;
+    uint64_t  v, t;
 
     d = json->valuedouble;
 
@@ -612,14 +770,22 @@ ngx_http_mcp_json_print_number(u_char *p, cJSON *json)
         }
 
         v = (uint64_t) d;
-        q = (u_char *) buf + sizeof(buf);
+
+        /* the digits, written from the last back */
+        end = p + 1;
+
+        for (t = v / 10; t != 0; t /= 10) {
+            end++;
+        }
+
+        p = end;
 
         do {
-            *--q = (u_char) ('0' + v % 10);
+            *--p = (u_char) ('0' + v % 10);
             v /= 10;
         } while (v != 0);
 
-        return ngx_cpymem(p, q, (u_char *) buf + sizeof(buf) - q);
+        return end;
     }
 
     n = snprintf(buf, sizeof(buf), "%1.15g", d);

@@ -63,6 +63,8 @@ static ngx_uint_t ngx_unit_has_numbers(cJSON *json);
 static ngx_uint_t ngx_unit_string_prints(const char *s, size_t len);
 static void test_print_strings(void);
 static void test_print_many(void);
+static cJSON *ngx_unit_edge_item(ngx_uint_t kind);
+static void test_print_edges(void);
 static void test_helpers(void);
 
 
@@ -87,6 +89,7 @@ main(void)
     test_replies();
     test_print_strings();
     test_print_many();
+    test_print_edges();
     test_helpers();
 
     ngx_shim_pool_destroy(pool);
@@ -1061,16 +1064,19 @@ test_print_strings(void)
 
 
 /*
- * The first walk keeps the length of 256 strings for the second: the
- * strings after them, plain and to escape, as values and names, are
- * measured again.  A string item without text prints as "", as cJSON
- * prints it.
+ * A text over the 8 KB printed on the stack takes two walks, and the
+ * first keeps the length of 256 strings for the second: the strings
+ * after them, plain and to escape, as values and names, are measured
+ * again.  A string item without text prints as "", as cJSON prints it;
+ * an invalid item and a raw item without text print as nothing, in a
+ * short text and in a long one.
  */
 
 static void
 test_print_many(void)
 {
     char        name[32];
+    size_t      len;
     cJSON      *obj, *arr, *item;
     ngx_uint_t  i;
 
@@ -1082,8 +1088,9 @@ test_print_many(void)
         snprintf(name, sizeof(name), (i % 3) ? "n%u" : "n\"%u\n",
                  (unsigned) i);
         cJSON_AddItemToObject(obj, name,
-                              cJSON_CreateString((i % 2) ? "plain text"
-                                                         : "a \"quoted\"\t"));
+                              cJSON_CreateString((i % 2)
+                                  ? "plain text, long enough to pass 8 KB"
+                                  : "a \"quoted\"\t"));
         cJSON_AddItemToArray(arr, cJSON_CreateString(name));
     }
 
@@ -1098,6 +1105,157 @@ test_print_many(void)
 
     CHECK(ngx_unit_prints_as_cjson(obj, "string without text"),
           "print: a string item without text as \"\"");
+
+    for (i = 0; i < 2; i++) {
+        obj = cJSON_CreateObject();
+        cJSON_AddItemToObject(obj, "long", cJSON_CreateString(""));
+        cJSON_AddItemToObject(obj, "bad", cJSON_CreateRaw("1"));
+
+        if (i == 1) {
+            cJSON_free(obj->child->valuestring);
+            obj->child->valuestring = malloc(10001);
+            if (obj->child->valuestring != NULL) {
+                memset(obj->child->valuestring, 'a', 10000);
+                obj->child->valuestring[10000] = '\0';
+            }
+        }
+
+        item = obj->child->next;
+        cJSON_free(item->valuestring);
+        item->valuestring = NULL;
+
+        CHECK(ngx_http_mcp_json_print(pool, obj, &len) == NULL
+              && cJSON_PrintUnformatted(obj) == NULL,
+              i ? "print: a raw item without text in a long text: NULL"
+                : "print: a raw item without text: NULL");
+
+        item->type = cJSON_Invalid;
+
+        CHECK(ngx_http_mcp_json_print(pool, obj, &len) == NULL
+              && cJSON_PrintUnformatted(obj) == NULL,
+              i ? "print: an invalid item in a long text: NULL"
+                : "print: an invalid item: NULL");
+
+        cJSON_Delete(obj);
+    }
+}
+
+
+/* the last item of the texts that end near the end of the 8 KB */
+
+static cJSON *
+ngx_unit_edge_item(ngx_uint_t kind)
+{
+    cJSON  *item;
+
+    switch (kind) {
+    case 0:
+        return cJSON_CreateString("abc");
+    case 1:
+        return cJSON_CreateString("a\"b\\c\n\x01");
+    case 2:
+        return cJSON_CreateString("twenty plain bytes..");
+    case 3:
+        return cJSON_CreateNumber(12345);
+    case 4:
+        return cJSON_CreateNumber(-1.2345678901234567e-300);
+    case 5:
+        return cJSON_CreateTrue();
+    case 6:
+        return cJSON_CreateNull();
+    case 7:
+        return cJSON_CreateFalse();
+    case 8:
+        return cJSON_CreateArray();
+    case 9:
+        return cJSON_CreateObject();
+    case 10:
+        item = cJSON_CreateObject();
+        cJSON_AddItemToObject(item, "k\"", cJSON_CreateString("v"));
+        return item;
+    case 11:
+        item = cJSON_CreateArray();
+        cJSON_AddItemToArray(item, cJSON_CreateArray());
+        cJSON_AddItemToArray(item->child, cJSON_CreateString("x"));
+        return item;
+    default:
+        return cJSON_CreateRaw("123");
+    }
+}
+
+
+/*
+ * A text is printed in one walk on the stack (8 KB) when it fits, else
+ * in two: texts of 8 KB - 64 to 8 KB + 24, ending in each kind of item,
+ * after a long plain string or one to escape, as an item, a name, and
+ * three arrays deep, so that every kind of write meets the end of the
+ * stack's buffer at every byte.
+ */
+
+static void
+test_print_edges(void)
+{
+    char        *fill;
+    size_t       len, i;
+    cJSON       *root, *arr;
+    ngx_uint_t   kind, shape, escapes, good;
+
+    fill = malloc(8192 + 64);
+    if (fill == NULL) {
+        CHECK(0, "print: edges: no memory");
+        return;
+    }
+
+    good = 1;
+
+    for (escapes = 0; escapes < 2 && good; escapes++) {
+        for (shape = 0; shape < 3 && good; shape++) {
+            for (kind = 0; kind < 13 && good; kind++) {
+                for (len = 8192 - 64; len < 8192 + 24 && good; len++) {
+
+                    for (i = 0; i < len; i++) {
+                        fill[i] = (escapes && i % 61 == 7) ? '\n' : 'a';
+                    }
+
+                    fill[len] = '\0';
+
+                    switch (shape) {
+                    case 0:
+                        root = cJSON_CreateArray();
+                        cJSON_AddItemToArray(root, cJSON_CreateString(fill));
+                        cJSON_AddItemToArray(root, ngx_unit_edge_item(kind));
+                        break;
+                    case 1:
+                        root = cJSON_CreateObject();
+                        cJSON_AddItemToObject(root, fill,
+                                              ngx_unit_edge_item(kind));
+                        break;
+                    default:
+                        root = cJSON_CreateArray();
+                        arr = cJSON_CreateArray();
+                        cJSON_AddItemToArray(root, arr);
+                        cJSON_AddItemToArray(arr, cJSON_CreateArray());
+                        arr = arr->child;
+                        cJSON_AddItemToArray(arr, cJSON_CreateString(fill));
+                        cJSON_AddItemToArray(arr, ngx_unit_edge_item(kind));
+                    }
+
+                    good = ngx_unit_prints_as_cjson(root, "edge");
+
+                    if (!good) {
+                        printf("#   shape %u, kind %u, %u bytes%s\n",
+                               (unsigned) shape, (unsigned) kind,
+                               (unsigned) len,
+                               escapes ? ", with escapes" : "");
+                    }
+                }
+            }
+        }
+    }
+
+    free(fill);
+
+    CHECK(good, "print: texts that end near the end of the stack's buffer");
 }
 
 

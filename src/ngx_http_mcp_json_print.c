@@ -436,8 +436,9 @@ ngx_http_mcp_json_print_value(ngx_http_mcp_json_print_t *ctx, u_char *p,
 
 
 /*
- * A string in the one walk: one of fewer than eight bytes without an
- * escape, as most names are, here; the rest by print_text().
+ * A string in the one walk: one of up to 16 bytes without an escape, as
+ * most names and many values are, here, in two moves that overlap; the
+ * rest by print_text().
  */
 
 static NGX_HTTP_MCP_JSON_PRINT_INLINE u_char *
@@ -446,6 +447,9 @@ ngx_http_mcp_json_print_string(ngx_http_mcp_json_print_t *ctx, u_char *p,
 {
     size_t         len;
     const u_char  *q;
+#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
+    uint64_t       w, last;
+#endif
 
     /* cJSON prints a string without text as "" */
     q = (const u_char *) ((s != NULL) ? s : "");
@@ -457,16 +461,37 @@ ngx_http_mcp_json_print_string(ngx_http_mcp_json_print_t *ctx, u_char *p,
     len = ngx_strlen(q);
 
 #if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
-    if (len < 8
-        && ctx->end - p > 9
-        && ngx_http_mcp_json_print_stop8(ngx_http_mcp_json_print_short(q, len))
-           == 0)
-    {
-        *p++ = '"';
-        p = ngx_http_mcp_json_print_copy(p, q, len);
-        *p++ = '"';
+    if (ctx->end - p > 18) {
 
-        return p;
+        if (len < 8) {
+            if (ngx_http_mcp_json_print_stop8(
+                    ngx_http_mcp_json_print_short(q, len))
+                == 0)
+            {
+                *p++ = '"';
+                p = ngx_http_mcp_json_print_copy(p, q, len);
+                *p++ = '"';
+
+                return p;
+            }
+
+        } else if (len <= 16) {
+            ngx_memcpy(&w, q, sizeof(uint64_t));
+            ngx_memcpy(&last, q + len - 8, sizeof(uint64_t));
+
+            if ((ngx_http_mcp_json_print_stop8(w)
+                 | ngx_http_mcp_json_print_stop8(last))
+                == 0)
+            {
+                *p++ = '"';
+                ngx_memcpy(p, &w, sizeof(uint64_t));
+                ngx_memcpy(p + len - 8, &last, sizeof(uint64_t));
+                p += len;
+                *p++ = '"';
+
+                return p;
+            }
+        }
     }
 #endif
 

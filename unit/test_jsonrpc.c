@@ -1178,6 +1178,10 @@ ngx_unit_edge_item(ngx_uint_t kind)
         cJSON_AddItemToArray(item, cJSON_CreateArray());
         cJSON_AddItemToArray(item->child, cJSON_CreateString("x"));
         return item;
+    case 12:
+        return cJSON_CreateString("twelve bytes");
+    case 13:
+        return cJSON_CreateString("sixteen bytes...");
     default:
         return cJSON_CreateRaw("123");
     }
@@ -1210,7 +1214,7 @@ test_print_edges(void)
 
     for (escapes = 0; escapes < 2 && good; escapes++) {
         for (shape = 0; shape < 3 && good; shape++) {
-            for (kind = 0; kind < 13 && good; kind++) {
+            for (kind = 0; kind < 15 && good; kind++) {
                 for (len = 8192 - 64; len < 8192 + 24 && good; len++) {
 
                     for (i = 0; i < len; i++) {

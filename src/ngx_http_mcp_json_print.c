@@ -52,6 +52,12 @@
 #define NGX_HTTP_MCP_JSON_PRINT_SWAR     1
 #define NGX_HTTP_MCP_JSON_PRINT_ONES     0x0101010101010101ULL
 #define NGX_HTTP_MCP_JSON_PRINT_HIGH     0x8080808080808080ULL
+
+/* x86-64 always has SSE2: sixteen bytes of a long string a step */
+#if (defined __SSE2__)
+#define NGX_HTTP_MCP_JSON_PRINT_SSE2     1
+#include <emmintrin.h>
+#endif
 #endif
 
 
@@ -90,6 +96,9 @@ static ngx_inline u_char *ngx_http_mcp_json_print_copy(u_char *p,
 static ngx_inline uint64_t ngx_http_mcp_json_print_short(const u_char *p,
     size_t n);
 static ngx_inline uint64_t ngx_http_mcp_json_print_stop8(uint64_t w);
+#endif
+#if (NGX_HTTP_MCP_JSON_PRINT_SSE2)
+static ngx_inline unsigned ngx_http_mcp_json_print_stop16(__m128i v);
 #endif
 static u_char *ngx_http_mcp_json_print_number(u_char *p, cJSON *json);
 
@@ -276,8 +285,26 @@ ngx_http_mcp_json_print_escapes(const u_char *p, const u_char *end)
     uint64_t       w, stop, mask;
     const u_char  *last;
 #endif
+#if (NGX_HTTP_MCP_JSON_PRINT_SSE2)
+    unsigned       bits;
+#endif
 
     size = 0;
+
+#if (NGX_HTTP_MCP_JSON_PRINT_SSE2)
+    while (end - p >= 16) {
+        bits = ngx_http_mcp_json_print_stop16(
+                   _mm_loadu_si128((const __m128i *) p));
+
+        for ( /* void */ ; bits != 0; bits &= bits - 1) {
+            size += ngx_http_mcp_json_escaped[p[__builtin_ctz(bits)]] - 1;
+        }
+
+        p += 16;
+    }
+
+    /* the rest, fewer than sixteen, as a string of its own */
+#endif
 
 #if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
 
@@ -285,7 +312,7 @@ ngx_http_mcp_json_print_escapes(const u_char *p, const u_char *end)
         w = ngx_http_mcp_json_print_short(p, end - p);
 
         if (ngx_http_mcp_json_print_stop8(w) == 0) {
-            return 0;
+            return size;
         }
 
         /* which bytes: a short string with escapes is rare */
@@ -577,15 +604,40 @@ ngx_http_mcp_json_print_escaped(u_char *p, const u_char *q, const u_char *end)
     size_t         n;
     uint64_t       w, stop;
     const u_char  *start;
+#endif
+#if (NGX_HTTP_MCP_JSON_PRINT_SSE2)
+    __m128i        v;
+    unsigned       bits;
+#endif
+
+#if (NGX_HTTP_MCP_JSON_PRINT_SWAR)
 
     start = q;
 
     /*
-     * The eight bytes are stored whole, those from a byte to escape on
-     * to be written over: each of them prints at least one byte, and
-     * the closing quote follows, so the store stays in the room the
-     * caller found for the string.
+     * The sixteen or eight bytes are stored whole, those from a byte to
+     * escape on to be written over: each of them prints at least one
+     * byte, and the closing quote follows, so the store stays in the
+     * room the caller found for the string.
      */
+
+#if (NGX_HTTP_MCP_JSON_PRINT_SSE2)
+    while (end - q >= 16) {
+        v = _mm_loadu_si128((const __m128i *) q);
+        _mm_storeu_si128((__m128i *) p, v);
+
+        bits = ngx_http_mcp_json_print_stop16(v);
+        if (bits == 0) {
+            p += 16;
+            q += 16;
+            continue;
+        }
+
+        n = __builtin_ctz(bits);
+        p = ngx_http_mcp_json_print_escape(p + n, q[n]);
+        q += n + 1;
+    }
+#endif
 
     while (end - q >= 8) {
         ngx_memcpy(&w, q, sizeof(uint64_t));
@@ -754,6 +806,29 @@ ngx_http_mcp_json_print_stop8(uint64_t w)
 
     /* plain: from 0x80, or none of the three */
     return ~((quote & backslash & control) | w) & NGX_HTTP_MCP_JSON_PRINT_HIGH;
+}
+
+#endif
+
+
+#if (NGX_HTTP_MCP_JSON_PRINT_SSE2)
+
+/*
+ * The bytes of v that print escaped, a bit each: a quote, a backslash,
+ * one of 0x1f and below (unsigned: its minimum with 0x1f is itself);
+ * those from 0x80 print as they are.
+ */
+
+static ngx_inline unsigned
+ngx_http_mcp_json_print_stop16(__m128i v)
+{
+    __m128i  special, control;
+
+    special = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                           _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+
+    return (unsigned) _mm_movemask_epi8(_mm_or_si128(special, control));
 }
 
 #endif

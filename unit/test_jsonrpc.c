@@ -60,7 +60,8 @@ static ngx_uint_t ngx_unit_prints_as_cjson(cJSON *json, const char *name);
 #if (NGX_UNIT_ASAN)
 static ngx_uint_t ngx_unit_has_numbers(cJSON *json);
 #endif
-static ngx_uint_t ngx_unit_string_prints(const char *s, size_t len);
+static ngx_uint_t ngx_unit_string_prints(const char *s, size_t len,
+    ngx_uint_t two);
 static void test_print_strings(void);
 static void test_print_many(void);
 static cJSON *ngx_unit_edge_item(ngx_uint_t kind);
@@ -928,14 +929,19 @@ ngx_unit_has_numbers(cJSON *json)
 
 /*
  * The len bytes at s (a copy of exactly len + 1, so that a read past
- * the NUL is an ASan report) as a value, as a member's name, and alone.
+ * the NUL is an ASan report) as a value, as a member's name, and alone;
+ * with two, in a text over the 8 KB printed on the stack too, which
+ * takes two walks, the first measuring the string.
  */
 
 static ngx_uint_t
-ngx_unit_string_prints(const char *s, size_t len)
+ngx_unit_string_prints(const char *s, size_t len, ngx_uint_t two)
 {
-    char   *copy;
-    cJSON  *obj, *item;
+    char        *copy;
+    cJSON       *obj, *item;
+    ngx_uint_t   good;
+
+    static char  fill[8193];
 
     copy = malloc(len + 1);
     if (copy == NULL) {
@@ -951,26 +957,43 @@ ngx_unit_string_prints(const char *s, size_t len)
     cJSON_AddItemToObject(obj, copy, cJSON_CreateArray());
 
     item = cJSON_CreateString(copy);
+
+    good = ngx_unit_prints_as_cjson(obj, "as a value and a name")
+           & ngx_unit_prints_as_cjson(item, "alone");
+
+    if (two) {
+        if (fill[0] == '\0') {
+            ngx_memset(fill, 'f', sizeof(fill) - 1);
+        }
+
+        obj = cJSON_CreateObject();
+        cJSON_AddItemToObject(obj, "f", cJSON_CreateString(fill));
+        cJSON_AddItemToObject(obj, "k", cJSON_CreateString(copy));
+        cJSON_AddItemToObject(obj, copy, cJSON_CreateTrue());
+
+        good &= ngx_unit_prints_as_cjson(obj, "in two walks");
+    }
+
     free(copy);
 
-    return ngx_unit_prints_as_cjson(obj, "as a value and a name")
-           & ngx_unit_prints_as_cjson(item, "alone");
+    return good;
 }
 
 
 /*
- * A string's bytes to escape are looked for eight at a time, those of a
- * string of fewer in one word of two loads that overlap, the last of a
- * longer one in the eight that end at its end: each kind of byte to
- * escape, and the plain bytes next to them (space, '~', DEL, UTF-8), at
- * every place of strings of 1 to 24 bytes, two of them at every two
- * places, and every byte, must print as cJSON prints them.
+ * A string's bytes to escape are looked for sixteen (SSE2) or eight at
+ * a time, those of a string under eight in one word of two loads that
+ * overlap, the last of a longer one in the eight that end at its end:
+ * each kind of byte to escape, and the plain bytes next to them (space,
+ * '~', DEL, UTF-8), at every place of strings of 1 to 40 bytes, two of
+ * them at every two places of up to 33, and every byte, must print as
+ * cJSON prints them, in one walk and (but for most pairs) in two.
  */
 
 static void
 test_print_strings(void)
 {
-    u_char      s[32];
+    u_char      s[48];
     size_t      len, i, j, a, b, n;
     ngx_uint_t  good;
 
@@ -988,25 +1011,25 @@ test_print_strings(void)
 
     good = 1;
 
-    for (len = 0; len <= 24; len++) {
+    for (len = 0; len <= 40; len++) {
         ngx_memset(s, 'a', len);
-        good &= ngx_unit_string_prints((char *) s, len);
+        good &= ngx_unit_string_prints((char *) s, len, 1);
 
         ngx_memset(s, 0xe9, len);
-        good &= ngx_unit_string_prints((char *) s, len);
+        good &= ngx_unit_string_prints((char *) s, len, 1);
     }
 
-    CHECK(good, "print: plain strings and UTF-8 ones of 0 to 24 bytes");
+    CHECK(good, "print: plain strings and UTF-8 ones of 0 to 40 bytes");
 
     good = 1;
 
     for (a = 0; a < n && good; a++) {
-        for (len = 1; len <= 24 && good; len++) {
+        for (len = 1; len <= 40 && good; len++) {
             for (i = 0; i < len && good; i++) {
                 ngx_memset(s, 'a', len);
                 s[i] = kinds[a];
 
-                good = ngx_unit_string_prints((char *) s, len);
+                good = ngx_unit_string_prints((char *) s, len, 1);
 
                 if (!good) {
                     printf("#   byte 0x%02x at %u of %u\n", kinds[a],
@@ -1016,20 +1039,21 @@ test_print_strings(void)
         }
     }
 
-    CHECK(good, "print: each kind of byte at every place of 1 to 24");
+    CHECK(good, "print: each kind of byte at every place of 1 to 40");
 
     good = 1;
 
     for (a = 0; a < sizeof(pairs) && good; a++) {
         for (b = 0; b < sizeof(pairs) && good; b++) {
-            for (len = 2; len <= 17 && good; len++) {
+            for (len = 2; len <= 33 && good; len++) {
                 for (i = 0; i < len && good; i++) {
                     for (j = i + 1; j < len && good; j++) {
                         ngx_memset(s, 'a', len);
                         s[i] = pairs[a];
                         s[j] = pairs[b];
 
-                        good = ngx_unit_string_prints((char *) s, len);
+                        good = ngx_unit_string_prints((char *) s, len,
+                                                      j == i + 1);
 
                         if (!good) {
                             printf("#   0x%02x at %u, 0x%02x at %u of %u\n",
@@ -1042,15 +1066,15 @@ test_print_strings(void)
         }
     }
 
-    CHECK(good, "print: two bytes to escape at every two places of 2 to 17");
+    CHECK(good, "print: two bytes to escape at every two places of 2 to 33");
 
     good = 1;
 
     for (a = 1; a < 256 && good; a++) {
-        for (len = 1; len <= 17 && good; len += 4) {
+        for (len = 1; len <= 33 && good; len += 4) {
             ngx_memset(s, (u_char) a, len);
 
-            good = ngx_unit_string_prints((char *) s, len);
+            good = ngx_unit_string_prints((char *) s, len, 1);
 
             if (!good) {
                 printf("#   %u bytes 0x%02x\n", (unsigned) len,
@@ -1059,7 +1083,7 @@ test_print_strings(void)
         }
     }
 
-    CHECK(good, "print: every byte, 1 to 17 of it");
+    CHECK(good, "print: every byte, 1 to 33 of it");
 }
 
 

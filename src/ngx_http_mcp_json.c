@@ -925,6 +925,44 @@ done:
 }
 
 
+/*
+ * The text of a JSON string between its quotes, [p, p + len), unescaped
+ * into dst (len bytes are room enough: escapes only shrink), as the scan
+ * reads it.  Returns the length, or NGX_ERROR: an escape the scan refuses
+ * (not whole, "\u0000", a lone surrogate).  mcp_pass reads the ids of an
+ * upstream's streamed reply with it.
+ */
+
+ssize_t
+ngx_http_mcp_json_decode(u_char *p, size_t len, u_char *dst)
+{
+    u_char                    *d, *end;
+    uint32_t                   cp;
+    ngx_http_mcp_json_scan_t   scan;
+
+    end = p + len;
+    scan.end = end;
+    d = dst;
+
+    while (p < end) {
+
+        if (*p != '\\') {
+            *d++ = *p++;
+            continue;
+        }
+
+        p = ngx_http_mcp_json_escape(&scan, p, &cp);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        d += ngx_http_mcp_json_utf8(d, cp);
+    }
+
+    return d - dst;
+}
+
+
 ngx_int_t
 ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p, size_t len,
     ngx_array_t *ids, const char **error)

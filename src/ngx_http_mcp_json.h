@@ -29,6 +29,8 @@ ngx_int_t ngx_http_mcp_json_parse(ngx_pool_t *pool, u_char *p, size_t len,
     ngx_array_t *ids, cJSON **root, const char **error);
 ngx_int_t ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
     const char **error);
+/* a string's text between its quotes, unescaped; NGX_ERROR: refused */
+ssize_t ngx_http_mcp_json_decode(u_char *p, size_t len, u_char *dst);
 
 
 

@@ -74,9 +74,6 @@ static ngx_int_t ngx_http_mcp_jsonguard_name(ngx_http_mcp_jsonguard_t *g,
     const char **error);
 static ngx_int_t ngx_http_mcp_jsonguard_id(ngx_http_mcp_jsonguard_t *g,
     const char **error);
-static ngx_int_t ngx_http_mcp_jsonguard_unescape(u_char *src, size_t len,
-    u_char *dst, size_t *n);
-static ngx_int_t ngx_http_mcp_jsonguard_hex(u_char *p);
 
 
 #define ngx_http_mcp_jg_space(c)                                              \
@@ -655,13 +652,12 @@ ngx_http_mcp_jsonguard_keep(ngx_http_mcp_jsonguard_t *g, u_char c,
 static ngx_int_t
 ngx_http_mcp_jsonguard_name(ngx_http_mcp_jsonguard_t *g, const char **error)
 {
-    size_t  n;
     u_char  name[NGX_HTTP_MCP_JSONGUARD_TOKEN];
 
+    /* unescaped as the module's scan reads a name (NGX_ERROR: no name) */
     if (g->long_name
-        || ngx_http_mcp_jsonguard_unescape(g->tok, g->tok_len, name, &n)
-           != NGX_OK
-        || n != 2 || name[0] != 'i' || name[1] != 'd')
+        || ngx_http_mcp_json_decode(g->tok, g->tok_len, name) != 2
+        || name[0] != 'i' || name[1] != 'd')
     {
         return NGX_OK;
     }
@@ -688,8 +684,9 @@ static ngx_int_t
 ngx_http_mcp_jsonguard_id(ngx_http_mcp_jsonguard_t *g, const char **error)
 {
     u_char              *raw, *value;
-    size_t               len, n;
+    size_t               len;
     cJSON               *id;
+    ssize_t              n;
     ngx_uint_t           i, string;
     ngx_http_mcp_msg_t  *msg;
 
@@ -703,13 +700,16 @@ ngx_http_mcp_jsonguard_id(ngx_http_mcp_jsonguard_t *g, const char **error)
 
     string = (raw[0] == '"');
 
-    if (string
-        && ngx_http_mcp_jsonguard_unescape(raw + 1, len - 2, value, &n)
-           != NGX_OK)
-    {
-        /* no request's id: a client's strict JSON has no such string */
-        n = 0;
-        string = 2;
+    n = 0;
+
+    if (string) {
+        n = ngx_http_mcp_json_decode(raw + 1, len - 2, value);
+
+        if (n == NGX_ERROR) {
+            /* no request's id: a client's strict JSON has no such string */
+            n = 0;
+            string = 2;
+        }
     }
 
     msg = g->msgs->elts;
@@ -722,7 +722,7 @@ ngx_http_mcp_jsonguard_id(ngx_http_mcp_jsonguard_t *g, const char **error)
         }
 
         if (string == 1 && cJSON_IsString(id)
-            && ngx_strlen(id->valuestring) == n
+            && ngx_strlen(id->valuestring) == (size_t) n
             && ngx_memcmp(id->valuestring, value, n) == 0)
         {
             return NGX_OK;
@@ -742,111 +742,3 @@ ngx_http_mcp_jsonguard_id(ngx_http_mcp_jsonguard_t *g, const char **error)
 }
 
 
-/*
- * A JSON string's text without its quotes, its escapes checked already,
- * to UTF-8; never longer.  NGX_DECLINED: a surrogate alone, or "\u0000",
- * which the strict scan refuses in a client's ids.
- */
-
-static ngx_int_t
-ngx_http_mcp_jsonguard_unescape(u_char *src, size_t len, u_char *dst,
-    size_t *n)
-{
-    u_char      *p, *end, *d;
-    ngx_int_t    cp, lo;
-
-    end = src + len;
-    d = dst;
-
-    for (p = src; p < end; /* void */) {
-
-        if (*p != '\\') {
-            *d++ = *p++;
-            continue;
-        }
-
-        p++;
-
-        if (*p != 'u') {
-            switch (*p) {
-            case 'b': *d++ = '\b'; break;
-            case 'f': *d++ = '\f'; break;
-            case 'n': *d++ = '\n'; break;
-            case 'r': *d++ = '\r'; break;
-            case 't': *d++ = '\t'; break;
-            default:  *d++ = *p;   break;
-            }
-
-            p++;
-            continue;
-        }
-
-        cp = ngx_http_mcp_jsonguard_hex(p + 1);
-        p += 5;
-
-        if (cp >= 0xdc00 && cp <= 0xdfff) {
-            return NGX_DECLINED;
-        }
-
-        if (cp >= 0xd800 && cp <= 0xdbff) {
-            if (end - p < 6 || p[0] != '\\' || p[1] != 'u') {
-                return NGX_DECLINED;
-            }
-
-            lo = ngx_http_mcp_jsonguard_hex(p + 2);
-
-            if (lo < 0xdc00 || lo > 0xdfff) {
-                return NGX_DECLINED;
-            }
-
-            p += 6;
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-        }
-
-        if (cp == 0) {
-            return NGX_DECLINED;
-        }
-
-        if (cp < 0x80) {
-            *d++ = (u_char) cp;
-
-        } else if (cp < 0x800) {
-            *d++ = (u_char) (0xc0 | (cp >> 6));
-            *d++ = (u_char) (0x80 | (cp & 0x3f));
-
-        } else if (cp < 0x10000) {
-            *d++ = (u_char) (0xe0 | (cp >> 12));
-            *d++ = (u_char) (0x80 | ((cp >> 6) & 0x3f));
-            *d++ = (u_char) (0x80 | (cp & 0x3f));
-
-        } else {
-            *d++ = (u_char) (0xf0 | (cp >> 18));
-            *d++ = (u_char) (0x80 | ((cp >> 12) & 0x3f));
-            *d++ = (u_char) (0x80 | ((cp >> 6) & 0x3f));
-            *d++ = (u_char) (0x80 | (cp & 0x3f));
-        }
-    }
-
-    *n = d - dst;
-
-    return NGX_OK;
-}
-
-
-/* four hex digits, checked as they were read */
-
-static ngx_int_t
-ngx_http_mcp_jsonguard_hex(u_char *p)
-{
-    ngx_int_t   cp;
-    ngx_uint_t  i;
-
-    cp = 0;
-
-    for (i = 0; i < 4; i++) {
-        cp = cp * 16 + (ngx_http_mcp_jg_digit(p[i])
-                        ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
-    }
-
-    return cp;
-}

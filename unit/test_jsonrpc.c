@@ -53,6 +53,7 @@ static void test_invalid_messages(void);
 static void test_batches(void);
 static void test_strict(void);
 static void test_string_runs(void);
+static void test_decode(void);
 static void test_numbers(void);
 static void ngx_unit_numbers_as_cjson(void);
 static void test_replies(void);
@@ -86,6 +87,7 @@ main(void)
     test_batches();
     test_strict();
     test_string_runs();
+    test_decode();
     test_numbers();
     test_replies();
     test_print_strings();
@@ -733,6 +735,44 @@ test_strict(void)
           && strcmp(p.error, "Parse error: nesting too deep") == 0,
           "arrays nested 128 deep in a message: nesting too deep");
     ngx_unit_parse_free(&p);
+}
+
+
+/*
+ * A string's text decoded alone (mcp_pass reads streamed ids with it):
+ * as the scan reads it, and refused where the scan refuses.
+ */
+
+static void
+test_decode(void)
+{
+    u_char   dst[32];
+    ssize_t  n;
+
+#define ngx_unit_decode(text)                                                \
+    ngx_http_mcp_json_decode((u_char *) text, sizeof(text) - 1, dst)
+
+    n = ngx_unit_decode("\\u0069d");
+    CHECK_MEM(dst, n, "id", "decode: \\u0069d");
+
+    n = ngx_unit_decode("\\\"\\/\\n\\u00e9\\ud83d\\ude00");
+    CHECK_MEM(dst, n, "\"/\n\xc3\xa9\xf0\x9f\x98\x80",
+              "decode: short escapes, two bytes, a surrogate pair");
+
+    CHECK_INT(ngx_unit_decode("a\\u0000"), NGX_ERROR,
+              "decode: \\u0000 refused");
+    CHECK_INT(ngx_unit_decode("\\ud83d"), NGX_ERROR,
+              "decode: a lone high surrogate refused");
+    CHECK_INT(ngx_unit_decode("\\ude00x"), NGX_ERROR,
+              "decode: a lone low surrogate refused");
+    CHECK_INT(ngx_unit_decode("ab\\"), NGX_ERROR,
+              "decode: an escape cut short refused");
+    CHECK_INT(ngx_unit_decode("\\u00e"), NGX_ERROR,
+              "decode: a \\u escape cut short refused");
+    CHECK_INT(ngx_unit_decode("\\x"), NGX_ERROR,
+              "decode: an unknown escape refused");
+
+#undef ngx_unit_decode
 }
 
 

@@ -68,8 +68,10 @@ static ngx_inline u_char *ngx_http_mcp_json_plain_run(u_char *p,
 #if (NGX_HAVE_LITTLE_ENDIAN && defined __GNUC__)
 static ngx_inline uint64_t ngx_http_mcp_json_stop8(u_char *p);
 #endif
-static u_char *ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan,
-    u_char *p, ngx_http_mcp_json_name_t *name);
+static ngx_inline u_char *ngx_http_mcp_json_string(
+    ngx_http_mcp_json_scan_t *scan, u_char *p, ngx_http_mcp_json_name_t *name);
+static u_char *ngx_http_mcp_json_string_rest(ngx_http_mcp_json_scan_t *scan,
+    u_char *p, uint32_t len, ngx_http_mcp_json_name_t *name);
 static u_char *ngx_http_mcp_json_escape(ngx_http_mcp_json_scan_t *scan,
     u_char *p, uint32_t *cp);
 static size_t ngx_http_mcp_json_utf8(u_char *dst, uint32_t cp);
@@ -218,31 +220,47 @@ ngx_http_mcp_json_stop8(u_char *p)
  * one.  Sets the length of the string's unescaped bytes in name, and
  * whether it has escapes: equal member names are found however they were
  * escaped, and a string without escapes is copied as it stands.
+ *
+ * Inline for the common case, a string of plain bytes only: the rest of
+ * the loop, which saves more registers and keeps a stack guard for its
+ * buffer, cost a string more than its bytes did.
  */
 
-static u_char *
+static ngx_inline u_char *
 ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan, u_char *p,
     ngx_http_mcp_json_name_t *name)
 {
+    u_char  *q;
+
+    q = ngx_http_mcp_json_plain_run(p + 1, scan->end);
+
+    if (q < scan->end && *q == '"') {
+        name->len = q - p - 1;
+        name->plain = 1;
+
+        return q + 1;
+    }
+
+    return ngx_http_mcp_json_string_rest(scan, q, q - p - 1, name);
+}
+
+
+/*
+ * The string from p on, the first byte that is not plain, len bytes of
+ * it read: escapes, UTF-8, its end, or an error.
+ */
+
+static u_char *
+ngx_http_mcp_json_string_rest(ngx_http_mcp_json_scan_t *scan, u_char *p,
+    uint32_t len, ngx_http_mcp_json_name_t *name)
+{
     u_char    *end, *q, *run, utf8[4];
-    uint32_t   cp, len, plain;
+    uint32_t   cp, plain;
 
     end = scan->end;
-    len = 0;
     plain = 1;
 
-    for (p++; p < end; /* void */) {
-
-        /* the common case first: printable ASCII, one byte a character */
-
-        run = p;
-        p = ngx_http_mcp_json_plain_run(p, end);
-
-        len += p - run;
-
-        if (p == end) {
-            break;
-        }
+    while (p < end) {
 
         if (*p == '"') {
             name->len = len;
@@ -264,19 +282,26 @@ ngx_http_mcp_json_string(ngx_http_mcp_json_scan_t *scan, u_char *p,
 
             plain = 0;
             len += ngx_http_mcp_json_utf8(utf8, cp);
-            continue;
+
+        } else {
+            q = p;
+            cp = ngx_utf8_decode(&p, end - p);
+
+            /* UTF-16 surrogates have no place in UTF-8 (RFC 3629) */
+            if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+                scan->error = "Parse error: invalid UTF-8";
+                return NULL;
+            }
+
+            len += p - q;
         }
 
-        q = p;
-        cp = ngx_utf8_decode(&p, end - p);
+        /* printable ASCII again, one byte a character */
 
-        /* UTF-16 surrogates have no place in UTF-8 (RFC 3629) */
-        if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-            scan->error = "Parse error: invalid UTF-8";
-            return NULL;
-        }
+        run = p;
+        p = ngx_http_mcp_json_plain_run(p, end);
 
-        len += p - q;
+        len += p - run;
     }
 
     scan->error = "Parse error: unterminated string";

@@ -24,6 +24,7 @@
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_redis.h"
 #include "ngx_http_mcp_fleet.h"
+#include "ngx_http_mcp_param.h"
 
 
 static void ngx_http_mcp_fleet_op_cleanup(void *data);
@@ -107,6 +108,7 @@ ngx_http_mcp_fleet_task_named(ngx_http_mcp_ctx_t *ctx, ngx_shm_zone_t *zone,
     cJSON               *tid;
     u_char               c;
     ngx_uint_t           i;
+    ngx_str_t            said;
     const char          *param;
     ngx_table_elt_t     *h;
     ngx_http_mcp_msg_t  *msg;
@@ -152,9 +154,10 @@ ngx_http_mcp_fleet_task_named(ngx_http_mcp_ctx_t *ctx, ngx_shm_zone_t *zone,
     if (h == NULL
         || ngx_http_mcp_header_in_after(ctx->request, h, "mcp-name",
                                         sizeof("mcp-name") - 1) != NULL
-        || h->value.len != NGX_HTTP_MCP_TASK_ID_LEN
-        || ngx_memcmp(h->value.data, tid->valuestring,
-                      NGX_HTTP_MCP_TASK_ID_LEN)
+        || ngx_http_mcp_param_decode(ctx->request->pool, &h->value, &said)
+           != NGX_OK
+        || said.len != NGX_HTTP_MCP_TASK_ID_LEN
+        || ngx_memcmp(said.data, tid->valuestring, NGX_HTTP_MCP_TASK_ID_LEN)
            != 0)
     {
         return NGX_DECLINED;

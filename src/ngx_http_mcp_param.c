@@ -71,7 +71,10 @@ ngx_http_mcp_param_decode(ngx_pool_t *pool, ngx_str_t *value, ngx_str_t *out)
     tail = sizeof(NGX_HTTP_MCP_PARAM_B64_TAIL) - 1;
     p = value->data;
 
+    /* most values are plain: their first byte says so */
+
     if (value->len < head + tail
+        || p[0] != '='
         || ngx_strncmp(p, NGX_HTTP_MCP_PARAM_B64_HEAD, head) != 0
         || ngx_strncmp(p + value->len - tail, NGX_HTTP_MCP_PARAM_B64_TAIL,
                        tail)

@@ -38,7 +38,7 @@ static ngx_int_t ngx_http_mcp_stateless_params(ngx_http_request_t *r,
 static ngx_int_t ngx_http_mcp_stateless_refuse(ngx_http_mcp_ctx_t *ctx,
     cJSON *id, ngx_uint_t status, ngx_int_t code, const char *message,
     cJSON *data, ngx_int_t *rc);
-static ngx_uint_t ngx_http_mcp_header_is(ngx_table_elt_t *h,
+static ngx_uint_t ngx_http_mcp_header_is(ngx_str_t *said,
     const char *value, size_t len);
 
 
@@ -365,7 +365,10 @@ ngx_http_mcp_stateless_caps(cJSON *caps, ngx_http_mcp_reqctx_t *rctx)
  * Mcp-Method must be there and be the body's method; Mcp-Name must be
  * there and be the body's name, URI or task id for the methods that have
  * one.  Values compare exactly: header names are case-insensitive,
- * values are not.
+ * values are not.  A name a header cannot carry as it is (non-ASCII,
+ * control characters, white space at its ends, or text that looks like
+ * the wrapper) comes as "=?base64?<payload>?=", decoded before the
+ * comparison as the spec says, strictly, as Mcp-Param-* values are.
  */
 
 static ngx_int_t
@@ -373,6 +376,8 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg, ngx_int_t *rc)
 {
     cJSON            *name;
+    ngx_int_t         decoded;
+    ngx_str_t         said;
     const char       *param;
     ngx_table_elt_t  *h;
 
@@ -380,7 +385,7 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
 
     if (h == NULL
         || (ctx->headers.twice & NGX_HTTP_MCP_HDR_METHOD)
-        || !ngx_http_mcp_header_is(h, (char *) msg->method.data,
+        || !ngx_http_mcp_header_is(&h->value, (char *) msg->method.data,
                                    msg->method.len))
     {
         return ngx_http_mcp_stateless_refuse(ctx, msg->id,
@@ -398,11 +403,29 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
     name = ngx_http_mcp_json_get(msg->params, param);
 
     h = ctx->headers.name;
+    decoded = NGX_DECLINED;
 
-    if (h == NULL
-        || (ctx->headers.twice & NGX_HTTP_MCP_HDR_NAME)
-        || !cJSON_IsString(name)
-        || !ngx_http_mcp_header_is(h, name->valuestring,
+    if (h != NULL
+        && !(ctx->headers.twice & NGX_HTTP_MCP_HDR_NAME)
+        && cJSON_IsString(name))
+    {
+        decoded = ngx_http_mcp_param_decode(ctx->request->pool, &h->value,
+                                            &said);
+        if (decoded == NGX_ERROR) {
+            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return NGX_DECLINED;
+        }
+
+        if (decoded == NGX_DECLINED) {
+            return ngx_http_mcp_stateless_refuse(ctx, msg->id,
+                       NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_HEADER_MISMATCH,
+                       "Header mismatch: Mcp-Name is not valid Base64",
+                       NULL, rc);
+        }
+    }
+
+    if (decoded != NGX_OK
+        || !ngx_http_mcp_header_is(&said, name->valuestring,
                                    ngx_strlen(name->valuestring)))
     {
         return ngx_http_mcp_stateless_refuse(ctx, msg->id,
@@ -519,8 +542,10 @@ ngx_http_mcp_stateless_status(cJSON *reply)
 }
 
 
+/* what a header said (its value, or the value decoded) is value */
+
 static ngx_uint_t
-ngx_http_mcp_header_is(ngx_table_elt_t *h, const char *value, size_t len)
+ngx_http_mcp_header_is(ngx_str_t *said, const char *value, size_t len)
 {
-    return h->value.len == len && ngx_memcmp(h->value.data, value, len) == 0;
+    return said->len == len && ngx_memcmp(said->data, value, len) == 0;
 }

@@ -15,6 +15,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_param.h"
 
 
 typedef enum {
@@ -30,6 +31,7 @@ typedef enum {
 
 static ngx_int_t ngx_http_mcp_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_uint_t ngx_http_mcp_variable_unsafe(ngx_str_t *value);
 static ngx_http_mcp_msg_t *ngx_http_mcp_variable_msg(ngx_http_mcp_ctx_t *ctx);
 static ngx_int_t ngx_http_mcp_variable_tool(ngx_http_mcp_msg_t *msg,
     ngx_str_t *value);
@@ -176,7 +178,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
         return rc;
     }
 
-    if (value.len == 0) {
+    if (value.len == 0 || ngx_http_mcp_variable_unsafe(&value)) {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -188,6 +190,31 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     v->not_found = 0;
 
     return NGX_OK;
+}
+
+
+/*
+ * Whether a value holds a control character.  JSON strings and Base64
+ * can carry CR and LF where no raw header can, and a variable may end
+ * in proxy_set_header or add_header (where nginx writes it as it is),
+ * or in a location where nobody compared it with the body: such a value
+ * says nothing.
+ */
+
+static ngx_uint_t
+ngx_http_mcp_variable_unsafe(ngx_str_t *value)
+{
+    u_char  *p, *end;
+
+    end = value->data + value->len;
+
+    for (p = value->data; p < end; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -283,13 +310,16 @@ ngx_http_mcp_variable_name(ngx_http_mcp_msg_t *msg, ngx_str_t *value)
 /*
  * A stateless request's Mcp-Method or Mcp-Name, before or without its
  * body.  Two of them say nothing: the request is refused anyway, and
- * nginx must not route on either.
+ * nginx must not route on either.  A name sent as "=?base64?...?=" is
+ * the name decoded, what the body will say; one that does not decode
+ * says nothing either.
  */
 
 static void
 ngx_http_mcp_variable_header(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
     ngx_uint_t which, ngx_str_t *value)
 {
+    ngx_str_t                said;
     ngx_table_elt_t         *h;
     ngx_http_mcp_headers_t   read, *hs;
 
@@ -310,8 +340,17 @@ ngx_http_mcp_variable_header(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
 
     h = (which == NGX_HTTP_MCP_HDR_METHOD) ? hs->method : hs->name;
 
-    if (h != NULL && !(hs->twice & which)) {
+    if (h == NULL || (hs->twice & which)) {
+        return;
+    }
+
+    if (which == NGX_HTTP_MCP_HDR_METHOD) {
         *value = h->value;
+        return;
+    }
+
+    if (ngx_http_mcp_param_decode(r->pool, &h->value, &said) == NGX_OK) {
+        *value = said;
     }
 }
 

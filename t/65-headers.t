@@ -11,6 +11,9 @@
 # - $mcp_method and $mcp_name from Mcp-Method and Mcp-Name before the body
 #   is read (server-level set and rewrite, a location without mcp) and
 #   from the body once it is parsed, in an access log of their own;
+# - Mcp-Name in Base64 (=?base64?...?=, how a client sends a name or URI
+#   a header cannot carry) compared decoded, strictly, and decoded in
+#   $mcp_name before the body;
 #   limit_req keyed on $mcp_method; the README's proxy_cache example for
 #   lists in front of mcp_pass.
 
@@ -20,6 +23,8 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes ();
+use Encode ();
+use MIME::Base64 ();
 use McpTest;
 use McpAssert;
 use McpGateway;
@@ -73,6 +78,9 @@ NGX
                                   add_header X-Route prompts always; }
         location = /gw { mcp_pass http://127.0.0.1:%%PORT2%%/mcp; }
         location = /plain { return 200 "$mcp_method|$mcp_name\n"; }
+        location = /echo { mcp on; mcp_builtin everything;
+                           add_header X-Mcp-Name "[$mcp_name]" always;
+                           add_header X-Mcp-Client "[$mcp_client_name]" always; }
         location = /limited { mcp on; mcp_builtin everything;
                               limit_req zone=per_method; limit_req_status 429; }
         location = /gw-limited { mcp_pass http://127.0.0.1:%%PORT2%%/mcp;
@@ -126,6 +134,9 @@ sub call_tool {
     return post26(path => $path, id => $id, method => 'tools/call',
                   params => { name => $TOOL, arguments => $args }, headers => \%headers);
 }
+
+# a header value in the spec's Base64 wrapper
+sub b64 { '=?base64?' . MIME::Base64::encode_base64($_[0], '') . '?=' }
 
 # the tool ran and got these arguments
 sub accepted {
@@ -309,6 +320,44 @@ for my $path ('/mcp', '/gw') {
     is_rpc_error_body($r, 400, -32020, "v6$path", "$path: Mcp-Method twice: 400, -32020");
     $l = hdrs_line("v6$path", "$path Mcp-Method twice");
     is($l->{em}, '', "$path: two Mcp-Method headers give no \$mcp_method before the body");
+
+    # Mcp-Name as =?base64?...?= (how a client sends a name or URI a header
+    # cannot carry): decoded before it is compared with the body, and in
+    # $mcp_name before the body is read; strictly, as Mcp-Param-* values
+    my $args = { region => 'r', priority => 0, verbose => $f };
+    ($msg, $r) = call_tool($path, "v10$path", $args, 'Mcp-Param-Region' => 'r', %STD,
+                           'Mcp-Name' => b64($TOOL));
+    accepted($msg, $r, "v10$path", $args, "$path: Mcp-Name in Base64");
+    $l = hdrs_line("v10$path", "$path Mcp-Name in Base64");
+    is_deeply([ @$l{qw(en n)} ], [ $TOOL, $TOOL ],
+              "$path: \$mcp_name is the decoded name, before the body as after it");
+
+    # a URI a header cannot carry as it is: the check passes, and the set
+    # looks the body's URI up (no resource of its templates has it)
+    my $uri = "test://template/caf\x{e9} 1/data";
+    ($msg, $r) = post26(path => $path, id => "v11$path", method => 'resources/read',
+                        params => { uri => $uri },
+                        headers => { 'Mcp-Name' => b64(Encode::encode('UTF-8', $uri)) });
+    my $e = ($msg // {})->{error} // {};
+    ok($r->{status} == 200 && ($e->{code} // 0) == -32602 && (($e->{data} // {})->{uri} // '') eq $uri,
+       "$path: a URI with non-ASCII and a space, its Mcp-Name in Base64: past the check, "
+       . "the body's URI looked up") or diag(McpTest::explain_response($r));
+
+    my @bad = ([ '=?base64?dGVzdA?=',   qr/not valid Base64/, 'Base64 without its padding' ],
+               [ '=?base64?dGVzdA=!?=', qr/not valid Base64/, 'a byte outside the alphabet' ],
+               [ '=?base64?dGVzdF9=?=', qr/not valid Base64/, 'pad bits not zero' ],
+               [ '=?BASE64?' . substr(b64($TOOL), 9), qr/name or URI/,
+                 'the wrapper in upper case (literal)' ],
+               [ b64('test_simple_text'), qr/name or URI/, 'another tool\'s name in Base64' ]);
+    for my $k (0 .. $#bad) {
+        my ($v, $why, $what) = @{ $bad[$k] };
+        ($msg, $r) = call_tool($path, "v13-$k$path", $args, 'Mcp-Param-Region' => 'r', %STD,
+                               'Mcp-Name' => $v);
+        refused($msg, $r, "v13-$k$path", $why, "$path: Mcp-Name $what");
+    }
+    $l = hdrs_line("v13-0$path", "$path a Mcp-Name that does not decode");
+    is_deeply([ @$l{qw(en n)} ], [ '', $TOOL ],
+              "$path: ... gives no \$mcp_name before the body, the body's name after it");
 }
 
 # a session's requests have no such headers that count
@@ -342,6 +391,17 @@ for my $path ('/mcp', '/gw') {
     is($r->{body}, "tools/call|x_tool\n", 'no mcp in the location: $mcp_method and $mcp_name are the headers');
     $r = $t->request(method => 'POST', path => '/plain', body => '{}',
                      headers => { 'Content-Type' => 'application/json',
+                                  'MCP-Protocol-Version' => '2026-07-28',
+                                  'Mcp-Method' => 'tools/call', 'Mcp-Name' => b64("caf\xc3\xa9 tool") });
+    is($r->{body}, "tools/call|caf\xc3\xa9 tool\n", '... a Mcp-Name in Base64 decoded');
+    $r = $t->request(method => 'POST', path => '/plain', body => '{}',
+                     headers => { 'Content-Type' => 'application/json',
+                                  'MCP-Protocol-Version' => '2026-07-28',
+                                  'Mcp-Method' => 'tools/call',
+                                  'Mcp-Name' => b64("x\r\nX-Injected: 1") });
+    is($r->{body}, "tools/call|\n", '... but not one that decodes to CR LF: no value (nothing compares it here)');
+    $r = $t->request(method => 'POST', path => '/plain', body => '{}',
+                     headers => { 'Content-Type' => 'application/json',
                                   'MCP-Protocol-Version' => '2025-11-25',
                                   'Mcp-Method' => 'tools/call', 'Mcp-Name' => 'x_tool' });
     is($r->{body}, "|\n", '... but not for a 2025 request');
@@ -354,6 +414,28 @@ for my $path ('/mcp', '/gw') {
     $r = $t->request(method => 'GET', path => '/plain',
                      headers => { 'MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => 'tools/call' });
     is($r->{body}, "|\n", '... nor for a GET');
+}
+
+# a name with CR LF, in the body or decoded from Base64: the variables give
+# no value rather than a line break that add_header writes as it is
+{
+    my $evil = "x\r\nX-Injected: 1";
+    my ($msg, $r) = post26(path => '/echo', id => 'inj-1', method => 'tools/call',
+                           params => { name => $evil, arguments => {} },
+                           headers => { 'Mcp-Name' => b64($evil) });
+    is(($msg // {})->{error}{code}, -32602, 'a tool named with CR LF, Mcp-Name in Base64: past the check, unknown tool');
+    ok(!exists $r->{headers}{'x-injected'}, '... no header injected through $mcp_name')
+        or diag(McpTest::explain_response($r));
+    is($r->{headers}{'x-mcp-name'}, '[]', '... $mcp_name says nothing');
+
+    my ($sid) = $t->mcp_initialize(client_info => { name => "c\r\nX-Injected: 2", version => '1' }, path => '/echo');
+    (undef, $r) = $t->mcp_request($sid, 'tools/call', { name => $evil, arguments => {} }, id => 'inj-2',
+                                  path => '/echo');
+    ok(!exists $r->{headers}{'x-injected'}, 'a session\'s call of that name: no header injected')
+        or diag(McpTest::explain_response($r));
+    is_deeply([ @{ $r->{headers} }{qw(x-mcp-name x-mcp-client)} ], [ '[]', '[]' ],
+              '... $mcp_name and $mcp_client_name say nothing');
+    $t->mcp_delete($sid, path => '/echo');
 }
 
 # --- limit_req keyed on $mcp_method ----------------------------------------------

@@ -23,6 +23,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
+use MIME::Base64 ();
 use Time::HiRes qw(sleep);
 use IO::Socket::INET;
 use File::Temp ();
@@ -530,6 +531,11 @@ my ($t26_rpc, $t26_lid);
     ($e, $er, $eid) = $rpc->(2, 'tasks/get', { taskId => $tid }, name => $lid);
     is($er->{status}, 400, 'Mcp-Name that is not the body\'s task id: 400 where it arrived');
     is($e->{id}, $eid, '... a JSON-RPC error by the request\'s id (' . ((($e->{error} // {})->{code}) // 'none') . ')');
+    # ... decoded when in Base64 (=?base64?...?=): the owner answers
+    my ($b64, undef, $bid) = $rpc->(0, 'tasks/get', { taskId => $lid },
+                                    name => '=?base64?' . MIME::Base64::encode_base64($lid, '') . '?=');
+    is((($b64->{result} // {})->{status}), 'cancelled', 'Mcp-Name in Base64: the task id decoded');
+    is_deeply($answered_by->($bid), [ 0, 1 ], '... forwarded to its owner, node 1');
     # a client's own Mcp-Fleet-Hop only stops the forward
     my $hop = $node[2]->mcp_post(undef, { jsonrpc => '2.0', id => 'hop-1', method => 'tasks/get',
                                           params => { taskId => $tid, _meta => {

@@ -614,7 +614,7 @@ static ngx_int_t
 ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
 {
     cJSON                      *name;
-    ngx_str_t                   s;
+    ngx_str_t                   s, logged;
     ngx_http_mcp_aggregate_pt   aggregate;
 
     if (ngx_http_mcp_param(call, call->params, "name", cJSON_String, 1,
@@ -647,8 +647,9 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
     /* a backend's tool (mcp_backend): the policy sees its full name */
 
     if (!ngx_http_mcp_tool_allowed(ngx_http_mcp_call_conf(call), &s)) {
+        ngx_http_mcp_log_text(call->pool, &s, &logged);
         ngx_log_error(NGX_LOG_INFO, call->log, 0,
-                      "mcp: tool \"%V\" denied by policy", &s);
+                      "mcp: tool \"%V\" denied by policy", &logged);
 
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
                                 "Tool not allowed");

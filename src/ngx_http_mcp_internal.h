@@ -350,6 +350,7 @@ ngx_uint_t ngx_http_mcp_log_level_parse(const char *name);
 const char *ngx_http_mcp_log_level_name(ngx_uint_t level);
 ngx_int_t ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data);
 const char *ngx_http_mcp_jsonrpc_name_param(ngx_str_t *method);
+void ngx_http_mcp_log_text(ngx_pool_t *pool, ngx_str_t *text, ngx_str_t *out);
 
 /* uritemplate.c: RFC 6570 matching */
 ngx_int_t ngx_http_mcp_uritemplate_match(ngx_pool_t *pool, ngx_str_t *tmpl,

@@ -452,6 +452,39 @@ ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data)
 
 
 /*
+ * A string of a message (a tool's name) fit for a log line: a JSON
+ * string may hold CR, LF and other control characters, with which a
+ * client would write lines of its own into error_log.  They, the space
+ * and "%" are %-escaped, as nginx escapes memcached keys.  *out is pool
+ * memory, or text itself when nothing needs escaping.
+ */
+
+void
+ngx_http_mcp_log_text(ngx_pool_t *pool, ngx_str_t *text, ngx_str_t *out)
+{
+    uintptr_t  n;
+
+    n = ngx_escape_uri(NULL, text->data, text->len, NGX_ESCAPE_MEMCACHED);
+
+    if (n == 0) {
+        *out = *text;
+        return;
+    }
+
+    out->data = ngx_pnalloc(pool, text->len + 2 * n);
+
+    if (out->data == NULL) {
+        ngx_str_set(out, "?");
+        return;
+    }
+
+    out->len = (u_char *) ngx_escape_uri(out->data, text->data, text->len,
+                                         NGX_ESCAPE_MEMCACHED)
+               - out->data;
+}
+
+
+/*
  * The param that the Mcp-Name header repeats (2026-07-28), for the
  * methods that have one; NULL for the others.
  */

@@ -548,7 +548,7 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
     ngx_int_t *rc)
 {
     cJSON               *name;
-    ngx_str_t            tool;
+    ngx_str_t            tool, logged;
     ngx_uint_t           i;
     ngx_http_mcp_msg_t  *msg;
 
@@ -599,8 +599,9 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
             continue;
         }
 
+        ngx_http_mcp_log_text(r->pool, &tool, &logged);
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "mcp: tool \"%V\" denied by policy", &tool);
+                      "mcp: tool \"%V\" denied by policy", &logged);
 
         if (ctx->batch) {
             *rc = ngx_http_mcp_proxy_refuse_batch(ctx, i,

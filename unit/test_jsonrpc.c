@@ -1332,8 +1332,18 @@ test_helpers(void)
 {
     u_char      buf[40], *raw;
     size_t      i, len;
-    ngx_str_t   body;
+    ngx_str_t   body, logged;
     const char  *error;
+
+    /* a message's string for a log line: no line break gets through */
+    ngx_str_set(&body, "tool_name.v2");
+    ngx_http_mcp_log_text(pool, &body, &logged);
+    CHECK(logged.data == body.data && logged.len == body.len,
+          "log text: a plain name is logged as it is, not copied");
+    ngx_str_set(&body, "a\r\nb c%d\x7f\x01\xc3\xa9");
+    ngx_http_mcp_log_text(pool, &body, &logged);
+    CHECK_MEM(logged.data, logged.len, "a%0D%0Ab%20c%25d%7F%01\xc3\xa9",
+              "log text: CR, LF, space, %, DEL and controls escaped, UTF-8 kept");
 
     ngx_memset(buf, 'z', sizeof(buf));
     CHECK_INT(ngx_http_mcp_correlation_id(buf, 16), NGX_OK,

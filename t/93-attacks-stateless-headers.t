@@ -7,7 +7,7 @@
 #   requests, mcp_pass's upstream alike);
 # - an Mcp-Name beside a method that has no name (tools/list) is never
 #   compared with the body, yet gave $mcp_name before the body: a
-#   server-level if routed on it, and the body's $mcp_name then said
+#   server-level if decided on it, and the body's $mcp_name then said
 #   something else;
 # - what holds: Base64 payloads that decode to NUL or invalid UTF-8, an
 #   empty one, white space inside the wrapper, a name encoded twice, the
@@ -41,18 +41,16 @@ NGX
         mcp_session gw;
         access_log %%PREFIX%%/logs/hdrs.log hdrs;
 
-        # routing on the name before the body, as the README shows
+        # deciding on the name before the body, as the README shows (a
+        # return, not a rewrite: a regular expression of the server's
+        # makes LeakSanitizer report nginx's own pcre2 context at exit)
         set $early_n $mcp_name;
         set $route "-";
-        if ($mcp_name = "test_simple_text") {
-            set $route simple;
-            rewrite ^/mcp$ /mcp-simple;
+        if ($mcp_name = "blocked_tool") {
+            return 418;
         }
 
         location = /mcp { mcp on; mcp_builtin everything; }
-        location = /mcp-simple { mcp on; mcp_builtin everything;
-                                 mcp_tools_allow test_simple_text;
-                                 add_header X-Route simple always; }
         location = /gw { mcp_pass http://127.0.0.1:%%PORT2%%/mcp;
                          mcp_tools_deny test_simple_text; }
 NGX
@@ -142,26 +140,24 @@ for my $path ('/mcp', '/gw') {
 
 {
     my ($msg, $r) = post26(id => 'n1', method => 'tools/list',
-                           headers => [ 'Mcp-Method' => 'tools/list', 'Mcp-Name' => 'test_simple_text' ]);
-    is($r->{status}, 200, 'tools/list with an Mcp-Name: served (the header is not compared)');
-    ok(!defined $r->{headers}{'x-route'}, '... and not routed by the server\'s if on $mcp_name');
+                           headers => [ 'Mcp-Method' => 'tools/list', 'Mcp-Name' => 'blocked_tool' ]);
+    ok($r->{status} == 200 && ref(($msg // {})->{result}) eq 'HASH',
+       'tools/list with an Mcp-Name: not stopped by the server\'s if on $mcp_name, served')
+        or diag(McpTest::explain_response($r));
     my $l = hdrs_line('n1');
-    is_deeply([ @$l{qw(en n route)} ], [ '', '', '-' ],
+    is_deeply([ @$l{qw(en n)} ], [ '', '' ],
               '... $mcp_name gives no value before the body, as after it');
 
     ($msg, $r) = post26(id => 'n2', method => 'tools/call',
-                        params => { name => 'test_simple_text', arguments => {} },
-                        headers => [ 'Mcp-Method' => 'tools/call', 'Mcp-Name' => 'test_simple_text' ]);
-    is($r->{headers}{'x-route'}, 'simple', 'a tools/call is still routed on its Mcp-Name');
-    $l = hdrs_line('n2');
-    is_deeply([ @$l{qw(en n)} ], [ 'test_simple_text', 'test_simple_text' ],
-              '... $mcp_name the same before the body and after it');
+                        params => { name => 'blocked_tool', arguments => {} },
+                        headers => [ 'Mcp-Method' => 'tools/call', 'Mcp-Name' => 'blocked_tool' ]);
+    is($r->{status}, 418, 'a tools/call is still stopped on its Mcp-Name, before its body is read');
 
     ($msg, $r) = post26(id => 'n3', method => 'tools/call',
-                        params => { name => 'test_simple_text', arguments => {} },
+                        params => { name => 'blocked_tool', arguments => {} },
                         headers => [ 'Mcp-Method' => 'tools/call', 'Mcp-Method' => 'tools/call',
-                                     'Mcp-Name' => 'test_simple_text' ]);
-    is_rpc_error_body($r, 400, -32020, 'n3', 'Mcp-Method twice: refused');
+                                     'Mcp-Name' => 'blocked_tool' ]);
+    is_rpc_error_body($r, 400, -32020, 'n3', 'Mcp-Method twice: refused (by the location)');
     is(hdrs_line('n3')->{en}, '', '... and no $mcp_name before the body either');
 }
 

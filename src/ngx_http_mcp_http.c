@@ -20,6 +20,10 @@
 #define NGX_HTTP_MCP_CORRELATION_LEN    16
 #define NGX_HTTP_MCP_ACCEPT_TYPES       2  /* at most, read at once */
 
+/* what an error's log line repeats of its message and method, escaped */
+#define NGX_HTTP_MCP_LOG_MESSAGE_LEN    1024
+#define NGX_HTTP_MCP_LOG_METHOD_LEN     256
+
 
 typedef struct {
     ngx_uint_t                 status;
@@ -890,6 +894,9 @@ ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     const char *message, ngx_str_t *method)
 {
     u_char      correlation[NGX_HTTP_MCP_CORRELATION_LEN + 1];
+    u_char      text[NGX_HTTP_MCP_LOG_MESSAGE_LEN];
+    u_char      name[NGX_HTTP_MCP_LOG_METHOD_LEN];
+    u_char     *text_end, *name_end;
     ngx_str_t   none = ngx_string("-");
     ngx_uint_t  level;
 
@@ -906,10 +913,27 @@ ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
 
     ngx_http_mcp_metrics_error(code);
 
+    /*
+     * The message may repeat a name of the body ("Unknown tool: ..."),
+     * and the method is the body's: a JSON string may hold CR LF, with
+     * which a client would write lines of its own into error_log.
+     */
+
+    if (method == NULL) {
+        method = &none;
+    }
+
+    text_end = ngx_http_mcp_log_bounded(text, sizeof(text),
+                                        (u_char *) message,
+                                        ngx_strlen(message));
+    name_end = ngx_http_mcp_log_bounded(name, sizeof(name), method->data,
+                                        method->len);
+
     ngx_log_error(level, log, 0,
-                  "mcp: %s (code %i, method \"%V\", "
+                  "mcp: %*s (code %i, method \"%*s\", "
                   "correlation id %s)",
-                  message, code, method ? method : &none, correlation);
+                  text_end - text, text, code, name_end - name, name,
+                  correlation);
 
     return ngx_http_mcp_jsonrpc_error(id, code, message,
                                       (char *) correlation);

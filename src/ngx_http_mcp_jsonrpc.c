@@ -512,6 +512,46 @@ ngx_http_mcp_log_escaped(u_char c)
 
 
 /*
+ * The same for a line's text that nginx or the module wrote around a
+ * client's bytes (an error's message, a method): only control
+ * characters and "%" are %-escaped, so that the words stay readable,
+ * into buf (size bytes), cut there.  Returns the end of what was written.
+ */
+
+u_char *
+ngx_http_mcp_log_bounded(u_char *buf, size_t size, u_char *text, size_t len)
+{
+    u_char         c, *end;
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    end = buf + size;
+
+    while (len--) {
+        c = *text++;
+
+        if (c >= 0x20 && c != 0x7f && c != '%') {
+            if (buf == end) {
+                break;
+            }
+
+            *buf++ = c;
+            continue;
+        }
+
+        if (end - buf < 3) {
+            break;
+        }
+
+        *buf++ = '%';
+        *buf++ = hex[c >> 4];
+        *buf++ = hex[c & 0xf];
+    }
+
+    return buf;
+}
+
+
+/*
  * The param that the Mcp-Name header repeats (2026-07-28), for the
  * methods that have one; NULL for the others.
  */

@@ -312,7 +312,8 @@ ngx_http_mcp_variable_name(ngx_http_mcp_msg_t *msg, ngx_str_t *value)
  * body.  Two of them say nothing: the request is refused anyway, and
  * nginx must not route on either.  A name sent as "=?base64?...?=" is
  * the name decoded, what the body will say; one that does not decode
- * says nothing either.
+ * says nothing either, nor does Mcp-Name beside a method that has no
+ * name.
  */
 
 static void
@@ -346,6 +347,19 @@ ngx_http_mcp_variable_header(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
 
     if (which == NGX_HTTP_MCP_HDR_METHOD) {
         *value = h->value;
+        return;
+    }
+
+    /*
+     * Only the methods that have a name have their Mcp-Name compared
+     * with the body: on another (tools/list) the header is not looked
+     * at, and the body's $mcp_name will not be what it says.
+     */
+
+    if (hs->method == NULL
+        || (hs->twice & NGX_HTTP_MCP_HDR_METHOD)
+        || ngx_http_mcp_jsonrpc_name_param(&hs->method->value) == NULL)
+    {
         return;
     }
 

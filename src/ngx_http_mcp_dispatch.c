@@ -614,7 +614,8 @@ static ngx_int_t
 ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
 {
     cJSON                      *name;
-    ngx_str_t                   s, logged;
+    u_char                      logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end;
+    ngx_str_t                   s;
     ngx_http_mcp_aggregate_pt   aggregate;
 
     if (ngx_http_mcp_param(call, call->params, "name", cJSON_String, 1,
@@ -647,9 +648,11 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
     /* a backend's tool (mcp_backend): the policy sees its full name */
 
     if (!ngx_http_mcp_tool_allowed(ngx_http_mcp_call_conf(call), &s)) {
-        ngx_http_mcp_log_text(call->pool, &s, &logged);
+        end = ngx_http_mcp_log_bounded(logged, sizeof(logged), s.data,
+                                       s.len);
         ngx_log_error(NGX_LOG_INFO, call->log, 0,
-                      "mcp: tool \"%V\" denied by policy", &logged);
+                      "mcp: tool \"%*s\" denied by policy", end - logged,
+                      logged);
 
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
                                 "Tool not allowed");

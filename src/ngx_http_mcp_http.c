@@ -20,9 +20,8 @@
 #define NGX_HTTP_MCP_CORRELATION_LEN    16
 #define NGX_HTTP_MCP_ACCEPT_TYPES       2  /* at most, read at once */
 
-/* what an error's log line repeats of its message and method, escaped */
+/* what an error's log line repeats of its message, escaped */
 #define NGX_HTTP_MCP_LOG_MESSAGE_LEN    1024
-#define NGX_HTTP_MCP_LOG_METHOD_LEN     256
 
 
 typedef struct {
@@ -895,7 +894,7 @@ ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
 {
     u_char      correlation[NGX_HTTP_MCP_CORRELATION_LEN + 1];
     u_char      text[NGX_HTTP_MCP_LOG_MESSAGE_LEN];
-    u_char      name[NGX_HTTP_MCP_LOG_METHOD_LEN];
+    u_char      name[NGX_HTTP_MCP_LOG_NAME_LEN];
     u_char     *text_end, *name_end;
     ngx_str_t   none = ngx_string("-");
     ngx_uint_t  level;

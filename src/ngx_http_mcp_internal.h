@@ -350,7 +350,8 @@ ngx_uint_t ngx_http_mcp_log_level_parse(const char *name);
 const char *ngx_http_mcp_log_level_name(ngx_uint_t level);
 ngx_int_t ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data);
 const char *ngx_http_mcp_jsonrpc_name_param(ngx_str_t *method);
-void ngx_http_mcp_log_text(ngx_pool_t *pool, ngx_str_t *text, ngx_str_t *out);
+/* of a client's name or method, the most a log line repeats, escaped */
+#define NGX_HTTP_MCP_LOG_NAME_LEN  256
 u_char *ngx_http_mcp_log_bounded(u_char *buf, size_t size, u_char *text,
     size_t len);
 

@@ -22,7 +22,6 @@ static void ngx_http_mcp_jsonrpc_classify(ngx_pool_t *pool,
     ngx_http_mcp_msg_t *msg, cJSON *json, ngx_str_t *raw_id);
 static cJSON *ngx_http_mcp_jsonrpc_id(ngx_pool_t *pool, cJSON *id,
     ngx_str_t *raw_id);
-static ngx_uint_t ngx_http_mcp_log_escaped(u_char c);
 
 
 /* an integer as JSON-RPC ids are: "-0" means 0 to most parsers */
@@ -453,69 +452,13 @@ ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data)
 
 
 /*
- * A string of a message (a tool's name) fit for a log line: a JSON
- * string may hold CR, LF and other control characters, with which a
- * client would write lines of its own into error_log.  They, DEL, the
- * space and "%" are %-escaped (as nginx escapes memcached keys).  *out
- * is pool memory, or text itself when nothing needs escaping.
- */
-
-void
-ngx_http_mcp_log_text(ngx_pool_t *pool, ngx_str_t *text, ngx_str_t *out)
-{
-    u_char      *p, *d, *end;
-    ngx_uint_t   n;
-
-    static u_char  hex[] = "0123456789ABCDEF";
-
-    end = text->data + text->len;
-    n = 0;
-
-    for (p = text->data; p < end; p++) {
-        n += ngx_http_mcp_log_escaped(*p);
-    }
-
-    if (n == 0) {
-        *out = *text;
-        return;
-    }
-
-    d = ngx_pnalloc(pool, text->len + 2 * n);
-
-    if (d == NULL) {
-        ngx_str_set(out, "?");
-        return;
-    }
-
-    out->data = d;
-
-    for (p = text->data; p < end; p++) {
-        if (ngx_http_mcp_log_escaped(*p)) {
-            *d++ = '%';
-            *d++ = hex[*p >> 4];
-            *d++ = hex[*p & 0xf];
-
-        } else {
-            *d++ = *p;
-        }
-    }
-
-    out->len = d - out->data;
-}
-
-
-static ngx_uint_t
-ngx_http_mcp_log_escaped(u_char c)
-{
-    return c < 0x20 || c == 0x7f || c == ' ' || c == '%';
-}
-
-
-/*
- * The same for a line's text that nginx or the module wrote around a
- * client's bytes (an error's message, a method): only control
- * characters and "%" are %-escaped, so that the words stay readable,
- * into buf (size bytes), cut there.  Returns the end of what was written.
+ * A client's bytes fit for a log line (a method, a tool's name, an
+ * error's message that repeats one): a JSON string may hold CR, LF and
+ * other control characters, with which a client would write lines of
+ * its own into error_log.  Control characters, DEL and "%" are
+ * %-escaped, the rest kept so that the words stay readable; into buf
+ * (size bytes), cut there, never inside an escape.  Returns the end of
+ * what was written.
  */
 
 u_char *

@@ -548,7 +548,8 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
     ngx_int_t *rc)
 {
     cJSON               *name;
-    ngx_str_t            tool, logged;
+    u_char               logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end;
+    ngx_str_t            tool;
     ngx_uint_t           i;
     ngx_http_mcp_msg_t  *msg;
 
@@ -599,9 +600,11 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
             continue;
         }
 
-        ngx_http_mcp_log_text(r->pool, &tool, &logged);
+        end = ngx_http_mcp_log_bounded(logged, sizeof(logged), tool.data,
+                                       tool.len);
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "mcp: tool \"%V\" denied by policy", &logged);
+                      "mcp: tool \"%*s\" denied by policy", end - logged,
+                      logged);
 
         if (ctx->batch) {
             *rc = ngx_http_mcp_proxy_refuse_batch(ctx, i,

@@ -388,11 +388,11 @@ for my $case ([ '/eol-cr', 'lines ended by a CR alone' ], [ '/eol-crlf', 'lines 
 # line of the client's making
 {
     # an [info] line that says "[emerg]" inside the escaped name
-    $t->expect_log_any(qr/\[info\] .*tool "x%0D%0A[^"]*%20forged" denied by policy/);
+    $t->expect_log_any(qr/\[info\] .*tool "x%0D%0A[^"]* forged" denied by policy/);
     my ($sid) = $t->mcp_initialize(path => '/allow');
     my $mark = $t->log_mark;
     denied_call_ok($sid, '/allow', "x\r\n2026/01/01 00:00:00 [emerg] 1#1: forged");
-    ok($t->wait_for_log(qr/tool "x%0D%0A2026\/01\/01%2000:00:00%20\[emerg\]%201#1:%20forged" denied by policy/, 5),
+    ok($t->wait_for_log(qr/tool "x%0D%0A2026\/01\/01 00:00:00 \[emerg\] 1#1: forged" denied by policy/, 5),
        'a denied name with CR LF: logged %-escaped, on one line');
     unlike($t->log_since($mark), qr/^\S+ \S+ \[emerg\] 1#1: forged/m, '... no forged line in error_log');
 }

@@ -302,12 +302,12 @@ is($r->{code}, -32602, 'node__get-env: denied by the policy');
 $r = $t->mcp_call($ps, 'tools/call', { name => 'node__echo', arguments => { message => 'ok' } }, path => '/policy');
 is(text($r), 'Echo: ok', 'node__echo: allowed');
 # a denied name with CR LF in it is logged %-escaped: no line of the client's making
-$t->expect_log_any(qr/\[info\] .*tool "alpha__test_x%0D%0A[^"]*%20forged" denied by policy/);
+$t->expect_log_any(qr/\[info\] .*tool "alpha__test_x%0D%0A[^"]* forged" denied by policy/);
 my $pmark = $t->log_mark;
 $r = $t->mcp_call($ps, 'tools/call', { name => "alpha__test_x\r\n2026/01/01 00:00:00 [emerg] 1#1: forged",
                                        arguments => {} }, path => '/policy');
 is($r->{code}, -32602, 'a denied name with CR LF: -32602');
-ok($t->wait_for_log(qr/tool "alpha__test_x%0D%0A2026\/01\/01%2000:00:00%20\[emerg\]%201#1:%20forged" denied/, 5),
+ok($t->wait_for_log(qr/tool "alpha__test_x%0D%0A2026\/01\/01 00:00:00 \[emerg\] 1#1: forged" denied/, 5),
    '... logged %-escaped, on one line');
 unlike($t->log_since($pmark), qr/^\S+ \S+ \[emerg\] 1#1: forged/m, '... no forged line in error_log');
 

@@ -1330,20 +1330,21 @@ test_print_edges(void)
 static void
 test_helpers(void)
 {
-    u_char      buf[40], *raw;
+    u_char      buf[40], *raw, *end;
     size_t      i, len;
-    ngx_str_t   body, logged;
+    ngx_str_t   body;
     const char  *error;
 
-    /* a message's string for a log line: no line break gets through */
-    ngx_str_set(&body, "tool_name.v2");
-    ngx_http_mcp_log_text(pool, &body, &logged);
-    CHECK(logged.data == body.data && logged.len == body.len,
-          "log text: a plain name is logged as it is, not copied");
-    ngx_str_set(&body, "a\r\nb c%d\x7f\x01\xc3\xa9");
-    ngx_http_mcp_log_text(pool, &body, &logged);
-    CHECK_MEM(logged.data, logged.len, "a%0D%0Ab%20c%25d%7F%01\xc3\xa9",
-              "log text: CR, LF, space, %, DEL and controls escaped, UTF-8 kept");
+    /* a client's bytes for a log line: no line break gets through */
+    ngx_str_set(&body, "a\r\nb c%d\x7f\x01\"\xc3\xa9");
+    end = ngx_http_mcp_log_bounded(buf, sizeof(buf), body.data, body.len);
+    CHECK_MEM(buf, end - buf, "a%0D%0Ab c%25d%7F%01\"\xc3\xa9",
+              "log text: CR, LF, %, DEL and controls escaped, the rest kept");
+    end = ngx_http_mcp_log_bounded(buf, 5, body.data, body.len);
+    CHECK_MEM(buf, end - buf, "a%0D",
+              "log text: cut at the buffer's end, never inside an escape");
+    end = ngx_http_mcp_log_bounded(buf, 4, (u_char *) "abcdef", 6);
+    CHECK_MEM(buf, end - buf, "abcd", "log text: plain text cut at the end");
 
     ngx_memset(buf, 'z', sizeof(buf));
     CHECK_INT(ngx_http_mcp_correlation_id(buf, 16), NGX_OK,

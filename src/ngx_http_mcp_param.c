@@ -64,7 +64,7 @@ static ngx_int_t ngx_http_mcp_param_refuse(ngx_pool_t *pool, u_char **error,
 ngx_int_t
 ngx_http_mcp_param_decode(ngx_pool_t *pool, ngx_str_t *value, ngx_str_t *out)
 {
-    size_t   head, tail;
+    size_t   head, tail, i;
     u_char  *p;
 
     head = sizeof(NGX_HTTP_MCP_PARAM_B64_HEAD) - 1;
@@ -80,6 +80,18 @@ ngx_http_mcp_param_decode(ngx_pool_t *pool, ngx_str_t *value, ngx_str_t *out)
                        tail)
            != 0)
     {
+        /*
+         * A value with control characters had to come in Base64: nginx
+         * takes them in a header (all but CR, LF and NUL), and a proxy
+         * before us may have read them otherwise.  HTAB is field text.
+         */
+
+        for (i = 0; i < value->len; i++) {
+            if ((p[i] < 0x20 && p[i] != '\t') || p[i] == 0x7f) {
+                return NGX_ABORT;
+            }
+        }
+
         *out = *value;
         return NGX_OK;
     }
@@ -243,6 +255,13 @@ ngx_http_mcp_param_one(void *data, cJSON *prop, cJSON *name, cJSON *value)
     }
 
     rc = ngx_http_mcp_param_decode(ctx->pool, &h->value, &text);
+
+    if (rc == NGX_ABORT) {
+        return ngx_http_mcp_param_refuse(ctx->pool, ctx->error,
+                   "Header mismatch: " NGX_HTTP_MCP_PARAM_PREFIX "%*s "
+                   "has a control character: it must come in Base64",
+                   name->valuestring);
+    }
 
     if (rc == NGX_DECLINED) {
         return ngx_http_mcp_param_refuse(ctx->pool, ctx->error,

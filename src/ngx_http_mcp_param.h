@@ -27,7 +27,8 @@
  * decoded, anything else is literal.  NGX_OK: *out is the value (pool
  * memory, or value's own); NGX_DECLINED: the payload is not canonical
  * Base64 (RFC 4648 alphabet, padded to a multiple of 4, zero pad bits);
- * NGX_ERROR: out of memory.
+ * NGX_ABORT: a literal value with a control character (HTAB aside),
+ * which a client must send in Base64; NGX_ERROR: out of memory.
  */
 ngx_int_t ngx_http_mcp_param_decode(ngx_pool_t *pool, ngx_str_t *value,
     ngx_str_t *out);

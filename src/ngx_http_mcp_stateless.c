@@ -368,7 +368,8 @@ ngx_http_mcp_stateless_caps(cJSON *caps, ngx_http_mcp_reqctx_t *rctx)
  * values are not.  A name a header cannot carry as it is (non-ASCII,
  * control characters, white space at its ends, or text that looks like
  * the wrapper) comes as "=?base64?<payload>?=", decoded before the
- * comparison as the spec says, strictly, as Mcp-Param-* values are.
+ * comparison as the spec says, strictly, as Mcp-Param-* values are; a
+ * literal one with a control character is refused, even the body's.
  */
 
 static ngx_int_t
@@ -416,10 +417,13 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
             return NGX_DECLINED;
         }
 
-        if (decoded == NGX_DECLINED) {
+        if (decoded == NGX_DECLINED || decoded == NGX_ABORT) {
             return ngx_http_mcp_stateless_refuse(ctx, msg->id,
                        NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_HEADER_MISMATCH,
-                       "Header mismatch: Mcp-Name is not valid Base64",
+                       decoded == NGX_DECLINED
+                       ? "Header mismatch: Mcp-Name is not valid Base64"
+                       : "Header mismatch: Mcp-Name has a control "
+                         "character: it must come in Base64",
                        NULL, rc);
         }
     }

@@ -355,6 +355,18 @@ for my $path ('/mcp', '/gw') {
                                'Mcp-Name' => $v);
         refused($msg, $r, "v13-$k$path", $why, "$path: Mcp-Name $what");
     }
+    # a literal value with a control character had to come in Base64, even
+    # when it is the body's (HTAB is field text); non-ASCII stays accepted
+    ($msg, $r) = post26(path => $path, id => "v14$path", method => 'tools/call',
+                        params => { name => "test\x01tool", arguments => {} },
+                        headers => { 'Mcp-Name' => "test\x01tool" });
+    refused($msg, $r, "v14$path", qr/Mcp-Name has a control character/,
+            "$path: a literal Mcp-Name with a control character, the body's too");
+    my $ctl = { region => "r\x7f", priority => 0, verbose => $f };
+    ($msg, $r) = call_tool($path, "v15$path", $ctl, 'Mcp-Param-Region' => "r\x7f", %STD);
+    refused($msg, $r, "v15$path", qr/Mcp-Param-Region has a control character/,
+            "$path: a literal Mcp-Param-Region with DEL, the argument's too");
+
     $l = hdrs_line("v13-0$path", "$path a Mcp-Name that does not decode");
     is_deeply([ @$l{qw(en n)} ], [ '', $TOOL ],
               "$path: ... gives no \$mcp_name before the body, the body's name after it");

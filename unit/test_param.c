@@ -236,6 +236,24 @@ test_decode(void)
     ngx_unit_refused("=?base64?SGVsbG8==?=", "decode: too many pads");
     ngx_unit_refused("=?base64?" "?=?=", "decode: a ? in the payload");
 
+    /* a literal value with a control character had to come in Base64 */
+    {
+        ngx_str_t    in, out;
+        ngx_uint_t   k;
+        const char  *bad[] = { "a\x01" "b", "a\x1f" "b", "a\x7f", "\rx" };
+
+        for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+            in.data = (u_char *) bad[k];
+            in.len = strlen(bad[k]);
+            CHECK_INT(ngx_http_mcp_param_decode(pool, &in, &out), NGX_ABORT,
+                      "decode: a literal control character: NGX_ABORT");
+        }
+    }
+
+    ngx_unit_decoded("a\tb", "a\tb", "decode: HTAB is field text");
+    ngx_unit_decoded("caf\xc3\xa9", "caf\xc3\xa9",
+                     "decode: literal non-ASCII is kept (obs-text)");
+
     /* look-alikes are literal */
     ngx_unit_decoded("=?BASE64?SGVsbG8=?=", "=?BASE64?SGVsbG8=?=",
                      "decode: the marker is lower case");

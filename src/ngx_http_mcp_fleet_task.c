@@ -24,7 +24,6 @@
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_redis.h"
 #include "ngx_http_mcp_fleet.h"
-#include "ngx_http_mcp_param.h"
 
 
 static void ngx_http_mcp_fleet_op_cleanup(void *data);
@@ -110,7 +109,6 @@ ngx_http_mcp_fleet_task_named(ngx_http_mcp_ctx_t *ctx, ngx_shm_zone_t *zone,
     ngx_uint_t           i;
     ngx_str_t            said;
     const char          *param;
-    ngx_table_elt_t     *h;
     ngx_http_mcp_msg_t  *msg;
 
     if (!ctx->parsed || ctx->batch || ctx->msgs.nelts != 1) {
@@ -148,14 +146,8 @@ ngx_http_mcp_fleet_task_named(ngx_http_mcp_ctx_t *ctx, ngx_shm_zone_t *zone,
     }
 
     /* a Mcp-Name that disagrees is refused here, not forwarded */
-    h = ngx_http_mcp_header_in(ctx->request, "mcp-name",
-                               sizeof("mcp-name") - 1);
-
-    if (h == NULL
-        || ngx_http_mcp_header_in_after(ctx->request, h, "mcp-name",
-                                        sizeof("mcp-name") - 1) != NULL
-        || ngx_http_mcp_param_decode(ctx->request->pool, &h->value, &said)
-           != NGX_OK
+    if (ngx_http_mcp_headers_name(ctx->request->pool, &ctx->headers, &said)
+        != NGX_OK
         || said.len != NGX_HTTP_MCP_TASK_ID_LEN
         || ngx_memcmp(said.data, tid->valuestring, NGX_HTTP_MCP_TASK_ID_LEN)
            != 0)

@@ -9,6 +9,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_param.h"
 
 
 static ngx_uint_t ngx_http_mcp_header_named(ngx_table_elt_t *h,
@@ -126,6 +127,26 @@ ngx_http_mcp_headers_read(ngx_http_request_t *r, ngx_http_mcp_headers_t *hs)
             hs->twice |= bit;
         }
     }
+}
+
+
+/*
+ * What the request's Mcp-Name says (2026-07-28), as the edge compares it
+ * with the body, the fleet with a task id and $mcp_name gives it before
+ * the body: "=?base64?...?=" decoded, see ngx_http_mcp_param_decode().
+ * NGX_OK and *said; NGX_DONE: no Mcp-Name, or two; NGX_DECLINED: not
+ * canonical Base64; NGX_ABORT: a literal control character; NGX_ERROR.
+ */
+
+ngx_int_t
+ngx_http_mcp_headers_name(ngx_pool_t *pool, ngx_http_mcp_headers_t *hs,
+    ngx_str_t *said)
+{
+    if (hs->name == NULL || (hs->twice & NGX_HTTP_MCP_HDR_NAME)) {
+        return NGX_DONE;
+    }
+
+    return ngx_http_mcp_param_decode(pool, &hs->name->value, said);
 }
 
 

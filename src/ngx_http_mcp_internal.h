@@ -506,6 +506,8 @@ u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
 
 void ngx_http_mcp_headers_read(ngx_http_request_t *r,
     ngx_http_mcp_headers_t *hs);
+ngx_int_t ngx_http_mcp_headers_name(ngx_pool_t *pool,
+    ngx_http_mcp_headers_t *hs, ngx_str_t *said);
 ngx_table_elt_t *ngx_http_mcp_header_in(ngx_http_request_t *r,
     const char *name, size_t len);
 ngx_table_elt_t *ngx_http_mcp_header_in_after(ngx_http_request_t *r,

@@ -377,7 +377,7 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg, ngx_int_t *rc)
 {
     cJSON            *name;
-    ngx_int_t         decoded;
+    ngx_int_t         said_rc;
     ngx_str_t         said;
     const char       *param;
     ngx_table_elt_t  *h;
@@ -403,32 +403,27 @@ ngx_http_mcp_stateless_headers(ngx_http_mcp_ctx_t *ctx,
 
     name = ngx_http_mcp_json_get(msg->params, param);
 
-    h = ctx->headers.name;
-    decoded = NGX_DECLINED;
+    said_rc = cJSON_IsString(name)
+              ? ngx_http_mcp_headers_name(ctx->request->pool, &ctx->headers,
+                                          &said)
+              : NGX_DONE;
 
-    if (h != NULL
-        && !(ctx->headers.twice & NGX_HTTP_MCP_HDR_NAME)
-        && cJSON_IsString(name))
-    {
-        decoded = ngx_http_mcp_param_decode(ctx->request->pool, &h->value,
-                                            &said);
-        if (decoded == NGX_ERROR) {
-            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
-            return NGX_DECLINED;
-        }
-
-        if (decoded == NGX_DECLINED || decoded == NGX_ABORT) {
-            return ngx_http_mcp_stateless_refuse(ctx, msg->id,
-                       NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_HEADER_MISMATCH,
-                       decoded == NGX_DECLINED
-                       ? "Header mismatch: Mcp-Name is not valid Base64"
-                       : "Header mismatch: Mcp-Name has a control "
-                         "character: it must come in Base64",
-                       NULL, rc);
-        }
+    if (said_rc == NGX_ERROR) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_DECLINED;
     }
 
-    if (decoded != NGX_OK
+    if (said_rc == NGX_DECLINED || said_rc == NGX_ABORT) {
+        return ngx_http_mcp_stateless_refuse(ctx, msg->id,
+                   NGX_HTTP_BAD_REQUEST, NGX_HTTP_MCP_HEADER_MISMATCH,
+                   said_rc == NGX_DECLINED
+                   ? "Header mismatch: Mcp-Name is not valid Base64"
+                   : "Header mismatch: Mcp-Name has a control character: "
+                     "it must come in Base64",
+                   NULL, rc);
+    }
+
+    if (said_rc != NGX_OK
         || !ngx_http_mcp_header_is(&said, name->valuestring,
                                    ngx_strlen(name->valuestring)))
     {

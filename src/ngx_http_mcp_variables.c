@@ -15,7 +15,6 @@
 
 
 #include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_param.h"
 
 
 typedef enum {
@@ -363,7 +362,7 @@ ngx_http_mcp_variable_header(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
         return;
     }
 
-    if (ngx_http_mcp_param_decode(r->pool, &h->value, &said) == NGX_OK) {
+    if (ngx_http_mcp_headers_name(r->pool, hs, &said) == NGX_OK) {
         *value = said;
     }
 }

@@ -455,8 +455,10 @@ ngx_http_mcp_jsonrpc_error_data(cJSON *reply, cJSON *data)
  * A client's bytes fit for a log line (a method, a tool's name, an
  * error's message that repeats one): a JSON string may hold CR, LF and
  * other control characters, with which a client would write lines of
- * its own into error_log.  Control characters, DEL and "%" are
- * %-escaped, the rest kept so that the words stay readable; into buf
+ * its own into error_log.  Control characters, DEL, "%" and the quote
+ * are %-escaped (the lines quote what they print, and a quote of the
+ * client's would end that field and start one of its own), the rest
+ * kept so that the words stay readable; into buf
  * (size bytes), cut there, never inside an escape.  Returns the end of
  * what was written.
  */
@@ -472,7 +474,7 @@ ngx_http_mcp_log_bounded(u_char *buf, size_t size, u_char *text, size_t len)
     while (len--) {
         c = *text++;
 
-        if (c >= 0x20 && c != 0x7f && c != '%') {
+        if (c >= 0x20 && c != 0x7f && c != '%' && c != '"') {
             if (buf == end) {
                 break;
             }

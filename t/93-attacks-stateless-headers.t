@@ -100,7 +100,7 @@ sub call_simple {
 # --- error_log: a client's CR LF in a method or an error's message ------------
 
 # the escaped forms of the lines below, at [info]
-$t->expect_log_any(qr/\[info\] .*(?:method "x%0D%0A2026|Unknown tool: x%0D%0A2026)/);
+$t->expect_log_any(qr/\[info\] .*(?:method "x%(?:0D%0A2026|22)|Unknown tool: x%0D%0A2026)/);
 
 for my $path ('/mcp', '/gw') {
     my $forge = "x\r\n2026/01/01 00:00:00 [emerg] 1#1: forged";
@@ -112,6 +112,15 @@ for my $path ('/mcp', '/gw') {
     ok($t->wait_for_log(qr/Method not found .*method "x%0D%0A2026\/01\/01 00:00:00 \[emerg\] 1#1: forged"/, 5, $mark),
        "$path: ... logged on one line, CR LF %-escaped");
     unlike($t->log_since($mark), $FORGED, "$path: ... no line of the client's making in error_log");
+
+    # a quote would end the line's quoted field and begin fields of its own
+    $mark = $t->log_mark;
+    (undef, $r) = $t->mcp_request($sid, 'x", client: 203.0.113.9, forged: "', undef,
+                                  id => "mq$path", path => $path);
+    is_rpc_error_body($r, 200, -32601, "mq$path", "$path: a session's unknown method with quotes: -32601");
+    ok($t->wait_for_log(qr/method "x%22, client: 203\.0\.113\.9, forged: %22"/, 5, $mark),
+       "$path: ... its quotes %-escaped, inside the line's one quoted field");
+    unlike($t->log_since($mark), qr/method "x", client: 203/, "$path: ... no field of the client's making");
 
     $mark = $t->log_mark;
     (undef, $r) = $t->mcp_request($sid, 'tools/call', { name => $forge, arguments => {} },

@@ -1338,8 +1338,9 @@ test_helpers(void)
     /* a client's bytes for a log line: no line break gets through */
     ngx_str_set(&body, "a\r\nb c%d\x7f\x01\"\xc3\xa9");
     end = ngx_http_mcp_log_bounded(buf, sizeof(buf), body.data, body.len);
-    CHECK_MEM(buf, end - buf, "a%0D%0Ab c%25d%7F%01\"\xc3\xa9",
-              "log text: CR, LF, %, DEL and controls escaped, the rest kept");
+    CHECK_MEM(buf, end - buf, "a%0D%0Ab c%25d%7F%01%22\xc3\xa9",
+              "log text: CR, LF, %, DEL, quote and controls escaped, "
+              "the rest kept");
     end = ngx_http_mcp_log_bounded(buf, 5, body.data, body.len);
     CHECK_MEM(buf, end - buf, "a%0D",
               "log text: cut at the buffer's end, never inside an escape");

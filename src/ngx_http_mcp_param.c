@@ -87,6 +87,12 @@ ngx_http_mcp_param_decode(ngx_pool_t *pool, ngx_str_t *value, ngx_str_t *out)
          */
 
         for (i = 0; i < value->len; i++) {
+
+            /* printable ASCII, nearly every byte, in one comparison */
+            if ((u_char) (p[i] - 0x20) < 0x5f) {
+                continue;
+            }
+
             if ((p[i] < 0x20 && p[i] != '\t') || p[i] == 0x7f) {
                 return NGX_ABORT;
             }

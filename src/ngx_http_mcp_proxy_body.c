@@ -268,9 +268,9 @@ ngx_http_mcp_proxy_guarded(ngx_http_request_t *r,
 
 /*
  * The JSON reply's body ended: its held last bytes go, if its JSON ended.
- * One that did not is cut; one without a length, that the upstream's
- * close ended (ngx_http_mcp_proxy_finalize_request()), nginx ends all
- * the same, the client holding no JSON text.
+ * One that did not is cut; for one without a length, that the
+ * upstream's close ended, ngx_http_mcp_proxy_finalize_request() keeps
+ * nginx from ending it with the last chunk.
  */
 
 static ngx_int_t

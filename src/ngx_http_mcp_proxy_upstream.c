@@ -712,12 +712,21 @@ ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
 
     /* a held reply that the upstream's close ended: no filter saw it end */
     if (rc == 0 && (pctx->filter || pctx->guard != NULL) && r->header_sent
-        && r->upstream->length == -1
-        && ngx_http_mcp_proxy_flush_filtered(r, pctx) == NGX_OK
-        && r->upstream->out_bufs != NULL)
+        && r->upstream->length == -1)
     {
-        (void) ngx_http_output_filter(r, r->upstream->out_bufs);
-        r->upstream->out_bufs = NULL;
+        if (ngx_http_mcp_proxy_flush_filtered(r, pctx) != NGX_OK) {
+            /*
+             * Cut: nginx would end the reply with its last chunk (rc is
+             * 0, the upstream's close is its end), and the client would
+             * take what it holds for a whole reply.  A connection in
+             * error ends without it, as after an upstream's failure.
+             */
+            r->connection->error = 1;
+
+        } else if (r->upstream->out_bufs != NULL) {
+            (void) ngx_http_output_filter(r, r->upstream->out_bufs);
+            r->upstream->out_bufs = NULL;
+        }
     }
 
     if (pctx->initialize && !pctx->init_ok) {

@@ -19,6 +19,11 @@
 
 static void ngx_http_mcp_session_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static void ngx_http_mcp_session_task_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static void ngx_http_mcp_session_rbtree_link(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel, size_t off,
+    size_t len);
 static void ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s);
 static void ngx_http_mcp_session_expire(ngx_http_mcp_zone_t *ctx,
@@ -80,7 +85,7 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                     ngx_rbtree_insert_value);
 
     ngx_rbtree_init(&ctx->sh->tasks, &ctx->sh->tasks_sentinel,
-                    ngx_rbtree_insert_value);
+                    ngx_http_mcp_session_task_insert);
     ngx_queue_init(&ctx->sh->task_queue);
     ctx->sh->ntasks = 0;
     ctx->sh->streams = 0;
@@ -108,8 +113,38 @@ static void
 ngx_http_mcp_session_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
 {
-    ngx_rbtree_node_t            **p;
-    ngx_http_mcp_session_node_t   *s, *st;
+    ngx_http_mcp_session_rbtree_link(temp, node, sentinel,
+        offsetof(ngx_rbtree_node_t, color)
+        + offsetof(ngx_http_mcp_session_node_t, id),
+        NGX_HTTP_MCP_SESSION_ID_LEN);
+}
+
+
+/*
+ * Tasks are ordered by key, then by id: the key holds but 16 bits of the
+ * id (4 hex digits), and with equal keys simply going right a rotation
+ * can lift a later task above an earlier one of the same key, where
+ * ngx_http_mcp_session_task_find() would no longer see it.
+ */
+
+static void
+ngx_http_mcp_session_task_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_http_mcp_session_rbtree_link(temp, node, sentinel,
+                                     offsetof(ngx_http_mcp_task_sh_t, id),
+                                     NGX_HTTP_MCP_TASK_ID_LEN);
+}
+
+
+/* by key, then by the len bytes of id at off from the node */
+
+static void
+ngx_http_mcp_session_rbtree_link(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel, size_t off,
+    size_t len)
+{
+    ngx_rbtree_node_t  **p;
 
     for ( ;; ) {
 
@@ -120,10 +155,8 @@ ngx_http_mcp_session_rbtree_insert(ngx_rbtree_node_t *temp,
             p = &temp->right;
 
         } else {
-            s = (ngx_http_mcp_session_node_t *) &node->color;
-            st = (ngx_http_mcp_session_node_t *) &temp->color;
-
-            p = (ngx_memcmp(s->id, st->id, NGX_HTTP_MCP_SESSION_ID_LEN) < 0)
+            p = (ngx_memcmp((u_char *) node + off, (u_char *) temp + off, len)
+                 < 0)
                 ? &temp->left : &temp->right;
         }
 

@@ -441,8 +441,9 @@ ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
                     cJSON_DetachItemFromObjectCaseSensitive(outcome, "data"));
 
     } else {
-        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
-                                "The task was cancelled");
+        /* the client's doing, as the call's own end was: no internal error */
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_REQUEST_CANCELLED,
+                                "Request cancelled: the task was cancelled");
     }
 
     cJSON_Delete(outcome);

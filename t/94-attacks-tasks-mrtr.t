@@ -1,0 +1,470 @@
+# Attacks on multi-round requests (the sealed requestState of 2026-07-28)
+# and on tasks (2026-07-28's extension, 2025-11-25's experimental tasks).
+#
+# What broke and is fixed (each test here failed before):
+# - the zone's tree of tasks was keyed by the id's first 4 hex digits
+#   (16 bits) with equal keys simply going right: a rotation lifted a
+#   later task of the same key above an earlier one, and the lookup,
+#   going right, no longer saw it.  With hundreds of tasks some were "no
+#   such task" to their owner (tasks/get, tasks/cancel, tasks/update,
+#   a tasks/list cursor), and their worker could not write their
+#   outcome.  Tasks are now ordered by key, then id.
+#
+# What holds: a requestState replayed to another tool, method, caller
+# (auth subject), under a session, re-encoded (padding, the other Base64
+# alphabet, white space, the MAC's other spellings), flipped, cut,
+# extended, with a NUL, empty, huge, not a string, expired; inputResponses
+# of the wrong shape, keys or types, huge, without a state; tasks of
+# another client, session or subject (get, cancel, update, result, list
+# and its cursor), ids guessed, malformed, huge, with control characters
+# and in Base64 headers; the zone's and a client's task limits; cancelling
+# twice or after the end; a ttl that ends while tasks/result waits.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes ();
+use Digest::SHA qw(sha256_hex);
+use MIME::Base64 ();
+use McpTest timeout => 120;
+use McpAssert;
+
+my $V    = '2026-07-28';
+my $P    = 'io.modelcontextprotocol/';
+my $RS   = 'test_input_required_result_request_state';
+my $TS   = 'test_input_required_result_tampered_state';
+my $MR   = 'test_input_required_result_multi_round';
+my %EL   = (elicitation => {});
+my $TASKS = { extensions => { "${P}tasks" => {} }, elicitation => {} };
+my $TRUE = JSON::PP::true();
+
+my $t = McpTest->new(
+    http => <<'NGX',
+    client_body_buffer_size 4m;
+    client_max_body_size 4m;
+    mcp_session_zone zone=t94:8m per_client=$http_x_client:100 tasks=2000 tasks_per_client=2000;
+    mcp_session_zone zone=few:1m per_client=$http_x_client:100 tasks=3 tasks_per_client=2;
+    mcp_session_zone zone=few2:1m per_client=$http_x_client:100 tasks=3 tasks_per_client=2;
+NGX
+    server => <<'NGX',
+        mcp_session t94;
+        location = /mcp   { mcp on; mcp_builtin everything; }
+        location = /short { mcp on; mcp_builtin everything; mcp_state_timeout 1s; }
+        location = /ttl   { mcp on; mcp_builtin everything; mcp_task_timeout 1s; }
+        location = /few   { mcp on; mcp_builtin everything; mcp_session few; }
+        location = /fewttl { mcp on; mcp_builtin everything; mcp_session few2;
+                             mcp_task_timeout 1s; }
+        location = /auth  { mcp on; mcp_builtin everything; mcp_auth_jwt "MCP";
+                            mcp_auth_resource http://127.0.0.1:%%PORT%%/auth;
+                            mcp_auth_api_keys %%PREFIX%%/conf/api_keys; }
+NGX
+);
+$t->write_file('conf/api_keys', join '',
+    map { sha256_hex($_->[0]) . " $_->[1] mcp:tools mcp:resources mcp:prompts\n" }
+        [ 'sk_t94_alice', 'alice' ], [ 'sk_t94_bob', 'bob' ]);
+$t->start;
+
+my $NEXT = 1;
+my $LAST;
+sub rpc_last { $LAST // {} }
+my @TOKENS;
+
+# One 2026-07-28 request.  Options: id, client (X-Client), caps, path,
+# headers (extra, an array), conn (keepalive), info (clientInfo), raw
+# (the body as given).  Returns (message with the id, response).
+sub rpc {
+    my ($method, $params, %o) = @_;
+    my $id = exists $o{id} ? $o{id} : 'r' . $NEXT++;
+    my %p = (%{ $params // {} },
+             _meta => { "${P}protocolVersion"    => $V,
+                        "${P}clientCapabilities" => $o{caps} // {},
+                        ($o{info} ? ("${P}clientInfo" => $o{info}) : ()) });
+    my @h = ('MCP-Protocol-Version' => $V, 'Mcp-Method' => $method,
+             'X-Client' => $o{client} // 'alice');
+    my $name = $method =~ m{^(tools/call|prompts/get)$} ? $params->{name}
+             : $method eq 'resources/read' ? $params->{uri}
+             : $method =~ m{^tasks/} ? $params->{taskId} : undef;
+    push @h, 'Mcp-Name' => $name if defined $name && !ref $name && !exists $o{name_header};
+    push @h, 'Mcp-Name' => $o{name_header} if defined $o{name_header};
+    push @h, @{ $o{headers} // [] };
+    my $body = $o{raw} // { jsonrpc => '2.0', id => $id, method => $method, params => \%p };
+    my $r = $t->mcp_post(undef, $body, headers => { @h }, protocol_version => undef,
+                         path => $o{path} // '/mcp', quiet => 1,
+                         ($o{conn} ? (conn => $o{conn}, keepalive => 1) : ()));
+    push @TOKENS, $r->{body} =~ /"requestState":"([^"]+)"/g;
+    $LAST = $r;
+    my ($m) = grep { ref $_ eq 'HASH' && exists $_->{id} && defined $_->{id} && "$_->{id}" eq "$id" }
+              @{ $r->{messages} // [] };
+    return wantarray ? ($m, $r) : $m;
+}
+
+sub call {
+    my ($tool, %o) = @_;
+    my %p = (name => $tool, arguments => delete $o{args} // {});
+    $p{inputResponses} = delete $o{inputs} if exists $o{inputs};
+    $p{requestState}   = delete $o{state}  if exists $o{state};
+    return rpc('tools/call', \%p, caps => delete $o{caps} // \%EL, %o);
+}
+
+sub res   { (($_[0] // {})->{result}) // {} }
+sub text  { ((res($_[0])->{content} // [ {} ])->[0] // {})->{text} // '' }
+sub state_of { my ($tool, %o) = @_; res(call($tool, %o))->{requestState} // '' }
+sub confirm { { confirm => { action => 'accept', content => { ok => $TRUE } } } }
+
+# --- A. requestState --------------------------------------------------------------
+
+my $tok = state_of($RS);
+like($tok, qr/^1\.\d+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/, 'a requestState to attack');
+is(text(call($RS, inputs => confirm(), state => $tok)), 'state-ok: confirmed', 'it opens as given');
+
+# replayed elsewhere: another tool, method, subject
+{
+    my $m = call($TS, inputs => confirm(), state => $tok, id => 'a-tool');
+    is_error($m, -32602, 'a-tool', 'replayed to another tool: -32602 with the id');
+    $m = rpc('prompts/get', { name => 'test_input_required_result_prompt', requestState => $tok,
+                              inputResponses => { user_context => { action => 'accept',
+                                                                    content => { context => 'x' } } } },
+             caps => \%EL, id => 'a-prompt');
+    is_error($m, -32602, 'a-prompt', 'replayed to prompts/get: -32602');
+    $m = rpc('resources/read', { uri => 'test://static-text', requestState => $tok }, id => 'a-res');
+    is_error($m, -32602, 'a-res', 'replayed to resources/read: -32602');
+
+    my %alice = (headers => [ Authorization => 'Bearer sk_t94_alice' ], path => '/auth');
+    my %bob   = (headers => [ Authorization => 'Bearer sk_t94_bob' ],   path => '/auth');
+    my $atok = state_of($RS, %alice);
+    ok(length $atok, '/auth: alice has a state');
+    $m = call($RS, %bob, inputs => confirm(), state => $atok, id => 'a-bob');
+    is_error($m, -32602, 'a-bob', 'alice\'s state presented by bob: -32602');
+    $m = call($RS, inputs => confirm(), state => $atok, id => 'a-anon');
+    is_error($m, -32602, 'a-anon', '... anonymously at /mcp: -32602');
+    $m = call($RS, %alice, inputs => confirm(), state => $tok, id => 'a-alice');
+    is_error($m, -32602, 'a-alice', 'an anonymous state presented by alice: -32602');
+
+    # what the state is not bound to: the client's own claims (another
+    # clientInfo, other arguments) are no caller; the handler decides
+    $m = call($RS, inputs => confirm(), state => $tok, info => { name => 'other', version => '9' },
+              args => { extra => 'x' }, client => 'mallory', id => 'a-info');
+    is(text($m), 'state-ok: confirmed',
+       'another clientInfo, arguments and X-Client: the same caller, the state opens (not bound to them)');
+
+    # a 2025-11-25 session presenting a stateless state: the tool asks the
+    # session's way, the state changes nothing
+    my ($sid) = $t->mcp_initialize(protocol_version => '2025-11-25',
+                                   capabilities => { elicitation => {} });
+    my ($sm) = $t->mcp_request($sid, 'tools/call', { name => $RS, arguments => {},
+                                                     requestState => $tok, inputResponses => confirm() },
+                               id => 'a-2025', quiet => 1, timeout => 10);
+    ok(ref $sm eq 'HASH' && (exists $sm->{error} || exists $sm->{result}),
+       'a 2025-11-25 session presenting it: an answer with the id, no crash')
+        or diag(explain($sm));
+}
+
+# the token re-encoded, cut, extended
+{
+    my @part = split /\./, $tok, -1;
+    my $mac = $part[3];
+    my %bad;
+    my $b64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    my $last = index($b64, substr($mac, -1));
+    for my $low (1 .. 3) {
+        # nginx's decoder drops the last character's low 2 bits
+        $bad{"MAC's other spelling $low"} = join '.', @part[0 .. 2],
+            substr($mac, 0, -1) . substr($b64, $last ^ $low, 1);
+    }
+    $bad{'MAC padded'}          = "$tok=";
+    $bad{'MAC padded twice'}    = "$tok==";
+    (my $std = $tok) =~ tr{-_}{+/};
+    $bad{'standard alphabet'}   = $std if $std ne $tok;
+    $bad{'a space inside'}      = substr($tok, 0, 20) . ' ' . substr($tok, 20);
+    $bad{'a tab inside'}        = substr($tok, 0, 20) . "\t" . substr($tok, 20);
+    $bad{'CR LF inside'}        = substr($tok, 0, 30) . "\r\n" . substr($tok, 30);
+    $bad{'version 2'}           = '2' . substr($tok, 1);
+    $bad{'version 01'}          = '0' . $tok;
+    $bad{'three parts'}         = join '.', @part[0, 1, 3];
+    $bad{'MAC bit flipped'}     = join '.', @part[0 .. 2], (substr($mac, 0, 5) . (substr($mac, 5, 1) eq 'A' ? 'B' : 'A') . substr($mac, 6));
+    $bad{'payload re-encoded'}  = join '.', @part[0, 1],
+        MIME::Base64::encode_base64url('{"round":2}'), $mac;
+    $bad{'payload empty'}       = join '.', @part[0, 1], '', $mac;
+    $bad{'all dots'}            = '1...';
+    $bad{'one'}                 = '1.';
+    $bad{'expiry negative'}     = join '.', $part[0], "-$part[1]", @part[2, 3];
+    $bad{'expiry 0'}            = join '.', $part[0], 0, @part[2, 3];
+    $bad{'MAC of 44'}           = "${tok}A";
+    $bad{'MAC of 42'}           = substr($tok, 0, -1);
+    $bad{'Base64 of the token'} = MIME::Base64::encode_base64($tok, '');
+    $bad{'percent-encoded'}     = join '%2E', @part;
+    $bad{'over 64 KiB'}         = join '.', @part[0, 1], 'A' x 70000, $mac;
+    $bad{'just under 64 KiB'}   = join '.', @part[0, 1], 'A' x 65400, $mac;
+    $bad{'non-ASCII'}           = "$tok\x{e9}";
+    my $n = 0;
+    for my $what (sort keys %bad) {
+        my $id = 'enc-' . $n++;
+        my $m = call($RS, inputs => confirm(), state => $bad{$what}, id => $id);
+        is_error($m, -32602, $id, "requestState $what: -32602 with the id");
+        like((($m // {})->{error} // {})->{message} // '', qr/requestState/, '... saying requestState');
+    }
+
+    # a NUL, which would end a C string early: refused before the handler
+    my $body = '{"jsonrpc":"2.0","id":"nul","method":"tools/call","params":{"name":"' . $RS
+        . '","arguments":{},"requestState":"' . $tok . '\u0000xyz","inputResponses":'
+        . McpTest::encode_json(confirm()) . ',"_meta":{"' . $P . 'protocolVersion":"' . $V
+        . '","' . $P . 'clientCapabilities":{"elicitation":{}}}}}';
+    my (undef, $r) = rpc('tools/call', { name => $RS }, raw => $body, id => 'nul');
+    my ($any) = grep { ref $_ eq 'HASH' && exists $_->{error} } @{ $r->{messages} // [] };
+    ok($any && ($r->{body} // '') !~ /state-ok/, 'a state with \\u0000 and more after it: an error, never opened');
+
+    # not a string
+    for my $v ([ number => 42 ], [ object => { a => 1 } ], [ array => [$tok] ],
+               [ null => undef ], [ true => $TRUE ]) {
+        my $m = call($RS, inputs => confirm(), state => $v->[1], id => "type-$v->[0]");
+        is_error($m, -32602, "type-$v->[0]", "requestState as $v->[0]: -32602");
+    }
+}
+
+# inputResponses that do not match what was asked
+{
+    my %cases = (
+        'an array'                  => [ confirm() ],
+        'a string'                  => 'yes',
+        'a number'                  => 1,
+        'an answer that is a string' => { confirm => 'accept' },
+        'an answer that is null'    => { confirm => undef },
+        'an answer that is an array' => { confirm => [1] },
+    );
+    for my $what (sort keys %cases) {
+        (my $id = "in-$what") =~ s/ /-/g;
+        my $m = call($RS, inputs => $cases{$what}, state => $tok, id => $id);
+        is_error($m, -32602, $id, "inputResponses $what: -32602");
+    }
+    my $m = call($RS, inputs => { other => { action => 'accept', content => { ok => $TRUE } } },
+                 state => $tok, id => 'in-key');
+    is(res($m)->{resultType}, 'input_required', 'the wrong key: asked again');
+    $m = call($RS, inputs => { confirm => { action => 'accept', content => { ok => 'yes' } } },
+              state => $tok, id => 'in-type');
+    is(res($m)->{resultType}, 'input_required', 'the wrong type in the answer: asked again');
+    $m = call($RS, inputs => { %{ confirm() }, extra => { a => 1 }, more => { b => [1 .. 10] } },
+              state => $tok, id => 'in-extra');
+    is(text($m), 'state-ok: confirmed', 'extra keys beside the answer: ignored');
+    my %huge = map { ("k$_" => { v => 'x' x 100 }) } 1 .. 5000;
+    $m = call($RS, inputs => { %{ confirm() }, %huge }, state => $tok, id => 'in-huge');
+    is(text($m), 'state-ok: confirmed', '5000 extra answers (600 KB): the call still completes');
+    $m = call($RS, inputs => confirm(), id => 'in-nostate');
+    is(res($m)->{resultType}, 'input_required', 'the answer without requestState: asked again');
+    ok(length(res($m)->{requestState} // ''), '... with a fresh state');
+    $m = call($RS, inputs => confirm(), state => $tok, id => 'twice');
+    is(text($m), 'state-ok: confirmed',
+       'answering twice with one state: opens again (a state is not single-use: nothing is kept)');
+    $m = call($MR, inputs => { step2 => { action => 'accept', content => { color => 'red' } } },
+              id => 'mr-skip');
+    is(res($m)->{resultType}, 'input_required', 'multi-round: round 2\'s answer without its state: round 1 again');
+    ok(exists((res($m)->{inputRequests} // {})->{step1}), '... asking step1');
+}
+
+# --- B. tasks (2026-07-28) ---------------------------------------------------------
+
+sub task_call {
+    my (%o) = @_;
+    my $m = call('slow_compute', args => { seconds => delete $o{seconds} // 60, label => 'x' },
+                 caps => $TASKS, %o);
+    return (res($m)->{taskId} // 'none', $m);
+}
+
+{
+    my ($id) = task_call(client => 'alice');
+    like($id, qr/^[0-9a-f]{32}$/, 'alice has a running task');
+    for my $method ('tasks/get', 'tasks/cancel', 'tasks/update') {
+        (my $rid = "bob-$method") =~ s{/}{-};
+        my $m = rpc($method, { taskId => $id, inputResponses => confirm() }, caps => $TASKS,
+                    client => 'bob', id => $rid);
+        is_error($m, -32602, $rid, "bob: $method of alice's task: -32602");
+        unlike(McpTest::encode_json($m // {}), qr/working|slow_compute/, '... with nothing of it');
+    }
+    my $m = rpc('tasks/get', { taskId => $id }, caps => $TASKS, client => 'alice', id => 'still');
+    is(res($m)->{status}, 'working', 'alice\'s task is still working');
+
+    # ids guessed, malformed, huge, with control characters
+    my @bad = ((map { join '', map { sprintf '%x', int rand 16 } 1 .. 32 } 1 .. 50),
+               uc $id, substr($id, 0, 31), "${id}0", "$id\n", "\x01" . substr($id, 1),
+               substr($id, 0, 16) . "\0" . substr($id, 17), ' ' x 32, '', 'x' x 100_000,
+               "\x{263a}" x 11 . 'ab');
+    my $n = 0;
+    my @fail;
+    for my $bid (@bad) {
+        my $rid = 'g' . $n++;
+        my $raw = $bid;
+        utf8::encode($raw) if utf8::is_utf8($raw);
+        # a header of 130 KB is nginx's to refuse: the huge one goes without
+        my $m2 = rpc('tasks/get', { taskId => $bid }, caps => $TASKS, id => $rid,
+                     name_header => length($raw) > 1000 ? undef
+                                    : '=?base64?' . MIME::Base64::encode_base64($raw, '') . '?=');
+        # a NUL is refused by the JSON parser (-32700 with a null id)
+        my $want_id = $bid =~ /\0/ ? undef : $rid;
+        my ($any) = $m2 ? ($m2) : grep { ref $_ eq 'HASH' && exists $_->{error} } @{ (rpc_last())->{messages} // [] };
+        push @fail, "$rid:" . McpTest::encode_json($any // {})
+            unless ref $any eq 'HASH' && ref $any->{error} eq 'HASH' && !exists $any->{result}
+                && ($any->{error}{code} // 0) =~ /^-(32602|32020|32700|32600)$/
+                && (defined $want_id ? (($any->{id} // '') eq $want_id) : 1);
+    }
+    is("@fail", '', scalar(@bad) . ' guessed or malformed ids (Base64 Mcp-Name): all errors with their id');
+    for my $v ([ number => 12 ], [ object => {} ], [ null => undef ], [ array => [$id] ]) {
+        my $m2 = rpc('tasks/get', { taskId => $v->[1] }, caps => $TASKS, id => "tid-$v->[0]");
+        ok(ref $m2 eq 'HASH' && ref $m2->{error} eq 'HASH' && $m2->{id} eq "tid-$v->[0]"
+           && $m2->{error}{code} =~ /^-(32602|32020)$/,
+           "taskId as $v->[0]: -32602 (or -32020, no name to agree with), with the id")
+            or diag(explain($m2));
+    }
+
+    # cancel twice, cancel the finished, get the cancelled
+    $m = rpc('tasks/cancel', { taskId => $id }, caps => $TASKS, id => 'c1');
+    is_deeply(res($m), { resultType => 'complete' }, 'cancel: ack');
+    $m = rpc('tasks/cancel', { taskId => $id }, caps => $TASKS, id => 'c2');
+    is_deeply(res($m), { resultType => 'complete' }, 'cancel again: the same ack');
+    $m = rpc('tasks/get', { taskId => $id }, caps => $TASKS, id => 'c3');
+    is(res($m)->{status}, 'cancelled', '... and it stays cancelled');
+    $m = rpc('tasks/update', { taskId => $id, inputResponses => confirm() }, caps => $TASKS, id => 'c4');
+    is_deeply(res($m), { resultType => 'complete' }, 'tasks/update of a cancelled task: an ack, nothing resumes');
+    $m = rpc('tasks/get', { taskId => $id }, caps => $TASKS, id => 'c5');
+    is(res($m)->{status}, 'cancelled', '... still cancelled');
+
+    my ($fid) = task_call(seconds => 0.05);
+    my $done;
+    for (1 .. 50) {
+        $done = rpc('tasks/get', { taskId => $fid }, caps => $TASKS);
+        last if (res($done)->{status} // '') eq 'completed';
+        Time::HiRes::sleep(0.05);
+    }
+    is(res($done)->{status}, 'completed', 'a short task completes');
+    $m = rpc('tasks/cancel', { taskId => $fid }, caps => $TASKS, id => 'c6');
+    is_deeply(res($m), { resultType => 'complete' }, 'cancelling it after the end: an ack');
+    $m = rpc('tasks/get', { taskId => $fid }, caps => $TASKS, id => 'c7');
+    is(res($m)->{status}, 'completed', '... and it stays completed, its result kept');
+    is(((res($m)->{result} // {})->{content} // [ {} ])->[0]{text}, 'Computed x', '... the result intact');
+}
+
+# the limits: a client's, then the zone's; others are not hurt
+{
+    my @a = map { (task_call(path => '/few', client => 'alice'))[1] } 1 .. 3;
+    is(scalar(grep { res($_)->{resultType} // '' eq 'task' } @a[0, 1]), 2, '/few: alice has 2 tasks');
+    is((($a[2] // {})->{error} // {})->{code}, -32000, 'the third: -32000');
+    like((($a[2] // {})->{error} // {})->{message} // '', qr/Too many tasks/, '... Too many tasks');
+    my (undef, $b) = task_call(path => '/few', client => 'bob');
+    is(res($b)->{resultType}, 'task', 'bob still gets one (the zone\'s third)');
+    my (undef, $c) = task_call(path => '/few', client => 'carol', id => 'zone-full');
+    ok(ref $c eq 'HASH' && ref $c->{error} eq 'HASH', 'carol, the zone full: a JSON-RPC error')
+        or diag(explain($c));
+    is(($c // {})->{id}, 'zone-full', '... with the id');
+    like((($c // {})->{error} // {})->{message} // '', qr/task/i, '... saying it is about tasks: '
+         . ((($c // {})->{error} // {})->{message} // ''));
+    my $s = call($RS, path => '/few', id => 'few-other');
+    is(res($s)->{resultType}, 'input_required', 'an ordinary call at the full zone still works');
+    for my $m (@a[0, 1], $b) {
+        rpc('tasks/cancel', { taskId => res($m)->{taskId} // 'none' }, caps => $TASKS,
+            path => '/few', client => $m == $b ? 'bob' : 'alice');
+    }
+}
+
+# --- 2025-11-25: sessions ----------------------------------------------------------------
+
+my ($s1) = $t->mcp_initialize(protocol_version => '2025-11-25');
+my ($s2) = $t->mcp_initialize(protocol_version => '2025-11-25');
+{
+    my ($m) = $t->mcp_request($s1, 'tools/call', { name => 'slow_compute',
+                                                   arguments => { seconds => 60 }, task => { ttl => 60000 } });
+    my $tid = ((($m // {})->{result} // {})->{task} // {})->{taskId} // 'none';
+    like($tid, qr/^[0-9a-f]{32}$/, '2025: session 1 has a task');
+    for my $method ('tasks/get', 'tasks/cancel', 'tasks/result') {
+        ($m) = $t->mcp_request($s2, $method, { taskId => $tid }, id => "s2-$method", timeout => 10);
+        is_error($m, -32602, "s2-$method", "2025: session 2's $method of it: -32602");
+    }
+    ($m) = $t->mcp_request($s2, 'tasks/list', {}, id => 's2-list');
+    is_deeply(res($m)->{tasks}, [], '2025: session 2\'s tasks/list: empty');
+    ($m) = $t->mcp_request($s2, 'tasks/list', { cursor => $tid }, id => 's2-cursor');
+    is_error($m, -32602, 's2-cursor', '2025: session 1\'s task id as session 2\'s cursor: -32602');
+    for my $cur ('0' x 32, 'x', 'x' x 100_000, "\x01" x 32) {
+        ($m) = $t->mcp_request($s1, 'tasks/list', { cursor => $cur }, id => 'cur', quiet => 1);
+        is_error($m, -32602, 'cur', '2025: a forged cursor (' . length($cur) . ' bytes): -32602');
+    }
+    ($m) = $t->mcp_request($s1, 'tasks/list', { cursor => 7 }, id => 'cur-n');
+    is_error($m, -32602, 'cur-n', '2025: a cursor that is a number: -32602');
+
+    ($m) = $t->mcp_request($s1, 'tasks/cancel', { taskId => $tid }, id => 'k1');
+    is(res($m)->{status}, 'cancelled', '2025: cancel: the cancelled task');
+    ($m) = $t->mcp_request($s1, 'tasks/cancel', { taskId => $tid }, id => 'k2');
+    is_error($m, -32602, 'k2', '2025: cancel twice: -32602, over already');
+    ($m) = $t->mcp_request($s1, 'tasks/result', { taskId => $tid }, id => 'k3', timeout => 10);
+    # broke before: -32603, an internal error, and an [error] line for it
+    is_error($m, -32800, 'k3', '2025: tasks/result of a cancelled task: -32800, request cancelled');
+}
+
+# the ttl ends while tasks/result waits
+{
+    my ($m) = $t->mcp_request($s1, 'tools/call', { name => 'slow_compute', arguments => { seconds => 60 },
+                                                   task => { ttl => 60000 } }, path => '/ttl');
+    my $tid = ((($m // {})->{result} // {})->{task} // {})->{taskId} // 'none';
+    like($tid, qr/^[0-9a-f]{32}$/, '2025: a task at /ttl (mcp_task_timeout 1s)');
+    my $t0 = Time::HiRes::time();
+    ($m) = $t->mcp_request($s1, 'tasks/result', { taskId => $tid }, id => 'ttl-wait', path => '/ttl',
+                           timeout => 15);
+    my $took = Time::HiRes::time() - $t0;
+    is_error($m, -32602, 'ttl-wait', '2025: tasks/result when the ttl ends: -32602, no such task');
+    cmp_ok($took, '<', 8, sprintf('... within a few seconds (%.1f s)', $took));
+
+    # expired tasks make room before a limit refuses
+    my @a = map { (task_call(path => '/fewttl', client => 'dave', seconds => 60))[1] } 1 .. 2;
+    is(scalar(grep { (res($_)->{resultType} // '') eq 'task' } @a), 2, '/fewttl: dave has 2 tasks');
+    my (undef, $x) = task_call(path => '/fewttl', client => 'dave');
+    is((($x // {})->{error} // {})->{code}, -32000, '... a third is refused');
+    Time::HiRes::sleep(1.2);
+    (undef, $x) = task_call(path => '/fewttl', client => 'dave');
+    is(res($x)->{resultType}, 'task', 'after their ttl: a new one is taken (the expired freed first)');
+    rpc('tasks/cancel', { taskId => res($x)->{taskId} // 'none' }, caps => $TASKS, path => '/fewttl',
+        client => 'dave');
+}
+
+# the expired state (waits alongside nothing else: 2 s)
+{
+    my $st = state_of($RS, path => '/short');
+    Time::HiRes::sleep(2.1);
+    my $m = call($RS, inputs => confirm(), state => $st, path => '/short', id => 'expired');
+    is_error($m, -32602, 'expired', 'an expired requestState: -32602 with the id');
+    like((($m // {})->{error} // {})->{message} // '', qr/expired/, '... saying expired');
+}
+
+# --- many tasks: every one is found (the tree's order; broke before) -----------------------
+
+{
+    # 9 clients of 200 (tasks_per_client is 256), fresh connections: with
+    # 1800 random ids the old order lost one in nearly every run
+    my (@ids, %owner);
+    for my $i (1 .. 1800) {
+        my $who = 'many' . ($i % 9);
+        my ($id) = task_call(seconds => 0.001, client => $who, id => "m$i");
+        next if $id eq 'none';
+        push @ids, $id;
+        $owner{$id} = $who;
+    }
+    is(scalar @ids, 1800, '1800 tasks created');
+    my %key;
+    $key{ substr $_, 0, 4 }++ for @ids;
+    note(scalar(grep { $_ > 1 } values %key) . ' first-4-digit keys shared by more than one task');
+    my @lost;
+    for my $id (@ids) {
+        my $m = rpc('tasks/get', { taskId => $id }, caps => $TASKS, client => $owner{$id});
+        push @lost, $id unless (res($m)->{taskId} // '') eq $id;
+    }
+    is(scalar @lost, 0, 'every one of them is found by its owner\'s tasks/get (' . scalar(@lost) . ' lost)')
+        or diag("lost: @lost[0 .. ($#lost < 5 ? $#lost : 4)]");
+    my $m = rpc('tasks/get', { taskId => $ids[-1] }, caps => $TASKS, client => 'other', id => 'many-other');
+    is_error($m, -32602, 'many-other', '... and none by another client');
+}
+
+# --- the log ------------------------------------------------------------------------------
+
+my $log = $t->error_log;
+unlike($log, qr/\[(error|crit|alert|emerg)\]/, 'nothing at [error] or above in error.log')
+    or diag(join "\n", grep { /\[(error|crit|alert|emerg)\]/ } split /\n/, $log);
+is(scalar(grep { length > 20 && index($log, $_) >= 0 } @TOKENS), 0, 'no requestState in error.log');
+
+done_testing;

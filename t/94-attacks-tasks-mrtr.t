@@ -47,6 +47,7 @@ my $t = McpTest->new(
     mcp_session_zone zone=t94:8m per_client=$http_x_client:100 tasks=2000 tasks_per_client=2000;
     mcp_session_zone zone=few:1m per_client=$http_x_client:100 tasks=3 tasks_per_client=2;
     mcp_session_zone zone=few2:1m per_client=$http_x_client:100 tasks=3 tasks_per_client=2;
+    mcp_session_zone zone=cl:1m per_client=$http_x_client:1;
 NGX
     server => <<'NGX',
         mcp_session t94;
@@ -56,6 +57,7 @@ NGX
         location = /few   { mcp on; mcp_builtin everything; mcp_session few; }
         location = /fewttl { mcp on; mcp_builtin everything; mcp_session few2;
                              mcp_task_timeout 1s; }
+        location = /cl    { mcp on; mcp_builtin everything; mcp_session cl; }
         location = /auth  { mcp on; mcp_builtin everything; mcp_auth_jwt "MCP";
                             mcp_auth_resource http://127.0.0.1:%%PORT%%/auth;
                             mcp_auth_api_keys %%PREFIX%%/conf/api_keys; }
@@ -458,6 +460,38 @@ my ($s2) = $t->mcp_initialize(protocol_version => '2025-11-25');
         or diag("lost: @lost[0 .. ($#lost < 5 ? $#lost : 4)]");
     my $m = rpc('tasks/get', { taskId => $ids[-1] }, caps => $TASKS, client => 'other', id => 'many-other');
     is_error($m, -32602, 'many-other', '... and none by another client');
+}
+
+# --- clients whose digests share a key (the same tree order; broke before) --------------
+
+{
+    # two X-Client values whose SHA-256 start with the same 4 bytes (the
+    # tree's key), and a third with a greater key: A, then B (right of
+    # A), then C make B the root, A its left; the old lookup went right
+    my (%seen, $a, $b);
+    for (my $i = 0; !defined $b; $i++) {
+        my $k = substr(Digest::SHA::sha256("c$i"), 0, 4);
+        ($a, $b) = ($seen{$k}, "c$i") if exists $seen{$k};
+        $seen{$k} = "c$i";
+    }
+    my $ka = unpack 'V', Digest::SHA::sha256($a);
+    my $c = (grep { unpack('V', Digest::SHA::sha256($_)) > $ka } map { "d$_" } 1 .. 1000)[0];
+    my %s;
+    for my $who ($a, $b, $c) {
+        ($s{$who}) = $t->mcp_initialize(path => '/cl', headers => { 'X-Client' => $who });
+    }
+    my ($a2) = $t->mcp_initialize(path => '/cl', headers => { 'X-Client' => $a });
+    ok($a2, "per_client=...:1: $a, $b (same key), $c, then $a again: a session");
+    my $ping = sub {
+        my ($sid, $who) = @_;
+        (undef, my $r) = $t->mcp_request($sid, 'ping', undef, path => '/cl', quiet => 1,
+                                         headers => { 'X-Client' => $who });
+        return $r->{status};
+    };
+    is($ping->($s{$a}, $a), 404, "... and $a\'s first session is gone: the client is at its quota of 1");
+    is($ping->($a2, $a), 200, "... its second lives");
+    is($ping->($s{$b}, $b), 200, "... $b\'s session is untouched");
+    is($ping->($s{$c}, $c), 200, "... and $c\'s");
 }
 
 # --- the log ------------------------------------------------------------------------------

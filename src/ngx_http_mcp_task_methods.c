@@ -68,9 +68,10 @@ ngx_http_mcp_tasks_get(ngx_http_mcp_call_t *call)
 
 
 /*
- * tasks/update (2026-07-28): answers to a task's input requests.  Keys
- * it did not ask, or no longer waits for, are ignored; once every key
- * is answered this worker runs the tool again with the answers.
+ * tasks/update (2026-07-28): answers to a task's input requests, an
+ * object.  Keys it did not ask, or no longer waits for, are ignored;
+ * once every key is answered this worker runs the tool again with the
+ * answers.
  */
 
 ngx_int_t
@@ -91,9 +92,15 @@ ngx_http_mcp_tasks_update(ngx_http_mcp_call_t *call)
             return (rc == NGX_DECLINED) ? NGX_OK : rc;
         }
 
-        if (t.status != NGX_HTTP_MCP_TASK_INPUT_REQUIRED
-            || !cJSON_IsObject(responses))
-        {
+        if (!cJSON_IsObject(responses)) {
+            /* as a retry's inputResponses (call_open_state()) */
+            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                    "Invalid params: inputResponses must be "
+                                    "an object");
+            return NGX_OK;
+        }
+
+        if (t.status != NGX_HTTP_MCP_TASK_INPUT_REQUIRED) {
             break;
         }
 

@@ -8,7 +8,15 @@
 #   going right, no longer saw it.  With hundreds of tasks some were "no
 #   such task" to their owner (tasks/get, tasks/cancel, tasks/update,
 #   a tasks/list cursor), and their worker could not write their
-#   outcome.  Tasks are now ordered by key, then id.
+#   outcome.  Tasks are now ordered by key, then id.  The per_client
+#   tree of clients had the same order (key: 32 bits of a SHA-256): two
+#   colliding client keys and a third gave the first a second quota;
+# - mcp_session_zone took at most 3 parameters (per_client= with tasks=
+#   and tasks_per_client= failed nginx -t);
+# - tasks/result of a cancelled 2025 task was -32603 with an [error]
+#   line; it is -32800 (request cancelled);
+# - tasks/update with inputResponses missing, a string or an array was
+#   acknowledged; it is -32602, as a retry's inputResponses are.
 #
 # What holds: a requestState replayed to another tool, method, caller
 # (auth subject), under a session, re-encoded (padding, the other Base64
@@ -67,6 +75,7 @@ $t->write_file('conf/api_keys', join '',
     map { sha256_hex($_->[0]) . " $_->[1] mcp:tools mcp:resources mcp:prompts\n" }
         [ 'sk_t94_alice', 'alice' ], [ 'sk_t94_bob', 'bob' ]);
 $t->start;
+my ($s1_early) = $t->mcp_initialize(protocol_version => "2025-11-25", capabilities => { elicitation => {} });
 
 my $NEXT = 1;
 my $LAST;
@@ -343,6 +352,85 @@ sub task_call {
     $m = rpc('tasks/get', { taskId => $fid }, caps => $TASKS, id => 'c7');
     is(res($m)->{status}, 'completed', '... and it stays completed, its result kept');
     is(((res($m)->{result} // {})->{content} // [ {} ])->[0]{text}, 'Computed x', '... the result intact');
+}
+
+# another auth subject; tasks/list is no 2026-07-28 method; tasks/update's
+# answers twice, of the wrong shape
+{
+    my %alice = (headers => [ Authorization => 'Bearer sk_t94_alice' ], path => '/auth');
+    my %bob   = (headers => [ Authorization => 'Bearer sk_t94_bob' ],   path => '/auth');
+    my ($id) = task_call(%alice);
+    like($id, qr/^[0-9a-f]{32}$/, '/auth: alice has a task');
+    for my $method ('tasks/get', 'tasks/cancel', 'tasks/update') {
+        (my $rid = "sub-$method") =~ s{/}{-};
+        my $m = rpc($method, { taskId => $id, inputResponses => confirm() }, caps => $TASKS,
+                    %bob, id => $rid);
+        is_error($m, -32602, $rid, "/auth: bob's $method of alice's task: -32602");
+    }
+    my $m = rpc('tasks/get', { taskId => $id }, caps => $TASKS, id => 'sub-anon');
+    is_error($m, -32602, 'sub-anon', '... nor found anonymously at /mcp (same zone)');
+    $m = rpc('tasks/get', { taskId => $id }, caps => $TASKS, %alice, client => 'bob', id => 'sub-alice');
+    is(res($m)->{status}, 'working', '... alice finds it, whatever X-Client says');
+    rpc('tasks/cancel', { taskId => $id }, caps => $TASKS, %alice);
+
+    $m = rpc('tasks/list', {}, caps => $TASKS, id => 'list26');
+    ok(ref $m eq 'HASH' && ref $m->{error} eq 'HASH' && !exists $m->{result},
+       '2026-07-28 tasks/list: an error with the id (' . ((($m // {})->{error} // {})->{code} // '') . ')');
+
+    my $ask = call('confirm_delete', args => { filename => 'f.txt' }, caps => $TASKS);
+    my $aid = res($ask)->{taskId} // 'none';
+    my $w;
+    for (1 .. 50) {
+        $w = rpc('tasks/get', { taskId => $aid }, caps => $TASKS);
+        last if (res($w)->{status} // '') eq 'input_required';
+        Time::HiRes::sleep(0.05);
+    }
+    is(res($w)->{status}, 'input_required', 'confirm_delete: input_required');
+    for my $bad ([ string => 'yes' ], [ array => [1] ], [ missing => undef ]) {
+        $m = rpc('tasks/update', { taskId => $aid, (defined $bad->[1] ? (inputResponses => $bad->[1]) : ()) },
+                 caps => $TASKS, id => "upd-$bad->[0]");
+        is_error($m, -32602, "upd-$bad->[0]", "tasks/update with inputResponses $bad->[0]: -32602");
+    }
+    my $yes = { confirm => { action => 'accept', content => { confirm => $TRUE } } };
+    $m = rpc('tasks/update', { taskId => $aid, inputResponses => { other => { a => 1 } } }, caps => $TASKS);
+    is_deeply(res($m), { resultType => 'complete' }, 'an answer to nothing asked: acknowledged, ignored');
+    is(res(rpc('tasks/get', { taskId => $aid }, caps => $TASKS))->{status}, 'input_required',
+       '... the task still waits');
+    $m = rpc('tasks/update', { taskId => $aid, inputResponses => $yes }, caps => $TASKS);
+    is_deeply(res($m), { resultType => 'complete' }, 'the answer: acknowledged');
+    $m = rpc('tasks/update', { taskId => $aid,
+                               inputResponses => { confirm => { action => 'accept', content => { confirm => JSON::PP::false() } } } },
+             caps => $TASKS);
+    is_deeply(res($m), { resultType => 'complete' }, 'a second, other answer: acknowledged');
+    for (1 .. 50) {
+        $w = rpc('tasks/get', { taskId => $aid }, caps => $TASKS);
+        last if (res($w)->{status} // '') eq 'completed';
+        Time::HiRes::sleep(0.05);
+    }
+    is(((res($w)->{result} // {})->{content} // [ {} ])->[0]{text}, 'Deleted f.txt',
+       '... the first answer counts, once');
+}
+
+# the same requestState under another protocol version, without a session
+{
+    my $body = { jsonrpc => '2.0', id => 'v2025', method => 'tools/call',
+                 params => { name => $RS, arguments => {}, requestState => $tok, inputResponses => confirm() } };
+    my $r = $t->mcp_post(undef, $body, protocol_version => '2025-11-25', quiet => 1);
+    unlike($r->{body} // '', qr/state-ok/, 'the state under 2025-11-25 without a session: not served');
+    ok($r->{status} >= 400 || ($r->{body} // '') =~ /"error"/, '... refused (' . $r->{status} . ')');
+}
+
+# a 2025 task whose ttl (1 ms) ends before its call does
+{
+    for my $tool ([ slow_compute => { seconds => 0.2 } ], [ confirm_delete => { filename => 'g', seconds => 0.1 } ]) {
+        my ($m) = $t->mcp_request($s1_early, 'tools/call', { name => $tool->[0], arguments => $tool->[1],
+                                                             task => { ttl => 1 } });
+        my $tid = ((res($m)->{task}) // {})->{taskId} // 'none';
+        like($tid, qr/^[0-9a-f]{32}$/, "2025: $tool->[0] as a task of ttl 1 ms");
+        Time::HiRes::sleep(0.4);
+        ($m) = $t->mcp_request($s1_early, 'tasks/get', { taskId => $tid }, id => "ttl1-$tool->[0]");
+        is_error($m, -32602, "ttl1-$tool->[0]", '... gone when its call ends: -32602');
+    }
 }
 
 # the limits: a client's, then the zone's; others are not hurt

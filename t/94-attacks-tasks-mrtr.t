@@ -38,6 +38,7 @@ use Digest::SHA qw(sha256_hex);
 use MIME::Base64 ();
 use McpTest timeout => 120;
 use McpAssert;
+use McpStream qw(take take_all rpc_of answer);
 
 my $V    = '2026-07-28';
 my $P    = 'io.modelcontextprotocol/';
@@ -273,6 +274,19 @@ is(text(call($RS, inputs => confirm(), state => $tok)), 'state-ok: confirmed', '
     ok(exists((res($m)->{inputRequests} // {})->{step1}), '... asking step1');
 }
 
+# a state the client's answer makes large: carried up to the limit, then -32602
+{
+    my $s1 = state_of($MR);
+    my $step1 = sub { { step1 => { action => 'accept', content => { name => $_[0] } } } };
+    my $m = call($MR, inputs => $step1->('n' x 70000), state => $s1, id => 'big-state');
+    is_error($m, -32602, 'big-state', 'a 70000-byte name to keep in the state: -32602 with the id');
+    like((($m // {})->{error} // {})->{message} // '', qr/too large/, '... saying the state would be too large');
+    my $s2 = res(call($MR, inputs => $step1->('n' x 30000), state => $s1))->{requestState} // '';
+    cmp_ok(length $s2, '>', 40000, 'a 30000-byte name: a state of ' . length($s2) . ' bytes');
+    $m = call($MR, inputs => { step2 => { action => 'accept', content => { color => 'red' } } }, state => $s2);
+    is(text($m), ('n' x 30000) . ' likes red', '... which opens, and the call completes');
+}
+
 # --- B. tasks (2026-07-28) ---------------------------------------------------------
 
 sub task_call {
@@ -418,6 +432,36 @@ sub task_call {
     my $r = $t->mcp_post(undef, $body, protocol_version => '2025-11-25', quiet => 1);
     unlike($r->{body} // '', qr/state-ok/, 'the state under 2025-11-25 without a session: not served');
     ok($r->{status} >= 400 || ($r->{body} // '') =~ /"error"/, '... refused (' . $r->{status} . ')');
+}
+
+# a 2025 task's question answered by another session; its session
+# deleted while its tasks/result waits
+{
+    my ($sa) = $t->mcp_initialize(protocol_version => '2025-11-25', capabilities => { elicitation => {} });
+    my ($sb) = $t->mcp_initialize(protocol_version => '2025-11-25', capabilities => { elicitation => {} });
+    my ($m) = $t->mcp_request($sa, 'tools/call', { name => 'confirm_delete', arguments => { filename => 'h' },
+                                                   task => { ttl => 60000 } });
+    my $tid = ((res($m)->{task}) // {})->{taskId} // 'none';
+    my $st = $t->mcp_post($sa, { jsonrpc => '2.0', id => 'wait', method => 'tasks/result',
+                                 params => { taskId => $tid } }, stream => 1);
+    my $req;
+    for (1 .. 20) {
+        my $ev = take($st, 5) // last;
+        my $j = $ev->{json};
+        if (ref $j eq 'HASH' && defined $j->{method} && defined $j->{id}) { $req = $j; last }
+    }
+    is(($req // {})->{method}, 'elicitation/create', '2025: the task asks on its tasks/result');
+    my $r = answer($t, $sb, ($req // {})->{id} // 0,
+                   { action => 'accept', content => { confirm => $TRUE } }, quiet => 1);
+    ok($r->{status} >= 200, 'another session answers its request: ' . $r->{status});
+    Time::HiRes::sleep(0.3);
+    ($m) = $t->mcp_request($sa, 'tasks/get', { taskId => $tid });
+    is(res($m)->{status}, 'input_required', '... the task still waits: the answer is not taken');
+    my $d = $t->mcp_delete($sa);
+    ok($d->{status} == 200 || $d->{status} == 204, 'its session deleted while tasks/result waits');
+    my @ev = take_all($st, 5);
+    ok($st->is_done, '... the tasks/result stream ends')
+        or diag(explain([ map { $_->{raw} } @ev ]));
 }
 
 # a 2025 task whose ttl (1 ms) ends before its call does

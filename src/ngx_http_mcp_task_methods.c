@@ -422,7 +422,7 @@ ngx_http_mcp_task_wait_cleanup(void *data)
 static ngx_int_t
 ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
 {
-    cJSON  *outcome, *code, *message;
+    cJSON  *outcome, *code, *message, *data;
 
     outcome = ngx_http_mcp_task_blob(t, NGX_HTTP_MCP_TASK_OUTCOME);
 
@@ -441,11 +441,21 @@ ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
 
     code = ngx_http_mcp_json_get(outcome, "code");
     message = ngx_http_mcp_json_get(outcome, "message");
+    data = cJSON_DetachItemFromObjectCaseSensitive(outcome, "data");
+
+    if (data != NULL && !cJSON_IsObject(data)) {
+        /* the reply's data is an object its items merge into */
+        cJSON_Delete(data);
+        data = NULL;
+    }
+
+    /* this reply has a correlation id of its own: no second key */
+    cJSON_DeleteItemFromObjectCaseSensitive(data, "correlationId");
 
     if (cJSON_IsNumber(code) && cJSON_IsString(message)) {
         ngx_http_mcp_call_error_data(call, code->valueint,
-                    message->valuestring,
-                    cJSON_DetachItemFromObjectCaseSensitive(outcome, "data"));
+                                     message->valuestring, data);
+        data = NULL;
 
     } else {
         /* the client's doing, as the call's own end was: no internal error */
@@ -453,6 +463,7 @@ ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
                                 "Request cancelled: the task was cancelled");
     }
 
+    cJSON_Delete(data);
     cJSON_Delete(outcome);
 
     return NGX_OK;

@@ -591,6 +591,14 @@ my ($s2) = $t->mcp_initialize(protocol_version => '2025-11-25');
         client => 'dave');
 }
 
+# a 2026 task's question answered after mcp_state_timeout, by a tool
+# that seals no state
+my ($late_id) = do {
+    my $ask = call('confirm_delete', args => { filename => 'late', seconds => 0.01 }, caps => $TASKS,
+                   path => '/short');
+    res($ask)->{taskId} // 'none';
+};
+
 # the expired state (waits alongside nothing else: 2 s)
 {
     my $st = state_of($RS, path => '/short');
@@ -598,6 +606,30 @@ my ($s2) = $t->mcp_initialize(protocol_version => '2025-11-25');
     my $m = call($RS, inputs => confirm(), state => $st, path => '/short', id => 'expired');
     is_error($m, -32602, 'expired', 'an expired requestState: -32602 with the id');
     like((($m // {})->{error} // {})->{message} // '', qr/expired/, '... saying expired');
+
+    my $w = rpc('tasks/get', { taskId => $late_id }, caps => $TASKS, path => '/short');
+    is(res($w)->{status}, 'input_required', 'the /short task waits for its answer past its state\'s life');
+    $m = rpc('tasks/update', { taskId => $late_id,
+                               inputResponses => { confirm => { action => 'accept', content => { confirm => $TRUE } } } },
+             caps => $TASKS, path => '/short');
+    is_deeply(res($m), { resultType => 'complete' }, '... the late answer: acknowledged');
+    for (1 .. 40) {
+        $w = rpc('tasks/get', { taskId => $late_id }, caps => $TASKS, path => '/short');
+        last if (res($w)->{status} // '') !~ /^(working|input_required)$/;
+        Time::HiRes::sleep(0.05);
+    }
+    # confirm_delete keeps no state: nothing to expire but the task (its ttl)
+    is(((res($w)->{result} // {})->{content} // [ {} ])->[0]{text} // '', 'Deleted late',
+       '... a tool that keeps no state: the task resumes, bounded by its ttl alone');
+
+    # one key twice: the JSON parser refuses, whichever would have won
+    my $body = '{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"' . $RS
+        . '","arguments":{},"requestState":"x","requestState":"' . $tok . '","inputResponses":'
+        . McpTest::encode_json(confirm()) . ',"_meta":{"' . $P . 'protocolVersion":"' . $V
+        . '","' . $P . 'clientCapabilities":{"elicitation":{}}}}}';
+    my (undef, $r) = rpc('tools/call', { name => $RS }, raw => $body, id => 'dup');
+    ok(($r->{body} // '') =~ /"error"/ && ($r->{body} // '') !~ /state-ok/,
+       'requestState twice in one params: refused, never opened');
 }
 
 # --- many tasks: every one is found (the tree's order; broke before) -----------------------

@@ -16,6 +16,9 @@
 #define NGX_HTTP_MCP_TASK_RETRIES       8       /* tasks/update's writes */
 #define NGX_HTTP_MCP_TASK_PAGE          10      /* tasks/list */
 
+/* the answers a task keeps in the zone until the last comes, at most */
+#define NGX_HTTP_MCP_TASK_ANSWERS_MAX   65536
+
 
 /* tasks/result waiting for a task to end */
 typedef struct {
@@ -114,6 +117,14 @@ ngx_http_mcp_tasks_update(ngx_http_mcp_call_t *call)
             break;
         }
 
+        if (rc == NGX_ABORT) {
+            cJSON_Delete(answers);
+            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                    "Invalid params: the answers are too "
+                                    "large to keep");
+            return NGX_OK;
+        }
+
         if (rc == NGX_OK) {
             t.updated = ngx_http_mcp_session_task_now();
 
@@ -150,7 +161,9 @@ ngx_http_mcp_tasks_update(ngx_http_mcp_call_t *call)
 /*
  * Takes the responses to what the task waits for: t is what to write,
  * *resume says the last was answered (*answers: all of them).
- * NGX_DECLINED: none of them was waited for.
+ * NGX_DECLINED: none of them was waited for; NGX_ABORT: the answers to
+ * keep until the last comes are too large for the zone (a client's
+ * bytes in shared memory: bounded, as a sealed state is).
  */
 
 static ngx_int_t
@@ -218,6 +231,12 @@ ngx_http_mcp_task_answer(ngx_http_mcp_task_t *t, cJSON *responses,
                                     &t->blobs[NGX_HTTP_MCP_TASK_ANSWERS])
                   != NGX_OK)
     {
+        goto done;
+
+    } else if (t->blobs[NGX_HTTP_MCP_TASK_ANSWERS].len
+               > NGX_HTTP_MCP_TASK_ANSWERS_MAX)
+    {
+        rc = NGX_ABORT;
         goto done;
     }
 

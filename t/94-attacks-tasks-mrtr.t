@@ -16,7 +16,12 @@
 # - tasks/result of a cancelled 2025 task was -32603 with an [error]
 #   line; it is -32800 (request cancelled);
 # - tasks/update with inputResponses missing, a string or an array was
-#   acknowledged; it is -32602, as a retry's inputResponses are.
+#   acknowledged; it is -32602, as a retry's inputResponses are;
+# - the answers a 2026 task keeps in the zone until its last one comes
+#   were unbounded: a client filled the shared zone with them (then
+#   -32603 and [error]); more than 64 KiB is -32602;
+# - tasks/result of a task that ended with an error gave two
+#   correlationId keys in error.data.
 #
 # What holds: a requestState replayed to another tool, method, caller
 # (auth subject), under a session, re-encoded (padding, the other Base64
@@ -425,6 +430,41 @@ sub task_call {
     }
     is(((res($w)->{result} // {})->{content} // [ {} ])->[0]{text}, 'Deleted f.txt',
        '... the first answer counts, once');
+}
+
+# what a task keeps of a client's answers until the last comes is bounded
+# (broke before: 400 KB a key went into the shared zone, a few such tasks
+# filled it, and then -32603 with an [error] line)
+{
+    my $mi = call('multi_input', caps => $TASKS);
+    my $mid = res($mi)->{taskId} // 'none';
+    my $w;
+    for (1 .. 50) {
+        $w = rpc('tasks/get', { taskId => $mid }, caps => $TASKS);
+        last if (res($w)->{status} // '') eq 'input_required';
+        Time::HiRes::sleep(0.05);
+    }
+    is(res($w)->{status}, 'input_required', 'multi_input: input_required, two questions');
+    my $ans = sub { { action => 'accept', content => { name => $_[0] } } };
+    my $m = rpc('tasks/update', { taskId => $mid, inputResponses => { first => $ans->('x' x 400_000) } },
+                caps => $TASKS, id => 'big-answer');
+    is_error($m, -32602, 'big-answer', 'a 400 KB answer to keep for the next: -32602 with the id');
+    like((($m // {})->{error} // {})->{message} // '', qr/too large/, '... too large to keep');
+    $m = rpc('tasks/update', { taskId => $mid, inputResponses => { first => $ans->('y' x 30_000) } },
+             caps => $TASKS);
+    is_deeply(res($m), { resultType => 'complete' }, 'a 30 KB one: kept');
+    is(res(rpc('tasks/get', { taskId => $mid }, caps => $TASKS))->{status}, 'input_required',
+       '... the task waits for the second');
+    $m = rpc('tasks/update', { taskId => $mid, inputResponses => { second => $ans->('z' x 400_000) } },
+             caps => $TASKS);
+    is_deeply(res($m), { resultType => 'complete' }, 'the last answer, large: taken (kept nowhere but the call)');
+    for (1 .. 50) {
+        $w = rpc('tasks/get', { taskId => $mid }, caps => $TASKS);
+        last if (res($w)->{status} // '') eq 'completed';
+        Time::HiRes::sleep(0.05);
+    }
+    like(((res($w)->{result} // {})->{content} // [ {} ])->[0]{text} // '', qr/^Got y+/,
+         '... and the task completes');
 }
 
 # the same requestState under another protocol version, without a session

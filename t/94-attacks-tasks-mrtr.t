@@ -127,6 +127,20 @@ sub call {
     return rpc('tools/call', \%p, caps => delete $o{caps} // \%EL, %o);
 }
 
+# tasks/get of a 2026 task until its status is $want (a string or a
+# regular expression), 2.5 s at most: the last answer
+sub wait_status {
+    my ($id, $want, @path) = @_;
+    my $m;
+    for (1 .. 50) {
+        $m = rpc('tasks/get', { taskId => $id }, caps => $TASKS, @path);
+        my $st = res($m)->{status} // '';
+        last if ref $want ? $st =~ $want : $st eq $want;
+        Time::HiRes::sleep(0.05);
+    }
+    return $m;
+}
+
 sub res   { (($_[0] // {})->{result}) // {} }
 sub text  { ((res($_[0])->{content} // [ {} ])->[0] // {})->{text} // '' }
 sub state_of { my ($tool, %o) = @_; res(call($tool, %o))->{requestState} // '' }
@@ -362,11 +376,7 @@ sub task_call {
 
     my ($fid) = task_call(seconds => 0.05);
     my $done;
-    for (1 .. 50) {
-        $done = rpc('tasks/get', { taskId => $fid }, caps => $TASKS);
-        last if (res($done)->{status} // '') eq 'completed';
-        Time::HiRes::sleep(0.05);
-    }
+    $done = wait_status($fid, 'completed');
     is(res($done)->{status}, 'completed', 'a short task completes');
     $m = rpc('tasks/cancel', { taskId => $fid }, caps => $TASKS, id => 'c6');
     is_deeply(res($m), { resultType => 'complete' }, 'cancelling it after the end: an ack');
@@ -401,11 +411,7 @@ sub task_call {
     my $ask = call('confirm_delete', args => { filename => 'f.txt' }, caps => $TASKS);
     my $aid = res($ask)->{taskId} // 'none';
     my $w;
-    for (1 .. 50) {
-        $w = rpc('tasks/get', { taskId => $aid }, caps => $TASKS);
-        last if (res($w)->{status} // '') eq 'input_required';
-        Time::HiRes::sleep(0.05);
-    }
+    $w = wait_status($aid, 'input_required');
     is(res($w)->{status}, 'input_required', 'confirm_delete: input_required');
     for my $bad ([ string => 'yes' ], [ array => [1] ], [ missing => undef ]) {
         $m = rpc('tasks/update', { taskId => $aid, (defined $bad->[1] ? (inputResponses => $bad->[1]) : ()) },
@@ -423,11 +429,7 @@ sub task_call {
                                inputResponses => { confirm => { action => 'accept', content => { confirm => JSON::PP::false() } } } },
              caps => $TASKS);
     is_deeply(res($m), { resultType => 'complete' }, 'a second, other answer: acknowledged');
-    for (1 .. 50) {
-        $w = rpc('tasks/get', { taskId => $aid }, caps => $TASKS);
-        last if (res($w)->{status} // '') eq 'completed';
-        Time::HiRes::sleep(0.05);
-    }
+    $w = wait_status($aid, 'completed');
     is(((res($w)->{result} // {})->{content} // [ {} ])->[0]{text}, 'Deleted f.txt',
        '... the first answer counts, once');
 }
@@ -439,11 +441,7 @@ sub task_call {
     my $mi = call('multi_input', caps => $TASKS);
     my $mid = res($mi)->{taskId} // 'none';
     my $w;
-    for (1 .. 50) {
-        $w = rpc('tasks/get', { taskId => $mid }, caps => $TASKS);
-        last if (res($w)->{status} // '') eq 'input_required';
-        Time::HiRes::sleep(0.05);
-    }
+    $w = wait_status($mid, 'input_required');
     is(res($w)->{status}, 'input_required', 'multi_input: input_required, two questions');
     my $ans = sub { { action => 'accept', content => { name => $_[0] } } };
     my $m = rpc('tasks/update', { taskId => $mid, inputResponses => { first => $ans->('x' x 400_000) } },
@@ -458,11 +456,7 @@ sub task_call {
     $m = rpc('tasks/update', { taskId => $mid, inputResponses => { second => $ans->('z' x 400_000) } },
              caps => $TASKS);
     is_deeply(res($m), { resultType => 'complete' }, 'the last answer, large: taken (kept nowhere but the call)');
-    for (1 .. 50) {
-        $w = rpc('tasks/get', { taskId => $mid }, caps => $TASKS);
-        last if (res($w)->{status} // '') eq 'completed';
-        Time::HiRes::sleep(0.05);
-    }
+    $w = wait_status($mid, 'completed');
     like(((res($w)->{result} // {})->{content} // [ {} ])->[0]{text} // '', qr/^Got y+/,
          '... and the task completes');
 }
@@ -653,11 +647,7 @@ my ($late_id) = do {
                                inputResponses => { confirm => { action => 'accept', content => { confirm => $TRUE } } } },
              caps => $TASKS, path => '/short');
     is_deeply(res($m), { resultType => 'complete' }, '... the late answer: acknowledged');
-    for (1 .. 40) {
-        $w = rpc('tasks/get', { taskId => $late_id }, caps => $TASKS, path => '/short');
-        last if (res($w)->{status} // '') !~ /^(working|input_required)$/;
-        Time::HiRes::sleep(0.05);
-    }
+    $w = wait_status($late_id, qr/^(?!working|input_required)/, path => '/short');
     # confirm_delete keeps no state: nothing to expire but the task (its ttl)
     is(((res($w)->{result} // {})->{content} // [ {} ])->[0]{text} // '', 'Deleted late',
        '... a tool that keeps no state: the task resumes, bounded by its ttl alone');

@@ -532,6 +532,21 @@ sub asking_task {
     }
 }
 
+# two tasks/result open for one task: the question comes on one, and both
+# end with the result
+{
+    my ($sa, $tid, $s1, $req) = asking_task('twice-1');
+    my $s2 = $t->mcp_post($sa, { jsonrpc => '2.0', id => 'twice-2', method => 'tasks/result',
+                                 params => { taskId => $tid } }, stream => 1);
+    is(($req // {})->{method}, 'elicitation/create', '2025: the question on the first tasks/result');
+    answer($t, $sa, ($req // {})->{id} // 0, { action => 'accept', content => { confirm => $TRUE } });
+    for my $s ([ 'twice-1', $s1 ], [ 'twice-2', $s2 ]) {
+        my ($end) = grep { ref $_ eq 'HASH' && ($_->{id} // '') eq $s->[0] } rpc_of(take_all($s->[1], 5));
+        is(((($end // {})->{result} // {})->{content} // [ {} ])->[0]{text}, 'Deleted h',
+           "... $s->[0] ends with the result");
+    }
+}
+
 # a 2025 task whose ttl (1 ms) ends before its call does
 {
     for my $tool ([ slow_compute => { seconds => 0.2 } ], [ confirm_delete => { filename => 'g', seconds => 0.1 } ]) {

@@ -476,10 +476,14 @@ ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
                                      message->valuestring, data);
         data = NULL;
 
-    } else {
+    } else if (t->status == NGX_HTTP_MCP_TASK_CANCELLED) {
         /* the client's doing, as the call's own end was: no internal error */
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_REQUEST_CANCELLED,
                                 "Request cancelled: the task was cancelled");
+
+    } else {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
     }
 
     cJSON_Delete(data);

@@ -68,7 +68,7 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       NULL },
 
     { ngx_string("mcp_session_zone"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE123,
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_mcp_session_zone,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,

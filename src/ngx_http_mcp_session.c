@@ -19,6 +19,13 @@
 
 static void ngx_http_mcp_session_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static void ngx_http_mcp_session_client_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static void ngx_http_mcp_session_task_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static void ngx_http_mcp_session_rbtree_link(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel, size_t off,
+    size_t len);
 static void ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s);
 static void ngx_http_mcp_session_expire(ngx_http_mcp_zone_t *ctx,
@@ -77,10 +84,10 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ctx->sh->state_key_made = 0;
 
     ngx_rbtree_init(&ctx->sh->clients, &ctx->sh->clients_sentinel,
-                    ngx_rbtree_insert_value);
+                    ngx_http_mcp_session_client_insert);
 
     ngx_rbtree_init(&ctx->sh->tasks, &ctx->sh->tasks_sentinel,
-                    ngx_rbtree_insert_value);
+                    ngx_http_mcp_session_task_insert);
     ngx_queue_init(&ctx->sh->task_queue);
     ctx->sh->ntasks = 0;
     ctx->sh->streams = 0;
@@ -108,8 +115,50 @@ static void
 ngx_http_mcp_session_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
 {
-    ngx_rbtree_node_t            **p;
-    ngx_http_mcp_session_node_t   *s, *st;
+    ngx_http_mcp_session_rbtree_link(temp, node, sentinel,
+        offsetof(ngx_rbtree_node_t, color)
+        + offsetof(ngx_http_mcp_session_node_t, id),
+        NGX_HTTP_MCP_SESSION_ID_LEN);
+}
+
+
+/*
+ * Clients and tasks are ordered by key, then by digest or id, as
+ * sessions are: with equal keys simply going right a rotation can lift a
+ * later node above an earlier one of the same key, where a lookup going
+ * right would no longer see it.  A task's key holds but 16 bits of its
+ * id (4 hex digits); a client's, 32 bits of a digest of what the client
+ * sends.
+ */
+
+static void
+ngx_http_mcp_session_client_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_http_mcp_session_rbtree_link(temp, node, sentinel,
+                                     offsetof(ngx_http_mcp_client_t, digest),
+                                     SHA256_DIGEST_LENGTH);
+}
+
+
+static void
+ngx_http_mcp_session_task_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_http_mcp_session_rbtree_link(temp, node, sentinel,
+                                     offsetof(ngx_http_mcp_task_sh_t, id),
+                                     NGX_HTTP_MCP_TASK_ID_LEN);
+}
+
+
+/* by key, then by the len bytes of id at off from the node */
+
+static void
+ngx_http_mcp_session_rbtree_link(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel, size_t off,
+    size_t len)
+{
+    ngx_rbtree_node_t  **p;
 
     for ( ;; ) {
 
@@ -120,10 +169,8 @@ ngx_http_mcp_session_rbtree_insert(ngx_rbtree_node_t *temp,
             p = &temp->right;
 
         } else {
-            s = (ngx_http_mcp_session_node_t *) &node->color;
-            st = (ngx_http_mcp_session_node_t *) &temp->color;
-
-            p = (ngx_memcmp(s->id, st->id, NGX_HTTP_MCP_SESSION_ID_LEN) < 0)
+            p = (ngx_memcmp((u_char *) node + off, (u_char *) temp + off, len)
+                 < 0)
                 ? &temp->left : &temp->right;
         }
 
@@ -365,6 +412,7 @@ ngx_http_mcp_session_client(ngx_http_mcp_zone_t *ctx, ngx_str_t *key,
 {
     u_char                  digest[SHA256_DIGEST_LENGTH];
     uint32_t                hash;
+    ngx_int_t               rc;
     ngx_rbtree_node_t      *node, *sentinel;
     ngx_http_mcp_client_t  *c;
 
@@ -383,12 +431,14 @@ ngx_http_mcp_session_client(ngx_http_mcp_zone_t *ctx, ngx_str_t *key,
 
         c = (ngx_http_mcp_client_t *) node;
 
-        if (ngx_memcmp(c->digest, digest, sizeof(c->digest)) == 0) {
+        /* equal keys are ordered by digest */
+        rc = ngx_memcmp(digest, c->digest, sizeof(c->digest));
+
+        if (rc == 0) {
             return c;
         }
 
-        /* equal keys go right in ngx_rbtree_insert_value() */
-        node = node->right;
+        node = (rc < 0) ? node->left : node->right;
     }
 
     c = ngx_http_mcp_session_alloc(ctx, sizeof(ngx_http_mcp_client_t), NULL,

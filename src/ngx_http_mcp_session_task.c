@@ -723,6 +723,7 @@ ngx_http_mcp_session_task_find(ngx_http_mcp_zone_t *ctx, u_char *id,
     ngx_log_t *log)
 {
     uint32_t                 key;
+    ngx_int_t                rc;
     ngx_rbtree_node_t       *node, *sentinel;
     ngx_http_mcp_task_sh_t  *ts;
 
@@ -740,9 +741,11 @@ ngx_http_mcp_session_task_find(ngx_http_mcp_zone_t *ctx, u_char *id,
 
         ts = (ngx_http_mcp_task_sh_t *) node;
 
-        if (ngx_memcmp(ts->id, id, NGX_HTTP_MCP_TASK_ID_LEN) != 0) {
-            /* equal keys go right in ngx_rbtree_insert_value() */
-            node = node->right;
+        /* equal keys are ordered by id (ngx_http_mcp_session.c) */
+        rc = ngx_memcmp(id, ts->id, NGX_HTTP_MCP_TASK_ID_LEN);
+
+        if (rc != 0) {
+            node = (rc < 0) ? node->left : node->right;
             continue;
         }
 

@@ -43,9 +43,6 @@
 
 #define NGX_HTTP_MCP_TASK_POLL          500     /* pollInterval, ms */
 
-/* JSON-RPC's "request cancelled" (LSP's code, which MCP SDKs use) */
-#define NGX_HTTP_MCP_REQUEST_CANCELLED  -32800
-
 #define NGX_HTTP_MCP_TASK_FORBIDDEN     0
 #define NGX_HTTP_MCP_TASK_OPTIONAL      1
 #define NGX_HTTP_MCP_TASK_REQUIRED      2

@@ -18,6 +18,9 @@
 #define NGX_HTTP_MCP_TASK_ID_LEN        32      /* 128 random bits, hex */
 #define NGX_HTTP_MCP_TASK_OWNER_LEN     32      /* SHA-256 of the owner */
 
+/* JSON-RPC's "request cancelled" (LSP's code, which MCP SDKs use) */
+#define NGX_HTTP_MCP_REQUEST_CANCELLED  -32800
+
 #define NGX_HTTP_MCP_TASK_WORKING         0
 #define NGX_HTTP_MCP_TASK_INPUT_REQUIRED  1
 #define NGX_HTTP_MCP_TASK_COMPLETED       2

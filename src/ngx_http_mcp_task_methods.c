@@ -16,6 +16,9 @@
 #define NGX_HTTP_MCP_TASK_RETRIES       8       /* tasks/update's writes */
 #define NGX_HTTP_MCP_TASK_PAGE          10      /* tasks/list */
 
+/* the answers a task keeps in the zone until the last comes, at most */
+#define NGX_HTTP_MCP_TASK_ANSWERS_MAX   65536
+
 
 /* tasks/result waiting for a task to end */
 typedef struct {
@@ -68,9 +71,10 @@ ngx_http_mcp_tasks_get(ngx_http_mcp_call_t *call)
 
 
 /*
- * tasks/update (2026-07-28): answers to a task's input requests.  Keys
- * it did not ask, or no longer waits for, are ignored; once every key
- * is answered this worker runs the tool again with the answers.
+ * tasks/update (2026-07-28): answers to a task's input requests, an
+ * object.  Keys it did not ask, or no longer waits for, are ignored;
+ * once every key is answered this worker runs the tool again with the
+ * answers.
  */
 
 ngx_int_t
@@ -91,9 +95,15 @@ ngx_http_mcp_tasks_update(ngx_http_mcp_call_t *call)
             return (rc == NGX_DECLINED) ? NGX_OK : rc;
         }
 
-        if (t.status != NGX_HTTP_MCP_TASK_INPUT_REQUIRED
-            || !cJSON_IsObject(responses))
-        {
+        if (!cJSON_IsObject(responses)) {
+            /* as a retry's inputResponses (call_open_state()) */
+            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                    "Invalid params: inputResponses must be "
+                                    "an object");
+            return NGX_OK;
+        }
+
+        if (t.status != NGX_HTTP_MCP_TASK_INPUT_REQUIRED) {
             break;
         }
 
@@ -105,6 +115,14 @@ ngx_http_mcp_tasks_update(ngx_http_mcp_call_t *call)
         if (rc == NGX_DECLINED) {
             /* nothing it waits for */
             break;
+        }
+
+        if (rc == NGX_ABORT) {
+            cJSON_Delete(answers);
+            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                    "Invalid params: the answers are too "
+                                    "large to keep");
+            return NGX_OK;
         }
 
         if (rc == NGX_OK) {
@@ -143,7 +161,9 @@ ngx_http_mcp_tasks_update(ngx_http_mcp_call_t *call)
 /*
  * Takes the responses to what the task waits for: t is what to write,
  * *resume says the last was answered (*answers: all of them).
- * NGX_DECLINED: none of them was waited for.
+ * NGX_DECLINED: none of them was waited for; NGX_ABORT: the answers to
+ * keep until the last comes are too large for the zone (a client's
+ * bytes in shared memory: bounded, as a sealed state is).
  */
 
 static ngx_int_t
@@ -211,6 +231,12 @@ ngx_http_mcp_task_answer(ngx_http_mcp_task_t *t, cJSON *responses,
                                     &t->blobs[NGX_HTTP_MCP_TASK_ANSWERS])
                   != NGX_OK)
     {
+        goto done;
+
+    } else if (t->blobs[NGX_HTTP_MCP_TASK_ANSWERS].len
+               > NGX_HTTP_MCP_TASK_ANSWERS_MAX)
+    {
+        rc = NGX_ABORT;
         goto done;
     }
 
@@ -415,7 +441,7 @@ ngx_http_mcp_task_wait_cleanup(void *data)
 static ngx_int_t
 ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
 {
-    cJSON  *outcome, *code, *message;
+    cJSON  *outcome, *code, *message, *data;
 
     outcome = ngx_http_mcp_task_blob(t, NGX_HTTP_MCP_TASK_OUTCOME);
 
@@ -434,17 +460,33 @@ ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
 
     code = ngx_http_mcp_json_get(outcome, "code");
     message = ngx_http_mcp_json_get(outcome, "message");
+    data = cJSON_DetachItemFromObjectCaseSensitive(outcome, "data");
+
+    if (data != NULL && !cJSON_IsObject(data)) {
+        /* the reply's data is an object its items merge into */
+        cJSON_Delete(data);
+        data = NULL;
+    }
+
+    /* this reply has a correlation id of its own: no second key */
+    cJSON_DeleteItemFromObjectCaseSensitive(data, "correlationId");
 
     if (cJSON_IsNumber(code) && cJSON_IsString(message)) {
         ngx_http_mcp_call_error_data(call, code->valueint,
-                    message->valuestring,
-                    cJSON_DetachItemFromObjectCaseSensitive(outcome, "data"));
+                                     message->valuestring, data);
+        data = NULL;
+
+    } else if (t->status == NGX_HTTP_MCP_TASK_CANCELLED) {
+        /* the client's doing, as the call's own end was: no internal error */
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_REQUEST_CANCELLED,
+                                "Request cancelled: the task was cancelled");
 
     } else {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
-                                "The task was cancelled");
+                                "Internal error");
     }
 
+    cJSON_Delete(data);
     cJSON_Delete(outcome);
 
     return NGX_OK;

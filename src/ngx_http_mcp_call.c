@@ -32,6 +32,8 @@ typedef struct {
 } ngx_http_mcp_request_t;
 
 
+static void ngx_http_mcp_call_error_at(ngx_http_mcp_call_t *call,
+    ngx_uint_t level, ngx_int_t code, const char *message, cJSON *data);
 static void ngx_http_mcp_call_end(ngx_http_mcp_call_t *call, cJSON *reply);
 static void ngx_http_mcp_call_free(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_call_live(ngx_http_mcp_call_t *call);
@@ -230,6 +232,32 @@ void
 ngx_http_mcp_call_error_data(ngx_http_mcp_call_t *call, ngx_int_t code,
     const char *message, cJSON *data)
 {
+    ngx_http_mcp_call_error_at(call,
+                               (code == NGX_HTTP_MCP_INTERNAL_ERROR)
+                               ? NGX_LOG_ERR : NGX_LOG_INFO,
+                               code, message, data);
+}
+
+
+/*
+ * An error that is not the module's own, passed on with its code: the
+ * client's answer to a request of the call's (its -32603 is its own
+ * failure), or a task's outcome given again (logged when it happened).
+ * Logged at "info" whatever the code.
+ */
+
+void
+ngx_http_mcp_call_error_passed(ngx_http_mcp_call_t *call, ngx_int_t code,
+    const char *message, cJSON *data)
+{
+    ngx_http_mcp_call_error_at(call, NGX_LOG_INFO, code, message, data);
+}
+
+
+static void
+ngx_http_mcp_call_error_at(ngx_http_mcp_call_t *call, ngx_uint_t level,
+    ngx_int_t code, const char *message, cJSON *data)
+{
     cJSON  *reply;
 
     if (call->done) {
@@ -237,8 +265,8 @@ ngx_http_mcp_call_error_data(ngx_http_mcp_call_t *call, ngx_int_t code,
         return;
     }
 
-    reply = ngx_http_mcp_error_reply(call->log, call->id, code, message,
-                                     &call->method);
+    reply = ngx_http_mcp_error_reply_at(call->log, level, call->id, code,
+                                        message, &call->method);
 
     if (reply != NULL
         && ngx_http_mcp_jsonrpc_error_data(reply, data) != NGX_OK)

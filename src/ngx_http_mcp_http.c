@@ -892,12 +892,24 @@ cJSON *
 ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     const char *message, ngx_str_t *method)
 {
+    return ngx_http_mcp_error_reply_at(log,
+               (code == NGX_HTTP_MCP_INTERNAL_ERROR) ? NGX_LOG_ERR
+                                                     : NGX_LOG_INFO,
+               id, code, message, method);
+}
+
+
+/* the same, logged at level whatever the code */
+
+cJSON *
+ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level, cJSON *id,
+    ngx_int_t code, const char *message, ngx_str_t *method)
+{
     u_char      correlation[NGX_HTTP_MCP_CORRELATION_LEN + 1];
     u_char      text[NGX_HTTP_MCP_LOG_MESSAGE_LEN];
     u_char      name[NGX_HTTP_MCP_LOG_NAME_LEN];
     u_char     *text_end, *name_end;
     ngx_str_t   none = ngx_string("-");
-    ngx_uint_t  level;
 
     if (ngx_http_mcp_correlation_id(correlation, NGX_HTTP_MCP_CORRELATION_LEN)
         != NGX_OK)
@@ -906,9 +918,6 @@ ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     }
 
     correlation[NGX_HTTP_MCP_CORRELATION_LEN] = '\0';
-
-    level = (code == NGX_HTTP_MCP_INTERNAL_ERROR) ? NGX_LOG_ERR
-                                                  : NGX_LOG_INFO;
 
     ngx_http_mcp_metrics_error(code);
 

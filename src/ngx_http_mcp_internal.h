@@ -498,6 +498,8 @@ ngx_int_t ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx);
 const char *ngx_http_mcp_status_error(ngx_uint_t status, ngx_int_t *code);
 cJSON *ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     const char *message, ngx_str_t *method);
+cJSON *ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level,
+    cJSON *id, ngx_int_t code, const char *message, ngx_str_t *method);
 u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, size_t *len);
 
@@ -579,6 +581,8 @@ ngx_int_t ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ngx_http_mcp_msg_t *msg, ngx_pool_t *pool, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call);
 ngx_int_t ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call);
+void ngx_http_mcp_call_error_passed(ngx_http_mcp_call_t *call, ngx_int_t code,
+    const char *message, cJSON *data);
 
 
 /* ---- dispatch.c: the method table ---- */

@@ -400,15 +400,17 @@ ngx_http_mcp_mrtr_answered(ngx_http_mcp_call_t *call, cJSON *result,
     round = ask->round;
 
     if (result == NULL) {
-        /* refused, or not answered in time: that ends the call */
+        /* refused, or not answered in time: that ends the call, with
+           the client's error (its -32603 is no failure of ours) */
         code = ngx_http_mcp_json_get(error, "code");
         message = ngx_http_mcp_json_get(error, "message");
 
-        ngx_http_mcp_call_error(call,
+        ngx_http_mcp_call_error_passed(call,
                                 cJSON_IsNumber(code)
                                 ? code->valueint : NGX_HTTP_MCP_INTERNAL_ERROR,
                                 cJSON_IsString(message)
-                                ? message->valuestring : "Internal error");
+                                ? message->valuestring : "Internal error",
+                                NULL);
         return;
     }
 

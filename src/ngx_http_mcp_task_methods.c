@@ -114,6 +114,7 @@ ngx_http_mcp_tasks_update(ngx_http_mcp_call_t *call)
                                       &resume);
         if (rc == NGX_DECLINED) {
             /* nothing it waits for */
+            cJSON_Delete(answers);
             break;
         }
 
@@ -472,8 +473,9 @@ ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call, ngx_http_mcp_task_t *t)
     cJSON_DeleteItemFromObjectCaseSensitive(data, "correlationId");
 
     if (cJSON_IsNumber(code) && cJSON_IsString(message)) {
-        ngx_http_mcp_call_error_data(call, code->valueint,
-                                     message->valuestring, data);
+        /* logged when the task's call ended: not again at its level */
+        ngx_http_mcp_call_error_passed(call, code->valueint,
+                                       message->valuestring, data);
         data = NULL;
 
     } else if (t->status == NGX_HTTP_MCP_TASK_CANCELLED) {

@@ -790,7 +790,8 @@ our $MODULE_FRAME_RE = qr{ngx_http_mcp_module\.so|libcjson|\bcJSON_\w+
 # some memory by design (e.g. the event arrays of ngx_event_process_init()
 # in each worker), so a leak record ("Direct leak of ..." / "Indirect leak
 # of ..." and its frames, up to the blank line) counts only when one of
-# its frames is in the module or libcjson ($MODULE_FRAME_RE).  The report's
+# its frames is in the module or libcjson ($MODULE_FRAME_RE), and is not
+# nginx's cached PCRE2 compile context.  The report's
 # "ERROR: LeakSanitizer: detected memory leaks" and "SUMMARY: ... leaked"
 # lines are judged through its records.
 sub log_problems_in {
@@ -805,7 +806,12 @@ sub log_problems_in {
             my $end = $i;
             $end++ while $end + 1 < @lines && $lines[$end + 1] =~ /^\s*#\d+\s/;
             my @frames = @lines[$i + 1 .. $end];
-            if (grep { $_ =~ $MODULE_FRAME_RE } @frames) {
+            # nginx's own PCRE2 compile context: made by the first
+            # ngx_regex_compile() of a process, whoever calls it (the
+            # module's schema "pattern" checks do at run time), and kept
+            # for the next ones by design
+            my $nginx_cache = grep { /\bpcre2_compile_context_create/ } @frames;
+            if (!$nginx_cache && grep { $_ =~ $MODULE_FRAME_RE } @frames) {
                 push @problems, "LeakSanitizer: leak in module code:\n"
                     . join("\n", @lines[$i .. $end]);
             }

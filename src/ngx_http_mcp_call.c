@@ -232,10 +232,8 @@ void
 ngx_http_mcp_call_error_data(ngx_http_mcp_call_t *call, ngx_int_t code,
     const char *message, cJSON *data)
 {
-    ngx_http_mcp_call_error_at(call,
-                               (code == NGX_HTTP_MCP_INTERNAL_ERROR)
-                               ? NGX_LOG_ERR : NGX_LOG_INFO,
-                               code, message, data);
+    ngx_http_mcp_call_error_at(call, ngx_http_mcp_error_level(code), code,
+                               message, data);
 }
 
 

@@ -892,10 +892,8 @@ cJSON *
 ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     const char *message, ngx_str_t *method)
 {
-    return ngx_http_mcp_error_reply_at(log,
-               (code == NGX_HTTP_MCP_INTERNAL_ERROR) ? NGX_LOG_ERR
-                                                     : NGX_LOG_INFO,
-               id, code, message, method);
+    return ngx_http_mcp_error_reply_at(log, ngx_http_mcp_error_level(code),
+                                       id, code, message, method);
 }
 
 

@@ -498,6 +498,12 @@ ngx_int_t ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx);
 const char *ngx_http_mcp_status_error(ngx_uint_t status, ngx_int_t *code);
 cJSON *ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     const char *message, ngx_str_t *method);
+
+/* the level of an error's line: the module's failures at "error", the
+   client's at "info", as nginx logs client errors */
+#define ngx_http_mcp_error_level(code)                                       \
+    (((code) == NGX_HTTP_MCP_INTERNAL_ERROR) ? NGX_LOG_ERR : NGX_LOG_INFO)
+
 cJSON *ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level,
     cJSON *id, ngx_int_t code, const char *message, ngx_str_t *method);
 u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,

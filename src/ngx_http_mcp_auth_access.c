@@ -316,7 +316,7 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     if (rc != NGX_OK && rc != NGX_ERROR && alcf->key_request.len) {
         keys = ngx_http_mcp_auth_keys(r, alcf, &stale, &refetch);
 
-        if ((keys == NULL || stale) && !ctx->fetched) {
+        if (((keys == NULL && refetch) || stale) && !ctx->fetched) {
             return ngx_http_mcp_auth_fetch(r, ctx);
         }
 

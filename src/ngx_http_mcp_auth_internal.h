@@ -47,6 +47,7 @@ struct ngx_http_mcp_jwks_node_s {
     ngx_uint_t                 gen;
     time_t                     fetched;      /* 0: never */
     time_t                     tried;        /* last fetch started */
+    time_t                     failed;       /* last fetch failed */
     u_char                    *data;
     size_t                     len;
     size_t                     uri_len;

@@ -277,6 +277,7 @@ static ngx_int_t
 ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     ngx_str_t *token)
 {
+    time_t                         until;
     uint32_t                       hash;
     cJSON                         *exp;
     ngx_int_t                      rc;
@@ -358,13 +359,21 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     rc = ngx_http_mcp_auth_done(r, auth);
 
     if (rc == NGX_OK) {
-        /* remembered until the token expires, or the key set changes */
+        /*
+         * Remembered until the token expires, or the key set changes, or
+         * a day passes: an issuer's exp may be 1e300, which no time_t
+         * holds (converting it is undefined).
+         */
         exp = ngx_http_mcp_json_get(jwt.claims, "exp");
         gen = (alcf->cache != NULL) ? alcf->cache->gen : 0;
+        until = ngx_time() + 86400;
 
-        ngx_http_mcp_auth_remember(v, hash, token, auth,
-                                   (time_t) exp->valuedouble + alcf->leeway,
-                                   gen, r->connection->log);
+        if (exp->valuedouble < (double) until) {
+            until = (time_t) exp->valuedouble + alcf->leeway;
+        }
+
+        ngx_http_mcp_auth_remember(v, hash, token, auth, until, gen,
+                                   r->connection->log);
     }
 
     return rc;

@@ -192,6 +192,12 @@ refused(bearer(tok($rsa, alg => 'RS256', header => { kid => 'e1' })),
         'an RSA signature under the kid of the EC key');
 refused(bearer(tok($ec, header => { alg => 'RS256' })) , 'ES256 signature labelled RS256');
 refused(bearer(tok($rsa, header => { kid => 'nope' })), 'a kid that names no key');
+{
+    my $e = tok($ec);
+    refused(bearer($e =~ s/[^.]+$/McpJwt::b64url("\0" x 64)/er), 'ES256 with r = s = 0');
+    refused(bearer($e =~ s/[^.]+$/McpJwt::b64url("\0" x 65)/er), 'ES256 with a 65-byte signature');
+    refused(bearer($e =~ s/[^.]+$//r), 'ES256 with no signature');
+}
 refused(bearer(tok($rsa, header => { kid => '../../../etc/passwd' })), 'a kid with a path');
 refused(bearer(tok($rsa, header => { kid => "r1\r\nX-Evil: 1" })), 'a kid with CR LF');
 refused(bearer(tok($rsa, header => { kid => "r1\0" })), 'a kid with NUL');
@@ -265,9 +271,16 @@ accepted(bearer(tok($rsa, header => { jku => 'http://evil.test/jwks', jwk => $ev
     refused(bearer(raw_tok($h, '[' . $c->() . ']')), 'a payload that is no object');
     refused(bearer(raw_tok("\xef\xbb\xbf$h", '{' . $c->() . ',"exp":' . ($now + 900) . '}')),
             'a byte order mark before the header');
-    accepted(bearer(raw_tok($h, '{' . $c->() . ',"exp":' . ($now + 900) . ',"iat":1e400}')),
-             'iat 1e400 is not checked (RFC 7519 makes it informational)')
-        if 0;    # refused too by the strict scan's number check if it has one; not asserted
+    refused(bearer(raw_tok($h, '{' . $c->() . ',"exp":' . ($now + 900) . ',"x":' . ('[' x 3000) . (']' x 3000) . '}')),
+            'a claim nested 3000 deep');
+    refused(bearer(raw_tok('{"alg":"RS256","kid":"r1","x":' . ('{"a":' x 2000) . '1' . ('}' x 2000) . '}',
+                           '{' . $c->() . ',"exp":' . ($now + 900) . '}')), 'a header nested 2000 deep');
+    # an issuer may sign an exp far away: accepted, twice (the second from
+    # the worker's cache of verified tokens, whose end is exp + leeway)
+    my $far = raw_tok($h, '{' . $c->() . ',"exp":1e300}');
+    accepted(bearer($far), 'exp 1e300') for 1 .. 2;
+    refused(bearer(raw_tok($h, '{' . $c->() . ',"exp":' . ($now + 900) . ',"iat":1e400}')),
+            'iat 1e400: a number no double holds is refused anywhere');
 }
 
 # --- claims at the edges (leeway 30s) -----------------------------------------------
@@ -470,6 +483,36 @@ refused(bearer(tok($rsa, header => { kid => 'enc' }), path => '/modd'), 'a key w
         $ok = 0;
     }
     ok($ok && @challenges > 50, scalar(@challenges) . ' challenges: only fixed text, nothing of the client\'s');
+}
+
+# --- the debug log: only nginx's own header lines hold a token ---------------
+
+{
+    my $t3 = McpTest->new(workers => 1, log_level => 'debug', server => <<'NGX');
+        location = /mcp { mcp on; mcp_builtin everything; mcp_auth_jwt "MCP";
+                          mcp_auth_resource http://127.0.0.1:%%PORT%%/mcp;
+                          mcp_auth_jwt_issuer https://issuer.test;
+                          mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;
+                          mcp_auth_api_keys %%PREFIX%%/conf/api_keys; }
+NGX
+    $t3->write_file('conf/jwks.json', McpJwt::jwks($rsa));
+    $t3->write_file('conf/api_keys', McpJwt::api_key_line('sk_live_right_key', 'svc', 'role=developer'));
+    $t3->start;
+    my $tk = $rsa->token(claims => McpJwt::claims(aud => 'http://127.0.0.1:' . $t3->port . '/mcp',
+                                                  scope => 'mcp:tools'));
+    my ($sid) = McpJwt::initialize($t3, $tk);
+    ok($sid, 'debug log: a session');
+    $t3->mcp_post($sid, { jsonrpc => '2.0', id => 1, method => 'tools/list' },
+                  headers => { Authorization => "Bearer $tk" });
+    $t3->mcp_post($sid, { jsonrpc => '2.0', id => 2, method => 'tools/list' },
+                  headers => { Authorization => "Bearer x$tk" });
+    McpJwt::initialize($t3, undef, headers => { 'X-API-Key' => 'sk_live_right_key' });
+    $t3->stop;
+    my $sig = (split /\./, $tk)[2];
+    my @lines = grep { /\Q$sig\E|sk_live/ } split /\n/, $t3->error_log;
+    ok(@lines >= 3, 'debug log: nginx\'s header lines are there');
+    is_deeply([ grep { !/ http header: "(?:Authorization|X-API-Key): / } @lines ], [],
+              'debug log: no other line holds the token or the key');
 }
 
 # --- through mcp_pass --------------------------------------------------------------

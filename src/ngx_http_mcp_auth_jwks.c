@@ -171,9 +171,9 @@ ngx_http_mcp_auth_store(ngx_http_request_t *r,
 
 
 /*
- * The time a fetch started, or failed: a failed fetch holds off the next
- * one of every worker for a second.  Without a set, each request with a
- * JWT would fetch again, and any client could make the key server (and
+ * The time a fetch started, or failed: either holds off the next fetch
+ * of every worker for a second.  Without a set, each request with a JWT
+ * would fetch again, and any client could make the key server (and
  * error_log) take one per request.
  */
 
@@ -206,7 +206,7 @@ ngx_http_mcp_auth_note(ngx_http_mcp_auth_loc_conf_t *alcf, ngx_uint_t failed)
  * The worker's parsed copy of the location's fetched set, renewed when
  * the zone holds a newer one.  *stale: older than the cache time;
  * *refetch: an unknown kid may trigger a fetch now, or, without a set,
- * a fetch may be tried (none failed in the last second).
+ * a fetch may be tried (none started or failed in the last second).
  */
 
 ngx_array_t *
@@ -232,8 +232,13 @@ ngx_http_mcp_auth_keys(ngx_http_request_t *r,
 
     node = ngx_http_mcp_auth_node(zctx, &alcf->key_request, 0);
 
+    /*
+     * Without a set, one fetch a second: a key server that hangs would
+     * otherwise get a connection from each request made meanwhile.
+     */
     if (node == NULL || node->data == NULL) {
-        *refetch = (node == NULL || now - node->failed >= 1);
+        *refetch = (node == NULL
+                    || (now - node->failed >= 1 && now - node->tried >= 1));
         ngx_shmtx_unlock(&zctx->shpool->mutex);
         return NULL;
     }

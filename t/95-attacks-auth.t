@@ -17,6 +17,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes ();
 use IO::Socket::INET;
+use POSIX ();
 use Digest::SHA qw(hmac_sha256);
 use McpTest;
 use McpAssert;
@@ -29,14 +30,14 @@ my $evil  = McpJwt->new_key(type => 'RSA',   kid => 'r1');    # same kid, not pu
 my $other = McpJwt->new_key(type => 'RSA',   kid => 'dup');
 
 # one location per way a key server fails, each with its own key request
-my $keylocs = join '', map { <<"NGX" } qw(500 junk down slow huge odd);
+my $keylocs = join '', map { <<"NGX" } qw(500 junk down slow slow2 huge odd);
         location = /m$_ { mcp on; mcp_builtin everything; mcp_auth_jwt "MCP";
                           mcp_auth_resource http://127.0.0.1:%%PORT%%/mcp;
                           mcp_auth_jwt_key_request /_k$_; }
 NGX
 
 my $t = McpTest->new(
-    ports => 4,
+    ports => 5,
     http  => <<'NGX',
     mcp_session_zone zone=gw:1m;
     mcp_session_zone zone=up:1m;
@@ -80,6 +81,8 @@ KEYLOCS
         location = /_kdown { internal; proxy_pass http://127.0.0.1:%%PORT3%%/keys/down; }
         location = /_kslow { internal; proxy_pass http://127.0.0.1:%%PORT4%%/keys/slow;
                              proxy_read_timeout 1s; }
+        location = /_kslow2 { internal; proxy_pass http://127.0.0.1:%%PORT5%%/keys/slow;
+                              proxy_read_timeout 2s; }
         location = /_khuge { internal; proxy_pass http://127.0.0.1:%%PORT2%%/keys/huge.json; }
         location = /_kodd  { internal; proxy_pass http://127.0.0.1:%%PORT2%%/keys/odd.json; }
 
@@ -109,6 +112,9 @@ NGX
 );
 my $slow = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $t->port(4),
                                  Proto => 'tcp', Listen => 16, ReuseAddr => 1)
+    or die "listen: $!";
+my $slow2 = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $t->port(5),
+                                  Proto => 'tcp', Listen => 16, ReuseAddr => 1)
     or die "listen: $!";
 $t->write_file('conf/jwks.json', McpJwt::jwks($rsa, $ec));
 $t->write_file('conf/api_keys', McpJwt::api_key_line('sk_live_right_key', 'svc', 'role=developer'));
@@ -409,7 +415,7 @@ sub fails_seen {
     return scalar(() = $t->error_log =~ /key request "\/_k\Q$loc\E" (?:failed|returned no valid)/g);
 }
 
-$t->expect_log_error(qr/key request "\/_k(500|junk|down|slow|huge)"/, qr/connect\(\) failed/,
+$t->expect_log_error(qr/key request "\/_k(500|junk|down|slow2?|huge)"/, qr/connect\(\) failed/,
                      qr/upstream timed out/, qr/too big subrequest response/);
 
 for my $loc (qw(500 junk down)) {
@@ -434,6 +440,27 @@ for my $loc (qw(500 junk down)) {
     $r = bearer($good, path => '/mslow', timeout => 10);
     refused($r, 'the slow key server again');
     ok(Time::HiRes::time() - $t0 < 0.8, 'right after a failed fetch, no new wait on it');
+}
+
+# a key server that hangs, asked by requests at once: one fetch waits on
+# it, the others are refused at once (no set, a fetch started this second)
+{
+    my @kids;
+    for my $i (1 .. 4) {
+        my $pid = fork // die "fork: $!";
+        if (!$pid) {
+            my $r = bearer($good, path => '/mslow2', timeout => 10, quiet => 1);
+            POSIX::_exit($r->{status} == 401 ? 0 : 1);
+        }
+        push @kids, $pid;
+    }
+    my $bad = 0;
+    for (@kids) { waitpid($_, 0); $bad++ if $? }
+    is($bad, 0, 'a hanging key server, 4 requests at once: each gets a 401');
+    $slow2->blocking(0);
+    my $n = 0;
+    $n++ while $slow2->accept;
+    ok($n >= 1 && $n <= 2, "a hanging key server, 4 requests at once: $n connections to it, not 4");
 }
 
 # nginx ends the client's request when an in-memory subrequest's body

@@ -13,6 +13,16 @@
 
 static ngx_int_t ngx_http_mcp_auth_read_file(ngx_conf_t *cf,
     ngx_str_t *name, size_t max, const char *what, ngx_str_t *text);
+static ngx_int_t ngx_http_mcp_auth_check_value(ngx_conf_t *cf,
+    ngx_str_t *value, ngx_uint_t token);
+static char *ngx_http_mcp_auth_check_token(ngx_conf_t *cf, void *post,
+    void *data);
+
+
+/* mcp_auth_resource: its value goes into WWW-Authenticate */
+ngx_conf_post_t  ngx_http_mcp_auth_token_post = {
+    ngx_http_mcp_auth_check_token
+};
 
 
 char *
@@ -33,11 +43,7 @@ ngx_http_mcp_auth_jwt_slot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_OK;
     }
 
-    if (ngx_strlchr(value[1].data, value[1].data + value[1].len, '"')
-        != NULL)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid realm \"%V\"", &value[1]);
+    if (ngx_http_mcp_auth_check_value(cf, &value[1], 0) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -252,6 +258,10 @@ ngx_http_mcp_auth_tool_scope(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
+    if (ngx_http_mcp_auth_check_value(cf, &value[2], 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     kv = ngx_array_push(alcf->tool_scopes);
     if (kv == NULL) {
         return NGX_CONF_ERROR;
@@ -287,11 +297,7 @@ ngx_http_mcp_auth_str_array(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     value = cf->args->elts;
 
     for (i = 1; i < cf->args->nelts; i++) {
-        if (ngx_strlchr(value[i].data, value[i].data + value[i].len, '"')
-            != NULL)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid value \"%V\"", &value[i]);
+        if (ngx_http_mcp_auth_check_value(cf, &value[i], 1) != NGX_OK) {
             return NGX_CONF_ERROR;
         }
 
@@ -301,6 +307,50 @@ ngx_http_mcp_auth_str_array(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         *s = value[i];
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * A value that goes into a WWW-Authenticate quoted-string as it is: no
+ * '"', no '\\', no control byte (nginx's "\r\n" escapes would split the
+ * response); a token (a URI, a scope: RFC 6749 3.3) has no space and
+ * nothing outside ASCII either.
+ */
+
+static ngx_int_t
+ngx_http_mcp_auth_check_value(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t token)
+{
+    u_char  *p, *end;
+
+    end = value->data + value->len;
+
+    for (p = value->data; p < end; p++) {
+        if (*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\'
+            || (token && (*p == ' ' || *p > 0x7f)))
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid value \"%V\": a quote, a backslash, "
+                               "a control character%s",
+                               value, token ? " or a space" : "");
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_mcp_auth_check_token(ngx_conf_t *cf, void *post, void *data)
+{
+    ngx_str_t  *value = data;
+
+    if (ngx_http_mcp_auth_check_value(cf, value, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;

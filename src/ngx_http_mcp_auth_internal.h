@@ -166,6 +166,8 @@ ngx_int_t ngx_http_mcp_auth_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 
 /* ngx_http_mcp_auth_conf.c: the directives' handlers */
+extern ngx_conf_post_t  ngx_http_mcp_auth_token_post;
+
 char *ngx_http_mcp_auth_jwt_slot(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_mcp_auth_key_file(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -408,6 +408,38 @@ NGX
     is($rc, 0, 'key file with tabs, CR LF and a comment: accepted') or diag($out);
 }
 
+# what goes into WWW-Authenticate from the configuration: nginx -t refuses
+# a quote, a backslash, a control byte (nginx's own "\r\n" escapes made a
+# realm that split the response), a space where the value is one token
+{
+    my $t2 = McpTest->new(server => 'location = /mcp { mcp on; CONF }');
+    my $base = 'mcp_auth_jwt_issuer https://i.test; mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;';
+    $t2->write_file('conf/jwks.json', McpJwt::jwks($rsa));
+    for my $case ([ 'mcp_auth_jwt "MCP\r\nX-Evil: 1"; mcp_auth_resource http://x.test/mcp;', 'a realm with CR LF' ],
+                  [ 'mcp_auth_jwt "MCP\\\\"; mcp_auth_resource http://x.test/mcp;', 'a realm ending in a backslash' ],
+                  [ 'mcp_auth_jwt "MCP\tx"; mcp_auth_resource http://x.test/mcp;', 'a realm with a tab' ],
+                  [ 'mcp_auth_jwt MCP; mcp_auth_resource "http://x.test/m\\"cp";', 'a resource with a quote' ],
+                  [ 'mcp_auth_jwt MCP; mcp_auth_resource "http://x.test/m cp";', 'a resource with a space' ],
+                  [ 'mcp_auth_jwt MCP; mcp_auth_resource "http://x.test/mcp\r\nX: 1";', 'a resource with CR LF' ],
+                  [ 'mcp_auth_jwt MCP; mcp_auth_resource http://x.test/mcp; mcp_auth_scopes_supported "a\r\nX: 1";',
+                    'a supported scope with CR LF' ],
+                  [ 'mcp_auth_jwt MCP; mcp_auth_resource http://x.test/mcp; mcp_auth_scopes_supported "a b";',
+                    'a supported scope with a space' ],
+                  [ 'mcp_auth_jwt MCP; mcp_auth_resource http://x.test/mcp; mcp_auth_tool_scope t "a\\"b";',
+                    'a tool scope with a quote' ],
+                  [ 'mcp_auth_jwt MCP; mcp_auth_resource http://x.test/mcp; mcp_auth_tool_scope t "a b";',
+                    'a tool scope with a space' ]) {
+        $t2->{server} = "location = /mcp { mcp on; $base $case->[0] }";
+        my ($rc, $out) = $t2->nginx_t;
+        ok($rc != 0 && $out =~ /invalid/, "nginx -t refuses $case->[1]") or diag($out);
+    }
+    $t2->{server} = "location = /mcp { mcp on; $base mcp_auth_jwt \"My realm\"; "
+                  . 'mcp_auth_resource http://x.test/mcp; mcp_auth_scopes_supported mcp:tools x.y/z; '
+                  . 'mcp_auth_tool_scope t mcp:tools:admin; }';
+    my ($rc, $out) = $t2->nginx_t;
+    is($rc, 0, 'nginx -t takes a realm with a space, scopes of URI characters') or diag($out);
+}
+
 # --- key servers that fail ---------------------------------------------------------
 
 sub fails_seen {

@@ -132,6 +132,12 @@ ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,
                    "access tokens are not accepted in the query string");
     }
 
+    if (rc == NGX_ABORT) {
+        return ngx_http_mcp_auth_refuse(r, &ctx->auth, NGX_HTTP_BAD_REQUEST,
+                   "invalid", "invalid_request",
+                   "more than one X-API-Key header");
+    }
+
     if (token.len == 0) {
         return ngx_http_mcp_auth_refuse(r, &ctx->auth,
                                         NGX_HTTP_UNAUTHORIZED, "missing",
@@ -149,7 +155,9 @@ ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,
 /*
  * The token of the Authorization header ("Bearer"), or of X-API-Key.
  * NGX_DECLINED when the query string carries one: RFC 6750's URI query
- * method is forbidden by the MCP authorization spec.
+ * method is forbidden by the MCP authorization spec.  NGX_ABORT for two
+ * X-API-Key headers: which one counts is a guess another proxy may make
+ * otherwise (nginx itself refuses two Authorization headers).
  */
 
 static ngx_int_t
@@ -220,6 +228,13 @@ ngx_http_mcp_auth_token(ngx_http_request_t *r, ngx_str_t *token,
     h = ngx_http_mcp_header_in(r, "x-api-key", sizeof("x-api-key") - 1);
 
     if (h != NULL) {
+        if (ngx_http_mcp_header_in_after(r, h, "x-api-key",
+                                         sizeof("x-api-key") - 1)
+            != NULL)
+        {
+            return NGX_ABORT;
+        }
+
         *token = h->value;
         *apikey = 1;
     }

@@ -379,6 +379,14 @@ refused(send_auth(undef, headers => { Cookie => "access_token=$good; token=$good
             unless $bad =~ /[ \t]$/;
     }
     refused(send_auth("Bearer $good", path => '/ak'), 'a JWT where only API keys are configured');
+    for my $pair ([ 'sk_wrong', 'sk_live_right_key' ], [ 'sk_live_right_key', 'sk_wrong' ]) {
+        my $r = $t->request(method => 'POST', path => '/ak',
+            headers => [ 'Content-Type' => 'application/json', Accept => 'application/json, text/event-stream',
+                         'X-API-Key' => $pair->[0], 'X-API-Key' => $pair->[1] ],
+            body => '{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+        McpTest::decode_mcp_response($r);
+        refused($r, "two X-API-Key headers ($pair->[0] first)", 400);
+    }
     my $h = McpTest::_slurp($t->prefix . '/conf/api_keys');
     unlike($h, qr/sk_live/, 'the key file holds digests only');
 

@@ -17,6 +17,8 @@ static ngx_int_t ngx_http_mcp_auth_check_value(ngx_conf_t *cf,
     ngx_str_t *value, ngx_uint_t token);
 static char *ngx_http_mcp_auth_check_token(ngx_conf_t *cf, void *post,
     void *data);
+static int ngx_libc_cdecl ngx_http_mcp_auth_digest_cmp(const void *one,
+    const void *two);
 
 
 /* mcp_auth_resource: its value goes into WWW-Authenticate */
@@ -502,6 +504,26 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
+    /*
+     * A key listed twice (for two subjects, say) would be the first
+     * line's only: in digest order, which the lookup does not mind, two
+     * equal digests are neighbours.
+     */
+    ngx_qsort(alcf->api_keys->elts, alcf->api_keys->nelts,
+              sizeof(ngx_http_mcp_apikey_t), ngx_http_mcp_auth_digest_cmp);
+
+    key = alcf->api_keys->elts;
+
+    for (i = 1; i < alcf->api_keys->nelts; i++) {
+        if (ngx_memcmp(key[i - 1].digest, key[i].digest, 32) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "a key listed twice in API key file \"%V\" "
+                               "(subjects \"%V\" and \"%V\")", &name,
+                               &key[i - 1].subject, &key[i].subject);
+            return NGX_CONF_ERROR;
+        }
+    }
+
     return NGX_CONF_OK;
 
 invalid:
@@ -510,4 +532,14 @@ invalid:
                        "invalid line %ui in API key file \"%V\": expected "
                        "a SHA-256 hex digest and a subject", lineno, &name);
     return NGX_CONF_ERROR;
+}
+
+
+static int ngx_libc_cdecl
+ngx_http_mcp_auth_digest_cmp(const void *one, const void *two)
+{
+    const ngx_http_mcp_apikey_t  *a = one;
+    const ngx_http_mcp_apikey_t  *b = two;
+
+    return ngx_memcmp(a->digest, b->digest, 32);
 }

@@ -411,6 +411,10 @@ NGX
         ok($rc != 0 && $out =~ /invalid line \d+ in API key file/, "key file, $case->[1]: nginx -t fails")
             or diag($out);
     }
+    $t2->write_file('conf/api_keys', McpJwt::api_key_line('k1', 'alice') . McpJwt::api_key_line('k2', 'carol')
+                                     . McpJwt::api_key_line('k1', 'bob', 'role=admin'));
+    my ($drc, $dout) = $t2->nginx_t;
+    ok($drc != 0 && $dout =~ /listed twice/, 'key file, one key for two subjects: nginx -t fails') or diag($dout);
     $t2->write_file('conf/api_keys', "  " . ('a' x 64) . "\tsvc  role=viewer  # comment\r\n");
     my ($rc, $out) = $t2->nginx_t;
     is($rc, 0, 'key file with tabs, CR LF and a comment: accepted') or diag($out);

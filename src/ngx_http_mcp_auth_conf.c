@@ -230,7 +230,8 @@ ngx_http_mcp_auth_key_cache(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     t = ngx_parse_time(&s, 1);
 
-    if (t == (time_t) NGX_ERROR) {
+    /* 0 would let every token with an unknown kid fetch the set */
+    if (t == (time_t) NGX_ERROR || t == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid refresh time \"%V\"", &value[2]);
         return NGX_CONF_ERROR;

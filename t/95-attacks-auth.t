@@ -422,7 +422,8 @@ NGX
 
 # what goes into WWW-Authenticate from the configuration: nginx -t refuses
 # a quote, a backslash, a control byte (nginx's own "\r\n" escapes made a
-# realm that split the response), a space where the value is one token
+# realm that split the response), a space where the value is one token;
+# and a key cache that any client could make fetch at every request
 {
     my $t2 = McpTest->new(server => 'location = /mcp { mcp on; CONF }');
     my $base = 'mcp_auth_jwt_issuer https://i.test; mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;';
@@ -440,7 +441,10 @@ NGX
                   [ 'mcp_auth_jwt MCP; mcp_auth_resource http://x.test/mcp; mcp_auth_tool_scope t "a\\"b";',
                     'a tool scope with a quote' ],
                   [ 'mcp_auth_jwt MCP; mcp_auth_resource http://x.test/mcp; mcp_auth_tool_scope t "a b";',
-                    'a tool scope with a space' ]) {
+                    'a tool scope with a space' ],
+                  # refresh=0 let every token with an unknown kid fetch the set
+                  [ 'mcp_auth_jwt MCP; mcp_auth_resource http://x.test/mcp; mcp_auth_jwt_key_request /k; '
+                    . 'mcp_auth_jwt_key_cache 1h refresh=0;', 'a key cache with refresh=0' ]) {
         $t2->{server} = "location = /mcp { mcp on; $base $case->[0] }";
         my ($rc, $out) = $t2->nginx_t;
         ok($rc != 0 && $out =~ /invalid/, "nginx -t refuses $case->[1]") or diag($out);

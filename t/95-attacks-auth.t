@@ -69,6 +69,12 @@ NGX
             mcp_auth_resource http://127.0.0.1:%%PORT%%/mcp;
             mcp_auth_metadata;
         }
+        location = /mr {
+            mcp on; mcp_builtin everything; mcp_auth_jwt "MCP";
+            mcp_auth_resource http://127.0.0.1:%%PORT%%/mcp;
+            mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;
+            mcp_auth_api_keys %%PREFIX%%/conf/api_keys;
+        }
         location = /ak {
             mcp on; mcp_builtin everything; mcp_auth_jwt "MCP";
             mcp_auth_resource http://127.0.0.1:%%PORT%%/ak;
@@ -117,7 +123,8 @@ my $slow2 = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $t->por
                                   Proto => 'tcp', Listen => 16, ReuseAddr => 1)
     or die "listen: $!";
 $t->write_file('conf/jwks.json', McpJwt::jwks($rsa, $ec));
-$t->write_file('conf/api_keys', McpJwt::api_key_line('sk_live_right_key', 'svc', 'role=developer'));
+$t->write_file('conf/api_keys', McpJwt::api_key_line('sk_live_right_key', 'svc', 'role=developer')
+                               . McpJwt::api_key_line('sk_alice_key', 'alice', 'mcp:tools'));
 $t->write_file('html/keys/huge.json',
                '{"keys":[' . join(',', ('{"kty":"RSA","n":"' . ('A' x 400) . '","e":"AQAB"}') x 300)
                . ',' . McpTest::encode_json($rsa->jwk) . ']}');
@@ -588,6 +595,36 @@ NGX
     ok(@lines >= 3, 'debug log: nginx\'s header lines are there');
     is_deeply([ grep { !/ http header: "(?:Authorization|X-API-Key): / } @lines ], [],
               'debug log: no other line holds the token or the key');
+}
+
+# --- a multi-round request's state is bound to the caller: issuer and subject
+
+{
+    my $RS = 'test_input_required_result_request_state';
+    my $call = sub {
+        my ($auth, %p) = @_;
+        my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 'mr', method => 'tools/call',
+                                      params => { name => $RS, arguments => {}, %p,
+                                                  _meta => { 'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
+                                                             'io.modelcontextprotocol/clientCapabilities'
+                                                                 => { elicitation => {} } } } },
+                             headers => { Authorization => "Bearer $auth", 'MCP-Protocol-Version' => '2026-07-28',
+                                          'Mcp-Method' => 'tools/call', 'Mcp-Name' => $RS },
+                             protocol_version => undef, path => '/mr', quiet => 1);
+        my ($m) = grep { ref $_ eq 'HASH' && ($_->{id} // '') eq 'mr' } @{ $r->{messages} // [] };
+        return $m // {};
+    };
+    my $confirm = { confirm => { action => 'accept', content => { ok => JSON::PP::true() } } };
+    my $jwt_alice = tok($rsa, sub => 'alice', scope => 'mcp:tools');
+    my $state = ($call->('sk_alice_key')->{result} // {})->{requestState} // '';
+    ok(length $state, 'API-key alice has a requestState');
+    my $m = $call->('sk_alice_key', requestState => $state, inputResponses => $confirm);
+    like((($m->{result} // {})->{content} // [ {} ])->[0]{text} // '', qr/state-ok/, '... which opens for her');
+    $state = ($call->('sk_alice_key')->{result} // {})->{requestState} // '';
+    $m = $call->($jwt_alice, requestState => $state, inputResponses => $confirm);
+    is(($m->{error} // {})->{code}, -32602,
+       'the JWT issuer\'s "alice" cannot open the API key\'s alice\'s state (another issuer)')
+        or diag(explain($m));
 }
 
 # --- through mcp_pass --------------------------------------------------------------

@@ -39,7 +39,6 @@ static ngx_int_t ngx_http_mcp_auth_refuse(ngx_http_request_t *r,
     ngx_http_mcp_auth_t *auth, ngx_uint_t status, const char *result,
     const char *error, const char *description);
 static void ngx_http_mcp_auth_strip(ngx_http_request_t *r);
-static ngx_uint_t ngx_http_mcp_auth_role_rank(ngx_str_t *role);
 static ngx_uint_t ngx_http_mcp_auth_has_scope(ngx_http_mcp_auth_t *auth,
     ngx_str_t *scope);
 
@@ -1019,7 +1018,7 @@ ngx_http_mcp_auth_has_scope(ngx_http_mcp_auth_t *auth, ngx_str_t *scope)
 }
 
 
-static ngx_uint_t
+ngx_uint_t
 ngx_http_mcp_auth_role_rank(ngx_str_t *role)
 {
     ngx_uint_t  i;

@@ -488,6 +488,13 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 key->role.data = word.data + 5;
                 key->role.len = word.len - 5;
 
+                /* a misspelt role would be no role, silently */
+                if (ngx_http_mcp_auth_role_rank(&key->role)
+                    == NGX_HTTP_MCP_ROLE_NONE)
+                {
+                    goto invalid;
+                }
+
             } else {
                 scope = ngx_array_push(key->scopes);
                 if (scope == NULL) {
@@ -531,7 +538,8 @@ invalid:
 
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "invalid line %ui in API key file \"%V\": expected "
-                       "a SHA-256 hex digest and a subject", lineno, &name);
+                       "a SHA-256 hex digest, a subject, a known role",
+                       lineno, &name);
     return NGX_CONF_ERROR;
 }
 

@@ -168,6 +168,9 @@ ngx_int_t ngx_http_mcp_auth_init_zone(ngx_shm_zone_t *shm_zone,
 /* ngx_http_mcp_auth_conf.c: the directives' handlers */
 extern ngx_conf_post_t  ngx_http_mcp_auth_token_post;
 
+/* ngx_http_mcp_auth_access.c: NGX_HTTP_MCP_ROLE_* of a role's name */
+ngx_uint_t ngx_http_mcp_auth_role_rank(ngx_str_t *role);
+
 char *ngx_http_mcp_auth_jwt_slot(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_mcp_auth_key_file(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -16,6 +16,7 @@
 #   WWW-Authenticate unchecked: nginx's "\r\n" escapes split the response;
 # - two X-API-Key headers: the first counted;
 # - an API key file listing one key twice: only the first line counted;
+#   one naming an unknown role (role=admn) gave no role, silently;
 # - a multi-round requestState was bound to the subject alone: API-key
 #   "alice" opened a JWT issuer's "alice"'s state;
 # - (not observable here) an exp of 1e300 was converted to time_t, which
@@ -424,7 +425,9 @@ NGX
     for my $case ([ "zz" . ('0' x 62) . " svc\n", 'not hex' ],
                   [ ('0' x 63) . " svc\n", 'a short digest' ],
                   [ ('0' x 64) . "\n", 'no subject' ],
-                  [ "# c\n\n" . ('0' x 64) . "#svc\n", 'the subject commented out' ]) {
+                  [ "# c\n\n" . ('0' x 64) . "#svc\n", 'the subject commented out' ],
+                  [ ('0' x 64) . " svc role=admn\n", 'a misspelt role (was no role, silently)' ],
+                  [ ('0' x 64) . " svc role=Admin\n", 'a role in another case' ]) {
         $t2->write_file('conf/api_keys', $case->[0]);
         my ($rc, $out) = $t2->nginx_t;
         ok($rc != 0 && $out =~ /invalid line \d+ in API key file/, "key file, $case->[1]: nginx -t fails")

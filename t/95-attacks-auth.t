@@ -672,6 +672,11 @@ NGX
         $r = $t->mcp_post($sid, { jsonrpc => '2.0', id => 'tb', method => 'tools/list' }, path => "/$loc",
                           headers => { Authorization => "Bearer $bob" });
         is($r->{status}, 404, "/$loc: bob cannot use alice's session");
+        $r = $t->mcp_delete($sid, path => "/$loc", headers => { Authorization => "Bearer $bob" });
+        is($r->{status}, 404, "/$loc: bob cannot DELETE alice's session");
+        $r = $t->mcp_post($sid, { jsonrpc => '2.0', id => 'ta', method => 'ping' }, path => "/$loc",
+                          headers => { Authorization => "Bearer $alice" });
+        is($r->{status}, 200, "/$loc: alice's session is still there");
     }
     Time::HiRes::sleep(0.2);
     my $log = McpTest::_slurp($blog) // '';

@@ -39,7 +39,6 @@ static ngx_int_t ngx_http_mcp_auth_refuse(ngx_http_request_t *r,
     ngx_http_mcp_auth_t *auth, ngx_uint_t status, const char *result,
     const char *error, const char *description);
 static void ngx_http_mcp_auth_strip(ngx_http_request_t *r);
-static ngx_uint_t ngx_http_mcp_auth_role_rank(ngx_str_t *role);
 static ngx_uint_t ngx_http_mcp_auth_has_scope(ngx_http_mcp_auth_t *auth,
     ngx_str_t *scope);
 
@@ -132,6 +131,12 @@ ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,
                    "access tokens are not accepted in the query string");
     }
 
+    if (rc == NGX_ABORT) {
+        return ngx_http_mcp_auth_refuse(r, &ctx->auth, NGX_HTTP_BAD_REQUEST,
+                   "invalid", "invalid_request",
+                   "more than one X-API-Key header");
+    }
+
     if (token.len == 0) {
         return ngx_http_mcp_auth_refuse(r, &ctx->auth,
                                         NGX_HTTP_UNAUTHORIZED, "missing",
@@ -149,7 +154,9 @@ ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,
 /*
  * The token of the Authorization header ("Bearer"), or of X-API-Key.
  * NGX_DECLINED when the query string carries one: RFC 6750's URI query
- * method is forbidden by the MCP authorization spec.
+ * method is forbidden by the MCP authorization spec.  NGX_ABORT for two
+ * X-API-Key headers: which one counts is a guess another proxy may make
+ * otherwise (nginx itself refuses two Authorization headers).
  */
 
 static ngx_int_t
@@ -220,6 +227,13 @@ ngx_http_mcp_auth_token(ngx_http_request_t *r, ngx_str_t *token,
     h = ngx_http_mcp_header_in(r, "x-api-key", sizeof("x-api-key") - 1);
 
     if (h != NULL) {
+        if (ngx_http_mcp_header_in_after(r, h, "x-api-key",
+                                         sizeof("x-api-key") - 1)
+            != NULL)
+        {
+            return NGX_ABORT;
+        }
+
         *token = h->value;
         *apikey = 1;
     }
@@ -277,6 +291,7 @@ static ngx_int_t
 ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     ngx_str_t *token)
 {
+    time_t                         until;
     uint32_t                       hash;
     cJSON                         *exp;
     ngx_int_t                      rc;
@@ -316,7 +331,7 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     if (rc != NGX_OK && rc != NGX_ERROR && alcf->key_request.len) {
         keys = ngx_http_mcp_auth_keys(r, alcf, &stale, &refetch);
 
-        if ((keys == NULL || stale) && !ctx->fetched) {
+        if (((keys == NULL && refetch) || stale) && !ctx->fetched) {
             return ngx_http_mcp_auth_fetch(r, ctx);
         }
 
@@ -358,13 +373,21 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     rc = ngx_http_mcp_auth_done(r, auth);
 
     if (rc == NGX_OK) {
-        /* remembered until the token expires, or the key set changes */
+        /*
+         * Remembered until the token expires, or the key set changes, or
+         * a day passes: an issuer's exp may be 1e300, which no time_t
+         * holds (converting it is undefined).
+         */
         exp = ngx_http_mcp_json_get(jwt.claims, "exp");
         gen = (alcf->cache != NULL) ? alcf->cache->gen : 0;
+        until = ngx_time() + 86400;
 
-        ngx_http_mcp_auth_remember(v, hash, token, auth,
-                                   (time_t) exp->valuedouble + alcf->leeway,
-                                   gen, r->connection->log);
+        if (exp->valuedouble < (double) until) {
+            until = (time_t) exp->valuedouble + alcf->leeway;
+        }
+
+        ngx_http_mcp_auth_remember(v, hash, token, auth, until, gen,
+                                   r->connection->log);
     }
 
     return rc;
@@ -995,7 +1018,7 @@ ngx_http_mcp_auth_has_scope(ngx_http_mcp_auth_t *auth, ngx_str_t *scope)
 }
 
 
-static ngx_uint_t
+ngx_uint_t
 ngx_http_mcp_auth_role_rank(ngx_str_t *role)
 {
     ngx_uint_t  i;

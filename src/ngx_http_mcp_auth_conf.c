@@ -13,6 +13,18 @@
 
 static ngx_int_t ngx_http_mcp_auth_read_file(ngx_conf_t *cf,
     ngx_str_t *name, size_t max, const char *what, ngx_str_t *text);
+static ngx_int_t ngx_http_mcp_auth_check_value(ngx_conf_t *cf,
+    ngx_str_t *value, ngx_uint_t token);
+static char *ngx_http_mcp_auth_check_token(ngx_conf_t *cf, void *post,
+    void *data);
+static int ngx_libc_cdecl ngx_http_mcp_auth_digest_cmp(const void *one,
+    const void *two);
+
+
+/* mcp_auth_resource: its value goes into WWW-Authenticate */
+ngx_conf_post_t  ngx_http_mcp_auth_token_post = {
+    ngx_http_mcp_auth_check_token
+};
 
 
 char *
@@ -33,11 +45,7 @@ ngx_http_mcp_auth_jwt_slot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_OK;
     }
 
-    if (ngx_strlchr(value[1].data, value[1].data + value[1].len, '"')
-        != NULL)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid realm \"%V\"", &value[1]);
+    if (ngx_http_mcp_auth_check_value(cf, &value[1], 0) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -222,7 +230,8 @@ ngx_http_mcp_auth_key_cache(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     t = ngx_parse_time(&s, 1);
 
-    if (t == (time_t) NGX_ERROR) {
+    /* 0 would let every token with an unknown kid fetch the set */
+    if (t == (time_t) NGX_ERROR || t == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid refresh time \"%V\"", &value[2]);
         return NGX_CONF_ERROR;
@@ -251,6 +260,10 @@ ngx_http_mcp_auth_tool_scope(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     value = cf->args->elts;
+
+    if (ngx_http_mcp_auth_check_value(cf, &value[2], 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     kv = ngx_array_push(alcf->tool_scopes);
     if (kv == NULL) {
@@ -287,11 +300,7 @@ ngx_http_mcp_auth_str_array(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     value = cf->args->elts;
 
     for (i = 1; i < cf->args->nelts; i++) {
-        if (ngx_strlchr(value[i].data, value[i].data + value[i].len, '"')
-            != NULL)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid value \"%V\"", &value[i]);
+        if (ngx_http_mcp_auth_check_value(cf, &value[i], 1) != NGX_OK) {
             return NGX_CONF_ERROR;
         }
 
@@ -301,6 +310,50 @@ ngx_http_mcp_auth_str_array(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         *s = value[i];
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * A value that goes into a WWW-Authenticate quoted-string as it is: no
+ * '"', no '\\', no control byte (nginx's "\r\n" escapes would split the
+ * response); a token (a URI, a scope: RFC 6749 3.3) has no space and
+ * nothing outside ASCII either.
+ */
+
+static ngx_int_t
+ngx_http_mcp_auth_check_value(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t token)
+{
+    u_char  *p, *end;
+
+    end = value->data + value->len;
+
+    for (p = value->data; p < end; p++) {
+        if (*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\'
+            || (token && (*p == ' ' || *p > 0x7f)))
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid value \"%V\": a quote, a backslash, "
+                               "a control character%s",
+                               value, token ? " or a space" : "");
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_mcp_auth_check_token(ngx_conf_t *cf, void *post, void *data)
+{
+    ngx_str_t  *value = data;
+
+    if (ngx_http_mcp_auth_check_value(cf, value, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;
@@ -435,6 +488,13 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 key->role.data = word.data + 5;
                 key->role.len = word.len - 5;
 
+                /* a misspelt role would be no role, silently */
+                if (ngx_http_mcp_auth_role_rank(&key->role)
+                    == NGX_HTTP_MCP_ROLE_NONE)
+                {
+                    goto invalid;
+                }
+
             } else {
                 scope = ngx_array_push(key->scopes);
                 if (scope == NULL) {
@@ -452,12 +512,43 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
+    /*
+     * A key listed twice (for two subjects, say) would be the first
+     * line's only: in digest order, which the lookup does not mind, two
+     * equal digests are neighbours.
+     */
+    ngx_qsort(alcf->api_keys->elts, alcf->api_keys->nelts,
+              sizeof(ngx_http_mcp_apikey_t), ngx_http_mcp_auth_digest_cmp);
+
+    key = alcf->api_keys->elts;
+
+    for (i = 1; i < alcf->api_keys->nelts; i++) {
+        if (ngx_memcmp(key[i - 1].digest, key[i].digest, 32) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "a key listed twice in API key file \"%V\" "
+                               "(subjects \"%V\" and \"%V\")", &name,
+                               &key[i - 1].subject, &key[i].subject);
+            return NGX_CONF_ERROR;
+        }
+    }
+
     return NGX_CONF_OK;
 
 invalid:
 
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "invalid line %ui in API key file \"%V\": expected "
-                       "a SHA-256 hex digest and a subject", lineno, &name);
+                       "a SHA-256 hex digest, a subject, a known role",
+                       lineno, &name);
     return NGX_CONF_ERROR;
+}
+
+
+static int ngx_libc_cdecl
+ngx_http_mcp_auth_digest_cmp(const void *one, const void *two)
+{
+    const ngx_http_mcp_apikey_t  *a = one;
+    const ngx_http_mcp_apikey_t  *b = two;
+
+    return ngx_memcmp(a->digest, b->digest, 32);
 }

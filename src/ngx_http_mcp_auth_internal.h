@@ -47,6 +47,7 @@ struct ngx_http_mcp_jwks_node_s {
     ngx_uint_t                 gen;
     time_t                     fetched;      /* 0: never */
     time_t                     tried;        /* last fetch started */
+    time_t                     failed;       /* last fetch failed */
     u_char                    *data;
     size_t                     len;
     size_t                     uri_len;
@@ -165,6 +166,11 @@ ngx_int_t ngx_http_mcp_auth_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 
 /* ngx_http_mcp_auth_conf.c: the directives' handlers */
+extern ngx_conf_post_t  ngx_http_mcp_auth_token_post;
+
+/* ngx_http_mcp_auth_access.c: NGX_HTTP_MCP_ROLE_* of a role's name */
+ngx_uint_t ngx_http_mcp_auth_role_rank(ngx_str_t *role);
+
 char *ngx_http_mcp_auth_jwt_slot(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_mcp_auth_key_file(ngx_conf_t *cf, ngx_command_t *cmd,

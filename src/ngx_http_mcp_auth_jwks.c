@@ -14,6 +14,8 @@
 
 static ngx_int_t ngx_http_mcp_auth_fetch_done(ngx_http_request_t *r,
     void *data, ngx_int_t rc);
+static void ngx_http_mcp_auth_note(ngx_http_mcp_auth_loc_conf_t *alcf,
+    ngx_uint_t failed);
 static ngx_http_mcp_jwks_node_t *ngx_http_mcp_auth_node(
     ngx_http_mcp_jwks_zone_t *zctx, ngx_str_t *uri, ngx_uint_t create);
 
@@ -27,22 +29,11 @@ ngx_http_mcp_auth_fetch(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx)
 {
     ngx_http_request_t            *sr;
     ngx_http_post_subrequest_t    *ps;
-    ngx_http_mcp_jwks_zone_t      *zctx;
-    ngx_http_mcp_jwks_node_t      *node;
     ngx_http_mcp_auth_loc_conf_t  *alcf;
 
     alcf = ctx->auth.conf;
-    zctx = alcf->zone->data;
 
-    ngx_shmtx_lock(&zctx->shpool->mutex);
-
-    node = ngx_http_mcp_auth_node(zctx, &alcf->key_request, 1);
-
-    if (node != NULL) {
-        node->tried = ngx_time();
-    }
-
-    ngx_shmtx_unlock(&zctx->shpool->mutex);
+    ngx_http_mcp_auth_note(alcf, 0);
 
     ps = ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t));
     if (ps == NULL) {
@@ -89,6 +80,16 @@ ngx_http_mcp_auth_fetch_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
     ctx->done = 1;
     ctx->status = r->headers_out.status;
 
+    /*
+     * NGX_ERROR (a set larger than subrequest_output_buffer_size, say)
+     * ends the client's request too, before ngx_http_mcp_auth_store()
+     * could count the failure: counted here, or every request would
+     * fetch, and be dropped, again.
+     */
+    if (rc == NGX_ERROR) {
+        ngx_http_mcp_auth_note(ctx->auth.conf, 1);
+    }
+
     return rc;
 }
 
@@ -115,6 +116,7 @@ ngx_http_mcp_auth_store(ngx_http_request_t *r,
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "mcp auth: key request \"%V\" failed (status %i)",
                       &alcf->key_request, ctx->status);
+        ngx_http_mcp_auth_note(alcf, 1);
         return;
     }
 
@@ -132,6 +134,7 @@ ngx_http_mcp_auth_store(ngx_http_request_t *r,
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "mcp auth: key request \"%V\" returned no valid JWK "
                       "set", &alcf->key_request);
+        ngx_http_mcp_auth_note(alcf, 1);
         return;
     }
 
@@ -168,9 +171,42 @@ ngx_http_mcp_auth_store(ngx_http_request_t *r,
 
 
 /*
+ * The time a fetch started, or failed: either holds off the next fetch
+ * of every worker for a second.  Without a set, each request with a JWT
+ * would fetch again, and any client could make the key server (and
+ * error_log) take one per request.
+ */
+
+static void
+ngx_http_mcp_auth_note(ngx_http_mcp_auth_loc_conf_t *alcf, ngx_uint_t failed)
+{
+    ngx_http_mcp_jwks_zone_t  *zctx;
+    ngx_http_mcp_jwks_node_t  *node;
+
+    zctx = alcf->zone->data;
+
+    ngx_shmtx_lock(&zctx->shpool->mutex);
+
+    node = ngx_http_mcp_auth_node(zctx, &alcf->key_request, 1);
+
+    if (node != NULL) {
+        if (failed) {
+            node->failed = ngx_time();
+
+        } else {
+            node->tried = ngx_time();
+        }
+    }
+
+    ngx_shmtx_unlock(&zctx->shpool->mutex);
+}
+
+
+/*
  * The worker's parsed copy of the location's fetched set, renewed when
  * the zone holds a newer one.  *stale: older than the cache time;
- * *refetch: an unknown kid may trigger a fetch now.
+ * *refetch: an unknown kid may trigger a fetch now, or, without a set,
+ * a fetch may be tried (none started or failed in the last second).
  */
 
 ngx_array_t *
@@ -196,7 +232,13 @@ ngx_http_mcp_auth_keys(ngx_http_request_t *r,
 
     node = ngx_http_mcp_auth_node(zctx, &alcf->key_request, 0);
 
+    /*
+     * Without a set, one fetch a second: a key server that hangs would
+     * otherwise get a connection from each request made meanwhile.
+     */
     if (node == NULL || node->data == NULL) {
+        *refetch = (node == NULL
+                    || (now - node->failed >= 1 && now - node->tried >= 1));
         ngx_shmtx_unlock(&zctx->shpool->mutex);
         return NULL;
     }

@@ -92,7 +92,7 @@ static ngx_command_t  ngx_http_mcp_auth_commands[] = {
       ngx_conf_set_str_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_mcp_auth_loc_conf_t, resource),
-      NULL },
+      &ngx_http_mcp_auth_token_post },
 
     { ngx_string("mcp_auth_authorization_servers"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,

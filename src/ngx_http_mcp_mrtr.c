@@ -463,13 +463,18 @@ ngx_http_mcp_call_state(ngx_http_mcp_call_t *call)
 }
 
 
-/* what a state was made for: "method\nname or URI\ncaller" */
+/*
+ * What a state was made for: "method\nname or URI\ncaller", the caller
+ * the digest of issuer and subject: "alice" of an API key is not
+ * "alice" of a JWT issuer.
+ */
 
 static ngx_int_t
 ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call, ngx_str_t *bind)
 {
-    u_char     *p;
-    ngx_str_t  *name, none = ngx_null_string;
+    u_char               *p;
+    ngx_str_t            *name, none = ngx_null_string;
+    ngx_http_mcp_auth_t  *auth;
 
     name = (call->entry != NULL) ? &call->entry->name : &none;
 
@@ -477,8 +482,10 @@ ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call, ngx_str_t *bind)
         name = &call->uri;
     }
 
+    auth = call->rctx->auth;
+
     bind->len = call->method.len + 1 + name->len + 1
-                + call->rctx->subject.len;
+                + (auth ? NGX_HTTP_MCP_AUTH_BINDING_LEN : 0);
 
     bind->data = ngx_pnalloc(call->pool, bind->len);
     if (bind->data == NULL) {
@@ -489,7 +496,10 @@ ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call, ngx_str_t *bind)
     *p++ = '\n';
     p = ngx_cpymem(p, name->data, name->len);
     *p++ = '\n';
-    ngx_memcpy(p, call->rctx->subject.data, call->rctx->subject.len);
+
+    if (auth != NULL) {
+        ngx_memcpy(p, auth->binding, NGX_HTTP_MCP_AUTH_BINDING_LEN);
+    }
 
     return NGX_OK;
 }

@@ -335,6 +335,19 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
             return ngx_http_mcp_auth_fetch(r, ctx);
         }
 
+        if (keys == NULL) {
+            /*
+             * No key set: the key server failed (its [error] line says
+             * how), or another request's first fetch is under way.  The
+             * token may be good, and a 401 would send its client for
+             * another: 503 and Retry-After (the JSON-RPC error filter).
+             */
+            ngx_str_set(&auth->result, "unavailable");
+            ngx_http_mcp_metrics_auth(r, &auth->result);
+
+            return NGX_HTTP_SERVICE_UNAVAILABLE;
+        }
+
         rc = ngx_http_mcp_jwt_verify(&jwt, keys, &error);
 
         /* a key rotated in: refetch, but not more often than allowed */

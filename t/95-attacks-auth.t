@@ -10,7 +10,9 @@
 #   asked again by every request with a JWT until it answered, and one
 #   that hung got a connection from every request made meanwhile: any
 #   client could make nginx hammer it (and error_log); now, without a
-#   set, one fetch a second;
+#   set, one fetch a second, and the requests it cannot check get 503
+#   and Retry-After (a 401 would send a client with a good token for
+#   another);
 # - mcp_auth_jwt_key_cache refresh=0 let every unknown kid fetch;
 # - the realm, resource, supported and tool scopes went into
 #   WWW-Authenticate unchecked: nginx's "\r\n" escapes split the response;
@@ -195,6 +197,17 @@ sub refused {
 }
 
 sub bearer { send_auth("Bearer $_[0]", @_[1 .. $#_]) }
+
+# no key set to check the token with (the key server failed, or a fetch
+# is under way): the token may be good, so 503 and Retry-After, not a
+# 401 that would send its client for another token
+sub unavailable {
+    my ($r, $name) = @_;
+    my $ok = ($r->{status} // 0) == 503 && ref(($r->{json} // {})->{error}) eq 'HASH'
+             && defined $r->{headers}{'retry-after'} && !defined $r->{headers}{'www-authenticate'};
+    ok($ok, "$name: 503, a JSON-RPC error, Retry-After, no challenge")
+        or diag(McpTest::explain_response($r));
+}
 
 my $now = time;
 my $good = tok($rsa);
@@ -490,9 +503,9 @@ $t->expect_log_error(qr/key request "\/_k(500|junk|down|slow2?|huge)"/, qr/conne
 
 for my $loc (qw(500 junk down)) {
     my $token = tok($rsa, header => { kid => "fresh-$loc" });
-    refused(bearer($token, path => "/m$loc"), "key server $loc: 401");
+    unavailable(bearer($token, path => "/m$loc"), "key server $loc");
     for my $i (1 .. 6) {
-        refused(bearer(tok($rsa, header => { kid => "k$i" }), path => "/m$loc"), "key server $loc: again $i")
+        unavailable(bearer(tok($rsa, header => { kid => "k$i" }), path => "/m$loc"), "key server $loc: again $i")
             if $i == 6;
         bearer(tok($rsa, header => { kid => "k$i" }), path => "/m$loc") if $i < 6;
     }
@@ -504,7 +517,7 @@ for my $loc (qw(500 junk down)) {
 {
     my $t0 = Time::HiRes::time();
     my $r = bearer($good, path => '/mslow', timeout => 10);
-    refused($r, 'a key server that never answers');
+    unavailable($r, 'a key server that never answers');
     ok(Time::HiRes::time() - $t0 < 5, 'the slow key server costs its timeout, no more');
     # the hold-off counts whole seconds (ngx_time()): the failure's second
     # is the Date of its answer; a request in a later second may fetch
@@ -514,7 +527,7 @@ for my $loc (qw(500 junk down)) {
     my $failed = defined $sec ? Time::Local::timegm($sec, $mi, $h, $d, $mon{$mo}, $y) : 0;
     $t0 = Time::HiRes::time();
     $r = bearer($good, path => '/mslow', timeout => 10);
-    refused($r, 'the slow key server again');
+    unavailable($r, 'the slow key server again');
     ok(Time::HiRes::time() - $t0 < 0.8 || int($t0) != $failed,
        'right after a failed fetch, no new wait on it');
 }
@@ -527,13 +540,13 @@ for my $loc (qw(500 junk down)) {
         my $pid = fork // die "fork: $!";
         if (!$pid) {
             my $r = bearer($good, path => '/mslow2', timeout => 10, quiet => 1);
-            POSIX::_exit($r->{status} == 401 ? 0 : 1);
+            POSIX::_exit($r->{status} == 503 ? 0 : 1);
         }
         push @kids, $pid;
     }
     my $bad = 0;
     for (@kids) { waitpid($_, 0); $bad++ if $? }
-    is($bad, 0, 'a hanging key server, 4 requests at once: each gets a 401');
+    is($bad, 0, 'a hanging key server, 4 requests at once: each gets a 503');
     $slow2->blocking(0);
     my $n = 0;
     $n++ while $slow2->accept;
@@ -543,22 +556,22 @@ for my $loc (qw(500 junk down)) {
 # nginx ends the client's request when an in-memory subrequest's body
 # outgrows subrequest_output_buffer_size (README: the set must fit): the
 # client gets no answer, but the failure counts, so the requests of the
-# next second are refused with a 401 and fetch nothing
+# next second are refused with a 503 and fetch nothing
 {
     my $t0 = Time::HiRes::time();
     my ($none, $refused) = (0, 0);
     for my $i (1 .. 8) {
         my $r = bearer($good, path => '/mhuge', quiet => 1);
         $none++ if $r->{status} == 0;
-        $refused++ if $r->{status} == 401 && ($r->{json}{error}{code} // 0) == -32600;
+        $refused++ if $r->{status} == 503 && ref(($r->{json} // {})->{error}) eq 'HASH';
     }
     my $secs = Time::HiRes::time() - $t0;
     Time::HiRes::sleep(0.2);
     my $n = scalar(() = $t->error_log =~ /too big subrequest response/g);
-    is($none + $refused, 8, 'a key set too large, 8 requests: no answer or a 401, never more');
+    is($none + $refused, 8, 'a key set too large, 8 requests: no answer or a 503, never more');
     ok($n >= 1 && $n <= int($secs) + 2,
        sprintf('the set too large was fetched %d times in %.1fs, not once a request', $n, $secs));
-    is($refused, 8 - $n, '... every request that fetched nothing got a JSON-RPC 401');
+    is($refused, 8 - $n, '... every request that fetched nothing got a JSON-RPC 503');
 }
 
 accepted(bearer(tok($rsa, header => { kid => 'dup' }), path => '/modd'),

@@ -116,9 +116,8 @@ ngx_http_mcp_session_rbtree_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
 {
     ngx_http_mcp_session_rbtree_link(temp, node, sentinel,
-        offsetof(ngx_rbtree_node_t, color)
-        + offsetof(ngx_http_mcp_session_node_t, id),
-        NGX_HTTP_MCP_SESSION_ID_LEN);
+                                     NGX_HTTP_MCP_SESSION_ID_OFF,
+                                     NGX_HTTP_MCP_SESSION_ID_LEN);
 }
 
 
@@ -189,49 +188,59 @@ ngx_http_mcp_session_rbtree_link(ngx_rbtree_node_t *temp,
 }
 
 
-/* called with the zone locked */
+/*
+ * The node of tree whose key is key and whose len bytes at off are id's,
+ * or NULL: the walk that the insert above orders the tree for, for
+ * sessions, clients and tasks alike.
+ */
 
-ngx_http_mcp_session_node_t *
-ngx_http_mcp_session_find(ngx_http_mcp_zone_t *ctx, ngx_str_t *id)
+ngx_rbtree_node_t *
+ngx_http_mcp_session_rbtree_lookup(ngx_rbtree_t *tree, ngx_rbtree_key_t key,
+    u_char *id, size_t off, size_t len)
 {
-    ngx_int_t                     rc;
-    ngx_uint_t                    hash;
-    ngx_rbtree_node_t            *node, *sentinel;
-    ngx_http_mcp_session_node_t  *s;
+    ngx_int_t           rc;
+    ngx_rbtree_node_t  *node, *sentinel;
 
-    if (id->len != NGX_HTTP_MCP_SESSION_ID_LEN) {
-        return NULL;
-    }
-
-    hash = ngx_crc32_short(id->data, id->len);
-
-    node = ctx->sh->rbtree.root;
-    sentinel = ctx->sh->rbtree.sentinel;
+    node = tree->root;
+    sentinel = tree->sentinel;
 
     while (node != sentinel) {
 
-        if (hash < node->key) {
-            node = node->left;
+        if (key != node->key) {
+            node = (key < node->key) ? node->left : node->right;
             continue;
         }
 
-        if (hash > node->key) {
-            node = node->right;
-            continue;
-        }
-
-        s = (ngx_http_mcp_session_node_t *) &node->color;
-
-        rc = ngx_memcmp(id->data, s->id, NGX_HTTP_MCP_SESSION_ID_LEN);
+        rc = ngx_memcmp(id, (u_char *) node + off, len);
 
         if (rc == 0) {
-            return s;
+            return node;
         }
 
         node = (rc < 0) ? node->left : node->right;
     }
 
     return NULL;
+}
+
+
+/* called with the zone locked */
+
+ngx_http_mcp_session_node_t *
+ngx_http_mcp_session_find(ngx_http_mcp_zone_t *ctx, ngx_str_t *id)
+{
+    ngx_rbtree_node_t  *node;
+
+    if (id->len != NGX_HTTP_MCP_SESSION_ID_LEN) {
+        return NULL;
+    }
+
+    node = ngx_http_mcp_session_rbtree_lookup(&ctx->sh->rbtree,
+               ngx_crc32_short(id->data, id->len), id->data,
+               NGX_HTTP_MCP_SESSION_ID_OFF, NGX_HTTP_MCP_SESSION_ID_LEN);
+
+    return (node != NULL) ? (ngx_http_mcp_session_node_t *) &node->color
+                          : NULL;
 }
 
 
@@ -412,33 +421,17 @@ ngx_http_mcp_session_client(ngx_http_mcp_zone_t *ctx, ngx_str_t *key,
 {
     u_char                  digest[SHA256_DIGEST_LENGTH];
     uint32_t                hash;
-    ngx_int_t               rc;
-    ngx_rbtree_node_t      *node, *sentinel;
     ngx_http_mcp_client_t  *c;
 
     (void) SHA256(key->data, key->len, digest);
     ngx_memcpy(&hash, digest, sizeof(uint32_t));
 
-    node = ctx->sh->clients.root;
-    sentinel = ctx->sh->clients.sentinel;
+    c = (ngx_http_mcp_client_t *) ngx_http_mcp_session_rbtree_lookup(
+              &ctx->sh->clients, hash, digest,
+              offsetof(ngx_http_mcp_client_t, digest), SHA256_DIGEST_LENGTH);
 
-    while (node != sentinel) {
-
-        if (hash != node->key) {
-            node = (hash < node->key) ? node->left : node->right;
-            continue;
-        }
-
-        c = (ngx_http_mcp_client_t *) node;
-
-        /* equal keys are ordered by digest */
-        rc = ngx_memcmp(digest, c->digest, sizeof(c->digest));
-
-        if (rc == 0) {
-            return c;
-        }
-
-        node = (rc < 0) ? node->left : node->right;
+    if (c != NULL) {
+        return c;
     }
 
     c = ngx_http_mcp_session_alloc(ctx, sizeof(ngx_http_mcp_client_t), NULL,

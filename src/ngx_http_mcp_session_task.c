@@ -723,45 +723,25 @@ ngx_http_mcp_session_task_find(ngx_http_mcp_zone_t *ctx, u_char *id,
     ngx_log_t *log)
 {
     uint32_t                 key;
-    ngx_int_t                rc;
-    ngx_rbtree_node_t       *node, *sentinel;
     ngx_http_mcp_task_sh_t  *ts;
 
     ngx_memcpy(&key, id, sizeof(uint32_t));
 
-    node = ctx->sh->tasks.root;
-    sentinel = ctx->sh->tasks.sentinel;
+    ts = (ngx_http_mcp_task_sh_t *) ngx_http_mcp_session_rbtree_lookup(
+               &ctx->sh->tasks, key, id, offsetof(ngx_http_mcp_task_sh_t, id),
+               NGX_HTTP_MCP_TASK_ID_LEN);
 
-    while (node != sentinel) {
-
-        if (key != node->key) {
-            node = (key < node->key) ? node->left : node->right;
-            continue;
-        }
-
-        ts = (ngx_http_mcp_task_sh_t *) node;
-
-        /* equal keys are ordered by id (ngx_http_mcp_session.c) */
-        rc = ngx_memcmp(id, ts->id, NGX_HTTP_MCP_TASK_ID_LEN);
-
-        if (rc != 0) {
-            node = (rc < 0) ? node->left : node->right;
-            continue;
-        }
-
-        if (!ngx_http_mcp_session_task_expired(ts,
-                                           ngx_http_mcp_session_task_now()))
-        {
-            return ts;
-        }
-
-        ngx_log_error(NGX_LOG_INFO, log, 0, "mcp task %*s expired",
-                      (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
-
-        ngx_http_mcp_session_task_free(ctx, ts);
-
-        return NULL;
+    if (ts == NULL
+        || !ngx_http_mcp_session_task_expired(ts,
+                                            ngx_http_mcp_session_task_now()))
+    {
+        return ts;
     }
+
+    ngx_log_error(NGX_LOG_INFO, log, 0, "mcp task %*s expired",
+                  (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id);
+
+    ngx_http_mcp_session_task_free(ctx, ts);
 
     return NULL;
 }

@@ -206,7 +206,14 @@ typedef struct {
 ngx_int_t ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 
+/* a session node's id, from its rbtree node (the node ends at color) */
+#define NGX_HTTP_MCP_SESSION_ID_OFF                                          \
+    (offsetof(ngx_rbtree_node_t, color)                                      \
+     + offsetof(ngx_http_mcp_session_node_t, id))
+
 /* called with the zone locked */
+ngx_rbtree_node_t *ngx_http_mcp_session_rbtree_lookup(ngx_rbtree_t *tree,
+    ngx_rbtree_key_t key, u_char *id, size_t off, size_t len);
 ngx_http_mcp_session_node_t *ngx_http_mcp_session_find(
     ngx_http_mcp_zone_t *ctx, ngx_str_t *id);
 void *ngx_http_mcp_session_alloc(ngx_http_mcp_zone_t *ctx, size_t size,

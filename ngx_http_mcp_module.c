@@ -19,6 +19,9 @@
 
 static ngx_int_t ngx_http_mcp_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_mcp_postconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_mcp_ipc_path(ngx_conf_t *cf,
+    ngx_http_mcp_main_conf_t *mmcf);
+static ngx_int_t ngx_http_mcp_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_mcp_init_process(ngx_cycle_t *cycle);
 static void ngx_http_mcp_exit_process(ngx_cycle_t *cycle);
 static void *ngx_http_mcp_create_main_conf(ngx_conf_t *cf);
@@ -114,6 +117,13 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       ngx_conf_set_msec_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_mcp_main_conf_t, shutdown_timeout),
+      NULL },
+
+    { ngx_string("mcp_ipc_path"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_mcp_main_conf_t, ipc_path),
       NULL },
 
     { ngx_string("mcp_request_timeout"),
@@ -302,7 +312,7 @@ ngx_module_t  ngx_http_mcp_module = {
     ngx_http_mcp_commands,                 /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_mcp_init_module,              /* init module */
     ngx_http_mcp_init_process,             /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -324,8 +334,14 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
 {
     ngx_http_handler_pt        *h;
     ngx_http_core_main_conf_t  *cmcf;
+    ngx_http_mcp_main_conf_t   *mmcf;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+    mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
+
+    if (ngx_http_mcp_ipc_path(cf, mmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     /*
      * A POST's body is read in the rewrite phase: the phases before the
@@ -344,6 +360,84 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
     }
 
     return ngx_http_mcp_filter_init(cf);
+}
+
+
+/*
+ * mcp_ipc_path, where the workers' wake-up sockets are: by default
+ * mcp_ipc beside the request bodies' temporary files, a directory nginx
+ * already owns (Debian's /var/lib/nginx, a source build's prefix).
+ */
+
+static ngx_int_t
+ngx_http_mcp_ipc_path(ngx_conf_t *cf, ngx_http_mcp_main_conf_t *mmcf)
+{
+    u_char                    *p;
+    ngx_str_t                  temp, *path;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    path = &mmcf->ipc_path;
+
+    if (path->data != NULL) {
+        if (ngx_conf_full_name(cf->cycle, path, 0) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        while (path->len > 1 && path->data[path->len - 1] == '/') {
+            path->data[--path->len] = '\0';
+        }
+
+    } else {
+        clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+        if (clcf->client_body_temp_path != NULL) {
+            temp = clcf->client_body_temp_path->name;
+
+        } else {
+            ngx_str_set(&temp, NGX_HTTP_CLIENT_TEMP_PATH);
+
+            if (ngx_conf_full_name(cf->cycle, &temp, 0) != NGX_OK) {
+                return NGX_ERROR;
+            }
+        }
+
+        while (temp.len > 1 && temp.data[temp.len - 1] != '/') {
+            temp.len--;
+        }
+
+        path->len = temp.len + sizeof("mcp_ipc") - 1;
+        path->data = ngx_pnalloc(cf->pool, path->len + 1);
+        if (path->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        p = ngx_cpymem(path->data, temp.data, temp.len);
+        p = ngx_cpymem(p, "mcp_ipc", sizeof("mcp_ipc") - 1);
+        *p = '\0';
+    }
+
+    if (ngx_http_mcp_ipc_check_path(cf, path) != NGX_CONF_OK) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* the master makes the workers' socket directory (see ipc.c) */
+
+static ngx_int_t
+ngx_http_mcp_init_module(ngx_cycle_t *cycle)
+{
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    mmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_mcp_module);
+
+    if (mmcf != NULL) {
+        ngx_http_mcp_ipc_prepare(cycle, &mmcf->ipc_path);
+    }
+
+    return NGX_OK;
 }
 
 
@@ -378,7 +472,7 @@ ngx_http_mcp_init_process(ngx_cycle_t *cycle)
         || ngx_http_mcp_ipc_on_quit(ngx_http_mcp_calls_quit) != NGX_OK
         || ngx_http_mcp_ipc_on_quit(ngx_http_mcp_streams_quit) != NGX_OK
         || ngx_http_mcp_ipc_on_quit(ngx_http_mcp_proxy_quit) != NGX_OK
-        || ngx_http_mcp_ipc_init(cycle) != NGX_OK)
+        || ngx_http_mcp_ipc_init(cycle, &mmcf->ipc_path) != NGX_OK)
     {
         return NGX_ERROR;
     }

@@ -51,6 +51,7 @@ typedef struct {
     void                      *metrics;     /* metrics.c's, or NULL: no
                                                mcp_metrics location */
     ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
+    ngx_str_t                  ipc_path;    /* mcp_ipc_path */
 } ngx_http_mcp_main_conf_t;
 
 
@@ -259,10 +260,12 @@ typedef struct {
     ngx_queue_t                tasks;       /* the tasks running here */
     ngx_event_t                wake;        /* posted: look at shm */
     ngx_event_t                drain;       /* graceful exit: the bound */
+    ngx_event_t                poll;        /* no socket: look at shm */
     ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
     ngx_connection_t          *ipc;
     ngx_log_t                 *log;
     uint32_t                   tokens;      /* stream ownership tokens */
+    unsigned                   bound:1;     /* ipc: others can wake it */
 } ngx_http_mcp_worker_t;
 
 
@@ -462,7 +465,9 @@ ngx_int_t ngx_http_mcp_session_deliver(ngx_shm_zone_t *zone,
 ngx_int_t ngx_http_mcp_ipc_on_wake(ngx_http_mcp_wake_pt handler);
 ngx_int_t ngx_http_mcp_ipc_on_quit(ngx_http_mcp_quit_pt handler);
 void ngx_http_mcp_ipc_drained(void);
-ngx_int_t ngx_http_mcp_ipc_init(ngx_cycle_t *cycle);
+char *ngx_http_mcp_ipc_check_path(ngx_conf_t *cf, ngx_str_t *path);
+void ngx_http_mcp_ipc_prepare(ngx_cycle_t *cycle, ngx_str_t *path);
+ngx_int_t ngx_http_mcp_ipc_init(ngx_cycle_t *cycle, ngx_str_t *path);
 void ngx_http_mcp_ipc_exit(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_mcp_notify_pid(ngx_pid_t pid, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_ipc_wake(ngx_pid_t pid, ngx_log_t *log);

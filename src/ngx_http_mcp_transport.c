@@ -900,7 +900,23 @@ ngx_http_mcp_post_stream(ngx_http_mcp_call_t *call)
         call->rctx->session_id.len = ctx->rctx.session_id.len;
     }
 
-    if (ngx_http_mcp_stream_start(ctx) != NGX_OK) {
+    rc = ngx_http_mcp_stream_start(ctx);
+
+    /* the client's own limits, as a GET meets them: no [error] line */
+
+    if (rc == NGX_BUSY) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_SERVER_ERROR,
+                                "Too many streams");
+        return NGX_ERROR;
+    }
+
+    if (rc == NGX_DECLINED) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_SESSION_NOT_FOUND,
+                                "Session not found");
+        return NGX_ERROR;
+    }
+
+    if (rc != NGX_OK) {
         return NGX_ERROR;
     }
 

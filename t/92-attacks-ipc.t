@@ -11,7 +11,8 @@
 #
 # Also: a mcp_ipc_path the workers cannot trust (here a plain file) is
 # said once by each worker, which still serves and looks at the zone on
-# a timer.
+# a timer; and a session's 33rd stream gets -32000 "Too many streams",
+# as a GET past the cap does, with no [error] line.
 
 use strict;
 use warnings;
@@ -186,6 +187,38 @@ ok($respawned, 'after a worker\'s SIGKILL under the squat: 4 workers again');
 
 close $to_w;
 waitpid $child, 0;
+
+# --- a session's 33rd stream ---------------------------------------------------------------
+
+{
+    my ($sid) = $t->mcp_initialize(capabilities => \%CAPS);
+    my (@open, @asked);
+    for my $n (1 .. 32) {
+        my $s = call_stream($t, $sid, "hold-$n", 'test_sampling', { prompt => "h$n" });
+        take($s, 3);
+        my $req = take($s, 3);
+        push @open, $s;
+        push @asked, $req && $req->{json}{id};
+    }
+    is(scalar(grep { $_->status == 200 && !$_->is_done } @open), 32,
+       '32 sampling calls hold 32 streams of one session');
+
+    my $mark = $t->log_mark;
+    my $r = $t->mcp_post($sid, call_msg('over', 'test_sampling', { prompt => 'one more' }));
+    is($r->{status}, 200, 'the 33rd call: 200');
+    my $j = $r->{json} // {};
+    is($j->{id}, 'over', 'the 33rd call: its own id');
+    is(($j->{error} // {})->{code}, -32000, 'the 33rd call: -32000');
+    is(($j->{error} // {})->{message}, 'Too many streams', 'the 33rd call: "Too many streams"');
+    my $log = $t->log_since($mark);
+    unlike($log, qr/\[(error|crit|alert|emerg)\]/, 'no [error] line for the client\'s own limit');
+    like($log, qr/\[info\].*Too many streams/, 'logged at [info]');
+
+    # the 32 end as their answers come: the worker exits when asked
+    answer($t, $sid, $_, sampling_answer('late')) for grep { defined } @asked;
+    my $ended = grep { take_all($_, 3); $_->is_done } @open;
+    is($ended, 32, 'the 32 calls end with their answers');
+}
 
 $t->stop;
 

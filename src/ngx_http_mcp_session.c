@@ -832,9 +832,63 @@ ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
 }
 
 
+/*
+ * notifications/initialized: the calls that hold requests for it (see
+ * ngx_http_mcp_call_request()) have wait records; their workers are
+ * woken to send them.
+ */
+
 ngx_int_t
-ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone, ngx_str_t *id)
+ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_log_t *log)
 {
+    ngx_uint_t                    i, j, n;
+    ngx_pid_t                     owners[16];
+    ngx_queue_t                  *q;
+    ngx_http_mcp_wait_t          *w;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    n = 0;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, id);
+
+    if (s != NULL && !s->initialized) {
+        s->initialized = 1;
+
+        for (q = ngx_queue_head(&s->waits);
+             q != ngx_queue_sentinel(&s->waits) && n < 16;
+             q = ngx_queue_next(q))
+        {
+            w = ngx_queue_data(q, ngx_http_mcp_wait_t, queue);
+
+            for (j = 0; j < n && owners[j] != w->owner; j++) {
+                /* void */
+            }
+
+            if (j == n) {
+                owners[n++] = w->owner;
+            }
+        }
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    for (i = 0; i < n; i++) {
+        (void) ngx_http_mcp_notify_pid(owners[i], log);
+    }
+
+    return (s != NULL) ? NGX_OK : NGX_DECLINED;
+}
+
+
+ngx_int_t
+ngx_http_mcp_session_initialized(ngx_shm_zone_t *zone, ngx_str_t *id)
+{
+    ngx_int_t                     rc;
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_session_node_t  *s;
 
@@ -844,13 +898,16 @@ ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone, ngx_str_t *id)
 
     s = ngx_http_mcp_session_find(ctx, id);
 
-    if (s != NULL) {
-        s->initialized = 1;
+    if (s == NULL) {
+        rc = NGX_DECLINED;
+
+    } else {
+        rc = s->initialized ? NGX_OK : NGX_AGAIN;
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
-    return (s != NULL) ? NGX_OK : NGX_DECLINED;
+    return rc;
 }
 
 

@@ -49,6 +49,8 @@ static void ngx_http_mcp_request_cancel(ngx_http_mcp_request_t *req);
 static ngx_int_t ngx_http_mcp_request_send(ngx_http_mcp_call_t *call,
     cJSON *message);
 static ngx_int_t ngx_http_mcp_call_release(ngx_http_mcp_call_t *call);
+static void ngx_http_mcp_call_missing(ngx_http_mcp_call_t *call,
+    const char *cap, const char *mode);
 static ngx_int_t ngx_http_mcp_call_send(ngx_http_mcp_call_t *call,
     cJSON *message, ngx_uint_t response);
 static u_char *ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call,
@@ -850,6 +852,7 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
     cJSON                    *message, *id;
     uint64_t                  n;
     ngx_int_t                 rc;
+    const char               *cap, *mode;
     ngx_http_mcp_request_t   *req, **rp;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
@@ -860,6 +863,15 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
                                 "Invalid Request: this tool sends requests "
                                 "to the client, which needs a 2025-11-25 "
                                 "session");
+        return NGX_DECLINED;
+    }
+
+    /* what the client did not declare is never asked (-32021) */
+    if (!ngx_http_mcp_client_can(call->rctx, method, params, &cap, &mode)
+        && cap != NULL)
+    {
+        cJSON_Delete(params);
+        ngx_http_mcp_call_missing(call, cap, mode);
         return NGX_DECLINED;
     }
 
@@ -1053,6 +1065,123 @@ ngx_http_mcp_request_cancel(ngx_http_mcp_request_t *req)
                        "mcp: no notifications/cancelled for request %uL",
                        req->id);
     }
+}
+
+
+/*
+ * Whether the client declared what a request to it takes: the
+ * capability, and for elicitation the mode (form when params names
+ * none).  *cap: the capability's name, NULL for a method that is not a
+ * request to a client; *mode: elicitation's mode, or NULL.
+ */
+
+ngx_uint_t
+ngx_http_mcp_client_can(ngx_http_mcp_reqctx_t *rctx, const char *method,
+    cJSON *params, const char **cap, const char **mode)
+{
+    cJSON  *m;
+
+    *mode = NULL;
+
+    if (ngx_strcmp(method, "sampling/createMessage") == 0) {
+        *cap = "sampling";
+        return rctx->sampling;
+    }
+
+    if (ngx_strcmp(method, "roots/list") == 0) {
+        *cap = "roots";
+        return rctx->roots;
+    }
+
+    if (ngx_strcmp(method, "elicitation/create") != 0) {
+        *cap = NULL;
+        return 1;
+    }
+
+    *cap = "elicitation";
+    m = ngx_http_mcp_json_get(params, "mode");
+
+    if (m == NULL || (cJSON_IsString(m)
+                      && ngx_strcmp(m->valuestring, "form") == 0))
+    {
+        *mode = "form";
+        return rctx->elicitation_form;
+    }
+
+    if (cJSON_IsString(m) && ngx_strcmp(m->valuestring, "url") == 0) {
+        *mode = "url";
+        return rctx->elicitation_url;
+    }
+
+    /* a mode there is no capability for */
+    return 0;
+}
+
+
+/*
+ * Adds cap (and its mode) to a capabilities object: what -32021 says
+ * the client lacks, what the gateway declares for it.  An empty
+ * elicitation is its form mode (2025-11-25), and says so for clients of
+ * every revision: form is named only beside url.
+ */
+
+ngx_int_t
+ngx_http_mcp_client_required(cJSON *caps, const char *cap, const char *mode)
+{
+    cJSON       *item;
+    ngx_uint_t   form;
+
+    form = (mode != NULL && ngx_strcmp(mode, "form") == 0);
+    item = ngx_http_mcp_json_get(caps, cap);
+
+    if (item == NULL) {
+        item = cJSON_AddObjectToObject(caps, cap);
+
+        if (item == NULL
+            || (mode != NULL && !form
+                && cJSON_AddObjectToObject(item, mode) == NULL))
+        {
+            return NGX_ERROR;
+        }
+
+        return NGX_OK;
+    }
+
+    if (mode == NULL || cJSON_HasObjectItem(item, mode)
+        || (form && item->child == NULL))
+    {
+        return NGX_OK;
+    }
+
+    /* {} meant form: named now that another mode stands beside it */
+    if (item->child == NULL && !form
+        && cJSON_AddObjectToObject(item, "form") == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    return (cJSON_AddObjectToObject(item, mode) != NULL) ? NGX_OK : NGX_ERROR;
+}
+
+
+static void
+ngx_http_mcp_call_missing(ngx_http_mcp_call_t *call, const char *cap,
+    const char *mode)
+{
+    cJSON  *data, *caps;
+
+    data = cJSON_CreateObject();
+    caps = cJSON_AddObjectToObject(data, "requiredCapabilities");
+
+    if (caps == NULL || ngx_http_mcp_client_required(caps, cap, mode)
+                        != NGX_OK)
+    {
+        cJSON_Delete(data);
+        data = NULL;
+    }
+
+    ngx_http_mcp_call_error_data(call, NGX_HTTP_MCP_MISSING_CAPABILITY,
+                                 "Missing required client capability", data);
 }
 
 

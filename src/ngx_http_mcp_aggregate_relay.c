@@ -89,9 +89,8 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
         return NGX_ERROR;
     }
 
-    /* an event came: the backend is alive, the op's timer starts again */
     if (rc == NGX_AGAIN && taken && op->timer.timer_set) {
-        ngx_add_timer(&op->timer, op->conf->timeout);
+        ngx_http_mcp_aggregate_restart(op);
     }
 
     return rc;

@@ -6,7 +6,9 @@
 # (mcp_backend) a backend's request is held the same way.  A request the
 # client leaves unanswered past mcp_request_timeout is cancelled with
 # notifications/cancelled (its id, a reason); a held one, never sent, is
-# not.
+# not.  mcp_backend_max_time bounds a routed call whose backend sends
+# events (progress) forever, which mcp_backend_timeout, restarted by each
+# event, never ends; nginx -t refuses a bad one.
 
 use strict;
 use warnings;
@@ -16,6 +18,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use McpTest;
 use McpStream;
+use McpGateway qw(fake_mcp_server);
 
 my $t = streaming_server(location => 'mcp_request_timeout 2s;');
 
@@ -185,4 +188,83 @@ NGX
 
 $g->stop;
 $alpha->stop;
+
+# --- mcp_backend_max_time: progress does not keep a call forever -------------------
+
+my $log = "/tmp/t37-fake-$$.log";
+unlink $log;
+
+# progress every 0.3 s for 6 s, then the result
+my $fake = fake_mcp_server(log => $log, tools => [ 'busy' ], call => sub {
+    my ($c, $name, $id) = @_;
+    print $c "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+    for my $n (1 .. 20) {
+        print $c qq(data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"pt","progress":$n}}\n\n)
+            or last;
+        select undef, undef, undef, 0.3;
+    }
+    print $c qq(data: {"jsonrpc":"2.0","id":$id,"result":{"content":[{"type":"text","text":"done"}]}}\n\n);
+});
+
+my $m = McpTest->new(
+    http   => "    mcp_session_zone zone=maxt:4m;\n",
+    server => <<"NGX")->start;
+        mcp_session maxt;
+
+        location = /mcp {
+            mcp_backend fake /_b/fake;
+            mcp_backend_timeout 1s;
+            mcp_backend_max_time 2s;
+        }
+
+        location /_b/fake {
+            internal;
+            proxy_pass http://127.0.0.1:$fake->{port}/mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+NGX
+
+{
+    my ($sid) = $m->mcp_initialize;
+    my $t0 = time;
+    my $s = call_stream($m, $sid, 'busy', 'fake__busy', {}, token => 'pt');
+    my @rpc = rpc_of(take_all($s, 8));
+    my $took = time - $t0;
+    my @progress = grep { ($_->{method} // '') eq 'notifications/progress' } @rpc;
+    cmp_ok(scalar @progress, '>=', 3, 'a backend sending progress: relayed (' . scalar(@progress) . ')');
+    ok($took >= 1.6 && $took < 3.5,
+       sprintf('... yet the call ends at mcp_backend_max_time 2s (%.2f s), not at the backend\'s 6 s', $took));
+    my $res = $rpc[-1] // {};
+    is($res->{id}, 'busy', '... with the call\'s response');
+    ok($res->{result} && $res->{result}{isError}, '... a tool error');
+    like(text_of($res) // '', qr/mcp_backend_max_time/, '... that names mcp_backend_max_time');
+    my $cancelled;
+    for (1 .. 100) {
+        open my $fh, '<', $log;
+        ($cancelled) = grep { /"method":"notifications\/cancelled"/ } <$fh>;
+        last if $cancelled;
+        select undef, undef, undef, 0.1;
+    }
+    ok($cancelled, '... and the backend is sent notifications/cancelled');
+}
+
+$m->stop;
+unlink $log;
+
+for my $bad ([ 'mcp_backend_max_time 0;', qr/"mcp_backend_max_time" must be more than 0/ ],
+             [ 'mcp_backend_max_time soon;', qr/invalid value/ ],
+             [ 'mcp_backend_timeout 5s; mcp_backend_max_time 2s;', qr/less than "mcp_backend_timeout"/ ]) {
+    my $c = McpTest->new(server => "location = /mcp { mcp_backend a /x; $bad->[0] }");
+    my ($rc, $out) = $c->nginx_t;
+    ok($rc != 0 && $out =~ $bad->[1], "nginx -t refuses: $bad->[0]") or diag($out);
+}
+
+{
+    # a longer timeout alone keeps working: the default maximum is never below it
+    my $c = McpTest->new(server => 'location = /mcp { mcp_backend a /x; mcp_backend_timeout 20m; }');
+    my ($rc, $out) = $c->nginx_t;
+    is($rc, 0, 'nginx -t: mcp_backend_timeout 20m with the default mcp_backend_max_time') or diag($out);
+}
+
 done_testing;

@@ -14,7 +14,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use McpTest;
 use McpStream;
-use McpGateway qw(fake_upstream);
+use McpGateway qw(fake_mcp_server);
 
 my $P = 'io.modelcontextprotocol/';
 my $V = '2026-07-28';
@@ -84,44 +84,17 @@ $t->stop;
 my $log = "/tmp/t38-fake-$$.log";
 unlink $log;
 
-my $fake = fake_upstream(sub {
-    my ($c, $head, $body) = @_;
-    open my $fh, '>>', $log or die "$log: $!";
-    print $fh "$body\n";
-    close $fh;
-    my ($id) = $body =~ /"id":(\d+)/;
-    my $json = sub {
-        my ($s) = @_;
-        print $c "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-               . "Mcp-Session-Id: fake-session\r\nContent-Length: " . length($s)
-               . "\r\nConnection: close\r\n\r\n$s";
-    };
-    if ($body =~ /"method":"initialize"/) {
-        $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"protocolVersion":"2025-11-25",)
-                . qq("capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}}));
-    }
-    elsif (!defined $id) {
-        print $c "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-    }
-    elsif ($body =~ /"method":"tools\/list"/) {
-        $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[)
-                . join(',', map { qq({"name":"$_","inputSchema":{"type":"object"}}) } qw(form url))
-                . ']}}');
-    }
-    elsif ($body =~ /"name":"(form|url)"/) {
-        my $mode = $1;
-        my $p = $mode eq 'form'
-              ? '{"message":"m","requestedSchema":{"type":"object","properties":{}}}'
-              : '{"mode":"url","message":"m","url":"https://example.com/x","elicitationId":"x1"}';
-        print $c "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
-        print $c qq(data: {"jsonrpc":"2.0","id":"ask-$mode","method":"elicitation/create","params":$p}\n\n);
-        select undef, undef, undef, 0.6;
-        print $c qq(data: {"jsonrpc":"2.0","id":$id,"result":{"content":[{"type":"text","text":"done"}]}}\n\n);
-    }
-    else {
-        $json->(qq({"jsonrpc":"2.0","id":$id,"error":{"code":-32601,"message":"no"}}));
-    }
-}, listen => 64);
+# form and url: an elicitation/create of that mode, the result 0.6 s later
+my $fake = fake_mcp_server(log => $log, tools => [ 'form', 'url' ], call => sub {
+    my ($c, $mode, $id) = @_;
+    my $p = $mode eq 'form'
+          ? '{"message":"m","requestedSchema":{"type":"object","properties":{}}}'
+          : '{"mode":"url","message":"m","url":"https://example.com/x","elicitationId":"x1"}';
+    print $c "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+    print $c qq(data: {"jsonrpc":"2.0","id":"ask-$mode","method":"elicitation/create","params":$p}\n\n);
+    select undef, undef, undef, 0.6;
+    print $c qq(data: {"jsonrpc":"2.0","id":$id,"result":{"content":[{"type":"text","text":"done"}]}}\n\n);
+});
 
 my $g = McpTest->new(
     http   => "    mcp_session_zone zone=modes:4m;\n",

@@ -144,6 +144,9 @@ typedef struct {
     unsigned                   tasks:1;    /* 2026-07-28: declares the
                                               io.modelcontextprotocol/
                                               tasks extension */
+    /* elicitation's modes (2025-11-25): elicitation is either of them */
+    unsigned                   elicitation_form:1;
+    unsigned                   elicitation_url:1;
 } ngx_http_mcp_reqctx_t;
 
 

@@ -85,6 +85,13 @@ static ngx_command_t  ngx_http_mcp_aggregate_commands[] = {
       offsetof(ngx_http_mcp_aggregate_loc_conf_t, timeout),
       NULL },
 
+    { ngx_string("mcp_backend_max_time"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_aggregate_loc_conf_t, max_time),
+      NULL },
+
     { ngx_string("mcp_backend_retry"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_msec_slot,
@@ -152,6 +159,7 @@ ngx_http_mcp_aggregate_create_loc_conf(ngx_conf_t *cf)
      */
 
     conf->timeout = NGX_CONF_UNSET_MSEC;
+    conf->max_time = NGX_CONF_UNSET_MSEC;
     conf->retry = NGX_CONF_UNSET_MSEC;
     conf->max_size = NGX_CONF_UNSET_SIZE;
 
@@ -174,7 +182,30 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
     ngx_conf_merge_str_value(conf->separator, prev->separator, "__");
     ngx_conf_merge_msec_value(conf->timeout, prev->timeout, 10000);
+    ngx_conf_merge_msec_value(conf->max_time, prev->max_time,
+                              NGX_HTTP_MCP_AGGREGATE_MAX_TIME);
     ngx_conf_merge_msec_value(conf->retry, prev->retry, 10000);
+
+    if (conf->max_time == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"mcp_backend_max_time\" "
+                           "must be more than 0");
+        return NGX_CONF_ERROR;
+    }
+
+    /*
+     * Below mcp_backend_timeout it is refused, but for the default: a
+     * configuration that only sets a longer timeout (written before the
+     * maximum was) keeps working, its maximum then the timeout.
+     */
+    if (conf->max_time < conf->timeout
+        && (conf->max_time != prev->max_time
+            || conf->max_time != NGX_HTTP_MCP_AGGREGATE_MAX_TIME))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"mcp_backend_max_time\" "
+                           "%M is less than \"mcp_backend_timeout\" %M",
+                           conf->max_time, conf->timeout);
+        return NGX_CONF_ERROR;
+    }
     ngx_conf_merge_size_value(conf->max_size, prev->max_size, 1024 * 1024);
 
     /* the backends are the location's own: not inherited */

@@ -28,6 +28,7 @@
 
 #define NGX_HTTP_MCP_AGGREGATE_MAX      32      /* backends a location */
 #define NGX_HTTP_MCP_AGGREGATE_SID_LEN  1024    /* a backend's session id */
+#define NGX_HTTP_MCP_AGGREGATE_MAX_TIME 600000  /* mcp_backend_max_time */
 #define NGX_HTTP_MCP_AGGREGATE_ASKS     16      /* a backend's requests to
                                                    the client, pending */
 #define NGX_HTTP_MCP_AGGREGATE_ANSWERS  256     /* answers to a backend in
@@ -58,6 +59,7 @@ typedef struct {
     ngx_array_t               *backends;    /* ngx_http_mcp_backend_t */
     ngx_str_t                  separator;
     ngx_msec_t                 timeout;
+    ngx_msec_t                 max_time;    /* events do not restart it */
     ngx_msec_t                 retry;
     size_t                     max_size;
 } ngx_http_mcp_aggregate_loc_conf_t;
@@ -113,6 +115,7 @@ struct ngx_http_mcp_aggregate_op_s {
     ngx_http_mcp_aggregate_leg_t       *legs;   /* one per backend */
     ngx_uint_t                          pending;
     ngx_event_t                         timer;
+    ngx_msec_t                          started;  /* the timer's first */
     ngx_http_mcp_aggregate_done_pt      done;
     ngx_http_mcp_handler_pt             next;   /* initialize, discover */
     ngx_int_t                         (*finish)(ngx_http_mcp_call_t *call,
@@ -122,6 +125,8 @@ struct ngx_http_mcp_aggregate_op_s {
     unsigned                            opening:1;  /* initialize */
     unsigned                            cursor:1;   /* a list's later page */
     unsigned                            ended:1;
+    unsigned                            capped:1;  /* its timer is at
+                                                      max_time */
 };
 
 
@@ -135,6 +140,7 @@ typedef struct {
 
 
 /* ngx_http_mcp_aggregate_leg.c */
+void ngx_http_mcp_aggregate_restart(ngx_http_mcp_aggregate_op_t *op);
 ngx_http_mcp_aggregate_op_t *ngx_http_mcp_aggregate_op(
     ngx_http_mcp_call_t *call, ngx_http_mcp_aggregate_loc_conf_t *conf,
     ngx_http_mcp_aggregate_done_pt done);

@@ -14,9 +14,10 @@
  * answers 404 (or 400, as some do) to a request with a session id lost
  * it (it restarted): the leg opens a new one and asks again, once.
  *
- * Failures: no answer within mcp_backend_timeout (but for a tool's call,
- * which may just run long, and whose backend is told it was given up
- * on), an HTTP error, a reply that is not a JSON-RPC response or is
+ * Failures: no answer within mcp_backend_timeout, or within
+ * mcp_backend_max_time however many events a stream sends (but for a
+ * tool's call, which may just run long, and whose backend is told it was
+ * given up on), an HTTP error, a reply that is not a JSON-RPC response or is
  * larger than mcp_backend_max_size, a routed request's SSE stream that
  * breaks off (see ngx_http_mcp_aggregate_relay.c).  The first failure
  * of an episode is one [warn] line; every worker then leaves the backend
@@ -138,6 +139,7 @@ ngx_http_mcp_aggregate_run(ngx_http_mcp_aggregate_op_t *op)
         }
     }
 
+    op->started = ngx_current_msec;
     ngx_add_timer(&op->timer, op->conf->timeout);
 
     for (i = 0; i < n; i++) {
@@ -893,15 +895,45 @@ ngx_http_mcp_aggregate_end(ngx_http_mcp_aggregate_leg_t *leg)
 }
 
 
+/*
+ * An event of a backend's stream: it is alive, and the op's timer starts
+ * again, but never past mcp_backend_max_time from the op's start, so
+ * that a backend sending progress forever is given up on all the same.
+ */
+
+void
+ngx_http_mcp_aggregate_restart(ngx_http_mcp_aggregate_op_t *op)
+{
+    ngx_msec_t  spent, max;
+
+    spent = ngx_current_msec - op->started;
+    max = ngx_max(op->conf->max_time, op->conf->timeout);
+
+    if (spent >= max) {
+        return;
+    }
+
+    if (max - spent <= op->conf->timeout) {
+        op->capped = 1;
+    }
+
+    ngx_add_timer(&op->timer, ngx_min(op->conf->timeout, max - spent));
+}
+
+
 static void
 ngx_http_mcp_aggregate_timeout(ngx_event_t *ev)
 {
     ngx_http_mcp_aggregate_op_t *op = ev->data;
 
     ngx_uint_t                     i, n;
+    const char                    *failure;
     ngx_http_mcp_aggregate_leg_t  *leg;
 
     n = op->conf->backends->nelts;
+
+    failure = op->capped ? "no answer within mcp_backend_max_time"
+                         : "no answer within mcp_backend_timeout";
 
     /* one more, so that the op ends once, after the loop */
     op->pending++;
@@ -921,13 +953,11 @@ ngx_http_mcp_aggregate_timeout(ngx_event_t *ev)
              * up on the request
              */
             ngx_http_mcp_aggregate_give_up(leg);
-            ngx_http_mcp_aggregate_lost(leg, "no answer within "
-                                             "mcp_backend_timeout");
+            ngx_http_mcp_aggregate_lost(leg, failure);
             continue;
         }
 
-        ngx_http_mcp_aggregate_fail(leg, "no answer within "
-                                         "mcp_backend_timeout");
+        ngx_http_mcp_aggregate_fail(leg, failure);
     }
 
     if (--op->pending == 0 && !op->ended) {

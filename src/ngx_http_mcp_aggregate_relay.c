@@ -89,9 +89,8 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
         return NGX_ERROR;
     }
 
-    /* an event came: the backend is alive, the op's timer starts again */
     if (rc == NGX_AGAIN && taken && op->timer.timer_set) {
-        ngx_add_timer(&op->timer, op->conf->timeout);
+        ngx_http_mcp_aggregate_restart(op);
     }
 
     return rc;
@@ -463,6 +462,7 @@ ngx_http_mcp_aggregate_request(ngx_http_mcp_aggregate_leg_t *leg,
     size_t                         len;
     cJSON                         *params, *empty;
     ngx_uint_t                     can;
+    const char                    *cap, *mode;
     ngx_http_mcp_call_t           *call;
     ngx_http_mcp_reqctx_t         *rctx;
     ngx_http_mcp_aggregate_ask_t  *ask;
@@ -502,16 +502,11 @@ ngx_http_mcp_aggregate_request(ngx_http_mcp_aggregate_leg_t *leg,
         return;
     }
 
-    if (ngx_strcmp(method, "sampling/createMessage") == 0) {
-        can = rctx->sampling;
+    can = ngx_http_mcp_client_can(rctx, method,
+                                  ngx_http_mcp_json_get(json, "params"),
+                                  &cap, &mode);
 
-    } else if (ngx_strcmp(method, "elicitation/create") == 0) {
-        can = rctx->elicitation;
-
-    } else if (ngx_strcmp(method, "roots/list") == 0) {
-        can = rctx->roots;
-
-    } else {
+    if (cap == NULL) {
         ngx_http_mcp_aggregate_answer_backend(leg, ask->id, NULL, NULL,
                                               NGX_HTTP_MCP_METHOD_NOT_FOUND,
                                               "Method not found");
@@ -807,9 +802,14 @@ ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,
 
     rctx = ngx_http_mcp_call_client(op->call);
 
+    /* elicitation with the modes the client declared, no other */
     if ((rctx->sampling && cJSON_AddObjectToObject(caps, "sampling") == NULL)
-        || (rctx->elicitation
-            && cJSON_AddObjectToObject(caps, "elicitation") == NULL)
+        || (rctx->elicitation_form
+            && ngx_http_mcp_client_required(caps, "elicitation", "form")
+               != NGX_OK)
+        || (rctx->elicitation_url
+            && ngx_http_mcp_client_required(caps, "elicitation", "url")
+               != NGX_OK)
         || (rctx->roots && cJSON_AddObjectToObject(caps, "roots") == NULL))
     {
         return NGX_ERROR;

@@ -28,6 +28,8 @@ typedef struct {
     ngx_http_mcp_answer_pt     handler;
     void                      *data;
     ngx_event_t                timer;
+    cJSON                     *held;        /* not sent before the client's
+                                               notifications/initialized */
     unsigned                   active:1;
 } ngx_http_mcp_request_t;
 
@@ -43,6 +45,12 @@ static void ngx_http_mcp_call_cancelled(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req,
     u_char *text, size_t len);
 static void ngx_http_mcp_request_timeout(ngx_event_t *ev);
+static void ngx_http_mcp_request_cancel(ngx_http_mcp_request_t *req);
+static ngx_int_t ngx_http_mcp_request_send(ngx_http_mcp_call_t *call,
+    cJSON *message);
+static ngx_int_t ngx_http_mcp_call_release(ngx_http_mcp_call_t *call);
+static void ngx_http_mcp_call_missing(ngx_http_mcp_call_t *call,
+    const char *cap, const char *mode);
 static ngx_int_t ngx_http_mcp_call_send(ngx_http_mcp_call_t *call,
     cJSON *message, ngx_uint_t response);
 static u_char *ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call,
@@ -383,6 +391,8 @@ ngx_http_mcp_call_free(ngx_http_mcp_call_t *call)
             if (req[i]->timer.timer_set) {
                 ngx_del_timer(&req[i]->timer);
             }
+
+            cJSON_Delete(req[i]->held);
         }
     }
 
@@ -522,6 +532,11 @@ ngx_http_mcp_call_check(ngx_http_mcp_call_t *call)
         return;
     }
 
+    if (call->holding && ngx_http_mcp_call_release(call) == NGX_DONE) {
+        /* the call ended and is gone */
+        return;
+    }
+
     id = ngx_http_mcp_call_id_text(call, &len);
 
     rc = (id != NULL)
@@ -649,8 +664,16 @@ ngx_http_mcp_request_timeout(ngx_event_t *ev)
 
     call->running = 1;
 
-    if (call->relay != NULL) {
+    if (req->held != NULL) {
+        /* never sent: there is nothing for the client to cancel */
+        cJSON_Delete(req->held);
+        req->held = NULL;
+
+    } else if (call->relay != NULL) {
         (void) call->relay(call, NULL);
+
+    } else {
+        ngx_http_mcp_request_cancel(req);
     }
 
     req->handler(call, NULL, error, req->data);
@@ -829,6 +852,7 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
     cJSON                    *message, *id;
     uint64_t                  n;
     ngx_int_t                 rc;
+    const char               *cap, *mode;
     ngx_http_mcp_request_t   *req, **rp;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
@@ -839,6 +863,15 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
                                 "Invalid Request: this tool sends requests "
                                 "to the client, which needs a 2025-11-25 "
                                 "session");
+        return NGX_DECLINED;
+    }
+
+    /* what the client did not declare is never asked (-32021) */
+    if (!ngx_http_mcp_client_can(call->rctx, method, params, &cap, &mode)
+        && cap != NULL)
+    {
+        cJSON_Delete(params);
+        ngx_http_mcp_call_missing(call, cap, mode);
         return NGX_DECLINED;
     }
 
@@ -900,12 +933,255 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
         return NGX_ERROR;
     }
 
-    rc = (call->relay != NULL) ? call->relay(call, message)
-                               : ngx_http_mcp_call_send(call, message, 0);
+    /*
+     * No request but ping before the client's notifications/initialized
+     * (lifecycle): it waits, within the same mcp_request_timeout.  The
+     * wait record made above is there before the look, so that the
+     * notification, at whichever worker, wakes this one.
+     */
+    if (!call->initialized && ngx_strcmp(method, "ping") != 0) {
+        if (ngx_http_mcp_session_initialized(mlcf->zone,
+                                             &call->rctx->session_id)
+            == NGX_AGAIN)
+        {
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, call->log, 0,
+                           "mcp call \"%V\": request %uL waits for "
+                           "notifications/initialized", &call->method, n);
+
+            req->held = message;
+            call->holding = 1;
+            return NGX_OK;
+        }
+
+        call->initialized = 1;
+    }
+
+    rc = ngx_http_mcp_request_send(call, message);
 
     cJSON_Delete(message);
 
     return rc;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_request_send(ngx_http_mcp_call_t *call, cJSON *message)
+{
+    return (call->relay != NULL) ? call->relay(call, message)
+                                 : ngx_http_mcp_call_send(call, message, 0);
+}
+
+
+/*
+ * The session's client has sent notifications/initialized: the requests
+ * held for it go out, in the order they were made.  NGX_DONE: the call
+ * ended meanwhile (a task that could not ask) and is freed.
+ */
+
+static ngx_int_t
+ngx_http_mcp_call_release(ngx_http_mcp_call_t *call)
+{
+    cJSON                     *message;
+    ngx_uint_t                 i;
+    ngx_http_mcp_request_t   **req;
+    ngx_http_mcp_loc_conf_t   *mlcf;
+
+    mlcf = call->conf;
+
+    if (ngx_http_mcp_session_initialized(mlcf->zone, &call->rctx->session_id)
+        == NGX_AGAIN)
+    {
+        return NGX_OK;
+    }
+
+    call->holding = 0;
+    call->initialized = 1;
+    call->running = 1;
+
+    req = call->requests->elts;
+
+    for (i = 0; i < call->requests->nelts && !call->done; i++) {
+        message = req[i]->held;
+
+        if (message == NULL) {
+            continue;
+        }
+
+        req[i]->held = NULL;
+
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, call->log, 0,
+                       "mcp call \"%V\": request %uL sent after "
+                       "notifications/initialized", &call->method,
+                       req[i]->id);
+
+        if (ngx_http_mcp_request_send(call, message) == NGX_ERROR) {
+            ngx_log_error(NGX_LOG_INFO, call->log, 0,
+                          "mcp: request %uL of call \"%V\" could not be "
+                          "sent", req[i]->id, &call->method);
+        }
+
+        cJSON_Delete(message);
+    }
+
+    call->running = 0;
+
+    if (call->done) {
+        ngx_http_mcp_call_free(call);
+        return NGX_DONE;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A request the client did not answer in time: it is told to stop
+ * (notifications/cancelled), as the side that gives up on a request
+ * does.  The client may be gone: nothing to do then.
+ */
+
+static void
+ngx_http_mcp_request_cancel(ngx_http_mcp_request_t *req)
+{
+    cJSON  *params;
+
+    params = cJSON_CreateObject();
+
+    if (params == NULL
+        || cJSON_AddNumberToObject(params, "requestId", (double) req->id)
+           == NULL
+        || cJSON_AddStringToObject(params, "reason", "Request timed out")
+           == NULL)
+    {
+        cJSON_Delete(params);
+        return;
+    }
+
+    if (ngx_http_mcp_call_notify(req->call, "notifications/cancelled",
+                                 params)
+        != NGX_OK)
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, req->call->log, 0,
+                       "mcp: no notifications/cancelled for request %uL",
+                       req->id);
+    }
+}
+
+
+/*
+ * Whether the client declared what a request to it takes: the
+ * capability, and for elicitation the mode (form when params names
+ * none).  *cap: the capability's name, NULL for a method that is not a
+ * request to a client; *mode: elicitation's mode, or NULL.
+ */
+
+ngx_uint_t
+ngx_http_mcp_client_can(ngx_http_mcp_reqctx_t *rctx, const char *method,
+    cJSON *params, const char **cap, const char **mode)
+{
+    cJSON  *m;
+
+    *mode = NULL;
+
+    if (ngx_strcmp(method, "sampling/createMessage") == 0) {
+        *cap = "sampling";
+        return rctx->sampling;
+    }
+
+    if (ngx_strcmp(method, "roots/list") == 0) {
+        *cap = "roots";
+        return rctx->roots;
+    }
+
+    if (ngx_strcmp(method, "elicitation/create") != 0) {
+        *cap = NULL;
+        return 1;
+    }
+
+    *cap = "elicitation";
+    m = ngx_http_mcp_json_get(params, "mode");
+
+    if (m == NULL || (cJSON_IsString(m)
+                      && ngx_strcmp(m->valuestring, "form") == 0))
+    {
+        *mode = "form";
+        return rctx->elicitation_form;
+    }
+
+    if (cJSON_IsString(m) && ngx_strcmp(m->valuestring, "url") == 0) {
+        *mode = "url";
+        return rctx->elicitation_url;
+    }
+
+    /* a mode there is no capability for */
+    return 0;
+}
+
+
+/*
+ * Adds cap (and its mode) to a capabilities object: what -32021 says
+ * the client lacks, what the gateway declares for it.  An empty
+ * elicitation is its form mode (2025-11-25), and says so for clients of
+ * every revision: form is named only beside url.
+ */
+
+ngx_int_t
+ngx_http_mcp_client_required(cJSON *caps, const char *cap, const char *mode)
+{
+    cJSON       *item;
+    ngx_uint_t   form;
+
+    form = (mode != NULL && ngx_strcmp(mode, "form") == 0);
+    item = ngx_http_mcp_json_get(caps, cap);
+
+    if (item == NULL) {
+        item = cJSON_AddObjectToObject(caps, cap);
+
+        if (item == NULL
+            || (mode != NULL && !form
+                && cJSON_AddObjectToObject(item, mode) == NULL))
+        {
+            return NGX_ERROR;
+        }
+
+        return NGX_OK;
+    }
+
+    if (mode == NULL || cJSON_HasObjectItem(item, mode)
+        || (form && item->child == NULL))
+    {
+        return NGX_OK;
+    }
+
+    /* {} meant form: named now that another mode stands beside it */
+    if (item->child == NULL && !form
+        && cJSON_AddObjectToObject(item, "form") == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    return (cJSON_AddObjectToObject(item, mode) != NULL) ? NGX_OK : NGX_ERROR;
+}
+
+
+static void
+ngx_http_mcp_call_missing(ngx_http_mcp_call_t *call, const char *cap,
+    const char *mode)
+{
+    cJSON  *data, *caps;
+
+    data = cJSON_CreateObject();
+    caps = cJSON_AddObjectToObject(data, "requiredCapabilities");
+
+    if (caps == NULL || ngx_http_mcp_client_required(caps, cap, mode)
+                        != NGX_OK)
+    {
+        cJSON_Delete(data);
+        data = NULL;
+    }
+
+    ngx_http_mcp_call_error_data(call, NGX_HTTP_MCP_MISSING_CAPABILITY,
+                                 "Missing required client capability", data);
 }
 
 

@@ -85,6 +85,10 @@ struct ngx_http_mcp_call_s {
                                                    (subscriptions/listen):
                                                    its stream ends at once
                                                    when the worker exits */
+    unsigned                   initialized:1;   /* its session's client
+                                                   sent notifications/
+                                                   initialized */
+    unsigned                   holding:1;       /* requests wait for it */
 };
 
 

@@ -485,7 +485,8 @@ ngx_http_mcp_everything_elicit(ngx_http_mcp_call_t *call)
 
     e = ngx_http_mcp_call_entry_data(call);
 
-    if (!ngx_http_mcp_call_client(call)->elicitation) {
+    /* its form mode: a client may have declared only url */
+    if (!ngx_http_mcp_call_client(call)->elicitation_form) {
         ngx_http_mcp_everything_text(call, "The client does not support "
                                      "elicitation", 1);
         return NGX_OK;

@@ -141,8 +141,9 @@ typedef struct {
                                                NULL */
     ngx_str_t                  client_key;  /* per_client's value */
     unsigned                   sampling:1;
-    unsigned                   elicitation:1;
+    unsigned                   elicitation:1;  /* its form mode */
     unsigned                   roots:1;
+    unsigned                   elicitation_url:1;
 } ngx_http_mcp_session_init_t;
 
 
@@ -370,6 +371,11 @@ char *ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd,
 ngx_shm_zone_t *ngx_http_mcp_session_default_zone(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_session_zone_stats(ngx_shm_zone_t *zone,
     ngx_http_mcp_zone_stats_t *st);
+/* the elicitation modes a client declares: NGX_HTTP_MCP_ELICIT_* bits */
+#define NGX_HTTP_MCP_ELICIT_FORM   0x01
+#define NGX_HTTP_MCP_ELICIT_URL    0x02
+
+ngx_uint_t ngx_http_mcp_elicitation_modes(cJSON *elicitation);
 ngx_int_t ngx_http_mcp_session_init_params(cJSON *params,
     ngx_http_mcp_session_init_t *init);
 ngx_int_t ngx_http_mcp_session_client_key(ngx_shm_zone_t *zone,
@@ -383,6 +389,9 @@ ngx_int_t ngx_http_mcp_session_peek(ngx_shm_zone_t *zone, ngx_str_t *id,
 ngx_int_t ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_log_t *log);
+/* NGX_OK: initialized; NGX_AGAIN: not yet; NGX_DECLINED: no such session */
+ngx_int_t ngx_http_mcp_session_initialized(ngx_shm_zone_t *zone,
     ngx_str_t *id);
 
 /* mcp_fleet's questions to the store (ngx_http_mcp_session_fleet.c) */
@@ -591,6 +600,10 @@ ngx_int_t ngx_http_mcp_client_response(ngx_shm_zone_t *zone, ngx_str_t *sid,
 ngx_int_t ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ngx_http_mcp_msg_t *msg, ngx_pool_t *pool, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call);
+ngx_uint_t ngx_http_mcp_client_can(ngx_http_mcp_reqctx_t *rctx,
+    const char *method, cJSON *params, const char **cap, const char **mode);
+ngx_int_t ngx_http_mcp_client_required(cJSON *caps, const char *cap,
+    const char *mode);
 ngx_int_t ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call);
 void ngx_http_mcp_call_error_passed(ngx_http_mcp_call_t *call, ngx_int_t code,
     const char *message, cJSON *data);

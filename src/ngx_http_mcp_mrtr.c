@@ -27,8 +27,8 @@ static ngx_int_t ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call,
     ngx_str_t *bind);
 static ngx_int_t ngx_http_mcp_mrtr_key(ngx_http_mcp_call_t *call,
     u_char *key);
-static const char *ngx_http_mcp_mrtr_capability(cJSON *request,
-    ngx_http_mcp_reqctx_t *rctx, ngx_uint_t *declared);
+static ngx_uint_t ngx_http_mcp_mrtr_declared(cJSON *request,
+    ngx_http_mcp_reqctx_t *rctx, const char **cap, const char **mode);
 static ngx_int_t ngx_http_mcp_mrtr_invalid(ngx_http_mcp_call_t *call,
     const char *message);
 static void ngx_http_mcp_mrtr_ask(ngx_http_mcp_call_t *call,
@@ -150,8 +150,8 @@ ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
     cJSON                    *request, *next, *result, *missing;
     ngx_int_t                 rc;
     ngx_str_t                 bind, payload, token;
-    ngx_uint_t                declared, n;
-    const char               *capability;
+    ngx_uint_t                n;
+    const char               *capability, *mode;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
     if (!ngx_http_mcp_call_stateless(call) && call->relay == NULL) {
@@ -177,16 +177,16 @@ ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
     for (request = requests->child; request; request = next) {
         next = request->next;
 
-        capability = ngx_http_mcp_mrtr_capability(request, call->rctx,
-                                                  &declared);
-        if (declared) {
+        if (ngx_http_mcp_mrtr_declared(request, call->rctx, &capability,
+                                       &mode))
+        {
             n++;
             continue;
         }
 
         if (capability != NULL
-            && !cJSON_HasObjectItem(missing, capability)
-            && cJSON_AddObjectToObject(missing, capability) == NULL)
+            && ngx_http_mcp_client_required(missing, capability, mode)
+               != NGX_OK)
         {
             goto failed;
         }
@@ -526,37 +526,33 @@ ngx_http_mcp_mrtr_key(ngx_http_mcp_call_t *call, u_char *key)
 }
 
 
-/* the client capability an input request needs, and whether it is there */
+/*
+ * Whether the client declared what an input request needs (*cap, and
+ * for elicitation *mode); one that is no request to a client is not
+ * asked either.
+ */
 
-static const char *
-ngx_http_mcp_mrtr_capability(cJSON *request, ngx_http_mcp_reqctx_t *rctx,
-    ngx_uint_t *declared)
+static ngx_uint_t
+ngx_http_mcp_mrtr_declared(cJSON *request, ngx_http_mcp_reqctx_t *rctx,
+    const char **cap, const char **mode)
 {
-    cJSON  *method;
+    cJSON       *method;
+    ngx_uint_t   declared;
 
     method = ngx_http_mcp_json_get(request, "method");
-    *declared = 0;
+    *cap = NULL;
+    *mode = NULL;
 
     if (!cJSON_IsString(method)) {
-        return NULL;
+        return 0;
     }
 
-    if (ngx_strcmp(method->valuestring, "sampling/createMessage") == 0) {
-        *declared = rctx->sampling;
-        return "sampling";
-    }
+    declared = ngx_http_mcp_client_can(rctx, method->valuestring,
+                                       ngx_http_mcp_json_get(request,
+                                                             "params"),
+                                       cap, mode);
 
-    if (ngx_strcmp(method->valuestring, "elicitation/create") == 0) {
-        *declared = rctx->elicitation;
-        return "elicitation";
-    }
-
-    if (ngx_strcmp(method->valuestring, "roots/list") == 0) {
-        *declared = rctx->roots;
-        return "roots";
-    }
-
-    return NULL;
+    return (*cap != NULL) && declared;
 }
 
 

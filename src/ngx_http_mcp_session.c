@@ -496,6 +496,35 @@ ngx_http_mcp_session_quota(ngx_http_mcp_zone_t *ctx,
 
 
 /*
+ * The modes of a client's elicitation capability (2025-11-25): its
+ * "form" and "url" members.  One with neither is form mode only, as
+ * clients declared it before there were modes; for the same reason a
+ * 2025 client's elicitation that is not an object (initialize is read
+ * leniently) is taken for form mode.
+ */
+
+ngx_uint_t
+ngx_http_mcp_elicitation_modes(cJSON *elicitation)
+{
+    cJSON  *form, *url;
+
+    if (elicitation == NULL || cJSON_IsNull(elicitation)) {
+        return 0;
+    }
+
+    form = ngx_http_mcp_json_get(elicitation, "form");
+    url = ngx_http_mcp_json_get(elicitation, "url");
+
+    if (!cJSON_IsObject(elicitation) || (form == NULL && url == NULL)) {
+        return NGX_HTTP_MCP_ELICIT_FORM;
+    }
+
+    return (cJSON_IsObject(form) ? NGX_HTTP_MCP_ELICIT_FORM : 0)
+           | (cJSON_IsObject(url) ? NGX_HTTP_MCP_ELICIT_URL : 0);
+}
+
+
+/*
  * What initialize's params tell a session: the version (ours, when the
  * client's is not one we speak), capabilities and client name.  Lenient:
  * the gateway passes the params on for the upstream to judge.
@@ -505,8 +534,9 @@ ngx_int_t
 ngx_http_mcp_session_init_params(cJSON *params,
     ngx_http_mcp_session_init_t *init)
 {
-    cJSON      *version, *caps, *name;
-    ngx_str_t   s;
+    cJSON       *version, *caps, *name;
+    ngx_str_t    s;
+    ngx_uint_t   modes;
 
     ngx_memzero(init, sizeof(ngx_http_mcp_session_init_t));
 
@@ -529,8 +559,10 @@ ngx_http_mcp_session_init_params(cJSON *params,
 
     init->sampling = (cJSON_GetObjectItemCaseSensitive(caps, "sampling")
                       != NULL);
-    init->elicitation = (cJSON_GetObjectItemCaseSensitive(caps, "elicitation")
-                         != NULL);
+    modes = ngx_http_mcp_elicitation_modes(
+                cJSON_GetObjectItemCaseSensitive(caps, "elicitation"));
+    init->elicitation = (modes & NGX_HTTP_MCP_ELICIT_FORM) ? 1 : 0;
+    init->elicitation_url = (modes & NGX_HTTP_MCP_ELICIT_URL) ? 1 : 0;
     init->roots = (cJSON_GetObjectItemCaseSensitive(caps, "roots")
                    != NULL);
 
@@ -638,6 +670,7 @@ ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
     s->log_level = NGX_HTTP_MCP_LOG_INFO;
     s->sampling = init->sampling;
     s->elicitation = init->elicitation;
+    s->elicitation_url = init->elicitation_url;
     s->roots = init->roots;
     s->last = ngx_current_msec;
 
@@ -755,7 +788,9 @@ ngx_http_mcp_session_get_locked(ngx_http_mcp_zone_t *ctx, ngx_str_t *id,
     rctx->version = s->version;
     rctx->log_level = s->log_level;
     rctx->sampling = s->sampling;
-    rctx->elicitation = s->elicitation;
+    rctx->elicitation = s->elicitation || s->elicitation_url;
+    rctx->elicitation_form = s->elicitation;
+    rctx->elicitation_url = s->elicitation_url;
     rctx->roots = s->roots;
     rctx->session_id = *id;
 
@@ -832,9 +867,63 @@ ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
 }
 
 
+/*
+ * notifications/initialized: the calls that hold requests for it (see
+ * ngx_http_mcp_call_request()) have wait records; their workers are
+ * woken to send them.
+ */
+
 ngx_int_t
-ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone, ngx_str_t *id)
+ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_log_t *log)
 {
+    ngx_uint_t                    i, j, n;
+    ngx_pid_t                     owners[16];
+    ngx_queue_t                  *q;
+    ngx_http_mcp_wait_t          *w;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    n = 0;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, id);
+
+    if (s != NULL && !s->initialized) {
+        s->initialized = 1;
+
+        for (q = ngx_queue_head(&s->waits);
+             q != ngx_queue_sentinel(&s->waits) && n < 16;
+             q = ngx_queue_next(q))
+        {
+            w = ngx_queue_data(q, ngx_http_mcp_wait_t, queue);
+
+            for (j = 0; j < n && owners[j] != w->owner; j++) {
+                /* void */
+            }
+
+            if (j == n) {
+                owners[n++] = w->owner;
+            }
+        }
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    for (i = 0; i < n; i++) {
+        (void) ngx_http_mcp_notify_pid(owners[i], log);
+    }
+
+    return (s != NULL) ? NGX_OK : NGX_DECLINED;
+}
+
+
+ngx_int_t
+ngx_http_mcp_session_initialized(ngx_shm_zone_t *zone, ngx_str_t *id)
+{
+    ngx_int_t                     rc;
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_session_node_t  *s;
 
@@ -844,13 +933,16 @@ ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone, ngx_str_t *id)
 
     s = ngx_http_mcp_session_find(ctx, id);
 
-    if (s != NULL) {
-        s->initialized = 1;
+    if (s == NULL) {
+        rc = NGX_DECLINED;
+
+    } else {
+        rc = s->initialized ? NGX_OK : NGX_AGAIN;
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
-    return (s != NULL) ? NGX_OK : NGX_DECLINED;
+    return rc;
 }
 
 

@@ -98,6 +98,7 @@ typedef struct {
     unsigned                   elicitation:1;
     unsigned                   roots:1;
     unsigned                   bound:1;     /* to an authenticated caller */
+    unsigned                   elicitation_url:1;  /* elicitation: form */
     ngx_uint_t                 streams;     /* owned streams: not idle */
     ngx_queue_t                queue;
     ngx_msec_t                 last;

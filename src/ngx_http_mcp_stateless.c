@@ -331,10 +331,13 @@ ngx_http_mcp_stateless_meta_keys(cJSON *meta, cJSON **version, cJSON **caps,
 static void
 ngx_http_mcp_stateless_caps(cJSON *caps, ngx_http_mcp_reqctx_t *rctx)
 {
-    cJSON  *item;
+    cJSON       *item;
+    ngx_uint_t   modes;
 
     rctx->sampling = 0;
     rctx->elicitation = 0;
+    rctx->elicitation_form = 0;
+    rctx->elicitation_url = 0;
     rctx->roots = 0;
     rctx->tasks = 0;
 
@@ -348,7 +351,12 @@ ngx_http_mcp_stateless_caps(cJSON *caps, ngx_http_mcp_reqctx_t *rctx)
             rctx->sampling = 1;
 
         } else if (ngx_strcmp(item->string, "elicitation") == 0) {
-            rctx->elicitation = 1;
+            modes = ngx_http_mcp_elicitation_modes(item);
+            rctx->elicitation = (modes != 0);
+            rctx->elicitation_form = (modes & NGX_HTTP_MCP_ELICIT_FORM)
+                                     ? 1 : 0;
+            rctx->elicitation_url = (modes & NGX_HTTP_MCP_ELICIT_URL)
+                                    ? 1 : 0;
 
         } else if (ngx_strcmp(item->string, "roots") == 0) {
             rctx->roots = 1;

@@ -696,7 +696,8 @@ ngx_http_mcp_notification(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
         && ngx_strncmp(msg->method.data, "notifications/initialized",
                        msg->method.len) == 0)
     {
-        (void) ngx_http_mcp_session_set_initialized(ctx->conf->zone, sid);
+        (void) ngx_http_mcp_session_set_initialized(ctx->conf->zone, sid,
+                                            ctx->request->connection->log);
         return NGX_OK;
     }
 

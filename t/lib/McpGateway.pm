@@ -25,7 +25,7 @@ our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_set
                  npm_dir node_bin node_available spawn stop_process
                  start_everything_node start_everything_nodes fake_upstream silent_listener
                  run_node_script port_open try_initialize start_python_upstream
-                 client_view);
+                 client_view fake_mcp_server);
 
 sub _now { Time::HiRes::time() }
 
@@ -324,6 +324,49 @@ sub fake_upstream {
     close $l;
     $CHILD{$pid} = { name => "fake upstream:$port", owner => $$ };
     return { pid => $pid, port => $port };
+}
+
+# A fake 2025-11-25 MCP server on fake_upstream: initialize (session
+# "fake-session"), 202 for notifications and responses, tools/list of the
+# names in tools, and for a tools/call of one of them
+# $o{call}->($socket, $name, $id, $body), which writes the whole HTTP
+# reply; any other request gets -32601.  With log, every request body is
+# appended to that file, a line each.  Returns what fake_upstream does.
+sub fake_mcp_server {
+    my (%o) = @_;
+    my $names = join '|', map { quotemeta } @{ $o{tools} };
+    return fake_upstream(sub {
+        my ($c, $head, $body) = @_;
+        if (defined $o{log} && open my $fh, '>>', $o{log}) {
+            print $fh "$body\n";
+            close $fh;
+        }
+        my ($id) = $body =~ /"id":(\d+)/;
+        my $json = sub {
+            my ($s) = @_;
+            print $c "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                   . "Mcp-Session-Id: fake-session\r\nContent-Length: " . length($s)
+                   . "\r\nConnection: close\r\n\r\n$s";
+        };
+        if ($body =~ /"method":"initialize"/) {
+            $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"protocolVersion":"2025-11-25",)
+                    . qq("capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}}));
+        }
+        elsif (!defined $id) {
+            print $c "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        }
+        elsif ($body =~ /"method":"tools\/list"/) {
+            $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[)
+                    . join(',', map { qq({"name":"$_","inputSchema":{"type":"object"}}) } @{ $o{tools} })
+                    . ']}}');
+        }
+        elsif ($body =~ /"method":"tools\/call"/ && $body =~ /"name":"($names)"/) {
+            $o{call}->($c, $1, $id, $body);
+        }
+        else {
+            $json->(qq({"jsonrpc":"2.0","id":$id,"error":{"code":-32601,"message":"no"}}));
+        }
+    }, listen => $o{listen} // 64);
 }
 
 # One Redis command over a plain socket (RESP) to 127.0.0.1:$port: a bulk

@@ -62,6 +62,9 @@ ngx_int_t ngx_http_mcp_auth_challenge(ngx_http_request_t *r,
 ngx_int_t ngx_http_mcp_auth_check_input(void **loc_conf, ngx_pool_t *pool,
     cJSON *arguments, u_char **error);
 
+/* mcp_schema_format: 1 when format asserts in the location's schemas */
+ngx_uint_t ngx_http_mcp_auth_format_assert(void **loc_conf);
+
 /*
  * JSON Schema 2020-12 validation: NGX_OK valid, NGX_DECLINED invalid
  * (*error says what and where), NGX_ERROR.

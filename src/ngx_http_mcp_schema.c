@@ -76,7 +76,6 @@ ngx_int_t
 ngx_http_mcp_schema_validate_opts(ngx_pool_t *pool, cJSON *schema,
     cJSON *instance, ngx_http_mcp_schema_opts_t *opts, u_char **error)
 {
-    cJSON                      *id;
     ngx_int_t                   rc;
     ngx_str_t                   path = ngx_string("arguments");
     ngx_http_mcp_schema_ctx_t   ctx;
@@ -85,8 +84,8 @@ ngx_http_mcp_schema_validate_opts(ngx_pool_t *pool, cJSON *schema,
         return NGX_OK;
     }
 
-    /* the scope array is left as it is: only pushed entries are read */
-    ngx_memzero(&ctx, offsetof(ngx_http_mcp_schema_ctx_t, nscope));
+    /* the regex cache and the scope: only the entries counted are read */
+    ngx_memzero(&ctx, offsetof(ngx_http_mcp_schema_ctx_t, regex));
 
     ctx.pool = pool;
     ctx.root = schema;
@@ -102,20 +101,9 @@ ngx_http_mcp_schema_validate_opts(ngx_pool_t *pool, cJSON *schema,
     ctx.scope[0].res = schema;
     ctx.scope[0].base = (u_char *) "";
 
-    if (cJSON_IsObject(schema)) {
-        id = ngx_http_mcp_json_get(schema, "$id");
-
-        if (cJSON_IsString(id)) {
-            ctx.scope[0].base = ngx_http_mcp_schema_id(&ctx, (u_char *) "",
-                                                       id->valuestring);
-            if (ctx.scope[0].base == NULL) {
-                return NGX_ERROR;
-            }
-        }
-
-        if (opts != NULL && opts->load != NULL) {
-            ngx_http_mcp_schema_vocabulary(&ctx);
-        }
+    /* the root's $id, if any, is read as check() finds it */
+    if (opts != NULL && opts->load != NULL && cJSON_IsObject(schema)) {
+        ngx_http_mcp_schema_vocabulary(&ctx);
     }
 
     rc = ngx_http_mcp_schema_check(&ctx, schema, instance, &path, NULL);
@@ -256,6 +244,16 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
     ngx_http_mcp_schema_keywords(schema, &k);
 
     entered = 0;
+
+    /* the root's $id: the base of the document */
+    if (cJSON_IsString(k.id) && schema == ctx->root && ctx->depth == 1) {
+        ctx->scope[0].base = ngx_http_mcp_schema_id(ctx, (u_char *) "",
+                                                    k.id->valuestring);
+        if (ctx->scope[0].base == NULL) {
+            ctx->depth--;
+            return NGX_ERROR;
+        }
+    }
 
     /* a resource of its own: the base of the references inside */
     if (cJSON_IsString(k.id) && schema != ctx->scope[ctx->nscope - 1].res) {

@@ -94,8 +94,9 @@ typedef struct {
     ngx_array_t               *ids;         /* NULL until a reference
                                                needs the index */
     ngx_uint_t                 nregex;
-    ngx_http_mcp_schema_regex_t  regex[NGX_HTTP_MCP_SCHEMA_REGEX_N];
     ngx_uint_t                 nscope;
+    /* not zeroed: only the entries counted above are read */
+    ngx_http_mcp_schema_regex_t  regex[NGX_HTTP_MCP_SCHEMA_REGEX_N];
     ngx_http_mcp_schema_scope_t  scope[NGX_HTTP_MCP_SCHEMA_SCOPE_N];
 } ngx_http_mcp_schema_ctx_t;
 

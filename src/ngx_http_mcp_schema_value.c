@@ -69,51 +69,68 @@ static ngx_http_mcp_schema_keyword_t  ngx_http_mcp_schema_keywords_all[] = {
 /*
  * A schema object's keywords in one walk of its members, instead of a
  * walk of them for each of the forty keywords: each member's name is
- * looked up in the sorted table.  The first member of a name wins, as
- * ngx_http_mcp_json_get() would have it.
+ * compared with the few keywords of its first byte only (an index into
+ * the sorted table, made once from it), the second byte before the rest.
+ * This runs for every subschema of every call: a flat object schema's
+ * members cost a comparison or two each.  The first member of a name
+ * wins, as ngx_http_mcp_json_get() would have it.
  */
 
 void
 ngx_http_mcp_schema_keywords(cJSON *schema, ngx_http_mcp_schema_kw_t *k)
 {
-    cJSON       *m, **slot;
-    ngx_int_t    rc;
-    ngx_uint_t   lo, hi, mid;
+    cJSON                          *m, **slot;
+    u_char                         *name;
+    ngx_uint_t                      i, c, n;
+    ngx_http_mcp_schema_keyword_t  *kw;
+
+    /* first[c]: the first keyword whose first byte is c or more */
+    static u_char                   first[257];
+    static ngx_uint_t               indexed;
+
+    kw = ngx_http_mcp_schema_keywords_all;
+
+    if (!indexed) {
+        n = sizeof(ngx_http_mcp_schema_keywords_all)
+            / sizeof(ngx_http_mcp_schema_keyword_t);
+        i = 0;
+
+        for (c = 0; c < 257; c++) {
+            while (i < n && (ngx_uint_t) (u_char) kw[i].name[0] < c) {
+                i++;
+            }
+
+            first[c] = (u_char) i;
+        }
+
+        indexed = 1;
+    }
 
     ngx_memzero(k, sizeof(ngx_http_mcp_schema_kw_t));
 
     for (m = schema->child; m != NULL; m = m->next) {
 
-        if (m->string == NULL) {
+        name = (u_char *) m->string;
+
+        if (name == NULL || name[0] == '\0') {
             continue;
         }
 
-        lo = 0;
-        hi = sizeof(ngx_http_mcp_schema_keywords_all)
-             / sizeof(ngx_http_mcp_schema_keyword_t);
+        for (i = first[name[0]]; i < first[name[0] + 1]; i++) {
 
-        while (lo < hi) {
-            mid = (lo + hi) / 2;
-            rc = ngx_strcmp(m->string,
-                            ngx_http_mcp_schema_keywords_all[mid].name);
-
-            if (rc == 0) {
-                slot = (cJSON **) ((u_char *) k
-                          + ngx_http_mcp_schema_keywords_all[mid].offset);
-
-                if (*slot == NULL) {
-                    *slot = m;
-                }
-
-                break;
+            if (name[1] != (u_char) kw[i].name[1]
+                || ngx_strcmp(name + 1, kw[i].name + 1) != 0)
+            {
+                continue;
             }
 
-            if (rc < 0) {
-                hi = mid;
+            slot = (cJSON **) ((u_char *) k + kw[i].offset);
 
-            } else {
-                lo = mid + 1;
+            if (*slot == NULL) {
+                *slot = m;
             }
+
+            break;
         }
     }
 }

@@ -15,6 +15,12 @@
 #include "ngx_http_mcp_schema_internal.h"
 
 
+/* ECMA-262's white space and line terminators, as a class's inside */
+#define NGX_HTTP_MCP_SCHEMA_ECMA_SPACE                                       \
+    "\\s\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}"                \
+    "\\x{202f}\\x{205f}\\x{3000}\\x{feff}"
+
+
 static ngx_int_t ngx_http_mcp_schema_ecma(ngx_pool_t *pool,
     const char *pattern, ngx_str_t *out);
 /*
@@ -29,8 +35,9 @@ static ngx_uint_t ngx_http_mcp_schema_is_date(const u_char **p);
 static ngx_uint_t ngx_http_mcp_schema_is_time(const u_char *p);
 static ngx_uint_t ngx_http_mcp_schema_is_duration(const u_char *p);
 static ngx_uint_t ngx_http_mcp_schema_is_hostname(const u_char *p,
-    size_t len);
-static ngx_uint_t ngx_http_mcp_schema_is_email(const u_char *p);
+    size_t len, ngx_uint_t idn);
+static ngx_uint_t ngx_http_mcp_schema_is_email(const u_char *p,
+    ngx_uint_t idn);
 static ngx_uint_t ngx_http_mcp_schema_is_ipv4(const u_char *p, size_t len);
 static ngx_uint_t ngx_http_mcp_schema_is_ipv6(const u_char *p, size_t len);
 static ngx_uint_t ngx_http_mcp_schema_is_uri(const u_char *p,
@@ -38,6 +45,7 @@ static ngx_uint_t ngx_http_mcp_schema_is_uri(const u_char *p,
 static ngx_uint_t ngx_http_mcp_schema_is_pointer(const u_char *p);
 static ngx_uint_t ngx_http_mcp_schema_is_uuid(const u_char *p);
 static ngx_uint_t ngx_http_mcp_schema_is_template(const u_char *p);
+static ngx_uint_t ngx_http_mcp_schema_is_pcre_only(const u_char *p);
 
 
 ngx_int_t
@@ -65,10 +73,16 @@ ngx_http_mcp_schema_format(ngx_pool_t *pool, const char *format,
         ok = ngx_http_mcp_schema_is_duration(p);
 
     } else if (ngx_strcmp(format, "email") == 0) {
-        ok = ngx_http_mcp_schema_is_email(p);
+        ok = ngx_http_mcp_schema_is_email(p, 0);
+
+    } else if (ngx_strcmp(format, "idn-email") == 0) {
+        ok = ngx_http_mcp_schema_is_email(p, 1);
+
+    } else if (ngx_strcmp(format, "idn-hostname") == 0) {
+        ok = ngx_http_mcp_schema_is_hostname(p, ngx_strlen(p), 1);
 
     } else if (ngx_strcmp(format, "hostname") == 0) {
-        ok = ngx_http_mcp_schema_is_hostname(p, ngx_strlen(p));
+        ok = ngx_http_mcp_schema_is_hostname(p, ngx_strlen(p), 0);
 
     } else if (ngx_strcmp(format, "ipv4") == 0) {
         ok = ngx_http_mcp_schema_is_ipv4(p, ngx_strlen(p));
@@ -113,6 +127,11 @@ ngx_http_mcp_schema_format(ngx_pool_t *pool, const char *format,
         ok = ngx_http_mcp_schema_is_template(p);
 
     } else if (ngx_strcmp(format, "regex") == 0) {
+        /* what PCRE takes and ECMA-262 does not */
+        if (ngx_http_mcp_schema_is_pcre_only(p)) {
+            return NGX_DECLINED;
+        }
+
         rc = ngx_http_mcp_schema_regex(pool, s, NULL);
 
         if (rc == NGX_ERROR) {
@@ -301,6 +320,11 @@ ngx_http_mcp_schema_is_duration(const u_char *p)
             return 0;
         }
 
+        /* each unit the next of the one before: P1Y2D lacks the months */
+        if (order != 0 && u != units + order) {
+            return 0;
+        }
+
         order = u - units + 1;
         any = 1;
         p++;
@@ -310,13 +334,19 @@ ngx_http_mcp_schema_is_duration(const u_char *p)
 }
 
 
+/*
+ * RFC 1123 host names; with idn, any non-ASCII character counts as a
+ * letter too: the IDNA 2008 rules for which code points may stand where
+ * are not checked, nor are A-labels (xn--) decoded.
+ */
+
 static ngx_uint_t
-ngx_http_mcp_schema_is_hostname(const u_char *p, size_t len)
+ngx_http_mcp_schema_is_hostname(const u_char *p, size_t len, ngx_uint_t idn)
 {
     size_t      label;
     ngx_uint_t  i;
 
-    if (len == 0 || len > 253) {
+    if (len == 0 || (len > 253 && !idn)) {
         return 0;
     }
 
@@ -334,7 +364,8 @@ ngx_http_mcp_schema_is_hostname(const u_char *p, size_t len)
         }
 
         if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z')
-              || (p[i] >= '0' && p[i] <= '9') || p[i] == '-'))
+              || (p[i] >= '0' && p[i] <= '9') || p[i] == '-'
+              || (p[i] >= 0x80 && idn)))
         {
             return 0;
         }
@@ -350,7 +381,7 @@ ngx_http_mcp_schema_is_hostname(const u_char *p, size_t len)
             return 0;
         }
 
-        if (++label > 63) {
+        if (++label > 63 && !idn) {
             return 0;
         }
     }
@@ -360,27 +391,40 @@ ngx_http_mcp_schema_is_hostname(const u_char *p, size_t len)
 
 
 static ngx_uint_t
-ngx_http_mcp_schema_is_email(const u_char *p)
+ngx_http_mcp_schema_is_email(const u_char *p, ngx_uint_t idn)
 {
     const u_char  *at, *q, *end;
 
-    at = (const u_char *) ngx_strchr(p, '@');
     end = p + ngx_strlen(p);
 
-    if (at == NULL || at == p || ngx_strchr(at + 1, '@') != NULL) {
-        return 0;
-    }
+    if (p[0] == '"') {
+        /* a quoted local part: anything printable up to its quote */
+        for (q = p + 1; *q && *q != '"'; q++) {
+            if (*q == '\\' && q[1]) {
+                q++;
+            }
+        }
 
-    if (p[0] == '"' && at[-1] == '"' && at - p >= 2) {
-        /* a quoted local part: anything printable */
+        at = (*q == '"') ? q + 1 : NULL;
+
+        if (at == NULL || *at != '@') {
+            return 0;
+        }
 
     } else {
+        at = (const u_char *) ngx_strchr(p, '@');
+
+        if (at == NULL || at == p || ngx_strchr(at + 1, '@') != NULL) {
+            return 0;
+        }
+
         if (p[0] == '.' || at[-1] == '.') {
             return 0;
         }
 
         for (q = p; q < at; q++) {
-            if (*q <= 0x20 || *q >= 0x7f || ngx_strchr("()<>[]:;,\\\"", *q)
+            if (*q <= 0x20 || (*q >= 0x7f && !idn)
+                || ngx_strchr("()<>[]:;,\\\"", *q)
                 || (*q == '.' && q[1] == '.'))
             {
                 return 0;
@@ -398,7 +442,7 @@ ngx_http_mcp_schema_is_email(const u_char *p)
         return ngx_http_mcp_schema_is_ipv4(q + 1, end - q - 2);
     }
 
-    return ngx_http_mcp_schema_is_hostname(q, end - q);
+    return ngx_http_mcp_schema_is_hostname(q, end - q, idn);
 }
 
 
@@ -514,13 +558,17 @@ ngx_http_mcp_schema_is_ipv6(const u_char *p, size_t len)
 }
 
 
-/* RFC 3986 (3987 with iri) characters, percent-escapes and a scheme */
+/*
+ * RFC 3986 (3987 with iri): the characters, percent-escapes, a scheme
+ * where one is needed, and the authority's parts: userinfo, one "@", an
+ * IP literal in brackets, a numeric port.
+ */
 
 static ngx_uint_t
 ngx_http_mcp_schema_is_uri(const u_char *p, ngx_uint_t absolute,
     ngx_uint_t iri)
 {
-    const u_char  *s, *q;
+    const u_char  *s, *q, *a, *end, *at, *host;
 
     s = p;
 
@@ -531,8 +579,21 @@ ngx_http_mcp_schema_is_uri(const u_char *p, ngx_uint_t absolute,
         s++;
     }
 
-    if (absolute && (s == p || *s != ':')) {
+    if (s > p && *s == ':') {
+        s++;
+
+    } else if (absolute) {
         return 0;
+
+    } else {
+        /* a relative-path reference: no ":" in its first segment */
+        for (q = p; *q && *q != '/' && *q != '?' && *q != '#'; q++) {
+            if (*q == ':') {
+                return 0;
+            }
+        }
+
+        s = p;
     }
 
     for (q = p; *q; q++) {
@@ -559,14 +620,79 @@ ngx_http_mcp_schema_is_uri(const u_char *p, ngx_uint_t absolute,
         }
     }
 
-    /* an authority's "[" only around an IP literal */
-    q = (const u_char *) ngx_strchr(p, '[');
+    if (s[0] != '/' || s[1] != '/') {
+        return ngx_strchr(s, '[') == NULL && ngx_strchr(s, ']') == NULL;
+    }
 
-    if (q != NULL && (q < p + 2 || q[-1] != '/' || q[-2] != '/')) {
+    a = s + 2;
+
+    for (end = a; *end && *end != '/' && *end != '?' && *end != '#'; end++) {
+        /* void */
+    }
+
+    at = NULL;
+
+    for (q = a; q < end; q++) {
+        if (*q == '@') {
+            if (at != NULL) {
+                return 0;
+            }
+
+            at = q;
+        }
+    }
+
+    host = a;
+
+    if (at != NULL) {
+        for (q = a; q < at; q++) {
+            if (*q == '[' || *q == ']') {
+                return 0;
+            }
+        }
+
+        host = at + 1;
+    }
+
+    if (*host == '[') {
+        for (q = host; q < end && *q != ']'; q++) { /* void */ }
+
+        if (q == end) {
+            return 0;
+        }
+
+        /* IPvFuture, "v" 1*HEXDIG "." 1*(...), or IPv6 */
+        if ((host[1] | 0x20) == 'v') {
+            if (!isxdigit(host[2]) || ngx_strchr(host, '.') == NULL) {
+                return 0;
+            }
+
+        } else if (!ngx_http_mcp_schema_is_ipv6(host + 1, q - host - 1)) {
+            return 0;
+        }
+
+        q++;
+
+    } else {
+        for (q = host; q < end && *q != ':'; q++) {
+            if (*q == '[' || *q == ']') {
+                return 0;
+            }
+        }
+    }
+
+    if (q < end && *q++ != ':') {
         return 0;
     }
 
-    return 1;
+    /* the port: digits only */
+    for ( /* void */ ; q < end; q++) {
+        if (*q < '0' || *q > '9') {
+            return 0;
+        }
+    }
+
+    return ngx_strchr(end, '[') == NULL && ngx_strchr(end, ']') == NULL;
 }
 
 
@@ -607,31 +733,138 @@ ngx_http_mcp_schema_is_uuid(const u_char *p)
 }
 
 
+/* RFC 6570: literals, and expressions of an operator and varspecs */
+
 static ngx_uint_t
 ngx_http_mcp_schema_is_template(const u_char *p)
 {
-    ngx_uint_t  open;
+    ngx_uint_t  digits, name;
 
-    open = 0;
+    while (*p) {
 
-    for ( /* void */ ; *p; p++) {
-        if (*p == '{') {
-            if (open) {
+        if (*p == '%') {
+            if (!isxdigit(p[1]) || !isxdigit(p[2])) {
                 return 0;
             }
 
-            open = 1;
+            p += 3;
+            continue;
+        }
 
-        } else if (*p == '}') {
-            if (!open) {
+        if (*p != '{') {
+            if (*p <= 0x20 || *p == 0x7f || ngx_strchr("\"<>\\^`|}", *p)) {
                 return 0;
             }
 
-            open = 0;
+            p++;
+            continue;
+        }
+
+        p++;
+
+        if (*p && ngx_strchr("+#./;?&", *p)) {
+            p++;
+        }
+
+        for ( ;; ) {
+            /* varname: varchars, single dots between them */
+            name = 0;
+
+            while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+                   || (*p >= '0' && *p <= '9') || *p == '_' || *p == '%'
+                   || (*p == '.' && name && p[1] != '.' && p[1] != '}'
+                       && p[1] != ',' && p[1] != ':' && p[1] != '*'))
+            {
+                if (*p == '%') {
+                    if (!isxdigit(p[1]) || !isxdigit(p[2])) {
+                        return 0;
+                    }
+
+                    p += 2;
+                }
+
+                p++;
+                name++;
+            }
+
+            if (name == 0) {
+                return 0;
+            }
+
+            if (*p == ':') {
+                p++;
+
+                if (*p < '1' || *p > '9') {
+                    return 0;
+                }
+
+                for (digits = 0; *p >= '0' && *p <= '9'; p++) {
+                    digits++;
+                }
+
+                if (digits > 4) {
+                    return 0;
+                }
+
+            } else if (*p == '*') {
+                p++;
+            }
+
+            if (*p == ',') {
+                p++;
+                continue;
+            }
+
+            if (*p != '}') {
+                return 0;
+            }
+
+            p++;
+            break;
         }
     }
 
-    return !open;
+    return 1;
+}
+
+
+/*
+ * Syntax of PCRE's that ECMA-262 has not: \a, Python's (?P...), comments
+ * (?#...), and flags for the rest of the pattern, (?i).
+ */
+
+static ngx_uint_t
+ngx_http_mcp_schema_is_pcre_only(const u_char *p)
+{
+    const u_char  *q;
+
+    for ( /* void */ ; *p; p++) {
+
+        if (p[0] == '\\' && p[1] != '\0') {
+            if (p[1] == 'a') {
+                return 1;
+            }
+
+            p++;
+            continue;
+        }
+
+        if (p[0] != '(' || p[1] != '?') {
+            continue;
+        }
+
+        if (p[2] == 'P' || p[2] == '#') {
+            return 1;
+        }
+
+        for (q = p + 2; *q && ngx_strchr("imsx-", *q); q++) { /* void */ }
+
+        if (q > p + 2 && *q == ')') {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -721,6 +954,10 @@ static ngx_http_mcp_schema_keyword_t  ngx_http_mcp_schema_categories[] = {
     { "Titlecase_Letter", 'L' | 't' << 8 },
     { "Unassigned", 'C' | 'n' << 8 },
     { "Uppercase_Letter", 'L' | 'u' << 8 },
+    { "Combining_Mark", 'M' },
+    { "cntrl", 'C' | 'c' << 8 },
+    { "digit", 'N' | 'd' << 8 },
+    { "punct", 'P' },
     { NULL, 0 }
 };
 
@@ -731,25 +968,54 @@ ngx_http_mcp_schema_ecma(ngx_pool_t *pool, const char *pattern,
 {
     u_char                         *p;
     size_t                          len, n;
+    ngx_uint_t                      class;
     const char                     *s, *end;
     ngx_http_mcp_schema_keyword_t  *c;
 
-    len = ngx_strlen(pattern);
+    /* what a "\s" or "[" may grow to, at most */
+    len = sizeof("(*UTF)") - 1;
 
-    out->data = ngx_pnalloc(pool, sizeof("(*UTF)") - 1 + len);
+    for (s = pattern; *s; s++) {
+        len += (*s == '\\' || *s == '[')
+               ? sizeof(NGX_HTTP_MCP_SCHEMA_ECMA_SPACE) + 4 : 1;
+    }
+
+    out->data = ngx_pnalloc(pool, len);
     if (out->data == NULL) {
         return NGX_ERROR;
     }
 
     p = ngx_cpymem(out->data, "(*UTF)", sizeof("(*UTF)") - 1);
+    class = 0;
 
     for (s = pattern; *s; s++) {
 
-        if (s[0] == '\\' && s[1] != '\0'
-            && !((s[1] == 'p' || s[1] == 'P') && s[2] == '{'))
-        {
-            /* an escape: its next byte is no "\p" of its own */
-            *p++ = *s++;
+        if (!class && s[0] == '[') {
+            /* the empty classes PCRE reads otherwise: none, and any */
+            if (s[1] == ']') {
+                p = ngx_cpymem(p, "(?!)", 4);
+                s++;
+                continue;
+            }
+
+            if (s[1] == '^' && s[2] == ']') {
+                p = ngx_cpymem(p, "[\\s\\S]", 6);
+                s += 2;
+                continue;
+            }
+
+            class = 1;
+            *p++ = *s;
+
+            if (s[1] == '^') {
+                *p++ = *++s;
+            }
+
+            continue;
+        }
+
+        if (class && s[0] == ']') {
+            class = 0;
             *p++ = *s;
             continue;
         }
@@ -759,39 +1025,66 @@ ngx_http_mcp_schema_ecma(ngx_pool_t *pool, const char *pattern,
             continue;
         }
 
-        end = ngx_strchr(s + 3, '}');
+        /* ECMA-262's \s is Unicode's white space, PCRE's ASCII's */
+        if (s[1] == 's' || (s[1] == 'S' && !class)) {
+            if (!class) {
+                *p++ = '[';
 
-        if (end != NULL) {
-            /* General_Category=Letter, gc=Letter: the name alone */
-            for (n = 3; s + n < end && s[n] != '='; n++) { /* void */ }
-
-            n = (s + n < end) ? n + 1 : 3;
-
-            for (c = ngx_http_mcp_schema_categories; c->name; c++) {
-                if ((size_t) (end - s - n) == ngx_strlen(c->name)
-                    && ngx_strncmp(s + n, c->name, end - s - n) == 0)
-                {
-                    break;
+                if (s[1] == 'S') {
+                    *p++ = '^';
                 }
             }
 
-            if (c->name != NULL) {
-                *p++ = '\\';
-                *p++ = s[1];
-                *p++ = '{';
-                *p++ = (u_char) (c->offset & 0xff);
+            p = ngx_cpymem(p, NGX_HTTP_MCP_SCHEMA_ECMA_SPACE,
+                           sizeof(NGX_HTTP_MCP_SCHEMA_ECMA_SPACE) - 1);
 
-                if (c->offset >> 8) {
-                    *p++ = (u_char) (c->offset >> 8);
-                }
+            if (!class) {
+                *p++ = ']';
+            }
 
-                *p++ = '}';
-                s = end;
-                continue;
+            s++;
+            continue;
+        }
+
+        end = ((s[1] == 'p' || s[1] == 'P') && s[2] == '{')
+              ? ngx_strchr(s + 3, '}') : NULL;
+
+        if (end == NULL) {
+            /* an escape: its next byte is no "\p" of its own */
+            *p++ = *s++;
+            *p++ = *s;
+            continue;
+        }
+
+        /* General_Category=Letter, gc=Letter: the name alone */
+        for (n = 3; s + n < end && s[n] != '='; n++) { /* void */ }
+
+        n = (s + n < end) ? n + 1 : 3;
+
+        for (c = ngx_http_mcp_schema_categories; c->name; c++) {
+            if ((size_t) (end - s - n) == ngx_strlen(c->name)
+                && ngx_strncmp(s + n, c->name, end - s - n) == 0)
+            {
+                break;
             }
         }
 
-        *p++ = *s;
+        if (c->name == NULL) {
+            *p++ = *s;
+            continue;
+        }
+
+        *p++ = '\\';
+        *p++ = s[1];
+        *p++ = '{';
+        *p++ = (u_char) (c->offset & 0xff);
+
+        if (c->offset >> 8) {
+            *p++ = (u_char) (c->offset >> 8);
+        }
+
+        *p++ = '}';
+        s = end;
     }
 
     out->len = p - out->data;

@@ -336,6 +336,16 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx,
     if (cJSON_IsNumber(kw) && kw->valuedouble > 0) {
         q = d / kw->valuedouble;
 
+        /*
+         * Past a double's range the quotient is lost; d is then an
+         * integer, a multiple of any 1/n (no fmod(): the module links
+         * no libm).
+         */
+        if (!isfinite(q) && isfinite(d)) {
+            q = 1 / kw->valuedouble;
+            q = (isfinite(q) && floor(q) == q) ? 0 : 0.5;
+        }
+
         if (!isfinite(q) || fabs(q - floor(q + 0.5)) > 1e-9) {
             return ngx_http_mcp_schema_fail(ctx, path,
                                             "must be a multiple of %s",

@@ -498,6 +498,13 @@ test_2020(void)
                      "const: 2^53 - 1 is not 2^53");
     ngx_unit_valid("{\"pattern\":\"^\\\\p{Letter}+$\"}", "\"\u00e9t\u00e9\"",
                    "pattern: code points, and long category names");
+    ngx_unit_valid("{\"pattern\":\"^a\\\\sb$\"}", "\"a\u00a0b\"",
+                   "pattern: \\s is ECMA-262's, no-break space and all");
+    ngx_unit_invalid("{\"pattern\":\"^\\\\S+$\"}", "\"a\u2028\"",
+                     "arguments: must match the pattern \"^\\S+$\"",
+                     "pattern: a line separator is no \\S");
+    ngx_unit_valid("{\"pattern\":\"^[^]$\"}", "\"\u00e9\"",
+                   "pattern: [^] is any character");
 
     s = cJSON_Parse("{\"$schema\":\"https://json-schema.org/draft/2020-12/"
                     "schema\"}");

@@ -22,7 +22,8 @@
 #include "unit.h"
 
 
-#define NGX_UNIT_REMOTE  "http://localhost:1234/"
+#define NGX_UNIT_REMOTE            "http://localhost:1234/"
+#define NGX_UNIT_OPTIONAL_PASSED   841
 
 
 typedef struct {
@@ -119,6 +120,16 @@ main(void)
     printf("# optional: %u/%u passed\n", opt.passed, opt.total);
 
     CHECK(req.total > 1000, "the required files hold the suite's cases");
+
+    /*
+     * The optional cases that fail are listed above, each for a reason
+     * the README's mcp_schema_format section gives (IDNA 2008 tables,
+     * strings with a NUL, which cJSON ends there, PCRE2 10.42's fixed
+     * lookbehinds, the draft-07 keyword dependencies): fewer passing is
+     * a regression.
+     */
+    CHECK(opt.passed >= NGX_UNIT_OPTIONAL_PASSED,
+          "optional: no fewer pass than before");
 
     cJSON_Delete(loaded);
     free(suite);

@@ -616,6 +616,8 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
 {
     cJSON                      *name;
     u_char                      logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end;
+    u_char                     *error;
+    ngx_int_t                   rc;
     ngx_str_t                   s;
     ngx_http_mcp_aggregate_pt   aggregate;
 
@@ -661,6 +663,19 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
     }
 
     if (aggregate != NULL) {
+        /* a backend's tool: the input limits hold here too */
+        rc = ngx_http_mcp_auth_check_input(call->loc_conf, call->pool,
+                                           call->arguments, &error);
+        if (rc != NGX_OK) {
+            ngx_http_mcp_call_error(call, (rc == NGX_DECLINED)
+                                          ? NGX_HTTP_MCP_INVALID_PARAMS
+                                          : NGX_HTTP_MCP_INTERNAL_ERROR,
+                                    (rc == NGX_DECLINED)
+                                    ? (const char *) error
+                                    : "Internal error");
+            return NGX_OK;
+        }
+
         return aggregate(call, NULL);
     }
 

@@ -46,6 +46,7 @@ static ngx_uint_t ngx_http_mcp_schema_is_pointer(const u_char *p);
 static ngx_uint_t ngx_http_mcp_schema_is_uuid(const u_char *p);
 static ngx_uint_t ngx_http_mcp_schema_is_template(const u_char *p);
 static ngx_uint_t ngx_http_mcp_schema_is_pcre_only(const u_char *p);
+static ngx_int_t ngx_http_mcp_schema_bytes(ngx_regex_compile_t *rc);
 
 
 ngx_int_t
@@ -890,7 +891,9 @@ ngx_http_mcp_schema_regex(ngx_pool_t *pool, const char *pattern,
     rc_re.err.len = NGX_MAX_CONF_ERRSTR;
     rc_re.err.data = errstr;
 
-    if (ngx_regex_compile(&rc_re) != NGX_OK) {
+    if (ngx_regex_compile(&rc_re) != NGX_OK
+        && (ngx_http_mcp_schema_bytes(&rc_re) != NGX_OK))
+    {
         if (regex != NULL) {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                           "mcp: invalid pattern in a tool's schema: %V",
@@ -905,6 +908,32 @@ ngx_http_mcp_schema_regex(ngx_pool_t *pool, const char *pattern,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A PCRE built without Unicode refuses "(*UTF)": the pattern is then
+ * read over bytes, as the module did before, rather than refused.
+ */
+
+static ngx_int_t
+ngx_http_mcp_schema_bytes(ngx_regex_compile_t *rc)
+{
+    size_t  utf;
+
+    utf = sizeof("(*UTF)") - 1;
+
+    if (rc->pattern.len < utf
+        || ngx_strncmp(rc->pattern.data, "(*UTF)", utf) != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    rc->pattern.data += utf;
+    rc->pattern.len -= utf;
+    rc->err.len = NGX_MAX_CONF_ERRSTR;
+
+    return ngx_regex_compile(rc);
 }
 
 

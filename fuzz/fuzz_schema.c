@@ -1,9 +1,10 @@
 
 /*
- * libFuzzer target: ngx_http_mcp_schema_validate().  The input is a
+ * libFuzzer target: ngx_http_mcp_schema_validate_opts().  The input is a
  * schema and an instance, both JSON, split at the first NUL byte or,
  * without one, the first newline; without either, the whole input is
- * the instance, checked against a fixed schema.
+ * the instance, checked against a fixed schema.  format asserts when the
+ * input's length is odd, so the format checks see the instance strings.
  *
  * Besides memory errors, it checks what the validator promises: a
  * failure (NGX_DECLINED) comes with a NUL-terminated, printable message
@@ -35,11 +36,12 @@ static char  ngx_fuzz_schema[] =
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    cJSON       *schema, *instance;
-    u_char      *error, *sep;
-    size_t       slen;
-    ngx_int_t    rc;
-    ngx_pool_t  *pool;
+    cJSON                       *schema, *instance;
+    u_char                      *error, *sep;
+    size_t                       slen;
+    ngx_int_t                    rc;
+    ngx_pool_t                  *pool;
+    ngx_http_mcp_schema_opts_t   opts;
 
     sep = memchr(data, '\0', size);
 
@@ -63,7 +65,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (pool != NULL && schema != NULL && instance != NULL) {
         error = NULL;
 
-        rc = ngx_http_mcp_schema_validate(pool, schema, instance, &error);
+        ngx_memzero(&opts, sizeof(ngx_http_mcp_schema_opts_t));
+        opts.format_assert = size & 1;
+
+        rc = ngx_http_mcp_schema_validate_opts(pool, schema, instance, &opts,
+                                               &error);
 
         if (rc == NGX_DECLINED) {
             ngx_fuzz_check_error(error);

@@ -1083,6 +1083,19 @@ ngx_http_mcp_auth_challenge(ngx_http_request_t *r, ngx_str_t *scope)
 }
 
 
+/* mcp_schema_format of the location: whether format asserts */
+
+ngx_uint_t
+ngx_http_mcp_auth_format_assert(void **loc_conf)
+{
+    ngx_http_mcp_auth_loc_conf_t  *alcf;
+
+    alcf = loc_conf[ngx_http_mcp_auth_module.ctx_index];
+
+    return alcf->schema_format;
+}
+
+
 ngx_int_t
 ngx_http_mcp_auth_check_input(void **loc_conf, ngx_pool_t *pool,
     cJSON *arguments, u_char **error)

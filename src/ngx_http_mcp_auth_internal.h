@@ -136,6 +136,8 @@ typedef struct {
     ngx_flag_t                 passthrough;
     ngx_uint_t                 max_depth;
     size_t                     max_string;
+    ngx_uint_t                 schema_format; /* mcp_schema_format:
+                                                 1 assertion */
     unsigned                   metadata:1;  /* mcp_auth_metadata here;
                                                not inherited */
 } ngx_http_mcp_auth_loc_conf_t;

@@ -36,6 +36,14 @@ static void ngx_http_mcp_auth_cache_cleanup(void *data);
 static void ngx_http_mcp_auth_verified_cleanup(void *data);
 
 
+/* format in the schemas a location checks: 2020-12's two vocabularies */
+static ngx_conf_enum_t  ngx_http_mcp_auth_schema_formats[] = {
+    { ngx_string("annotation"), 0 },
+    { ngx_string("assertion"), 1 },
+    { ngx_null_string, 0 }
+};
+
+
 static ngx_command_t  ngx_http_mcp_auth_commands[] = {
 
     { ngx_string("mcp_auth_jwt"),
@@ -156,6 +164,13 @@ static ngx_command_t  ngx_http_mcp_auth_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_mcp_auth_loc_conf_t, max_string),
       NULL },
+
+    { ngx_string("mcp_schema_format"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_auth_loc_conf_t, schema_format),
+      &ngx_http_mcp_auth_schema_formats },
 
       ngx_null_command
 };
@@ -525,6 +540,7 @@ ngx_http_mcp_auth_create_loc_conf(ngx_conf_t *cf)
     conf->passthrough = NGX_CONF_UNSET;
     conf->max_depth = NGX_CONF_UNSET_UINT;
     conf->max_string = NGX_CONF_UNSET_SIZE;
+    conf->schema_format = NGX_CONF_UNSET_UINT;
 
     return conf;
 }
@@ -562,6 +578,7 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->passthrough, prev->passthrough, 0);
     ngx_conf_merge_uint_value(conf->max_depth, prev->max_depth, 5);
     ngx_conf_merge_size_value(conf->max_string, prev->max_string, 10000);
+    ngx_conf_merge_uint_value(conf->schema_format, prev->schema_format, 0);
 
     if (conf->key_request.data == NGX_CONF_UNSET_PTR) {
         if (prev->key_request.data == NGX_CONF_UNSET_PTR) {

@@ -10,6 +10,7 @@
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_task.h"
 #include "ngx_http_mcp_param.h"
+#include "ngx_http_mcp_output.h"
 
 
 /* which revisions have a method */
@@ -615,6 +616,8 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
 {
     cJSON                      *name;
     u_char                      logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end;
+    u_char                     *error;
+    ngx_int_t                   rc;
     ngx_str_t                   s;
     ngx_http_mcp_aggregate_pt   aggregate;
 
@@ -660,6 +663,19 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
     }
 
     if (aggregate != NULL) {
+        /* a backend's tool: the input limits hold here too */
+        rc = ngx_http_mcp_auth_check_input(call->loc_conf, call->pool,
+                                           call->arguments, &error);
+        if (rc != NGX_OK) {
+            ngx_http_mcp_call_error(call, (rc == NGX_DECLINED)
+                                          ? NGX_HTTP_MCP_INVALID_PARAMS
+                                          : NGX_HTTP_MCP_INTERNAL_ERROR,
+                                    (rc == NGX_DECLINED)
+                                    ? (const char *) error
+                                    : "Internal error");
+            return NGX_OK;
+        }
+
         return aggregate(call, NULL);
     }
 
@@ -1079,9 +1095,10 @@ ngx_http_mcp_check_param_headers(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
 {
-    u_char     *error;
-    cJSON      *schema, *result, *content, empty;
-    ngx_int_t   rc;
+    u_char                      *error;
+    cJSON                       *schema, *result, *content, empty;
+    ngx_int_t                    rc;
+    ngx_http_mcp_schema_opts_t   opts;
 
     if (ngx_http_mcp_auth_check_input(call->loc_conf, call->pool,
                                       call->arguments, &error)
@@ -1097,11 +1114,21 @@ ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
     ngx_memzero(&empty, sizeof(cJSON));
     empty.type = cJSON_Object;
 
-    rc = ngx_http_mcp_schema_validate(call->pool, schema,
-                                      call->arguments ? call->arguments
-                                                      : &empty,
-                                      &error);
+    ngx_memzero(&opts, sizeof(ngx_http_mcp_schema_opts_t));
+    opts.format_assert = ngx_http_mcp_auth_format_assert(call->loc_conf);
+
+    rc = ngx_http_mcp_schema_validate_opts(call->pool, schema,
+                                           call->arguments ? call->arguments
+                                                           : &empty,
+                                           &opts, &error);
     if (rc == NGX_OK) {
+        /* what the tool gives back is held to its outputSchema */
+        if (call->finish == NULL
+            && ngx_http_mcp_json_get(call->entry->desc, "outputSchema"))
+        {
+            call->finish = ngx_http_mcp_output_check;
+        }
+
         return NGX_OK;
     }
 

@@ -20,7 +20,9 @@ static ngx_uint_t ngx_http_mcp_loctool_utf8(u_char *p, size_t len);
  * A 2xx reply as a tool result: JSON under an output_schema is
  * structuredContent and its text; images and audio are base64; text is
  * text.  NULL with *failure set
- * when the reply cannot be a result.
+ * when the reply cannot be a result.  Whether the structuredContent
+ * conforms to the output_schema is checked where every tool's result is
+ * (ngx_http_mcp_output.c).
  */
 
 cJSON *

@@ -548,7 +548,8 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
     ngx_int_t *rc)
 {
     cJSON               *name;
-    u_char               logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end;
+    u_char               logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end, *error;
+    ngx_int_t            limits;
     ngx_str_t            tool;
     ngx_uint_t           i;
     ngx_http_mcp_msg_t  *msg;
@@ -597,7 +598,31 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
         tool.len = ngx_strlen(tool.data);
 
         if (ngx_http_mcp_tool_allowed(ctx->conf, &tool)) {
-            continue;
+            /* the input limits hold on every path, mcp_pass too */
+            limits = ngx_http_mcp_auth_check_input(r->loc_conf, r->pool,
+                         cJSON_GetObjectItemCaseSensitive(msg[i].params,
+                                                          "arguments"),
+                         &error);
+            if (limits == NGX_OK) {
+                continue;
+            }
+
+            if (limits == NGX_ERROR) {
+                *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+                return NGX_DECLINED;
+            }
+
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "mcp: tools/call refused: %s", error);
+
+            *rc = ctx->batch
+                  ? ngx_http_mcp_proxy_refuse_batch(ctx, i,
+                                                   NGX_HTTP_MCP_INVALID_PARAMS,
+                                                   (char *) error)
+                  : ngx_http_mcp_send_error(r, NGX_HTTP_OK, msg[i].id,
+                                            NGX_HTTP_MCP_INVALID_PARAMS,
+                                            (char *) error);
+            return NGX_DECLINED;
         }
 
         end = ngx_http_mcp_log_bounded(logged, sizeof(logged), tool.data,

@@ -18,6 +18,8 @@ static ngx_http_mcp_set_t *ngx_http_mcp_set_create(ngx_conf_t *cf,
 static ngx_int_t ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     ngx_array_t *entries, const char *json, const char *key,
     ngx_http_mcp_handler_pt handler, void *data);
+static ngx_int_t ngx_http_mcp_registry_dialect(ngx_conf_t *cf,
+    ngx_http_mcp_set_t *set, ngx_str_t *name, cJSON *desc, const char *key);
 static void ngx_http_mcp_json_cleanup(void *data);
 static ngx_int_t ngx_http_mcp_cursor_parse(cJSON *cursor, ngx_uint_t *offset);
 static char *ngx_http_mcp_cursor_make(ngx_pool_t *pool, ngx_uint_t offset);
@@ -314,6 +316,15 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     params = 0;
 
     if (entries == &set->tools) {
+        if (ngx_http_mcp_registry_dialect(cf, set, &s, desc, "inputSchema")
+               != NGX_OK
+            || ngx_http_mcp_registry_dialect(cf, set, &s, desc,
+                                             "outputSchema")
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
         rc = ngx_http_mcp_param_schema(cf->pool,
                  ngx_http_mcp_json_get(desc, "inputSchema"),
                  &params, &error);
@@ -341,6 +352,33 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     e->params = (params != 0);
 
     return NGX_OK;
+}
+
+
+/*
+ * The module validates JSON Schema 2020-12, the dialect MCP names: a
+ * tool's schema that says it is another one would be read wrong.
+ */
+
+static ngx_int_t
+ngx_http_mcp_registry_dialect(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
+    ngx_str_t *name, cJSON *desc, const char *key)
+{
+    const char  *dialect;
+
+    dialect = ngx_http_mcp_schema_dialect(ngx_http_mcp_json_get(desc, key));
+
+    if (dialect == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "MCP tool \"%V\" in set \"%V\": the %s's $schema "
+                       "\"%s\" is not JSON Schema 2020-12 (%s)", name,
+                       &set->name, key, dialect,
+                       "https://json-schema.org/draft/2020-12/schema");
+
+    return NGX_ERROR;
 }
 
 

@@ -1,180 +1,112 @@
 
 /*
- * JSON Schema 2020-12 validation of tool arguments, over cJSON trees;
- * pure (a pool, two trees, ngx_regex for "pattern").  Keywords: type,
- * enum, const, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
- * multipleOf, minLength, maxLength, pattern, properties,
- * patternProperties, additionalProperties, required, minProperties,
- * maxProperties, items, prefixItems, minItems, maxItems, uniqueItems,
- * allOf, anyOf, oneOf, not, if/then/else, $ref (local JSON pointers and
- * anchors).  Other keywords are annotations here and pass; a $ref to
- * another document passes too.  The first failure is reported, with the
+ * JSON Schema 2020-12 validation over cJSON trees; pure (a pool, two
+ * trees, ngx_regex for "pattern").  Every keyword of the core,
+ * applicator, unevaluated and validation vocabularies; "format" as an
+ * annotation, or as an assertion when the caller asks for it (the
+ * format-assertion vocabulary).  The first failure is reported, with the
  * path of the failing value.
+ *
+ * The hard part is unevaluatedProperties and unevaluatedItems: they see
+ * what the other keywords of their schema object and every subschema
+ * applied in place to the same value evaluated.  Those annotations are a
+ * bitmap over the value's members (by position), kept only below a
+ * schema object that holds one of the two keywords: a flat object schema
+ * passes NULL and pays nothing.  A branch of anyOf, oneOf or if gets a
+ * bitmap of its own, merged only when the branch holds.
+ *
+ * References: "#/pointer" walks the current resource at once; anything
+ * else ($id-relative URIs, anchors, $dynamicRef, other documents) goes
+ * through an index of the schema's resources and anchors, built on the
+ * first such reference of a call only.  Another document is asked of the
+ * caller's loader (the unit tests map the suite's remotes); without one,
+ * a reference to it passes unchecked: the module fetches nothing.
  */
 
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <cjson/cJSON.h>
-#include <math.h>
-#include <stdio.h>
 
-#include "ngx_http_mcp_auth.h"
-#include "ngx_http_mcp_json.h"
-
-
-#define NGX_HTTP_MCP_SCHEMA_MAX_DEPTH  64
-
-/*
- * Subschemas checked for one instance, at most: a $ref back into
- * anyOf, oneOf or not re-checks the same value on every branch, and 64
- * levels of two branches are 2^64 checks.  A million covers instances of
- * the largest request many times over and bounds a worker's time at a
- * fraction of a second.
- */
-#define NGX_HTTP_MCP_SCHEMA_MAX_STEPS  1000000
-#define NGX_HTTP_MCP_SCHEMA_ERROR_LEN  256
-#define NGX_HTTP_MCP_SCHEMA_NUM_LEN    32
-
-
-typedef struct {
-    ngx_pool_t                *pool;
-    cJSON                     *root;
-    u_char                    *error;
-    ngx_uint_t                 depth;
-    ngx_uint_t                 steps;       /* subschemas checked */
-    ngx_uint_t                 exhausted;   /* past MAX_STEPS: refused,
-                                               whatever a not makes of it */
-    ngx_uint_t                 quiet;       /* inside anyOf, oneOf, not */
-    ngx_int_t                  failed;      /* NGX_ERROR seen */
-} ngx_http_mcp_schema_ctx_t;
-
-
-/* a schema object's keywords, found in one walk of its members */
-typedef struct {
-    cJSON                     *ref;
-    cJSON                     *additional_properties;
-    cJSON                     *all_of;
-    cJSON                     *any_of;
-    cJSON                     *const_;
-    cJSON                     *else_;
-    cJSON                     *enum_;
-    cJSON                     *exclusive_maximum;
-    cJSON                     *exclusive_minimum;
-    cJSON                     *if_;
-    cJSON                     *items;
-    cJSON                     *max_items;
-    cJSON                     *max_length;
-    cJSON                     *max_properties;
-    cJSON                     *maximum;
-    cJSON                     *min_items;
-    cJSON                     *min_length;
-    cJSON                     *min_properties;
-    cJSON                     *minimum;
-    cJSON                     *multiple_of;
-    cJSON                     *not_;
-    cJSON                     *one_of;
-    cJSON                     *pattern;
-    cJSON                     *pattern_properties;
-    cJSON                     *prefix_items;
-    cJSON                     *properties;
-    cJSON                     *required;
-    cJSON                     *then;
-    cJSON                     *type;
-    cJSON                     *unique_items;
-} ngx_http_mcp_schema_kw_t;
-
-
-typedef struct {
-    const char                *name;
-    size_t                     offset;
-} ngx_http_mcp_schema_keyword_t;
+#include "ngx_http_mcp_schema_internal.h"
 
 
 static ngx_int_t ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx,
-    cJSON *schema, cJSON *v, ngx_str_t *path);
-static void ngx_http_mcp_schema_keywords(cJSON *schema,
-    ngx_http_mcp_schema_kw_t *k);
-static ngx_int_t ngx_http_mcp_schema_type(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
-static ngx_uint_t ngx_http_mcp_schema_is_type(cJSON *v, const char *type);
-static ngx_int_t ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
-static ngx_int_t ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
+    cJSON *schema, cJSON *v, ngx_str_t *path,
+    ngx_http_mcp_schema_eval_t *ev);
 static ngx_int_t ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path,
+    ngx_http_mcp_schema_eval_t *ev);
+static ngx_int_t ngx_http_mcp_schema_members(
+    ngx_http_mcp_schema_ctx_t *ctx, ngx_http_mcp_schema_kw_t *k, cJSON *v,
+    ngx_str_t *path, ngx_http_mcp_schema_eval_t *ev);
 static ngx_int_t ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path,
+    ngx_http_mcp_schema_eval_t *ev);
+static ngx_int_t ngx_http_mcp_schema_contains(
+    ngx_http_mcp_schema_ctx_t *ctx, ngx_http_mcp_schema_kw_t *k, cJSON *v,
+    ngx_str_t *path, ngx_http_mcp_schema_eval_t *ev);
 static ngx_int_t ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path);
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path,
+    ngx_http_mcp_schema_eval_t *ev);
+static ngx_int_t ngx_http_mcp_schema_unevaluated(
+    ngx_http_mcp_schema_ctx_t *ctx, ngx_http_mcp_schema_kw_t *k, cJSON *v,
+    ngx_str_t *path, ngx_http_mcp_schema_eval_t *ev);
 static ngx_int_t ngx_http_mcp_schema_try(ngx_http_mcp_schema_ctx_t *ctx,
-    cJSON *schema, cJSON *v, ngx_str_t *path);
-static cJSON *ngx_http_mcp_schema_ref(ngx_http_mcp_schema_ctx_t *ctx,
-    const char *ref);
-static cJSON *ngx_http_mcp_schema_anchor(cJSON *schema, const char *name);
-static ngx_int_t ngx_http_mcp_schema_match(ngx_http_mcp_schema_ctx_t *ctx,
-    const char *pattern, const char *s);
-static ngx_str_t *ngx_http_mcp_schema_path(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_str_t *path, const char *name, ngx_uint_t index);
-static ngx_int_t ngx_http_mcp_schema_fail(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_str_t *path, const char *fmt, ...);
-static char *ngx_http_mcp_schema_num(char *buf, double d);
-
-
-/* sorted by name (strcmp), for the binary search */
-static ngx_http_mcp_schema_keyword_t  ngx_http_mcp_schema_keywords_all[] = {
-    { "$ref", offsetof(ngx_http_mcp_schema_kw_t, ref) },
-    { "additionalProperties", offsetof(ngx_http_mcp_schema_kw_t, additional_properties) },
-    { "allOf", offsetof(ngx_http_mcp_schema_kw_t, all_of) },
-    { "anyOf", offsetof(ngx_http_mcp_schema_kw_t, any_of) },
-    { "const", offsetof(ngx_http_mcp_schema_kw_t, const_) },
-    { "else", offsetof(ngx_http_mcp_schema_kw_t, else_) },
-    { "enum", offsetof(ngx_http_mcp_schema_kw_t, enum_) },
-    { "exclusiveMaximum", offsetof(ngx_http_mcp_schema_kw_t, exclusive_maximum) },
-    { "exclusiveMinimum", offsetof(ngx_http_mcp_schema_kw_t, exclusive_minimum) },
-    { "if", offsetof(ngx_http_mcp_schema_kw_t, if_) },
-    { "items", offsetof(ngx_http_mcp_schema_kw_t, items) },
-    { "maxItems", offsetof(ngx_http_mcp_schema_kw_t, max_items) },
-    { "maxLength", offsetof(ngx_http_mcp_schema_kw_t, max_length) },
-    { "maxProperties", offsetof(ngx_http_mcp_schema_kw_t, max_properties) },
-    { "maximum", offsetof(ngx_http_mcp_schema_kw_t, maximum) },
-    { "minItems", offsetof(ngx_http_mcp_schema_kw_t, min_items) },
-    { "minLength", offsetof(ngx_http_mcp_schema_kw_t, min_length) },
-    { "minProperties", offsetof(ngx_http_mcp_schema_kw_t, min_properties) },
-    { "minimum", offsetof(ngx_http_mcp_schema_kw_t, minimum) },
-    { "multipleOf", offsetof(ngx_http_mcp_schema_kw_t, multiple_of) },
-    { "not", offsetof(ngx_http_mcp_schema_kw_t, not_) },
-    { "oneOf", offsetof(ngx_http_mcp_schema_kw_t, one_of) },
-    { "pattern", offsetof(ngx_http_mcp_schema_kw_t, pattern) },
-    { "patternProperties", offsetof(ngx_http_mcp_schema_kw_t, pattern_properties) },
-    { "prefixItems", offsetof(ngx_http_mcp_schema_kw_t, prefix_items) },
-    { "properties", offsetof(ngx_http_mcp_schema_kw_t, properties) },
-    { "required", offsetof(ngx_http_mcp_schema_kw_t, required) },
-    { "then", offsetof(ngx_http_mcp_schema_kw_t, then) },
-    { "type", offsetof(ngx_http_mcp_schema_kw_t, type) },
-    { "uniqueItems", offsetof(ngx_http_mcp_schema_kw_t, unique_items) },
-};
+    cJSON *schema, cJSON *v, ngx_str_t *path,
+    ngx_http_mcp_schema_eval_t *ev);
+static ngx_int_t ngx_http_mcp_schema_follow(ngx_http_mcp_schema_ctx_t *ctx,
+    const char *ref, ngx_uint_t dynamic, cJSON *v, ngx_str_t *path,
+    ngx_http_mcp_schema_eval_t *ev);
+static ngx_int_t ngx_http_mcp_schema_push(ngx_http_mcp_schema_ctx_t *ctx,
+    cJSON *res, u_char *base, ngx_str_t *path);
+static void ngx_http_mcp_schema_vocabulary(ngx_http_mcp_schema_ctx_t *ctx);
 
 
 ngx_int_t
 ngx_http_mcp_schema_validate(ngx_pool_t *pool, cJSON *schema,
     cJSON *instance, u_char **error)
 {
+    return ngx_http_mcp_schema_validate_opts(pool, schema, instance, NULL,
+                                             error);
+}
+
+
+ngx_int_t
+ngx_http_mcp_schema_validate_opts(ngx_pool_t *pool, cJSON *schema,
+    cJSON *instance, ngx_http_mcp_schema_opts_t *opts, u_char **error)
+{
     ngx_int_t                   rc;
     ngx_str_t                   path = ngx_string("arguments");
     ngx_http_mcp_schema_ctx_t   ctx;
-
-    ngx_memzero(&ctx, sizeof(ngx_http_mcp_schema_ctx_t));
-
-    ctx.pool = pool;
-    ctx.root = schema;
 
     if (schema == NULL) {
         return NGX_OK;
     }
 
-    rc = ngx_http_mcp_schema_check(&ctx, schema, instance, &path);
+    /* the regex cache and the scope: only the entries counted are read */
+    ngx_memzero(&ctx, offsetof(ngx_http_mcp_schema_ctx_t, regex));
+
+    ctx.pool = pool;
+    ctx.root = schema;
+    ctx.opts = opts;
+    ctx.format = (opts != NULL && opts->format_assert);
+
+    if (opts != NULL && opts->path != NULL) {
+        path.data = (u_char *) opts->path;
+        path.len = ngx_strlen(opts->path);
+    }
+
+    ctx.nscope = 1;
+    ctx.scope[0].res = schema;
+    ctx.scope[0].base = (u_char *) "";
+
+    /* the root's $id, if any, is read as check() finds it */
+    if (opts != NULL && opts->load != NULL && cJSON_IsObject(schema)) {
+        ngx_http_mcp_schema_vocabulary(&ctx);
+    }
+
+    rc = ngx_http_mcp_schema_check(&ctx, schema, instance, &path, NULL);
 
     if (ctx.failed) {
         return NGX_ERROR;
@@ -196,13 +128,95 @@ ngx_http_mcp_schema_validate(ngx_pool_t *pool, cJSON *schema,
 }
 
 
+/*
+ * The dialect of a configured schema: none named, or 2020-12.  NULL, or
+ * the $schema that names another (for the nginx -t message).
+ */
+
+const char *
+ngx_http_mcp_schema_dialect(cJSON *schema)
+{
+    cJSON   *s;
+    size_t   len;
+
+    s = ngx_http_mcp_json_get(schema, "$schema");
+
+    if (s == NULL) {
+        return NULL;
+    }
+
+    if (!cJSON_IsString(s)) {
+        return "(not a string)";
+    }
+
+    len = sizeof(NGX_HTTP_MCP_SCHEMA_DIALECT) - 1;
+
+    if (ngx_strncmp(s->valuestring, NGX_HTTP_MCP_SCHEMA_DIALECT, len) == 0
+        && (s->valuestring[len] == '\0'
+            || (s->valuestring[len] == '#' && s->valuestring[len + 1] == '\0')))
+    {
+        return NULL;
+    }
+
+    return s->valuestring;
+}
+
+
+/*
+ * A $schema naming a meta-schema the loader has: its $vocabulary says
+ * whether the validation keywords assert, and whether format does.
+ */
+
+static void
+ngx_http_mcp_schema_vocabulary(ngx_http_mcp_schema_ctx_t *ctx)
+{
+    cJSON   *s, *meta, *vocab, *v;
+    size_t   len;
+
+    if (ngx_http_mcp_schema_dialect(ctx->root) == NULL) {
+        return;
+    }
+
+    s = ngx_http_mcp_json_get(ctx->root, "$schema");
+
+    if (!cJSON_IsString(s)) {
+        return;
+    }
+
+    meta = ctx->opts->load(ctx->opts->data, s->valuestring);
+    vocab = ngx_http_mcp_json_get(meta, "$vocabulary");
+
+    if (!cJSON_IsObject(vocab)) {
+        return;
+    }
+
+    ctx->novalidation = 1;
+    len = sizeof(NGX_HTTP_MCP_SCHEMA_VOCAB) - 1;
+
+    cJSON_ArrayForEach(v, vocab) {
+        if (ngx_strncmp(v->string, NGX_HTTP_MCP_SCHEMA_VOCAB, len) != 0) {
+            continue;
+        }
+
+        if (ngx_strcmp(v->string + len, "validation") == 0) {
+            ctx->novalidation = 0;
+
+        } else if (ngx_strcmp(v->string + len, "format-assertion") == 0) {
+            ctx->format = 1;
+        }
+    }
+}
+
+
 static ngx_int_t
 ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
-    cJSON *v, ngx_str_t *path)
+    cJSON *v, ngx_str_t *path, ngx_http_mcp_schema_eval_t *ev)
 {
-    cJSON                     *kw, *target;
-    ngx_int_t                  rc;
-    ngx_http_mcp_schema_kw_t   k;
+    u_char                      *base;
+    ngx_int_t                    rc;
+    ngx_uint_t                   entered;
+    ngx_http_mcp_schema_kw_t     k;
+    ngx_http_mcp_schema_eval_t  *own;
 
     if (cJSON_IsTrue(schema)) {
         return NGX_OK;
@@ -227,25 +241,68 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
                                         "the schema");
     }
 
-    rc = NGX_OK;
-
     ngx_http_mcp_schema_keywords(schema, &k);
 
-    kw = k.ref;
+    entered = 0;
 
-    if (cJSON_IsString(kw)) {
-        target = ngx_http_mcp_schema_ref(ctx, kw->valuestring);
-
-        if (target != NULL) {
-            rc = ngx_http_mcp_schema_check(ctx, target, v, path);
+    /* the root's $id: the base of the document */
+    if (cJSON_IsString(k.id) && schema == ctx->root && ctx->depth == 1) {
+        ctx->scope[0].base = ngx_http_mcp_schema_id(ctx, (u_char *) "",
+                                                    k.id->valuestring);
+        if (ctx->scope[0].base == NULL) {
+            ctx->depth--;
+            return NGX_ERROR;
         }
     }
 
-    if (rc == NGX_OK) {
+    /* a resource of its own: the base of the references inside */
+    if (cJSON_IsString(k.id) && schema != ctx->scope[ctx->nscope - 1].res) {
+        base = ngx_http_mcp_schema_id(ctx, ctx->scope[ctx->nscope - 1].base,
+                                      k.id->valuestring);
+        if (base == NULL) {
+            ctx->depth--;
+            return NGX_ERROR;
+        }
+
+        rc = ngx_http_mcp_schema_push(ctx, schema, base, path);
+        if (rc != NGX_OK) {
+            ctx->depth--;
+            return rc;
+        }
+
+        entered = 1;
+    }
+
+    /* the annotations unevaluated* read are this object's own */
+    own = ev;
+
+    if ((k.unevaluated_properties != NULL && cJSON_IsObject(v))
+        || (k.unevaluated_items != NULL && cJSON_IsArray(v)))
+    {
+        own = ngx_http_mcp_schema_eval(ctx, v);
+        if (own == NULL) {
+            rc = NGX_ERROR;
+            goto done;
+        }
+    }
+
+    rc = NGX_OK;
+
+    if (cJSON_IsString(k.ref)) {
+        rc = ngx_http_mcp_schema_follow(ctx, k.ref->valuestring, 0, v, path,
+                                        own);
+    }
+
+    if (rc == NGX_OK && cJSON_IsString(k.dynamic_ref)) {
+        rc = ngx_http_mcp_schema_follow(ctx, k.dynamic_ref->valuestring, 1,
+                                        v, path, own);
+    }
+
+    if (rc == NGX_OK && !ctx->novalidation) {
         rc = ngx_http_mcp_schema_type(ctx, &k, v, path);
     }
 
-    if (rc == NGX_OK && cJSON_IsNumber(v)) {
+    if (rc == NGX_OK && cJSON_IsNumber(v) && !ctx->novalidation) {
         rc = ngx_http_mcp_schema_number(ctx, &k, v, path);
     }
 
@@ -254,15 +311,29 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
     }
 
     if (rc == NGX_OK && cJSON_IsObject(v)) {
-        rc = ngx_http_mcp_schema_object(ctx, &k, v, path);
+        rc = ngx_http_mcp_schema_object(ctx, &k, v, path, own);
     }
 
     if (rc == NGX_OK && cJSON_IsArray(v)) {
-        rc = ngx_http_mcp_schema_array(ctx, &k, v, path);
+        rc = ngx_http_mcp_schema_array(ctx, &k, v, path, own);
     }
 
     if (rc == NGX_OK) {
-        rc = ngx_http_mcp_schema_combine(ctx, &k, v, path);
+        rc = ngx_http_mcp_schema_combine(ctx, &k, v, path, own);
+    }
+
+    if (rc == NGX_OK && own != ev) {
+        rc = ngx_http_mcp_schema_unevaluated(ctx, &k, v, path, own);
+
+        if (rc == NGX_OK && ev != NULL) {
+            rc = ngx_http_mcp_schema_merge(ctx, ev, own);
+        }
+    }
+
+done:
+
+    if (entered) {
+        ctx->nscope--;
     }
 
     ctx->depth--;
@@ -271,309 +342,143 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 }
 
 
-/*
- * A schema object's keywords in one walk of its members, instead of a
- * walk of them for each of the thirty keywords: each member's name is
- * looked up in the sorted table.  The first member of a name wins, as
- * ngx_http_mcp_json_get() would have it.
- */
-
-static void
-ngx_http_mcp_schema_keywords(cJSON *schema, ngx_http_mcp_schema_kw_t *k)
+static ngx_int_t
+ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
+    ngx_http_mcp_schema_kw_t *k,
+    cJSON *v, ngx_str_t *path, ngx_http_mcp_schema_eval_t *ev)
 {
-    cJSON       *m, **slot;
+    cJSON       *kw, *item, *dep, *name;
     ngx_int_t    rc;
-    ngx_uint_t   lo, hi, mid;
+    ngx_uint_t   n;
 
-    ngx_memzero(k, sizeof(ngx_http_mcp_schema_kw_t));
-
-    for (m = schema->child; m != NULL; m = m->next) {
-
-        if (m->string == NULL) {
-            continue;
-        }
-
-        lo = 0;
-        hi = sizeof(ngx_http_mcp_schema_keywords_all)
-             / sizeof(ngx_http_mcp_schema_keyword_t);
-
-        while (lo < hi) {
-            mid = (lo + hi) / 2;
-            rc = ngx_strcmp(m->string,
-                            ngx_http_mcp_schema_keywords_all[mid].name);
-
-            if (rc == 0) {
-                slot = (cJSON **) ((u_char *) k
-                          + ngx_http_mcp_schema_keywords_all[mid].offset);
-
-                if (*slot == NULL) {
-                    *slot = m;
-                }
-
-                break;
-            }
-
-            if (rc < 0) {
-                hi = mid;
-
-            } else {
-                lo = mid + 1;
-            }
-        }
-    }
-}
-
-
-/* type, enum, const */
-
-static ngx_int_t
-ngx_http_mcp_schema_type(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_http_mcp_schema_kw_t *k,
-    cJSON *v, ngx_str_t *path)
-{
-    cJSON  *kw, *t;
-
-    kw = k->type;
-
-    if (cJSON_IsString(kw)) {
-        if (!ngx_http_mcp_schema_is_type(v, kw->valuestring)) {
-            return ngx_http_mcp_schema_fail(ctx, path, "must be of type %s",
-                                            kw->valuestring);
-        }
-
-    } else if (cJSON_IsArray(kw)) {
-        cJSON_ArrayForEach(t, kw) {
-            if (cJSON_IsString(t)
-                && ngx_http_mcp_schema_is_type(v, t->valuestring))
+    if (!ctx->novalidation) {
+        cJSON_ArrayForEach(kw, k->required) {
+            if (cJSON_IsString(kw)
+                && ngx_http_mcp_json_get(v, kw->valuestring) == NULL)
             {
-                break;
+                return ngx_http_mcp_schema_fail(ctx, path,
+                                                "\"%s\" is required",
+                                                kw->valuestring);
             }
         }
 
-        if (t == NULL) {
-            return ngx_http_mcp_schema_fail(ctx, path, "has the wrong type");
-        }
-    }
+        kw = cJSON_IsObject(k->dependent_required) ? k->dependent_required
+                                                   : NULL;
 
-    kw = k->enum_;
+        cJSON_ArrayForEach(dep, kw) {
+            if (ngx_http_mcp_json_get(v, dep->string) == NULL) {
+                continue;
+            }
 
-    if (cJSON_IsArray(kw)) {
-        cJSON_ArrayForEach(t, kw) {
-            if (cJSON_Compare(t, v, 1)) {
-                break;
+            cJSON_ArrayForEach(name, dep) {
+                if (cJSON_IsString(name)
+                    && ngx_http_mcp_json_get(v, name->valuestring) == NULL)
+                {
+                    return ngx_http_mcp_schema_fail(ctx, path,
+                                                    "\"%s\" is required "
+                                                    "with \"%s\"",
+                                                    name->valuestring,
+                                                    dep->string);
+                }
             }
         }
-
-        if (t == NULL) {
-            return ngx_http_mcp_schema_fail(ctx, path,
-                                            "must be one of the enum values");
-        }
     }
 
-    kw = k->const_;
-
-    if (kw != NULL && !cJSON_Compare(kw, v, 1)) {
-        return ngx_http_mcp_schema_fail(ctx, path,
-                                        "must equal the const value");
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_uint_t
-ngx_http_mcp_schema_is_type(cJSON *v, const char *type)
-{
-    double  d;
-
-    switch (type[0]) {
-
-    case 'o':
-        return cJSON_IsObject(v) && ngx_strcmp(type, "object") == 0;
-
-    case 'a':
-        return cJSON_IsArray(v) && ngx_strcmp(type, "array") == 0;
-
-    case 's':
-        return cJSON_IsString(v) && ngx_strcmp(type, "string") == 0;
-
-    case 'b':
-        return cJSON_IsBool(v) && ngx_strcmp(type, "boolean") == 0;
-
-    case 'n':
-        if (ngx_strcmp(type, "null") == 0) {
-            return cJSON_IsNull(v);
-        }
-
-        return cJSON_IsNumber(v) && ngx_strcmp(type, "number") == 0;
-
-    case 'i':
-        if (!cJSON_IsNumber(v) || ngx_strcmp(type, "integer") != 0) {
-            return 0;
-        }
-
-        d = v->valuedouble;
-
-        return isfinite(d) && floor(d) == d;
-
-    default:
-        return 0;
-    }
-}
-
-
-static ngx_int_t
-ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_http_mcp_schema_kw_t *k,
-    cJSON *v, ngx_str_t *path)
-{
-    char     nbuf[NGX_HTTP_MCP_SCHEMA_NUM_LEN];
-    cJSON   *kw;
-    double   d, q;
-
-    d = v->valuedouble;
-
-    kw = k->minimum;
-
-    if (cJSON_IsNumber(kw) && d < kw->valuedouble) {
-        return ngx_http_mcp_schema_fail(ctx, path, "must be >= %s",
-                                        ngx_http_mcp_schema_num(nbuf,
-                                            kw->valuedouble));
-    }
-
-    kw = k->maximum;
-
-    if (cJSON_IsNumber(kw) && d > kw->valuedouble) {
-        return ngx_http_mcp_schema_fail(ctx, path, "must be <= %s",
-                                        ngx_http_mcp_schema_num(nbuf,
-                                            kw->valuedouble));
-    }
-
-    kw = k->exclusive_minimum;
-
-    if (cJSON_IsNumber(kw) && d <= kw->valuedouble) {
-        return ngx_http_mcp_schema_fail(ctx, path, "must be > %s",
-                                        ngx_http_mcp_schema_num(nbuf,
-                                            kw->valuedouble));
-    }
-
-    kw = k->exclusive_maximum;
-
-    if (cJSON_IsNumber(kw) && d >= kw->valuedouble) {
-        return ngx_http_mcp_schema_fail(ctx, path, "must be < %s",
-                                        ngx_http_mcp_schema_num(nbuf,
-                                            kw->valuedouble));
-    }
-
-    kw = k->multiple_of;
-
-    if (cJSON_IsNumber(kw) && kw->valuedouble > 0) {
-        q = d / kw->valuedouble;
-
-        if (!isfinite(q) || fabs(q - floor(q + 0.5)) > 1e-9) {
-            return ngx_http_mcp_schema_fail(ctx, path,
-                                            "must be a multiple of %s",
-                                        ngx_http_mcp_schema_num(nbuf,
-                                            kw->valuedouble));
-        }
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_http_mcp_schema_kw_t *k,
-    cJSON *v, ngx_str_t *path)
-{
-    char        nbuf[NGX_HTTP_MCP_SCHEMA_NUM_LEN];
-    u_char     *p;
-    cJSON      *kw;
-    ngx_int_t   rc;
-    ngx_uint_t  n;
-
-    /* lengths count code points */
-    n = 0;
-
-    for (p = (u_char *) v->valuestring; *p; p++) {
-        n += ((*p & 0xc0) != 0x80);
-    }
-
-    kw = k->min_length;
-
-    if (cJSON_IsNumber(kw) && (double) n < kw->valuedouble) {
-        return ngx_http_mcp_schema_fail(ctx, path,
-                                        "must be at least %s characters "
-                                        "long",
-                                        ngx_http_mcp_schema_num(nbuf,
-                                            kw->valuedouble));
-    }
-
-    kw = k->max_length;
-
-    if (cJSON_IsNumber(kw) && (double) n > kw->valuedouble) {
-        return ngx_http_mcp_schema_fail(ctx, path,
-                                        "must be at most %s characters "
-                                        "long",
-                                        ngx_http_mcp_schema_num(nbuf,
-                                            kw->valuedouble));
-    }
-
-    kw = k->pattern;
-
-    if (cJSON_IsString(kw)) {
-        rc = ngx_http_mcp_schema_match(ctx, kw->valuestring, v->valuestring);
-
-        if (rc == NGX_DECLINED) {
-            return ngx_http_mcp_schema_fail(ctx, path,
-                                            "must match the pattern \"%s\"",
-                                            kw->valuestring);
-        }
-
+    if (k->properties != NULL || k->pattern_properties != NULL
+        || k->additional_properties != NULL)
+    {
+        rc = ngx_http_mcp_schema_members(ctx, k, v, path, ev);
         if (rc != NGX_OK) {
             return rc;
         }
     }
 
+    kw = k->property_names;
+
+    if (kw != NULL) {
+        cJSON_ArrayForEach(item, v) {
+            cJSON  name_value;
+
+            ngx_memzero(&name_value, sizeof(cJSON));
+            name_value.type = cJSON_String;
+            name_value.valuestring = item->string;
+
+            rc = ngx_http_mcp_schema_try(ctx, kw, &name_value, path, NULL);
+
+            if (rc == NGX_DECLINED) {
+                return ngx_http_mcp_schema_fail(ctx, path,
+                                                "has an invalid property "
+                                                "name \"%s\"", item->string);
+            }
+
+            if (rc != NGX_OK) {
+                return rc;
+            }
+        }
+    }
+
+    kw = cJSON_IsObject(k->dependent_schemas) ? k->dependent_schemas : NULL;
+
+    cJSON_ArrayForEach(dep, kw) {
+        if (ngx_http_mcp_json_get(v, dep->string) == NULL) {
+            continue;
+        }
+
+        rc = ngx_http_mcp_schema_check(ctx, dep, v, path, ev);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    if (ctx->novalidation
+        || (k->min_properties == NULL && k->max_properties == NULL))
+    {
+        return NGX_OK;
+    }
+
+    n = cJSON_GetArraySize(v);
+
+    kw = k->min_properties;
+
+    if (cJSON_IsNumber(kw) && (double) n < kw->valuedouble) {
+        return ngx_http_mcp_schema_fail(ctx, path, "has too few properties");
+    }
+
+    kw = k->max_properties;
+
+    if (cJSON_IsNumber(kw) && (double) n > kw->valuedouble) {
+        return ngx_http_mcp_schema_fail(ctx, path,
+                                        "has too many properties");
+    }
+
     return NGX_OK;
 }
 
 
+/* properties, patternProperties, additionalProperties */
+
 static ngx_int_t
-ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
-    ngx_http_mcp_schema_kw_t *k,
-    cJSON *v, ngx_str_t *path)
+ngx_http_mcp_schema_members(ngx_http_mcp_schema_ctx_t *ctx,
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path,
+    ngx_http_mcp_schema_eval_t *ev)
 {
-    cJSON       *props, *pprops, *addl, *req, *kw, *item, *sub, *pp;
+    cJSON       *props, *pprops, *addl, *item, *sub, *pp;
     ngx_int_t    rc;
     ngx_str_t   *child;
-    ngx_uint_t   n, matched;
+    ngx_uint_t   i, matched;
 
     props = k->properties;
     pprops = k->pattern_properties;
     addl = k->additional_properties;
-    req = k->required;
 
     /* the entries of an array have no names to compile */
     if (!cJSON_IsObject(pprops)) {
         pprops = NULL;
     }
 
-    cJSON_ArrayForEach(kw, req) {
-        if (cJSON_IsString(kw)
-            && ngx_http_mcp_json_get(v, kw->valuestring) == NULL)
-        {
-            return ngx_http_mcp_schema_fail(ctx, path,
-                                            "\"%s\" is required",
-                                            kw->valuestring);
-        }
-    }
+    i = 0;
 
-    n = 0;
-
-    cJSON_ArrayForEach(item, v) {
-        n++;
+    for (item = v->child; item != NULL; item = item->next, i++) {
         matched = 0;
         child = NULL;
 
@@ -589,7 +494,7 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
                 return NGX_ERROR;
             }
 
-            rc = ngx_http_mcp_schema_check(ctx, sub, item, child);
+            rc = ngx_http_mcp_schema_check(ctx, sub, item, child, NULL);
             if (rc != NGX_OK) {
                 return rc;
             }
@@ -616,44 +521,37 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
                 }
             }
 
-            rc = ngx_http_mcp_schema_check(ctx, pp, item, child);
+            rc = ngx_http_mcp_schema_check(ctx, pp, item, child, NULL);
             if (rc != NGX_OK) {
                 return rc;
             }
         }
 
-        if (matched || addl == NULL) {
-            continue;
+        if (!matched && addl != NULL) {
+            if (cJSON_IsFalse(addl)) {
+                return ngx_http_mcp_schema_fail(ctx, path,
+                                                "unknown property \"%s\"",
+                                                item->string);
+            }
+
+            child = ngx_http_mcp_schema_path(ctx, path, item->string, 0);
+            if (child == NULL) {
+                return NGX_ERROR;
+            }
+
+            rc = ngx_http_mcp_schema_check(ctx, addl, item, child, NULL);
+            if (rc != NGX_OK) {
+                return rc;
+            }
+
+            matched = 1;
         }
 
-        if (cJSON_IsFalse(addl)) {
-            return ngx_http_mcp_schema_fail(ctx, path,
-                                            "unknown property \"%s\"",
-                                            item->string);
-        }
-
-        child = ngx_http_mcp_schema_path(ctx, path, item->string, 0);
-        if (child == NULL) {
+        if (matched && ev != NULL
+            && ngx_http_mcp_schema_mark(ctx, ev, i) != NGX_OK)
+        {
             return NGX_ERROR;
         }
-
-        rc = ngx_http_mcp_schema_check(ctx, addl, item, child);
-        if (rc != NGX_OK) {
-            return rc;
-        }
-    }
-
-    kw = k->min_properties;
-
-    if (cJSON_IsNumber(kw) && (double) n < kw->valuedouble) {
-        return ngx_http_mcp_schema_fail(ctx, path, "has too few properties");
-    }
-
-    kw = k->max_properties;
-
-    if (cJSON_IsNumber(kw) && (double) n > kw->valuedouble) {
-        return ngx_http_mcp_schema_fail(ctx, path,
-                                        "has too many properties");
     }
 
     return NGX_OK;
@@ -663,7 +561,7 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
 static ngx_int_t
 ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
     ngx_http_mcp_schema_kw_t *k,
-    cJSON *v, ngx_str_t *path)
+    cJSON *v, ngx_str_t *path, ngx_http_mcp_schema_eval_t *ev)
 {
     char         nbuf[NGX_HTTP_MCP_SCHEMA_NUM_LEN];
     cJSON       *items, *prefix, *kw, *item, *p, *other;
@@ -686,9 +584,14 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
                 return NGX_ERROR;
             }
 
-            rc = ngx_http_mcp_schema_check(ctx, kw, item, child);
+            rc = ngx_http_mcp_schema_check(ctx, kw, item, child, NULL);
             if (rc != NGX_OK) {
                 return rc;
+            }
+
+            if (ev != NULL && ngx_http_mcp_schema_mark(ctx, ev, i) != NGX_OK)
+            {
+                return NGX_ERROR;
             }
         }
 
@@ -700,6 +603,17 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
     }
 
     n = i;
+
+    if (k->contains != NULL) {
+        rc = ngx_http_mcp_schema_contains(ctx, k, v, path, ev);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    if (ctx->novalidation) {
+        return NGX_OK;
+    }
 
     kw = k->min_items;
 
@@ -724,7 +638,7 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
     if (cJSON_IsTrue(kw)) {
         cJSON_ArrayForEach(item, v) {
             for (other = item->next; other; other = other->next) {
-                if (cJSON_Compare(item, other, 1)) {
+                if (ngx_http_mcp_schema_equal(item, other)) {
                     return ngx_http_mcp_schema_fail(ctx, path,
                                                     "must have unique "
                                                     "items");
@@ -737,21 +651,83 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
 }
 
 
+/* contains, minContains, maxContains */
+
+static ngx_int_t
+ngx_http_mcp_schema_contains(ngx_http_mcp_schema_ctx_t *ctx,
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path,
+    ngx_http_mcp_schema_eval_t *ev)
+{
+    char         nbuf[NGX_HTTP_MCP_SCHEMA_NUM_LEN];
+    cJSON       *item;
+    double       min;
+    ngx_int_t    rc;
+    ngx_uint_t   i, n;
+
+    n = 0;
+    i = 0;
+
+    for (item = v->child; item != NULL; item = item->next, i++) {
+        /* the path is never printed: the failures are quiet */
+        rc = ngx_http_mcp_schema_try(ctx, k->contains, item, path, NULL);
+
+        if (rc == NGX_ERROR) {
+            return rc;
+        }
+
+        if (rc == NGX_OK) {
+            n++;
+
+            if (ev != NULL && ngx_http_mcp_schema_mark(ctx, ev, i) != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    min = 1;
+
+    if (!ctx->novalidation && cJSON_IsNumber(k->min_contains)) {
+        min = k->min_contains->valuedouble;
+    }
+
+    if ((double) n < min) {
+        return ngx_http_mcp_schema_fail(ctx, path,
+                                        "must contain at least %s items "
+                                        "that match contains",
+                                        ngx_http_mcp_schema_num(nbuf, min));
+    }
+
+    if (!ctx->novalidation && cJSON_IsNumber(k->max_contains)
+        && (double) n > k->max_contains->valuedouble)
+    {
+        return ngx_http_mcp_schema_fail(ctx, path,
+                                        "must contain at most %s items "
+                                        "that match contains",
+                                        ngx_http_mcp_schema_num(nbuf,
+                                            k->max_contains->valuedouble));
+    }
+
+    return NGX_OK;
+}
+
+
 /* allOf, anyOf, oneOf, not, if/then/else */
 
 static ngx_int_t
 ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx,
     ngx_http_mcp_schema_kw_t *k,
-    cJSON *v, ngx_str_t *path)
+    cJSON *v, ngx_str_t *path, ngx_http_mcp_schema_eval_t *ev)
 {
-    cJSON       *kw, *sub;
-    ngx_int_t    rc;
-    ngx_uint_t   n;
+    cJSON                       *kw, *sub;
+    ngx_int_t                    rc;
+    ngx_uint_t                   n;
+    ngx_http_mcp_schema_eval_t  *branch, *one;
 
     kw = k->all_of;
 
     cJSON_ArrayForEach(sub, kw) {
-        rc = ngx_http_mcp_schema_check(ctx, sub, v, path);
+        rc = ngx_http_mcp_schema_check(ctx, sub, v, path, ev);
         if (rc != NGX_OK) {
             return rc;
         }
@@ -760,23 +736,38 @@ ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx,
     kw = k->any_of;
 
     if (cJSON_IsArray(kw)) {
-        rc = NGX_DECLINED;
+        n = 0;
 
         cJSON_ArrayForEach(sub, kw) {
-            rc = ngx_http_mcp_schema_try(ctx, sub, v, path);
+            if (ngx_http_mcp_schema_branch(ctx, ev, v, &branch) != NGX_OK) {
+                return NGX_ERROR;
+            }
 
-            if (rc != NGX_DECLINED) {
+            rc = ngx_http_mcp_schema_try(ctx, sub, v, path, branch);
+
+            if (rc == NGX_ERROR) {
+                return rc;
+            }
+
+            if (rc != NGX_OK) {
+                continue;
+            }
+
+            n++;
+
+            /* annotations are collected from every branch that holds */
+            if (ev == NULL) {
                 break;
+            }
+
+            if (ngx_http_mcp_schema_merge(ctx, ev, branch) != NGX_OK) {
+                return NGX_ERROR;
             }
         }
 
-        if (rc == NGX_DECLINED) {
+        if (n == 0) {
             return ngx_http_mcp_schema_fail(ctx, path, "must match at least "
                                             "one schema of anyOf");
-        }
-
-        if (rc != NGX_OK) {
-            return rc;
         }
     }
 
@@ -784,27 +775,39 @@ ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx,
 
     if (cJSON_IsArray(kw)) {
         n = 0;
+        one = NULL;
 
         cJSON_ArrayForEach(sub, kw) {
-            rc = ngx_http_mcp_schema_try(ctx, sub, v, path);
+            if (ngx_http_mcp_schema_branch(ctx, ev, v, &branch) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            rc = ngx_http_mcp_schema_try(ctx, sub, v, path, branch);
 
             if (rc == NGX_ERROR) {
                 return rc;
             }
 
-            n += (rc == NGX_OK);
+            if (rc == NGX_OK) {
+                n++;
+                one = branch;
+            }
         }
 
         if (n != 1) {
             return ngx_http_mcp_schema_fail(ctx, path, "must match exactly "
                                             "one schema of oneOf");
         }
+
+        if (ev != NULL && ngx_http_mcp_schema_merge(ctx, ev, one) != NGX_OK) {
+            return NGX_ERROR;
+        }
     }
 
     kw = k->not_;
 
     if (kw != NULL) {
-        rc = ngx_http_mcp_schema_try(ctx, kw, v, path);
+        rc = ngx_http_mcp_schema_try(ctx, kw, v, path, NULL);
 
         if (rc == NGX_OK) {
             return ngx_http_mcp_schema_fail(ctx, path, "must not match the "
@@ -819,17 +822,84 @@ ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx,
     kw = k->if_;
 
     if (kw != NULL) {
-        rc = ngx_http_mcp_schema_try(ctx, kw, v, path);
+        if (ngx_http_mcp_schema_branch(ctx, ev, v, &branch) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        rc = ngx_http_mcp_schema_try(ctx, kw, v, path, branch);
 
         if (rc == NGX_ERROR) {
             return rc;
         }
 
+        if (rc == NGX_OK && ev != NULL
+            && ngx_http_mcp_schema_merge(ctx, ev, branch) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
         sub = (rc == NGX_OK) ? k->then : k->else_;
         if (sub != NULL) {
-            return ngx_http_mcp_schema_check(ctx, sub, v, path);
+            return ngx_http_mcp_schema_check(ctx, sub, v, path, ev);
         }
     }
+
+    return NGX_OK;
+}
+
+
+/* unevaluatedProperties, unevaluatedItems: last, over what is left */
+
+static ngx_int_t
+ngx_http_mcp_schema_unevaluated(ngx_http_mcp_schema_ctx_t *ctx,
+    ngx_http_mcp_schema_kw_t *k, cJSON *v, ngx_str_t *path,
+    ngx_http_mcp_schema_eval_t *ev)
+{
+    cJSON       *kw, *item;
+    ngx_int_t    rc;
+    ngx_str_t   *child;
+    ngx_uint_t   i, object;
+
+    object = cJSON_IsObject(v);
+    kw = object ? k->unevaluated_properties : k->unevaluated_items;
+
+    if (kw == NULL || ev->all) {
+        return NGX_OK;
+    }
+
+    i = 0;
+
+    for (item = v->child; item != NULL; item = item->next, i++) {
+
+        if (ngx_http_mcp_schema_marked(ev, i)) {
+            continue;
+        }
+
+        if (cJSON_IsFalse(kw)) {
+            if (object) {
+                return ngx_http_mcp_schema_fail(ctx, path,
+                                                "unknown property \"%s\"",
+                                                item->string);
+            }
+
+            return ngx_http_mcp_schema_fail(ctx, path,
+                                            "must have at most %ui items",
+                                            i);
+        }
+
+        child = ngx_http_mcp_schema_path(ctx, path,
+                                         object ? item->string : NULL, i);
+        if (child == NULL) {
+            return NGX_ERROR;
+        }
+
+        rc = ngx_http_mcp_schema_check(ctx, kw, item, child, NULL);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    ev->all = 1;
 
     return NGX_OK;
 }
@@ -839,220 +909,85 @@ ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx,
 
 static ngx_int_t
 ngx_http_mcp_schema_try(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
-    cJSON *v, ngx_str_t *path)
+    cJSON *v, ngx_str_t *path, ngx_http_mcp_schema_eval_t *ev)
 {
     ngx_int_t  rc;
 
     ctx->quiet++;
-    rc = ngx_http_mcp_schema_check(ctx, schema, v, path);
+    rc = ngx_http_mcp_schema_check(ctx, schema, v, path, ev);
     ctx->quiet--;
 
     return rc;
 }
 
 
-static cJSON *
-ngx_http_mcp_schema_ref(ngx_http_mcp_schema_ctx_t *ctx, const char *ref)
-{
-    u_char  *p, *q, *d, name[128];
-    cJSON   *node;
-
-    if (ref[0] != '#') {
-        /* another document: not ours to fetch */
-        return NULL;
-    }
-
-    if (ref[1] != '/' && ref[1] != '\0') {
-        return ngx_http_mcp_schema_anchor(ctx->root, ref + 1);
-    }
-
-    node = ctx->root;
-    p = (u_char *) ref + 1;
-
-    while (*p == '/' && node != NULL) {
-        p++;
-        q = p;
-        d = name;
-
-        /* RFC 6901 escapes: ~0 is "~", ~1 is "/" */
-        while (*q && *q != '/' && d < name + sizeof(name) - 1) {
-            if (q[0] == '~' && (q[1] == '0' || q[1] == '1')) {
-                *d++ = (q[1] == '0') ? '~' : '/';
-                q += 2;
-                continue;
-            }
-
-            *d++ = *q++;
-        }
-
-        *d = '\0';
-        p = q;
-
-        node = ngx_http_mcp_json_get(node, (char *) name);
-    }
-
-    return node;
-}
-
-
-static cJSON *
-ngx_http_mcp_schema_anchor(cJSON *schema, const char *name)
-{
-    cJSON  *item, *found;
-
-    if (!cJSON_IsObject(schema) && !cJSON_IsArray(schema)) {
-        return NULL;
-    }
-
-    item = ngx_http_mcp_json_get(schema, "$anchor");
-
-    if (cJSON_IsObject(schema) && cJSON_IsString(item)
-        && ngx_strcmp(item->valuestring, name) == 0)
-    {
-        return schema;
-    }
-
-    cJSON_ArrayForEach(item, schema) {
-        found = ngx_http_mcp_schema_anchor(item, name);
-
-        if (found != NULL) {
-            return found;
-        }
-    }
-
-    return NULL;
-}
-
+/*
+ * $ref and $dynamicRef: the target is checked against the same value,
+ * in the resource it stands in (entered into the dynamic scope).  A
+ * target that cannot be found passes, as before: the module fetches no
+ * other document.
+ */
 
 static ngx_int_t
-ngx_http_mcp_schema_match(ngx_http_mcp_schema_ctx_t *ctx,
-    const char *pattern, const char *s)
+ngx_http_mcp_schema_follow(ngx_http_mcp_schema_ctx_t *ctx, const char *ref,
+    ngx_uint_t dynamic, cJSON *v, ngx_str_t *path,
+    ngx_http_mcp_schema_eval_t *ev)
 {
-    u_char               errstr[NGX_MAX_CONF_ERRSTR];
-    ngx_int_t            rc;
-    ngx_str_t            subject;
-    ngx_regex_compile_t  rc_re;
+    cJSON                        *target;
+    ngx_int_t                     rc;
+    ngx_uint_t                    pushed;
+    ngx_http_mcp_schema_scope_t   to, *top;
 
-    ngx_memzero(&rc_re, sizeof(ngx_regex_compile_t));
+    target = ngx_http_mcp_schema_lookup(ctx, ref, &to);
 
-    rc_re.pattern.data = (u_char *) pattern;
-    rc_re.pattern.len = ngx_strlen(pattern);
-    rc_re.pool = ctx->pool;
-    rc_re.err.len = NGX_MAX_CONF_ERRSTR;
-    rc_re.err.data = errstr;
+    if (target != NULL && dynamic) {
+        target = ngx_http_mcp_schema_dynamic(ctx, ref, target, &to);
+    }
 
-    if (ngx_regex_compile(&rc_re) != NGX_OK) {
-        /* the tool's schema is broken: the call cannot be checked */
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "mcp: invalid pattern in a tool's inputSchema: %V",
-                      &rc_re.err);
-        ctx->failed = 1;
+    if (ctx->failed) {
         return NGX_ERROR;
     }
 
-    subject.data = (u_char *) s;
-    subject.len = ngx_strlen(s);
-
-    rc = ngx_regex_exec(rc_re.regex, &subject, NULL, 0);
-
-    if (rc == NGX_REGEX_NO_MATCHED) {
-        return NGX_DECLINED;
+    if (target == NULL) {
+        return NGX_OK;
     }
 
-    if (rc < 0) {
-        /* match limits hit: refuse rather than spin */
-        return NGX_DECLINED;
+    top = &ctx->scope[ctx->nscope - 1];
+    pushed = 0;
+
+    if (to.res != top->res) {
+        rc = ngx_http_mcp_schema_push(ctx, to.res, to.base, path);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        pushed = 1;
     }
 
-    return NGX_OK;
-}
+    rc = ngx_http_mcp_schema_check(ctx, target, v, path, ev);
 
-
-static ngx_str_t *
-ngx_http_mcp_schema_path(ngx_http_mcp_schema_ctx_t *ctx, ngx_str_t *path,
-    const char *name, ngx_uint_t index)
-{
-    size_t      len;
-    ngx_str_t  *child;
-
-    child = ngx_palloc(ctx->pool, sizeof(ngx_str_t));
-    if (child == NULL) {
-        ctx->failed = 1;
-        return NULL;
+    if (pushed) {
+        ctx->nscope--;
     }
 
-    /* long paths are cut: the message stays readable */
-    len = path->len + (name ? ngx_min(ngx_strlen(name), 64) + 1
-                            : NGX_INT_T_LEN + 2);
-
-    child->data = ngx_pnalloc(ctx->pool, len);
-    if (child->data == NULL) {
-        ctx->failed = 1;
-        return NULL;
-    }
-
-    if (name != NULL) {
-        child->len = ngx_snprintf(child->data, len, "%V.%*s", path,
-                                  ngx_min(ngx_strlen(name), 64), name)
-                     - child->data;
-
-    } else {
-        child->len = ngx_snprintf(child->data, len, "%V[%ui]", path, index)
-                     - child->data;
-    }
-
-    return child;
+    return rc;
 }
 
 
 static ngx_int_t
-ngx_http_mcp_schema_fail(ngx_http_mcp_schema_ctx_t *ctx, ngx_str_t *path,
-    const char *fmt, ...)
+ngx_http_mcp_schema_push(ngx_http_mcp_schema_ctx_t *ctx, cJSON *res,
+    u_char *base, ngx_str_t *path)
 {
-    u_char   *p, *last, *c;
-    va_list   args;
-
-    if (ctx->quiet) {
-        return NGX_DECLINED;
+    if (ctx->nscope == NGX_HTTP_MCP_SCHEMA_SCOPE_N) {
+        return ngx_http_mcp_schema_fail(ctx, path, "nests too deep for "
+                                        "the schema");
     }
 
-    if (ctx->error == NULL) {
-        ctx->error = ngx_pnalloc(ctx->pool, NGX_HTTP_MCP_SCHEMA_ERROR_LEN);
-        if (ctx->error == NULL) {
-            ctx->failed = 1;
-            return NGX_ERROR;
-        }
-    }
+    ctx->scope[ctx->nscope].res = res;
+    ctx->scope[ctx->nscope].base = base;
+    ctx->nscope++;
 
-    last = ctx->error + NGX_HTTP_MCP_SCHEMA_ERROR_LEN - 1;
-
-    p = ngx_slprintf(ctx->error, last, "%V: ", path);
-
-    va_start(args, fmt);
-    p = ngx_vslprintf(p, last, fmt, args);
-    va_end(args);
-
-    *p = '\0';
-
-    /* names come from the client and the schema: no control bytes in logs */
-    for (c = ctx->error; c < p; c++) {
-        if (*c < 0x20 || *c == 0x7f) {
-            *c = '?';
-        }
-    }
-
-    return NGX_DECLINED;
-}
-
-
-/* a number of a schema as people write it: 0, 2.5, 1e+100 */
-
-static char *
-ngx_http_mcp_schema_num(char *buf, double d)
-{
-    (void) snprintf(buf, NGX_HTTP_MCP_SCHEMA_NUM_LEN, "%.15g", d);
-
-    return buf;
+    return NGX_OK;
 }
 
 

@@ -3,7 +3,8 @@
  * Unit tests of src/ngx_http_mcp_schema.c: each keyword the validator
  * knows with an instance it accepts and one it refuses, the refusal's
  * message and path exactly as a client reads them, and what passes
- * unchecked (unknown keywords, a $ref to another document).
+ * unchecked (unknown keywords, a $ref to another document).  The
+ * official suite runs in test_schema_suite.c; these pin the messages.
  */
 
 
@@ -30,6 +31,8 @@ static void test_arrays(void);
 static void test_combinators(void);
 static void test_refs(void);
 static void test_edges(void);
+static void test_2020(void);
+static void test_format(void);
 
 
 static ngx_pool_t  *pool;
@@ -51,6 +54,8 @@ main(void)
     test_combinators();
     test_refs();
     test_edges();
+    test_2020();
+    test_format();
 
     ngx_shim_pool_destroy(pool);
 
@@ -424,4 +429,138 @@ test_edges(void)
     ngx_unit_invalid("{\"additionalProperties\":false}", "{\"a\\u0001b\":1}",
                      "arguments: unknown property \"a?b\"",
                      "a control byte of a name is shown as \"?\"");
+}
+
+
+/* the keywords the validator learnt with the whole of 2020-12 */
+
+static void
+test_2020(void)
+{
+    cJSON  *s;
+
+    static const char  *uneval =
+        "{\"properties\":{\"a\":true},"
+        "\"anyOf\":[{\"properties\":{\"b\":true},\"required\":[\"b\"]},"
+        "{\"properties\":{\"c\":true},\"required\":[\"c\"]}],"
+        "\"unevaluatedProperties\":false}";
+
+    ngx_unit_valid("{\"contains\":{\"type\":\"integer\"}}", "[\"a\",1]",
+                   "contains: one item matches");
+    ngx_unit_invalid("{\"contains\":{\"type\":\"integer\"}}", "[\"a\"]",
+                     "arguments: must contain at least 1 items that match "
+                     "contains", "contains: none matches");
+    ngx_unit_invalid("{\"contains\":{\"const\":1},\"maxContains\":1}",
+                     "[1,1]",
+                     "arguments: must contain at most 1 items that match "
+                     "contains", "maxContains");
+    ngx_unit_valid("{\"contains\":{\"const\":1},\"minContains\":0}", "[]",
+                   "minContains 0: an empty array");
+    ngx_unit_invalid("{\"propertyNames\":{\"maxLength\":3}}",
+                     "{\"abcd\":1}",
+                     "arguments: has an invalid property name \"abcd\"",
+                     "propertyNames");
+    ngx_unit_invalid("{\"dependentRequired\":{\"card\":[\"cvv\"]}}",
+                     "{\"card\":1}",
+                     "arguments: \"cvv\" is required with \"card\"",
+                     "dependentRequired");
+    ngx_unit_invalid("{\"dependentSchemas\":{\"a\":"
+                     "{\"properties\":{\"b\":{\"type\":\"string\"}}}}}",
+                     "{\"a\":1,\"b\":2}",
+                     "arguments.b: must be of type string",
+                     "dependentSchemas");
+    ngx_unit_valid(uneval, "{\"a\":1,\"b\":2}",
+                   "unevaluatedProperties: seen through anyOf");
+    ngx_unit_invalid(uneval, "{\"a\":1,\"b\":2,\"d\":3}",
+                     "arguments: unknown property \"d\"",
+                     "unevaluatedProperties false: the one left over");
+    ngx_unit_invalid(uneval, "{\"a\":1,\"b\":2,\"c\":3,\"x\":[]}",
+                     "arguments: unknown property \"x\"",
+                     "unevaluatedProperties: both anyOf branches count");
+    ngx_unit_invalid("{\"prefixItems\":[true],\"unevaluatedItems\":"
+                     "{\"type\":\"string\"}}", "[1,\"a\",2]",
+                     "arguments[2]: must be of type string",
+                     "unevaluatedItems: a schema for the rest");
+    ngx_unit_invalid("{\"$defs\":{\"n\":{\"$dynamicAnchor\":\"t\","
+                     "\"type\":\"string\"}},\"$dynamicAnchor\":\"t\","
+                     "\"type\":[\"array\",\"integer\"],"
+                     "\"items\":{\"$dynamicRef\":\"#t\"}}", "[[1,\"a\"]]",
+                     "arguments[0][1]: has the wrong type",
+                     "$dynamicRef: the outermost $dynamicAnchor");
+    ngx_unit_invalid("{\"$id\":\"https://example.com/root.json\","
+                     "\"properties\":{\"x\":{\"$ref\":\"item.json\"}},"
+                     "\"$defs\":{\"i\":{\"$id\":\"item.json\","
+                     "\"type\":\"integer\"}}}", "{\"x\":\"1\"}",
+                     "arguments.x: must be of type integer",
+                     "$ref to an $id relative to the root's");
+    ngx_unit_invalid("{\"const\":9007199254740992}", "9007199254740991",
+                     "arguments: must equal the const value",
+                     "const: 2^53 - 1 is not 2^53");
+    ngx_unit_valid("{\"pattern\":\"^\\\\p{Letter}+$\"}", "\"\u00e9t\u00e9\"",
+                   "pattern: code points, and long category names");
+    ngx_unit_valid("{\"pattern\":\"^a\\\\sb$\"}", "\"a\u00a0b\"",
+                   "pattern: \\s is ECMA-262's, no-break space and all");
+    ngx_unit_invalid("{\"pattern\":\"^\\\\S+$\"}", "\"a\u2028\"",
+                     "arguments: must match the pattern \"^\\S+$\"",
+                     "pattern: a line separator is no \\S");
+    ngx_unit_valid("{\"pattern\":\"^[^]$\"}", "\"\u00e9\"",
+                   "pattern: [^] is any character");
+
+    s = cJSON_Parse("{\"$schema\":\"https://json-schema.org/draft/2020-12/"
+                    "schema\"}");
+    CHECK(ngx_http_mcp_schema_dialect(s) == NULL, "$schema 2020-12: taken");
+    cJSON_Delete(s);
+
+    s = cJSON_Parse("{\"type\":\"object\"}");
+    CHECK(ngx_http_mcp_schema_dialect(s) == NULL, "no $schema: taken");
+    cJSON_Delete(s);
+
+    s = cJSON_Parse("{\"$schema\":\"http://json-schema.org/draft-07/"
+                    "schema#\"}");
+    CHECK_STR(ngx_http_mcp_schema_dialect(s),
+              "http://json-schema.org/draft-07/schema#",
+              "$schema draft-07: named, to be refused");
+    cJSON_Delete(s);
+}
+
+
+/* format: an annotation unless asked to assert */
+
+static void
+test_format(void)
+{
+    cJSON                       *s, *i;
+    u_char                      *e;
+    ngx_int_t                    rc;
+    ngx_http_mcp_schema_opts_t   opts;
+
+    ngx_memzero(&opts, sizeof(ngx_http_mcp_schema_opts_t));
+    opts.format_assert = 1;
+
+    s = cJSON_Parse("{\"properties\":{\"when\":{\"format\":\"date-time\"},"
+                    "\"ip\":{\"format\":\"ipv4\"}}}");
+
+    i = cJSON_Parse("{\"when\":\"2026-02-30T10:00:00Z\"}");
+    e = NULL;
+    rc = ngx_http_mcp_schema_validate(pool, s, i, &e);
+    CHECK(rc == NGX_OK, "format: an annotation by default");
+
+    rc = ngx_http_mcp_schema_validate_opts(pool, s, i, &opts, &e);
+    CHECK(rc == NGX_DECLINED
+          && ngx_unit_streq((char *) e,
+                            "arguments.when: must be a valid date-time"),
+          "format asserted: February 30th refused");
+    cJSON_Delete(i);
+
+    i = cJSON_Parse("{\"when\":\"2024-02-29T23:59:60Z\",\"ip\":\"10.0.0.1\"}");
+    rc = ngx_http_mcp_schema_validate_opts(pool, s, i, &opts, &e);
+    CHECK(rc == NGX_OK, "format asserted: a leap day and second, an ipv4");
+    cJSON_Delete(i);
+
+    i = cJSON_Parse("{\"ip\":\"10.0.0.01\"}");
+    rc = ngx_http_mcp_schema_validate_opts(pool, s, i, &opts, &e);
+    CHECK(rc == NGX_DECLINED, "format asserted: a leading zero in ipv4");
+    cJSON_Delete(i);
+
+    cJSON_Delete(s);
 }

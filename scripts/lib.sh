@@ -92,14 +92,10 @@ mcp_bench_session() {
 }
 
 # Skips and stages of scripts/test, shared with anything it runs: a skip
-# is a line "=== skipped: REASON" on stdout and a line in $MCP_SKIP_LOG
-# (scripts/test sets it; unset, only the line is printed), which
-# mcp_test_summary counts.  On the CI machine a skip is a failure.
+# is a line "=== skipped: REASON" on stdout, which scripts/test's summary
+# finds in its output and counts.  On the CI machine a skip is a failure.
 mcp_skip() {
     echo "=== skipped: $*"
-    if [ -n "${MCP_SKIP_LOG:-}" ]; then
-        echo "$*" >> "$MCP_SKIP_LOG"
-    fi
 }
 
 # mcp_ran STAGE: a stage that ran, for the summary.

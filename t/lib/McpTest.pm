@@ -342,16 +342,45 @@ sub write_file {
 # which globals of the loaded libraries happen to point into it (linking
 # libhiredis turned it over).  Leaks are checked where the cycle is the
 # running one: at the exit of the master and the workers.
+#
+# Its output is read for sanitizer reports: on a refused configuration
+# nginx has not yet sent stderr to the error log, so an ASan or UBSan
+# report on a configuration's error path lands there (or in
+# logs/sanitizer.*), and the exit code (1 after an ASan report, as for
+# a refusal) does not tell them apart.  A report, or nginx -t killed by a
+# signal, is a failed test here, whatever the caller checks.
 sub nginx_t {
     my ($self) = @_;
     $self->write_config;
     my $env = $self->_child_env;
     $env->{ASAN_OPTIONS} = join ':', grep { length } $env->{ASAN_OPTIONS}, 'detect_leaks=0'
         if exists $env->{ASAN_OPTIONS};
+    my %before = map { $_ => 1 } glob("$self->{prefix}/logs/sanitizer.*");
     my ($rc, $out) = _run_capture(
         [$self->{nginx}, '-t', '-p', "$self->{prefix}/", '-c', $self->conf_file],
         30, $env);
+    my $san = join "\n", $out,
+        map { _slurp($_) // '' } grep { !$before{$_} } glob("$self->{prefix}/logs/sanitizer.*");
+    my @problems = nginx_t_problems($rc, $san);
+    if (@problems) {
+        local $Test::Builder::Level = $Test::Builder::Level + 1;
+        Test::More::ok(0, 'nginx -t: no sanitizer report, no crash');
+        Test::More::diag(join "\n", @problems);
+    }
     return ($rc, $out);
+}
+
+# Pure: what is wrong with an nginx -t run, whatever its configuration:
+# killed by a signal (-1 from _run_capture), or a sanitizer report in its
+# output (log_problems_in, with every [level] line allowed: refusing is
+# nginx -t's job).
+sub nginx_t_problems {
+    my ($rc, $out) = @_;
+    my @p;
+    push @p, "nginx -t was killed by a signal (or timed out)" if $rc == -1;
+    push @p, log_problems_in($out // '',
+        [[qr/./, { map { $_ => 1 } qw(emerg alert crit error) }]]);
+    return @p;
 }
 
 # Environment changes for the nginx process (sanitizer builds).

@@ -10,6 +10,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use IO::Socket::INET;
+use POSIX ();
 use McpTest qw(decode_chunked parse_sse http_request);
 
 ###########################################################################
@@ -400,6 +401,17 @@ ok($rc != 0 && $out =~ /unknown directive "bogus_directive"/, 'nginx -t reports 
     is(scalar @p, 1, 'nginx_t_problems: a UBSan report is one');
     @p = McpTest::nginx_t_problems(-1, $refusal);
     like("@p", qr/killed by a signal/, 'nginx_t_problems: nginx -t killed is one');
+}
+# a child's status once reaped (by is_running, or a test's own wait) is
+# what the next wait gets, not a clean exit
+{
+    my $pid = fork // die "fork: $!";
+    POSIX::_exit(3) unless $pid;
+    my $st = McpTest::_wait_pid($pid, 5);
+    is($st, 3 << 8, '_wait_pid: the exit status');
+    is(McpTest::_wait_pid($pid, 5), 3 << 8, '_wait_pid: the same status again, not 0');
+    McpTest::_forget_pid($pid);
+    is(McpTest::_wait_pid($pid, 1), -1, '_wait_pid: a pid not ours: -1, not 0');
 }
 ok(!eval { $bad->start; 1 }, 'start dies on bad config');
 like($@, qr/unknown directive "bogus_directive".*nginx\.conf:\d+/s,

@@ -522,11 +522,11 @@ sub _port_open {
 
 sub master_pid { $_[0]{pid} }
 
+# Reaping the master here keeps its status for stop() (see _wait_pid).
 sub is_running {
     my ($self) = @_;
     return 0 unless $self->{pid};
-    local $?;
-    return waitpid($self->{pid}, WNOHANG) == 0 ? 1 : 0;
+    return defined _wait_pid($self->{pid}, 0) ? 0 : 1;
 }
 
 # The resident memory of processes, in kB (VmRSS), summed.
@@ -631,8 +631,9 @@ sub restart {
 }
 
 # Graceful stop (QUIT), escalating to TERM/KILL.  A shutdown hang, a crash of
-# the master, or leftover workers count as failures; then the error log is
-# checked (one Test::More assertion) unless check => 0.
+# the master, or leftover workers count as failures; then the error log is checked (one Test::More
+# assertion) unless check => 0, and then those failures are still one
+# failed assertion.
 sub stop {
     my ($self, %o) = @_;
     return $self unless $self->{pid} && $self->{owner} == $$;
@@ -642,7 +643,8 @@ sub stop {
     my @children = $self->worker_pids(all => 1);
     my @problems;
 
-    kill 'QUIT', $pid;
+    # (not when reaped already: the pid may be another process's now)
+    kill 'QUIT', $pid unless defined _wait_pid($pid, 0);
     my $status = _wait_pid($pid, $o{timeout} // $self->{stop_timeout});
     if (!defined $status) {
         push @problems, "nginx did not exit within "
@@ -665,6 +667,7 @@ sub stop {
         push @problems, "worker process(es) still alive after master exit: @left";
         kill 'KILL', @left;
     }
+    _forget_pid($pid);
     delete $self->{pid};
 
     if ($o{check} // $self->{check_log_at_stop}) {
@@ -672,6 +675,8 @@ sub stop {
                          final => 1);
     }
     elsif (@problems) {
+        local $Test::Builder::Level = $Test::Builder::Level + 1;
+        Test::More::ok(0, 'nginx stopped cleanly');
         Test::More::diag("McpTest: $_") for @problems;
     }
     return $self;
@@ -697,18 +702,28 @@ sub _kill_hard {
         _wait_pid($pid, 3);
     }
     kill 'KILL', grep { _alive($_) } @kids;
+    _forget_pid($pid);
     delete $self->{pid};
 }
 
-# waitpid with a timeout; returns $? or undef on timeout.
+# The wait status of child $pid within $timeout s, undef if it still
+# runs.  A status reaped by an earlier call is kept for the next ones
+# (until _forget_pid), so that is_running, or a test's own wait, does not
+# make stop() take a crash for a clean exit; a pid neither our child nor
+# reaped here gives -1 (unknown, not 0).
+my %REAPED;
+
+sub _forget_pid { delete $REAPED{$_[0]} }
+
 sub _wait_pid {
     my ($pid, $timeout) = @_;
     local $?;    # waitpid sets $? (to -1 while the child runs): keep it private
     my $deadline = _now() + $timeout;
     while (1) {
+        return $REAPED{$pid} if exists $REAPED{$pid};
         my $w = waitpid($pid, WNOHANG);
-        if ($w == $pid) { my $st = $?; return $st }
-        return 0 if $w == -1 && !_alive($pid);    # not our child (or reaped)
+        if ($w == $pid) { $REAPED{$pid} = $?; next }
+        return -1 if $w == -1 && !_alive($pid);    # not our child
         return undef if _now() >= $deadline;
         Time::HiRes::sleep(0.02);
     }
@@ -716,6 +731,7 @@ sub _wait_pid {
 
 sub _describe_status {
     my ($st) = @_;
+    return 'an unknown status (reaped elsewhere, or not a child)' if $st == -1;
     return 'exit code ' . ($st >> 8) unless $st & 127;
     return 'signal ' . ($st & 127) . (($st & 128) ? ' (core dumped)' : '');
 }
@@ -1456,8 +1472,10 @@ sub _run_capture {
     if (!defined $st) {
         kill 'KILL', $pid;
         _wait_pid($pid, 5);
+        _forget_pid($pid);
         return (-1, $out . "\n[McpTest: killed after ${timeout}s]\n");
     }
+    _forget_pid($pid);
     return (($st & 127) ? -1 : $st >> 8, $out);
 }
 

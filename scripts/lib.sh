@@ -90,3 +90,17 @@ mcp_bench_session() {
         -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
     echo "$sid"
 }
+
+# Skips and stages of scripts/test, shared with anything it runs: a skip
+# is a line "=== skipped: REASON" on stdout, which scripts/test's summary
+# finds in its output and counts.  On the CI machine a skip is a failure.
+mcp_skip() {
+    echo "=== skipped: $*"
+}
+
+# mcp_ran STAGE: a stage that ran, for the summary.
+mcp_ran() {
+    if [ -n "${MCP_RAN_LOG:-}" ]; then
+        echo "$*" >> "$MCP_RAN_LOG"
+    fi
+}

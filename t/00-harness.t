@@ -10,6 +10,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use IO::Socket::INET;
+use POSIX ();
 use McpTest qw(decode_chunked parse_sse http_request);
 
 ###########################################################################
@@ -383,6 +384,35 @@ ok(!IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port, Timeout
 my $bad = McpTest->new(module => 0, server => 'bogus_directive on;');
 ($rc, $out) = $bad->nginx_t;
 ok($rc != 0 && $out =~ /unknown directive "bogus_directive"/, 'nginx -t reports bad config');
+# nginx_t fails the test on a sanitizer report or a crash of nginx -t,
+# which a refusal's exit code (1 after an ASan report too) cannot show
+{
+    my $refusal = "nginx: [emerg] unknown directive \"x\" in /p/nginx.conf:3\n"
+        . "nginx: configuration file /p/nginx.conf test failed\n";
+    is_deeply([McpTest::nginx_t_problems(1, $refusal)], [],
+              'nginx_t_problems: a plain refusal is not a problem');
+    my @p = McpTest::nginx_t_problems(1, $refusal
+        . "=================================================================\n"
+        . "==4242==ERROR: AddressSanitizer: heap-use-after-free on address 0x6020\n"
+        . "    #0 0x7f in ngx_http_mcp_conf_x ngx_http_mcp_conf.c:12\n");
+    is(scalar @p, 1, 'nginx_t_problems: an ASan report after the [emerg] is one');
+    @p = McpTest::nginx_t_problems(1, $refusal
+        . "src/ngx_http_mcp_conf.c:40:7: runtime error: signed integer overflow\n");
+    is(scalar @p, 1, 'nginx_t_problems: a UBSan report is one');
+    @p = McpTest::nginx_t_problems(-1, $refusal);
+    like("@p", qr/killed by a signal/, 'nginx_t_problems: nginx -t killed is one');
+}
+# a child's status once reaped (by is_running, or a test's own wait) is
+# what the next wait gets, not a clean exit
+{
+    my $pid = fork // die "fork: $!";
+    POSIX::_exit(3) unless $pid;
+    my $st = McpTest::_wait_pid($pid, 5);
+    is($st, 3 << 8, '_wait_pid: the exit status');
+    is(McpTest::_wait_pid($pid, 5), 3 << 8, '_wait_pid: the same status again, not 0');
+    McpTest::_forget_pid($pid);
+    is(McpTest::_wait_pid($pid, 1), -1, '_wait_pid: a pid not ours: -1, not 0');
+}
 ok(!eval { $bad->start; 1 }, 'start dies on bad config');
 like($@, qr/unknown directive "bogus_directive".*nginx\.conf:\d+/s,
      'start failure message carries nginx output');

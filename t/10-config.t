@@ -140,7 +140,7 @@ for my $case (
 ) {
     my ($what, $where, $snippet, $re) = @$case;
     my ($rc, $out) = refused($what, $where => $snippet);
-    isnt($rc, 0, "$what: nginx -t fails");
+    is($rc, 1, "$what: nginx -t fails (exit 1, not a crash)");
     like($out, $re, "$what: the message names the bad value") or diag($out);
 }
 

@@ -248,7 +248,7 @@ $m->stop;
                 . "mcp_pass_ssl_certificate $dir/gw.crt; }",
     );
     my ($rc, $out) = $c->nginx_t;
-    isnt($rc, 0, 'nginx -t: mcp_pass_ssl_certificate without its key is refused');
+    is($rc, 1, 'nginx -t: mcp_pass_ssl_certificate without its key is refused (exit 1)');
     like($out, qr/"mcp_pass_ssl_certificate" and "mcp_pass_ssl_certificate_key" go together/,
          '... saying so');
     $c = McpTest->new(
@@ -257,7 +257,8 @@ $m->stop;
                 . "mcp_pass_ssl_certificate $dir/gw.crt; mcp_pass_ssl_certificate_key $dir/gw-enc.key; }",
     );
     ($rc, $out) = $c->nginx_t;
-    isnt($rc, 0, 'nginx -t: an encrypted key without its password file is refused');
+    is($rc, 1, 'nginx -t: an encrypted key without its password file is refused (exit 1, not a crash)');
+    like($out, qr/\[emerg\]/, '... with an [emerg]') or diag($out);
 }
 
 done_testing;

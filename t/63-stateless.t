@@ -1095,15 +1095,9 @@ NGX
     my @names = map { (split /\|/)[0] } grep { /\|tools\// } split /\n/, $log;
     ok(@names >= 4 && !grep({ $_ ne $name && $_ ne "init-$name" } @names),
        'the access log: the client names as sent') or diag(printable(join ' ', @names));
-    $u->stop(check => 0);
-    my @problems = $u->log_problems;
-    if ($ENV{MCP_NGINX_PRELOAD}) {
-        # a sanitizer build sees the freed memory being read
-        is(scalar @problems, 0, 'no sanitizer report') or diag(join "\n", grep { defined } @problems[0 .. 3]);
-    }
-    else {
-        is(scalar @problems, 0, 'the $mcp_client_name instance: error log clean');
-    }
+    # a shutdown hang, a crash or leftover workers, the error log and (a
+    # sanitizer build sees freed memory being read) sanitizer reports
+    $u->stop;
 }
 
 my $mark = $t->log_mark;

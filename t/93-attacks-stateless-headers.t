@@ -181,22 +181,27 @@ for my $path ('/mcp', '/gw') {
         [ 'a space inside the wrapper', "=?base64? $enc?=", qr/not valid Base64/ ],
         [ 'a tab inside the wrapper', "=?base64?$enc\t?=", qr/not valid Base64/ ],
         [ 'the name encoded twice', b64(b64('test_simple_text')), qr/name or URI/ ],
+        # (obs-fold: nginx's header parser refuses it, before the module)
         [ 'a line folded into the payload', "=?base64?" . substr($enc, 0, 8) . "\r\n " . substr($enc, 8) . "?=",
-          qr/./ ],
+          undef ],
     );
     for my $k (0 .. $#cases) {
         my ($what, $v, $why) = @{ $cases[$k] };
         my ($msg, $r) = call_simple($path, "b$k$path", $v);
-        my $e = ($msg // {})->{error} // {};
-        if ($path eq '/gw') {
-            # denied by the gateway's policy whatever the header says
-            ok(($e->{code} // 0) == -32602 || ($e->{code} // 0) == -32020 || $r->{status} == 400,
-               "$path: Mcp-Name $what: refused") or diag(McpTest::explain_response($r));
-            next;
+        if (!defined $why) {
+            ok($r->{status} == 400 && !defined $msg && ($r->{body} // '') !~ /jsonrpc/,
+               "$path: Mcp-Name $what: nginx's 400, before the module")
+                or diag(McpTest::explain_response($r));
         }
-        ok($r->{status} == 400 && ((($e->{code} // 0) == -32020 && ($e->{message} // '') =~ $why)
-                                   || !defined $msg),
-           "$path: Mcp-Name $what: refused") or diag(McpTest::explain_response($r));
+        elsif ($path eq '/gw') {
+            # denied by the gateway's policy whatever the header says
+            is_error($msg, -32602, "b$k$path", "$path: Mcp-Name $what: refused by the policy");
+            is($r->{status}, 200, "$path: Mcp-Name $what: ... in a 200");
+        }
+        else {
+            is_rpc_error_body($r, 400, -32020, "b$k$path", "$path: Mcp-Name $what: refused");
+            like((($msg // {})->{error} // {})->{message} // '', $why, "$path: Mcp-Name $what: ... saying why");
+        }
     }
 }
 

@@ -32,7 +32,6 @@ use Test::More;
 use Time::HiRes ();
 use IO::Socket::INET;
 use POSIX ();
-use Time::Local ();
 use Digest::SHA qw(hmac_sha256);
 use McpTest;
 use McpAssert;
@@ -520,16 +519,26 @@ for my $loc (qw(500 junk down)) {
     unavailable($r, 'a key server that never answers');
     ok(Time::HiRes::time() - $t0 < 5, 'the slow key server costs its timeout, no more');
     # the hold-off counts whole seconds (ngx_time()): the failure's second
-    # is the Date of its answer; a request in a later second may fetch
-    my %mon = (Jan => 0, Feb => 1, Mar => 2, Apr => 3, May => 4, Jun => 5,
-               Jul => 6, Aug => 7, Sep => 8, Oct => 9, Nov => 10, Dec => 11);
-    my ($d, $mo, $y, $h, $mi, $sec) = ($r->{headers}{date} // '') =~ /(\d+) (\w+) (\d+) (\d+):(\d+):(\d+)/;
-    my $failed = defined $sec ? Time::Local::timegm($sec, $mi, $h, $d, $mon{$mo}, $y) : 0;
-    $t0 = Time::HiRes::time();
-    $r = bearer($good, path => '/mslow', timeout => 10);
-    unavailable($r, 'the slow key server again');
-    ok(Time::HiRes::time() - $t0 < 0.8 || int($t0) != $failed,
-       'right after a failed fetch, no new wait on it');
+    # is the Date of its answer; a request in a later second may fetch (and
+    # fail again, a new failure's second).  Tried until the next request
+    # is answered in the failure's second: it must be, at once (a fetch
+    # waits 1 s, so a module that fetched again never would be).
+    my (@tries, $same);
+    for my $try (1 .. 6) {
+        my $failed = $r->{headers}{date};
+        last unless defined $failed;
+        $t0 = Time::HiRes::time();
+        my $r2 = bearer($good, path => '/mslow', timeout => 10);
+        my $took = Time::HiRes::time() - $t0;
+        push @tries, sprintf('%s -> %s in %.2f s', $failed, $r2->{headers}{date} // 'no Date', $took);
+        if (($r2->{headers}{date} // '') eq $failed) {
+            unavailable($r2, 'the slow key server again, in the failure\'s second');
+            $same = $took < 0.8;
+            last;
+        }
+        $r = $r2;
+    }
+    ok($same, 'right after a failed fetch (in its second), no new wait on it') or diag(join "\n", @tries);
 }
 
 # a key server that hangs, asked by requests at once: one fetch waits on

@@ -5,7 +5,9 @@
  * session id; opened with the second of two keys (a rotation); refused
  * when any bit of them changed, when truncated or lengthened, when
  * spelled another way (padding, spare bits), under an unknown key, and
- * expired only once authentic.  Every id is opened from an exact-size
+ * expired only once authentic; the sealed bytes show neither the
+ * replica's name nor its session id (a seal that skipped encryption but
+ * kept the tag would round-trip).  Every id is opened from an exact-size
  * copy, so that a read past its length is an ASan report.
  */
 
@@ -20,13 +22,19 @@
 
 #define NGX_UNIT_NOW  1750000000
 
+/* the id's layout (src/ngx_http_mcp_sesskey.h): format, key id, nonce */
+#define NGX_UNIT_HEAD  (1 + NGX_HTTP_MCP_SESSKEY_KID_LEN + 12)
+#define NGX_UNIT_TAG   16
+
 
 static ngx_int_t ngx_unit_open(ngx_http_mcp_sesskey_t *keys, ngx_uint_t n,
     const u_char *id, size_t len, time_t now, time_t lifetime,
     ngx_http_mcp_sesskey_session_t *s);
 static ngx_str_t ngx_unit_seal(ngx_http_mcp_sesskey_t *key,
     const char *name, const char *sid, u_char *binding, time_t issued);
+static ngx_uint_t ngx_unit_contains(ngx_str_t *hay, const char *needle);
 static void test_round_trip(void);
+static void test_hidden(void);
 static void test_limits(void);
 static void test_rotation(void);
 static void test_tamper(void);
@@ -68,6 +76,7 @@ main(void)
           "the AES key is derived, not the file's digest itself");
 
     test_round_trip();
+    test_hidden();
     test_limits();
     test_rotation();
     test_tamper();
@@ -186,6 +195,78 @@ test_round_trip(void)
     CHECK_MEM(s.name.data, s.name.len, "unix:/run/mcp.sock", "unix name");
     CHECK(s.binding != NULL
           && ngx_memcmp(s.binding, bind, sizeof(bind)) == 0, "binding");
+}
+
+
+static ngx_uint_t
+ngx_unit_contains(ngx_str_t *hay, const char *needle)
+{
+    size_t  i, n;
+
+    n = strlen(needle);
+
+    for (i = 0; i + n <= hay->len; i++) {
+        if (ngx_memcmp(hay->data + i, needle, n) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static void
+test_hidden(void)
+{
+    size_t                           i, bad;
+    ngx_str_t                        id, raw, text;
+    ngx_http_mcp_sesskey_session_t   s;
+
+    static const char  name[] = "127.0.0.1:8081";
+    static const char  sid[] = "3f2c9a1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b";
+
+    id = ngx_unit_seal(&keys[0], name, sid, NULL, NGX_UNIT_NOW);
+    raw.data = ngx_pnalloc(pool, id.len);
+    text.data = ngx_pnalloc(pool, id.len + 4);
+    CHECK(id.data != NULL && raw.data != NULL && text.data != NULL
+          && ngx_decode_base64url(&raw, &id) == NGX_OK
+          && raw.len > NGX_UNIT_HEAD + NGX_UNIT_TAG, "sealed and decoded");
+
+    if (raw.len <= NGX_UNIT_HEAD + NGX_UNIT_TAG) {
+        return;
+    }
+
+    /* encrypted: neither the name, its port, nor the session id or a
+     * piece of it, in clear in the id's bytes or in its text */
+    CHECK(!ngx_unit_contains(&raw, name), "the replica's name is hidden");
+    CHECK(!ngx_unit_contains(&raw, "8081"), "... its port too");
+    CHECK(!ngx_unit_contains(&raw, sid), "the replica's session id is hidden");
+    CHECK(!ngx_unit_contains(&raw, "3f2c9a1e"), "... any piece of it");
+    CHECK(!ngx_unit_contains(&raw, "4e8f"), "... any piece of it (2)");
+    CHECK(!ngx_unit_contains(&id, "8081"), "the id's text shows no port");
+
+    /* every byte of the ciphertext and of the tag inverted: refused */
+    bad = 0;
+
+    for (i = NGX_UNIT_HEAD; i < raw.len; i++) {
+        raw.data[i] ^= 0xff;
+        ngx_encode_base64url(&text, &raw);
+
+        if (ngx_unit_open(keys, 2, text.data, text.len, NGX_UNIT_NOW, 0, &s)
+            != NGX_DECLINED)
+        {
+            bad++;
+        }
+
+        raw.data[i] ^= 0xff;
+    }
+
+    CHECK_INT(bad, 0, "every byte of the ciphertext and tag flipped: refused");
+
+    ngx_encode_base64url(&text, &raw);
+    CHECK_INT(ngx_unit_open(keys, 2, text.data, text.len, NGX_UNIT_NOW, 0,
+                            &s),
+              NGX_OK, "... and the bytes put back open again");
 }
 
 

@@ -258,16 +258,27 @@ sub run_node_script {
 
 # The TypeScript SDK's reading of a reply body of media type $type
 # (t/js/sse_client_view.mjs: the SDK's fetch, TextDecoderStream and
-# eventsource-parser): { names, messages, errors }, or { error => output }.
+# eventsource-parser): { names, messages, errors }.  When the script
+# fails (no result line, or a non-zero exit), { error => output } and a
+# failed test: a check of what the client saw ("no denied tool") would
+# pass on a view of nothing.  allow_error => 1: no failed test, the
+# caller checks {error} itself.
 sub client_view {
-    my ($t, $type, $body) = @_;
+    my ($t, $type, $body, %o) = @_;
     my $file = $t->prefix . '/body.' . $$;
     open my $f, '>:raw', $file or croak "$file: $!";
     print $f $body;
     close $f;
     my ($rc, $out) = run_node_script('sse_client_view.mjs', [ $type, $file ], timeout => 30);
     my ($line) = grep { /^\{/ } split /\n/, $out // '';
-    return eval { JSON::PP->new->decode($line) } // { error => $out };
+    my $v = $rc == 0 ? eval { JSON::PP->new->decode($line // '') } : undef;
+    return $v if ref $v eq 'HASH' && ref $v->{names} eq 'ARRAY';
+    unless ($o{allow_error}) {
+        local $Test::Builder::Level = $Test::Builder::Level + 1;
+        Test::More::ok(0, "client_view: the SDK's reading of a $type body ran");
+        Test::More::diag("exit $rc:\n" . substr($out // '', 0, 2000));
+    }
+    return { error => $out // '' };
 }
 
 # A server of t/py/ (NAME.py) on $port, written by Debian's python3 on the

@@ -181,11 +181,15 @@ sub worker_of {
 
 # True if no event arrives on any of the streams for $secs seconds (keep-
 # alive comments do not count); the events that did arrive are returned in
-# list context.
+# list context.  A stream that ended or failed (EOF, a read error, a bad
+# framing) is not quiet: nothing could arrive on it.  That is a failed
+# test and, in scalar context, false, unless the first argument is
+# { ends_ok => 1 } (the caller expects an end and checks it).
 sub quiet_for {
+    my %o = ref $_[0] eq 'HASH' ? %{ shift() } : ();
     my ($secs, @streams) = @_;
     my $deadline = Time::HiRes::time() + $secs;
-    my @got;
+    my (@got, @dead);
     for my $s (@streams) {
         # Past the deadline, still take what has arrived already.
         while (1) {
@@ -193,8 +197,16 @@ sub quiet_for {
             my $ev = take($s, $left > 0.02 ? $left : 0.02) // last;
             push @got, $ev;
         }
+        push @dead, $s->{error} ? "failed: $s->{error}" : 'ended'
+            if $s->is_done || $s->{error};
     }
-    return wantarray ? @got : !@got;
+    if (@dead && !$o{ends_ok}) {
+        local $Test::Builder::Level = $Test::Builder::Level + 1;
+        Test::More::ok(0, 'quiet_for: the streams stayed open while quiet');
+        Test::More::diag('quiet_for: a stream ' . join(', ', @dead));
+    }
+    return @got if wantarray;
+    return !@got && (!@dead || $o{ends_ok});
 }
 
 1;

@@ -342,16 +342,45 @@ sub write_file {
 # which globals of the loaded libraries happen to point into it (linking
 # libhiredis turned it over).  Leaks are checked where the cycle is the
 # running one: at the exit of the master and the workers.
+#
+# Its output is read for sanitizer reports: on a refused configuration
+# nginx has not yet sent stderr to the error log, so an ASan or UBSan
+# report on a configuration's error path lands there (or in
+# logs/sanitizer.*), and the exit code (1 after an ASan report, as for
+# a refusal) does not tell them apart.  A report, or nginx -t killed by a
+# signal, is a failed test here, whatever the caller checks.
 sub nginx_t {
     my ($self) = @_;
     $self->write_config;
     my $env = $self->_child_env;
     $env->{ASAN_OPTIONS} = join ':', grep { length } $env->{ASAN_OPTIONS}, 'detect_leaks=0'
         if exists $env->{ASAN_OPTIONS};
+    my %before = map { $_ => 1 } glob("$self->{prefix}/logs/sanitizer.*");
     my ($rc, $out) = _run_capture(
         [$self->{nginx}, '-t', '-p', "$self->{prefix}/", '-c', $self->conf_file],
         30, $env);
+    my $san = join "\n", $out,
+        map { _slurp($_) // '' } grep { !$before{$_} } glob("$self->{prefix}/logs/sanitizer.*");
+    my @problems = nginx_t_problems($rc, $san);
+    if (@problems) {
+        local $Test::Builder::Level = $Test::Builder::Level + 1;
+        Test::More::ok(0, 'nginx -t: no sanitizer report, no crash');
+        Test::More::diag(join "\n", @problems);
+    }
     return ($rc, $out);
+}
+
+# Pure: what is wrong with an nginx -t run, whatever its configuration:
+# killed by a signal (-1 from _run_capture), or a sanitizer report in its
+# output (log_problems_in, with every [level] line allowed: refusing is
+# nginx -t's job).
+sub nginx_t_problems {
+    my ($rc, $out) = @_;
+    my @p;
+    push @p, "nginx -t was killed by a signal (or timed out)" if $rc == -1;
+    push @p, log_problems_in($out // '',
+        [[qr/./, { map { $_ => 1 } qw(emerg alert crit error) }]]);
+    return @p;
 }
 
 # Environment changes for the nginx process (sanitizer builds).
@@ -493,11 +522,11 @@ sub _port_open {
 
 sub master_pid { $_[0]{pid} }
 
+# Reaping the master here keeps its status for stop() (see _wait_pid).
 sub is_running {
     my ($self) = @_;
     return 0 unless $self->{pid};
-    local $?;
-    return waitpid($self->{pid}, WNOHANG) == 0 ? 1 : 0;
+    return defined _wait_pid($self->{pid}, 0) ? 0 : 1;
 }
 
 # The resident memory of processes, in kB (VmRSS), summed.
@@ -602,8 +631,9 @@ sub restart {
 }
 
 # Graceful stop (QUIT), escalating to TERM/KILL.  A shutdown hang, a crash of
-# the master, or leftover workers count as failures; then the error log is
-# checked (one Test::More assertion) unless check => 0.
+# the master, or leftover workers count as failures; then the error log is checked (one Test::More
+# assertion) unless check => 0, and then those failures are still one
+# failed assertion.
 sub stop {
     my ($self, %o) = @_;
     return $self unless $self->{pid} && $self->{owner} == $$;
@@ -613,7 +643,8 @@ sub stop {
     my @children = $self->worker_pids(all => 1);
     my @problems;
 
-    kill 'QUIT', $pid;
+    # (not when reaped already: the pid may be another process's now)
+    kill 'QUIT', $pid unless defined _wait_pid($pid, 0);
     my $status = _wait_pid($pid, $o{timeout} // $self->{stop_timeout});
     if (!defined $status) {
         push @problems, "nginx did not exit within "
@@ -636,6 +667,7 @@ sub stop {
         push @problems, "worker process(es) still alive after master exit: @left";
         kill 'KILL', @left;
     }
+    _forget_pid($pid);
     delete $self->{pid};
 
     if ($o{check} // $self->{check_log_at_stop}) {
@@ -643,6 +675,8 @@ sub stop {
                          final => 1);
     }
     elsif (@problems) {
+        local $Test::Builder::Level = $Test::Builder::Level + 1;
+        Test::More::ok(0, 'nginx stopped cleanly');
         Test::More::diag("McpTest: $_") for @problems;
     }
     return $self;
@@ -668,18 +702,28 @@ sub _kill_hard {
         _wait_pid($pid, 3);
     }
     kill 'KILL', grep { _alive($_) } @kids;
+    _forget_pid($pid);
     delete $self->{pid};
 }
 
-# waitpid with a timeout; returns $? or undef on timeout.
+# The wait status of child $pid within $timeout s, undef if it still
+# runs.  A status reaped by an earlier call is kept for the next ones
+# (until _forget_pid), so that is_running, or a test's own wait, does not
+# make stop() take a crash for a clean exit; a pid neither our child nor
+# reaped here gives -1 (unknown, not 0).
+my %REAPED;
+
+sub _forget_pid { delete $REAPED{$_[0]} }
+
 sub _wait_pid {
     my ($pid, $timeout) = @_;
     local $?;    # waitpid sets $? (to -1 while the child runs): keep it private
     my $deadline = _now() + $timeout;
     while (1) {
+        return $REAPED{$pid} if exists $REAPED{$pid};
         my $w = waitpid($pid, WNOHANG);
-        if ($w == $pid) { my $st = $?; return $st }
-        return 0 if $w == -1 && !_alive($pid);    # not our child (or reaped)
+        if ($w == $pid) { $REAPED{$pid} = $?; next }
+        return -1 if $w == -1 && !_alive($pid);    # not our child
         return undef if _now() >= $deadline;
         Time::HiRes::sleep(0.02);
     }
@@ -687,6 +731,7 @@ sub _wait_pid {
 
 sub _describe_status {
     my ($st) = @_;
+    return 'an unknown status (reaped elsewhere, or not a child)' if $st == -1;
     return 'exit code ' . ($st >> 8) unless $st & 127;
     return 'signal ' . ($st & 127) . (($st & 128) ? ' (core dumped)' : '');
 }
@@ -1427,8 +1472,10 @@ sub _run_capture {
     if (!defined $st) {
         kill 'KILL', $pid;
         _wait_pid($pid, 5);
+        _forget_pid($pid);
         return (-1, $out . "\n[McpTest: killed after ${timeout}s]\n");
     }
+    _forget_pid($pid);
     return (($st & 127) ? -1 : $st >> 8, $out);
 }
 

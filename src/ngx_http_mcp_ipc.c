@@ -142,7 +142,10 @@ ngx_http_mcp_ipc_prepare(ngx_cycle_t *cycle, ngx_str_t *path)
     }
 
     ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
-    user = (ccf->user != (ngx_uid_t) NGX_CONF_UNSET_UINT && geteuid() == 0)
+
+    /* workers take the user's uid; "master_process off" keeps its own */
+    user = (ccf->master && ccf->user != (ngx_uid_t) NGX_CONF_UNSET_UINT
+            && geteuid() == 0)
            ? ccf->user : geteuid();
 
     /* the parents may be entered by the workers, the directory only */

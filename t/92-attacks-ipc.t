@@ -255,6 +255,36 @@ $t->stop;
     $bad->stop;
 }
 
+# --- master_process off: the one process keeps root's uid, so does the directory -----------
+
+{
+    my $single = McpTest->new(workers => 0, conf => <<'NGX');
+%%LOAD_MODULE%%master_process off;
+daemon off;
+pid %%PREFIX%%/logs/nginx.pid;
+error_log %%PREFIX%%/logs/error.log info;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path %%PREFIX%%/tmp/client_body;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location = /mcp { mcp on; mcp_builtin everything; }
+    }
+}
+NGX
+    $single->start;
+    my $sdir = $single->prefix . '/tmp/mcp_ipc';
+    my @st = lstat $sdir;
+    is($st[4], 0, 'master_process off, no user directive: the directory stays root\'s'
+       . ' (the process never takes nobody\'s uid)');
+    ok(-S "$sdir/" . $single->master_pid, 'the process bound its socket there');
+    my ($sid) = $single->mcp_initialize;
+    ok($sid, 'and serves');
+    unlike($single->error_log, qr/polls the zone/, 'with no fallback to polling');
+    $single->stop;
+}
+
 # --- nginx -t refuses a path too long for a socket's name ----------------------------------
 
 {

@@ -140,7 +140,6 @@ typedef struct {
 
 
 /* ngx_http_mcp_aggregate_leg.c */
-void ngx_http_mcp_aggregate_restart(ngx_http_mcp_aggregate_op_t *op);
 ngx_http_mcp_aggregate_op_t *ngx_http_mcp_aggregate_op(
     ngx_http_mcp_call_t *call, ngx_http_mcp_aggregate_loc_conf_t *conf,
     ngx_http_mcp_aggregate_done_pt done);

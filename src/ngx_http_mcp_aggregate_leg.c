@@ -895,32 +895,6 @@ ngx_http_mcp_aggregate_end(ngx_http_mcp_aggregate_leg_t *leg)
 }
 
 
-/*
- * An event of a backend's stream: it is alive, and the op's timer starts
- * again, but never past mcp_backend_max_time from the op's start, so
- * that a backend sending progress forever is given up on all the same.
- */
-
-void
-ngx_http_mcp_aggregate_restart(ngx_http_mcp_aggregate_op_t *op)
-{
-    ngx_msec_t  spent, max;
-
-    spent = ngx_current_msec - op->started;
-    max = ngx_max(op->conf->max_time, op->conf->timeout);
-
-    if (spent >= max) {
-        return;
-    }
-
-    if (max - spent <= op->conf->timeout) {
-        op->capped = 1;
-    }
-
-    ngx_add_timer(&op->timer, ngx_min(op->conf->timeout, max - spent));
-}
-
-
 static void
 ngx_http_mcp_aggregate_timeout(ngx_event_t *ev)
 {

@@ -42,6 +42,7 @@ typedef struct {
 } ngx_http_mcp_aggregate_ask_t;
 
 
+static void ngx_http_mcp_aggregate_restart(ngx_http_mcp_aggregate_op_t *op);
 static void ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last,
     ngx_str_t *id);
 static ngx_int_t ngx_http_mcp_aggregate_message(void *data, u_char *p,
@@ -60,6 +61,32 @@ static void ngx_http_mcp_aggregate_cancel(void *data);
 static ngx_int_t ngx_http_mcp_aggregate_post_to(
     ngx_http_mcp_aggregate_leg_t *leg, ngx_http_request_t *r, u_char *text,
     size_t len, ngx_http_mcp_aggregate_wait_t *wait);
+
+
+/*
+ * An event of a backend's stream: it is alive, and the op's timer starts
+ * again, but never past mcp_backend_max_time from the op's start, so
+ * that a backend sending progress forever is given up on all the same.
+ */
+
+static void
+ngx_http_mcp_aggregate_restart(ngx_http_mcp_aggregate_op_t *op)
+{
+    ngx_msec_t  spent, max;
+
+    spent = ngx_current_msec - op->started;
+    max = ngx_max(op->conf->max_time, op->conf->timeout);
+
+    if (spent >= max) {
+        return;
+    }
+
+    if (max - spent <= op->conf->timeout) {
+        op->capped = 1;
+    }
+
+    ngx_add_timer(&op->timer, ngx_min(op->conf->timeout, max - spent));
+}
 
 
 /*

@@ -200,7 +200,7 @@ typedef struct {
     uint32_t                   id;
     uint32_t                   token;       /* ownership, see stream_sh */
     uint64_t                   sent;        /* last seq written */
-    u_char                    *buf;         /* output, reused */
+    u_char                    *buf;         /* output, while written */
     size_t                     size;
     size_t                     len;         /* of buf, while pulling */
     ngx_buf_t                  out;

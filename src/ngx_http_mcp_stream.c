@@ -10,9 +10,10 @@
  * yet.  Event ids are "<stream>-<seq>": unique in the session, and they
  * name the stream that Last-Event-ID resumes.
  *
- * Output memory is one buffer per stream, reused: new events are read
- * from the log only once the previous write has gone out, so a slow
- * client holds back its own events in the log, never worker memory.
+ * Output memory is one buffer per stream, there only while events are
+ * written: new events are read from the log only once the previous
+ * write has gone out, so a slow client holds back its own events in the
+ * log, never worker memory, and a waiting stream holds no buffer.
  *
  * When the worker exits gracefully (reload, quit), a stream that never
  * ends by itself (a GET's, a listener's) ends at once, after what the
@@ -49,10 +50,12 @@ static ngx_int_t ngx_http_mcp_stream_frame(void *data, uint64_t seq,
     u_char *text, size_t len);
 static ngx_int_t ngx_http_mcp_stream_reserve(ngx_http_mcp_stream_t *st,
     size_t size);
+static void ngx_http_mcp_stream_idle(ngx_http_mcp_stream_t *st);
 static void ngx_http_mcp_stream_write_handler(ngx_http_request_t *r);
 static void ngx_http_mcp_stream_keepalive_handler(ngx_event_t *ev);
 static void ngx_http_mcp_stream_cleanup(void *data);
 static void ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st);
+static void ngx_http_mcp_stream_begin(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_stream_last_event_id(ngx_str_t *value,
     uint32_t *stream, uint64_t *seq);
 
@@ -255,12 +258,18 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     r->read_event_handler = ngx_http_test_reading;
     r->main->count++;
 
-    /* output starts from the wake-up, never inside this handler */
+    /*
+     * output starts from a posted event, never inside this handler; the
+     * stream's own, not the worker's wake-up, which looks at every
+     * stream the worker holds: tens of thousands opening one by one
+     */
     st->prime = (id != resume);
 
     /* a worker that exits already: the client goes on at another one */
     st->quit = (ngx_exiting != 0);
-    (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
+
+    r->write_event_handler = ngx_http_mcp_stream_begin;
+    ngx_post_event(r->connection->write, &ngx_posted_events);
 
     /* a resumed POST's stream ends with its responses: not the GET's */
     if (!st->quit && standalone) {
@@ -272,6 +281,25 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     }
 
     return NGX_DONE;
+}
+
+
+/* a GET's stream writes its first events: see ngx_http_mcp_stream_get() */
+
+static void
+ngx_http_mcp_stream_begin(ngx_http_request_t *r)
+{
+    ngx_http_mcp_ctx_t     *ctx;
+    ngx_http_mcp_stream_t  *st;
+
+    r->write_event_handler = ngx_http_request_empty_handler;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    st = (ctx != NULL) ? ctx->stream : NULL;
+
+    if (st != NULL && !st->busy && !st->ended) {
+        ngx_http_mcp_stream_flush(st);
+    }
 }
 
 
@@ -649,6 +677,10 @@ ngx_http_mcp_stream_write(ngx_http_mcp_stream_t *st, u_char *data,
         return NGX_ERROR;
     }
 
+    if (rc == NGX_OK) {
+        ngx_http_mcp_stream_idle(st);
+    }
+
     if (rc == NGX_AGAIN) {
         st->busy = 1;
         r->write_event_handler = ngx_http_mcp_stream_write_handler;
@@ -673,6 +705,29 @@ ngx_http_mcp_stream_write(ngx_http_mcp_stream_t *st, u_char *data,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * All that was written is out: the buffer goes until the next events.
+ * A stream waits far longer than it writes, and 4 kB a stream is most
+ * of what 100,000 waiting streams would hold.
+ */
+
+static void
+ngx_http_mcp_stream_idle(ngx_http_mcp_stream_t *st)
+{
+    ngx_http_request_t  *r;
+
+    r = st->request;
+
+    if (st->buf == NULL || r->out != NULL || r->connection->buffered) {
+        return;
+    }
+
+    ngx_free(st->buf);
+    st->buf = NULL;
+    st->size = 0;
 }
 
 
@@ -715,6 +770,8 @@ ngx_http_mcp_stream_write_handler(ngx_http_request_t *r)
 
     r->write_event_handler = ngx_http_request_empty_handler;
     st->busy = 0;
+
+    ngx_http_mcp_stream_idle(st);
 
     if (st->ending && !st->out.last_buf) {
         /* ended while busy: the end goes out now */

@@ -310,6 +310,17 @@ struct ngx_http_mcp_call_edge_s {
 typedef ngx_int_t (*ngx_http_mcp_event_pt)(void *data, uint64_t seq,
     u_char *text, size_t len);
 
+/* one stream's pull in ngx_http_mcp_session_pull_all() */
+typedef struct {
+    u_char                    *sid;         /* NGX_HTTP_MCP_SESSION_ID_LEN */
+    uint32_t                   id;
+    uint32_t                   token;
+    uint64_t                   after;
+    void                      *data;        /* the handler's */
+    ngx_int_t                  rc;          /* as ngx_http_mcp_session_pull */
+    ngx_uint_t                 complete;
+} ngx_http_mcp_pull_t;
+
 /* what a woken worker looks at */
 typedef void (*ngx_http_mcp_wake_pt)(void);
 /* graceful exit: deadline 0 when it starts, 1 when its time is up */
@@ -440,6 +451,8 @@ ngx_int_t ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
 ngx_int_t ngx_http_mcp_session_pull(ngx_shm_zone_t *zone, ngx_str_t *sid,
     uint32_t id, uint32_t token, uint64_t after,
     ngx_http_mcp_event_pt handler, void *data, ngx_uint_t *complete);
+void ngx_http_mcp_session_pull_all(ngx_shm_zone_t *zone,
+    ngx_http_mcp_pull_t *pulls, ngx_uint_t n, ngx_http_mcp_event_pt handler);
 void ngx_http_mcp_session_lists(ngx_shm_zone_t *zone, uint32_t *lists,
     ngx_uint_t *changed);
 ngx_uint_t ngx_http_mcp_session_updated(ngx_shm_zone_t *zone,

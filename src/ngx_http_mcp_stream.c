@@ -29,6 +29,9 @@
 
 #define NGX_HTTP_MCP_STREAM_CHUNK   65536
 
+/* the streams that pull under one hold of the zone's lock */
+#define NGX_HTTP_MCP_STREAM_BATCH   64
+
 
 static ngx_http_mcp_stream_t *ngx_http_mcp_stream_create(
     ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *sid,
@@ -44,8 +47,8 @@ static ngx_int_t ngx_http_mcp_stream_final(ngx_http_mcp_stream_t *st,
 static void ngx_http_mcp_stream_last(ngx_http_mcp_stream_t *st);
 static ngx_uint_t ngx_http_mcp_stream_endless(ngx_http_mcp_stream_t *st);
 static void ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st);
-static ngx_int_t ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st,
-    size_t *len, ngx_uint_t *complete, ngx_uint_t *more);
+static ngx_int_t ngx_http_mcp_stream_emit(ngx_http_mcp_stream_t *st,
+    ngx_int_t rc, ngx_uint_t complete);
 static ngx_int_t ngx_http_mcp_stream_frame(void *data, uint64_t seq,
     u_char *text, size_t len);
 static ngx_int_t ngx_http_mcp_stream_reserve(ngx_http_mcp_stream_t *st,
@@ -408,22 +411,75 @@ ngx_http_mcp_stream_headers(ngx_http_request_t *r, ngx_uint_t version)
 }
 
 
+/*
+ * Every stream of the worker that is not busy writes what the log holds
+ * for it: a batch of streams of one zone pulls under one hold of the
+ * zone's lock (see ngx_http_mcp_session_pull_all()), then writes.
+ */
+
 void
 ngx_http_mcp_streams_wake(void)
 {
+    ngx_uint_t              i, n;
     ngx_queue_t            *q, *next;
-    ngx_http_mcp_stream_t  *st;
+    ngx_shm_zone_t         *zone;
+    ngx_http_mcp_pull_t     pulls[NGX_HTTP_MCP_STREAM_BATCH];
+    ngx_http_mcp_stream_t  *st, *batch[NGX_HTTP_MCP_STREAM_BATCH];
 
-    for (q = ngx_queue_head(&ngx_http_mcp_worker.streams);
-         q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams);
-         q = next)
-    {
-        next = ngx_queue_next(q);
-        st = ngx_queue_data(q, ngx_http_mcp_stream_t, queue);
+    q = ngx_queue_head(&ngx_http_mcp_worker.streams);
 
-        /* a flush may end the stream, and take it off the list */
-        if (!st->busy && !st->ended) {
-            ngx_http_mcp_stream_flush(st);
+    while (q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams)) {
+
+        n = 0;
+        zone = NULL;
+
+        for ( /* void */ ;
+             q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams)
+             && n < NGX_HTTP_MCP_STREAM_BATCH;
+             q = next)
+        {
+            next = ngx_queue_next(q);
+            st = ngx_queue_data(q, ngx_http_mcp_stream_t, queue);
+
+            if (st->busy || st->ended) {
+                continue;
+            }
+
+            if (zone != NULL && st->conf->zone != zone) {
+                break;
+            }
+
+            /* a failed start ends the request: st may be gone */
+            if (ngx_http_mcp_stream_prime(st, &st->len) != NGX_OK) {
+                ngx_http_finalize_request(st->request, NGX_ERROR);
+                continue;
+            }
+
+            zone = st->conf->zone;
+
+            pulls[n].sid = st->sid;
+            pulls[n].id = st->id;
+            pulls[n].token = st->token;
+            pulls[n].after = st->sent;
+            pulls[n].data = st;
+            batch[n++] = st;
+        }
+
+        if (n == 0) {
+            continue;
+        }
+
+        ngx_http_mcp_session_pull_all(zone, pulls, n,
+                                      ngx_http_mcp_stream_frame);
+
+        /* a write may end its own stream only: the rest of the batch stays */
+        for (i = 0; i < n; i++) {
+            if (ngx_http_mcp_stream_emit(batch[i], pulls[i].rc,
+                                         pulls[i].complete)
+                == NGX_AGAIN)
+            {
+                ngx_http_mcp_stream_flush(batch[i]);
+            }
         }
     }
 }
@@ -481,93 +537,91 @@ ngx_http_mcp_stream_final(ngx_http_mcp_stream_t *st, size_t *len)
 static void
 ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st)
 {
-    size_t      len;
     ngx_int_t   rc;
-    ngx_uint_t  complete, more;
-
-    for ( ;; ) {
-
-        if (ngx_http_mcp_stream_prime(st, &len) != NGX_OK) {
-            ngx_http_finalize_request(st->request, NGX_ERROR);
-            return;
-        }
-
-        rc = ngx_http_mcp_stream_pull(st, &len, &complete, &more);
-
-        if (rc == NGX_ERROR) {
-            ngx_http_finalize_request(st->request, NGX_ERROR);
-            return;
-        }
-
-        if (rc == NGX_DECLINED) {
-            /* the session or the stream is gone, or another worker has it */
-            ngx_http_mcp_stream_end_http(st);
-            return;
-        }
-
-        if (st->quit && !complete && !more) {
-            /* all the log held is in the buffer: the final event ends it */
-            ngx_http_mcp_stream_detach(st);
-
-            if (ngx_http_mcp_stream_final(st, &len) != NGX_OK) {
-                ngx_http_finalize_request(st->request, NGX_ERROR);
-                return;
-            }
-
-            (void) ngx_http_mcp_stream_write(st, st->buf, len, 1);
-            return;
-        }
-
-        if (len == 0 && !complete && !st->fresh) {
-            return;
-        }
-
-        /* a fresh stream with nothing yet still sends its header now */
-        if (ngx_http_mcp_stream_write(st, len ? st->buf : (u_char *) "", len,
-                                      complete)
-            != NGX_OK)
-        {
-            return;
-        }
-
-        /* complete means no more: st may be gone once the stream ended */
-        if (!more || st->busy) {
-            return;
-        }
-
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, st->request->connection->log, 0,
-                       "mcp stream %uD: another chunk of queued events",
-                       st->id);
-    }
-}
-
-
-/*
- * Appends the stream's unwritten events to its buffer (from *len on) as
- * SSE frames, about a chunk's worth.  complete: the stream has ended (a
- * POST stream with every response in the buffer); the store has then
- * removed it.  more: events are left for the next chunk.
- */
-
-static ngx_int_t
-ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st, size_t *len,
-    ngx_uint_t *complete, ngx_uint_t *more)
-{
-    ngx_int_t  rc;
-    ngx_str_t  sid;
+    ngx_str_t   sid;
+    ngx_uint_t  complete;
 
     sid.data = st->sid;
     sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
 
-    st->len = *len;
+    do {
+        if (ngx_http_mcp_stream_prime(st, &st->len) != NGX_OK) {
+            ngx_http_finalize_request(st->request, NGX_ERROR);
+            return;
+        }
 
-    rc = ngx_http_mcp_session_pull(st->conf->zone, &sid, st->id, st->token,
-                                   st->sent, ngx_http_mcp_stream_frame, st,
-                                   complete);
-    *len = st->len;
-    *more = (rc == NGX_AGAIN);
+        rc = ngx_http_mcp_session_pull(st->conf->zone, &sid, st->id,
+                                       st->token, st->sent,
+                                       ngx_http_mcp_stream_frame, st,
+                                       &complete);
 
-    return (rc == NGX_AGAIN) ? NGX_OK : rc;
+    } while (ngx_http_mcp_stream_emit(st, rc, complete) == NGX_AGAIN);
+}
+
+
+/*
+ * Writes what a pull put in the buffer (st->len bytes, after the priming
+ * event if it was due): rc and complete are the pull's, see
+ * ngx_http_mcp_session_pull().  NGX_AGAIN: all went out and the log
+ * holds more for another chunk; NGX_DONE: nothing more now, and st may
+ * be gone.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stream_emit(ngx_http_mcp_stream_t *st, ngx_int_t rc,
+    ngx_uint_t complete)
+{
+    size_t      len;
+    ngx_uint_t  more;
+
+    more = (rc == NGX_AGAIN);
+    len = st->len;
+
+    if (rc == NGX_ERROR) {
+        ngx_http_finalize_request(st->request, NGX_ERROR);
+        return NGX_DONE;
+    }
+
+    if (rc == NGX_DECLINED) {
+        /* the session or the stream is gone, or another worker has it */
+        ngx_http_mcp_stream_end_http(st);
+        return NGX_DONE;
+    }
+
+    if (st->quit && !complete && !more) {
+        /* all the log held is in the buffer: the final event ends it */
+        ngx_http_mcp_stream_detach(st);
+
+        if (ngx_http_mcp_stream_final(st, &len) != NGX_OK) {
+            ngx_http_finalize_request(st->request, NGX_ERROR);
+            return NGX_DONE;
+        }
+
+        (void) ngx_http_mcp_stream_write(st, st->buf, len, 1);
+        return NGX_DONE;
+    }
+
+    if (len == 0 && !complete && !st->fresh) {
+        return NGX_DONE;
+    }
+
+    /* a fresh stream with nothing yet still sends its header now */
+    if (ngx_http_mcp_stream_write(st, len ? st->buf : (u_char *) "", len,
+                                  complete)
+        != NGX_OK)
+    {
+        return NGX_DONE;
+    }
+
+    /* complete means no more: st may be gone once the stream ended */
+    if (!more || st->busy) {
+        return NGX_DONE;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, st->request->connection->log, 0,
+                   "mcp stream %uD: another chunk of queued events", st->id);
+
+    return NGX_AGAIN;
 }
 
 

@@ -194,6 +194,7 @@ typedef struct {
 /* a stream whose connection this worker holds */
 typedef struct {
     ngx_queue_t                queue;       /* the worker's streams */
+    ngx_rbtree_node_t          node;        /* key: token */
     ngx_http_request_t        *request;
     ngx_http_mcp_loc_conf_t   *conf;
     u_char                     sid[NGX_HTTP_MCP_SESSION_ID_LEN];
@@ -548,6 +549,7 @@ ngx_int_t ngx_http_mcp_stream_get(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 void ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st);
 void ngx_http_mcp_streams_wake(void);
+ngx_int_t ngx_http_mcp_stream_poke(uint32_t token);
 void ngx_http_mcp_streams_quit(ngx_uint_t deadline);
 ngx_int_t ngx_http_mcp_stream_on_get(ngx_http_mcp_get_stream_pt handler);
 ngx_int_t ngx_http_mcp_session_on_delete(ngx_http_mcp_delete_pt handler);

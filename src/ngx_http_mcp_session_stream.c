@@ -227,6 +227,7 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
     uint32_t stream, u_char *data, size_t len, ngx_uint_t response,
     ngx_log_t *log)
 {
+    uint32_t                      token;
     ngx_pid_t                     owner;
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_event_t         *ev;
@@ -264,6 +265,7 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
     }
 
     owner = st->owner;
+    token = st->token;
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
@@ -271,6 +273,11 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
                    "mcp session %s stream %uD: %s queued for worker %P",
                    ngx_http_mcp_session_log_id(sid->data, sid->len), stream,
                    response ? "response" : "message", owner);
+
+    /* this worker's own stream writes alone: no look at all the others */
+    if (owner == ngx_pid && ngx_http_mcp_stream_poke(token) == NGX_OK) {
+        return NGX_OK;
+    }
 
     if (owner && ngx_http_mcp_notify_pid(owner, log) == NGX_DECLINED) {
 

@@ -58,12 +58,17 @@ static void ngx_http_mcp_stream_write_handler(ngx_http_request_t *r);
 static void ngx_http_mcp_stream_keepalive_handler(ngx_event_t *ev);
 static void ngx_http_mcp_stream_cleanup(void *data);
 static void ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st);
+static ngx_int_t ngx_http_mcp_stream_post(ngx_http_mcp_stream_t *st);
 static void ngx_http_mcp_stream_begin(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_stream_last_event_id(ngx_str_t *value,
     uint32_t *stream, uint64_t *seq);
 
 
 static ngx_str_t  ngx_http_mcp_sse_type = ngx_string("text/event-stream");
+
+/* this worker's streams by token: see ngx_http_mcp_stream_poke() */
+static ngx_rbtree_t       ngx_http_mcp_stream_tree;
+static ngx_rbtree_node_t  ngx_http_mcp_stream_sentinel;
 
 /* who is told of GET streams: see ngx_http_mcp_get_stream_pt */
 static ngx_http_mcp_get_stream_pt  ngx_http_mcp_get_handlers[2];
@@ -133,7 +138,7 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 
     r->read_event_handler = ngx_http_test_reading;
 
-    /* the priming event and the first events go out from the wake-up */
+    /* the priming event and the first events go out from a posted event */
     st->prime = 1;
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -141,6 +146,10 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
                    ngx_http_mcp_session_log_id(ctx->rctx.session_id.data,
                                                ctx->rctx.session_id.len),
                    id);
+
+    if (ngx_http_mcp_stream_post(st) == NGX_OK) {
+        return NGX_OK;
+    }
 
     return ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
 }
@@ -271,8 +280,9 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     /* a worker that exits already: the client goes on at another one */
     st->quit = (ngx_exiting != 0);
 
-    r->write_event_handler = ngx_http_mcp_stream_begin;
-    ngx_post_event(r->connection->write, &ngx_posted_events);
+    if (ngx_http_mcp_stream_post(st) != NGX_OK) {
+        (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
+    }
 
     /* a resumed POST's stream ends with its responses: not the GET's */
     if (!st->quit && standalone) {
@@ -287,7 +297,70 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 }
 
 
-/* a GET's stream writes its first events: see ngx_http_mcp_stream_get() */
+/*
+ * A stream of this worker has new events in the log: it alone writes
+ * them, from a posted event, where the worker's wake-up would look at
+ * every stream the worker holds (tens of thousands of idle GETs, for
+ * each progress notification of a call).  NGX_DECLINED: no such stream
+ * here, or it cannot be told alone; the caller wakes the worker.
+ */
+
+ngx_int_t
+ngx_http_mcp_stream_poke(uint32_t token)
+{
+    ngx_rbtree_node_t  *node, *sentinel;
+
+    node = ngx_http_mcp_stream_tree.root;
+    sentinel = ngx_http_mcp_stream_tree.sentinel;
+
+    while (node != NULL && node != sentinel) {
+
+        if (token != node->key) {
+            node = (token < node->key) ? node->left : node->right;
+            continue;
+        }
+
+        return ngx_http_mcp_stream_post(ngx_rbtree_data(node,
+                                                        ngx_http_mcp_stream_t,
+                                                        node));
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * The stream writes what the log holds from a posted write event of its
+ * connection.  A busy one needs nothing: its write handler looks once
+ * the output is out.  NGX_DECLINED when the request does not take the
+ * connection's write events (an active subrequest) or has a handler of
+ * its own for them.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stream_post(ngx_http_mcp_stream_t *st)
+{
+    ngx_http_request_t  *r;
+
+    r = st->request;
+
+    if (st->busy) {
+        return NGX_OK;
+    }
+
+    if (st->ended || r->connection->data != r
+        || (r->write_event_handler != ngx_http_request_empty_handler
+            && r->write_event_handler != ngx_http_mcp_stream_begin))
+    {
+        return NGX_DECLINED;
+    }
+
+    r->write_event_handler = ngx_http_mcp_stream_begin;
+    ngx_post_event(r->connection->write, &ngx_posted_events);
+
+    return NGX_OK;
+}
+
 
 static void
 ngx_http_mcp_stream_begin(ngx_http_request_t *r)
@@ -367,6 +440,15 @@ ngx_http_mcp_stream_create(ngx_http_request_t *r,
     cln->data = st;
 
     ngx_queue_insert_tail(&ngx_http_mcp_worker.streams, &st->queue);
+
+    if (ngx_http_mcp_stream_tree.root == NULL) {
+        ngx_rbtree_init(&ngx_http_mcp_stream_tree,
+                        &ngx_http_mcp_stream_sentinel,
+                        ngx_rbtree_insert_value);
+    }
+
+    st->node.key = token;
+    ngx_rbtree_insert(&ngx_http_mcp_stream_tree, &st->node);
 
     ngx_add_timer(&st->keepalive, mlcf->keepalive);
 
@@ -1003,6 +1085,7 @@ ngx_http_mcp_stream_cleanup(void *data)
     ngx_http_mcp_stream_detach(st);
 
     ngx_queue_remove(&st->queue);
+    ngx_rbtree_delete(&ngx_http_mcp_stream_tree, &st->node);
 
     if (st->keepalive.timer_set) {
         ngx_del_timer(&st->keepalive);

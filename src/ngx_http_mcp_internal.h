@@ -196,13 +196,14 @@ typedef struct {
 /* a stream whose connection this worker holds */
 typedef struct {
     ngx_queue_t                queue;       /* the worker's streams */
+    ngx_rbtree_node_t          node;        /* key: token */
     ngx_http_request_t        *request;
     ngx_http_mcp_loc_conf_t   *conf;
     u_char                     sid[NGX_HTTP_MCP_SESSION_ID_LEN];
     uint32_t                   id;
     uint32_t                   token;       /* ownership, see stream_sh */
     uint64_t                   sent;        /* last seq written */
-    u_char                    *buf;         /* output, reused */
+    u_char                    *buf;         /* output, while written */
     size_t                     size;
     size_t                     len;         /* of buf, while pulling */
     ngx_buf_t                  out;
@@ -313,6 +314,17 @@ struct ngx_http_mcp_call_edge_s {
 /* an event of a session's log, handed to a stream's writer */
 typedef ngx_int_t (*ngx_http_mcp_event_pt)(void *data, uint64_t seq,
     u_char *text, size_t len);
+
+/* one stream's pull in ngx_http_mcp_session_pull_all() */
+typedef struct {
+    u_char                    *sid;         /* NGX_HTTP_MCP_SESSION_ID_LEN */
+    uint32_t                   id;
+    uint32_t                   token;
+    uint64_t                   after;
+    void                      *data;        /* the handler's */
+    ngx_int_t                  rc;          /* as ngx_http_mcp_session_pull */
+    ngx_uint_t                 complete;
+} ngx_http_mcp_pull_t;
 
 /* what a woken worker looks at */
 typedef void (*ngx_http_mcp_wake_pt)(void);
@@ -452,6 +464,8 @@ ngx_int_t ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
 ngx_int_t ngx_http_mcp_session_pull(ngx_shm_zone_t *zone, ngx_str_t *sid,
     uint32_t id, uint32_t token, uint64_t after,
     ngx_http_mcp_event_pt handler, void *data, ngx_uint_t *complete);
+void ngx_http_mcp_session_pull_all(ngx_shm_zone_t *zone,
+    ngx_http_mcp_pull_t *pulls, ngx_uint_t n, ngx_http_mcp_event_pt handler);
 void ngx_http_mcp_session_lists(ngx_shm_zone_t *zone, uint32_t *lists,
     ngx_uint_t *changed);
 ngx_uint_t ngx_http_mcp_session_updated(ngx_shm_zone_t *zone,
@@ -549,6 +563,7 @@ ngx_int_t ngx_http_mcp_stream_get(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 void ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st);
 void ngx_http_mcp_streams_wake(void);
+ngx_int_t ngx_http_mcp_stream_poke(uint32_t token);
 void ngx_http_mcp_streams_quit(ngx_uint_t deadline);
 ngx_int_t ngx_http_mcp_stream_on_get(ngx_http_mcp_get_stream_pt handler);
 ngx_int_t ngx_http_mcp_session_on_delete(ngx_http_mcp_delete_pt handler);

@@ -40,6 +40,9 @@ static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_lock(
     ngx_http_mcp_zone_t *ctx, ngx_str_t *sid, ngx_pid_t owner,
     uint64_t request, u_char *id, size_t len,
     ngx_http_mcp_session_node_t **s);
+static ngx_int_t ngx_http_mcp_session_pull_locked(ngx_http_mcp_zone_t *ctx,
+    u_char *id_data, uint32_t id, uint32_t token, uint64_t after,
+    ngx_http_mcp_event_pt handler, void *data, ngx_uint_t *complete);
 static ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream(
     ngx_http_mcp_session_node_t *s, uint32_t id);
 static ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream_add(
@@ -224,6 +227,7 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
     uint32_t stream, u_char *data, size_t len, ngx_uint_t response,
     ngx_log_t *log)
 {
+    uint32_t                      token;
     ngx_pid_t                     owner;
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_event_t         *ev;
@@ -261,6 +265,7 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
     }
 
     owner = st->owner;
+    token = st->token;
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
@@ -268,6 +273,11 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
                    "mcp session %s stream %uD: %s queued for worker %P",
                    ngx_http_mcp_session_log_id(sid->data, sid->len), stream,
                    response ? "response" : "message", owner);
+
+    /* this worker's own stream writes alone: no look at all the others */
+    if (owner == ngx_pid && ngx_http_mcp_stream_poke(token) == NGX_OK) {
+        return NGX_OK;
+    }
 
     if (owner && ngx_http_mcp_notify_pid(owner, log) == NGX_DECLINED) {
 
@@ -302,22 +312,76 @@ ngx_http_mcp_session_pull(ngx_shm_zone_t *zone, ngx_str_t *sid,
     uint32_t id, uint32_t token, uint64_t after,
     ngx_http_mcp_event_pt handler, void *data, ngx_uint_t *complete)
 {
+    ngx_int_t             rc;
+    ngx_http_mcp_zone_t  *ctx;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    rc = ngx_http_mcp_session_pull_locked(ctx, sid->data, id, token, after,
+                                          handler, data, complete);
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * The pulls of many streams under one hold of the lock: a worker woken
+ * for a notification to all its streams, tens of thousands, would else
+ * take and give back the lock as often, in turn with every other worker
+ * doing the same.
+ */
+
+void
+ngx_http_mcp_session_pull_all(ngx_shm_zone_t *zone, ngx_http_mcp_pull_t *pulls,
+    ngx_uint_t n, ngx_http_mcp_event_pt handler)
+{
+    ngx_uint_t            i;
+    ngx_http_mcp_zone_t  *ctx;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    for (i = 0; i < n; i++) {
+        pulls[i].rc = ngx_http_mcp_session_pull_locked(ctx, pulls[i].sid,
+                                                       pulls[i].id,
+                                                       pulls[i].token,
+                                                       pulls[i].after,
+                                                       handler,
+                                                       pulls[i].data,
+                                                       &pulls[i].complete);
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_session_pull_locked(ngx_http_mcp_zone_t *ctx, u_char *id_data,
+    uint32_t id, uint32_t token, uint64_t after,
+    ngx_http_mcp_event_pt handler, void *data, ngx_uint_t *complete)
+{
     ngx_int_t                     rc;
+    ngx_str_t                     sid;
     ngx_queue_t                  *q;
-    ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_event_t         *ev;
     ngx_http_mcp_stream_sh_t     *st;
     ngx_http_mcp_session_node_t  *s;
 
-    ctx = zone->data;
     *complete = 0;
-    rc = NGX_OK;
 
-    st = ngx_http_mcp_session_stream_lock(ctx, sid, id, &s);
+    sid.data = id_data;
+    sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+
+    s = ngx_http_mcp_session_find(ctx, &sid);
+    st = (s != NULL) ? ngx_http_mcp_session_stream(s, id) : NULL;
 
     if (st == NULL || st->owner != ngx_pid || st->token != token) {
-        rc = NGX_DECLINED;
-        goto done;
+        return NGX_DECLINED;
     }
 
     for (q = ngx_queue_head(&s->events);
@@ -333,7 +397,7 @@ ngx_http_mcp_session_pull(ngx_shm_zone_t *zone, ngx_str_t *sid,
         rc = handler(data, ev->seq, ev->data, ev->len);
 
         if (rc != NGX_OK) {
-            goto done;
+            return rc;
         }
     }
 
@@ -342,11 +406,7 @@ ngx_http_mcp_session_pull(ngx_shm_zone_t *zone, ngx_str_t *sid,
         ngx_http_mcp_session_stream_free(ctx, s, st);
     }
 
-done:
-
-    ngx_shmtx_unlock(&ctx->shpool->mutex);
-
-    return rc;
+    return NGX_OK;
 }
 
 

@@ -10,9 +10,10 @@
  * yet.  Event ids are "<stream>-<seq>": unique in the session, and they
  * name the stream that Last-Event-ID resumes.
  *
- * Output memory is one buffer per stream, reused: new events are read
- * from the log only once the previous write has gone out, so a slow
- * client holds back its own events in the log, never worker memory.
+ * Output memory is one buffer per stream, there only while events are
+ * written: new events are read from the log only once the previous
+ * write has gone out, so a slow client holds back its own events in the
+ * log, never worker memory, and a waiting stream holds no buffer.
  *
  * When the worker exits gracefully (reload, quit), a stream that never
  * ends by itself (a GET's, a listener's) ends at once, after what the
@@ -27,6 +28,9 @@
 
 
 #define NGX_HTTP_MCP_STREAM_CHUNK   65536
+
+/* the streams that pull under one hold of the zone's lock */
+#define NGX_HTTP_MCP_STREAM_BATCH   64
 
 
 static ngx_http_mcp_stream_t *ngx_http_mcp_stream_create(
@@ -43,21 +47,28 @@ static ngx_int_t ngx_http_mcp_stream_final(ngx_http_mcp_stream_t *st,
 static void ngx_http_mcp_stream_last(ngx_http_mcp_stream_t *st);
 static ngx_uint_t ngx_http_mcp_stream_endless(ngx_http_mcp_stream_t *st);
 static void ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st);
-static ngx_int_t ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st,
-    size_t *len, ngx_uint_t *complete, ngx_uint_t *more);
+static ngx_int_t ngx_http_mcp_stream_emit(ngx_http_mcp_stream_t *st,
+    ngx_int_t rc, ngx_uint_t complete);
 static ngx_int_t ngx_http_mcp_stream_frame(void *data, uint64_t seq,
     u_char *text, size_t len);
 static ngx_int_t ngx_http_mcp_stream_reserve(ngx_http_mcp_stream_t *st,
     size_t size);
+static void ngx_http_mcp_stream_idle(ngx_http_mcp_stream_t *st);
 static void ngx_http_mcp_stream_write_handler(ngx_http_request_t *r);
 static void ngx_http_mcp_stream_keepalive_handler(ngx_event_t *ev);
 static void ngx_http_mcp_stream_cleanup(void *data);
 static void ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st);
+static ngx_int_t ngx_http_mcp_stream_post(ngx_http_mcp_stream_t *st);
+static void ngx_http_mcp_stream_begin(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_stream_last_event_id(ngx_str_t *value,
     uint32_t *stream, uint64_t *seq);
 
 
 static ngx_str_t  ngx_http_mcp_sse_type = ngx_string("text/event-stream");
+
+/* this worker's streams by token: see ngx_http_mcp_stream_poke() */
+static ngx_rbtree_t       ngx_http_mcp_stream_tree;
+static ngx_rbtree_node_t  ngx_http_mcp_stream_sentinel;
 
 /* who is told of GET streams: see ngx_http_mcp_get_stream_pt */
 static ngx_http_mcp_get_stream_pt  ngx_http_mcp_get_handlers[2];
@@ -126,7 +137,7 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 
     r->read_event_handler = ngx_http_test_reading;
 
-    /* the priming event and the first events go out from the wake-up */
+    /* the priming event and the first events go out from a posted event */
     st->prime = 1;
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -134,6 +145,10 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
                    ngx_http_mcp_session_log_id(ctx->rctx.session_id.data,
                                                ctx->rctx.session_id.len),
                    id);
+
+    if (ngx_http_mcp_stream_post(st) == NGX_OK) {
+        return NGX_OK;
+    }
 
     return ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
 }
@@ -254,12 +269,19 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     r->read_event_handler = ngx_http_test_reading;
     r->main->count++;
 
-    /* output starts from the wake-up, never inside this handler */
+    /*
+     * output starts from a posted event, never inside this handler; the
+     * stream's own, not the worker's wake-up, which looks at every
+     * stream the worker holds: tens of thousands opening one by one
+     */
     st->prime = (id != resume);
 
     /* a worker that exits already: the client goes on at another one */
     st->quit = (ngx_exiting != 0);
-    (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
+
+    if (ngx_http_mcp_stream_post(st) != NGX_OK) {
+        (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
+    }
 
     /* a resumed POST's stream ends with its responses: not the GET's */
     if (!st->quit && standalone) {
@@ -271,6 +293,88 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     }
 
     return NGX_DONE;
+}
+
+
+/*
+ * A stream of this worker has new events in the log: it alone writes
+ * them, from a posted event, where the worker's wake-up would look at
+ * every stream the worker holds (tens of thousands of idle GETs, for
+ * each progress notification of a call).  NGX_DECLINED: no such stream
+ * here, or it cannot be told alone; the caller wakes the worker.
+ */
+
+ngx_int_t
+ngx_http_mcp_stream_poke(uint32_t token)
+{
+    ngx_rbtree_node_t  *node, *sentinel;
+
+    node = ngx_http_mcp_stream_tree.root;
+    sentinel = ngx_http_mcp_stream_tree.sentinel;
+
+    while (node != NULL && node != sentinel) {
+
+        if (token != node->key) {
+            node = (token < node->key) ? node->left : node->right;
+            continue;
+        }
+
+        return ngx_http_mcp_stream_post(ngx_rbtree_data(node,
+                                                        ngx_http_mcp_stream_t,
+                                                        node));
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * The stream writes what the log holds from a posted write event of its
+ * connection.  A busy one needs nothing: its write handler looks once
+ * the output is out.  NGX_DECLINED when the request does not take the
+ * connection's write events (an active subrequest) or has a handler of
+ * its own for them.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stream_post(ngx_http_mcp_stream_t *st)
+{
+    ngx_http_request_t  *r;
+
+    r = st->request;
+
+    if (st->busy) {
+        return NGX_OK;
+    }
+
+    if (st->ended || r->connection->data != r
+        || (r->write_event_handler != ngx_http_request_empty_handler
+            && r->write_event_handler != ngx_http_mcp_stream_begin))
+    {
+        return NGX_DECLINED;
+    }
+
+    r->write_event_handler = ngx_http_mcp_stream_begin;
+    ngx_post_event(r->connection->write, &ngx_posted_events);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_stream_begin(ngx_http_request_t *r)
+{
+    ngx_http_mcp_ctx_t     *ctx;
+    ngx_http_mcp_stream_t  *st;
+
+    r->write_event_handler = ngx_http_request_empty_handler;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    st = (ctx != NULL) ? ctx->stream : NULL;
+
+    if (st != NULL && !st->busy && !st->ended) {
+        ngx_http_mcp_stream_flush(st);
+    }
 }
 
 
@@ -336,6 +440,15 @@ ngx_http_mcp_stream_create(ngx_http_request_t *r,
 
     ngx_queue_insert_tail(&ngx_http_mcp_worker.streams, &st->queue);
 
+    if (ngx_http_mcp_stream_tree.root == NULL) {
+        ngx_rbtree_init(&ngx_http_mcp_stream_tree,
+                        &ngx_http_mcp_stream_sentinel,
+                        ngx_rbtree_insert_value);
+    }
+
+    st->node.key = token;
+    ngx_rbtree_insert(&ngx_http_mcp_stream_tree, &st->node);
+
     ngx_add_timer(&st->keepalive, mlcf->keepalive);
 
     return st;
@@ -379,22 +492,75 @@ ngx_http_mcp_stream_headers(ngx_http_request_t *r, ngx_uint_t version)
 }
 
 
+/*
+ * Every stream of the worker that is not busy writes what the log holds
+ * for it: a batch of streams of one zone pulls under one hold of the
+ * zone's lock (see ngx_http_mcp_session_pull_all()), then writes.
+ */
+
 void
 ngx_http_mcp_streams_wake(void)
 {
+    ngx_uint_t              i, n;
     ngx_queue_t            *q, *next;
-    ngx_http_mcp_stream_t  *st;
+    ngx_shm_zone_t         *zone;
+    ngx_http_mcp_pull_t     pulls[NGX_HTTP_MCP_STREAM_BATCH];
+    ngx_http_mcp_stream_t  *st, *batch[NGX_HTTP_MCP_STREAM_BATCH];
 
-    for (q = ngx_queue_head(&ngx_http_mcp_worker.streams);
-         q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams);
-         q = next)
-    {
-        next = ngx_queue_next(q);
-        st = ngx_queue_data(q, ngx_http_mcp_stream_t, queue);
+    q = ngx_queue_head(&ngx_http_mcp_worker.streams);
 
-        /* a flush may end the stream, and take it off the list */
-        if (!st->busy && !st->ended) {
-            ngx_http_mcp_stream_flush(st);
+    while (q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams)) {
+
+        n = 0;
+        zone = NULL;
+
+        for ( /* void */ ;
+             q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams)
+             && n < NGX_HTTP_MCP_STREAM_BATCH;
+             q = next)
+        {
+            next = ngx_queue_next(q);
+            st = ngx_queue_data(q, ngx_http_mcp_stream_t, queue);
+
+            if (st->busy || st->ended) {
+                continue;
+            }
+
+            if (zone != NULL && st->conf->zone != zone) {
+                break;
+            }
+
+            /* a failed start ends the request: st may be gone */
+            if (ngx_http_mcp_stream_prime(st, &st->len) != NGX_OK) {
+                ngx_http_finalize_request(st->request, NGX_ERROR);
+                continue;
+            }
+
+            zone = st->conf->zone;
+
+            pulls[n].sid = st->sid;
+            pulls[n].id = st->id;
+            pulls[n].token = st->token;
+            pulls[n].after = st->sent;
+            pulls[n].data = st;
+            batch[n++] = st;
+        }
+
+        if (n == 0) {
+            continue;
+        }
+
+        ngx_http_mcp_session_pull_all(zone, pulls, n,
+                                      ngx_http_mcp_stream_frame);
+
+        /* a write may end its own stream only: the rest of the batch stays */
+        for (i = 0; i < n; i++) {
+            if (ngx_http_mcp_stream_emit(batch[i], pulls[i].rc,
+                                         pulls[i].complete)
+                == NGX_AGAIN)
+            {
+                ngx_http_mcp_stream_flush(batch[i]);
+            }
         }
     }
 }
@@ -452,93 +618,91 @@ ngx_http_mcp_stream_final(ngx_http_mcp_stream_t *st, size_t *len)
 static void
 ngx_http_mcp_stream_flush(ngx_http_mcp_stream_t *st)
 {
-    size_t      len;
     ngx_int_t   rc;
-    ngx_uint_t  complete, more;
-
-    for ( ;; ) {
-
-        if (ngx_http_mcp_stream_prime(st, &len) != NGX_OK) {
-            ngx_http_finalize_request(st->request, NGX_ERROR);
-            return;
-        }
-
-        rc = ngx_http_mcp_stream_pull(st, &len, &complete, &more);
-
-        if (rc == NGX_ERROR) {
-            ngx_http_finalize_request(st->request, NGX_ERROR);
-            return;
-        }
-
-        if (rc == NGX_DECLINED) {
-            /* the session or the stream is gone, or another worker has it */
-            ngx_http_mcp_stream_end_http(st);
-            return;
-        }
-
-        if (st->quit && !complete && !more) {
-            /* all the log held is in the buffer: the final event ends it */
-            ngx_http_mcp_stream_detach(st);
-
-            if (ngx_http_mcp_stream_final(st, &len) != NGX_OK) {
-                ngx_http_finalize_request(st->request, NGX_ERROR);
-                return;
-            }
-
-            (void) ngx_http_mcp_stream_write(st, st->buf, len, 1);
-            return;
-        }
-
-        if (len == 0 && !complete && !st->fresh) {
-            return;
-        }
-
-        /* a fresh stream with nothing yet still sends its header now */
-        if (ngx_http_mcp_stream_write(st, len ? st->buf : (u_char *) "", len,
-                                      complete)
-            != NGX_OK)
-        {
-            return;
-        }
-
-        /* complete means no more: st may be gone once the stream ended */
-        if (!more || st->busy) {
-            return;
-        }
-
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, st->request->connection->log, 0,
-                       "mcp stream %uD: another chunk of queued events",
-                       st->id);
-    }
-}
-
-
-/*
- * Appends the stream's unwritten events to its buffer (from *len on) as
- * SSE frames, about a chunk's worth.  complete: the stream has ended (a
- * POST stream with every response in the buffer); the store has then
- * removed it.  more: events are left for the next chunk.
- */
-
-static ngx_int_t
-ngx_http_mcp_stream_pull(ngx_http_mcp_stream_t *st, size_t *len,
-    ngx_uint_t *complete, ngx_uint_t *more)
-{
-    ngx_int_t  rc;
-    ngx_str_t  sid;
+    ngx_str_t   sid;
+    ngx_uint_t  complete;
 
     sid.data = st->sid;
     sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
 
-    st->len = *len;
+    do {
+        if (ngx_http_mcp_stream_prime(st, &st->len) != NGX_OK) {
+            ngx_http_finalize_request(st->request, NGX_ERROR);
+            return;
+        }
 
-    rc = ngx_http_mcp_session_pull(st->conf->zone, &sid, st->id, st->token,
-                                   st->sent, ngx_http_mcp_stream_frame, st,
-                                   complete);
-    *len = st->len;
-    *more = (rc == NGX_AGAIN);
+        rc = ngx_http_mcp_session_pull(st->conf->zone, &sid, st->id,
+                                       st->token, st->sent,
+                                       ngx_http_mcp_stream_frame, st,
+                                       &complete);
 
-    return (rc == NGX_AGAIN) ? NGX_OK : rc;
+    } while (ngx_http_mcp_stream_emit(st, rc, complete) == NGX_AGAIN);
+}
+
+
+/*
+ * Writes what a pull put in the buffer (st->len bytes, after the priming
+ * event if it was due): rc and complete are the pull's, see
+ * ngx_http_mcp_session_pull().  NGX_AGAIN: all went out and the log
+ * holds more for another chunk; NGX_DONE: nothing more now, and st may
+ * be gone.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stream_emit(ngx_http_mcp_stream_t *st, ngx_int_t rc,
+    ngx_uint_t complete)
+{
+    size_t      len;
+    ngx_uint_t  more;
+
+    more = (rc == NGX_AGAIN);
+    len = st->len;
+
+    if (rc == NGX_ERROR) {
+        ngx_http_finalize_request(st->request, NGX_ERROR);
+        return NGX_DONE;
+    }
+
+    if (rc == NGX_DECLINED) {
+        /* the session or the stream is gone, or another worker has it */
+        ngx_http_mcp_stream_end_http(st);
+        return NGX_DONE;
+    }
+
+    if (st->quit && !complete && !more) {
+        /* all the log held is in the buffer: the final event ends it */
+        ngx_http_mcp_stream_detach(st);
+
+        if (ngx_http_mcp_stream_final(st, &len) != NGX_OK) {
+            ngx_http_finalize_request(st->request, NGX_ERROR);
+            return NGX_DONE;
+        }
+
+        (void) ngx_http_mcp_stream_write(st, st->buf, len, 1);
+        return NGX_DONE;
+    }
+
+    if (len == 0 && !complete && !st->fresh) {
+        return NGX_DONE;
+    }
+
+    /* a fresh stream with nothing yet still sends its header now */
+    if (ngx_http_mcp_stream_write(st, len ? st->buf : (u_char *) "", len,
+                                  complete)
+        != NGX_OK)
+    {
+        return NGX_DONE;
+    }
+
+    /* complete means no more: st may be gone once the stream ended */
+    if (!more || st->busy) {
+        return NGX_DONE;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, st->request->connection->log, 0,
+                   "mcp stream %uD: another chunk of queued events", st->id);
+
+    return NGX_AGAIN;
 }
 
 
@@ -648,6 +812,10 @@ ngx_http_mcp_stream_write(ngx_http_mcp_stream_t *st, u_char *data,
         return NGX_ERROR;
     }
 
+    if (rc == NGX_OK) {
+        ngx_http_mcp_stream_idle(st);
+    }
+
     if (rc == NGX_AGAIN) {
         st->busy = 1;
         r->write_event_handler = ngx_http_mcp_stream_write_handler;
@@ -672,6 +840,29 @@ ngx_http_mcp_stream_write(ngx_http_mcp_stream_t *st, u_char *data,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * All that was written is out: the buffer goes until the next events.
+ * A stream waits far longer than it writes, and 4 kB a stream is most
+ * of what 100,000 waiting streams would hold.
+ */
+
+static void
+ngx_http_mcp_stream_idle(ngx_http_mcp_stream_t *st)
+{
+    ngx_http_request_t  *r;
+
+    r = st->request;
+
+    if (st->buf == NULL || r->out != NULL || r->connection->buffered) {
+        return;
+    }
+
+    ngx_free(st->buf);
+    st->buf = NULL;
+    st->size = 0;
 }
 
 
@@ -714,6 +905,8 @@ ngx_http_mcp_stream_write_handler(ngx_http_request_t *r)
 
     r->write_event_handler = ngx_http_request_empty_handler;
     st->busy = 0;
+
+    ngx_http_mcp_stream_idle(st);
 
     if (st->ending && !st->out.last_buf) {
         /* ended while busy: the end goes out now */
@@ -891,6 +1084,7 @@ ngx_http_mcp_stream_cleanup(void *data)
     ngx_http_mcp_stream_detach(st);
 
     ngx_queue_remove(&st->queue);
+    ngx_rbtree_delete(&ngx_http_mcp_stream_tree, &st->node);
 
     if (st->keepalive.timer_set) {
         ngx_del_timer(&st->keepalive);

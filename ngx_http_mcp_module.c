@@ -465,6 +465,8 @@ ngx_http_mcp_init_process(ngx_cycle_t *cycle)
         (mmcf->shutdown_timeout == NGX_CONF_UNSET_MSEC)
         ? 30000 : mmcf->shutdown_timeout;
 
+    ngx_http_mcp_ipc_on_poke(ngx_http_mcp_stream_poke);
+
     /* at the shutdown timeout, calls first: their responses end streams */
     if (ngx_http_mcp_ipc_on_wake(ngx_http_mcp_streams_wake) != NGX_OK
         || ngx_http_mcp_ipc_on_wake(ngx_http_mcp_calls_wake) != NGX_OK

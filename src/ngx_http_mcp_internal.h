@@ -328,6 +328,8 @@ typedef struct {
 
 /* what a woken worker looks at */
 typedef void (*ngx_http_mcp_wake_pt)(void);
+/* a stream of this worker, by its token, writes its events alone */
+typedef ngx_int_t (*ngx_http_mcp_poke_pt)(uint32_t token);
 /* graceful exit: deadline 0 when it starts, 1 when its time is up */
 typedef void (*ngx_http_mcp_quit_pt)(ngx_uint_t deadline);
 /*
@@ -487,12 +489,15 @@ ngx_int_t ngx_http_mcp_session_deliver(ngx_shm_zone_t *zone,
 
 ngx_int_t ngx_http_mcp_ipc_on_wake(ngx_http_mcp_wake_pt handler);
 ngx_int_t ngx_http_mcp_ipc_on_quit(ngx_http_mcp_quit_pt handler);
+void ngx_http_mcp_ipc_on_poke(ngx_http_mcp_poke_pt handler);
 void ngx_http_mcp_ipc_drained(void);
 char *ngx_http_mcp_ipc_check_path(ngx_conf_t *cf, ngx_str_t *path);
 void ngx_http_mcp_ipc_prepare(ngx_cycle_t *cycle, ngx_str_t *path);
 ngx_int_t ngx_http_mcp_ipc_init(ngx_cycle_t *cycle, ngx_str_t *path);
 void ngx_http_mcp_ipc_exit(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_mcp_notify_pid(ngx_pid_t pid, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_notify_stream(ngx_pid_t pid, uint32_t token,
+    ngx_log_t *log);
 ngx_int_t ngx_http_mcp_ipc_wake(ngx_pid_t pid, ngx_log_t *log);
 
 

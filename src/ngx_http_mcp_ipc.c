@@ -69,6 +69,9 @@ static ngx_http_mcp_quit_pt  ngx_http_mcp_quit_handlers[
                                  NGX_HTTP_MCP_QUIT_HANDLERS];
 static ngx_uint_t            ngx_http_mcp_nquit_handlers;
 
+/* who tells one of this worker's streams alone: see notify_stream */
+static ngx_http_mcp_poke_pt  ngx_http_mcp_poke_handler;
+
 /* mcp_ipc_path of this worker's cycle, NUL-terminated */
 static ngx_str_t             ngx_http_mcp_ipc_dir;
 
@@ -100,6 +103,15 @@ ngx_http_mcp_ipc_on_quit(ngx_http_mcp_quit_pt handler)
     ngx_http_mcp_quit_handlers[ngx_http_mcp_nquit_handlers++] = handler;
 
     return NGX_OK;
+}
+
+
+/* called at worker start: the streams' own wake-up (stream.c) */
+
+void
+ngx_http_mcp_ipc_on_poke(ngx_http_mcp_poke_pt handler)
+{
+    ngx_http_mcp_poke_handler = handler;
 }
 
 
@@ -406,6 +418,25 @@ ngx_http_mcp_notify_pid(ngx_pid_t pid, ngx_log_t *log)
     }
 
     return ngx_http_mcp_ipc_wake(pid, log);
+}
+
+
+/*
+ * A stream of worker pid has new events: this worker's own stream
+ * writes them alone (the poke hook), with no look at the tens of
+ * thousands of others it may hold; another worker is woken.
+ */
+
+ngx_int_t
+ngx_http_mcp_notify_stream(ngx_pid_t pid, uint32_t token, ngx_log_t *log)
+{
+    if (pid == ngx_pid && ngx_http_mcp_poke_handler != NULL
+        && ngx_http_mcp_poke_handler(token) == NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    return ngx_http_mcp_notify_pid(pid, log);
 }
 
 

@@ -274,12 +274,9 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
                    ngx_http_mcp_session_log_id(sid->data, sid->len), stream,
                    response ? "response" : "message", owner);
 
-    /* this worker's own stream writes alone: no look at all the others */
-    if (owner == ngx_pid && ngx_http_mcp_stream_poke(token) == NGX_OK) {
-        return NGX_OK;
-    }
-
-    if (owner && ngx_http_mcp_notify_pid(owner, log) == NGX_DECLINED) {
+    if (owner && ngx_http_mcp_notify_stream(owner, token, log)
+                 == NGX_DECLINED)
+    {
 
         /* its worker is gone (killed): the stream waits for a resume */
 

@@ -135,8 +135,12 @@ sub all_end {
     my $took = time - $t0;
     is(scalar(grep { $_->is_done && !$_->{error} } @g), 4, 'reload: the four GET streams end cleanly');
     ended_ok($w, 'reload: the POST stream waiting for the client ends');
-    is_deeply([ map { [ $_->{id}, text_of($_) ] } @wmsgs ], [ [ 'rw', 'Sampling failed' ] ],
-              'reload: ... with its call\'s own response (not cut by the reload)');
+    # the request it gave up on is cancelled first (lifecycle: timeouts)
+    is_deeply([ map { [ $_->{id} // $_->{method}, $_->{id} ? text_of($_)
+                                                           : $_->{params}{requestId} ] } @wmsgs ],
+              [ [ 'notifications/cancelled', $req->{json}{id} ], [ 'rw', 'Sampling failed' ] ],
+              'reload: ... with its call\'s own response (not cut by the reload), after'
+              . ' notifications/cancelled for its request');
     cmp_ok($took, '<', 2.5, sprintf('reload: within %.2f s of the HUP', $took));
     my $deadline = time + 5;
     Time::HiRes::sleep(0.05) while time < $deadline && grep { McpTest::_alive($_) } @old;

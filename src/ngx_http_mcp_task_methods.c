@@ -4,12 +4,15 @@
  * eras, tasks/result and tasks/list of 2025-11-25.  Each finds the
  * caller's task in the store (a stateless caller must declare the
  * extension first, an unknown or foreign id is -32602) and answers from
- * a copy of it; the call side of a task is ngx_http_mcp_task.c.
+ * a copy of it; the call side of a task is ngx_http_mcp_task.c.  Whose
+ * task it is, and whose quota it counts against, are here too.
  */
 
 
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_task.h"
+
+#include <openssl/sha.h>
 
 
 #define NGX_HTTP_MCP_TASK_WAIT          100     /* tasks/result's look */
@@ -667,4 +670,82 @@ ngx_http_mcp_task_id_param(ngx_http_mcp_call_t *call, u_char **id)
           ? (u_char *) tid->valuestring : NULL;
 
     return NGX_OK;
+}
+
+
+/*
+ * Whose tasks a call sees: the authenticated subject's; without
+ * authorization, a 2025 session's, or else the client's (the zone's
+ * per_client value, empty when there is none: then any client that
+ * knows a task's id, 128 random bits, may see it).
+ */
+
+ngx_int_t
+ngx_http_mcp_task_owner(ngx_http_mcp_call_t *call, u_char *owner)
+{
+    SHA256_CTX              sha;
+    ngx_http_mcp_auth_t    *auth;
+    ngx_http_mcp_reqctx_t  *rctx;
+
+    rctx = call->rctx;
+    auth = rctx->auth;
+
+    if (SHA256_Init(&sha) != 1) {
+        return NGX_ERROR;
+    }
+
+    if (auth != NULL) {
+        SHA256_Update(&sha, "auth:", 5);
+        SHA256_Update(&sha, auth->binding, NGX_HTTP_MCP_AUTH_BINDING_LEN);
+
+    } else if (rctx->version < NGX_HTTP_MCP_VSTATELESS) {
+        SHA256_Update(&sha, "session:", 8);
+        SHA256_Update(&sha, rctx->session_id.data, rctx->session_id.len);
+
+    } else {
+        SHA256_Update(&sha, "client:", 7);
+        SHA256_Update(&sha, call->client_key.data, call->client_key.len);
+    }
+
+    return (SHA256_Final(owner, &sha) == 1) ? NGX_OK : NGX_ERROR;
+}
+
+
+/*
+ * Whose tasks_per_client a new task counts against: the authenticated
+ * subject's; else the client's that per_client= names, over all its
+ * sessions and requests; else a stateless client's address (anonymous
+ * stateless clients are not all one client); else the session's.
+ */
+
+ngx_int_t
+ngx_http_mcp_task_quota(ngx_http_mcp_call_t *call, u_char *quota)
+{
+    SHA256_CTX           sha;
+    ngx_http_request_t  *r;
+
+    r = ngx_http_mcp_call_http_request(call);
+
+    if (call->rctx->auth != NULL
+        || (call->client_key.len == 0
+            && (r == NULL || !ngx_http_mcp_call_stateless(call))))
+    {
+        return ngx_http_mcp_task_owner(call, quota);
+    }
+
+    if (SHA256_Init(&sha) != 1) {
+        return NGX_ERROR;
+    }
+
+    if (call->client_key.len) {
+        SHA256_Update(&sha, "client:", 7);
+        SHA256_Update(&sha, call->client_key.data, call->client_key.len);
+
+    } else {
+        SHA256_Update(&sha, "address:", 8);
+        SHA256_Update(&sha, r->connection->addr_text.data,
+                      r->connection->addr_text.len);
+    }
+
+    return (SHA256_Final(quota, &sha) == 1) ? NGX_OK : NGX_ERROR;
 }

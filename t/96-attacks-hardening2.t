@@ -14,7 +14,14 @@
 #   sent "admin".  It now reads the input schema's property of that name,
 #   as the schema spells it; names that differ only in case (two
 #   arguments, or an argument and a property) are -32602; a member that
-#   no property names reaches no variable.
+#   no property names reaches no variable;
+# - row 3: 2026-07-28 tasks without per_client were all one client's:
+#   one client's 3 tasks refused every other address, and finished tasks
+#   held their slots for mcp_task_timeout.  The quota is now a client
+#   address's, and finished tasks go before a new one is refused;
+# - row 4: 2025-11-25 tasks_per_client counted per session, so per_client
+#   did not bound a client that opened more sessions, and it filled the
+#   zone for everyone.  The quota is now per_client's value's.
 
 use strict;
 use warnings;
@@ -180,6 +187,116 @@ NGX
     my ($rc, $out) = $c->nginx_t;
     isnt($rc, 0, 'properties that differ only in case: nginx -t fails');
     like($out, qr/"Id" and "iD" differ only in case/, '... naming them');
+}
+
+# --- row 3: 2026-07-28 tasks without per_client ---------------------------------------------
+
+my $NEXT = 1;
+
+sub rpc26 {
+    my ($method, $params, %o) = @_;
+    my $id = 's' . $NEXT++;
+    my %p = (%{ $params // {} },
+             _meta => { "${P}protocolVersion" => $V26, "${P}clientCapabilities" => $TASKS });
+    my $name = $method eq 'tools/call' ? $params->{name} : $params->{taskId};
+    my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => $id, method => $method, params => \%p },
+                         headers => { 'MCP-Protocol-Version' => $V26, 'Mcp-Method' => $method,
+                                      'Mcp-Name' => $name, 'X-Real-IP' => $o{ip} },
+                         protocol_version => undef, path => $o{path} // '/anon', quiet => 1);
+    my ($m) = grep { ref $_ eq 'HASH' && defined $_->{id} && $_->{id} eq $id } @{ $r->{messages} // [] };
+    return $m // {};
+}
+
+sub task26 {
+    my ($ip, $seconds) = @_;
+    my $m = rpc26('tools/call', { name => 'slow_compute', arguments => { seconds => $seconds // 60 } },
+                  ip => $ip);
+    return ($m->{result} // {})->{taskId}, $m;
+}
+
+sub cancel26 { rpc26('tasks/cancel', { taskId => $_[1] }, ip => $_[0]) }
+
+{
+    my $made = 0;
+    for (1 .. 8) {
+        my ($id) = task26('10.0.0.1');
+        last unless defined $id;
+        $made++;
+        cancel26('10.0.0.1', $id);
+    }
+    is($made, 8, 'one address: 8 tasks one after the other, each cancelled, all taken '
+                 . '(a finished task gives its slot up)');
+
+    my ($done) = task26('10.0.0.1', 0.05);
+    my $st = '';
+    for (1 .. 50) {
+        $st = (rpc26('tasks/get', { taskId => $done // 'x' }, ip => '10.0.0.1')->{result} // {})->{status} // '';
+        last if $st eq 'completed';
+        Time::HiRes::sleep(0.05);
+    }
+    is($st, 'completed', 'a task that completed');
+
+    my @a = map { [ task26('10.0.0.1') ] } 1 .. 4;
+    is(scalar(grep { defined $_->[0] } @a[0 .. 2]), 3, 'the address runs 3 tasks, its quota');
+    is(($a[3][1]{error} // {})->{code}, -32000, 'a 4th running one is refused');
+    like(($a[3][1]{error} // {})->{message} // '', qr/this client/, '... as this client\'s');
+
+    my ($b) = task26('10.0.0.2');
+    ok(defined $b, 'another address gets a task all the same');
+    my @c = map { (task26('10.0.0.3'))[0] } 1 .. 2;
+    is(scalar(grep { defined } @c), 2, 'a third address gets 2: the zone (6) runs 6');
+    my (undef, $d) = task26('10.0.0.4');
+    like((($d // {})->{error} // {})->{message} // '', qr/the server holds/,
+         'a fourth address, the zone full of running tasks: refused');
+    cancel26('10.0.0.3', $c[0]);
+    my ($d2) = task26('10.0.0.4');
+    ok(defined $d2, '... until a task is over: its slot goes to the new one');
+    cancel26('10.0.0.1', $_->[0]) for @a[0 .. 2];
+    cancel26('10.0.0.2', $b);
+    cancel26('10.0.0.3', $c[1]);
+    cancel26('10.0.0.4', $d2);
+}
+
+# --- row 4: 2025-11-25 tasks with per_client= -------------------------------------------
+
+{
+    my @sessions = map { scalar $t->mcp_initialize(protocol_version => '2025-11-25', path => '/pc',
+                                                   headers => { 'X-Client' => 'alice' }) } 1 .. 3;
+    my (@ok, @refused);
+    for my $s (@sessions) {
+        for (1 .. 2) {
+            my ($m) = $t->mcp_request($s, 'tools/call',
+                { name => 'slow_compute', arguments => { seconds => 60 }, task => { ttl => 3600000 } },
+                path => '/pc', headers => { 'X-Client' => 'alice' });
+            my $id = ((($m // {})->{result} // {})->{task} // {})->{taskId};
+            if (defined $id) { push @ok, [ $s, $id ] } else { push @refused, $m }
+        }
+    }
+    is(scalar @ok, 2, 'alice, over 3 sessions: 2 tasks, her per_client quota');
+    like(((($refused[0] // {})->{error}) // {})->{message} // '', qr/this client/,
+         '... the others refused as hers');
+
+    my ($bs) = $t->mcp_initialize(protocol_version => '2025-11-25', path => '/pc',
+                                  headers => { 'X-Client' => 'bob' });
+    my ($m) = $t->mcp_request($bs, 'tools/call',
+        { name => 'slow_compute', arguments => { seconds => 60 }, task => { ttl => 3600000 } },
+        path => '/pc', headers => { 'X-Client' => 'bob' });
+    my $bob = ((($m // {})->{result} // {})->{task} // {})->{taskId};
+    like($bob // '', qr/^[0-9a-f]{32}$/, 'bob still gets a task');
+
+    $t->mcp_request($ok[0][0], 'tasks/cancel', { taskId => $ok[0][1] }, path => '/pc',
+                    headers => { 'X-Client' => 'alice' });
+    ($m) = $t->mcp_request($sessions[2], 'tools/call',
+        { name => 'slow_compute', arguments => { seconds => 60 }, task => { ttl => 3600000 } },
+        path => '/pc', headers => { 'X-Client' => 'alice' });
+    my $last = ((($m // {})->{result} // {})->{task} // {})->{taskId};
+    like($last // '', qr/^[0-9a-f]{32}$/, 'alice cancels one: her next task takes its slot');
+
+    # none left running: a worker waits for its tasks when it stops
+    for my $k ([ $ok[1][0], $ok[1][1], 'alice' ], [ $sessions[2], $last, 'alice' ], [ $bs, $bob, 'bob' ]) {
+        $t->mcp_request($k->[0], 'tasks/cancel', { taskId => $k->[1] // 'none' }, path => '/pc',
+                        headers => { 'X-Client' => $k->[2] }, quiet => 1);
+    }
 }
 
 done_testing;

@@ -44,6 +44,8 @@ static ngx_int_t ngx_http_mcp_task_outcome(ngx_http_mcp_call_t *call,
     ngx_http_mcp_task_t *t);
 static void ngx_http_mcp_task_wait_handler(ngx_event_t *ev);
 static void ngx_http_mcp_task_wait_cleanup(void *data);
+static ngx_int_t ngx_http_mcp_task_digest(u_char *out, const char *kind,
+    u_char *data, size_t len);
 
 
 /* tasks/get */
@@ -683,31 +685,25 @@ ngx_http_mcp_task_id_param(ngx_http_mcp_call_t *call, u_char **id)
 ngx_int_t
 ngx_http_mcp_task_owner(ngx_http_mcp_call_t *call, u_char *owner)
 {
-    SHA256_CTX              sha;
     ngx_http_mcp_auth_t    *auth;
     ngx_http_mcp_reqctx_t  *rctx;
 
     rctx = call->rctx;
     auth = rctx->auth;
 
-    if (SHA256_Init(&sha) != 1) {
-        return NGX_ERROR;
-    }
-
     if (auth != NULL) {
-        SHA256_Update(&sha, "auth:", 5);
-        SHA256_Update(&sha, auth->binding, NGX_HTTP_MCP_AUTH_BINDING_LEN);
-
-    } else if (rctx->version < NGX_HTTP_MCP_VSTATELESS) {
-        SHA256_Update(&sha, "session:", 8);
-        SHA256_Update(&sha, rctx->session_id.data, rctx->session_id.len);
-
-    } else {
-        SHA256_Update(&sha, "client:", 7);
-        SHA256_Update(&sha, call->client_key.data, call->client_key.len);
+        return ngx_http_mcp_task_digest(owner, "auth:", auth->binding,
+                                        NGX_HTTP_MCP_AUTH_BINDING_LEN);
     }
 
-    return (SHA256_Final(owner, &sha) == 1) ? NGX_OK : NGX_ERROR;
+    if (rctx->version < NGX_HTTP_MCP_VSTATELESS) {
+        return ngx_http_mcp_task_digest(owner, "session:",
+                                        rctx->session_id.data,
+                                        rctx->session_id.len);
+    }
+
+    return ngx_http_mcp_task_digest(owner, "client:", call->client_key.data,
+                                    call->client_key.len);
 }
 
 
@@ -721,31 +717,42 @@ ngx_http_mcp_task_owner(ngx_http_mcp_call_t *call, u_char *owner)
 ngx_int_t
 ngx_http_mcp_task_quota(ngx_http_mcp_call_t *call, u_char *quota)
 {
-    SHA256_CTX           sha;
     ngx_http_request_t  *r;
 
     r = ngx_http_mcp_call_http_request(call);
 
-    if (call->rctx->auth != NULL
-        || (call->client_key.len == 0
-            && (r == NULL || !ngx_http_mcp_call_stateless(call))))
-    {
-        return ngx_http_mcp_task_owner(call, quota);
+    if (call->rctx->auth == NULL && call->client_key.len) {
+        return ngx_http_mcp_task_digest(quota, "client:",
+                                        call->client_key.data,
+                                        call->client_key.len);
     }
+
+    if (call->rctx->auth == NULL && r != NULL
+        && ngx_http_mcp_call_stateless(call))
+    {
+        return ngx_http_mcp_task_digest(quota, "address:",
+                                        r->connection->addr_text.data,
+                                        r->connection->addr_text.len);
+    }
+
+    return ngx_http_mcp_task_owner(call, quota);
+}
+
+
+/* SHA-256 of kind and data: an owner or a quota, 32 bytes */
+
+static ngx_int_t
+ngx_http_mcp_task_digest(u_char *out, const char *kind, u_char *data,
+    size_t len)
+{
+    SHA256_CTX  sha;
 
     if (SHA256_Init(&sha) != 1) {
         return NGX_ERROR;
     }
 
-    if (call->client_key.len) {
-        SHA256_Update(&sha, "client:", 7);
-        SHA256_Update(&sha, call->client_key.data, call->client_key.len);
+    SHA256_Update(&sha, kind, ngx_strlen(kind));
+    SHA256_Update(&sha, data, len);
 
-    } else {
-        SHA256_Update(&sha, "address:", 8);
-        SHA256_Update(&sha, r->connection->addr_text.data,
-                      r->connection->addr_text.len);
-    }
-
-    return (SHA256_Final(quota, &sha) == 1) ? NGX_OK : NGX_ERROR;
+    return (SHA256_Final(out, &sha) == 1) ? NGX_OK : NGX_ERROR;
 }

@@ -43,9 +43,19 @@ my $USER_SCHEMA = '{"type":"object","properties":{'
     . '"q":{"type":"string"}},"required":["userId"]}';
 
 my $t = McpTest->new(
-    ports => 4,
+    ports => 5,
     http  => <<'NGX',
     proxy_http_version 1.1;
+    upstream reps { server 127.0.0.1:%%PORT%%; }
+
+    # another server{} with the same keys and the same location names
+    server {
+        listen 127.0.0.1:%%PORT5%%;
+        server_name b.example;
+        mcp_state_key %%PREFIX%%/conf/state.key;
+        location = /a  { mcp on; mcp_builtin everything; }
+        location = /ga { mcp_pass http://reps/rep; mcp_session_key %%PREFIX%%/conf/session.key; }
+    }
     mcp_session_zone zone=anon:1m tasks=6 tasks_per_client=3;
     mcp_session_zone zone=pc:1m per_client=$http_x_client:10 tasks=5 tasks_per_client=2;
 
@@ -87,7 +97,20 @@ NGX
         mcp_tool post_user { description "A user, posted"; input_schema '$USER_SCHEMA';
                              pass /internal/post; }
 
+        mcp_tool header { description "An argument in a header";
+                          input_schema '{"type":"object","properties":{"v":{"type":"string"}}}';
+                          pass /internal/header; method GET; }
+
+        mcp_state_key %%PREFIX%%/conf/state.key;
+
         location = /mcp   { mcp on; mcp_tools_deny refund_all; }
+        location = /a     { mcp on; mcp_builtin everything; }
+        location = /b     { mcp on; mcp_builtin everything; }
+        location = /rep   { mcp on; mcp_builtin everything; }
+        location = /ga    { mcp_pass http://reps/rep; mcp_session_key %%PREFIX%%/conf/session.key; }
+        location = /gb    { mcp_pass http://reps/rep; mcp_session_key %%PREFIX%%/conf/session.key; }
+        location /internal/header { internal; proxy_set_header X-V \$mcp_arg_v;
+                                    proxy_pass http://127.0.0.1:%%PORT4%%/echo/header; }
         location = /anon  { mcp on; mcp_builtin everything; mcp_session anon; }
         location = /pc    { mcp on; mcp_builtin everything; mcp_session pc; }
 
@@ -104,6 +127,8 @@ NGX
         location /internal/post { internal; proxy_pass http://127.0.0.1:%%PORT4%%/echo/post; }
 NGX
 );
+$t->write_file('conf/state.key', ('5a' x 32) . "\n");
+$t->write_file('conf/session.key', ('c3' x 32) . "\n");
 my ($py, $ulog) = start_python_upstream($t, 'rest_upstream', $t->port(4));
 $t->expect_log_error(qr/a backend's reply is refused: it comes from "(\/internal\/billing\/refund-all|\@billing)" after an internal redirect/,
                      qr/Resource unavailable: its location's reply was redirected inside nginx/);
@@ -197,12 +222,14 @@ sub rpc26 {
     my ($method, $params, %o) = @_;
     my $id = 's' . $NEXT++;
     my %p = (%{ $params // {} },
-             _meta => { "${P}protocolVersion" => $V26, "${P}clientCapabilities" => $TASKS });
+             _meta => { "${P}protocolVersion" => $V26,
+                        "${P}clientCapabilities" => $o{caps} // $TASKS });
     my $name = $method eq 'tools/call' ? $params->{name} : $params->{taskId};
     my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => $id, method => $method, params => \%p },
                          headers => { 'MCP-Protocol-Version' => $V26, 'Mcp-Method' => $method,
                                       'Mcp-Name' => $name, 'X-Real-IP' => $o{ip} },
-                         protocol_version => undef, path => $o{path} // '/anon', quiet => 1);
+                         protocol_version => undef, path => $o{path} // '/anon', quiet => 1,
+                         ($o{port} ? (port => $o{port}) : ()));
     my ($m) = grep { ref $_ eq 'HASH' && defined $_->{id} && $_->{id} eq $id } @{ $r->{messages} // [] };
     return $m // {};
 }
@@ -297,6 +324,54 @@ sub cancel26 { rpc26('tasks/cancel', { taskId => $_[1] }, ip => $_[0]) }
         $t->mcp_request($k->[0], 'tasks/cancel', { taskId => $k->[1] // 'none' }, path => '/pc',
                         headers => { 'X-Client' => $k->[2] }, quiet => 1);
     }
+}
+
+# --- attacks: what was tried, and what held ------------------------------------------------
+
+# an argument with CR/LF (raw, percent-encoded, alone) set as a request
+# header with $mcp_arg_: it is percent-encoded as one URI component
+{
+    for my $v ("a\r\nX-Injected: 1", "a%0d%0aX-Injected:%201", "\n", "\r", "a\x{2028}b") {
+        my $r = call_tool('header', { v => $v });
+        my $e = (upstream_entries())[-1] // {};
+        ok(!exists $e->{headers}{'x-injected'}, 'CR/LF in $mcp_arg_ set as a header: no header of its own');
+        unlike($e->{headers}{'x-v'} // '', qr/[\r\n\x00]/, '... and the value holds no control character');
+    }
+    is((upstream_entries())[-1]{headers}{'x-v'}, 'a%E2%80%A8b', 'U+2028: its UTF-8 bytes encoded');
+    is((upstream_entries())[-2]{headers}{'x-v'}, '%0D', 'CR alone: %0D');
+}
+
+# a requestState sealed at /a: at /b, and at the other server's /a, both
+# with the same mcp_state_key
+{
+    my $RS = 'test_input_required_result_request_state';
+    my $confirm = { confirm => { action => 'accept', content => { ok => JSON::PP::true() } } };
+    my %EL = (caps => { elicitation => {} });
+    my $tok = ((rpc26('tools/call', { name => $RS, arguments => {} }, path => '/a', %EL))->{result} // {})
+              ->{requestState} // '';
+    like($tok, qr/^1\./, 'a requestState sealed at /a');
+    my $m = rpc26('tools/call', { name => $RS, arguments => {}, requestState => $tok,
+                                  inputResponses => $confirm }, path => '/a', %EL);
+    like(text_of($m->{result}), qr/state-ok/, '... opens at /a');
+    $m = rpc26('tools/call', { name => $RS, arguments => {}, requestState => $tok,
+                               inputResponses => $confirm }, path => '/b', %EL);
+    is(($m->{error} // {})->{code}, -32602, '... at /b, the same key: -32602');
+    $m = rpc26('tools/call', { name => $RS, arguments => {}, requestState => $tok,
+                               inputResponses => $confirm }, path => '/a', port => $t->port(5), %EL);
+    is(($m->{error} // {})->{code}, -32602, '... at the other server\'s /a, the same key: -32602');
+}
+
+# a keyed session id sealed at /ga: at /gb, and at the other server's /ga
+{
+    my ($gsid) = $t->mcp_initialize(path => '/ga');
+    ok(length($gsid // '') > 100, 'a keyed session id sealed at /ga');
+    my ($v, $m, $r) = $t->mcp_call($gsid, 'tools/list', undef, path => '/ga');
+    ok(ref $v eq 'HASH' && ref $v->{tools} eq 'ARRAY', '... opens at /ga');
+    ($v, $m, $r) = $t->mcp_call($gsid, 'tools/list', undef, path => '/gb', quiet => 1);
+    is($r->{status}, 404, '... at /gb, the same key and upstream: 404');
+    ($v, $m, $r) = $t->mcp_call($gsid, 'tools/list', undef, path => '/ga', port => $t->port(5),
+                                quiet => 1);
+    is($r->{status}, 404, '... at the other server\'s /ga: 404');
 }
 
 done_testing;

@@ -84,13 +84,15 @@ ngx_http_mcp_stream_on_get(ngx_http_mcp_get_stream_pt handler)
 /*
  * The reply of a POST becomes an SSE stream: the calls still running
  * write their messages and responses to it, and it ends after the last
- * response.
+ * response.  NGX_BUSY: the session has as many streams as it may.
  */
 
 ngx_int_t
 ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 {
     uint32_t                id, token;
+    ngx_int_t               rc;
+    ngx_uint_t              level;
     ngx_uint_t              standalone;
     ngx_pid_t               prev;
     ngx_http_request_t     *r;
@@ -101,16 +103,19 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 
     standalone = 0;
 
-    if (ngx_http_mcp_session_stream_open(ctx->conf->zone,
-                                         &ctx->rctx.session_id, &standalone,
-                                         ctx->pending, 0, token, &id, &prev)
-        != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+    rc = ngx_http_mcp_session_stream_open(ctx->conf->zone,
+                                          &ctx->rctx.session_id, &standalone,
+                                          ctx->pending, 0, token, &id, &prev);
+
+    if (rc != NGX_OK) {
+        /* NGX_BUSY, the session's streams all open: the client's doing */
+        level = (rc == NGX_BUSY) ? NGX_LOG_INFO : NGX_LOG_ERR;
+
+        ngx_log_error(level, r->connection->log, 0,
                       "mcp: no room for a stream in session %s",
                       ngx_http_mcp_session_log_id(ctx->rctx.session_id.data,
                                                   ctx->rctx.session_id.len));
-        return NGX_ERROR;
+        return (rc == NGX_BUSY) ? NGX_BUSY : NGX_ERROR;
     }
 
     st = ngx_http_mcp_stream_create(r, ctx->conf, &ctx->rctx.session_id, id,

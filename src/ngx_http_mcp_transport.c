@@ -900,7 +900,17 @@ ngx_http_mcp_post_stream(ngx_http_mcp_call_t *call)
         call->rctx->session_id.len = ctx->rctx.session_id.len;
     }
 
-    if (ngx_http_mcp_stream_start(ctx) != NGX_OK) {
+    rc = ngx_http_mcp_stream_start(ctx);
+
+    if (rc == NGX_BUSY) {
+        /* as a GET stream past the limit: the client's doing, no [error] */
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_SERVER_ERROR,
+                                "Too many streams: the session has as many "
+                                "open as it may");
+        return NGX_ERROR;
+    }
+
+    if (rc != NGX_OK) {
         return NGX_ERROR;
     }
 

@@ -31,8 +31,7 @@ use Test::More;
 use Time::HiRes ();
 use McpTest timeout => 180;
 use McpAssert;
-use McpGateway qw(start_python_upstream node_available run_node_script);
-use File::Temp ();
+use McpGateway qw(start_python_upstream node_available run_node_script http2_tls);
 
 my $V26 = '2026-07-28';
 my $P   = 'io.modelcontextprotocol/';
@@ -43,20 +42,8 @@ my $USER_SCHEMA = '{"type":"object","properties":{'
     . '"id":{"type":"string","pattern":"^[0-9]+$"},'
     . '"q":{"type":"string"}},"required":["userId"]}';
 
-# HTTP/2 needs TLS for Node's client: a throwaway certificate
-my $dir = File::Temp->newdir;
-{
-    open my $saved, '>&', \*STDERR or die;
-    open STDERR, '>', '/dev/null' or die;
-    my $rc = system('openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2',
-                    '-subj', '/CN=localhost', '-keyout', "$dir/h2.key", '-out', "$dir/h2.crt");
-    open STDERR, '>&', $saved or die;
-    die "openssl req failed\n" if $rc;
-}
-my $nginx = $ENV{MCP_NGINX} // $ENV{NGINX_BIN} // '/usr/sbin/nginx';
-my ($nv) = `$nginx -v 2>&1` =~ m{nginx/(\d+\.\d+\.\d+)};
-my ($h2listen, $h2on) = sprintf('%d%03d%03d', split /\./, $nv) >= 1025001 ? ('ssl', 'http2 on;')
-                                                                       : ('ssl http2', '');
+# HTTP/2 needs TLS for Node's client
+my ($dir, $h2listen, $h2on) = http2_tls();
 
 my $t = McpTest->new(
     ports => 6,

@@ -3,7 +3,8 @@
 // 2025-11-25 session; ROUNDS times, each opens STREAMS streams at once
 // (GET streams, tools/call with progress as SSE, a location tool whose
 // upstream is slow) and, once every stream has its response header (or
-// after 1 s), resets them all in the same tick (RST_STREAM CANCEL).  Then
+// after 1 s), resets them all in the same tick (RST_STREAM CANCEL); and
+// resets calls before their reply began (see below).  Then
 // each session opens one more GET stream and asks for a notification,
 // which must reach it: the server let every reset stream go.
 //
@@ -76,7 +77,7 @@ try {
     for (let i = 0; i < nconn; i++) {
         const c = { s: connect(), sid: null };
         const init = await post(c, { jsonrpc: "2.0", id: 1, method: "initialize",
-            params: { protocolVersion: "2025-11-25", capabilities: {},
+            params: { protocolVersion: "2025-11-25", capabilities: { elicitation: {} },
                       clientInfo: { name: "h2-storm", version: "1" } } });
         c.sid = init.headers["mcp-session-id"] ?? null;
         await post(c, { jsonrpc: "2.0", method: "notifications/initialized" });
@@ -97,7 +98,21 @@ try {
         }
         await sleep(100);
     }
-    await sleep(500);
+    // reset before the reply began: a tool that asks the client after
+    // 0.3 s, its stream reset at 50 ms, so that the question finds the
+    // request's client gone
+    for (const c of conns) {
+        for (let i = 0; i < 5; i++) {
+            const req = c.s.request(headers(c, "POST"));
+            req.on("error", () => {});
+            req.on("data", () => {});
+            req.end(JSON.stringify({ jsonrpc: "2.0", id: "e" + i, method: "tools/call",
+                params: { name: "confirm_delete",
+                          arguments: { filename: "f", seconds: 0.3 } } }));
+            setTimeout(() => { req.close(http2.constants.NGHTTP2_CANCEL); out.early = (out.early ?? 0) + 1; }, 50);
+        }
+    }
+    await sleep(1000);
 
     // each session: a new GET stream must get the next notification
     const gets = conns.map((c) => {

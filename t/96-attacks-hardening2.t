@@ -21,7 +21,25 @@
 #   address's, and finished tasks go before a new one is refused;
 # - row 4: 2025-11-25 tasks_per_client counted per session, so per_client
 #   did not bound a client that opened more sessions, and it filled the
-#   zone for everyone.  The quota is now per_client's value's.
+#   zone for everyone.  The quota is now per_client's value's;
+# - attack pass: a requestState sealed at /a opened at /b (one server,
+#   one key) and at another server{}'s /a sharing mcp_state_key; a keyed
+#   session id sealed at /ga opened at /gb and at the other server's /ga.
+#   Both are now sealed for their location (server_name and location
+#   name);
+# - attack pass: HTTP/2 streams past a session's 32 made every further
+#   POST stream log "no room for a stream" and "Internal error" at
+#   [error] and answer -32603; it is -32000 "Too many streams", [info].
+#
+# What was tried and held: CR, LF, %0d%0a and U+2028 in an argument set
+# as a request header with $mcp_arg_ (percent-encoded, no header of its
+# own); 720 HTTP/2 streams (GET streams, progress streams, location
+# tools waiting on their upstream) reset mid-SSE 240 at a time, and 20
+# calls reset before their reply began (no worker died, every session's
+# next GET stream gets its notification, no line above [warn], RSS
+# bounded); a slow reader on an aggregated (mcp_backend) SSE call whose
+# backend streams 64 MB (the gateway's memory grew by 0.6 MB, the
+# response came when the client read).
 
 use strict;
 use warnings;

@@ -143,3 +143,6 @@ try {
 }
 
 console.log(JSON.stringify(out));
+// sessions closed gracefully wait for the server's side of every stream:
+// what was to be seen is seen
+process.exit(0);

@@ -49,7 +49,8 @@ use Test::More;
 use Time::HiRes ();
 use McpTest timeout => 180;
 use McpAssert;
-use McpGateway qw(start_python_upstream node_available run_node_script http2_tls);
+use McpGateway qw(start_python_upstream node_available run_node_script http2_tls
+                  silent_listener);
 
 my $V26 = '2026-07-28';
 my $P   = 'io.modelcontextprotocol/';
@@ -62,6 +63,10 @@ my $USER_SCHEMA = '{"type":"object","properties":{'
 
 # HTTP/2 needs TLS for Node's client
 my ($dir, $h2listen, $h2on) = http2_tls();
+
+# an upstream that never answers: a location tool that waits on it
+my $hang = silent_listener();
+my $hport = $hang->sockport;
 
 my $t = McpTest->new(
     ports => 7,
@@ -82,7 +87,7 @@ my $t = McpTest->new(
             mcp_request_timeout 3s;
             mcp_tool slow_tool { description "Slow"; pass /internal/slow; method GET; }
         }
-        location /internal/slow { internal; proxy_pass http://127.0.0.1:%%PORT4%%/slow/2; }
+        location /internal/slow { internal; proxy_pass http://127.0.0.1:$hport/; }
     }
 
     # another server{} with the same keys and the same location names
@@ -172,7 +177,10 @@ $t->write_file('conf/session.key', ('c3' x 32) . "\n");
 my ($py, $ulog) = start_python_upstream($t, 'rest_upstream', $t->port(4));
 my ($fpy, $flog) = start_python_upstream($t, 'faulty_upstream', $t->port(7));
 $t->expect_log_error(qr/a backend's reply is refused: it comes from "(\/internal\/billing\/refund-all|\@billing)" after an internal redirect/,
-                     qr/Resource unavailable: its location's reply was redirected inside nginx/);
+                     qr/Resource unavailable: its location's reply was redirected inside nginx/,
+                     # nginx's own lines: the silent upstream of the HTTP/2
+                     # storm's location tools overflows its backlog
+                     qr/(recv\(\) failed \(104: Connection reset by peer\)|connect\(\) failed \(111: Connection refused\)|upstream prematurely closed connection) while (reading response header from|connecting to) upstream.*subrequest: "\/internal\/slow"/);
 $t->start;
 
 sub slurp { open my $fh, '<', $_[0] or return ''; local $/; <$fh> }

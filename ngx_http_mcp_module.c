@@ -26,6 +26,7 @@ static ngx_int_t ngx_http_mcp_init_process(ngx_cycle_t *cycle);
 static void ngx_http_mcp_exit_process(ngx_cycle_t *cycle);
 static void *ngx_http_mcp_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_mcp_create_loc_conf(ngx_conf_t *cf);
+static ngx_int_t ngx_http_mcp_scope(ngx_conf_t *cf, ngx_str_t *scope);
 static char *ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static char *ngx_http_mcp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
@@ -618,6 +619,10 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                            "\"mcp_pass\"");
         return NGX_CONF_ERROR;
     }
+    if (ngx_http_mcp_scope(cf, &conf->scope) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     ngx_conf_merge_msec_value(conf->state_timeout, prev->state_timeout,
                               600000);
     ngx_conf_merge_msec_value(conf->task_timeout, prev->task_timeout,
@@ -645,6 +650,35 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The scope of a location's sealed tokens: its server's first name and
+ * its own, so that two locations, or two servers, that share
+ * mcp_state_key or mcp_session_key do not take each other's; the nodes
+ * of one configuration share it.
+ */
+
+static ngx_int_t
+ngx_http_mcp_scope(ngx_conf_t *cf, ngx_str_t *scope)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    cscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_core_module);
+
+    scope->len = cscf->server_name.len + 1 + clcf->name.len;
+    scope->data = ngx_pnalloc(cf->pool, scope->len);
+
+    if (scope->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(scope->data, "%V %V", &cscf->server_name, &clcf->name);
+
+    return NGX_OK;
 }
 
 

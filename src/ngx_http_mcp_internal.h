@@ -101,6 +101,11 @@ typedef struct {
                                                  or NULL: the zone's
                                                  sessions */
     time_t                     session_lifetime;  /* a keyed id's */
+    ngx_str_t                  scope;       /* "server_name location": what
+                                               a requestState and a keyed
+                                               session id are sealed for,
+                                               the same on every node of
+                                               one configuration */
     ngx_msec_t                 task_timeout;   /* a task's ttl */
     ngx_flag_t                 counting;    /* mcp_metrics_counting */
     void                      *health;      /* mcp_health: health.c's */

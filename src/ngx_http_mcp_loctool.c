@@ -45,6 +45,8 @@ static char *ngx_http_mcp_loctool_resource(ngx_conf_t *cf,
 static char *ngx_http_mcp_loctool_pass(ngx_conf_t *cf,
     ngx_http_mcp_loctool_t *tool, ngx_str_t *value);
 static cJSON *ngx_http_mcp_loctool_schema(ngx_conf_t *cf, ngx_str_t *value);
+static char *ngx_http_mcp_loctool_props(ngx_conf_t *cf,
+    ngx_http_mcp_loctool_t *tool, cJSON *schema);
 static char *ngx_http_mcp_loctool_add(ngx_conf_t *cf, cJSON *desc,
     ngx_http_mcp_loctool_t *tool);
 static void ngx_http_mcp_loctool_json_cleanup(void *data);
@@ -158,6 +160,8 @@ ngx_http_mcp_loctool_preconfiguration(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_mcp_loctool_postconfiguration(ngx_conf_t *cf)
 {
+    ngx_http_handler_pt               *h;
+    ngx_http_core_main_conf_t         *cmcf;
     ngx_http_mcp_loctool_main_conf_t  *lmcf;
 
     lmcf = ngx_http_conf_get_module_main_conf(cf,
@@ -166,6 +170,15 @@ ngx_http_mcp_loctool_postconfiguration(ngx_conf_t *cf)
     if (ngx_http_mcp_loctool_find_args(cf, &lmcf->args) != NGX_OK) {
         return NGX_ERROR;
     }
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_mcp_loctool_redirect_handler;
 
     return ngx_http_mcp_loctool_init_filters(cf);
 }
@@ -335,7 +348,74 @@ ngx_http_mcp_loctool_tool(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (ngx_http_mcp_loctool_props(cf, tool,
+            cJSON_GetObjectItemCaseSensitive(block.desc, "inputSchema"))
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
     return ngx_http_mcp_loctool_add(cf, block.desc, tool);
+}
+
+
+/*
+ * The input schema's property names, as it spells them: what
+ * $mcp_arg_NAME may read (nginx lowercases NAME).  Two that differ only
+ * in case would be one variable.
+ */
+
+static char *
+ngx_http_mcp_loctool_props(ngx_conf_t *cf, ngx_http_mcp_loctool_t *tool,
+    cJSON *schema)
+{
+    cJSON       *props, *prop;
+    ngx_str_t   *name;
+    ngx_uint_t   i;
+
+    props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+
+    if (ngx_array_init(&tool->props, cf->pool, 4, sizeof(ngx_str_t))
+        != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    if (!cJSON_IsObject(props)) {
+        return NGX_CONF_OK;
+    }
+
+    for (prop = props->child; prop; prop = prop->next) {
+
+        name = tool->props.elts;
+
+        for (i = 0; i < tool->props.nelts; i++) {
+            if (ngx_strcasecmp(name[i].data, (u_char *) prop->string) == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "mcp_tool \"%V\": the input_schema "
+                                   "properties \"%s\" and \"%s\" differ "
+                                   "only in case, which $mcp_arg_ cannot "
+                                   "tell apart", &tool->name, name[i].data,
+                                   prop->string);
+                return NGX_CONF_ERROR;
+            }
+        }
+
+        name = ngx_array_push(&tool->props);
+        if (name == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        name->len = ngx_strlen(prop->string);
+        name->data = ngx_pnalloc(cf->pool, name->len + 1);
+        if (name->data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memcpy(name->data, prop->string, name->len + 1);
+    }
+
+    return NGX_CONF_OK;
 }
 
 

@@ -29,6 +29,9 @@ typedef struct {
     ngx_str_t                  mime_type;   /* mcp_resource's mime_type= */
     ngx_uint_t                 method;      /* NGX_HTTP_GET, ... */
     ngx_str_t                  method_name;
+    ngx_array_t                props;       /* the input schema's
+                                               properties, its spelling,
+                                               NUL-terminated ngx_str_t */
     unsigned                   structured:1;  /* has an output_schema */
     unsigned                   resource:1;
 } ngx_http_mcp_loctool_t;
@@ -85,7 +88,8 @@ typedef struct {
                                                    body too, max bounds
                                                    an event (the reader
                                                    checks) */
-    unsigned                      no_redirect:1;
+    unsigned                      redirected:1; /* and refused: the
+                                                   fetch's no_redirect */
     unsigned                      began:1;      /* a stream's start (a
                                                    BOM) is read */
 } ngx_http_mcp_loctool_state_t;
@@ -126,6 +130,7 @@ struct ngx_http_mcp_loctool_link_s {
     ngx_event_t                    kick;        /* posted: run it */
     ngx_http_post_subrequest_t     ps;
     unsigned                       done:1;      /* the subrequest ended */
+    unsigned                       no_redirect:1;  /* fetch's */
 };
 
 
@@ -146,6 +151,7 @@ ngx_int_t ngx_http_mcp_loctool_send(ngx_http_request_t *r,
 /* ngx_http_mcp_loctool_capture.c */
 ngx_int_t ngx_http_mcp_loctool_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_loctool_init_filters(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_loctool_redirect_handler(ngx_http_request_t *r);
 
 /* ngx_http_mcp_loctool.c */
 ngx_int_t ngx_http_mcp_loctool_find_args(ngx_conf_t *cf,
@@ -157,8 +163,11 @@ cJSON *ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
 cJSON *ngx_http_mcp_loctool_resource_result(ngx_http_mcp_loctool_state_t *st);
 cJSON *ngx_http_mcp_loctool_error_result(const char *text);
 ngx_str_t *ngx_http_mcp_loctool_check_args(ngx_http_mcp_call_t *call,
-    ngx_array_t *names);
-cJSON *ngx_http_mcp_loctool_arg(cJSON *args, char *name);
+    ngx_http_mcp_loctool_t *tool, ngx_array_t *names);
+cJSON *ngx_http_mcp_loctool_arg(ngx_http_mcp_loctool_t *tool, cJSON *args,
+    ngx_str_t *name);
+ngx_int_t ngx_http_mcp_loctool_case_clash(ngx_http_mcp_loctool_t *tool,
+    cJSON *args, ngx_pool_t *pool, u_char **clash);
 ngx_uint_t ngx_http_mcp_loctool_dot_segment(u_char *p, size_t len);
 
 

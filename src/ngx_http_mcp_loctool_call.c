@@ -74,7 +74,8 @@ static ngx_str_t  ngx_http_mcp_loctool_hidden[] = {
 ngx_int_t
 ngx_http_mcp_loctool_handler(ngx_http_mcp_call_t *call)
 {
-    u_char                           *p, text[256];
+    u_char                           *p, *clash[2], text[384];
+    ngx_int_t                         rc;
     ngx_str_t                        *name;
     ngx_http_request_t               *r;
     ngx_http_mcp_loctool_t           *tool;
@@ -98,8 +99,41 @@ ngx_http_mcp_loctool_handler(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
-    if (!tool->resource && lcf != NULL && lcf->args != NULL) {
-        name = ngx_http_mcp_loctool_check_args(call, lcf->args);
+    if (tool->resource) {
+        return ngx_http_mcp_loctool_start(call, r, tool);
+    }
+
+    rc = ngx_http_mcp_loctool_case_clash(tool,
+                                         ngx_http_mcp_call_arguments(call),
+                                         ngx_http_mcp_call_pool(call), clash);
+
+    if (rc == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (rc == NGX_DECLINED) {
+        ngx_log_error(NGX_LOG_INFO, ngx_http_mcp_call_get_log(call), 0,
+                      "mcp: tool \"%V\": arguments refused, two names "
+                      "differ only in case", &tool->name);
+
+        /* whole names only: a cut one could end within a character */
+        if (ngx_strlen(clash[0]) > 64) {
+            clash[0] = (u_char *) "...";
+            clash[1] = clash[0];
+        }
+
+        p = ngx_snprintf(text, sizeof(text) - 1, "Invalid params: tool "
+                         "\"%V\": the arguments \"%s\" and \"%s\" differ "
+                         "only in case", &tool->name, clash[0], clash[1]);
+        *p = '\0';
+
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                (const char *) text);
+        return NGX_OK;
+    }
+
+    if (lcf != NULL && lcf->args != NULL) {
+        name = ngx_http_mcp_loctool_check_args(call, tool, lcf->args);
 
         if (name != NULL) {
             ngx_log_error(NGX_LOG_INFO, ngx_http_mcp_call_get_log(call), 0,
@@ -154,6 +188,9 @@ ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call, ngx_http_request_t *r,
     f.max = lcf ? lcf->max_size : 1024 * 1024;
     f.handler = ngx_http_mcp_loctool_event;
     f.copy_headers = 1;
+
+    /* the reply must be the location's the tool names, and no other's */
+    f.no_redirect = 1;
 
     st = ngx_http_mcp_loctool_fetch(call, &f);
     if (st == NULL) {
@@ -247,7 +284,6 @@ ngx_http_mcp_loctool_fetch_request(ngx_http_request_t *r, ngx_pool_t *pool,
     st->max = f->max;
     st->want_session = f->want_session;
     st->stream = f->stream;
-    st->no_redirect = f->no_redirect;
 
     st->event.handler = f->handler;
     st->event.data = f->data;
@@ -306,6 +342,7 @@ ngx_http_mcp_loctool_subrequest(ngx_http_request_t *r,
     link->kick.log = r->connection->log;
     link->ps.handler = ngx_http_mcp_loctool_done;
     link->ps.data = link;
+    link->no_redirect = f->no_redirect;
 
     rcln->handler = ngx_http_mcp_loctool_request_cleanup;
     rcln->data = link;
@@ -631,7 +668,12 @@ ngx_http_mcp_loctool_event(ngx_event_t *ev)
     }
 
     if (st->done) {
-        ngx_http_mcp_loctool_finish(st, st->failed
+        ngx_http_mcp_loctool_finish(st, st->redirected
+                                        ? "its location's reply was "
+                                          "redirected inside nginx (an "
+                                          "X-Accel-Redirect, error_page, "
+                                          "try_files), refused"
+                                        : st->failed
                                         ? "its location failed" : NULL);
         return;
     }

@@ -58,6 +58,54 @@ ngx_http_mcp_loctool_init_filters(ngx_conf_t *cf)
     return NGX_OK;
 }
 
+/*
+ * The location rewrite phase, which every internal redirect passes
+ * before any content (an X-Accel-Redirect that proxy_pass acts on,
+ * error_page, try_files, rewrite ... last, a named location): a
+ * subrequest of ours that must not be redirected ends here, failed,
+ * before the location it was sent to runs.  Its reply would be some
+ * other location's, one a tool's upstream must not reach (a denied
+ * tool's, one with the gateway's own credentials).
+ */
+
+ngx_int_t
+ngx_http_mcp_loctool_redirect_handler(ngx_http_request_t *r)
+{
+    ngx_http_core_loc_conf_t      *clcf;
+    ngx_http_mcp_loctool_link_t   *link;
+    ngx_http_mcp_loctool_state_t  *st;
+
+    if (r == r->main || r->uri_changes > NGX_HTTP_MAX_URI_CHANGES
+        || r->post_subrequest == NULL
+        || r->post_subrequest->handler != ngx_http_mcp_loctool_done)
+    {
+        return NGX_DECLINED;
+    }
+
+    link = r->post_subrequest->data;
+
+    if (!link->no_redirect) {
+        return NGX_DECLINED;
+    }
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "mcp: a backend's reply is refused: it comes from "
+                  "\"%V\" after an internal redirect",
+                  clcf->named ? &clcf->name : &r->uri);
+
+    st = link->state;
+
+    if (st != NULL) {
+        st->redirected = 1;
+    }
+
+    /* the post_subrequest handler notes the failure and ends it quietly */
+    return NGX_ERROR;
+}
+
+
 static ngx_int_t
 ngx_http_mcp_loctool_header_filter(ngx_http_request_t *r)
 {
@@ -101,19 +149,6 @@ ngx_http_mcp_loctool_header_filter(ngx_http_request_t *r)
 
     st->header = 1;
     st->status = r->headers_out.status;
-
-    if (st->no_redirect && r->uri_changes <= NGX_HTTP_MAX_URI_CHANGES) {
-        /*
-         * an internal redirect (an X-Accel-Redirect that proxy_pass acted
-         * on, error_page, rewrite ... last): the reply of some location
-         * of nginx's, not of the server behind the one asked
-         */
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "mcp: a backend's reply is refused: it comes from "
-                      "\"%V\" after an internal redirect", &r->uri);
-        st->failed = 1;
-        st->stream = 0;
-    }
 
     /* the bare type, lowercased: "application/json; charset=utf-8" */
 
@@ -333,11 +368,11 @@ ngx_http_mcp_loctool_add_variables(ngx_conf_t *cf)
 /*
  * $mcp_arg_NAME: the argument percent-encoded as one URI component (all
  * but the unreserved A-Z a-z 0-9 - . _ ~), strings as their text, other
- * values as compact JSON, empty when absent.  nginx lowercases variable
- * names: an argument is found by its exact name first, then regardless
- * of case.  A value with a "." or ".." segment is refused: an upstream
- * that decodes %2F and %2E before it resolves dot segments (nginx does)
- * would climb out of the path the location wrote.  The handler refused
+ * values as compact JSON, empty when absent: the member of the input
+ * schema's property of that name (loctool_arg()).  A value with a "."
+ * or ".." segment is refused: an upstream that decodes %2F and %2E
+ * before it resolves dot segments (nginx does) would climb out of the
+ * path the location wrote.  The handler refused
  * such a call before its subrequest already (loctool_check_args()); this
  * is for a name the configuration did not index, which nginx evaluates
  * as empty.
@@ -349,10 +384,11 @@ ngx_http_mcp_loctool_arg_variable(ngx_http_request_t *r,
 {
     ngx_str_t *var = (ngx_str_t *) data;
 
-    u_char                        *p, *s, *name;
+    u_char                        *p, *s;
     char                          *json;
+    ngx_str_t                      name;
     cJSON                         *args, *arg;
-    size_t                         len, i, n;
+    size_t                         i, n;
     ngx_http_mcp_loctool_link_t   *link;
     ngx_http_mcp_loctool_state_t  *st;
     static u_char                  hex[] = "0123456789ABCDEF";
@@ -371,17 +407,12 @@ ngx_http_mcp_loctool_arg_variable(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    len = var->len - (sizeof("mcp_arg_") - 1);
-    name = ngx_pnalloc(r->pool, len + 1);
-    if (name == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(name, var->data + sizeof("mcp_arg_") - 1, len);
-    name[len] = '\0';
+    name.len = var->len - (sizeof("mcp_arg_") - 1);
+    name.data = var->data + sizeof("mcp_arg_") - 1;
 
     args = ngx_http_mcp_call_arguments(st->call);
-    arg = ngx_http_mcp_loctool_arg(args, (char *) name);
+    arg = (st->tool != NULL) ? ngx_http_mcp_loctool_arg(st->tool, args, &name)
+                             : NULL;
 
     if (arg == NULL || cJSON_IsNull(arg)) {
         return NGX_OK;
@@ -408,11 +439,10 @@ ngx_http_mcp_loctool_arg_variable(ngx_http_request_t *r,
                       "mcp: $%V refused: a \".\" or \"..\" segment", var);
         cJSON_free(json);
 
-        st->refused.data = ngx_pnalloc(st->pool,
-                                       len);
+        st->refused.data = ngx_pnalloc(st->pool, name.len);
         if (st->refused.data != NULL) {
-            ngx_memcpy(st->refused.data, name, len);
-            st->refused.len = len;
+            ngx_memcpy(st->refused.data, name.data, name.len);
+            st->refused.len = name.len;
         }
 
         return NGX_ERROR;

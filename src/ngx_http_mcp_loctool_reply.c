@@ -328,7 +328,7 @@ ngx_http_mcp_loctool_utf8(u_char *p, size_t len)
 
 ngx_str_t *
 ngx_http_mcp_loctool_check_args(ngx_http_mcp_call_t *call,
-    ngx_array_t *names)
+    ngx_http_mcp_loctool_t *tool, ngx_array_t *names)
 {
     cJSON       *arg;
     ngx_str_t   *name;
@@ -337,8 +337,9 @@ ngx_http_mcp_loctool_check_args(ngx_http_mcp_call_t *call,
     name = names->elts;
 
     for (i = 0; i < names->nelts; i++) {
-        arg = ngx_http_mcp_loctool_arg(ngx_http_mcp_call_arguments(call),
-                                       (char *) name[i].data);
+        arg = ngx_http_mcp_loctool_arg(tool,
+                                       ngx_http_mcp_call_arguments(call),
+                                       &name[i]);
 
         if (cJSON_IsString(arg)
             && ngx_http_mcp_loctool_dot_segment((u_char *) arg->valuestring,
@@ -352,16 +353,98 @@ ngx_http_mcp_loctool_check_args(ngx_http_mcp_call_t *call,
 }
 
 
-/* nginx lowercases variable names: the exact name first, then any case */
+/*
+ * The argument $mcp_arg_NAME reads.  nginx lowercases variable names:
+ * NAME finds the input schema's property of that name in any case, and
+ * the argument is the member of the property's own spelling, the one
+ * the schema validated.  A member no property names reaches no
+ * variable.
+ */
 
 cJSON *
-ngx_http_mcp_loctool_arg(cJSON *args, char *name)
+ngx_http_mcp_loctool_arg(ngx_http_mcp_loctool_t *tool, cJSON *args,
+    ngx_str_t *name)
 {
-    cJSON  *arg;
+    ngx_str_t   *prop;
+    ngx_uint_t   i;
 
-    arg = cJSON_GetObjectItemCaseSensitive(args, name);
+    prop = tool->props.elts;
 
-    return (arg != NULL) ? arg : cJSON_GetObjectItem(args, name);
+    for (i = 0; i < tool->props.nelts; i++) {
+        if (prop[i].len == name->len
+            && ngx_strncasecmp(prop[i].data, name->data, name->len) == 0)
+        {
+            return cJSON_GetObjectItemCaseSensitive(args,
+                                                    (char *) prop[i].data);
+        }
+    }
+
+    return NULL;
+}
+
+
+static int ngx_libc_cdecl
+ngx_http_mcp_loctool_name_cmp(const void *one, const void *two)
+{
+    return ngx_strcasecmp(*(u_char **) one, *(u_char **) two);
+}
+
+
+/*
+ * Two names of the arguments, or one and a property of the input schema,
+ * that differ only in case: $mcp_arg_ could not tell them apart, nor
+ * could an upstream that binds JSON members regardless of case, and the
+ * schema checked one of them only.  NGX_DECLINED with the two in clash;
+ * NGX_OK: none.  Sorted regardless of case, the clashes are neighbours.
+ */
+
+ngx_int_t
+ngx_http_mcp_loctool_case_clash(ngx_http_mcp_loctool_t *tool, cJSON *args,
+    ngx_pool_t *pool, u_char **clash)
+{
+    u_char      **names;
+    cJSON        *member;
+    ngx_str_t    *prop;
+    ngx_uint_t    i, n;
+
+    n = tool->props.nelts;
+
+    for (member = args ? args->child : NULL; member; member = member->next) {
+        n++;
+    }
+
+    if (n < 2) {
+        return NGX_OK;
+    }
+
+    names = ngx_palloc(pool, n * sizeof(u_char *));
+    if (names == NULL) {
+        return NGX_ERROR;
+    }
+
+    prop = tool->props.elts;
+
+    for (i = 0; i < tool->props.nelts; i++) {
+        names[i] = prop[i].data;
+    }
+
+    for (member = args ? args->child : NULL; member; member = member->next) {
+        names[i++] = (u_char *) member->string;
+    }
+
+    ngx_qsort(names, n, sizeof(u_char *), ngx_http_mcp_loctool_name_cmp);
+
+    for (i = 1; i < n; i++) {
+        if (ngx_strcasecmp(names[i - 1], names[i]) == 0
+            && ngx_strcmp(names[i - 1], names[i]) != 0)
+        {
+            clash[0] = names[i - 1];
+            clash[1] = names[i];
+            return NGX_DECLINED;
+        }
+    }
+
+    return NGX_OK;
 }
 
 

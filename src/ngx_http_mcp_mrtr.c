@@ -464,16 +464,18 @@ ngx_http_mcp_call_state(ngx_http_mcp_call_t *call)
 
 
 /*
- * What a state was made for: "method\nname or URI\ncaller", the caller
- * the digest of issuer and subject: "alice" of an API key is not
- * "alice" of a JWT issuer.
+ * What a state was made for: "method\nname or URI\nscope\ncaller", the
+ * scope the location's (its server's name and its own: another location
+ * or server with the same key does not take it), the caller the digest
+ * of issuer and subject: "alice" of an API key is not "alice" of a JWT
+ * issuer.
  */
 
 static ngx_int_t
 ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call, ngx_str_t *bind)
 {
     u_char               *p;
-    ngx_str_t            *name, none = ngx_null_string;
+    ngx_str_t            *name, *scope, none = ngx_null_string;
     ngx_http_mcp_auth_t  *auth;
 
     name = (call->entry != NULL) ? &call->entry->name : &none;
@@ -484,7 +486,9 @@ ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call, ngx_str_t *bind)
 
     auth = call->rctx->auth;
 
-    bind->len = call->method.len + 1 + name->len + 1
+    scope = &ngx_http_mcp_call_conf(call)->scope;
+
+    bind->len = call->method.len + 1 + name->len + 1 + scope->len + 1
                 + (auth ? NGX_HTTP_MCP_AUTH_BINDING_LEN : 0);
 
     bind->data = ngx_pnalloc(call->pool, bind->len);
@@ -495,6 +499,8 @@ ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call, ngx_str_t *bind)
     p = ngx_cpymem(bind->data, call->method.data, call->method.len);
     *p++ = '\n';
     p = ngx_cpymem(p, name->data, name->len);
+    *p++ = '\n';
+    p = ngx_cpymem(p, scope->data, scope->len);
     *p++ = '\n';
 
     if (auth != NULL) {

@@ -63,8 +63,9 @@ ngx_http_mcp_proxy_sesskey_open(ngx_http_mcp_ctx_t *ctx, ngx_str_t *id,
     keys = ctx->conf->session_keys;
 
     rc = ngx_http_mcp_sesskey_open(ctx->request->pool, keys->elts,
-                                   keys->nelts, id, ngx_time(),
-                                   ctx->conf->session_lifetime, &s);
+                                   keys->nelts, &ctx->conf->scope, id,
+                                   ngx_time(), ctx->conf->session_lifetime,
+                                   &s);
 
     if (rc == NGX_ERROR) {
         return NGX_ERROR;
@@ -202,7 +203,7 @@ ngx_http_mcp_proxy_sesskey_mint(ngx_http_request_t *r,
     s.issued = ngx_time();
 
     rc = ngx_http_mcp_sesskey_seal(r->pool, ctx->conf->session_keys->elts,
-                                   &s, &pctx->client_sid);
+                                   &ctx->conf->scope, &s, &pctx->client_sid);
 
     if (rc == NGX_DECLINED) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,

@@ -36,6 +36,8 @@ static ngx_http_mcp_task_sh_t *ngx_http_mcp_session_task_find(
     ngx_http_mcp_zone_t *ctx, u_char *id, ngx_log_t *log);
 static void ngx_http_mcp_session_task_expire(ngx_http_mcp_zone_t *ctx,
     ngx_log_t *log);
+static void ngx_http_mcp_session_task_evict(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts, ngx_log_t *log);
 static ngx_uint_t ngx_http_mcp_session_task_expired(
     ngx_http_mcp_task_sh_t *ts, uint64_t now);
 static void ngx_http_mcp_session_task_free(ngx_http_mcp_zone_t *ctx,
@@ -78,7 +80,7 @@ ngx_http_mcp_session_task_create(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
     ngx_uint_t               i, n;
     ngx_queue_t             *q;
     ngx_http_mcp_zone_t     *ctx;
-    ngx_http_mcp_task_sh_t  *ts;
+    ngx_http_mcp_task_sh_t  *ts, *mine, *over;
 
     ctx = zone->data;
     rc = NGX_OK;
@@ -92,12 +94,18 @@ ngx_http_mcp_session_task_create(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
 
     ngx_http_mcp_session_task_expire(ctx, log);
 
-    if (ctx->sh->ntasks >= ctx->max_tasks) {
-        rc = NGX_BUSY;
-        goto done;
-    }
+    /*
+     * A task that is over holds its slot only until one is wanted: its
+     * client's own, oldest first, makes room under the client's quota,
+     * and any client's, oldest first, under the zone's.  Only tasks
+     * that still run count against a limit then: one client, over its
+     * quota, is refused alone, and it cannot fill the zone with tasks
+     * it left behind.
+     */
 
     n = 0;
+    mine = NULL;
+    over = NULL;
 
     for (q = ngx_queue_head(&ctx->sh->task_queue);
          q != ngx_queue_sentinel(&ctx->sh->task_queue);
@@ -105,16 +113,42 @@ ngx_http_mcp_session_task_create(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
     {
         ts = ngx_queue_data(q, ngx_http_mcp_task_sh_t, queue);
 
-        if (ngx_memcmp(ts->owner, t->owner, NGX_HTTP_MCP_TASK_OWNER_LEN)
-            == 0)
+        if (ngx_memcmp(ts->quota, t->quota, NGX_HTTP_MCP_TASK_OWNER_LEN)
+            != 0)
         {
-            n++;
+            if (over == NULL && ngx_http_mcp_task_terminal(ts->status)) {
+                over = ts;
+            }
+
+            continue;
+        }
+
+        n++;
+
+        if (mine == NULL && ngx_http_mcp_task_terminal(ts->status)) {
+            mine = ts;
         }
     }
 
     if (n >= ctx->max_client_tasks) {
-        rc = NGX_DECLINED;
-        goto done;
+        if (mine == NULL) {
+            rc = NGX_DECLINED;
+            goto done;
+        }
+
+        ngx_http_mcp_session_task_evict(ctx, mine, log);
+        mine = NULL;
+    }
+
+    if (ctx->sh->ntasks >= ctx->max_tasks) {
+        ts = (mine != NULL) ? mine : over;
+
+        if (ts == NULL) {
+            rc = NGX_BUSY;
+            goto done;
+        }
+
+        ngx_http_mcp_session_task_evict(ctx, ts, log);
     }
 
     ts = ngx_slab_calloc_locked(ctx->shpool, sizeof(ngx_http_mcp_task_sh_t));
@@ -125,6 +159,7 @@ ngx_http_mcp_session_task_create(ngx_shm_zone_t *zone, ngx_http_mcp_task_t *t,
 
     ngx_memcpy(ts->id, t->id, NGX_HTTP_MCP_TASK_ID_LEN);
     ngx_memcpy(ts->owner, t->owner, NGX_HTTP_MCP_TASK_OWNER_LEN);
+    ngx_memcpy(ts->quota, t->quota, NGX_HTTP_MCP_TASK_OWNER_LEN);
     ngx_memcpy(ts->sid, t->sid, NGX_HTTP_MCP_SESSION_ID_LEN);
     ngx_memcpy(&ts->node.key, t->id, sizeof(uint32_t));
 
@@ -772,6 +807,20 @@ ngx_http_mcp_session_task_expire(ngx_http_mcp_zone_t *ctx, ngx_log_t *log)
 
         ngx_http_mcp_session_task_free(ctx, ts);
     }
+}
+
+
+/* a task that is over goes before its ttl: a new one needs its slot */
+
+static void
+ngx_http_mcp_session_task_evict(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_task_sh_t *ts, ngx_log_t *log)
+{
+    ngx_log_error(NGX_LOG_INFO, log, 0, "mcp task %*s evicted, %s, for a "
+                  "new task", (size_t) NGX_HTTP_MCP_TASK_ID_LEN, ts->id,
+                  ngx_http_mcp_task_status_name(ts->status));
+
+    ngx_http_mcp_session_task_free(ctx, ts);
 }
 
 

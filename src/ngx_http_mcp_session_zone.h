@@ -147,6 +147,7 @@ typedef struct {
     ngx_queue_t                queue;       /* the zone's, oldest first */
     u_char                     id[NGX_HTTP_MCP_TASK_ID_LEN];
     u_char                     owner[NGX_HTTP_MCP_TASK_OWNER_LEN];
+    u_char                     quota[NGX_HTTP_MCP_TASK_OWNER_LEN];
     u_char                     sid[NGX_HTTP_MCP_SESSION_ID_LEN];
                                             /* 2025: the session's */
     ngx_uint_t                 status;

@@ -68,7 +68,7 @@ ngx_http_mcp_sesskey_init(ngx_http_mcp_sesskey_t *key, const u_char *secret)
 
 ngx_int_t
 ngx_http_mcp_sesskey_seal(ngx_pool_t *pool, ngx_http_mcp_sesskey_t *key,
-    ngx_http_mcp_sesskey_session_t *s, ngx_str_t *id)
+    ngx_str_t *scope, ngx_http_mcp_sesskey_session_t *s, ngx_str_t *id)
 {
     int                n;
     u_char            *raw, *plain, *p;
@@ -143,6 +143,9 @@ ngx_http_mcp_sesskey_seal(ngx_pool_t *pool, ngx_http_mcp_sesskey_t *key,
                            raw + NGX_HTTP_MCP_SESSKEY_AAD_LEN) != 1
         || EVP_EncryptUpdate(c, NULL, &n, raw, NGX_HTTP_MCP_SESSKEY_AAD_LEN)
            != 1
+        || (scope->len
+            && EVP_EncryptUpdate(c, NULL, &n, scope->data, (int) scope->len)
+               != 1)
         || EVP_EncryptUpdate(c, p, &n, plain, (int) plen) != 1
         || (size_t) n != plen
         || EVP_EncryptFinal_ex(c, p + n, &n) != 1
@@ -171,8 +174,8 @@ done:
 
 ngx_int_t
 ngx_http_mcp_sesskey_open(ngx_pool_t *pool, ngx_http_mcp_sesskey_t *keys,
-    ngx_uint_t n, ngx_str_t *id, time_t now, time_t lifetime,
-    ngx_http_mcp_sesskey_session_t *s)
+    ngx_uint_t n, ngx_str_t *scope, ngx_str_t *id, time_t now,
+    time_t lifetime, ngx_http_mcp_sesskey_session_t *s)
 {
     int                     len;
     u_char                 *raw, *plain, *text, *ct;
@@ -250,6 +253,10 @@ ngx_http_mcp_sesskey_open(ngx_pool_t *pool, ngx_http_mcp_sesskey_t *keys,
                            raw + NGX_HTTP_MCP_SESSKEY_AAD_LEN) != 1
         || EVP_DecryptUpdate(c, NULL, &len, raw, NGX_HTTP_MCP_SESSKEY_AAD_LEN)
            != 1
+        || (scope->len
+            && EVP_DecryptUpdate(c, NULL, &len, scope->data,
+                                 (int) scope->len)
+               != 1)
         || EVP_DecryptUpdate(c, plain, &len, ct, (int) clen) != 1
         || EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG,
                                NGX_HTTP_MCP_SESSKEY_TAG_LEN, ct + clen)

@@ -13,9 +13,12 @@
  *           || [binding[32] when flags & 1]
  *           || name_len[1] || name || sid_len[2, big-endian] || sid
  *
- * The first 5 bytes (format and key id) are the GCM additional data.  The
- * key id picks the key among those configured, so that ids sealed with a
- * key being retired still open during a rotation.
+ * The first 5 bytes (format and key id) are the GCM additional data, and
+ * after them the scope the id is sealed for (the location's, see
+ * ngx_http_mcp_loc_conf_t): an id opens only where it was made, however
+ * many locations or servers share the key.  The key id picks the key
+ * among those configured, so that ids sealed with a key being retired
+ * still open during a rotation.
  */
 
 
@@ -64,8 +67,8 @@ ngx_int_t ngx_http_mcp_sesskey_init(ngx_http_mcp_sesskey_t *key,
  * NGX_ERROR: out of memory or an OpenSSL failure.
  */
 ngx_int_t ngx_http_mcp_sesskey_seal(ngx_pool_t *pool,
-    ngx_http_mcp_sesskey_t *key, ngx_http_mcp_sesskey_session_t *s,
-    ngx_str_t *id);
+    ngx_http_mcp_sesskey_t *key, ngx_str_t *scope,
+    ngx_http_mcp_sesskey_session_t *s, ngx_str_t *id);
 
 /*
  * Opened with whichever of the n keys has its key id.  NGX_OK: *s is the
@@ -75,8 +78,9 @@ ngx_int_t ngx_http_mcp_sesskey_seal(ngx_pool_t *pool,
  * of memory or an OpenSSL failure.
  */
 ngx_int_t ngx_http_mcp_sesskey_open(ngx_pool_t *pool,
-    ngx_http_mcp_sesskey_t *keys, ngx_uint_t n, ngx_str_t *id, time_t now,
-    time_t lifetime, ngx_http_mcp_sesskey_session_t *s);
+    ngx_http_mcp_sesskey_t *keys, ngx_uint_t n, ngx_str_t *scope,
+    ngx_str_t *id, time_t now, time_t lifetime,
+    ngx_http_mcp_sesskey_session_t *s);
 
 
 #endif /* _NGX_HTTP_MCP_SESSKEY_H_INCLUDED_ */

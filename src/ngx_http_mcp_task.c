@@ -38,7 +38,6 @@
 #include "ngx_http_mcp_fleet.h"
 
 #include <openssl/rand.h>
-#include <openssl/sha.h>
 
 
 #define NGX_HTTP_MCP_TASK_POLL          500     /* pollInterval, ms */
@@ -122,6 +121,7 @@ ngx_http_mcp_task_call(ngx_http_mcp_call_t *call,
     }
 
     if (ngx_http_mcp_task_owner(call, tr->task.owner) != NGX_OK
+        || ngx_http_mcp_task_quota(call, tr->task.quota) != NGX_OK
         || ngx_http_mcp_task_request(call, &tr->task) != NGX_OK)
     {
         return NGX_ERROR;
@@ -928,44 +928,6 @@ ngx_http_mcp_task_listing(ngx_http_mcp_call_t *call, cJSON *result)
     }
 
     return NGX_OK;
-}
-
-
-/*
- * Whose tasks a call sees: the authenticated subject's; without
- * authorization, a 2025 session's, or else the client's (the zone's
- * per_client value, empty when there is none: then any client that
- * knows a task's id, 128 random bits, may see it).
- */
-
-ngx_int_t
-ngx_http_mcp_task_owner(ngx_http_mcp_call_t *call, u_char *owner)
-{
-    SHA256_CTX              sha;
-    ngx_http_mcp_auth_t    *auth;
-    ngx_http_mcp_reqctx_t  *rctx;
-
-    rctx = call->rctx;
-    auth = rctx->auth;
-
-    if (SHA256_Init(&sha) != 1) {
-        return NGX_ERROR;
-    }
-
-    if (auth != NULL) {
-        SHA256_Update(&sha, "auth:", 5);
-        SHA256_Update(&sha, auth->binding, NGX_HTTP_MCP_AUTH_BINDING_LEN);
-
-    } else if (rctx->version < NGX_HTTP_MCP_VSTATELESS) {
-        SHA256_Update(&sha, "session:", 8);
-        SHA256_Update(&sha, rctx->session_id.data, rctx->session_id.len);
-
-    } else {
-        SHA256_Update(&sha, "client:", 7);
-        SHA256_Update(&sha, call->client_key.data, call->client_key.len);
-    }
-
-    return (SHA256_Final(owner, &sha) == 1) ? NGX_OK : NGX_ERROR;
 }
 
 

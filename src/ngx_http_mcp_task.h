@@ -48,6 +48,9 @@
 typedef struct {
     u_char                     id[NGX_HTTP_MCP_TASK_ID_LEN];
     u_char                     owner[NGX_HTTP_MCP_TASK_OWNER_LEN];
+    u_char                     quota[NGX_HTTP_MCP_TASK_OWNER_LEN];
+                                            /* whose tasks_per_client it
+                                               counts against */
     u_char                     sid[NGX_HTTP_MCP_SESSION_ID_LEN];
                                             /* 2025: its session's id */
     ngx_uint_t                 status;
@@ -111,6 +114,7 @@ void ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from,
     ngx_http_mcp_task_t *t, cJSON *answers);
 ngx_int_t ngx_http_mcp_task_missing(ngx_http_mcp_call_t *call);
 ngx_int_t ngx_http_mcp_task_owner(ngx_http_mcp_call_t *call, u_char *owner);
+ngx_int_t ngx_http_mcp_task_quota(ngx_http_mcp_call_t *call, u_char *quota);
 cJSON *ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
     ngx_uint_t detailed);
 cJSON *ngx_http_mcp_task_blob(ngx_http_mcp_task_t *t, ngx_uint_t n);

@@ -11,7 +11,6 @@
 #include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_task.h"
 
-
 #define NGX_HTTP_MCP_TASK_WAIT          100     /* tasks/result's look */
 #define NGX_HTTP_MCP_TASK_RETRIES       8       /* tasks/update's writes */
 #define NGX_HTTP_MCP_TASK_PAGE          10      /* tasks/list */

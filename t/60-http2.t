@@ -12,7 +12,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use File::Temp ();
 use McpTest;
 use McpAssert;
 use McpGateway;
@@ -20,22 +19,9 @@ use McpGateway;
 my $why = node_available();
 plan skip_all => $why if $why;
 
-my $dir = File::Temp->newdir;
-{
-    open my $saved, '>&', \*STDERR or die;
-    open STDERR, '>', '/dev/null' or die;
-    my $rc = system('openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2',
-                    '-subj', '/CN=localhost', '-keyout', "$dir/h2.key", '-out', "$dir/h2.crt");
-    open STDERR, '>&', $saved or die;
-    die "openssl req failed\n" if $rc;
-}
-
 # the directive that turns HTTP/2 on depends on the version under test
-my $nginx = $ENV{MCP_NGINX} // $ENV{NGINX_BIN} // '/usr/sbin/nginx';
-my ($version) = `$nginx -v 2>&1` =~ m{nginx/(\d+\.\d+\.\d+)};
-my $num = sprintf '%d%03d%03d', split /\./, $version;
-my ($listen, $h2on) = $num >= 1025001 ? ('ssl', 'http2 on;') : ('ssl http2', '');
-note("nginx $version: listen ... $listen; $h2on");
+my ($dir, $listen, $h2on) = http2_tls();
+note("listen ... $listen; $h2on");
 
 my $t = McpTest->new(
     ports => 2,

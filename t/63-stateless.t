@@ -578,8 +578,9 @@ sub conversation {
     is_error(msg($r), -32602, 'exp', 'after 2.5 s: -32602');
     like((err($r) // {})->{message} // '', qr/expired/, '... "expired"');
     $r = call($RS, caps => \%EL, inputs => confirm(), state => $tok, id => 'exp2');
-    like((err($r) // {})->{message} // '', qr/expired/,
-         'the same state at /mcp (same zone, same key): expired too (the expiry is sealed in)');
+    is_error(msg($r), -32602, 'exp2',
+             'the same state at /mcp (same zone, same key): -32602, a state is sealed for its '
+             . 'location (issue 35)');
 }
 
 # --- (4) a state is for the tool, method and caller it was made for -----------------------------

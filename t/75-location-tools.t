@@ -43,9 +43,12 @@ my $TOOLS = <<'NGX';
             pass          /internal/create;
         }
         mcp_tool put_order    { description "Replace"; pass /internal/create; method PUT; }
-        mcp_tool delete_order { description "Delete"; pass /internal/orders; method DELETE; }
-        mcp_tool search       { description "Search"; pass /internal/echo; method GET; }
+        mcp_tool delete_order { description "Delete"; pass /internal/orders; method DELETE;
+                                input_schema '{"type":"object","properties":{"id":{}}}'; }
+        mcp_tool search       { description "Search"; pass /internal/echo; method GET;
+                                input_schema '{"type":"object","properties":{"q":{},"n":{},"obj":{},"flag":{}}}'; }
         mcp_tool get_doc      { description "A document of nginx itself";
+                                input_schema '{"type":"object","properties":{"id":{}}}';
                                 pass /internal/doc; method GET; }
         mcp_tool fail_404     { description "404"; pass /internal/status/404; }
         mcp_tool fail_500     { description "500"; pass /internal/status/500; }
@@ -264,8 +267,11 @@ sub text_of { ((($_[0] // {})->{content} // [ {} ])->[0] // {})->{text} // '' }
     $e = last_upstream();
     like($e->{target}, qr{^/echo\?q=%C3%A9%E6%BC%A2%F0%9F%98%80&}, 'unicode: its UTF-8 bytes encoded');
 
-    $r = call_tool('search', { Q => 'upper' });
-    like(last_upstream()->{target}, qr{^/echo\?q=upper&}, '$mcp_arg_q finds "Q": nginx lowercases names');
+    # the property's own spelling only: "Q" is not the "q" the schema checked
+    my $n = () = upstream_entries();
+    my ($e2) = $t->mcp_call($sid, 'tools/call', { name => 'search', arguments => { Q => 'upper' } });
+    is($e2->{code}, -32602, '"Q" where the schema says "q": -32602');
+    is(scalar(() = upstream_entries()), $n, '... and nothing reached the upstream');
 
     $r = call_tool('get_order', { id => 'a.b~c_d-e' });
     is(last_upstream()->{target}, '/orders/a.b~c_d-e', 'unreserved characters kept');

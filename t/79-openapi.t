@@ -433,6 +433,9 @@ spew("$WORK/evil.json", $JSON->encode($evil));
        'attack document: a DELETE with a body is a POST subrequest (which has the body)');
     my $loc = locations_of($tree)->{'/mcp-openapi/dup'} // [];
     ok((grep { $_ eq 'proxy_method DELETE' } @$loc), '... sent on to the API as DELETE');
+    ok((grep { $_ eq 'proxy_ignore_headers X-Accel-Redirect X-Accel-Expires X-Accel-Limit-Rate '
+                     . 'X-Accel-Buffering X-Accel-Charset' } @$loc),
+       '... and no X-Accel-* of the API\'s reply is acted on');
     my ($post) = grep { /^x+_/ } @$order;
     my $ps = schema_of($tools->{$post // ''}{d}{input_schema}[0] // '') // {};
     is_deeply($ps->{required}, [ 'id', q{a'b"c$d} ],

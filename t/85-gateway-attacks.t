@@ -330,9 +330,11 @@ ok(defined $sid && $sid =~ /^[A-Za-z0-9_-]+$/, 'keyed initialize: a base64url se
     sleep 2.2;
     $r = post_at('/short', $s, { jsonrpc => '2.0', id => 'stale', method => 'ping' });
     is_rpc_error_body($r, 404, -32001, 'stale', '... and 2 s later: 404, -32001');
+    # an id is sealed for its location (issue 35): one key, one upstream,
+    # and /mcp still does not take /short's
     $r = post_at('/mcp', $s, { jsonrpc => '2.0', id => 'elsewhere', method => 'ping' });
-    is($r->{status}, 200, '... while /mcp, without a lifetime, still opens it (one key, one upstream: '
-       . 'an id is not bound to its location)');
+    is_rpc_error_body($r, 404, -32001, 'elsewhere', '... nor does /mcp (the same key and upstream): '
+       . 'an id is bound to its location');
 }
 
 # the session id at debug level: in nginx's own header lines only

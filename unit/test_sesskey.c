@@ -45,6 +45,7 @@ static void test_expiry(void);
 static ngx_pool_t              *pool;
 static ngx_http_mcp_sesskey_t   keys[2];    /* new, old */
 static ngx_http_mcp_sesskey_t   other;
+static ngx_str_t                unit_scope = ngx_string("localhost /mcp");
 
 
 int
@@ -107,7 +108,8 @@ ngx_unit_open(ngx_http_mcp_sesskey_t *k, ngx_uint_t n, const u_char *id,
     t.data = copy;
     t.len = len;
 
-    rc = ngx_http_mcp_sesskey_open(pool, k, n, &t, now, lifetime, s);
+    rc = ngx_http_mcp_sesskey_open(pool, k, n, &unit_scope, &t, now, lifetime,
+                                   s);
 
     free(copy);
 
@@ -131,7 +133,7 @@ ngx_unit_seal(ngx_http_mcp_sesskey_t *key, const char *name, const char *sid,
     s.version = 3;
     s.issued = issued;
 
-    if (ngx_http_mcp_sesskey_seal(pool, key, &s, &id) != NGX_OK) {
+    if (ngx_http_mcp_sesskey_seal(pool, key, &unit_scope, &s, &id) != NGX_OK) {
         id.data = NULL;
         id.len = 0;
     }
@@ -319,6 +321,15 @@ test_rotation(void)
               NGX_DECLINED, "... not with [new] alone");
     CHECK_INT(ngx_unit_open(&other, 1, id.data, id.len, NGX_UNIT_NOW, 0, &s),
               NGX_DECLINED, "... nor with an unrelated key");
+
+    /* sealed for one location: another with the same keys refuses it */
+    unit_scope.len = sizeof("localhost /mcp") - 2;
+    CHECK_INT(ngx_unit_open(keys, 2, id.data, id.len, NGX_UNIT_NOW, 0, &s),
+              NGX_DECLINED, "... nor at another scope (\"localhost /mc\")");
+    unit_scope.len = 0;
+    CHECK_INT(ngx_unit_open(keys, 2, id.data, id.len, NGX_UNIT_NOW, 0, &s),
+              NGX_DECLINED, "... nor with no scope");
+    unit_scope.len = sizeof("localhost /mcp") - 1;
 
     /* the key id names the key: the same key id, another key is forged */
     other.kid[0] = keys[1].kid[0];

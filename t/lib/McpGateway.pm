@@ -14,6 +14,7 @@ use JSON::PP ();
 use Exporter 'import';
 use File::Copy ();
 use File::Path ();
+use File::Temp ();
 use IO::Select;
 use IO::Socket::INET;
 use POSIX qw(WNOHANG);
@@ -25,7 +26,7 @@ our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_set
                  npm_dir node_bin node_available spawn stop_process
                  start_everything_node start_everything_nodes fake_upstream silent_listener
                  run_node_script port_open try_initialize start_python_upstream
-                 client_view fake_mcp_server);
+                 client_view fake_mcp_server http2_tls);
 
 sub _now { Time::HiRes::time() }
 
@@ -302,6 +303,25 @@ sub start_python_upstream {
 # A TCP listener that never accepts: connections complete in the kernel's
 # backlog, the request is buffered, no answer ever comes.  Returns the
 # socket (keep it open while it is needed).
+# An HTTP/2 server{} needs TLS for Node's client: a throwaway certificate
+# in a directory that lives as long as the returned object, and the
+# listen parameters and directive that turn HTTP/2 on for the nginx
+# under test ("http2 on;" from 1.25.1).  Returns ($dir, $listen, $h2on):
+# $dir/h2.crt and $dir/h2.key.
+sub http2_tls {
+    my $dir = File::Temp->newdir;
+    open my $saved, '>&', \*STDERR or croak;
+    open STDERR, '>', '/dev/null' or croak;
+    my $rc = system('openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2',
+                    '-subj', '/CN=localhost', '-keyout', "$dir/h2.key", '-out', "$dir/h2.crt");
+    open STDERR, '>&', $saved or croak;
+    croak "openssl req failed" if $rc;
+    my $nginx = $ENV{MCP_NGINX} // $ENV{NGINX_BIN} // '/usr/sbin/nginx';
+    my ($version) = `$nginx -v 2>&1` =~ m{nginx/(\d+\.\d+\.\d+)};
+    my $num = sprintf '%d%03d%03d', split /\./, $version // '0.0.0';
+    return ($dir, $num >= 1025001 ? ('ssl', 'http2 on;') : ('ssl http2', ''));
+}
+
 sub silent_listener {
     my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
                                   Proto => 'tcp', Listen => 16, ReuseAddr => 1)

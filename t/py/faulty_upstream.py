@@ -15,6 +15,9 @@ depends on the path:
   /big-sse    the same tools/list as an SSE event
   /big-length tools/list with a Content-Length
   /stream[/MB] tools/list of MB megabytes made as they are sent
+  /flood[/MB] tools/list: one tool, "x"; tools/call: an SSE reply of MB
+              megabytes of progress notifications (default 64), written
+              as fast as they are read, then the result
 
 Every message it receives is appended to LOGFILE as one JSON line.
 
@@ -155,6 +158,35 @@ class Handler(socketserver.StreamRequestHandler):
             except OSError:
                 return True
             return False
+        if path == "/flood" and m == "tools/list":
+            self.send("200 OK", json.dumps({"jsonrpc": "2.0", "id": rid,
+                "result": {"tools": [{"name": "x", "inputSchema":
+                                      {"type": "object"}}]}}).encode())
+            return False
+        if path == "/flood" and m == "tools/call":
+            mb = float(url.get("mb", "64") if isinstance(url, dict) else "64")
+            token = ((msg.get("params") or {}).get("_meta") or {}) \
+                .get("progressToken", "t")
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n")
+            ev = []
+            for i in range(64):
+                ev.append(("event: message\ndata: " + json.dumps(
+                    {"jsonrpc": "2.0", "method": "notifications/progress",
+                     "params": {"progressToken": token, "progress": i,
+                                "message": "m" * 900}}) + "\n\n").encode())
+            block = b"".join(ev)
+            try:
+                for _ in range(int(mb * 1024 * 1024 / len(block))):
+                    w.write(b"%x\r\n%s\r\n" % (len(block), block))
+                    record(path, {"method": "flood-block"})
+                end = ("event: message\ndata: " + json.dumps(
+                    {"jsonrpc": "2.0", "id": rid, "result": {"content": [
+                        {"type": "text", "text": "flooded"}]}}) + "\n\n").encode()
+                w.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(end), end))
+            except OSError:
+                pass
+            return True
         if m != "tools/call":
             return False
         body = json.dumps({"jsonrpc": "2.0", "id": rid, "result": {

@@ -343,7 +343,11 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    return ngx_http_mcp_filter_init(cf);
+    if (ngx_http_mcp_filter_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_cors_init(cf);
 }
 
 

@@ -616,6 +616,13 @@ void ngx_http_mcp_proxy_quit(ngx_uint_t deadline);
 ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
 
 
+/* ---- cors.c: CORS and the headers every MCP reply carries ---- */
+
+ngx_int_t ngx_http_mcp_cors_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_cors_preflight(ngx_http_request_t *r);
+ngx_uint_t ngx_http_mcp_cors_is_preflight(ngx_http_request_t *r);
+
+
 /* ---- stateless.c: the HTTP edge of a 2026-07-28 request ---- */
 
 ngx_uint_t ngx_http_mcp_stateless_request(ngx_http_mcp_headers_t *hs);

@@ -103,6 +103,15 @@ ngx_http_mcp_handler(ngx_http_request_t *r)
                                        "Forbidden: Origin not allowed");
     }
 
+    /* a browser's preflight, for a gateway too: nothing goes upstream */
+    if (r->method == NGX_HTTP_OPTIONS) {
+        rc = ngx_http_mcp_cors_preflight(r);
+
+        if (rc != NGX_DECLINED) {
+            return rc;
+        }
+    }
+
     if (mlcf->upstream.upstream
         && (r->method == NGX_HTTP_GET || r->method == NGX_HTTP_DELETE))
     {

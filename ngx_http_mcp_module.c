@@ -322,10 +322,22 @@ ngx_http_mcp_preconfiguration(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
 {
+    ngx_str_t                   request_id = ngx_string("request_id");
     ngx_http_handler_pt        *h;
+    ngx_http_mcp_main_conf_t   *mmcf;
     ngx_http_core_main_conf_t  *cmcf;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+    mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
+
+    /* a reply's correlationId is its access log line's $request_id */
+    mmcf->request_id = ngx_http_get_variable_index(cf, &request_id);
+
+    if (mmcf->request_id == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_mcp_variables_used(cf);
 
     /*
      * A POST's body is read in the rewrite phase: the phases before the

@@ -263,8 +263,9 @@ ngx_http_mcp_call_error_at(ngx_http_mcp_call_t *call, ngx_uint_t level,
         return;
     }
 
-    reply = ngx_http_mcp_error_reply_at(call->log, level, call->id, code,
-                                        message, &call->method);
+    reply = ngx_http_mcp_error_reply_at(call->log, level, &call->correlation,
+                                        call->id, code, message,
+                                        &call->method);
 
     if (reply != NULL
         && ngx_http_mcp_jsonrpc_error_data(reply, data) != NGX_OK)

@@ -51,6 +51,8 @@ typedef struct {
     void                      *metrics;     /* metrics.c's, or NULL: no
                                                mcp_metrics location */
     ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
+    ngx_int_t                  request_id;  /* $request_id's index */
+    ngx_uint_t                 audit;       /* NGX_HTTP_MCP_AUDIT_* */
 } ngx_http_mcp_main_conf_t;
 
 
@@ -188,7 +190,20 @@ typedef struct {
     ngx_array_t               *param_headers;  /* a stateless tools/call's
                                                Mcp-Param-*: ngx_keyval_t,
                                                the name after the prefix */
+    ngx_int_t                  code;        /* its reply's error code */
+    unsigned                   outcome:2;   /* NGX_HTTP_MCP_OUTCOME_* */
 } ngx_http_mcp_msg_t;
+
+
+/* how a message's call ended, for $mcp_outcome */
+#define NGX_HTTP_MCP_OUTCOME_NONE      0     /* not yet, or never heard */
+#define NGX_HTTP_MCP_OUTCOME_OK        1
+#define NGX_HTTP_MCP_OUTCOME_IS_ERROR  2     /* a result with isError */
+#define NGX_HTTP_MCP_OUTCOME_ERROR     3     /* a JSON-RPC error */
+
+/* which of the arguments' variables the configuration uses */
+#define NGX_HTTP_MCP_AUDIT_DIGEST      0x01
+#define NGX_HTTP_MCP_AUDIT_ARGUMENTS   0x02
 
 
 /* a stream whose connection this worker holds */
@@ -240,6 +255,13 @@ struct ngx_http_mcp_ctx_s {
     ngx_str_t                  var_name;
     ngx_str_t                  var_id;
     ngx_str_t                  var_client;
+    ngx_str_t                  var_tools;   /* of a batch: every tool */
+    ngx_str_t                  var_digests;  /* of the arguments */
+    ngx_str_t                  var_arguments;
+    ngx_int_t                  var_code;    /* the last JSON-RPC error
+                                               code sent: of the whole
+                                               POST when no message has
+                                               an outcome */
     const char                *parse_error;  /* why, or NULL */
     void                     (*detach)(ngx_http_mcp_ctx_t *ctx);
                                             /* its calls, when it goes */
@@ -496,8 +518,9 @@ ngx_int_t ngx_http_mcp_send_error_data(ngx_http_request_t *r,
     cJSON *data);
 ngx_int_t ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx);
 const char *ngx_http_mcp_status_error(ngx_uint_t status, ngx_int_t *code);
-cJSON *ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
-    const char *message, ngx_str_t *method);
+cJSON *ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id,
+    ngx_int_t code, const char *message, ngx_str_t *method);
+ngx_int_t ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_str_t *id);
 
 /* the level of an error's line: the module's failures at "error", the
    client's at "info", as nginx logs client errors */
@@ -505,7 +528,8 @@ cJSON *ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     (((code) == NGX_HTTP_MCP_INTERNAL_ERROR) ? NGX_LOG_ERR : NGX_LOG_INFO)
 
 cJSON *ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level,
-    cJSON *id, ngx_int_t code, const char *message, ngx_str_t *method);
+    ngx_str_t *correlation, cJSON *id, ngx_int_t code, const char *message,
+    ngx_str_t *method);
 u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, size_t *len);
 
@@ -642,6 +666,8 @@ ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_rewrite_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx);
+void ngx_http_mcp_variables_used(ngx_conf_t *cf);
+void ngx_http_mcp_variables_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply);
 
 
 #endif /* _NGX_HTTP_MCP_INTERNAL_H_INCLUDED_ */

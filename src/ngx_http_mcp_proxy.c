@@ -738,8 +738,7 @@ ngx_http_mcp_proxy_refuse_batch(ngx_http_mcp_ctx_t *ctx, ngx_uint_t denied,
             continue;
         }
 
-        msg[i].reply = ngx_http_mcp_error_reply(
-                           ctx->request->connection->log, msg[i].id,
+        msg[i].reply = ngx_http_mcp_error_reply(ctx->request, msg[i].id,
                            (i == denied) ? code
                                          : NGX_HTTP_MCP_INVALID_REQUEST,
                            (i == denied) ? why

@@ -760,6 +760,11 @@ ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from, ngx_http_mcp_task_t *t,
     call->loc_conf = from->loc_conf;
     call->arguments = ngx_http_mcp_json_get(params, "arguments");
 
+    /* from may end first: the id goes into the call's own pool */
+    call->correlation.data = ngx_pstrdup(call->pool, &from->correlation);
+    call->correlation.len = call->correlation.data ? from->correlation.len
+                                                   : 0;
+
     s.data = (u_char *) name->valuestring;
     s.len = ngx_strlen(s.data);
 

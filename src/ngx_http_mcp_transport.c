@@ -674,7 +674,7 @@ ngx_http_mcp_handle_message(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
             ctx->status = NGX_HTTP_OK;
         }
 
-        msg->reply = ngx_http_mcp_error_reply(r->connection->log, msg->id,
+        msg->reply = ngx_http_mcp_error_reply(r, msg->id,
                                               NGX_HTTP_MCP_INVALID_REQUEST,
                                               "Invalid Request", NULL);
         if (msg->reply == NULL) {
@@ -736,7 +736,7 @@ ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     ngx_uint_t index)
 {
     cJSON                *message;
-    ngx_str_t             key;
+    ngx_str_t             key, rid;
     ngx_http_mcp_call_t  *call;
 
     if (ctx->batch) {
@@ -764,6 +764,12 @@ ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     /* the request's value dies with it; the call may not */
     call->client_key.len = key.len;
     call->client_key.data = ngx_pstrdup(call->pool, &key);
+
+    /* its errors say the POST's $request_id, as its access log line */
+    if (ngx_http_mcp_request_id(ctx->request, &rid) == NGX_OK) {
+        call->correlation.data = ngx_pstrdup(call->pool, &rid);
+        call->correlation.len = call->correlation.data ? rid.len : 0;
+    }
 
     call->ctx = ctx;
     call->edge = &ngx_http_mcp_post_edge;
@@ -840,6 +846,9 @@ ngx_http_mcp_post_end(ngx_http_mcp_call_t *call, cJSON *reply)
     msg[call->index].call = NULL;
     call->ctx = NULL;
     ctx->pending--;
+
+    /* its reply may go to a stream: $mcp_outcome hears of it now */
+    ngx_http_mcp_variables_outcome(&msg[call->index], reply);
 
     if (ctx->stream != NULL) {
         return NGX_DECLINED;

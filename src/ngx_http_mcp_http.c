@@ -896,7 +896,7 @@ ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
     ngx_str_t            rid;
     ngx_http_mcp_ctx_t  *ctx;
 
-    if (ngx_http_mcp_request_id(r, &rid) != NGX_OK) {
+    if (ngx_http_mcp_request_id(r, 1, &rid) != NGX_OK) {
         ngx_str_null(&rid);
     }
 
@@ -912,10 +912,15 @@ ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
 }
 
 
-/* the request's $request_id, the one its access log line has */
+/*
+ * The request's $request_id, the one its access log line has.  made: 0
+ * when the request is going (its pool is, and nginx could not make the
+ * value): NGX_DECLINED unless it was made before, for its log line say.
+ */
 
 ngx_int_t
-ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_str_t *id)
+ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_uint_t made,
+    ngx_str_t *id)
 {
     ngx_http_variable_value_t  *v;
     ngx_http_mcp_main_conf_t   *mmcf;
@@ -927,7 +932,16 @@ ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_str_t *id)
     }
 
     /* the main request's: a subrequest's variables are its own */
-    v = ngx_http_get_indexed_variable(r->main, mmcf->request_id);
+    if (!made) {
+        v = &r->main->variables[mmcf->request_id];
+
+        if (!v->valid) {
+            return NGX_DECLINED;
+        }
+
+    } else {
+        v = ngx_http_get_indexed_variable(r->main, mmcf->request_id);
+    }
 
     if (v == NULL || v->not_found || v->len == 0) {
         return NGX_DECLINED;

@@ -520,7 +520,8 @@ ngx_int_t ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx);
 const char *ngx_http_mcp_status_error(ngx_uint_t status, ngx_int_t *code);
 cJSON *ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, ngx_str_t *method);
-ngx_int_t ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_str_t *id);
+ngx_int_t ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_uint_t made,
+    ngx_str_t *id);
 
 /* the level of an error's line: the module's failures at "error", the
    client's at "info", as nginx logs client errors */
@@ -611,6 +612,8 @@ ngx_int_t ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ngx_http_mcp_msg_t *msg, ngx_pool_t *pool, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call);
 ngx_int_t ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call);
+ngx_str_t *ngx_http_mcp_call_correlation(ngx_http_mcp_call_t *call,
+    ngx_uint_t going);
 void ngx_http_mcp_call_error_passed(ngx_http_mcp_call_t *call, ngx_int_t code,
     const char *message, cJSON *data);
 

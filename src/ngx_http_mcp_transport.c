@@ -736,7 +736,7 @@ ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     ngx_uint_t index)
 {
     cJSON                *message;
-    ngx_str_t             key, rid;
+    ngx_str_t             key;
     ngx_http_mcp_call_t  *call;
 
     if (ctx->batch) {
@@ -764,12 +764,6 @@ ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     /* the request's value dies with it; the call may not */
     call->client_key.len = key.len;
     call->client_key.data = ngx_pstrdup(call->pool, &key);
-
-    /* its errors say the POST's $request_id, as its access log line */
-    if (ngx_http_mcp_request_id(ctx->request, &rid) == NGX_OK) {
-        call->correlation.data = ngx_pstrdup(call->pool, &rid);
-        call->correlation.len = call->correlation.data ? rid.len : 0;
-    }
 
     call->ctx = ctx;
     call->edge = &ngx_http_mcp_post_edge;
@@ -821,6 +815,9 @@ ngx_http_mcp_post_detach(ngx_http_mcp_ctx_t *ctx)
 
     for (i = 0; i < ctx->msgs.nelts; i++) {
         if (msg[i].call != NULL) {
+            /* its later errors still name the POST's $request_id */
+            (void) ngx_http_mcp_call_correlation(msg[i].call, 1);
+
             msg[i].call->ctx = NULL;
             msg[i].call = NULL;
         }

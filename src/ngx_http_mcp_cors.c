@@ -26,7 +26,8 @@ static ngx_int_t ngx_http_mcp_cors_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_cors_allow_headers(ngx_http_request_t *r,
     ngx_str_t *value);
 static ngx_uint_t ngx_http_mcp_cors_tchar(u_char c);
-static ngx_uint_t ngx_http_mcp_cors_cacheable(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_mcp_cors_cacheable(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_request_t *r);
 static ngx_uint_t ngx_http_mcp_cors_has_header(ngx_http_request_t *r,
     const char *name, size_t len);
 
@@ -107,6 +108,7 @@ ngx_http_mcp_cors_header_filter(ngx_http_request_t *r)
     ngx_str_t                 no_store = ngx_string("no-store");
     ngx_str_t                 vary = ngx_string("Origin");
     ngx_table_elt_t          *origin;
+    ngx_http_mcp_ctx_t       *ctx;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
     mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
@@ -115,22 +117,32 @@ ngx_http_mcp_cors_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
     if (ngx_http_mcp_header_out(r, "X-Content-Type-Options", &nosniff)
         != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    /* an SSE stream, or an upstream, may have said already */
-    if (!ngx_http_mcp_cors_cacheable(r)
-        && !ngx_http_mcp_cors_has_header(r, "cache-control",
-                                         sizeof("cache-control") - 1)
+    /*
+     * An SSE stream (a GET's, or a POST's: ctx->stream) or an upstream
+     * may have said already; a POST's JSON reply has not.
+     */
+    if (!ngx_http_mcp_cors_cacheable(ctx, r)
+        && ((ctx != NULL && ctx->stream == NULL
+             && mlcf->upstream.upstream == NULL)
+            || !ngx_http_mcp_cors_has_header(r, "cache-control",
+                                             sizeof("cache-control") - 1))
         && ngx_http_mcp_header_out(r, "Cache-Control", &no_store) != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    origin = ngx_http_mcp_header_in(r, "origin", sizeof("origin") - 1);
+    /* a POST's were read with its context */
+    origin = (ctx != NULL)
+             ? ctx->headers.origin
+             : ngx_http_mcp_header_in(r, "origin", sizeof("origin") - 1);
 
     /* a refused origin (its 403) gets no CORS header */
     if (origin == NULL || ngx_http_mcp_check_origin(r, mlcf) != NGX_OK) {
@@ -244,10 +256,9 @@ ngx_http_mcp_cors_tchar(u_char c)
  */
 
 static ngx_uint_t
-ngx_http_mcp_cors_cacheable(ngx_http_request_t *r)
+ngx_http_mcp_cors_cacheable(ngx_http_mcp_ctx_t *ctx, ngx_http_request_t *r)
 {
-    ngx_uint_t           i;
-    ngx_http_mcp_ctx_t  *ctx;
+    ngx_uint_t  i;
 
     static ngx_str_t  lists[] = {
         ngx_string("tools/list"),
@@ -255,8 +266,6 @@ ngx_http_mcp_cors_cacheable(ngx_http_request_t *r)
         ngx_string("resources/list"),
         ngx_string("resources/templates/list")
     };
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
 
     if (ctx == NULL || !ctx->stateless || !ctx->parsed || ctx->batch
         || r->headers_out.status != NGX_HTTP_OK)

@@ -158,12 +158,14 @@ typedef struct {
 #define NGX_HTTP_MCP_HDR_SESSION   0x02
 #define NGX_HTTP_MCP_HDR_METHOD    0x04
 #define NGX_HTTP_MCP_HDR_NAME      0x08
+#define NGX_HTTP_MCP_HDR_ORIGIN    0x10
 
 typedef struct {
     ngx_table_elt_t           *version;     /* MCP-Protocol-Version */
     ngx_table_elt_t           *session;     /* Mcp-Session-Id */
     ngx_table_elt_t           *method;      /* Mcp-Method */
     ngx_table_elt_t           *name;        /* Mcp-Name */
+    ngx_table_elt_t           *origin;      /* Origin: for CORS */
     ngx_uint_t                 twice;
     unsigned                   params:1;    /* some Mcp-Param-* */
 } ngx_http_mcp_headers_t;

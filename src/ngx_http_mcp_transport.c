@@ -844,10 +844,9 @@ ngx_http_mcp_post_end(ngx_http_mcp_call_t *call, cJSON *reply)
     call->ctx = NULL;
     ctx->pending--;
 
-    /* its reply may go to a stream: $mcp_outcome hears of it now */
-    ngx_http_mcp_variables_outcome(&msg[call->index], reply);
-
     if (ctx->stream != NULL) {
+        /* the reply goes to the stream: $mcp_outcome hears of it now */
+        ngx_http_mcp_variables_outcome(&msg[call->index], reply);
         return NGX_DECLINED;
     }
 

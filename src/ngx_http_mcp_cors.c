@@ -23,6 +23,8 @@
 
 
 static ngx_int_t ngx_http_mcp_cors_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_cors_allow(ngx_http_request_t *r,
+    ngx_str_t *methods);
 static ngx_int_t ngx_http_mcp_cors_allow_headers(ngx_http_request_t *r,
     ngx_str_t *value);
 static ngx_uint_t ngx_http_mcp_cors_tchar(u_char c);
@@ -64,18 +66,51 @@ ngx_http_mcp_cors_init(ngx_conf_t *cf)
 ngx_int_t
 ngx_http_mcp_cors_preflight(ngx_http_request_t *r)
 {
-    ngx_str_t  value;
     ngx_str_t  methods = ngx_string("GET, POST, DELETE");
-    ngx_str_t  max_age = ngx_string(NGX_HTTP_MCP_CORS_MAX_AGE);
-    ngx_str_t  vary = ngx_string("Access-Control-Request-Headers");
 
     if (!ngx_http_mcp_cors_is_preflight(r)) {
         return NGX_DECLINED;
     }
 
+    return ngx_http_mcp_cors_allow(r, &methods);
+}
+
+
+/*
+ * A public document (the RFC 9728 metadata, which a client reads before
+ * it has a token): any origin may read it, and nothing it reads differs
+ * by origin or by caller.  preflight: the 204 of a preflight, sent;
+ * else NGX_OK or NGX_ERROR, the header added to the reply to come.
+ */
+
+ngx_int_t
+ngx_http_mcp_cors_public(ngx_http_request_t *r, ngx_uint_t preflight)
+{
+    ngx_str_t  any = ngx_string("*");
+    ngx_str_t  methods = ngx_string("GET");
+
+    if (ngx_http_mcp_header_out(r, "Access-Control-Allow-Origin", &any)
+        != NGX_OK)
+    {
+        return preflight ? NGX_HTTP_INTERNAL_SERVER_ERROR : NGX_ERROR;
+    }
+
+    return preflight ? ngx_http_mcp_cors_allow(r, &methods) : NGX_OK;
+}
+
+
+/* a preflight's 204: the methods, the headers, how long a browser keeps it */
+
+static ngx_int_t
+ngx_http_mcp_cors_allow(ngx_http_request_t *r, ngx_str_t *methods)
+{
+    ngx_str_t  value;
+    ngx_str_t  max_age = ngx_string(NGX_HTTP_MCP_CORS_MAX_AGE);
+    ngx_str_t  vary = ngx_string("Access-Control-Request-Headers");
+
     if (ngx_http_mcp_cors_allow_headers(r, &value) != NGX_OK
         || ngx_http_mcp_header_out(r, "Access-Control-Allow-Methods",
-                                   &methods) != NGX_OK
+                                   methods) != NGX_OK
         || ngx_http_mcp_header_out(r, "Access-Control-Allow-Headers",
                                    &value) != NGX_OK
         || ngx_http_mcp_header_out(r, "Access-Control-Max-Age", &max_age)

@@ -650,6 +650,8 @@ ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_cors_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_cors_preflight(ngx_http_request_t *r);
 ngx_uint_t ngx_http_mcp_cors_is_preflight(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_cors_public(ngx_http_request_t *r,
+    ngx_uint_t preflight);
 
 
 /* ---- stateless.c: the HTTP edge of a 2026-07-28 request ---- */

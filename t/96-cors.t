@@ -15,8 +15,9 @@
 #   (their caching hints stand);
 # - in headless Chromium, a page on an allowed origin initializes
 #   (reading Mcp-Session-Id), lists and calls tools, reads an SSE reply,
-#   makes a 2026-07-28 call with Mcp-Param-* headers and reads the
-#   auth module's WWW-Authenticate; the same page on another origin is
+#   makes a 2026-07-28 call with Mcp-Param-* headers, reads the
+#   auth module's WWW-Authenticate and the metadata it points to (public:
+#   Allow-Origin *); the same page on another origin is
 #   refused.
 
 use strict;
@@ -64,6 +65,7 @@ NGX
                          mcp_allowed_origins http://127.0.0.1:%%PORT2%%; }
         location = /up { mcp on; mcp_session up; mcp_builtin everything;
                          mcp_allowed_origins *; }
+        location = /.well-known/oauth-protected-resource/auth { mcp_auth_metadata; }
 NGX
 );
 $t->write_file('conf/jwks.json', McpJwt::jwks($key));
@@ -139,6 +141,20 @@ sub count_header {
     is($r->{status}, 204, 'preflight through mcp_pass: answered by the gateway');
     is(count_header($r, 'Access-Control-Allow-Origin'), 1, '... one Allow-Origin');
     unlike($t->access_log, qr/"OPTIONS \/up /, '... the upstream never saw it');
+}
+
+# --- the RFC 9728 metadata: public, read before there is a token ------------
+
+{
+    my $path = '/.well-known/oauth-protected-resource/auth';
+    my $r = $t->request(method => 'GET', path => $path, headers => { Origin => $OTHER });
+    is($r->{status}, 200, 'the metadata: 200 to any origin');
+    is($r->{headers}{'access-control-allow-origin'}, '*', '... Allow-Origin: * (a public document)');
+    $r = preflight($path, $OTHER, 'Access-Control-Request-Headers' => 'mcp-protocol-version');
+    is($r->{status}, 204, 'its preflight (the SDK sends MCP-Protocol-Version): 204');
+    like($r->{headers}{'access-control-allow-headers'} // '', qr/\bMCP-Protocol-Version\b/,
+         '... allowing MCP-Protocol-Version');
+    is($r->{headers}{'access-control-allow-origin'}, '*', '... from any origin');
 }
 
 # --- actual requests ---------------------------------------------------------
@@ -276,6 +292,8 @@ SKIP: {
     is($ok->{auth_status}, 401, '... the auth module: 401 without a token');
     like($ok->{auth_challenge} // '', qr/^Bearer .*resource_metadata=/,
          '... its WWW-Authenticate read by the page');
+    is($ok->{metadata_resource}, "http://127.0.0.1:$port/auth",
+       '... the metadata the challenge points to, read');
     is($ok->{auth_ok}, 200, '... 200 with the token');
 
     my $no = $result{$other_port} // {};
@@ -359,6 +377,11 @@ async function run() {
   r = await post('/auth', INIT);
   R.auth_status = r.status;
   R.auth_challenge = r.headers.get('WWW-Authenticate');
+
+  // where the authorization server is: the challenge's metadata URL
+  const meta = /resource_metadata="([^"]+)"/.exec(R.auth_challenge || '');
+  r = await fetch(meta[1], { headers: { 'MCP-Protocol-Version': '2025-11-25' } });
+  R.metadata_resource = (await r.json()).resource;
 
   r = await post('/auth', INIT, { 'Authorization': 'Bearer ' + TOKEN });
   R.auth_ok = r.status;

@@ -333,7 +333,9 @@ ngx_http_mcp_preconfiguration(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
 {
+    ngx_str_t                   request_id = ngx_string("request_id");
     ngx_http_handler_pt        *h;
+    ngx_http_mcp_main_conf_t   *mmcf;
     ngx_http_core_main_conf_t  *cmcf;
     ngx_http_mcp_main_conf_t   *mmcf;
 
@@ -343,6 +345,15 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
     if (ngx_http_mcp_ipc_path(cf, mmcf) != NGX_OK) {
         return NGX_ERROR;
     }
+
+    /* a reply's correlationId is its access log line's $request_id */
+    mmcf->request_id = ngx_http_get_variable_index(cf, &request_id);
+
+    if (mmcf->request_id == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_mcp_variables_used(cf);
 
     /*
      * A POST's body is read in the rewrite phase: the phases before the
@@ -360,7 +371,11 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    return ngx_http_mcp_filter_init(cf);
+    if (ngx_http_mcp_filter_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_cors_init(cf);
 }
 
 

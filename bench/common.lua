@@ -30,10 +30,11 @@ function done(summary, latency, requests)
     local e = summary.errors
     local seconds = summary.duration / 1e6
     io.write(string.format(
-        "BENCH requests=%d seconds=%.3f rps=%.1f p50_ms=%.3f p99_ms=%.3f "
-        .. "errors=%d\n",
+        "BENCH requests=%d seconds=%.3f rps=%.1f p50_ms=%.3f p95_ms=%.3f "
+        .. "p99_ms=%.3f errors=%d\n",
         summary.requests, seconds, summary.requests / seconds,
-        latency:percentile(50) / 1000, latency:percentile(99) / 1000,
+        latency:percentile(50) / 1000, latency:percentile(95) / 1000,
+        latency:percentile(99) / 1000,
         e.status + e.connect + e.read + e.write + e.timeout + rpc))
 end
 

@@ -64,7 +64,8 @@ mcp_bench_conf() {
         # runs the same conf as this tree
         grep -qa mcp_metrics_counting "$mod" \
             && grep -qa mcp_tool_max_size "$mod" \
-            || drop='mcp_metrics\|mcp_tool'
+            && grep -qa mcp_health "$mod" \
+            || drop='mcp_metrics\|mcp_tool\|mcp_health'
         shift
     fi
     sed -e "/$drop/d" -e "s|@MODULE@|$mod|" -e "s|@WORKERS@|$workers|" \

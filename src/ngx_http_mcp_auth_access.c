@@ -62,12 +62,24 @@ ngx_http_mcp_auth_handler(ngx_http_request_t *r)
 {
     ngx_int_t                      rc;
     ngx_http_mcp_auth_ctx_t       *ctx;
+    ngx_http_mcp_loc_conf_t       *mlcf;
     ngx_http_mcp_auth_loc_conf_t  *alcf;
 
     alcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_auth_module);
 
     /* the metadata is what a client without a token reads first */
     if (alcf->realm.len == 0 || r != r->main || alcf->metadata) {
+        return NGX_DECLINED;
+    }
+
+    /*
+     * A browser sends a CORS preflight without a token; the MCP location
+     * answers it itself, with nothing but what it allows (never to an
+     * upstream), and checks the request it announces as any other.
+     */
+    mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
+
+    if (mlcf->enable && ngx_http_mcp_cors_is_preflight(r)) {
         return NGX_DECLINED;
     }
 

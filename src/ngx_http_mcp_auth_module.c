@@ -253,6 +253,12 @@ ngx_http_mcp_auth_metadata_handler(ngx_http_request_t *r)
     const char                    *names[2];
     ngx_http_mcp_auth_loc_conf_t  *alcf;
 
+    /* a browser client finds its authorization server here too */
+    if (ngx_http_mcp_cors_is_preflight(r)) {
+        rc = ngx_http_discard_request_body(r);
+        return (rc != NGX_OK) ? rc : ngx_http_mcp_cors_public(r, 1);
+    }
+
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         return NGX_HTTP_NOT_ALLOWED;
     }
@@ -319,7 +325,7 @@ ngx_http_mcp_auth_metadata_handler(ngx_http_request_t *r)
 
     cJSON_Delete(doc);
 
-    if (body == NULL) {
+    if (body == NULL || ngx_http_mcp_cors_public(r, 0) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

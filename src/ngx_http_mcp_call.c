@@ -271,8 +271,10 @@ ngx_http_mcp_call_error_at(ngx_http_mcp_call_t *call, ngx_uint_t level,
         return;
     }
 
-    reply = ngx_http_mcp_error_reply_at(call->log, level, call->id, code,
-                                        message, &call->method);
+    reply = ngx_http_mcp_error_reply_at(call->log, level,
+                                        ngx_http_mcp_call_correlation(call, 0),
+                                        call->id, code, message,
+                                        &call->method);
 
     if (reply != NULL
         && ngx_http_mcp_jsonrpc_error_data(reply, data) != NGX_OK)
@@ -285,6 +287,32 @@ ngx_http_mcp_call_error_at(ngx_http_mcp_call_t *call, ngx_uint_t level,
     }
 
     ngx_http_mcp_call_end(call, reply);
+}
+
+
+/*
+ * The correlation id of the call's errors: the $request_id of the POST
+ * that brought it, the id of that POST's access log line.  nginx makes
+ * it when first asked (16 random bytes), so it is asked for an error
+ * only; a POST that goes (going: 1) leaves it to its running calls when
+ * it was made (for its log line): else their errors get a random one.
+ * Kept in the call's pool.
+ */
+
+ngx_str_t *
+ngx_http_mcp_call_correlation(ngx_http_mcp_call_t *call, ngx_uint_t going)
+{
+    ngx_str_t  rid;
+
+    if (call->correlation.len == 0 && call->ctx != NULL
+        && ngx_http_mcp_request_id(call->ctx->request, !going, &rid)
+           == NGX_OK)
+    {
+        call->correlation.data = ngx_pstrdup(call->pool, &rid);
+        call->correlation.len = call->correlation.data ? rid.len : 0;
+    }
+
+    return &call->correlation;
 }
 
 

@@ -61,6 +61,10 @@ struct ngx_http_mcp_call_s {
     void                      *task;            /* the task's own */
     ngx_str_t                  client_key;      /* mcp_session_zone's
                                                    per_client value */
+    ngx_str_t                  correlation;     /* its POST's $request_id,
+                                                   for its errors, once
+                                                   asked: see ngx_http_
+                                                   mcp_call_correlation() */
 
     /* owned by the module */
     ngx_http_mcp_ctx_t        *ctx;             /* its POST, while it lasts */

@@ -105,6 +105,12 @@ ngx_http_mcp_headers_read(ngx_http_request_t *r, ngx_http_mcp_headers_t *hs)
             bit = NGX_HTTP_MCP_HDR_VERSION;
             break;
 
+        case sizeof("origin") - 1:
+            name = "origin";
+            field = &hs->origin;
+            bit = NGX_HTTP_MCP_HDR_ORIGIN;
+            break;
+
         default:
             if (len > sizeof("mcp-param-") - 1
                 && ngx_http_mcp_header_named(&h[i], "mcp-param-",

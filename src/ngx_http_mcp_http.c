@@ -18,6 +18,8 @@
 
 
 #define NGX_HTTP_MCP_CORRELATION_LEN    16
+/* the most of a given one: $request_id has 32 */
+#define NGX_HTTP_MCP_CORRELATION_MAX    64
 #define NGX_HTTP_MCP_ACCEPT_TYPES       2  /* at most, read at once */
 
 /* what an error's log line repeats of its message, escaped */
@@ -836,8 +838,7 @@ ngx_http_mcp_send_error_data(ngx_http_request_t *r, ngx_uint_t status,
     cJSON               *reply;
     ngx_http_mcp_ctx_t  *ctx;
 
-    reply = ngx_http_mcp_error_reply(r->connection->log, id, code, message,
-                                     NULL);
+    reply = ngx_http_mcp_error_reply(r, id, code, message, NULL);
 
     if (reply == NULL || ngx_http_mcp_jsonrpc_error_data(reply, data) != NGX_OK)
     {
@@ -868,8 +869,7 @@ ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
     u_char  *body;
     cJSON   *reply;
 
-    reply = ngx_http_mcp_error_reply(r->connection->log, id, code, message,
-                                     NULL);
+    reply = ngx_http_mcp_error_reply(r, id, code, message, NULL);
     if (reply == NULL) {
         return NULL;
     }
@@ -884,38 +884,107 @@ ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
 
 /*
  * A JSON-RPC error reply.  The error is logged once, with a correlation
- * id that the reply's error.data carries too; client errors at "info",
- * as nginx logs client errors, internal ones at "error".
+ * id that the reply's error.data carries too: the request's $request_id,
+ * which its access log line can carry; client errors at "info", as nginx
+ * logs client errors, internal ones at "error".
  */
 
 cJSON *
-ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
+ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
     const char *message, ngx_str_t *method)
 {
-    return ngx_http_mcp_error_reply_at(log, ngx_http_mcp_error_level(code),
+    ngx_str_t            rid;
+    ngx_http_mcp_ctx_t  *ctx;
+
+    if (ngx_http_mcp_request_id(r, 1, &rid) != NGX_OK) {
+        ngx_str_null(&rid);
+    }
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_mcp_module);
+
+    if (ctx != NULL) {
+        ctx->var_code = code;
+    }
+
+    return ngx_http_mcp_error_reply_at(r->connection->log,
+                                       ngx_http_mcp_error_level(code), &rid,
                                        id, code, message, method);
 }
 
 
-/* the same, logged at level whatever the code */
+/*
+ * The request's $request_id, the one its access log line has.  made: 0
+ * when the request is going (its pool is, and nginx could not make the
+ * value): NGX_DECLINED unless it was made before, for its log line say.
+ */
+
+ngx_int_t
+ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_uint_t made,
+    ngx_str_t *id)
+{
+    ngx_http_variable_value_t  *v;
+    ngx_http_mcp_main_conf_t   *mmcf;
+
+    mmcf = ngx_http_get_module_main_conf(r, ngx_http_mcp_module);
+
+    if (mmcf == NULL || mmcf->request_id == NGX_ERROR) {
+        return NGX_DECLINED;
+    }
+
+    /* the main request's: a subrequest's variables are its own */
+    if (!made) {
+        v = &r->main->variables[mmcf->request_id];
+
+        if (!v->valid) {
+            return NGX_DECLINED;
+        }
+
+    } else {
+        v = ngx_http_get_indexed_variable(r->main, mmcf->request_id);
+    }
+
+    if (v == NULL || v->not_found || v->len == 0) {
+        return NGX_DECLINED;
+    }
+
+    id->data = v->data;
+    id->len = v->len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The same, logged at level whatever the code; the correlation id is
+ * the one given (a call's, its POST's $request_id) or, when there is
+ * none, a random one.
+ */
 
 cJSON *
-ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level, cJSON *id,
-    ngx_int_t code, const char *message, ngx_str_t *method)
+ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level,
+    ngx_str_t *given, cJSON *id, ngx_int_t code, const char *message,
+    ngx_str_t *method)
 {
-    u_char      correlation[NGX_HTTP_MCP_CORRELATION_LEN + 1];
+    u_char      correlation[NGX_HTTP_MCP_CORRELATION_MAX + 1];
     u_char      text[NGX_HTTP_MCP_LOG_MESSAGE_LEN];
     u_char      name[NGX_HTTP_MCP_LOG_NAME_LEN];
     u_char     *text_end, *name_end;
     ngx_str_t   none = ngx_string("-");
 
-    if (ngx_http_mcp_correlation_id(correlation, NGX_HTTP_MCP_CORRELATION_LEN)
-        != NGX_OK)
+    if (given != NULL && given->len) {
+        (void) ngx_cpystrn(correlation, given->data,
+                           ngx_min(given->len, NGX_HTTP_MCP_CORRELATION_MAX)
+                           + 1);
+
+    } else if (ngx_http_mcp_correlation_id(correlation,
+                                           NGX_HTTP_MCP_CORRELATION_LEN)
+               != NGX_OK)
     {
         return NULL;
-    }
 
-    correlation[NGX_HTTP_MCP_CORRELATION_LEN] = '\0';
+    } else {
+        correlation[NGX_HTTP_MCP_CORRELATION_LEN] = '\0';
+    }
 
     ngx_http_mcp_metrics_error(code);
 

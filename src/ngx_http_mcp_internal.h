@@ -52,6 +52,8 @@ typedef struct {
                                                mcp_metrics location */
     ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
     ngx_str_t                  ipc_path;    /* mcp_ipc_path */
+    ngx_int_t                  request_id;  /* $request_id's index */
+    ngx_uint_t                 audit;       /* NGX_HTTP_MCP_AUDIT_* */
 } ngx_http_mcp_main_conf_t;
 
 
@@ -163,12 +165,14 @@ typedef struct {
 #define NGX_HTTP_MCP_HDR_SESSION   0x02
 #define NGX_HTTP_MCP_HDR_METHOD    0x04
 #define NGX_HTTP_MCP_HDR_NAME      0x08
+#define NGX_HTTP_MCP_HDR_ORIGIN    0x10
 
 typedef struct {
     ngx_table_elt_t           *version;     /* MCP-Protocol-Version */
     ngx_table_elt_t           *session;     /* Mcp-Session-Id */
     ngx_table_elt_t           *method;      /* Mcp-Method */
     ngx_table_elt_t           *name;        /* Mcp-Name */
+    ngx_table_elt_t           *origin;      /* Origin: for CORS */
     ngx_uint_t                 twice;
     unsigned                   params:1;    /* some Mcp-Param-* */
 } ngx_http_mcp_headers_t;
@@ -195,7 +199,20 @@ typedef struct {
     ngx_array_t               *param_headers;  /* a stateless tools/call's
                                                Mcp-Param-*: ngx_keyval_t,
                                                the name after the prefix */
+    ngx_int_t                  code;        /* its reply's error code */
+    unsigned                   outcome:2;   /* NGX_HTTP_MCP_OUTCOME_* */
 } ngx_http_mcp_msg_t;
+
+
+/* how a message's call ended, for $mcp_outcome */
+#define NGX_HTTP_MCP_OUTCOME_NONE      0     /* not yet, or never heard */
+#define NGX_HTTP_MCP_OUTCOME_OK        1
+#define NGX_HTTP_MCP_OUTCOME_IS_ERROR  2     /* a result with isError */
+#define NGX_HTTP_MCP_OUTCOME_ERROR     3     /* a JSON-RPC error */
+
+/* which of the arguments' variables the configuration uses */
+#define NGX_HTTP_MCP_AUDIT_DIGEST      0x01
+#define NGX_HTTP_MCP_AUDIT_ARGUMENTS   0x02
 
 
 /* a stream whose connection this worker holds */
@@ -248,6 +265,13 @@ struct ngx_http_mcp_ctx_s {
     ngx_str_t                  var_name;
     ngx_str_t                  var_id;
     ngx_str_t                  var_client;
+    ngx_str_t                  var_tools;   /* of a batch: every tool */
+    ngx_str_t                  var_digests;  /* of the arguments */
+    ngx_str_t                  var_arguments;
+    ngx_int_t                  var_code;    /* the last JSON-RPC error
+                                               code sent: of the whole
+                                               POST when no message has
+                                               an outcome */
     const char                *parse_error;  /* why, or NULL */
     void                     (*detach)(ngx_http_mcp_ctx_t *ctx);
                                             /* its calls, when it goes */
@@ -534,8 +558,10 @@ ngx_int_t ngx_http_mcp_send_error_data(ngx_http_request_t *r,
     cJSON *data);
 ngx_int_t ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx);
 const char *ngx_http_mcp_status_error(ngx_uint_t status, ngx_int_t *code);
-cJSON *ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
-    const char *message, ngx_str_t *method);
+cJSON *ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id,
+    ngx_int_t code, const char *message, ngx_str_t *method);
+ngx_int_t ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_uint_t made,
+    ngx_str_t *id);
 
 /* the level of an error's line: the module's failures at "error", the
    client's at "info", as nginx logs client errors */
@@ -543,7 +569,8 @@ cJSON *ngx_http_mcp_error_reply(ngx_log_t *log, cJSON *id, ngx_int_t code,
     (((code) == NGX_HTTP_MCP_INTERNAL_ERROR) ? NGX_LOG_ERR : NGX_LOG_INFO)
 
 cJSON *ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level,
-    cJSON *id, ngx_int_t code, const char *message, ngx_str_t *method);
+    ngx_str_t *correlation, cJSON *id, ngx_int_t code, const char *message,
+    ngx_str_t *method);
 u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, size_t *len);
 
@@ -630,6 +657,8 @@ ngx_uint_t ngx_http_mcp_client_can(ngx_http_mcp_reqctx_t *rctx,
 ngx_int_t ngx_http_mcp_client_required(cJSON *caps, const char *cap,
     const char *mode);
 ngx_int_t ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call);
+ngx_str_t *ngx_http_mcp_call_correlation(ngx_http_mcp_call_t *call,
+    ngx_uint_t going);
 void ngx_http_mcp_call_error_passed(ngx_http_mcp_call_t *call, ngx_int_t code,
     const char *message, cJSON *data);
 
@@ -659,6 +688,15 @@ void ngx_http_mcp_proxy_quit(ngx_uint_t deadline);
 ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
 
 
+/* ---- cors.c: CORS and the headers every MCP reply carries ---- */
+
+ngx_int_t ngx_http_mcp_cors_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_cors_preflight(ngx_http_request_t *r);
+ngx_uint_t ngx_http_mcp_cors_is_preflight(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_cors_public(ngx_http_request_t *r,
+    ngx_uint_t preflight);
+
+
 /* ---- stateless.c: the HTTP edge of a 2026-07-28 request ---- */
 
 ngx_uint_t ngx_http_mcp_stateless_request(ngx_http_mcp_headers_t *hs);
@@ -678,6 +716,8 @@ ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_rewrite_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx);
+void ngx_http_mcp_variables_used(ngx_conf_t *cf);
+void ngx_http_mcp_variables_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply);
 
 
 #endif /* _NGX_HTTP_MCP_INTERNAL_H_INCLUDED_ */

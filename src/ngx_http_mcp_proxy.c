@@ -45,7 +45,8 @@ static ngx_int_t ngx_http_mcp_proxy_authorize(ngx_http_mcp_ctx_t *ctx,
  * steer nginx (X-Accel-Redirect serves any internal location), so they
  * are neither acted on (ignore_headers, below) nor relayed.  Nor are its
  * cookies: the client's never reach it, and they would be set for the
- * gateway's site.
+ * gateway's site.  Nor its CORS and nosniff: the gateway says its own
+ * (ngx_http_mcp_cors.c), and a header twice breaks CORS.
  */
 
 static ngx_str_t  ngx_http_mcp_proxy_hide_headers[] = {
@@ -59,6 +60,10 @@ static ngx_str_t  ngx_http_mcp_proxy_hide_headers[] = {
     ngx_string("X-Accel-Limit-Rate"),
     ngx_string("X-Accel-Buffering"),
     ngx_string("X-Accel-Charset"),
+    ngx_string("X-Content-Type-Options"),
+    ngx_string("Access-Control-Allow-Origin"),
+    ngx_string("Access-Control-Allow-Credentials"),
+    ngx_string("Access-Control-Expose-Headers"),
     ngx_null_string
 };
 
@@ -758,8 +763,7 @@ ngx_http_mcp_proxy_refuse_batch(ngx_http_mcp_ctx_t *ctx, ngx_uint_t denied,
             continue;
         }
 
-        msg[i].reply = ngx_http_mcp_error_reply(
-                           ctx->request->connection->log, msg[i].id,
+        msg[i].reply = ngx_http_mcp_error_reply(ctx->request, msg[i].id,
                            (i == denied) ? code
                                          : NGX_HTTP_MCP_INVALID_REQUEST,
                            (i == denied) ? why

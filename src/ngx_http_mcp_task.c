@@ -700,7 +700,7 @@ ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from, ngx_http_mcp_task_t *t,
 {
     u_char                   *state;
     cJSON                    *message, *params, *name;
-    ngx_str_t                 s, body = ngx_null_string;
+    ngx_str_t                 s, *rid, body = ngx_null_string;
     ngx_http_mcp_msg_t        msg;
     ngx_http_mcp_call_t      *call;
     ngx_http_mcp_task_run_t  *tr;
@@ -759,6 +759,11 @@ ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from, ngx_http_mcp_task_t *t,
 
     call->loc_conf = from->loc_conf;
     call->arguments = ngx_http_mcp_json_get(params, "arguments");
+
+    /* from may end first: the id goes into the call's own pool */
+    rid = ngx_http_mcp_call_correlation(from, 0);
+    call->correlation.data = ngx_pstrdup(call->pool, rid);
+    call->correlation.len = call->correlation.data ? rid->len : 0;
 
     s.data = (u_char *) name->valuestring;
     s.len = ngx_strlen(s.data);

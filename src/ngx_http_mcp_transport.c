@@ -103,6 +103,15 @@ ngx_http_mcp_handler(ngx_http_request_t *r)
                                        "Forbidden: Origin not allowed");
     }
 
+    /* a browser's preflight, for a gateway too: nothing goes upstream */
+    if (r->method == NGX_HTTP_OPTIONS) {
+        rc = ngx_http_mcp_cors_preflight(r);
+
+        if (rc != NGX_DECLINED) {
+            return rc;
+        }
+    }
+
     if (mlcf->upstream.upstream
         && (r->method == NGX_HTTP_GET || r->method == NGX_HTTP_DELETE))
     {
@@ -665,7 +674,7 @@ ngx_http_mcp_handle_message(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
             ctx->status = NGX_HTTP_OK;
         }
 
-        msg->reply = ngx_http_mcp_error_reply(r->connection->log, msg->id,
+        msg->reply = ngx_http_mcp_error_reply(r, msg->id,
                                               NGX_HTTP_MCP_INVALID_REQUEST,
                                               "Invalid Request", NULL);
         if (msg->reply == NULL) {
@@ -807,6 +816,9 @@ ngx_http_mcp_post_detach(ngx_http_mcp_ctx_t *ctx)
 
     for (i = 0; i < ctx->msgs.nelts; i++) {
         if (msg[i].call != NULL) {
+            /* its later errors still name the POST's $request_id */
+            (void) ngx_http_mcp_call_correlation(msg[i].call, 1);
+
             msg[i].call->ctx = NULL;
             msg[i].call = NULL;
         }
@@ -834,6 +846,8 @@ ngx_http_mcp_post_end(ngx_http_mcp_call_t *call, cJSON *reply)
     ctx->pending--;
 
     if (ctx->stream != NULL) {
+        /* the reply goes to the stream: $mcp_outcome hears of it now */
+        ngx_http_mcp_variables_outcome(&msg[call->index], reply);
         return NGX_DECLINED;
     }
 

@@ -11,10 +11,20 @@
  * says otherwise.  Until the body is parsed, and wherever nobody parses
  * it (a location without "mcp"), $mcp_method and $mcp_name are those
  * headers: in the server's rewrite phase, in a map, in proxy_cache_key.
+ *
+ * The audit ones tell every message of a batch, in its order, joined by
+ * commas ("-" for a message without one): its tool, how its call ended,
+ * its error code, a digest of its arguments.  A call takes its message
+ * away and may end after the POST, so the names and digests are copied
+ * when the body is parsed, the outcomes as each call ends.
  */
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_jwt.h"
+
+
+#define NGX_HTTP_MCP_DIGEST_LEN  32         /* SHA-256 */
 
 
 typedef enum {
@@ -24,7 +34,12 @@ typedef enum {
     NGX_HTTP_MCP_VAR_SESSION_ID,
     NGX_HTTP_MCP_VAR_REQUEST_ID,
     NGX_HTTP_MCP_VAR_PROTOCOL_VERSION,
-    NGX_HTTP_MCP_VAR_CLIENT_NAME
+    NGX_HTTP_MCP_VAR_CLIENT_NAME,
+    NGX_HTTP_MCP_VAR_TOOLS,
+    NGX_HTTP_MCP_VAR_OUTCOME,
+    NGX_HTTP_MCP_VAR_ERROR_CODE,
+    NGX_HTTP_MCP_VAR_DIGEST,
+    NGX_HTTP_MCP_VAR_ARGUMENTS
 } ngx_http_mcp_var_e;
 
 
@@ -40,6 +55,12 @@ static void ngx_http_mcp_variable_header(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx, ngx_uint_t which, ngx_str_t *value);
 static ngx_int_t ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx, ngx_str_t *value);
+static ngx_int_t ngx_http_mcp_variable_outcomes(ngx_http_request_t *r,
+    ngx_http_mcp_ctx_t *ctx, ngx_uint_t codes, ngx_str_t *value);
+static ngx_uint_t ngx_http_mcp_variable_answered(ngx_http_mcp_msg_t *msg);
+static ngx_int_t ngx_http_mcp_variables_capture_all(ngx_http_mcp_ctx_t *ctx);
+static ngx_int_t ngx_http_mcp_variables_digests(ngx_http_mcp_ctx_t *ctx);
+static ngx_int_t ngx_http_mcp_variables_arguments(ngx_http_mcp_ctx_t *ctx);
 
 
 static ngx_http_variable_t  ngx_http_mcp_vars[] = {
@@ -64,6 +85,21 @@ static ngx_http_variable_t  ngx_http_mcp_vars[] = {
 
     { ngx_string("mcp_client_name"), NULL, ngx_http_mcp_variable,
       NGX_HTTP_MCP_VAR_CLIENT_NAME, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_tools"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_TOOLS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_outcome"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_OUTCOME, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_error_code"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_ERROR_CODE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_arguments_digest"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_DIGEST, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_arguments"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_ARGUMENTS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
 };
@@ -164,6 +200,37 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
                                    sizeof("mcp-protocol-version") - 1);
         if (h != NULL) {
             value = h->value;
+        }
+
+        break;
+
+    case NGX_HTTP_MCP_VAR_TOOLS:
+        if (ctx != NULL) {
+            value = ctx->batch ? ctx->var_tools : ctx->var_tool;
+        }
+
+        break;
+
+    case NGX_HTTP_MCP_VAR_OUTCOME:
+    case NGX_HTTP_MCP_VAR_ERROR_CODE:
+        if (ctx != NULL) {
+            rc = ngx_http_mcp_variable_outcomes(r, ctx,
+                                    data == NGX_HTTP_MCP_VAR_ERROR_CODE,
+                                    &value);
+        }
+
+        break;
+
+    case NGX_HTTP_MCP_VAR_DIGEST:
+        if (ctx != NULL) {
+            value = ctx->var_digests;
+        }
+
+        break;
+
+    case NGX_HTTP_MCP_VAR_ARGUMENTS:
+        if (ctx != NULL) {
+            value = ctx->var_arguments;
         }
 
         break;
@@ -438,7 +505,350 @@ ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx)
         return NGX_ERROR;
     }
 
+    return ngx_http_mcp_variables_capture_all(ctx);
+}
+
+
+/*
+ * What every message tells: a batch's tools; the arguments' digests and
+ * text only when the configuration names them (printing and hashing
+ * every call's arguments is not free).
+ */
+
+static ngx_int_t
+ngx_http_mcp_variables_capture_all(ngx_http_mcp_ctx_t *ctx)
+{
+    u_char                    *p;
+    size_t                     len;
+    ngx_str_t                  s;
+    ngx_uint_t                 i;
+    ngx_http_mcp_msg_t        *msg;
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    mmcf = ngx_http_get_module_main_conf(ctx->request, ngx_http_mcp_module);
+
+    if (((mmcf->audit & NGX_HTTP_MCP_AUDIT_DIGEST)
+         && ngx_http_mcp_variables_digests(ctx) != NGX_OK)
+        || ((mmcf->audit & NGX_HTTP_MCP_AUDIT_ARGUMENTS)
+            && ngx_http_mcp_variables_arguments(ctx) != NGX_OK))
+    {
+        return NGX_ERROR;
+    }
+
+    if (!ctx->batch) {
+        /* $mcp_tools is $mcp_tool */
+        return NGX_OK;
+    }
+
+    msg = ctx->msgs.elts;
+    len = 0;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+        ngx_str_null(&s);
+        (void) ngx_http_mcp_variable_tool(&msg[i], &s);
+        len += (s.len ? s.len : 1) + 1;
+    }
+
+    p = ngx_pnalloc(ctx->request->pool, len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->var_tools.data = p;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+
+        if (!ngx_http_mcp_variable_answered(&msg[i])) {
+            continue;
+        }
+
+        if (p != ctx->var_tools.data) {
+            *p++ = ',';
+        }
+
+        ngx_str_null(&s);
+        (void) ngx_http_mcp_variable_tool(&msg[i], &s);
+
+        p = s.len ? ngx_cpymem(p, s.data, s.len) : ngx_cpymem(p, "-", 1);
+    }
+
+    ctx->var_tools.len = p - ctx->var_tools.data;
+
     return NGX_OK;
+}
+
+
+/* a message that gets a reply: a request, or one that is no message */
+
+static ngx_uint_t
+ngx_http_mcp_variable_answered(ngx_http_mcp_msg_t *msg)
+{
+    return msg->type == NGX_HTTP_MCP_MSG_REQUEST
+           || msg->type == NGX_HTTP_MCP_MSG_INVALID;
+}
+
+
+/* SHA-256 of each request's arguments as JSON text, in hex */
+
+static ngx_int_t
+ngx_http_mcp_variables_digests(ngx_http_mcp_ctx_t *ctx)
+{
+    u_char              *p, *text;
+    u_char               digest[NGX_HTTP_MCP_DIGEST_LEN];
+    size_t               len;
+    cJSON               *args;
+    ngx_uint_t           i, any;
+    ngx_http_mcp_msg_t  *msg;
+
+    msg = ctx->msgs.elts;
+
+    p = ngx_pnalloc(ctx->request->pool,
+                    ctx->msgs.nelts * (2 * NGX_HTTP_MCP_DIGEST_LEN + 1));
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->var_digests.data = p;
+    any = 0;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+
+        if (!ngx_http_mcp_variable_answered(&msg[i])) {
+            continue;
+        }
+
+        if (p != ctx->var_digests.data) {
+            *p++ = ',';
+        }
+
+        args = ngx_http_mcp_json_get(msg[i].params, "arguments");
+
+        if (args == NULL) {
+            *p++ = '-';
+            continue;
+        }
+
+        text = ngx_http_mcp_json_print(ctx->request->pool, args, &len);
+
+        if (text == NULL || ngx_http_mcp_sha256(text, len, digest) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        p = ngx_hex_dump(p, digest, NGX_HTTP_MCP_DIGEST_LEN);
+        any = 1;
+    }
+
+    ctx->var_digests.len = any ? (size_t) (p - ctx->var_digests.data) : 0;
+
+    return NGX_OK;
+}
+
+
+/* the arguments themselves: an object, or of a batch an array */
+
+static ngx_int_t
+ngx_http_mcp_variables_arguments(ngx_http_mcp_ctx_t *ctx)
+{
+    cJSON               *list, *args, *item;
+    ngx_uint_t           i;
+    ngx_http_mcp_msg_t  *msg;
+
+    msg = ctx->msgs.elts;
+
+    if (!ctx->batch) {
+        args = ngx_http_mcp_json_get(msg[0].params, "arguments");
+
+        if (args != NULL) {
+            ctx->var_arguments.data = ngx_http_mcp_json_print(
+                                          ctx->request->pool, args,
+                                          &ctx->var_arguments.len);
+            if (ctx->var_arguments.data == NULL) {
+                return NGX_ERROR;
+            }
+        }
+
+        return NGX_OK;
+    }
+
+    list = cJSON_CreateArray();
+    if (list == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+
+        if (!ngx_http_mcp_variable_answered(&msg[i])) {
+            continue;
+        }
+
+        args = ngx_http_mcp_json_get(msg[i].params, "arguments");
+        item = (args != NULL) ? cJSON_Duplicate(args, 1) : cJSON_CreateNull();
+
+        if (item == NULL || !cJSON_AddItemToArray(list, item)) {
+            cJSON_Delete(item);
+            cJSON_Delete(list);
+            return NGX_ERROR;
+        }
+    }
+
+    ctx->var_arguments.data = ngx_http_mcp_json_print(ctx->request->pool,
+                                                      list,
+                                                      &ctx->var_arguments.len);
+    cJSON_Delete(list);
+
+    return (ctx->var_arguments.data != NULL) ? NGX_OK : NGX_ERROR;
+}
+
+
+/*
+ * What a message's reply says: a result (isError or not) or an error
+ * and its code.  Called as each call ends, and for the replies the edge
+ * made itself when a variable asks.
+ */
+
+void
+ngx_http_mcp_variables_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply)
+{
+    cJSON  *error, *code, *result;
+
+    error = ngx_http_mcp_json_get(reply, "error");
+
+    if (error != NULL) {
+        code = ngx_http_mcp_json_get(error, "code");
+
+        msg->outcome = NGX_HTTP_MCP_OUTCOME_ERROR;
+        msg->code = cJSON_IsNumber(code) ? (ngx_int_t) code->valuedouble : 0;
+        return;
+    }
+
+    result = ngx_http_mcp_json_get(reply, "result");
+
+    if (result == NULL) {
+        return;
+    }
+
+    msg->outcome = cJSON_IsTrue(ngx_http_mcp_json_get(result, "isError"))
+                   ? NGX_HTTP_MCP_OUTCOME_IS_ERROR
+                   : NGX_HTTP_MCP_OUTCOME_OK;
+}
+
+
+/*
+ * $mcp_outcome (ok, is_error, error) or $mcp_error_code of every message
+ * that gets a reply.  When none has one, the POST was refused whole (a
+ * parse error, an unknown session, a missing token): its error is the
+ * outcome.
+ */
+
+static ngx_int_t
+ngx_http_mcp_variable_outcomes(ngx_http_request_t *r,
+    ngx_http_mcp_ctx_t *ctx, ngx_uint_t codes, ngx_str_t *value)
+{
+    u_char              *p, *start;
+    ngx_uint_t           i, any;
+    ngx_http_mcp_msg_t  *msg;
+
+    static ngx_str_t  names[] = {
+        ngx_string("-"),
+        ngx_string("ok"),
+        ngx_string("is_error"),
+        ngx_string("error")
+    };
+
+    msg = ctx->msgs.elts;
+
+    start = ngx_pnalloc(r->pool,
+                        (ctx->msgs.nelts + 1) * (NGX_INT_T_LEN + 1));
+    if (start == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = start;
+    any = 0;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+
+        if (!ngx_http_mcp_variable_answered(&msg[i])) {
+            continue;
+        }
+
+        if (msg[i].outcome == NGX_HTTP_MCP_OUTCOME_NONE
+            && msg[i].reply != NULL)
+        {
+            ngx_http_mcp_variables_outcome(&msg[i], msg[i].reply);
+        }
+
+        if (p != start) {
+            *p++ = ',';
+        }
+
+        if (msg[i].outcome != NGX_HTTP_MCP_OUTCOME_NONE) {
+            any = 1;
+        }
+
+        if (!codes) {
+            p = ngx_cpymem(p, names[msg[i].outcome].data,
+                           names[msg[i].outcome].len);
+
+        } else if (msg[i].outcome == NGX_HTTP_MCP_OUTCOME_ERROR) {
+            p = ngx_sprintf(p, "%i", msg[i].code);
+
+        } else {
+            *p++ = '-';
+        }
+    }
+
+    if (!any) {
+        if (ctx->var_code == 0) {
+            return NGX_OK;
+        }
+
+        p = codes ? ngx_sprintf(start, "%i", ctx->var_code)
+                  : ngx_cpymem(start, "error", sizeof("error") - 1);
+    }
+
+    value->data = start;
+    value->len = p - start;
+
+    return NGX_OK;
+}
+
+
+/* the variables that cost a call something when nobody reads them */
+
+void
+ngx_http_mcp_variables_used(ngx_conf_t *cf)
+{
+    ngx_uint_t                  i;
+    ngx_http_variable_t        *v;
+    ngx_http_mcp_main_conf_t   *mmcf;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    static ngx_str_t  digest = ngx_string("mcp_arguments_digest");
+    static ngx_str_t  arguments = ngx_string("mcp_arguments");
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+    mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
+
+    v = cmcf->variables.elts;
+
+    for (i = 0; i < cmcf->variables.nelts; i++) {
+
+        if (v[i].name.len == digest.len
+            && ngx_strncasecmp(v[i].name.data, digest.data, digest.len) == 0)
+        {
+            mmcf->audit |= NGX_HTTP_MCP_AUDIT_DIGEST;
+        }
+
+        if (v[i].name.len == arguments.len
+            && ngx_strncasecmp(v[i].name.data, arguments.data,
+                               arguments.len)
+               == 0)
+        {
+            mmcf->audit |= NGX_HTTP_MCP_AUDIT_ARGUMENTS;
+        }
+    }
 }
 
 

@@ -55,7 +55,7 @@ for my $case (@cases) {
     my $msg = eval { McpTest::decode_json($r->{body}) };
     my $cid = ref $msg eq 'HASH' && ref $msg->{error} eq 'HASH' && ref $msg->{error}{data} eq 'HASH'
             ? $msg->{error}{data}{correlationId} : undef;
-    ok(defined $cid && $cid =~ /^[0-9a-f]{16}$/, "$what: error.data.correlationId")
+    ok(defined $cid && $cid =~ /^[0-9a-f]{32}$/, "$what: error.data.correlationId")
         or diag(McpTest::explain_response($r));
     no_internal_detail($msg, "$what: no internal detail in the error");
     next unless defined $cid;

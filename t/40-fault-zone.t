@@ -48,7 +48,7 @@ is($msg->{id}, 'full', 'the error carries the request id');
 is(ref $msg->{error} eq 'HASH' && $msg->{error}{code}, -32000,
    'the error is -32000 (no room for a new session)');
 like(ref $msg->{error} eq 'HASH' && $msg->{error}{data}{correlationId} // '',
-     qr/^[0-9a-f]{16}$/, 'the error has a correlation id');
+     qr/^[0-9a-f]{32}$/, 'the error has a correlation id');
 unlike($full->{body}, qr/slab|shm|zone|\.c\b/, 'the reply names no internals');
 
 # the sessions that hold streams are intact, on any worker

@@ -97,6 +97,15 @@ sub nginx_t_ok {
     ok $sid, 'the image conf serves initialize';
     is_deeply $t->mcp_request($sid, 'tools/list', {})->{result}{tools}, [],
         'and no tools: the test sets are not on';
+    SKIP: {
+        skip 'no mcp_health: no ops.conf', 6 unless $OPS;
+        for my $probe ([ '/ready', 'ready' ], [ '/health', 'ready' ], [ '/live', 'live' ]) {
+            my $r = $t->request(path => $probe->[0]);
+            is $r->{status}, 200, "the image conf: $probe->[0] answers 200";
+            my $j = eval { McpTest::decode_json($r->{body}) } // {};
+            is $j->{probe}, $probe->[1], "... as the $probe->[1] probe";
+        }
+    }
     $t->stop;
 
     # --build-arg MCP_FIXTURES=1 drops this file in /etc/nginx/mcp.d
@@ -181,7 +190,7 @@ cmp_ok $pod->{securityContext}{runAsUser}, '>', 1000, 'runAsUser above 1000';
 ok $c->{securityContext}{readOnlyRootFilesystem}, 'readOnlyRootFilesystem';
 is_deeply $c->{securityContext}{capabilities}{drop}, ['ALL'], 'no capabilities';
 is $c->{livenessProbe}{httpGet}{path}, '/live', 'liveness probe on /live';
-is $c->{readinessProbe}{httpGet}{path}, '/health', 'readiness probe on /health';
+is $c->{readinessProbe}{httpGet}{path}, '/ready', 'readiness probe on /ready';
 is $c->{startupProbe}{httpGet}{path}, '/startup', 'startup probe on /startup';
 ok $c->{resources}{requests}{memory} && $c->{resources}{limits}{memory},
     'resources';

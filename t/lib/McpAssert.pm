@@ -54,7 +54,7 @@ sub _same_id {
 
 # is_error($msg, $code, $id, $name): $msg is a JSON-RPC error reply: jsonrpc
 # "2.0", an "id" member equal to $id (undef: null), an error object with
-# that code and a non-empty message, error.data.correlationId (16 hex
+# that code and a non-empty message, error.data.correlationId (32 hex
 # digits), and no result.  $code undef: any integer code.
 sub is_error {
     my ($msg, $code, $id, $name) = @_;
@@ -83,9 +83,9 @@ sub is_error {
             }
             push @why, 'no message'
                 unless defined $e->{message} && !ref $e->{message} && length $e->{message};
-            push @why, 'no error.data.correlationId of 16 hex digits'
+            push @why, 'no error.data.correlationId of 32 hex digits (the $request_id)'
                 unless ref $e->{data} eq 'HASH'
-                    && ($e->{data}{correlationId} // '') =~ /^[0-9a-f]{16}$/;
+                    && ($e->{data}{correlationId} // '') =~ /^[0-9a-f]{32}$/;
         }
     }
     my $ok = Test::More::ok(!@why, $name);

@@ -337,7 +337,6 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
     ngx_http_handler_pt        *h;
     ngx_http_mcp_main_conf_t   *mmcf;
     ngx_http_core_main_conf_t  *cmcf;
-    ngx_http_mcp_main_conf_t   *mmcf;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
     mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);

@@ -251,12 +251,10 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     char                          *json;
     cJSON                         *msg, *p, *caps, *info;
     ngx_http_request_t            *r;
-    ngx_http_mcp_backend_t        *b;
     ngx_http_mcp_loctool_fetch_t   f;
 
     static uint64_t                next;
 
-    b = leg->backend;
     r = ngx_http_mcp_call_http_request(leg->op->call);
 
     if (r == NULL) {
@@ -352,7 +350,8 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     f.no_redirect = 1;
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "mcp backend \"%V\": %s to %V", &b->name, method, &b->uri);
+                   "mcp backend \"%V\": %s to %V",
+                   &leg->backend->name, method, &leg->backend->uri);
 
     leg->st = ngx_http_mcp_loctool_fetch(leg->op->call, &f);
 

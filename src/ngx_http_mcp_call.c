@@ -759,6 +759,7 @@ ngx_http_mcp_call_send(ngx_http_mcp_call_t *call, cJSON *message,
         return NGX_ERROR;
     }
 
+    len = 0;
     text = (message != NULL)
            ? ngx_http_mcp_json_print(pool, message, &len) : NULL;
 

@@ -29,6 +29,8 @@ static ngx_int_t ngx_http_mcp_files_path(ngx_pool_t *pool,
     ngx_http_mcp_tree_t *tree, ngx_str_t *uri, ngx_str_t *path);
 static ngx_fd_t ngx_http_mcp_files_open(ngx_http_mcp_tree_t *tree,
     u_char *path, ngx_file_info_t *fi, ngx_log_t *log);
+static void ngx_http_mcp_files_refused(ngx_http_mcp_tree_t *tree,
+    u_char *path, ngx_log_t *log, ngx_err_t err);
 static ngx_int_t ngx_http_mcp_files_reply(ngx_http_mcp_call_t *call,
     ngx_http_mcp_tree_t *tree, ngx_str_t *path, u_char *data, size_t len);
 
@@ -370,11 +372,25 @@ ngx_http_mcp_files_open(ngx_http_mcp_tree_t *tree, u_char *path,
 
 failed:
 
+    ngx_http_mcp_files_refused(tree, path, log, err);
+
+    return NGX_INVALID_FILE;
+}
+
+
+/*
+ * A client can name any path: why it is refused goes to the debug log
+ * only.  A function of its own, so that err is read in a build without
+ * --with-debug as well, where ngx_log_debug*() is empty.
+ */
+
+static void
+ngx_http_mcp_files_refused(ngx_http_mcp_tree_t *tree, u_char *path,
+    ngx_log_t *log, ngx_err_t err)
+{
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, err,
                    "mcp resources: \"%s\" below \"%V\" refused",
                    path, &tree->root);
-
-    return NGX_INVALID_FILE;
 }
 
 

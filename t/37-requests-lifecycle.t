@@ -178,8 +178,13 @@ NGX
 
 {
     my ($sid) = $g->mcp_initialize(capabilities => \%CAPS, skip_initialized => 1);
+    my $t0 = time;
     my $s = call_stream($g, $sid, 'gw2', 'alpha__test_sampling', { prompt => 'never' });
     my @rpc = rpc_of(take_all($s, 6));
+    my $took = time - $t0;
+    # held, not refused at once: the call waits out mcp_request_timeout
+    ok($took >= 1.8 && $took < 4, sprintf('gateway, never initialized: the call ends at '
+                                          . 'mcp_request_timeout 2s (%.2f s)', $took));
     ok(!(grep { defined $_->{method} && $_->{method} ne 'notifications/progress' } @rpc),
        'gateway, never initialized: nothing asked of the client');
     is($rpc[-1] && $rpc[-1]{id}, 'gw2', 'gateway, never initialized: the call ends');

@@ -13,6 +13,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use McpTest;
+use McpAssert;
 use McpStream;
 use McpGateway qw(fake_mcp_server);
 
@@ -65,8 +66,7 @@ sub stateless_call {
 
 {
     my $m = stateless_call('test_input_required_result_elicitation', { elicitation => { url => {} } }, 'u1');
-    is($m && $m->{error} && $m->{error}{code}, -32021,
-       'stateless, elicitation {url}: a form input request is not asked: -32021');
+    is_error($m, -32021, 'u1', 'stateless, elicitation {url}: a form input request is not asked: -32021');
     is_deeply($m && $m->{error} && $m->{error}{data}{requiredCapabilities}, { elicitation => {} },
               '... requiredCapabilities {"elicitation":{}} (form mode)');
     $m = stateless_call('test_input_required_result_elicitation', { elicitation => { form => {} } }, 'f1');
@@ -129,9 +129,20 @@ for my $case ([ { url => {} }, 'form', 0 ], [ { url => {} }, 'url', 1 ],
         my $s = call_stream($g, $sid, "g-$mode", "fake__$mode", {});
         my ($req) = grep { ($_->{method} // '') eq 'elicitation/create' } rpc_of(take($s, 3), take($s, 3));
         is($req && ($req->{params}{mode} // 'form'), $mode, "gateway, client $have: a $mode request is relayed");
-        answer($g, $sid, $req && $req->{id}, { action => 'decline' });
+        is(answer($g, $sid, $req && $req->{id}, { action => 'decline' })->{status}, 202,
+           '... the client answers it: 202');
         my @rpc = rpc_of(take_all($s, 5));
         is(@rpc && $rpc[-1]{id}, "g-$mode", '... the call ends with the backend\'s response');
+        # the fake ends the call on its own: that the answer went back is
+        # seen only at the backend, under the id the backend asked with
+        my $back;
+        for (1 .. 40) {
+            ($back) = grep { /"id":"ask-$mode"/ && /"result":\{"action":"decline"\}/ } fake_bodies();
+            last if $back;
+            select undef, undef, undef, 0.05;
+        }
+        ok($back, '... and the backend gets the client\'s answer under its own id')
+            or diag(join "\n", fake_bodies());
     }
     else {
         my ($m, $r) = $g->mcp_request($sid, 'tools/call', { name => "fake__$mode", arguments => {} },

@@ -168,8 +168,14 @@ sub no_alerts {
 
     my $ad = wait_upstream($alpha, sub { $_[0]{method} eq 'DELETE' && $_[0]{sid} eq $asid }, 5);
     is($ad && $ad->{status}, '200', 'alpha gets DELETE with its session id: 200');
-    # the version is known to the workers that have spoken with alpha
-    ok($ad && ($ad->{pv} eq $V || $ad->{pv} eq ''), '... and the version it speaks, or none');
+    # the version a client MUST send on each request after initialize; a
+    # worker that never spoke with alpha knows none (a module defect, see
+    # aggregate_end.c: b->version is per worker): shown as TODO, not passed
+    {
+        local $main::TODO = 'the DELETE came from a worker that never spoke with alpha: no version'
+            if $ad && ($ad->{pv} // '') eq '';
+        is($ad && $ad->{pv}, $V, '... and the version it speaks');
+    }
     is(direct_status($alpha->port, $asid), 404, '... and its session is gone: 404');
 
     ok(McpTest::wait_until(5, sub { (McpTest::_slurp($node_log) // '') =~ /termination request for session \Q$nsid\E/ }),
@@ -177,7 +183,9 @@ sub no_alerts {
     my $nd = wait_upstream($front, sub { $_[0]{method} eq 'DELETE' && $_[0]{sid} eq $nsid }, 5, 'node.log');
     is($nd && $nd->{status}, '200', '... and answers 200');
     my $st = direct_status($front->port, $nsid);
-    ok($st == 400 || $st == 404, "... and its session is gone ($st)");
+    # server-everything answers an unknown session 400 (its
+    # transports/streamableHttp.js); a 200 is a session left open
+    is($st, 400, '... and its session is gone: 400');
     ok($t->log_since($mark) !~ /\Q$asid\E|\Q$nsid\E|\Q$sid\E/, 'no session id in the error log')
         unless $ENV{T88_DEBUG};
     no_alerts($mark, 'DELETE');
@@ -280,7 +288,9 @@ ok($sid, 'a new session');
     ok(McpTest::wait_until(5, sub { $alpha->log_since($mark) =~ /call "tools\/call" cancelled by the client/ }),
        '... the client leaves instead of answering: alpha\'s call is cancelled');
     my $a = answer($t, $sid, $req->{id}, sampling_answer('late'), protocol_version => $V, quiet => 1);
-    ok($a->{status} == 202 || $a->{status} == 404, "a late answer finds nobody ($a->{status})");
+    # the session lives on (only its stream closed): a response is taken,
+    # 202, with nobody left to hear it; a 404 would be a session lost
+    is($a->{status}, 202, 'a late answer finds nobody: 202, the session still there');
 }
 
 # --- (d) attacks ---------------------------------------------------------------

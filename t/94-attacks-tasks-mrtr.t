@@ -180,16 +180,17 @@ is(text(call($RS, inputs => confirm(), state => $tok)), 'state-ok: confirmed', '
     is(text($m), 'state-ok: confirmed',
        'another clientInfo, arguments and X-Client: the same caller, the state opens (not bound to them)');
 
-    # a 2025-11-25 session presenting a stateless state: the tool asks the
-    # session's way, the state changes nothing
+    # a 2025-11-25 session presenting a stateless state: the tool asks only
+    # the 2026-07-28 way, so a session's call is refused whatever it
+    # carries; a state honoured here would answer "state-ok"
     my ($sid) = $t->mcp_initialize(protocol_version => '2025-11-25',
                                    capabilities => { elicitation => {} });
     my ($sm) = $t->mcp_request($sid, 'tools/call', { name => $RS, arguments => {},
                                                      requestState => $tok, inputResponses => confirm() },
                                id => 'a-2025', quiet => 1, timeout => 10);
-    ok(ref $sm eq 'HASH' && (exists $sm->{error} || exists $sm->{result}),
-       'a 2025-11-25 session presenting it: an answer with the id, no crash')
-        or diag(explain($sm));
+    is_error($sm, -32600, 'a-2025', 'a 2025-11-25 session presenting it: -32600 with the id');
+    like((($sm // {})->{error} // {})->{message} // '', qr/the way of protocol version 2026-07-28/,
+         '... the tool asks only the stateless way: the state is not opened');
 }
 
 # the token re-encoded, cut, extended
@@ -465,7 +466,11 @@ sub task_call {
                  params => { name => $RS, arguments => {}, requestState => $tok, inputResponses => confirm() } };
     my $r = $t->mcp_post(undef, $body, protocol_version => '2025-11-25', quiet => 1);
     unlike($r->{body} // '', qr/state-ok/, 'the state under 2025-11-25 without a session: not served');
-    ok($r->{status} >= 400 || ($r->{body} // '') =~ /"error"/, '... refused (' . $r->{status} . ')');
+    is($r->{status}, 400, '... refused: 400');
+    my ($m) = @{ $r->{messages} // [] };
+    is_error($m, -32600, 'v2025', '... -32600 with the id');
+    like((($m // {})->{error} // {})->{message} // '', qr/Mcp-Session-Id header is required/,
+         '... for the session it lacks');
 }
 
 # A new 2025 session's confirm_delete task, with its tasks/result (id

@@ -212,6 +212,10 @@ my ($sid) = $t->mcp_initialize;
     is(count_header($r, 'Access-Control-Allow-Origin'), 1,
        '... one Allow-Origin (the upstream\'s own is not relayed)');
     is(count_header($r, 'X-Content-Type-Options'), 1, '... one nosniff');
+    # "the upstream never saw" the preflight was read in this log, which
+    # does show what mcp_pass relays
+    like($t->access_log, qr/"POST \/up HTTP\/1\.[01]" 200 /,
+         '... and the access log shows the upstream\'s POST');
 }
 
 # --- 2026-07-28 lists keep their caching hints -------------------------------

@@ -49,6 +49,13 @@ sub line_of {
     });
 }
 
+# how many lines of the log have $request_id $rid (one a POST)
+sub count_of {
+    my ($file, $rid) = @_;
+    return scalar grep { (eval { McpTest::decode_json($_) } // {})->{rid} eq $rid }
+                  split /\n/, McpTest::_slurp($t->prefix . "/logs/$file") // '';
+}
+
 sub call {
     my ($id, $name, $args) = @_;
     return { jsonrpc => '2.0', id => $id, method => 'tools/call',
@@ -67,7 +74,8 @@ my $EMPTY = sha256_hex('{}');
     my $rid = $r->{headers}{'x-request-id'} // '';
     like($rid, qr/^[0-9a-f]{32}$/, '... its $request_id in X-Request-Id');
     my $l = line_of('audit.log', $rid);
-    ok($l, '... one audit line with that id') or diag(McpTest::_slurp($t->prefix . '/logs/audit.log'));
+    ok($l, '... an audit line with that id') or diag(McpTest::_slurp($t->prefix . '/logs/audit.log'));
+    is(count_of('audit.log', $rid), 1, '... one');
     is($l->{outcome}, 'ok', '... outcome ok');
     is($l->{code}, '-', '... no error code');
     is($l->{tools}, 'test_simple_text', '... $mcp_tools: the tool');
@@ -101,6 +109,8 @@ my $EMPTY = sha256_hex('{}');
     is($l->{digest}, sha256_hex('{"secret":"hunter2"}'), '... the digest of its arguments');
     unlike(McpTest::_slurp($t->prefix . '/logs/audit.log'), qr/hunter2/,
            '... never the arguments in the audit log');
+    is(line_of('args.log', $cid)->{args}, '{"secret":"hunter2"}',
+       '... which has them where a log_format names them');
     like($t->error_log, qr/correlation id \Q$cid\E\b/, '... nor is the error_log line hard to find');
 }
 
@@ -117,7 +127,8 @@ my $EMPTY = sha256_hex('{}');
     my $cid = $by{5}{error}{data}{correlationId} // '';
     is($cid, $r->{headers}{'x-request-id'}, '... its correlationId is the $request_id');
     my $l = line_of('audit.log', $cid);
-    ok($l, '... one audit line for the batch');
+    ok($l, '... an audit line for the batch');
+    is(count_of('audit.log', $cid), 1, '... one for the whole batch');
     is($l->{outcome}, 'ok,error,ok', '... each call\'s outcome, in order');
     is($l->{code}, '-,-32602,-', '... each call\'s code');
     is($l->{tools}, 'test_simple_text,test_audio_content,-', '... every tool of the batch');

@@ -46,14 +46,13 @@ for my $path (qw(/pass /agg)) {
 
     my $before = -s $t->prefix . '/logs/upstream.log' // 0;
     my ($msg) = $t->mcp_request($sid, 'tools/call', { name => $tool, arguments => $deep },
-                                path => $path);
-    is($msg && $msg->{error} && $msg->{error}{code}, -32602, "$path: nesting over the limit: -32602")
-        or diag(McpTest::encode_json($msg));
+                                path => $path, id => 'deep');
+    is_error($msg, -32602, 'deep', "$path: nesting over the limit: -32602 with the id");
     like($msg->{error}{message}, qr/nest too deep \(limit 3\)/, '... saying which limit');
 
     ($msg) = $t->mcp_request($sid, 'tools/call', { name => $tool, arguments => $long },
-                             path => $path);
-    is($msg && $msg->{error} && $msg->{error}{code}, -32602, "$path: a string over the limit: -32602");
+                             path => $path, id => 'long');
+    is_error($msg, -32602, 'long', "$path: a string over the limit: -32602 with the id");
     like($msg->{error}{message}, qr/string that is too long \(limit 16\)/, '... saying which limit');
     my $after = -s $t->prefix . '/logs/upstream.log' // 0;
     my $seen = $after > $before
@@ -65,6 +64,9 @@ for my $path (qw(/pass /agg)) {
                              path => $path);
     ok($msg && $msg->{result} && !$msg->{result}{isError}, "$path: within the limits: relayed")
         or diag(McpTest::encode_json($msg));
+    # the log that saw neither is the upstream's: this call is a line of it
+    my $seen_ok = substr(McpTest::_slurp($t->prefix . '/logs/upstream.log') // '', $after);
+    is(scalar(() = $seen_ok =~ /"POST \/mcp /g), 1, "$path: ... the upstream's log has it");
 }
 
 done_testing;

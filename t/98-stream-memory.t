@@ -129,6 +129,8 @@ open_stream(shift @sids);
 read_until($primed);
 
 my $before = anon_kb($worker);
+# a pid whose /proc is not read would measure 0 kB, and 0 cost, below
+cmp_ok($before, '>', 0, "the worker's RssAnon is read ($before kB)");
 open_stream($_) for @sids;
 is(read_until($primed), $n + 1, 'every stream: 200 and its priming event');
 sleep 1;
@@ -152,6 +154,7 @@ sub cpu_ticks {
 
 my $calls = 100;
 my $cpu0 = cpu_ticks($worker);
+cmp_ok($cpu0, '>', 0, "the worker's CPU time is read ($cpu0 ticks)");
 my @posts = map {
     my $sid = $sids[$_];
     my $body = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":'

@@ -219,6 +219,11 @@ sub call_tool {
     is_error($m, -32603, 'res-redirect', 'mcp_resource pass=: a redirected reply is an error');
     unlike(McpTest::encode_json($m // {}), qr/refunded/, '... with nothing of billing\'s reply');
     is(lines_of($billing), 0, '... and billing still saw nothing');
+
+    # the log the checks above read is billing's: a request of its own
+    # there is a line
+    $t->request(path => '/direct', port => $t->port(3));
+    is(lines_of($billing), 1, '... whose log does show a request that reaches it');
 }
 
 # --- row 2: $mcp_arg_NAME is the member the schema validated --------------------------------
@@ -240,7 +245,11 @@ sub call_tool {
         }
     }
     my $r2 = call_tool('lookup', { userid => '1' });
-    ok($r2->{isError} || $r2->{code}, 'userid alone, the schema requires userId: refused');
+    # the input schema is checked before the names' case: its refusal
+    # is a tool error (isError), as any invalid arguments are
+    ok($r2->{isError}, 'userid alone, the schema requires userId: refused, isError')
+        or diag(McpTest::encode_json($r2));
+    is(text_of($r2), 'arguments: "userId" is required', '... by the schema, naming userId');
     is(scalar(() = upstream_entries()), $n, '... and none of them reached the upstream');
 
     $r = call_tool('lookup', { userId => '7', id => '3', extra => 'free' });
@@ -380,14 +389,21 @@ sub cancel26 { rpc26('tasks/cancel', { taskId => $_[1] }, ip => $_[0]) }
 # an argument with CR/LF (raw, percent-encoded, alone) set as a request
 # header with $mcp_arg_: it is percent-encoded as one URI component
 {
-    for my $v ("a\r\nX-Injected: 1", "a%0d%0aX-Injected:%201", "\n", "\r", "a\x{2028}b") {
+    # each call reaches the upstream (a new entry: not the last call's
+    # looked at again), with the value encoded as one component
+    for my $c ([ "a\r\nX-Injected: 1", 'a%0D%0AX-Injected%3A%201', 'CR LF and a header line' ],
+               [ "a%0d%0aX-Injected:%201", 'a%250d%250aX-Injected%3A%25201', 'CR LF percent-encoded' ],
+               [ "\n", '%0A', 'LF alone' ], [ "\r", '%0D', 'CR alone' ],
+               [ "a\x{2028}b", 'a%E2%80%A8b', 'U+2028: its UTF-8 bytes' ]) {
+        my ($v, $want, $what) = @$c;
+        my $n = () = upstream_entries();
         my $r = call_tool('header', { v => $v });
-        my $e = (upstream_entries())[-1] // {};
-        ok(!exists $e->{headers}{'x-injected'}, 'CR/LF in $mcp_arg_ set as a header: no header of its own');
-        unlike($e->{headers}{'x-v'} // '', qr/[\r\n\x00]/, '... and the value holds no control character');
+        my @e = upstream_entries();
+        is(scalar @e, $n + 1, "$what in \$mcp_arg_ set as a header: the call reaches the upstream");
+        my $e = $e[-1] // {};
+        ok(!exists $e->{headers}{'x-injected'}, '... no header of its own');
+        is($e->{headers}{'x-v'}, $want, "... the value encoded: $want");
     }
-    is((upstream_entries())[-1]{headers}{'x-v'}, 'a%E2%80%A8b', 'U+2028: its UTF-8 bytes encoded');
-    is((upstream_entries())[-2]{headers}{'x-v'}, '%0D', 'CR alone: %0D');
 }
 
 # a requestState sealed at /a: at /b, and at the other server's /a, both
@@ -501,6 +517,10 @@ SKIP: {
     # what held: the gateway reads the backend on (its progress past the
     # session's event log is dropped, oldest first), its memory does not
     # grow with what the client leaves unread, and the response comes
+    # the bound means something only if the backend wrote far more
+    # than it: over 32 MB
+    cmp_ok($b2, '>', 512, "slow reader: the backend wrote $b2 blocks of 64 kB, more than twice the "
+           . 'bound below');
     cmp_ok($grew, '<', 16 * 1024, "slow reader: the backend wrote $b2 of 1024 blocks of 64 kB, "
            . "the workers' memory grew by $grew kB");
     my ($all, $t0) = ('', time);

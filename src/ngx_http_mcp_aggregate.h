@@ -46,7 +46,8 @@ typedef struct {
 
     /* worker */
     cJSON                     *caps;        /* its last capabilities */
-    u_char                     version[32]; /* the version it speaks */
+    u_char                     version[NGX_HTTP_MCP_BACKEND_VERSION_LEN];
+                                            /* the version it speaks */
     size_t                     version_len;
     u_char                     sid[NGX_HTTP_MCP_AGGREGATE_SID_LEN];
     size_t                     sid_len;     /* stateless clients' session */
@@ -165,6 +166,8 @@ ngx_int_t ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
 ngx_int_t ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
     ngx_uint_t last, ngx_http_mcp_aggregate_sse_pt handler, void *data,
     ngx_str_t *id, ngx_uint_t *taken);
+ngx_uint_t ngx_http_mcp_aggregate_version(ngx_shm_zone_t *zone,
+    ngx_http_mcp_backend_t *b);
 ngx_int_t ngx_http_mcp_aggregate_header(ngx_pool_t *pool, ngx_table_elt_t *h,
     char *key, char *lowcase, u_char *value, size_t len);
 ngx_int_t ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,

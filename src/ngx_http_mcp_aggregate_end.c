@@ -72,7 +72,7 @@ typedef struct {
 static void ngx_http_mcp_aggregate_deleted(ngx_http_request_t *r,
     ngx_str_t *sid);
 static ngx_int_t ngx_http_mcp_aggregate_end_session(ngx_http_request_t *r,
-    ngx_http_mcp_backend_t *b, ngx_str_t *sid);
+    ngx_shm_zone_t *zone, ngx_http_mcp_backend_t *b, ngx_str_t *sid);
 static void ngx_http_mcp_aggregate_watching(ngx_event_t *ev);
 static void ngx_http_mcp_aggregate_unwatch(void *data);
 static void ngx_http_mcp_aggregate_client_gone(void *data);
@@ -124,7 +124,9 @@ ngx_http_mcp_aggregate_deleted(ngx_http_request_t *r, ngx_str_t *sid)
             continue;
         }
 
-        if (ngx_http_mcp_aggregate_end_session(r, &b[i], &bsid) != NGX_OK) {
+        if (ngx_http_mcp_aggregate_end_session(r, mlcf->zone, &b[i], &bsid)
+            != NGX_OK)
+        {
             ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                            "mcp backend \"%V\": its session is left to "
                            "expire", &b[i].name);
@@ -140,7 +142,7 @@ ngx_http_mcp_aggregate_deleted(ngx_http_request_t *r, ngx_str_t *sid)
 
 static ngx_int_t
 ngx_http_mcp_aggregate_end_session(ngx_http_request_t *r,
-    ngx_http_mcp_backend_t *b, ngx_str_t *sid)
+    ngx_shm_zone_t *zone, ngx_http_mcp_backend_t *b, ngx_str_t *sid)
 {
     ngx_uint_t                     n;
     ngx_table_elt_t               *h;
@@ -160,8 +162,7 @@ ngx_http_mcp_aggregate_end_session(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    /* known once this worker has spoken with the backend */
-    if (b->version_len
+    if (ngx_http_mcp_aggregate_version(zone, b)
         && ngx_http_mcp_aggregate_header(r->pool, &h[n++],
                                          "MCP-Protocol-Version",
                                          "mcp-protocol-version",

@@ -638,6 +638,11 @@ ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
     b->version_len = ngx_strlen(version->valuestring);
     ngx_memcpy(b->version, version->valuestring, b->version_len);
 
+    /* for every other worker's requests there (see aggregate_version) */
+    (void) ngx_http_mcp_session_backend_version(
+               ngx_http_mcp_call_conf(leg->op->call)->zone, &b->uri,
+               b->version, &b->version_len, 1);
+
     /* kept by the worker, for the capabilities of later sessions */
     cJSON_Delete(b->caps);
     b->caps = cJSON_DetachItemViaPointer(result, caps);

@@ -707,13 +707,16 @@ static ngx_int_t
 ngx_http_mcp_listen_headers(ngx_http_mcp_listen_backend_t *lb,
     ngx_http_mcp_loctool_fetch_t *f, ngx_uint_t post)
 {
-    ngx_uint_t               n;
-    ngx_pool_t              *pool;
-    ngx_table_elt_t         *h;
-    ngx_http_mcp_backend_t  *b;
+    ngx_uint_t                n;
+    ngx_pool_t               *pool;
+    ngx_table_elt_t          *h;
+    ngx_http_mcp_backend_t   *b;
+    ngx_http_mcp_loc_conf_t  *mlcf;
 
     b = lb->backend;
     pool = lb->listen->request->pool;
+    mlcf = ngx_http_get_module_loc_conf(lb->listen->request,
+                                        ngx_http_mcp_module);
 
     h = ngx_pcalloc(pool, 4 * sizeof(ngx_table_elt_t));
     if (h == NULL) {
@@ -747,7 +750,7 @@ ngx_http_mcp_listen_headers(ngx_http_mcp_listen_backend_t *lb,
         return NGX_ERROR;
     }
 
-    if (b->version_len
+    if (ngx_http_mcp_aggregate_version(mlcf->zone, b)
         && ngx_http_mcp_aggregate_header(pool, &h[n++],
                                          "MCP-Protocol-Version",
                                          "mcp-protocol-version",

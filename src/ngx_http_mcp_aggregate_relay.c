@@ -847,6 +847,27 @@ ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,
 
 
 /*
+ * Whether the version the backend speaks is known, for the header of a
+ * request after its initialize: this worker's, or, where this worker has
+ * not spoken with it yet, the one another worker learnt (the zone keeps
+ * it: a client's DELETE or GET may come to any worker).
+ */
+
+ngx_uint_t
+ngx_http_mcp_aggregate_version(ngx_shm_zone_t *zone,
+    ngx_http_mcp_backend_t *b)
+{
+    if (b->version_len == 0 && zone != NULL) {
+        (void) ngx_http_mcp_session_backend_version(zone, &b->uri,
+                                                    b->version,
+                                                    &b->version_len, 0);
+    }
+
+    return (b->version_len != 0);
+}
+
+
+/*
  * The headers of a message to the backend's location, in its session;
  * init: initialize, which has no session and no version yet.
  */
@@ -886,7 +907,10 @@ ngx_http_mcp_aggregate_headers(ngx_http_mcp_aggregate_leg_t *leg,
         }
     }
 
-    if (!init && b->version_len) {
+    if (!init
+        && ngx_http_mcp_aggregate_version(
+               ngx_http_mcp_call_conf(leg->op->call)->zone, b))
+    {
         if (ngx_http_mcp_aggregate_header(r->pool, &h[n++],
                                           "MCP-Protocol-Version",
                                           "mcp-protocol-version",

@@ -470,6 +470,10 @@ ngx_uint_t ngx_http_mcp_session_backend_down(ngx_shm_zone_t *zone,
     ngx_str_t *uri, ngx_msec_t retry);
 ngx_int_t ngx_http_mcp_session_backend_health(ngx_shm_zone_t *zone,
     ngx_str_t *uri, ngx_uint_t ok);
+/* a protocol version's date, YYYY-MM-DD, with room */
+#define NGX_HTTP_MCP_BACKEND_VERSION_LEN  32
+ngx_int_t ngx_http_mcp_session_backend_version(ngx_shm_zone_t *zone,
+    ngx_str_t *uri, u_char *version, size_t *len, ngx_uint_t set);
 ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_target_t *target);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);

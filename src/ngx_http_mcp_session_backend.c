@@ -149,6 +149,8 @@ done:
 
 static ngx_http_mcp_health_sh_t *ngx_http_mcp_session_health_find(
     ngx_http_mcp_zone_t *ctx, ngx_str_t *uri);
+static ngx_http_mcp_health_sh_t *ngx_http_mcp_session_health_add(
+    ngx_http_mcp_zone_t *ctx, ngx_str_t *uri);
 
 
 static ngx_http_mcp_health_sh_t *
@@ -170,6 +172,80 @@ ngx_http_mcp_session_health_find(ngx_http_mcp_zone_t *ctx, ngx_str_t *uri)
     }
 
     return NULL;
+}
+
+
+static ngx_http_mcp_health_sh_t *
+ngx_http_mcp_session_health_add(ngx_http_mcp_zone_t *ctx, ngx_str_t *uri)
+{
+    ngx_http_mcp_health_sh_t  *h;
+
+    h = ngx_http_mcp_session_alloc(ctx,
+                                   offsetof(ngx_http_mcp_health_sh_t, uri)
+                                   + uri->len, NULL, ngx_cycle->log);
+    if (h == NULL) {
+        return NULL;
+    }
+
+    h->failed = 0;
+    h->down = 0;
+    h->version_len = 0;
+    h->len = uri->len;
+    ngx_memcpy(h->uri, uri->data, uri->len);
+    ngx_queue_insert_tail(&ctx->sh->backends, &h->queue);
+
+    return h;
+}
+
+
+/*
+ * The protocol version the backend at uri speaks, which the worker that
+ * initialized a session with it learnt and every worker puts into the
+ * requests it sends there after that (a client's DELETE may come to any
+ * worker): set, from version and *len; else read into version (at most
+ * NGX_HTTP_MCP_BACKEND_VERSION_LEN bytes) and *len.  NGX_DECLINED: none
+ * known, or no room to keep it.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_backend_version(ngx_shm_zone_t *zone, ngx_str_t *uri,
+    u_char *version, size_t *len, ngx_uint_t set)
+{
+    ngx_int_t                  rc;
+    ngx_http_mcp_zone_t       *ctx;
+    ngx_http_mcp_health_sh_t  *h;
+
+    if (set && *len > NGX_HTTP_MCP_BACKEND_VERSION_LEN) {
+        return NGX_DECLINED;
+    }
+
+    ctx = zone->data;
+    rc = NGX_DECLINED;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    h = ngx_http_mcp_session_health_find(ctx, uri);
+
+    if (set) {
+        if (h == NULL) {
+            h = ngx_http_mcp_session_health_add(ctx, uri);
+        }
+
+        if (h != NULL) {
+            ngx_memcpy(h->version, version, *len);
+            h->version_len = *len;
+            rc = NGX_OK;
+        }
+
+    } else if (h != NULL && h->version_len) {
+        ngx_memcpy(version, h->version, h->version_len);
+        *len = h->version_len;
+        rc = NGX_OK;
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
 }
 
 
@@ -205,7 +281,8 @@ ngx_http_mcp_session_backend_down(ngx_shm_zone_t *zone, ngx_str_t *uri,
 /*
  * The backend at uri answered (ok) or failed.  NGX_OK: its episode
  * began or ended with this, for the one line that tells; NGX_DECLINED:
- * nothing changed.  A backend that never failed keeps no record.
+ * nothing changed.  A backend that never failed, and whose version no
+ * worker learnt, keeps no record.
  */
 
 ngx_int_t
@@ -233,19 +310,12 @@ ngx_http_mcp_session_backend_health(ngx_shm_zone_t *zone, ngx_str_t *uri,
     }
 
     if (h == NULL) {
-        h = ngx_http_mcp_session_alloc(ctx,
-                                       offsetof(ngx_http_mcp_health_sh_t, uri)
-                                       + uri->len, NULL, ngx_cycle->log);
+        h = ngx_http_mcp_session_health_add(ctx, uri);
         if (h == NULL) {
             /* no room: every worker then tells its own */
             rc = NGX_OK;
             goto done;
         }
-
-        h->down = 0;
-        h->len = uri->len;
-        ngx_memcpy(h->uri, uri->data, uri->len);
-        ngx_queue_insert_tail(&ctx->sh->backends, &h->queue);
     }
 
     if (!h->down) {

@@ -60,11 +60,14 @@ typedef struct {
 } ngx_http_mcp_target_sh_t;
 
 
-/* an mcp_backend's health, the same for every worker (by its URI) */
+/* an mcp_backend's health and version, the same for every worker (by
+   its URI) */
 typedef struct {
     ngx_queue_t                queue;
     ngx_msec_t                 failed;      /* when it last failed */
     ngx_uint_t                 down;        /* in a failure episode */
+    u_char                     version[NGX_HTTP_MCP_BACKEND_VERSION_LEN];
+    size_t                     version_len;  /* 0: not learnt yet */
     size_t                     len;
     u_char                     uri[1];
 } ngx_http_mcp_health_sh_t;

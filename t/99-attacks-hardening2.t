@@ -471,7 +471,11 @@ SKIP: {
     # -0.8, +0.1, +0.05, +5.9 MB), not by what 720 streams would keep
     my $grew = $rss1 - $rss0;
     note("h2 storm: workers' RSS grew by $grew kB");
-    cmp_ok($grew, '<', 32 * 1024, "... workers' RSS: +$grew kB");
+    SKIP: {
+        # ASan's quarantine holds what was freed: its RSS is not ours
+        skip 'memory under AddressSanitizer', 1 if $ENV{MCP_NGINX_PRELOAD};
+        cmp_ok($grew, '<', 32 * 1024, "... workers' RSS: +$grew kB");
+    }
 }
 
 # the session's streams at their limit (32 open): a POST whose reply
@@ -519,10 +523,15 @@ SKIP: {
     # grow with what the client leaves unread, and the response comes
     # the bound means something only if the backend wrote far more
     # than it: over 32 MB
-    cmp_ok($b2, '>', 512, "slow reader: the backend wrote $b2 blocks of 64 kB, more than twice the "
-           . 'bound below');
-    cmp_ok($grew, '<', 16 * 1024, "slow reader: the backend wrote $b2 of 1024 blocks of 64 kB, "
-           . "the workers' memory grew by $grew kB");
+    SKIP: {
+        # under ASan the gateway reads slower and its quarantine holds
+        # what it freed: neither figure is the module's
+        skip 'memory under AddressSanitizer', 2 if $ENV{MCP_NGINX_PRELOAD};
+        cmp_ok($b2, '>', 512, "slow reader: the backend wrote $b2 blocks of 64 kB, more than twice"
+               . ' the bound below');
+        cmp_ok($grew, '<', 16 * 1024, "slow reader: the backend wrote $b2 of 1024 blocks of 64 kB, "
+               . "the workers' memory grew by $grew kB");
+    }
     my ($all, $t0) = ('', time);
     while (time - $t0 < 20 && $all !~ /"id":"flood"/) {
         my $n = sysread($sock, $all, 65536, length $all);

@@ -40,6 +40,7 @@ RUN . scripts/lib.sh && mcp_install_build_deps && mcp_apt_install binutils
 COPY scripts/build ./scripts/
 COPY config ngx_http_mcp_module.c ./
 COPY src ./src
+COPY fixtures ./fixtures
 
 ARG MCP_FIXTURES=0
 RUN so=$(MCP_FIXTURES=$MCP_FIXTURES scripts/build | sed -n 's/^build: //p') \

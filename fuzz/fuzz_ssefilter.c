@@ -16,7 +16,7 @@
  */
 
 
-#include "../src/ngx_http_mcp_policy.c"
+#include "../src/core/ngx_http_mcp_policy.c"
 
 #include "ngx_shim.h"
 

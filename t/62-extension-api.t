@@ -30,7 +30,7 @@ for my $f (qw(ngx_http_mcp_fixtures.h ngx_http_mcp_fixtures_module.c
               ngx_http_mcp_everything.c ngx_http_mcp_everything_stream.c
               ngx_http_mcp_validation.c))
 {
-    my $text = McpTest::_slurp("$repo/src/$f") // '';
+    my $text = McpTest::_slurp("$repo/fixtures/$f") // '';
     my @inc = $text =~ /^#\s*include\s+(\S+)/mg;
     my @other = grep { $_ ne '"ngx_http_mcp.h"' && $_ ne '"ngx_http_mcp_fixtures.h"' } @inc;
     ok(@inc && !@other, "$f includes the public header and nothing else of the module")
@@ -38,7 +38,7 @@ for my $f (qw(ngx_http_mcp_fixtures.h ngx_http_mcp_fixtures_module.c
 }
 
 {
-    my @inc = (McpTest::_slurp("$repo/src/ngx_http_mcp.h") // '') =~ /^#\s*include\s+(\S+)/mg;
+    my @inc = (McpTest::_slurp("$repo/src/api/ngx_http_mcp.h") // '') =~ /^#\s*include\s+(\S+)/mg;
     is_deeply(\@inc, [qw(<ngx_config.h> <ngx_core.h> <ngx_http.h> <cjson/cJSON.h>)],
               'ngx_http_mcp.h includes nginx and cJSON only');
 }

@@ -37,7 +37,7 @@ my ($rc, $out) = McpTest::_run_capture([$PY, '-c', 'import yaml'], 30);
 plan skip_all => 'python3-yaml is not installed (scripts/test installs it)'
     if $rc;
 
-my $VERSION = (McpTest::_slurp("$ROOT/src/ngx_http_mcp.h")
+my $VERSION = (McpTest::_slurp("$ROOT/src/api/ngx_http_mcp.h")
                =~ /NGX_HTTP_MCP_MODULE_VERSION\s+"([^"]+)"/)[0];
 
 # does the module know mcp_health (the ops.conf locations)?

@@ -1,4 +1,4 @@
-# scripts/openapi2mcp (issue 13, item 4) on real public OpenAPI documents:
+# tools/openapi2mcp (issue 13, item 4) on real public OpenAPI documents:
 # those @readme/oas-examples ships (pinned in scripts/npm, installed in
 # build/npm): the Swagger Petstore in 3.0 and 3.1, the USPTO data set API,
 # the Train Travel API, ReadMe's API v1 and v2, STAPI (120 operations, no
@@ -45,7 +45,7 @@ use McpAssert;
 use McpGateway qw(start_python_upstream npm_dir);
 
 my $ROOT = $McpTest::REPO_ROOT;
-my $GEN  = "$ROOT/scripts/openapi2mcp";
+my $GEN  = "$ROOT/tools/openapi2mcp";
 my $OAS  = npm_dir() . '/node_modules/@readme/oas-examples';
 my $JSON = JSON::PP->new->utf8->canonical;
 

@@ -14,7 +14,7 @@
 # - Mcp-Name in Base64 (=?base64?...?=, how a client sends a name or URI
 #   a header cannot carry) compared decoded, strictly, and decoded in
 #   $mcp_name before the body;
-#   limit_req keyed on $mcp_method; the README's proxy_cache example for
+#   limit_req keyed on $mcp_method; docs/gateway.md's proxy_cache example for
 #   lists in front of mcp_pass.
 
 use strict;
@@ -462,7 +462,7 @@ for my $path ('/limited', '/gw-limited') {
     is($r->{status}, 200, "$path: limit_req on \$mcp_method: another method has its own rate");
 }
 
-# --- proxy_cache in front of mcp_pass (the README's example) ---------------------
+# --- proxy_cache in front of mcp_pass (docs/gateway.md's example) --------------
 
 {
     my $up_count = sub {

@@ -1,4 +1,4 @@
-# What one session costs in its zone, as the README says: an idle
+# What one session costs in its zone, as docs/directives.md (mcp_session_zone) says: an idle
 # session (initialized, no stream, no subscription) takes 512 bytes (its
 # 320-byte record in the slab allocator's 512-byte size class), so a 1 MB
 # zone holds about 2,000 before the first eviction and a 10 MB zone about

@@ -80,7 +80,7 @@ NGX
 my $gw_http = <<"NGX";
     log_format gw '\$http_x_tag \$request_method \$upstream_addr \$status';
     log_format sid '\$http_x_tag \$mcp_session_id';
-    # as the README advises: keyed ids pick the replica, mcp_affinity
+    # as docs/gateway.md advises: keyed ids pick the replica, mcp_affinity
     # takes it through the block and its keepalive cache
     upstream replicas {
         mcp_affinity;

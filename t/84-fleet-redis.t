@@ -90,8 +90,8 @@ NGX
             proxy_read_timeout 1h;
         }
 NGX
-# nodes 0 and 1 are named by upstream blocks (kept connections, as the
-# README advises), node 2 by its address; one mcp_state_key file for all
+# nodes 0 and 1 are named by upstream blocks (kept connections, as
+# docs/gateway.md advises), node 2 by its address; one mcp_state_key file for all
 # (a 2026-07-28 requestState sealed on one node opens on the others), and
 # a short drain of running tasks when a node stops
 my $keys = McpTest->new(server => '');

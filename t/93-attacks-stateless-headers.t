@@ -41,7 +41,7 @@ NGX
         mcp_session gw;
         access_log %%PREFIX%%/logs/hdrs.log hdrs;
 
-        # deciding on the name before the body, as the README shows (a
+        # deciding on the name before the body, as docs/directives.md shows (a
         # return, not a rewrite: a regular expression of the server's
         # makes LeakSanitizer report nginx's own pcre2 context at exit)
         set $early_n $mcp_name;

@@ -563,7 +563,7 @@ for my $loc (qw(500 junk down)) {
 }
 
 # nginx ends the client's request when an in-memory subrequest's body
-# outgrows subrequest_output_buffer_size (README: the set must fit): the
+# outgrows subrequest_output_buffer_size (docs/directives.md: the set must fit): the
 # client gets no answer, but the failure counts, so the requests of the
 # next second are refused with a 503 and fetch nothing
 {

@@ -123,7 +123,7 @@ main(void)
 
     /*
      * The optional cases that fail are listed above, each for a reason
-     * the README's mcp_schema_format section gives (IDNA 2008 tables,
+     * docs/directives.md's mcp_schema_format section gives (IDNA 2008 tables,
      * strings with a NUL, which cJSON ends there, PCRE2 10.42's fixed
      * lookbehinds, the draft-07 keyword dependencies): fewer passing is
      * a regression.

@@ -41,6 +41,12 @@
 static void *ngx_http_mcp_aggregate_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf,
     void *parent, void *child);
+static ngx_int_t ngx_http_mcp_aggregate_merge_separator(ngx_conf_t *cf,
+    ngx_http_mcp_aggregate_loc_conf_t *conf);
+static ngx_int_t ngx_http_mcp_aggregate_merge_prefixes(ngx_conf_t *cf,
+    ngx_http_mcp_aggregate_loc_conf_t *conf);
+static ngx_int_t ngx_http_mcp_aggregate_merge_distinct(ngx_conf_t *cf,
+    ngx_http_mcp_aggregate_loc_conf_t *conf);
 static char *ngx_http_mcp_aggregate_backend(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static void ngx_http_mcp_aggregate_conf_cleanup(void *data);
@@ -174,10 +180,7 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
     ngx_http_mcp_aggregate_loc_conf_t *prev = parent;
     ngx_http_mcp_aggregate_loc_conf_t *conf = child;
 
-    u_char                   *p;
-    ngx_uint_t                i, k;
     ngx_pool_cleanup_t       *cln;
-    ngx_http_mcp_backend_t   *b;
     ngx_http_mcp_loc_conf_t  *mlcf;
 
     ngx_conf_merge_str_value(conf->separator, prev->separator, "__");
@@ -210,21 +213,8 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
     /* the backends are the location's own: not inherited */
 
-    if (conf->separator.len == 0 || conf->separator.len > 16) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"mcp_backend_separator\" "
-                           "must be 1 to 16 characters");
+    if (ngx_http_mcp_aggregate_merge_separator(cf, conf) != NGX_OK) {
         return NGX_CONF_ERROR;
-    }
-
-    for (i = 0; i < conf->separator.len; i++) {
-        if (conf->separator.data[i] <= ' ' || conf->separator.data[i] >= 0x7f)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"mcp_backend_"
-                               "separator\" \"%V\" has a space or a "
-                               "character that is not ASCII",
-                               &conf->separator);
-            return NGX_CONF_ERROR;
-        }
     }
 
     if (conf->backends == NULL) {
@@ -249,6 +239,53 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
     cln->handler = ngx_http_mcp_aggregate_conf_cleanup;
     cln->data = conf->backends;
 
+    if (ngx_http_mcp_aggregate_merge_prefixes(cf, conf) != NGX_OK
+        || ngx_http_mcp_aggregate_merge_distinct(cf, conf) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_aggregate_merge_separator(ngx_conf_t *cf,
+    ngx_http_mcp_aggregate_loc_conf_t *conf)
+{
+    ngx_uint_t  i;
+
+    if (conf->separator.len == 0 || conf->separator.len > 16) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"mcp_backend_separator\" "
+                           "must be 1 to 16 characters");
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < conf->separator.len; i++) {
+        if (conf->separator.data[i] <= ' ' || conf->separator.data[i] >= 0x7f)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"mcp_backend_"
+                               "separator\" \"%V\" has a space or a "
+                               "character that is not ASCII",
+                               &conf->separator);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* a backend's prefix and the separator: what its tools' names begin with */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_merge_prefixes(ngx_conf_t *cf,
+    ngx_http_mcp_aggregate_loc_conf_t *conf)
+{
+    u_char                  *p;
+    ngx_uint_t               i;
+    ngx_http_mcp_backend_t  *b;
+
     b = conf->backends->elts;
 
     for (i = 0; i < conf->backends->nelts; i++) {
@@ -263,12 +300,12 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
                                "mcp_backend \"%V\" has the separator "
                                "\"%V\" in it", &b[i].prefix, &b[i].name,
                                &conf->separator);
-            return NGX_CONF_ERROR;
+            return NGX_ERROR;
         }
 
         p = ngx_pnalloc(cf->pool, b[i].prefix.len + conf->separator.len);
         if (p == NULL) {
-            return NGX_CONF_ERROR;
+            return NGX_ERROR;
         }
 
         ngx_memcpy(p, b[i].prefix.data, b[i].prefix.len);
@@ -279,10 +316,23 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
         b[i].prefix.len += conf->separator.len;
     }
 
-    /*
-     * "a__" begins "a___": a tool "_x" of backend "a" and a tool "x" of
-     * backend "a_" would both be "a___x", and a call could only go to one
-     */
+    return NGX_OK;
+}
+
+
+/*
+ * "a__" begins "a___": a tool "_x" of backend "a" and a tool "x" of
+ * backend "a_" would both be "a___x", and a call could only go to one
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_merge_distinct(ngx_conf_t *cf,
+    ngx_http_mcp_aggregate_loc_conf_t *conf)
+{
+    ngx_uint_t               i, k;
+    ngx_http_mcp_backend_t  *b;
+
+    b = conf->backends->elts;
 
     for (i = 0; i < conf->backends->nelts; i++) {
         for (k = 0; k < conf->backends->nelts; k++) {
@@ -295,12 +345,12 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
                                    "those of \"%V\" (\"%V\"): one name could "
                                    "be a tool of both", &b[k].name,
                                    &b[k].prefix, &b[i].name, &b[i].prefix);
-                return NGX_CONF_ERROR;
+                return NGX_ERROR;
             }
         }
     }
 
-    return NGX_CONF_OK;
+    return NGX_OK;
 }
 
 

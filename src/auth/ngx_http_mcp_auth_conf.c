@@ -17,6 +17,14 @@ static ngx_int_t ngx_http_mcp_auth_check_value(ngx_conf_t *cf,
     ngx_str_t *value, ngx_uint_t token);
 static char *ngx_http_mcp_auth_check_token(ngx_conf_t *cf, void *post,
     void *data);
+static ngx_int_t ngx_http_mcp_auth_api_keys_register(ngx_conf_t *cf,
+    ngx_array_t *keys);
+static ngx_int_t ngx_http_mcp_auth_api_key_line(ngx_conf_t *cf,
+    ngx_array_t *keys, u_char *line, u_char *last);
+static ngx_int_t ngx_http_mcp_auth_api_key_add(ngx_conf_t *cf,
+    ngx_array_t *keys, ngx_str_t *word, ngx_http_mcp_apikey_t **keyp);
+static char *ngx_http_mcp_auth_api_keys_unique(ngx_conf_t *cf,
+    ngx_array_t *keys, ngx_str_t *name);
 static int ngx_libc_cdecl ngx_http_mcp_auth_digest_cmp(const void *one,
     const void *two);
 
@@ -370,13 +378,10 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_mcp_auth_loc_conf_t *alcf = conf;
 
-    u_char                         *buf, *p, *end, *line, *q;
-    ngx_str_t                      *value, name, word, *scope, text;
-    ngx_int_t                       c;
-    ngx_uint_t                      i, lineno, field;
-    ngx_http_mcp_apikey_t          *key;
-    ngx_http_mcp_auth_keyfile_t    *kf;
-    ngx_http_mcp_auth_main_conf_t  *amcf;
+    u_char      *p, *end, *line;
+    ngx_int_t    rc;
+    ngx_str_t   *value, name, text;
+    ngx_uint_t   lineno;
 
     if (alcf->api_keys != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
@@ -392,30 +397,20 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    buf = text.data;
-
     alcf->api_keys = ngx_array_create(cf->pool, 4,
                                       sizeof(ngx_http_mcp_apikey_t));
     if (alcf->api_keys == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_auth_module);
-
-    kf = ngx_array_push(&amcf->keyfiles);
-    if (kf == NULL) {
+    if (ngx_http_mcp_auth_api_keys_register(cf, alcf->api_keys) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
-    kf->keys = alcf->api_keys;
-    kf->file = cf->conf_file->file.name;
-    kf->line = cf->conf_file->line;
-    kf->checked = 0;
-
-    end = buf + text.len;
+    end = text.data + text.len;
     lineno = 0;
 
-    for (line = buf; line < end; line = p + 1) {
+    for (line = text.data; line < end; line = p + 1) {
         lineno++;
 
         p = ngx_strlchr(line, end, '\n');
@@ -423,124 +418,195 @@ ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             p = end;
         }
 
-        q = ngx_strlchr(line, p, '#');
-        if (q == NULL) {
-            q = p;
+        rc = ngx_http_mcp_auth_api_key_line(cf, alcf->api_keys, line, p);
+
+        if (rc == NGX_DECLINED) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid line %ui in API key file \"%V\": "
+                               "expected a SHA-256 hex digest, a subject, "
+                               "a known role", lineno, &name);
+            return NGX_CONF_ERROR;
         }
 
-        key = NULL;
-        field = 0;
-
-        while (line < q) {
-            while (line < q && (*line == ' ' || *line == '\t'
-                                || *line == '\r'))
-            {
-                line++;
-            }
-
-            word.data = line;
-
-            while (line < q && *line != ' ' && *line != '\t'
-                   && *line != '\r')
-            {
-                line++;
-            }
-
-            word.len = line - word.data;
-
-            if (word.len == 0) {
-                break;
-            }
-
-            if (field == 0) {
-                if (word.len != 64) {
-                    goto invalid;
-                }
-
-                key = ngx_array_push(alcf->api_keys);
-                if (key == NULL) {
-                    return NGX_CONF_ERROR;
-                }
-
-                ngx_memzero(key, sizeof(ngx_http_mcp_apikey_t));
-
-                for (i = 0; i < 32; i++) {
-                    c = ngx_hextoi(word.data + 2 * i, 2);
-                    if (c == NGX_ERROR) {
-                        goto invalid;
-                    }
-
-                    key->digest[i] = (u_char) c;
-                }
-
-                key->scopes = ngx_array_create(cf->pool, 2,
-                                               sizeof(ngx_str_t));
-                if (key->scopes == NULL) {
-                    return NGX_CONF_ERROR;
-                }
-
-            } else if (field == 1) {
-                key->subject = word;
-
-            } else if (word.len > 5
-                       && ngx_strncmp(word.data, "role=", 5) == 0)
-            {
-                key->role.data = word.data + 5;
-                key->role.len = word.len - 5;
-
-                /* a misspelt role would be no role, silently */
-                if (ngx_http_mcp_auth_role_rank(&key->role)
-                    == NGX_HTTP_MCP_ROLE_NONE)
-                {
-                    goto invalid;
-                }
-
-            } else {
-                scope = ngx_array_push(key->scopes);
-                if (scope == NULL) {
-                    return NGX_CONF_ERROR;
-                }
-
-                *scope = word;
-            }
-
-            field++;
-        }
-
-        if (field == 1) {
-            goto invalid;
+        if (rc != NGX_OK) {
+            return NGX_CONF_ERROR;
         }
     }
 
-    /*
-     * A key listed twice (for two subjects, say) would be the first
-     * line's only: in digest order, which the lookup does not mind, two
-     * equal digests are neighbours.
-     */
-    ngx_qsort(alcf->api_keys->elts, alcf->api_keys->nelts,
-              sizeof(ngx_http_mcp_apikey_t), ngx_http_mcp_auth_digest_cmp);
+    return ngx_http_mcp_auth_api_keys_unique(cf, alcf->api_keys, &name);
+}
 
-    key = alcf->api_keys->elts;
 
-    for (i = 1; i < alcf->api_keys->nelts; i++) {
+/* ngx_http_mcp_auth_init() warns of keys that no mcp_auth_jwt checks */
+
+static ngx_int_t
+ngx_http_mcp_auth_api_keys_register(ngx_conf_t *cf, ngx_array_t *keys)
+{
+    ngx_http_mcp_auth_keyfile_t    *kf;
+    ngx_http_mcp_auth_main_conf_t  *amcf;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_auth_module);
+
+    kf = ngx_array_push(&amcf->keyfiles);
+    if (kf == NULL) {
+        return NGX_ERROR;
+    }
+
+    kf->keys = keys;
+    kf->file = cf->conf_file->file.name;
+    kf->line = cf->conf_file->line;
+    kf->checked = 0;
+
+    return NGX_OK;
+}
+
+
+/*
+ * One line of the file, up to last: a key, its subject, then a role or
+ * scopes.  NGX_DECLINED for a line that is none of these.
+ */
+
+static ngx_int_t
+ngx_http_mcp_auth_api_key_line(ngx_conf_t *cf, ngx_array_t *keys,
+    u_char *line, u_char *last)
+{
+    u_char                 *q;
+    ngx_int_t               rc;
+    ngx_str_t               word, *scope;
+    ngx_uint_t              field;
+    ngx_http_mcp_apikey_t  *key;
+
+    q = ngx_strlchr(line, last, '#');
+    if (q == NULL) {
+        q = last;
+    }
+
+    key = NULL;
+    field = 0;
+
+    while (line < q) {
+        while (line < q && (*line == ' ' || *line == '\t' || *line == '\r')) {
+            line++;
+        }
+
+        word.data = line;
+
+        while (line < q && *line != ' ' && *line != '\t' && *line != '\r') {
+            line++;
+        }
+
+        word.len = line - word.data;
+
+        if (word.len == 0) {
+            break;
+        }
+
+        if (field == 0) {
+            rc = ngx_http_mcp_auth_api_key_add(cf, keys, &word, &key);
+            if (rc != NGX_OK) {
+                return rc;
+            }
+
+        } else if (field == 1) {
+            key->subject = word;
+
+        } else if (word.len > 5 && ngx_strncmp(word.data, "role=", 5) == 0) {
+            key->role.data = word.data + 5;
+            key->role.len = word.len - 5;
+
+            /* a misspelt role would be no role, silently */
+            if (ngx_http_mcp_auth_role_rank(&key->role)
+                == NGX_HTTP_MCP_ROLE_NONE)
+            {
+                return NGX_DECLINED;
+            }
+
+        } else {
+            scope = ngx_array_push(key->scopes);
+            if (scope == NULL) {
+                return NGX_ERROR;
+            }
+
+            *scope = word;
+        }
+
+        field++;
+    }
+
+    return (field == 1) ? NGX_DECLINED : NGX_OK;
+}
+
+
+/* a line's first word: the key's SHA-256 in hex, a new entry */
+
+static ngx_int_t
+ngx_http_mcp_auth_api_key_add(ngx_conf_t *cf, ngx_array_t *keys,
+    ngx_str_t *word, ngx_http_mcp_apikey_t **keyp)
+{
+    ngx_int_t               c;
+    ngx_uint_t              i;
+    ngx_http_mcp_apikey_t  *key;
+
+    if (word->len != 64) {
+        return NGX_DECLINED;
+    }
+
+    key = ngx_array_push(keys);
+    if (key == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(key, sizeof(ngx_http_mcp_apikey_t));
+
+    for (i = 0; i < 32; i++) {
+        c = ngx_hextoi(word->data + 2 * i, 2);
+        if (c == NGX_ERROR) {
+            return NGX_DECLINED;
+        }
+
+        key->digest[i] = (u_char) c;
+    }
+
+    key->scopes = ngx_array_create(cf->pool, 2, sizeof(ngx_str_t));
+    if (key->scopes == NULL) {
+        return NGX_ERROR;
+    }
+
+    *keyp = key;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A key listed twice (for two subjects, say) would be the first line's
+ * only: in digest order, which the lookup does not mind, two equal
+ * digests are neighbours.
+ */
+
+static char *
+ngx_http_mcp_auth_api_keys_unique(ngx_conf_t *cf, ngx_array_t *keys,
+    ngx_str_t *name)
+{
+    ngx_uint_t              i;
+    ngx_http_mcp_apikey_t  *key;
+
+    ngx_qsort(keys->elts, keys->nelts, sizeof(ngx_http_mcp_apikey_t),
+              ngx_http_mcp_auth_digest_cmp);
+
+    key = keys->elts;
+
+    for (i = 1; i < keys->nelts; i++) {
         if (ngx_memcmp(key[i - 1].digest, key[i].digest, 32) == 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "a key listed twice in API key file \"%V\" "
-                               "(subjects \"%V\" and \"%V\")", &name,
+                               "(subjects \"%V\" and \"%V\")", name,
                                &key[i - 1].subject, &key[i].subject);
             return NGX_CONF_ERROR;
         }
     }
 
     return NGX_CONF_OK;
-
-invalid:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid line %ui in API key file \"%V\": expected "
-                       "a SHA-256 hex digest, a subject, a known role",
-                       lineno, &name);
-    return NGX_CONF_ERROR;
 }
 
 

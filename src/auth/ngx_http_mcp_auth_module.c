@@ -30,6 +30,13 @@ static void *ngx_http_mcp_auth_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_mcp_auth_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
+static void ngx_http_mcp_auth_merge_checked(ngx_conf_t *cf, ngx_array_t *keys);
+static ngx_int_t ngx_http_mcp_auth_merge_needs(ngx_conf_t *cf,
+    ngx_http_mcp_auth_loc_conf_t *conf);
+static ngx_int_t ngx_http_mcp_auth_merge_metadata_url(ngx_conf_t *cf,
+    ngx_http_mcp_auth_loc_conf_t *conf);
+static ngx_int_t ngx_http_mcp_auth_merge_caches(ngx_conf_t *cf,
+    ngx_http_mcp_auth_loc_conf_t *conf);
 static char *ngx_http_mcp_auth_metadata(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static void ngx_http_mcp_auth_cache_cleanup(void *data);
@@ -558,11 +565,7 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_mcp_auth_loc_conf_t *prev = parent;
     ngx_http_mcp_auth_loc_conf_t *conf = child;
 
-    u_char                         *p, *host, *path, *end;
-    ngx_uint_t                      i;
-    ngx_pool_cleanup_t             *cln;
-    ngx_http_mcp_auth_keyfile_t    *kf;
-    ngx_http_mcp_auth_main_conf_t  *amcf;
+    ngx_int_t  rc;
 
     if (conf->realm.data == NGX_CONF_UNSET_PTR) {
         conf->realm = (prev->realm.data == NGX_CONF_UNSET_PTR)
@@ -598,15 +601,7 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     /* these keys are checked somewhere: see ngx_http_mcp_auth_init() */
     if (conf->realm.len && conf->api_keys != NULL) {
-        amcf = ngx_http_conf_get_module_main_conf(cf,
-                                                  ngx_http_mcp_auth_module);
-        kf = amcf->keyfiles.elts;
-
-        for (i = 0; i < amcf->keyfiles.nelts; i++) {
-            if (kf[i].keys == conf->api_keys) {
-                kf[i].checked = 1;
-            }
-        }
+        ngx_http_mcp_auth_merge_checked(cf, conf->api_keys);
     }
 
     /*
@@ -615,15 +610,62 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
      */
     conf->accept_aud = conf->audience.len ? conf->audience : conf->resource;
 
+    rc = ngx_http_mcp_auth_merge_needs(cf, conf);
+
+    if (rc != NGX_OK) {
+        return (rc == NGX_DONE) ? NGX_CONF_OK : NGX_CONF_ERROR;
+    }
+
+    if (conf->metadata_url.len == 0
+        && ngx_http_mcp_auth_merge_metadata_url(cf, conf) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_mcp_auth_merge_caches(cf, conf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void
+ngx_http_mcp_auth_merge_checked(ngx_conf_t *cf, ngx_array_t *keys)
+{
+    ngx_uint_t                      i;
+    ngx_http_mcp_auth_keyfile_t    *kf;
+    ngx_http_mcp_auth_main_conf_t  *amcf;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_auth_module);
+    kf = amcf->keyfiles.elts;
+
+    for (i = 0; i < amcf->keyfiles.nelts; i++) {
+        if (kf[i].keys == keys) {
+            kf[i].checked = 1;
+        }
+    }
+}
+
+
+/*
+ * What mcp_auth_jwt needs: a resource, keys, and an issuer for the keys
+ * of JWTs.  NGX_DONE: no resource, nothing to derive from it.
+ */
+
+static ngx_int_t
+ngx_http_mcp_auth_merge_needs(ngx_conf_t *cf,
+    ngx_http_mcp_auth_loc_conf_t *conf)
+{
     if (conf->resource.len == 0) {
         if (conf->realm.len) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "\"mcp_auth_jwt\" needs \"mcp_auth_resource\", "
                                "the canonical URI of the resource");
-            return NGX_CONF_ERROR;
+            return NGX_ERROR;
         }
 
-        return NGX_CONF_OK;
+        return NGX_DONE;
     }
 
     if (conf->realm.len && conf->file_keys == NULL
@@ -634,7 +676,7 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                            "\"mcp_auth_jwt_key_file\", "
                            "\"mcp_auth_jwt_key_request\" or "
                            "\"mcp_auth_api_keys\"");
-        return NGX_CONF_ERROR;
+        return NGX_ERROR;
     }
 
     if (conf->realm.len && conf->issuers == NULL
@@ -642,44 +684,64 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"mcp_auth_jwt\" needs \"mcp_auth_jwt_issuer\"");
-        return NGX_CONF_ERROR;
+        return NGX_ERROR;
     }
 
-    /* RFC 9728 3.1: the well-known path goes before the resource's path */
-    if (conf->metadata_url.len == 0) {
-        host = (u_char *) ngx_strstr(conf->resource.data, "://");
+    return NGX_OK;
+}
 
-        if (host == NULL) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid resource URI \"%V\"",
-                               &conf->resource);
-            return NGX_CONF_ERROR;
-        }
 
-        end = conf->resource.data + conf->resource.len;
-        path = ngx_strlchr(host + 3, end, '/');
+/* RFC 9728 3.1: the well-known path goes before the resource's path */
 
-        if (path == NULL) {
-            path = end;
-        }
+static ngx_int_t
+ngx_http_mcp_auth_merge_metadata_url(ngx_conf_t *cf,
+    ngx_http_mcp_auth_loc_conf_t *conf)
+{
+    u_char  *p, *host, *path, *end;
 
-        p = ngx_pnalloc(cf->pool, conf->resource.len
-                                  + sizeof(NGX_HTTP_MCP_AUTH_WELL_KNOWN));
-        if (p == NULL) {
-            return NGX_CONF_ERROR;
-        }
+    host = (u_char *) ngx_strstr(conf->resource.data, "://");
 
-        conf->metadata_url.data = p;
-        p = ngx_cpymem(p, conf->resource.data, path - conf->resource.data);
-        p = ngx_cpymem(p, NGX_HTTP_MCP_AUTH_WELL_KNOWN,
-                       sizeof(NGX_HTTP_MCP_AUTH_WELL_KNOWN) - 1);
-
-        if (end - path > 1) {
-            p = ngx_cpymem(p, path, end - path);
-        }
-
-        conf->metadata_url.len = p - conf->metadata_url.data;
+    if (host == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid resource URI \"%V\"", &conf->resource);
+        return NGX_ERROR;
     }
+
+    end = conf->resource.data + conf->resource.len;
+    path = ngx_strlchr(host + 3, end, '/');
+
+    if (path == NULL) {
+        path = end;
+    }
+
+    p = ngx_pnalloc(cf->pool, conf->resource.len
+                              + sizeof(NGX_HTTP_MCP_AUTH_WELL_KNOWN));
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    conf->metadata_url.data = p;
+    p = ngx_cpymem(p, conf->resource.data, path - conf->resource.data);
+    p = ngx_cpymem(p, NGX_HTTP_MCP_AUTH_WELL_KNOWN,
+                   sizeof(NGX_HTTP_MCP_AUTH_WELL_KNOWN) - 1);
+
+    if (end - path > 1) {
+        p = ngx_cpymem(p, path, end - path);
+    }
+
+    conf->metadata_url.len = p - conf->metadata_url.data;
+
+    return NGX_OK;
+}
+
+
+/* a worker's tokens already verified, its parsed copy of fetched keys */
+
+static ngx_int_t
+ngx_http_mcp_auth_merge_caches(ngx_conf_t *cf,
+    ngx_http_mcp_auth_loc_conf_t *conf)
+{
+    ngx_pool_cleanup_t  *cln;
 
     if (conf->realm.len && conf->verified == NULL) {
         conf->verified = ngx_pcalloc(cf->pool, NGX_HTTP_MCP_AUTH_VERIFIED
@@ -687,7 +749,7 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         cln = ngx_pool_cleanup_add(cf->pool, 0);
 
         if (conf->verified == NULL || cln == NULL) {
-            return NGX_CONF_ERROR;
+            return NGX_ERROR;
         }
 
         cln->handler = ngx_http_mcp_auth_verified_cleanup;
@@ -698,19 +760,19 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         conf->cache = ngx_pcalloc(cf->pool,
                                   sizeof(ngx_http_mcp_jwks_cache_t));
         if (conf->cache == NULL) {
-            return NGX_CONF_ERROR;
+            return NGX_ERROR;
         }
 
         cln = ngx_pool_cleanup_add(cf->pool, 0);
         if (cln == NULL) {
-            return NGX_CONF_ERROR;
+            return NGX_ERROR;
         }
 
         cln->handler = ngx_http_mcp_auth_cache_cleanup;
         cln->data = conf->cache;
     }
 
-    return NGX_CONF_OK;
+    return NGX_OK;
 }
 
 

@@ -31,6 +31,14 @@ static ngx_uint_t ngx_http_mcp_mrtr_declared(cJSON *request,
     ngx_http_mcp_reqctx_t *rctx, const char **cap, const char **mode);
 static ngx_int_t ngx_http_mcp_mrtr_invalid(ngx_http_mcp_call_t *call,
     const char *message);
+static ngx_int_t ngx_http_mcp_mrtr_answerable(ngx_http_mcp_call_t *call,
+    cJSON *requests, cJSON *missing, ngx_uint_t *n);
+static void ngx_http_mcp_mrtr_missing(ngx_http_mcp_call_t *call,
+    cJSON *missing);
+static ngx_int_t ngx_http_mcp_mrtr_result(ngx_http_mcp_call_t *call,
+    cJSON *requests, cJSON *state, cJSON **resultp);
+static ngx_int_t ngx_http_mcp_mrtr_seal(ngx_http_mcp_call_t *call,
+    cJSON *result, cJSON *state);
 static void ngx_http_mcp_mrtr_ask(ngx_http_mcp_call_t *call,
     cJSON *requests, cJSON *state);
 static void ngx_http_mcp_mrtr_answered(ngx_http_mcp_call_t *call,
@@ -145,14 +153,9 @@ void
 ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
     cJSON *state)
 {
-    char                     *text;
-    u_char                    key[NGX_HTTP_MCP_STATE_KEY_LEN];
-    cJSON                    *request, *next, *result, *missing;
-    ngx_int_t                 rc;
-    ngx_str_t                 bind, payload, token;
-    ngx_uint_t                n;
-    const char               *capability, *mode;
-    ngx_http_mcp_loc_conf_t  *mlcf;
+    cJSON       *result, *missing;
+    ngx_int_t    rc;
+    ngx_uint_t   n;
 
     if (!ngx_http_mcp_call_stateless(call) && call->relay == NULL) {
         /* a session's client is asked with call_request() instead */
@@ -164,59 +167,26 @@ ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
         return;
     }
 
-    result = NULL;
     missing = cJSON_CreateObject();
 
-    if (requests == NULL || missing == NULL) {
+    if (requests == NULL || missing == NULL
+        || ngx_http_mcp_mrtr_answerable(call, requests, missing, &n)
+           != NGX_OK)
+    {
+        cJSON_Delete(requests);
+        cJSON_Delete(state);
+        cJSON_Delete(missing);
         goto failed;
-    }
-
-    /* what the client cannot answer is not asked */
-    n = 0;
-
-    for (request = requests->child; request; request = next) {
-        next = request->next;
-
-        if (ngx_http_mcp_mrtr_declared(request, call->rctx, &capability,
-                                       &mode))
-        {
-            n++;
-            continue;
-        }
-
-        if (capability != NULL
-            && ngx_http_mcp_client_required(missing, capability, mode)
-               != NGX_OK)
-        {
-            goto failed;
-        }
-
-        cJSON_Delete(cJSON_DetachItemViaPointer(requests, request));
     }
 
     if (n == 0 && missing->child != NULL) {
         cJSON_Delete(requests);
         cJSON_Delete(state);
-
-        result = cJSON_CreateObject();
-
-        if (result == NULL
-            || !cJSON_AddItemToObject(result, "requiredCapabilities",
-                                      missing))
-        {
-            cJSON_Delete(result);
-            cJSON_Delete(missing);
-            result = NULL;
-        }
-
-        ngx_http_mcp_call_error_data(call, NGX_HTTP_MCP_MISSING_CAPABILITY,
-                                     "Missing required client capability",
-                                     result);
+        ngx_http_mcp_mrtr_missing(call, missing);
         return;
     }
 
     cJSON_Delete(missing);
-    missing = NULL;
 
     if (call->relay != NULL) {
         /* a 2025 task's call */
@@ -224,75 +194,18 @@ ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
         return;
     }
 
-    result = cJSON_CreateObject();
+    rc = ngx_http_mcp_mrtr_result(call, requests, state, &result);
 
-    if (result == NULL
-        || ngx_http_mcp_json_add_literal(result, "resultType",
-                                         "input_required")
-           != NGX_OK)
-    {
+    if (rc == NGX_DECLINED) {
+        /* what the client sent made the state too large to hand back */
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Invalid params: the request's state "
+                                "would be too large");
+        return;
+    }
+
+    if (rc != NGX_OK) {
         goto failed;
-    }
-
-    if (requests->child != NULL) {
-        cJSON_AddItemToObject(result, "inputRequests", requests);
-
-    } else {
-        cJSON_Delete(requests);
-    }
-
-    requests = NULL;
-
-    if (state != NULL) {
-        text = cJSON_PrintUnformatted(state);
-        cJSON_Delete(state);
-        state = NULL;
-
-        if (text == NULL || ngx_http_mcp_mrtr_bind(call, &bind) != NGX_OK) {
-            cJSON_free(text);
-            goto failed;
-        }
-
-        payload.data = (u_char *) text;
-        payload.len = ngx_strlen(text);
-
-        mlcf = ngx_http_mcp_call_conf(call);
-
-        if (ngx_http_mcp_mrtr_key(call, key) != NGX_OK) {
-            cJSON_free(text);
-            goto failed;
-        }
-
-        rc = ngx_http_mcp_state_seal(call->pool, key, &bind, &payload,
-                                     ngx_time() + mlcf->state_timeout / 1000,
-                                     &token);
-
-        ngx_explicit_memzero(key, sizeof(key));
-        cJSON_free(text);
-
-        if (rc == NGX_DECLINED) {
-            /* what the client sent made the state too large to hand back */
-            cJSON_Delete(result);
-            ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
-                                    "Invalid params: the request's state "
-                                    "would be too large");
-            return;
-        }
-
-        if (rc != NGX_OK) {
-            goto failed;
-        }
-
-        text = ngx_pnalloc(call->pool, token.len + 1);
-        if (text == NULL) {
-            goto failed;
-        }
-
-        *ngx_cpymem(text, token.data, token.len) = '\0';
-
-        if (cJSON_AddStringToObject(result, "requestState", text) == NULL) {
-            goto failed;
-        }
     }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, call->log, 0,
@@ -305,13 +218,177 @@ ngx_http_mcp_call_input_required(ngx_http_mcp_call_t *call, cJSON *requests,
 
 failed:
 
-    cJSON_Delete(requests);
-    cJSON_Delete(state);
-    cJSON_Delete(missing);
-    cJSON_Delete(result);
-
     ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
                             "Internal error");
+}
+
+
+/*
+ * What the client cannot answer is not asked: such a request is dropped
+ * and the capability it needs noted in missing.  *n: the requests left.
+ */
+
+static ngx_int_t
+ngx_http_mcp_mrtr_answerable(ngx_http_mcp_call_t *call, cJSON *requests,
+    cJSON *missing, ngx_uint_t *n)
+{
+    cJSON       *request, *next;
+    const char  *capability, *mode;
+
+    *n = 0;
+
+    for (request = requests->child; request; request = next) {
+        next = request->next;
+
+        if (ngx_http_mcp_mrtr_declared(request, call->rctx, &capability,
+                                       &mode))
+        {
+            (*n)++;
+            continue;
+        }
+
+        if (capability != NULL
+            && ngx_http_mcp_client_required(missing, capability, mode)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        cJSON_Delete(cJSON_DetachItemViaPointer(requests, request));
+    }
+
+    return NGX_OK;
+}
+
+
+/* none of the requests could be asked: the call ends with what is missing */
+
+static void
+ngx_http_mcp_mrtr_missing(ngx_http_mcp_call_t *call, cJSON *missing)
+{
+    cJSON  *data;
+
+    data = cJSON_CreateObject();
+
+    if (data == NULL
+        || !cJSON_AddItemToObject(data, "requiredCapabilities", missing))
+    {
+        cJSON_Delete(data);
+        cJSON_Delete(missing);
+        data = NULL;
+    }
+
+    ngx_http_mcp_call_error_data(call, NGX_HTTP_MCP_MISSING_CAPABILITY,
+                                 "Missing required client capability",
+                                 data);
+}
+
+
+/*
+ * The input-required result: the requests left, and the handler's state
+ * sealed as requestState.  Takes both.  Returns NGX_DECLINED if the
+ * state is too large to seal.
+ */
+
+static ngx_int_t
+ngx_http_mcp_mrtr_result(ngx_http_mcp_call_t *call, cJSON *requests,
+    cJSON *state, cJSON **resultp)
+{
+    cJSON      *result;
+    ngx_int_t   rc;
+
+    result = cJSON_CreateObject();
+
+    if (result == NULL
+        || ngx_http_mcp_json_add_literal(result, "resultType",
+                                         "input_required")
+           != NGX_OK)
+    {
+        cJSON_Delete(result);
+        cJSON_Delete(requests);
+        cJSON_Delete(state);
+        return NGX_ERROR;
+    }
+
+    if (requests->child != NULL) {
+        cJSON_AddItemToObject(result, "inputRequests", requests);
+
+    } else {
+        cJSON_Delete(requests);
+    }
+
+    if (state != NULL) {
+        rc = ngx_http_mcp_mrtr_seal(call, result, state);
+
+        if (rc != NGX_OK) {
+            cJSON_Delete(result);
+            return rc;
+        }
+    }
+
+    *resultp = result;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The handler's state into the result as requestState, sealed for this
+ * call until the location's state timeout.  Takes the state.  Returns
+ * NGX_DECLINED if it is too large to seal.
+ */
+
+static ngx_int_t
+ngx_http_mcp_mrtr_seal(ngx_http_mcp_call_t *call, cJSON *result,
+    cJSON *state)
+{
+    char                     *text;
+    u_char                    key[NGX_HTTP_MCP_STATE_KEY_LEN];
+    ngx_int_t                 rc;
+    ngx_str_t                 bind, payload, token;
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    text = cJSON_PrintUnformatted(state);
+    cJSON_Delete(state);
+
+    if (text == NULL || ngx_http_mcp_mrtr_bind(call, &bind) != NGX_OK) {
+        cJSON_free(text);
+        return NGX_ERROR;
+    }
+
+    payload.data = (u_char *) text;
+    payload.len = ngx_strlen(text);
+
+    mlcf = ngx_http_mcp_call_conf(call);
+
+    if (ngx_http_mcp_mrtr_key(call, key) != NGX_OK) {
+        cJSON_free(text);
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_mcp_state_seal(call->pool, key, &bind, &payload,
+                                 ngx_time() + mlcf->state_timeout / 1000,
+                                 &token);
+
+    ngx_explicit_memzero(key, sizeof(key));
+    cJSON_free(text);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    text = ngx_pnalloc(call->pool, token.len + 1);
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    *ngx_cpymem(text, token.data, token.len) = '\0';
+
+    if (cJSON_AddStringToObject(result, "requestState", text) == NULL) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }
 
 

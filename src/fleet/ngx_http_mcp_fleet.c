@@ -52,6 +52,20 @@ typedef struct {
 } ngx_http_mcp_fleet_conf_t;
 
 
+#if (NGX_HTTP_MCP_HIREDIS)
+
+typedef ngx_int_t (*ngx_http_mcp_fleet_conf_pt)(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value, ngx_str_t *arg);
+
+/* a parameter of mcp_fleet and the step that reads its value */
+typedef struct {
+    ngx_str_t                    key;       /* "redis=" */
+    ngx_http_mcp_fleet_conf_pt   set;
+} ngx_http_mcp_fleet_param_t;
+
+#endif
+
+
 /* the request's, in this module's context slot */
 typedef struct {
     ngx_str_t                  id;          /* the session's or task's */
@@ -70,6 +84,20 @@ static ngx_uint_t ngx_http_mcp_fleet_tree(
 static void *ngx_http_mcp_fleet_create_conf(ngx_conf_t *cf);
 static char *ngx_http_mcp_fleet(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+#if (NGX_HTTP_MCP_HIREDIS)
+static ngx_int_t ngx_http_mcp_fleet_param(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value);
+static ngx_int_t ngx_http_mcp_fleet_conf_redis(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value, ngx_str_t *arg);
+static ngx_int_t ngx_http_mcp_fleet_conf_node(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value, ngx_str_t *arg);
+static ngx_int_t ngx_http_mcp_fleet_conf_forward(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value, ngx_str_t *arg);
+static ngx_int_t ngx_http_mcp_fleet_conf_prefix(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value, ngx_str_t *arg);
+static ngx_int_t ngx_http_mcp_fleet_conf_timeout(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value, ngx_str_t *arg);
+#endif
 static ngx_int_t ngx_http_mcp_fleet_init_process(ngx_cycle_t *cycle);
 static void ngx_http_mcp_fleet_exit_process(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_mcp_fleet_owner_variable(ngx_http_request_t *r,
@@ -89,6 +117,20 @@ static void ngx_http_mcp_fleet_walk(void);
 static ngx_shm_zone_t *ngx_http_mcp_fleet_zone(ngx_uint_t i);
 static void ngx_http_mcp_fleet_saved_cleanup(void *data);
 static void ngx_http_mcp_fleet_refresh(ngx_event_t *ev);
+
+
+#if (NGX_HTTP_MCP_HIREDIS)
+
+static ngx_http_mcp_fleet_param_t  ngx_http_mcp_fleet_params[] = {
+    { ngx_string("redis="), ngx_http_mcp_fleet_conf_redis },
+    { ngx_string("node="), ngx_http_mcp_fleet_conf_node },
+    { ngx_string("forward="), ngx_http_mcp_fleet_conf_forward },
+    { ngx_string("prefix="), ngx_http_mcp_fleet_conf_prefix },
+    { ngx_string("timeout="), ngx_http_mcp_fleet_conf_timeout },
+    { ngx_null_string, NULL }
+};
+
+#endif
 
 
 static ngx_command_t  ngx_http_mcp_fleet_commands[] = {
@@ -315,11 +357,8 @@ ngx_http_mcp_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_mcp_fleet_conf_t *fcf = conf;
 
 #if (NGX_HTTP_MCP_HIREDIS)
-    u_char       *colon;
-    ngx_int_t     port;
-    ngx_str_t    *value, s, host;
-    ngx_uint_t    i;
-    ngx_addr_t    addr;
+    ngx_str_t   *value;
+    ngx_uint_t   i;
 
     if (fcf->enabled) {
         return "is duplicate";
@@ -331,124 +370,9 @@ ngx_http_mcp_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     fcf->timeout = 1000;
 
     for (i = 1; i < cf->args->nelts; i++) {
-
-        if (ngx_strncmp(value[i].data, "redis=", 6) == 0) {
-            s.data = value[i].data + 6;
-            s.len = value[i].len - 6;
-
-            for (colon = s.data + s.len; colon > s.data; colon--) {
-                if (colon[-1] == ':') {
-                    break;
-                }
-            }
-
-            if (colon == s.data) {
-                goto invalid;
-            }
-
-            colon--;
-
-            host.data = s.data;
-            host.len = colon - s.data;
-
-            if (host.len > 2 && host.data[0] == '['
-                && host.data[host.len - 1] == ']')
-            {
-                host.data++;
-                host.len -= 2;
-            }
-
-            port = ngx_atoi(colon + 1, s.data + s.len - colon - 1);
-
-            if (host.len == 0 || port < 1 || port > 65535
-                || ngx_parse_addr(cf->pool, &addr, host.data, host.len)
-                   != NGX_OK)
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "mcp_fleet: \"%V\" is not an IP address "
-                                   "and port (a host name would need a "
-                                   "blocking lookup)", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            fcf->redis_host.data = ngx_pnalloc(cf->pool, host.len + 1);
-            if (fcf->redis_host.data == NULL) {
-                return NGX_CONF_ERROR;
-            }
-
-            (void) ngx_cpystrn(fcf->redis_host.data, host.data,
-                               host.len + 1);
-            fcf->redis_host.len = host.len;
-            fcf->redis_port = (in_port_t) port;
-            continue;
+        if (ngx_http_mcp_fleet_param(cf, fcf, &value[i]) != NGX_OK) {
+            return NGX_CONF_ERROR;
         }
-
-        if (ngx_strncmp(value[i].data, "node=", 5) == 0) {
-            fcf->node.data = value[i].data + 5;
-            fcf->node.len = value[i].len - 5;
-
-            if (!ngx_http_mcp_fleet_name_ok(&fcf->node)) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "mcp_fleet: node= must be 1 to 255 of "
-                                   "A-Z a-z 0-9 . : _ - [ ] (the name the "
-                                   "other nodes proxy to), not \"%V\"",
-                                   &fcf->node);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "forward=", 8) == 0) {
-            fcf->forward.data = value[i].data + 8;
-            fcf->forward.len = value[i].len - 8;
-
-            if (fcf->forward.len < 2 || fcf->forward.data[0] != '@') {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "mcp_fleet: forward= must name a named "
-                                   "location (\"@name\"), not \"%V\"",
-                                   &fcf->forward);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "prefix=", 7) == 0) {
-            fcf->prefix.data = value[i].data + 7;
-            fcf->prefix.len = value[i].len - 7;
-
-            if (fcf->prefix.len == 0
-                || fcf->prefix.len > NGX_HTTP_MCP_FLEET_PREFIX_LEN)
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "mcp_fleet: prefix= must be 1 to %d "
-                                   "bytes", NGX_HTTP_MCP_FLEET_PREFIX_LEN);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "timeout=", 8) == 0) {
-            s.data = value[i].data + 8;
-            s.len = value[i].len - 8;
-
-            fcf->timeout = ngx_parse_time(&s, 0);
-
-            if (fcf->timeout == (ngx_msec_t) NGX_ERROR
-                || fcf->timeout == 0 || fcf->timeout > 60000)
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "mcp_fleet: timeout= must be a time "
-                                   "from 1ms to 60s, not \"%V\"", &s);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        goto invalid;
     }
 
     if (fcf->redis_host.len == 0 || fcf->node.len == 0
@@ -467,13 +391,6 @@ ngx_http_mcp_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     return NGX_CONF_OK;
 
-invalid:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "mcp_fleet: invalid parameter \"%V\"", &value[i]);
-
-    return NGX_CONF_ERROR;
-
 #else
 
     (void) fcf;
@@ -483,6 +400,178 @@ invalid:
 
 #endif
 }
+
+
+#if (NGX_HTTP_MCP_HIREDIS)
+
+/* one parameter: the step of the table's entry that names it */
+
+static ngx_int_t
+ngx_http_mcp_fleet_param(ngx_conf_t *cf, ngx_http_mcp_fleet_conf_t *fcf,
+    ngx_str_t *value)
+{
+    ngx_int_t                    rc;
+    ngx_str_t                    arg;
+    ngx_http_mcp_fleet_param_t  *p;
+
+    for (p = ngx_http_mcp_fleet_params; p->key.len; p++) {
+        if (ngx_strncmp(value->data, p->key.data, p->key.len) == 0) {
+            break;
+        }
+    }
+
+    rc = NGX_DECLINED;
+
+    if (p->key.len) {
+        arg.data = value->data + p->key.len;
+        arg.len = value->len - p->key.len;
+
+        rc = p->set(cf, fcf, value, &arg);
+    }
+
+    if (rc == NGX_DECLINED) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "mcp_fleet: invalid parameter \"%V\"", value);
+        return NGX_ERROR;
+    }
+
+    return rc;
+}
+
+
+/* redis=ADDRESS:PORT: an IP address, never a name to look up */
+
+static ngx_int_t
+ngx_http_mcp_fleet_conf_redis(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value, ngx_str_t *arg)
+{
+    u_char      *colon;
+    ngx_int_t    port;
+    ngx_str_t    host;
+    ngx_addr_t   addr;
+
+    for (colon = arg->data + arg->len; colon > arg->data; colon--) {
+        if (colon[-1] == ':') {
+            break;
+        }
+    }
+
+    if (colon == arg->data) {
+        return NGX_DECLINED;
+    }
+
+    colon--;
+
+    host.data = arg->data;
+    host.len = colon - arg->data;
+
+    if (host.len > 2 && host.data[0] == '['
+        && host.data[host.len - 1] == ']')
+    {
+        host.data++;
+        host.len -= 2;
+    }
+
+    port = ngx_atoi(colon + 1, arg->data + arg->len - colon - 1);
+
+    if (host.len == 0 || port < 1 || port > 65535
+        || ngx_parse_addr(cf->pool, &addr, host.data, host.len) != NGX_OK)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "mcp_fleet: \"%V\" is not an IP address "
+                           "and port (a host name would need a "
+                           "blocking lookup)", value);
+        return NGX_ERROR;
+    }
+
+    fcf->redis_host.data = ngx_pnalloc(cf->pool, host.len + 1);
+    if (fcf->redis_host.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    (void) ngx_cpystrn(fcf->redis_host.data, host.data, host.len + 1);
+    fcf->redis_host.len = host.len;
+    fcf->redis_port = (in_port_t) port;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_fleet_conf_node(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value, ngx_str_t *arg)
+{
+    fcf->node = *arg;
+
+    if (!ngx_http_mcp_fleet_name_ok(&fcf->node)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "mcp_fleet: node= must be 1 to 255 of "
+                           "A-Z a-z 0-9 . : _ - [ ] (the name the "
+                           "other nodes proxy to), not \"%V\"",
+                           &fcf->node);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_fleet_conf_forward(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value, ngx_str_t *arg)
+{
+    fcf->forward = *arg;
+
+    if (fcf->forward.len < 2 || fcf->forward.data[0] != '@') {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "mcp_fleet: forward= must name a named "
+                           "location (\"@name\"), not \"%V\"",
+                           &fcf->forward);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_fleet_conf_prefix(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value, ngx_str_t *arg)
+{
+    fcf->prefix = *arg;
+
+    if (fcf->prefix.len == 0
+        || fcf->prefix.len > NGX_HTTP_MCP_FLEET_PREFIX_LEN)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "mcp_fleet: prefix= must be 1 to %d "
+                           "bytes", NGX_HTTP_MCP_FLEET_PREFIX_LEN);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_fleet_conf_timeout(ngx_conf_t *cf,
+    ngx_http_mcp_fleet_conf_t *fcf, ngx_str_t *value, ngx_str_t *arg)
+{
+    fcf->timeout = ngx_parse_time(arg, 0);
+
+    if (fcf->timeout == (ngx_msec_t) NGX_ERROR
+        || fcf->timeout == 0 || fcf->timeout > 60000)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "mcp_fleet: timeout= must be a time "
+                           "from 1ms to 60s, not \"%V\"", arg);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+#endif
 
 
 static ngx_uint_t

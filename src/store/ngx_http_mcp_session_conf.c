@@ -20,8 +20,100 @@
 #define NGX_HTTP_MCP_DEFAULT_CLIENT_TASKS  256
 
 
-static char *ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
-    ngx_http_mcp_zone_t *ctx, ngx_str_t *value);
+/* what the parameters of one mcp_session_zone make */
+typedef struct {
+    ngx_http_mcp_zone_t       *ctx;
+    ssize_t                    size;        /* of zone=name:size */
+} ngx_http_mcp_session_zone_args_t;
+
+
+typedef struct ngx_http_mcp_session_zone_param_s
+    ngx_http_mcp_session_zone_param_t;
+
+typedef ngx_int_t (*ngx_http_mcp_session_zone_set_pt)(ngx_conf_t *cf,
+    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
+    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
+
+struct ngx_http_mcp_session_zone_param_s {
+    ngx_str_t                          key;     /* "timeout=" */
+    ngx_http_mcp_session_zone_set_pt   set;
+    ngx_uint_t                         offset;  /* in ngx_http_mcp_zone_t */
+    ngx_uint_t                         min;     /* the least taken */
+    char                              *what;    /* "invalid <what> ..." */
+};
+
+
+static ngx_int_t ngx_http_mcp_session_zone_param(ngx_conf_t *cf,
+    ngx_str_t *value, ngx_http_mcp_session_zone_args_t *args);
+static ngx_int_t ngx_http_mcp_session_zone_name(ngx_conf_t *cf,
+    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
+    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
+static ngx_int_t ngx_http_mcp_session_zone_msec(ngx_conf_t *cf,
+    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
+    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
+static ngx_int_t ngx_http_mcp_session_zone_size(ngx_conf_t *cf,
+    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
+    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
+static ngx_int_t ngx_http_mcp_session_zone_number(ngx_conf_t *cf,
+    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
+    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
+static ngx_int_t ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
+    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
+    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
+static char *ngx_http_mcp_session_zone_add(ngx_conf_t *cf,
+    ngx_http_mcp_main_conf_t *mmcf, ngx_http_mcp_session_zone_args_t *args);
+
+
+/*
+ * The mcp_session_zone parameters, in the manner of ngx_command_t: each
+ * names the step that reads its value into the zone being made, and
+ * "what" completes the "invalid ..." message of a value it refuses.
+ */
+
+static ngx_http_mcp_session_zone_param_t  ngx_http_mcp_session_zone_params[] = {
+
+    { ngx_string("zone="),
+      ngx_http_mcp_session_zone_name,
+      0, 0,
+      "zone size" },
+
+    { ngx_string("timeout="),
+      ngx_http_mcp_session_zone_msec,
+      offsetof(ngx_http_mcp_zone_t, timeout), 1,
+      "timeout" },
+
+    { ngx_string("log="),
+      ngx_http_mcp_session_zone_size,
+      offsetof(ngx_http_mcp_zone_t, log_size), 1024,
+      "event log size" },
+
+    { ngx_string("subscriptions="),
+      ngx_http_mcp_session_zone_number,
+      offsetof(ngx_http_mcp_zone_t, max_subscriptions), 0,
+      "number of subscriptions" },
+
+    { ngx_string("subscription_uri="),
+      ngx_http_mcp_session_zone_size,
+      offsetof(ngx_http_mcp_zone_t, max_uri), 1,
+      "URI length" },
+
+    { ngx_string("tasks="),
+      ngx_http_mcp_session_zone_number,
+      offsetof(ngx_http_mcp_zone_t, max_tasks), 0,
+      "number of tasks" },
+
+    { ngx_string("tasks_per_client="),
+      ngx_http_mcp_session_zone_number,
+      offsetof(ngx_http_mcp_zone_t, max_client_tasks), 0,
+      "number of tasks" },
+
+    { ngx_string("per_client="),
+      ngx_http_mcp_session_zone_per_client,
+      0, 0,
+      NULL },
+
+    { ngx_null_string, NULL, 0, 0, NULL }
+};
 
 
 char *
@@ -29,226 +121,195 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_mcp_main_conf_t *mmcf = conf;
 
-    u_char               *p;
-    ssize_t               size, log_size, n;
-    ngx_str_t            *value, name, s;
-    ngx_msec_t            timeout;
-    ngx_uint_t            i;
-    ngx_shm_zone_t       *shm_zone, **zp;
-    ngx_http_mcp_zone_t  *ctx;
+    ngx_str_t                         *value;
+    ngx_uint_t                         i;
+    ngx_http_mcp_zone_t               *ctx;
+    ngx_http_mcp_session_zone_args_t   args;
 
     value = cf->args->elts;
-
-    size = 0;
-    ngx_str_null(&name);
-    timeout = NGX_HTTP_MCP_DEFAULT_TIMEOUT;
-    log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
 
     ctx = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_zone_t));
     if (ctx == NULL) {
         return NGX_CONF_ERROR;
     }
 
+    ctx->timeout = NGX_HTTP_MCP_DEFAULT_TIMEOUT;
+    ctx->log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
     ctx->max_subscriptions = NGX_HTTP_MCP_DEFAULT_SUBS;
     ctx->max_uri = NGX_HTTP_MCP_DEFAULT_URI;
     ctx->max_tasks = NGX_HTTP_MCP_DEFAULT_TASKS;
     ctx->max_client_tasks = NGX_HTTP_MCP_DEFAULT_CLIENT_TASKS;
 
+    args.ctx = ctx;
+    args.size = 0;
+
     for (i = 1; i < cf->args->nelts; i++) {
-
-        if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
-
-            name.data = value[i].data + 5;
-            p = (u_char *) ngx_strchr(name.data, ':');
-
-            if (p == NULL) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid zone size \"%V\"", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            name.len = p - name.data;
-
-            s.data = p + 1;
-            s.len = value[i].data + value[i].len - s.data;
-
-            size = ngx_parse_size(&s);
-
-            if (size == NGX_ERROR) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid zone size \"%V\"", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            if (size < (ssize_t) (8 * ngx_pagesize)) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "zone \"%V\" is too small", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
+        if (ngx_http_mcp_session_zone_param(cf, &value[i], &args) != NGX_OK) {
+            return NGX_CONF_ERROR;
         }
-
-        if (ngx_strncmp(value[i].data, "timeout=", 8) == 0) {
-
-            s.data = value[i].data + 8;
-            s.len = value[i].len - 8;
-
-            timeout = ngx_parse_time(&s, 0);
-
-            if (timeout == (ngx_msec_t) NGX_ERROR || timeout == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid timeout \"%V\"", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "log=", 4) == 0) {
-
-            s.data = value[i].data + 4;
-            s.len = value[i].len - 4;
-
-            log_size = ngx_parse_size(&s);
-
-            if (log_size == NGX_ERROR || log_size < 1024) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid event log size \"%V\"",
-                                   &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "subscriptions=", 14) == 0) {
-
-            n = ngx_atoi(value[i].data + 14, value[i].len - 14);
-
-            if (n == NGX_ERROR) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid number of subscriptions \"%V\"",
-                                   &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            ctx->max_subscriptions = n;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "subscription_uri=", 17) == 0) {
-
-            s.data = value[i].data + 17;
-            s.len = value[i].len - 17;
-
-            n = ngx_parse_size(&s);
-
-            if (n == NGX_ERROR || n == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid URI length \"%V\"", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            ctx->max_uri = n;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "tasks=", 6) == 0) {
-
-            n = ngx_atoi(value[i].data + 6, value[i].len - 6);
-
-            if (n == NGX_ERROR) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid number of tasks \"%V\"",
-                                   &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            ctx->max_tasks = n;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "tasks_per_client=", 17) == 0) {
-
-            n = ngx_atoi(value[i].data + 17, value[i].len - 17);
-
-            if (n == NGX_ERROR) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid number of tasks \"%V\"",
-                                   &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            ctx->max_client_tasks = n;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "per_client=", 11) == 0) {
-
-            if (ngx_http_mcp_session_zone_per_client(cf, ctx, &value[i])
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[i]);
-        return NGX_CONF_ERROR;
     }
 
-    if (name.len == 0) {
+    if (ctx->name.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"%V\" must have \"zone\" parameter",
                            &cmd->name);
         return NGX_CONF_ERROR;
     }
 
-    ctx->timeout = timeout;
-    ctx->log_size = log_size;
-    ctx->name = name;
+    return ngx_http_mcp_session_zone_add(cf, mmcf, &args);
+}
 
-    shm_zone = ngx_shared_memory_add(cf, &name, size, &ngx_http_mcp_module);
-    if (shm_zone == NULL) {
-        return NGX_CONF_ERROR;
+
+/* one parameter: the step of the table's entry that names it */
+
+static ngx_int_t
+ngx_http_mcp_session_zone_param(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_http_mcp_session_zone_args_t *args)
+{
+    ngx_int_t                           rc;
+    ngx_str_t                           arg;
+    ngx_http_mcp_session_zone_param_t  *p;
+
+    for (p = ngx_http_mcp_session_zone_params; p->key.len; p++) {
+        if (ngx_strncmp(value->data, p->key.data, p->key.len) == 0) {
+            break;
+        }
     }
 
-    if (shm_zone->data) {
+    if (p->key.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "duplicate zone \"%V\"", &name);
-        return NGX_CONF_ERROR;
+                           "invalid parameter \"%V\"", value);
+        return NGX_ERROR;
     }
 
-    shm_zone->init = ngx_http_mcp_session_init_zone;
-    shm_zone->data = ctx;
+    arg.data = value->data + p->key.len;
+    arg.len = value->len - p->key.len;
 
-    zp = ngx_array_push(&mmcf->zones);
-    if (zp == NULL) {
-        return NGX_CONF_ERROR;
+    rc = p->set(cf, p, value, &arg, args);
+
+    if (rc == NGX_DECLINED) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid %s \"%V\"", p->what, value);
+        return NGX_ERROR;
     }
 
-    *zp = shm_zone;
+    return rc;
+}
 
-    return NGX_CONF_OK;
+
+/* zone=name:size, at least 8 pages as limit_req_zone asks */
+
+static ngx_int_t
+ngx_http_mcp_session_zone_name(ngx_conf_t *cf,
+    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
+    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args)
+{
+    u_char     *p;
+    ssize_t     size;
+    ngx_str_t   s;
+
+    p = (u_char *) ngx_strchr(arg->data, ':');
+
+    if (p == NULL) {
+        return NGX_DECLINED;
+    }
+
+    args->ctx->name.data = arg->data;
+    args->ctx->name.len = p - arg->data;
+
+    s.data = p + 1;
+    s.len = arg->data + arg->len - s.data;
+
+    size = ngx_parse_size(&s);
+
+    if (size == NGX_ERROR) {
+        return NGX_DECLINED;
+    }
+
+    if (size < (ssize_t) (8 * ngx_pagesize)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "zone \"%V\" is too small", value);
+        return NGX_ERROR;
+    }
+
+    args->size = size;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_session_zone_msec(ngx_conf_t *cf,
+    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
+    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args)
+{
+    ngx_msec_t  msec;
+
+    msec = ngx_parse_time(arg, 0);
+
+    if (msec == (ngx_msec_t) NGX_ERROR || msec < param->min) {
+        return NGX_DECLINED;
+    }
+
+    *(ngx_msec_t *) ((char *) args->ctx + param->offset) = msec;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_session_zone_size(ngx_conf_t *cf,
+    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
+    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args)
+{
+    ssize_t  size;
+
+    size = ngx_parse_size(arg);
+
+    if (size == NGX_ERROR || size < (ssize_t) param->min) {
+        return NGX_DECLINED;
+    }
+
+    *(size_t *) ((char *) args->ctx + param->offset) = size;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_session_zone_number(ngx_conf_t *cf,
+    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
+    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args)
+{
+    ngx_int_t  n;
+
+    n = ngx_atoi(arg->data, arg->len);
+
+    if (n == NGX_ERROR || n < (ngx_int_t) param->min) {
+        return NGX_DECLINED;
+    }
+
+    *(ngx_uint_t *) ((char *) args->ctx + param->offset) = n;
+
+    return NGX_OK;
 }
 
 
 /* per_client=$variable:N: at most N sessions for one value of it */
 
-static char *
+static ngx_int_t
 ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
-    ngx_http_mcp_zone_t *ctx, ngx_str_t *value)
+    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
+    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args)
 {
     u_char                            *colon;
     ngx_int_t                          n;
     ngx_str_t                          var;
+    ngx_http_mcp_zone_t               *ctx;
     ngx_http_compile_complex_value_t   ccv;
 
-    var.data = value->data + 11;
-    var.len = value->len - 11;
+    ctx = args->ctx;
+    var = *arg;
 
     colon = NULL;
 
@@ -274,7 +335,7 @@ ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
 
     ctx->per_client = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
     if (ctx->per_client == NULL) {
-        return NGX_CONF_ERROR;
+        return NGX_ERROR;
     }
 
     ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
@@ -284,17 +345,51 @@ ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
     ccv.complex_value = ctx->per_client;
 
     if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
-        return NGX_CONF_ERROR;
+        return NGX_ERROR;
     }
 
-    return NGX_CONF_OK;
+    return NGX_OK;
 
 invalid:
 
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "invalid \"per_client\" parameter \"%V\", "
                        "expected per_client=$variable:number", value);
-    return NGX_CONF_ERROR;
+    return NGX_ERROR;
+}
+
+
+/* after the parameters: the zone itself, under a name not yet taken */
+
+static char *
+ngx_http_mcp_session_zone_add(ngx_conf_t *cf, ngx_http_mcp_main_conf_t *mmcf,
+    ngx_http_mcp_session_zone_args_t *args)
+{
+    ngx_shm_zone_t  *shm_zone, **zp;
+
+    shm_zone = ngx_shared_memory_add(cf, &args->ctx->name, args->size,
+                                     &ngx_http_mcp_module);
+    if (shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (shm_zone->data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "duplicate zone \"%V\"", &args->ctx->name);
+        return NGX_CONF_ERROR;
+    }
+
+    shm_zone->init = ngx_http_mcp_session_init_zone;
+    shm_zone->data = args->ctx;
+
+    zp = ngx_array_push(&mmcf->zones);
+    if (zp == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *zp = shm_zone;
+
+    return NGX_CONF_OK;
 }
 
 

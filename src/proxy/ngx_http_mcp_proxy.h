@@ -10,6 +10,7 @@
 
 
 #include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_jsonguard.h"
 
 
 /* an SSE reply read event by event for the tool policy */
@@ -23,37 +24,6 @@ typedef struct {
     unsigned                   bom_done:1;
     unsigned                   cleanup:1;
 } ngx_http_mcp_proxy_stream_t;
-
-
-/*
- * A JSON reply under the tool policy, read as it streams for the ids of
- * its messages (ngx_http_mcp_proxy_jsonguard.c)
- */
-#define NGX_HTTP_MCP_JSONGUARD_DEPTH  128
-#define NGX_HTTP_MCP_JSONGUARD_TOKEN  256
-
-typedef struct {
-    ngx_array_t               *msgs;        /* the POST's messages */
-    ngx_uint_t                 state;
-    ngx_uint_t                 after;       /* a string's state after it */
-    ngx_uint_t                 depth;
-    ngx_uint_t                 msg_depth;   /* a message's object: 1 or 2 */
-    ngx_uint_t                 n;           /* a \u escape's or literal's
-                                               bytes read */
-    const char                *literal;
-    size_t                     tok_len;     /* a name or an id, raw */
-    size_t                     tok_size;    /* room for the POST's ids */
-    size_t                     tail_len;    /* from the JSON's last byte */
-    u_char                     stack[NGX_HTTP_MCP_JSONGUARD_DEPTH / 8];
-    u_char                    *tok;         /* tok_size bytes */
-    u_char                    *value;       /* an id unescaped: as many */
-    u_char                     tail[NGX_HTTP_MCP_JSONGUARD_TOKEN];
-    unsigned                   capture:2;   /* a name, an id, or neither */
-    unsigned                   long_name:1;
-    unsigned                   id_seen:1;   /* in this message */
-    unsigned                   id_next:1;   /* the next value is its id */
-    unsigned                   seen:1;      /* any byte */
-} ngx_http_mcp_jsonguard_t;
 
 
 typedef struct {
@@ -116,14 +86,6 @@ ngx_int_t ngx_http_mcp_proxy_stream(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last,
     ngx_str_t *out);
 ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name);
-
-/* the ids of a JSON reply's messages (ngx_http_mcp_proxy_jsonguard.c) */
-ngx_int_t ngx_http_mcp_jsonguard_init(ngx_http_mcp_jsonguard_t *g,
-    ngx_pool_t *pool, ngx_array_t *msgs);
-ngx_int_t ngx_http_mcp_jsonguard_read(ngx_http_mcp_jsonguard_t *g,
-    u_char *pos, u_char *last, size_t *send, const char **error);
-ngx_int_t ngx_http_mcp_jsonguard_end(ngx_http_mcp_jsonguard_t *g,
-    const char **error);
 
 /* one SSE event without the denied tools (ngx_http_mcp_policy.c) */
 ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,

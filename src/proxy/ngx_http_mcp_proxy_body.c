@@ -7,7 +7,7 @@
  * strict JSON, cut short) is a JSON-RPC error for the client's request.
  * Under the policy, any other SSE reply is filtered event by event
  * (ngx_http_mcp_proxy_stream.c), and any other JSON reply to a POST is
- * read for its messages' ids as it goes (ngx_http_mcp_proxy_jsonguard.c).
+ * read for its messages' ids as it goes (ngx_http_mcp_jsonguard.c).
  */
 
 

@@ -16,9 +16,7 @@
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_uritemplate.h"
 #include "ngx_http_mcp_schema.h"
-
-
-#define NGX_HTTP_MCP_SUBSCRIPTION_URI_LEN  512
+#include "ngx_http_mcp_store.h"
 
 
 typedef struct {
@@ -121,42 +119,6 @@ typedef struct {
 } ngx_http_mcp_loc_conf_t;
 
 
-/* what the store tells of a session zone (health, metrics) */
-typedef struct {
-    ngx_str_t                  name;
-    size_t                     size;        /* bytes of slab pages */
-    size_t                     used;
-    size_t                     free;
-    ngx_uint_t                 sessions;
-    ngx_uint_t                 streams;     /* open: a worker writes them */
-    ngx_uint_t                 waiting;     /* server requests pending */
-    ngx_uint_t                 dropped;     /* events out of full logs */
-    ngx_uint_t                 tasks;
-} ngx_http_mcp_zone_stats_t;
-
-
-/* where a gateway session lives: its replica and that replica's id */
-typedef struct {
-    struct sockaddr           *sockaddr;
-    socklen_t                  socklen;
-    ngx_str_t                  name;
-    ngx_str_t                  sid;
-} ngx_http_mcp_target_t;
-
-/* what initialize learns from the client */
-typedef struct {
-    ngx_uint_t                 version;
-    ngx_str_t                  client_name;
-    u_char                    *binding;     /* issuer + subject hash, or
-                                               NULL */
-    ngx_str_t                  client_key;  /* per_client's value */
-    unsigned                   sampling:1;
-    unsigned                   elicitation:1;  /* its form mode */
-    unsigned                   roots:1;
-    unsigned                   elicitation_url:1;
-} ngx_http_mcp_session_init_t;
-
-
 /*
  * The MCP headers of a request, found in one walk of its list: a
  * 2026-07-28 request is checked against most of them, each once and
@@ -255,25 +217,6 @@ struct ngx_http_mcp_ctx_s {
 };
 
 
-/* what one worker process holds */
-typedef struct {
-    ngx_queue_t                streams;     /* ngx_http_mcp_stream_t */
-    ngx_queue_t                calls;       /* live ngx_http_mcp_call_t */
-    ngx_queue_t                tasks;       /* the tasks running here */
-    ngx_event_t                wake;        /* posted: look at shm */
-    ngx_event_t                drain;       /* graceful exit: the bound */
-    ngx_event_t                poll;        /* no socket: look at shm */
-    ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
-    ngx_connection_t          *ipc;
-    ngx_log_t                 *log;
-    uint32_t                   tokens;      /* stream ownership tokens */
-    unsigned                   bound:1;     /* ipc: others can wake it */
-} ngx_http_mcp_worker_t;
-
-
-extern ngx_http_mcp_worker_t  ngx_http_mcp_worker;
-
-
 #define ngx_http_mcp_call_conf(call)                                          \
     ((ngx_http_mcp_loc_conf_t *) (call)->conf)
 
@@ -311,27 +254,6 @@ struct ngx_http_mcp_call_edge_s {
 };
 
 
-/* an event of a session's log, handed to a stream's writer */
-typedef ngx_int_t (*ngx_http_mcp_event_pt)(void *data, uint64_t seq,
-    u_char *text, size_t len);
-
-/* one stream's pull in ngx_http_mcp_session_pull_all() */
-typedef struct {
-    u_char                    *sid;         /* NGX_HTTP_MCP_SESSION_ID_LEN */
-    uint32_t                   id;
-    uint32_t                   token;
-    uint64_t                   after;
-    void                      *data;        /* the handler's */
-    ngx_int_t                  rc;          /* as ngx_http_mcp_session_pull */
-    ngx_uint_t                 complete;
-} ngx_http_mcp_pull_t;
-
-/* what a woken worker looks at */
-typedef void (*ngx_http_mcp_wake_pt)(void);
-/* a stream of this worker, by its token, writes its events alone */
-typedef ngx_int_t (*ngx_http_mcp_poke_pt)(uint32_t token);
-/* graceful exit: deadline 0 when it starts, 1 when its time is up */
-typedef void (*ngx_http_mcp_quit_pt)(ngx_uint_t deadline);
 /*
  * A GET's stream opens (open 1, its connection r, the session, the
  * stream's id) or ends (open 0, the same r, once): the gateway's
@@ -348,42 +270,6 @@ typedef void (*ngx_http_mcp_delete_pt)(ngx_http_request_t *r,
     ngx_str_t *sid);
 
 
-/* ---- the session store: session.c, session_stream.c ---- */
-
-char *ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-ngx_shm_zone_t *ngx_http_mcp_session_default_zone(ngx_conf_t *cf);
-ngx_int_t ngx_http_mcp_session_zone_stats(ngx_shm_zone_t *zone,
-    ngx_http_mcp_zone_stats_t *st);
-/* the elicitation modes a client declares: NGX_HTTP_MCP_ELICIT_* bits */
-#define NGX_HTTP_MCP_ELICIT_FORM   0x01
-#define NGX_HTTP_MCP_ELICIT_URL    0x02
-
-ngx_uint_t ngx_http_mcp_elicitation_modes(cJSON *elicitation);
-ngx_int_t ngx_http_mcp_session_init_params(cJSON *params,
-    ngx_http_mcp_session_init_t *init);
-ngx_int_t ngx_http_mcp_session_client_key(ngx_shm_zone_t *zone,
-    ngx_http_request_t *r, ngx_str_t *key);
-ngx_int_t ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
-    ngx_http_mcp_session_init_t *init, u_char *id);
-ngx_int_t ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
-    ngx_http_mcp_reqctx_t *rctx);
-ngx_int_t ngx_http_mcp_session_peek(ngx_shm_zone_t *zone, ngx_str_t *id,
-    ngx_http_mcp_reqctx_t *rctx);
-ngx_int_t ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
-    ngx_log_t *log);
-ngx_int_t ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone,
-    ngx_str_t *id, ngx_log_t *log);
-/* NGX_OK: initialized; NGX_AGAIN: not yet; NGX_DECLINED: no such session */
-ngx_int_t ngx_http_mcp_session_initialized(ngx_shm_zone_t *zone,
-    ngx_str_t *id);
-
-/* mcp_fleet's questions to the store (ngx_http_mcp_session_fleet.c) */
-ngx_int_t ngx_http_mcp_session_held(ngx_shm_zone_t *zone, ngx_str_t *id);
-ngx_int_t ngx_http_mcp_session_ids(ngx_shm_zone_t *zone, ngx_pool_t *pool,
-    ngx_array_t *ids, ngx_msec_t *timeout);
-ngx_msec_t ngx_http_mcp_session_timeout(ngx_shm_zone_t *zone);
-
 /* mcp_fleet at the HTTP edge (ngx_http_mcp_fleet.c) */
 ngx_int_t ngx_http_mcp_fleet_route(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
@@ -395,86 +281,6 @@ ngx_uint_t ngx_http_mcp_fleet_forwarded(ngx_http_request_t *r);
 ngx_uint_t ngx_http_mcp_fleet_owner_gone(ngx_http_request_t *r);
 ngx_http_mcp_ctx_t *ngx_http_mcp_fleet_saved(ngx_http_request_t *r,
     ngx_uint_t *task);
-
-ngx_int_t ngx_http_mcp_session_set_log_level(ngx_shm_zone_t *zone,
-    ngx_str_t *id, ngx_uint_t level);
-ngx_int_t ngx_http_mcp_session_subscribe(ngx_shm_zone_t *zone,
-    ngx_str_t *id, ngx_str_t *uri, ngx_uint_t subscribe);
-ngx_int_t ngx_http_mcp_session_target(ngx_shm_zone_t *zone, ngx_str_t *id,
-    ngx_pool_t *pool, ngx_http_mcp_target_t *target,
-    ngx_http_mcp_reqctx_t *rctx);
-ngx_int_t ngx_http_mcp_session_backend_set(ngx_shm_zone_t *zone,
-    ngx_str_t *id, ngx_uint_t backend, ngx_str_t *sid);
-ngx_int_t ngx_http_mcp_session_backend(ngx_shm_zone_t *zone, ngx_str_t *id,
-    ngx_uint_t backend, ngx_pool_t *pool, ngx_str_t *sid);
-ngx_uint_t ngx_http_mcp_session_backend_down(ngx_shm_zone_t *zone,
-    ngx_str_t *uri, ngx_msec_t retry);
-ngx_int_t ngx_http_mcp_session_backend_health(ngx_shm_zone_t *zone,
-    ngx_str_t *uri, ngx_uint_t ok);
-/* a protocol version's date, YYYY-MM-DD, with room */
-#define NGX_HTTP_MCP_BACKEND_VERSION_LEN  32
-ngx_int_t ngx_http_mcp_session_backend_version(ngx_shm_zone_t *zone,
-    ngx_str_t *uri, u_char *version, size_t *len, ngx_uint_t set);
-ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
-    ngx_str_t *id, ngx_http_mcp_target_t *target);
-u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);
-ngx_int_t ngx_http_mcp_session_state_key(ngx_shm_zone_t *zone, u_char *key);
-void ngx_http_mcp_session_limits(ngx_shm_zone_t *zone,
-    ngx_uint_t *subscriptions, size_t *uri);
-ngx_int_t ngx_http_mcp_session_listen(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint32_t stream, ngx_uint_t lists, ngx_str_t *id, ngx_array_t *uris,
-    ngx_log_t *log);
-ngx_uint_t ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone,
-    ngx_uint_t list, const char *method, ngx_log_t *log);
-
-ngx_int_t ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone,
-    ngx_str_t *sid, ngx_uint_t *standalone, uint32_t pending,
-    uint32_t resume, uint32_t token, uint32_t *id, ngx_pid_t *prev);
-void ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone,
-    ngx_str_t *sid, uint32_t id, uint32_t token, ngx_uint_t park);
-ngx_int_t ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone,
-    ngx_str_t *sid, uint32_t id);
-ngx_int_t ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint32_t stream, u_char *data, size_t len, ngx_uint_t response,
-    ngx_log_t *log);
-ngx_int_t ngx_http_mcp_session_pull(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint32_t id, uint32_t token, uint64_t after,
-    ngx_http_mcp_event_pt handler, void *data, ngx_uint_t *complete);
-void ngx_http_mcp_session_pull_all(ngx_shm_zone_t *zone,
-    ngx_http_mcp_pull_t *pulls, ngx_uint_t n, ngx_http_mcp_event_pt handler);
-void ngx_http_mcp_session_lists(ngx_shm_zone_t *zone, uint32_t *lists,
-    ngx_uint_t *changed);
-ngx_uint_t ngx_http_mcp_session_updated(ngx_shm_zone_t *zone,
-    ngx_str_t *uri, const char *method, ngx_str_t *params,
-    ngx_array_t *owners, ngx_log_t *log);
-ngx_int_t ngx_http_mcp_session_wait(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint64_t *request, u_char *id, size_t len);
-void ngx_http_mcp_session_unwait(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint64_t request, u_char *id, size_t len);
-ngx_int_t ngx_http_mcp_session_waited(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint64_t request, u_char *id, size_t len, ngx_pool_t *pool,
-    ngx_str_t *answer);
-ngx_int_t ngx_http_mcp_session_deliver(ngx_shm_zone_t *zone,
-    ngx_str_t *sid, uint64_t request, u_char *id, size_t len, u_char *text,
-    size_t text_len, ngx_log_t *log);
-
-
-/* ---- ipc.c: waking workers, their graceful exit ---- */
-
-ngx_int_t ngx_http_mcp_ipc_on_wake(ngx_http_mcp_wake_pt handler);
-ngx_int_t ngx_http_mcp_ipc_on_quit(ngx_http_mcp_quit_pt handler);
-void ngx_http_mcp_ipc_on_poke(ngx_http_mcp_poke_pt handler);
-void ngx_http_mcp_ipc_drained(void);
-char *ngx_http_mcp_ipc_check_path(ngx_conf_t *cf, ngx_str_t *path);
-void ngx_http_mcp_ipc_prepare(ngx_cycle_t *cycle, ngx_str_t *path);
-ngx_int_t ngx_http_mcp_ipc_init(ngx_cycle_t *cycle, ngx_str_t *path);
-void ngx_http_mcp_ipc_exit(ngx_cycle_t *cycle);
-ngx_int_t ngx_http_mcp_notify_pid(ngx_pid_t pid, ngx_log_t *log);
-ngx_int_t ngx_http_mcp_notify_stream(ngx_pid_t pid, uint32_t token,
-    ngx_log_t *log);
-ngx_int_t ngx_http_mcp_ipc_wake(ngx_pid_t pid, ngx_log_t *log);
-
-
 /* ---- http.c: the HTTP edge every entry point shares ---- */
 
 ngx_http_mcp_ctx_t *ngx_http_mcp_ctx_create(ngx_http_request_t *r,

@@ -14,13 +14,12 @@
 #define _NGX_HTTP_MCP_TASK_H_INCLUDED_
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_store.h"
 
 
 /* JSON-RPC's "request cancelled" (LSP's code, which MCP SDKs use) */
 #define NGX_HTTP_MCP_REQUEST_CANCELLED  -32800
-
 #define NGX_HTTP_MCP_RELATED_TASK       "io.modelcontextprotocol/related-task"
 
 

@@ -7,11 +7,14 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_task.h"
 #include "ngx_http_mcp_alloc.h"
-#include "ngx_http_mcp_metrics.h"
 #include "ngx_http_mcp_sesskey.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_proxy.h"
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>

@@ -17,8 +17,8 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 
-#include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_jsonguard.h"
+#include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_shim.h"
 
 

@@ -12,7 +12,8 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_json.h"
 #include "ngx_shim.h"
 
 

@@ -16,7 +16,7 @@
 #include <ngx_core.h>
 #include <cjson/cJSON.h>
 
-#include "ngx_http_mcp_auth.h"
+#include "ngx_http_mcp_schema.h"
 #include "ngx_shim.h"
 
 

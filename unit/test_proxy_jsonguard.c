@@ -1,6 +1,6 @@
 
 /*
- * Unit tests of src/ngx_http_mcp_proxy_jsonguard.c: a JSON reply read in
+ * Unit tests of src/parse/ngx_http_mcp_jsonguard.c: a JSON reply read in
  * pieces, whole, cut in two at every byte, and one byte at a time, must
  * be read the same: a reply whose messages carry the POST's ids goes out
  * unchanged (what was sent, then the held tail), any other is refused,
@@ -12,8 +12,8 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 
-#include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_jsonguard.h"
+#include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_shim.h"
 #include "unit.h"
 

@@ -12,7 +12,7 @@
 #include <ngx_core.h>
 #include <cjson/cJSON.h>
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_schema.h"
 #include "ngx_shim.h"
 #include "unit.h"
 

@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_schema.h"
 #include "ngx_shim.h"
 #include "unit.h"
 

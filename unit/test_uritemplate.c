@@ -10,7 +10,7 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_uritemplate.h"
 #include "ngx_shim.h"
 #include "unit.h"
 

@@ -30,8 +30,11 @@
 
 
 #include "ngx_http_mcp_aggregate.h"
+#include "ngx_http_mcp_json.h"
 #include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_auth.h"
+#include "ngx_http_mcp_http.h"
 
 
 #define NGX_HTTP_MCP_AGGREGATE_CURSOR  8192    /* a client's cursor, at most */

@@ -22,7 +22,8 @@
 #define _NGX_HTTP_MCP_AGGREGATE_H_INCLUDED_
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_loctool.h"
 
 

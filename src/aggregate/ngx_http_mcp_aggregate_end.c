@@ -42,6 +42,10 @@
 
 
 #include "ngx_http_mcp_aggregate.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_loctool.h"
+#include "ngx_http_mcp_http.h"
 
 
 #define NGX_HTTP_MCP_AGGREGATE_CANCEL_WAIT  3000   /* ms a POST is held */

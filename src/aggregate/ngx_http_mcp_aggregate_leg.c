@@ -29,8 +29,11 @@
 
 
 #include "ngx_http_mcp_aggregate.h"
-#include "ngx_http_mcp_metrics.h"
 #include "ngx_http_mcp_sse_read.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_loctool.h"
 
 
 #define NGX_HTTP_MCP_LEG_INIT         0

@@ -48,6 +48,13 @@
 
 
 #include "ngx_http_mcp_aggregate.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_loctool.h"
+#include "ngx_http_mcp_http.h"
 
 
 #define NGX_HTTP_MCP_LISTEN_DELAY   1000    /* ms before a reopen */

@@ -33,7 +33,12 @@
 
 
 #include "ngx_http_mcp_aggregate.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_sse_read.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_loctool.h"
 
 
 typedef struct {

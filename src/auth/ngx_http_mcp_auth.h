@@ -2,8 +2,9 @@
 /*
  * ngx_http_mcp_auth_module: the OAuth 2.1 resource server in front of
  * MCP endpoints (bearer JWTs, API keys, scopes, roles), RFC 9728
- * protected resource metadata, and the JSON Schema validation of tool
- * arguments.  This header is what the MCP module uses of it.
+ * protected resource metadata, and the input limits on tool arguments.
+ * This header is what the MCP module uses of it (the JSON Schema
+ * validator is a parser: ngx_http_mcp_schema.h).
  */
 
 
@@ -64,34 +65,6 @@ ngx_int_t ngx_http_mcp_auth_check_input(void **loc_conf, ngx_pool_t *pool,
 
 /* mcp_schema_format: 1 when format asserts in the location's schemas */
 ngx_uint_t ngx_http_mcp_auth_format_assert(void **loc_conf);
-
-/*
- * JSON Schema 2020-12 validation: NGX_OK valid, NGX_DECLINED invalid
- * (*error says what and where), NGX_ERROR.
- */
-ngx_int_t ngx_http_mcp_schema_validate(ngx_pool_t *pool, cJSON *schema,
-    cJSON *instance, u_char **error);
-
-/*
- * What a caller may ask beyond that: format as an assertion; a loader of
- * other documents by absolute URI (NULL: a $ref to one passes); the name
- * the error's path starts with (NULL: "arguments").
- */
-typedef struct {
-    ngx_uint_t     format_assert;
-    cJSON       *(*load)(void *data, const char *uri);
-    void          *data;
-    const char    *path;
-} ngx_http_mcp_schema_opts_t;
-
-ngx_int_t ngx_http_mcp_schema_validate_opts(ngx_pool_t *pool,
-    cJSON *schema, cJSON *instance, ngx_http_mcp_schema_opts_t *opts,
-    u_char **error);
-
-/* NULL: $schema absent or 2020-12; else the other dialect it names */
-const char *ngx_http_mcp_schema_dialect(cJSON *schema);
-ngx_int_t ngx_http_mcp_schema_check_limits(cJSON *json, ngx_uint_t depth,
-    ngx_uint_t max_depth, size_t max_string, const char **error);
 
 
 extern ngx_module_t  ngx_http_mcp_auth_module;

@@ -9,9 +9,14 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_auth_internal.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jwt.h"
+#include "ngx_http_mcp_schema.h"
+#include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_http.h"
 
 
 static ngx_int_t ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,

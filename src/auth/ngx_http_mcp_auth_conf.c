@@ -7,8 +7,9 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_auth_internal.h"
+#include "ngx_http_mcp_jwt.h"
 
 
 static ngx_int_t ngx_http_mcp_auth_read_file(ngx_conf_t *cf,

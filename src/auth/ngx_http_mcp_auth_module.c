@@ -18,8 +18,10 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_auth_internal.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_http.h"
 
 
 static ngx_int_t ngx_http_mcp_auth_metadata_handler(ngx_http_request_t *r);

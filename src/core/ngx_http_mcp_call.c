@@ -15,8 +15,14 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_auth.h"
+#include "ngx_http_mcp_http.h"
 
 
 #define NGX_HTTP_MCP_CALL_POOL_SIZE     2048

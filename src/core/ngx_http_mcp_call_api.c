@@ -6,7 +6,9 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_http.h"
 
 
 ngx_str_t *

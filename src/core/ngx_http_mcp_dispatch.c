@@ -7,10 +7,16 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_param.h"
+#include "ngx_http_mcp_schema.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_output.h"
+#include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_auth.h"
 
 
 /* which revisions have a method */

@@ -18,7 +18,11 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_auth.h"
 
 
 static ngx_int_t ngx_http_mcp_listen_lists(ngx_http_mcp_call_t *call,

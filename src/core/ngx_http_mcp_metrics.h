@@ -10,7 +10,7 @@
 #define _NGX_HTTP_MCP_METRICS_H_INCLUDED_
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_core.h"
 
 
 /* directives and configuration */

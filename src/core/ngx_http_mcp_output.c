@@ -12,8 +12,11 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_output.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_schema.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_auth.h"
 
 
 #define NGX_HTTP_MCP_OUTPUT_PREFIX                                           \

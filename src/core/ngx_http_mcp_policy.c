@@ -8,8 +8,8 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_json.h"
 #include "ngx_http_mcp_sse_read.h"
 
 

@@ -6,8 +6,11 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_json.h"
 #include "ngx_http_mcp_param.h"
+#include "ngx_http_mcp_schema.h"
+#include "ngx_http_mcp_uritemplate.h"
 
 
 #define NGX_HTTP_MCP_CURSOR_PREFIX  "mcp:"

@@ -33,8 +33,12 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_fleet.h"
 
 #include <openssl/rand.h>

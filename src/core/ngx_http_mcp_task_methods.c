@@ -8,8 +8,11 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
 
 #define NGX_HTTP_MCP_TASK_WAIT          100     /* tasks/result's look */
 #define NGX_HTTP_MCP_TASK_RETRIES       8       /* tasks/update's writes */

@@ -7,8 +7,9 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_auth.h"
 
 #include <openssl/sha.h>
 

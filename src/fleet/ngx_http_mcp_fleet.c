@@ -32,9 +32,13 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_redis.h"
 #include "ngx_http_mcp_fleet.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_redis.h"
 
 
 #define NGX_HTTP_MCP_FLEET_NAME_LEN    255

@@ -10,8 +10,8 @@
 #define _NGX_HTTP_MCP_FLEET_H_INCLUDED_
 
 
-#include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_redis.h"
 
 
@@ -47,6 +47,19 @@ ngx_int_t ngx_http_mcp_fleet_task_named(ngx_http_mcp_ctx_t *ctx,
     ngx_shm_zone_t *zone, ngx_str_t *id);
 size_t ngx_http_mcp_fleet_task_key(u_char *buf, u_char *id);
 void ngx_http_mcp_fleet_task_walk(ngx_shm_zone_t *zone, ngx_pool_t *pool);
+
+
+/* what the HTTP edge asks of mcp_fleet (ngx_http_mcp_fleet.c) */
+ngx_int_t ngx_http_mcp_fleet_route(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+ngx_int_t ngx_http_mcp_fleet_ready(ngx_http_mcp_ctx_t *ctx, cJSON *id,
+    ngx_int_t *rc);
+ngx_int_t ngx_http_mcp_fleet_register(ngx_http_mcp_ctx_t *ctx);
+void ngx_http_mcp_fleet_forget(ngx_http_request_t *r, ngx_str_t *sid);
+ngx_uint_t ngx_http_mcp_fleet_forwarded(ngx_http_request_t *r);
+ngx_uint_t ngx_http_mcp_fleet_owner_gone(ngx_http_request_t *r);
+ngx_http_mcp_ctx_t *ngx_http_mcp_fleet_saved(ngx_http_request_t *r,
+    ngx_uint_t *task);
 
 
 #endif /* _NGX_HTTP_MCP_FLEET_H_INCLUDED_ */

@@ -21,9 +21,12 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_redis.h"
 #include "ngx_http_mcp_fleet.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_redis.h"
 
 
 static void ngx_http_mcp_fleet_op_cleanup(void *data);

@@ -15,7 +15,9 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
 
 
 /* Chromium caps Access-Control-Max-Age at 2 hours */

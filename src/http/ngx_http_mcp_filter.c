@@ -10,7 +10,12 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_fleet.h"
+#include "ngx_http_mcp_proxy.h"
 
 
 static ngx_int_t ngx_http_mcp_header_filter(ngx_http_request_t *r);

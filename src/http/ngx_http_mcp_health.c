@@ -16,7 +16,9 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_core.h"
 
 
 #define NGX_HTTP_MCP_HEALTH_LIVE     0

@@ -16,8 +16,12 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_param.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
 
 
 #define NGX_HTTP_MCP_META_PREFIX  "io.modelcontextprotocol/"

@@ -24,7 +24,13 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_auth.h"
 
 
 #define NGX_HTTP_MCP_STREAM_CHUNK   65536

@@ -8,7 +8,14 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_auth.h"
+#include "ngx_http_mcp_fleet.h"
+#include "ngx_http_mcp_proxy.h"
 
 
 static ngx_int_t ngx_http_mcp_post(ngx_http_request_t *r,

@@ -20,8 +20,13 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_jwt.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
 
 
 #define NGX_HTTP_MCP_DIGEST_LEN  32         /* SHA-256 */

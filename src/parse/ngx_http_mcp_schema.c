@@ -28,7 +28,9 @@
 #include <ngx_core.h>
 #include <cjson/cJSON.h>
 
+#include "ngx_http_mcp_schema.h"
 #include "ngx_http_mcp_schema_internal.h"
+#include "ngx_http_mcp_json.h"
 
 
 static ngx_int_t ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx,

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 
+#include "ngx_http_mcp_schema.h"
 #include "ngx_http_mcp_schema_internal.h"
 
 

@@ -13,7 +13,9 @@
 #include <ngx_core.h>
 #include <cjson/cJSON.h>
 
+#include "ngx_http_mcp_schema.h"
 #include "ngx_http_mcp_schema_internal.h"
+#include "ngx_http_mcp_json.h"
 
 
 typedef struct {

@@ -14,7 +14,9 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "ngx_http_mcp_schema.h"
 #include "ngx_http_mcp_schema_internal.h"
+#include "ngx_http_mcp_json.h"
 
 
 static ngx_uint_t ngx_http_mcp_schema_is_type(cJSON *v, const char *type);

@@ -20,7 +20,7 @@
 
 #include <ngx_config.h>
 #include <ngx_core.h>
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_uritemplate.h"
 
 
 #define NGX_HTTP_MCP_UT_MAX_VARS    16

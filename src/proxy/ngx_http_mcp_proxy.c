@@ -20,8 +20,12 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_auth.h"
+#include "ngx_http_mcp_http.h"
 
 
 static ngx_int_t ngx_http_mcp_proxy_ssl(ngx_conf_t *cf,

@@ -1,7 +1,9 @@
 
 /*
- * mcp_pass: what the gateway's edge (ngx_http_mcp_proxy.c) and its
- * upstream side (ngx_http_mcp_proxy_upstream.c) share.
+ * mcp_pass (src/proxy): what the gateway's edge (ngx_http_mcp_proxy.c)
+ * and its upstream side (ngx_http_mcp_proxy_upstream.c, _reply.c,
+ * _body.c, _stream.c, _sesskey.c, _balancer.c) share, and what the
+ * module's configuration and HTTP edge ask of it.
  */
 
 
@@ -9,7 +11,10 @@
 #define _NGX_HTTP_MCP_PROXY_H_INCLUDED_
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_jsonguard.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_http.h"
 
 
 /* an SSE reply read event by event for the tool policy */
@@ -25,35 +30,6 @@ typedef struct {
 } ngx_http_mcp_proxy_stream_t;
 
 
-/*
- * A JSON reply under the tool policy, read as it streams for the ids of
- * its messages (ngx_http_mcp_proxy_jsonguard.c)
- */
-#define NGX_HTTP_MCP_JSONGUARD_DEPTH  128
-#define NGX_HTTP_MCP_JSONGUARD_TOKEN  256
-
-typedef struct {
-    ngx_array_t               *msgs;        /* the POST's messages */
-    ngx_uint_t                 state;
-    ngx_uint_t                 after;       /* a string's state after it */
-    ngx_uint_t                 depth;
-    ngx_uint_t                 msg_depth;   /* a message's object: 1 or 2 */
-    ngx_uint_t                 n;           /* a \u escape's or literal's
-                                               bytes read */
-    const char                *literal;
-    size_t                     tok_len;     /* a name or an id, raw */
-    size_t                     tok_size;    /* room for the POST's ids */
-    size_t                     tail_len;    /* from the JSON's last byte */
-    u_char                     stack[NGX_HTTP_MCP_JSONGUARD_DEPTH / 8];
-    u_char                    *tok;         /* tok_size bytes */
-    u_char                    *value;       /* an id unescaped: as many */
-    u_char                     tail[NGX_HTTP_MCP_JSONGUARD_TOKEN];
-    unsigned                   capture:2;   /* a name, an id, or neither */
-    unsigned                   long_name:1;
-    unsigned                   id_seen:1;   /* in this message */
-    unsigned                   id_next:1;   /* the next value is its id */
-    unsigned                   seen:1;      /* any byte */
-} ngx_http_mcp_jsonguard_t;
 
 
 typedef struct {
@@ -117,23 +93,24 @@ ngx_int_t ngx_http_mcp_proxy_stream(ngx_http_request_t *r,
     ngx_str_t *out);
 ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name);
 
-/* the ids of a JSON reply's messages (ngx_http_mcp_proxy_jsonguard.c) */
-ngx_int_t ngx_http_mcp_jsonguard_init(ngx_http_mcp_jsonguard_t *g,
-    ngx_pool_t *pool, ngx_array_t *msgs);
-ngx_int_t ngx_http_mcp_jsonguard_read(ngx_http_mcp_jsonguard_t *g,
-    u_char *pos, u_char *last, size_t *send, const char **error);
-ngx_int_t ngx_http_mcp_jsonguard_end(ngx_http_mcp_jsonguard_t *g,
-    const char **error);
-
-/* one SSE event without the denied tools (ngx_http_mcp_policy.c) */
-ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
-    ngx_http_mcp_tool_filter_t *tf, u_char *start, u_char *end,
-    ngx_str_t *out, size_t *size, const char **error);
-
 /* mcp_affinity (ngx_http_mcp_proxy_balancer.c) */
 ngx_uint_t ngx_http_mcp_balancer_bypass(ngx_http_upstream_srv_conf_t *uscf);
 ngx_int_t ngx_http_mcp_balancer_note(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *uscf);
+
+/* what the module asks of mcp_pass (ngx_http_mcp_proxy.c, _upstream.c) */
+
+char *ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_mcp_pass_ssl_password_file(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+void ngx_http_mcp_proxy_create_conf(ngx_http_mcp_loc_conf_t *conf);
+char *ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf,
+    ngx_http_mcp_loc_conf_t *prev, ngx_http_mcp_loc_conf_t *conf);
+ngx_int_t ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx);
+ngx_int_t ngx_http_mcp_proxy_other(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+ngx_uint_t ngx_http_mcp_proxy_replica_gone(ngx_http_mcp_ctx_t *ctx);
+void ngx_http_mcp_proxy_quit(ngx_uint_t deadline);
 
 extern ngx_module_t  ngx_http_mcp_balancer_module;
 

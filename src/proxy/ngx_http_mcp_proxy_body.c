@@ -7,12 +7,16 @@
  * strict JSON, cut short) is a JSON-RPC error for the client's request.
  * Under the policy, any other SSE reply is filtered event by event
  * (ngx_http_mcp_proxy_stream.c), and any other JSON reply to a POST is
- * read for its messages' ids as it goes (ngx_http_mcp_proxy_jsonguard.c).
+ * read for its messages' ids as it goes (ngx_http_mcp_jsonguard.c).
  */
 
 
-#include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_jsonguard.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_http.h"
 
 
 static ngx_int_t ngx_http_mcp_proxy_output(ngx_http_request_t *r,

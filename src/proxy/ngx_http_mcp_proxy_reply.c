@@ -11,8 +11,9 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_http.h"
 
 
 static ngx_uint_t ngx_http_mcp_proxy_mcp_type(ngx_http_upstream_t *u);

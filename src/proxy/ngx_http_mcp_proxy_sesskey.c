@@ -17,10 +17,13 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_sesskey.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_auth.h"
+#include "ngx_http_mcp_http.h"
 
 
 static ngx_int_t ngx_http_mcp_proxy_sesskey_open(ngx_http_mcp_ctx_t *ctx,

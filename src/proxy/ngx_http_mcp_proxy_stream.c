@@ -21,9 +21,12 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_proxy.h"
 #include "ngx_http_mcp_sse_read.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_auth.h"
+#include "ngx_http_mcp_http.h"
 
 
 static ngx_int_t ngx_http_mcp_proxy_stream_hold(ngx_http_request_t *r,

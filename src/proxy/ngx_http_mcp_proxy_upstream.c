@@ -9,10 +9,15 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
 #include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_jsonguard.h"
+#include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_param.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_http.h"
 
 
 static ngx_int_t ngx_http_mcp_proxy_create_request(ngx_http_request_t *r);

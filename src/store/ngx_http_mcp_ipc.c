@@ -32,7 +32,7 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_store.h"
 
 #include <sys/un.h>
 

@@ -8,8 +8,11 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_session_zone.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_auth.h"
 
 #include <openssl/rand.h>
 #include <openssl/sha.h>

@@ -6,8 +6,9 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_session_zone.h"
+#include "ngx_http_mcp_core.h"
 
 
 #define NGX_HTTP_MCP_DEFAULT_ZONE       "mcp_sessions"

@@ -25,8 +25,9 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_session_zone.h"
+#include "ngx_http_mcp_jsonrpc.h"
 
 
 /* a session's streams, at most; past that the oldest detached one goes */

@@ -28,7 +28,7 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
+#include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_session_zone.h"
 
 

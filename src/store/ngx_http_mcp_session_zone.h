@@ -11,8 +11,8 @@
 #define _NGX_HTTP_MCP_SESSION_ZONE_H_INCLUDED_
 
 
-#include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_auth.h"      /* NGX_HTTP_MCP_AUTH_BINDING_LEN */
 
 
 /* one message of a session's event log */

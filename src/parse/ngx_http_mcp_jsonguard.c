@@ -23,8 +23,9 @@
  */
 
 
-#include "ngx_http_mcp_internal.h"
-#include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_jsonguard.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jsonrpc.h"
 
 
 enum {

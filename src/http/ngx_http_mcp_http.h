@@ -1,0 +1,243 @@
+
+/*
+ * The HTTP edge (src/http): a request's context and MCP headers, the
+ * entry points (ngx_http_mcp_transport.c, ngx_http_mcp_variables.c),
+ * what every entry point shares (ngx_http_mcp_http.c,
+ * ngx_http_mcp_headers.c, ngx_http_mcp_cors.c, ngx_http_mcp_stateless.c),
+ * SSE streams out of the event log (ngx_http_mcp_stream.c), mcp_health
+ * (ngx_http_mcp_health.c) and the body filter (ngx_http_mcp_filter.c).
+ */
+
+
+#ifndef _NGX_HTTP_MCP_HTTP_H_INCLUDED_
+#define _NGX_HTTP_MCP_HTTP_H_INCLUDED_
+
+
+#include "ngx_http_mcp.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_auth.h"
+
+
+/*
+ * The MCP headers of a request, found in one walk of its list: a
+ * 2026-07-28 request is checked against most of them, each once and
+ * each for a second of its name, and a walk a check cost more than the
+ * checks.  twice: NGX_HTTP_MCP_HDR_* bits, the names sent more than once
+ * (the field then holds the first).
+ */
+#define NGX_HTTP_MCP_HDR_VERSION   0x01
+#define NGX_HTTP_MCP_HDR_SESSION   0x02
+#define NGX_HTTP_MCP_HDR_METHOD    0x04
+#define NGX_HTTP_MCP_HDR_NAME      0x08
+#define NGX_HTTP_MCP_HDR_ORIGIN    0x10
+
+typedef struct {
+    ngx_table_elt_t           *version;     /* MCP-Protocol-Version */
+    ngx_table_elt_t           *session;     /* Mcp-Session-Id */
+    ngx_table_elt_t           *method;      /* Mcp-Method */
+    ngx_table_elt_t           *name;        /* Mcp-Name */
+    ngx_table_elt_t           *origin;      /* Origin: for CORS */
+    ngx_uint_t                 twice;
+    unsigned                   params:1;    /* some Mcp-Param-* */
+} ngx_http_mcp_headers_t;
+
+
+/* a stream whose connection this worker holds */
+typedef struct {
+    ngx_queue_t                queue;       /* the worker's streams */
+    ngx_rbtree_node_t          node;        /* key: token */
+    ngx_http_request_t        *request;
+    ngx_http_mcp_loc_conf_t   *conf;
+    u_char                     sid[NGX_HTTP_MCP_SESSION_ID_LEN];
+    uint32_t                   id;
+    uint32_t                   token;       /* ownership, see stream_sh */
+    uint64_t                   sent;        /* last seq written */
+    u_char                    *buf;         /* output, while written */
+    size_t                     size;
+    size_t                     len;         /* of buf, while pulling */
+    ngx_buf_t                  out;
+    ngx_chain_t                chain;
+    ngx_event_t                keepalive;
+    unsigned                   prime:1;     /* priming event due */
+    unsigned                   fresh:1;     /* nothing written yet */
+    unsigned                   busy:1;      /* output not yet written */
+    unsigned                   ending:1;
+    unsigned                   ended:1;
+    unsigned                   quit:1;      /* the worker exits: it ends
+                                               with the final event */
+    unsigned                   heard:1;     /* a GET's: the get-stream
+                                               handlers were told */
+} ngx_http_mcp_stream_t;
+
+
+/* per-request state of the content handler */
+struct ngx_http_mcp_ctx_s {
+    ngx_http_request_t        *request;
+    ngx_http_mcp_loc_conf_t   *conf;
+    cJSON                     *root;
+    ngx_array_t                msgs;        /* ngx_http_mcp_msg_t */
+    ngx_http_mcp_reqctx_t      rctx;
+    ngx_http_mcp_headers_t     headers;     /* read when ctx is made */
+    ngx_str_t                  new_session;  /* issued by initialize */
+    ngx_uint_t                 pending;     /* calls not yet ended */
+    ngx_int_t                  status;
+    ngx_http_mcp_stream_t     *stream;      /* once the reply is SSE */
+    ngx_str_t                  body;
+    ngx_int_t                  parse;       /* what parsing the body gave */
+    ngx_int_t                  refused;     /* the HTTP status, or 0 */
+    ngx_str_t                  error_page;  /* replaces nginx's page */
+    void                      *proxy;       /* mcp_pass: its own state */
+    ngx_str_t                  var_method;  /* copies for $mcp_*: calls */
+    ngx_str_t                  var_tool;    /* take their messages */
+    ngx_str_t                  var_name;
+    ngx_str_t                  var_id;
+    ngx_str_t                  var_client;
+    ngx_str_t                  var_tools;   /* of a batch: every tool */
+    ngx_str_t                  var_digests;  /* of the arguments */
+    ngx_str_t                  var_arguments;
+    ngx_int_t                  var_code;    /* the last JSON-RPC error
+                                               code sent: of the whole
+                                               POST when no message has
+                                               an outcome */
+    const char                *parse_error;  /* why, or NULL */
+    void                     (*detach)(ngx_http_mcp_ctx_t *ctx);
+                                            /* its calls, when it goes */
+    unsigned                   error_page_sent:1;
+    unsigned                   batch:1;
+    unsigned                   parsed:1;
+    unsigned                   waiting:1;
+    unsigned                   stateless:1;  /* 2026-07-28: no session */
+    unsigned                   busy:1;      /* no room: 503 */
+};
+
+
+/*
+ * A GET's stream opens (open 1, its connection r, the session, the
+ * stream's id) or ends (open 0, the same r, once): the gateway's
+ * backend streams live in between (ngx_http_mcp_aggregate_listen.c).
+ */
+typedef void (*ngx_http_mcp_get_stream_pt)(ngx_http_request_t *r,
+    ngx_str_t *sid, uint32_t id, ngx_uint_t open);
+/*
+ * A client's DELETE of its session, r, just before the store forgets
+ * it: the gateway's backend sessions end with it
+ * (ngx_http_mcp_aggregate_end.c).
+ */
+typedef void (*ngx_http_mcp_delete_pt)(ngx_http_request_t *r,
+    ngx_str_t *sid);
+
+
+/* ---- http.c: the HTTP edge every entry point shares ---- */
+
+ngx_http_mcp_ctx_t *ngx_http_mcp_ctx_create(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_http_mcp_auth_t *auth);
+ngx_int_t ngx_http_mcp_check_origin(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+u_char *ngx_http_mcp_origin_host(ngx_str_t *origin);
+ngx_uint_t ngx_http_mcp_accepts(ngx_http_request_t *r, const char *type);
+ngx_uint_t ngx_http_mcp_accepts_sse(ngx_http_request_t *r);
+ngx_uint_t ngx_http_mcp_accepts_post(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_version_check(ngx_table_elt_t *h);
+ngx_int_t ngx_http_mcp_session_preamble(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_uint_t lookup, ngx_str_t *sid,
+    ngx_http_mcp_reqctx_t *rctx, ngx_int_t *rc);
+ngx_int_t ngx_http_mcp_session_new(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_session_init_t *init, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_mint(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg);
+ngx_int_t ngx_http_mcp_reply(ngx_http_mcp_ctx_t *ctx);
+ngx_int_t ngx_http_mcp_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_http_mcp_ctx_t *ctx, u_char *body, size_t len);
+ngx_int_t ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status,
+    cJSON *id, ngx_int_t code, const char *message);
+ngx_int_t ngx_http_mcp_send_error_data(ngx_http_request_t *r,
+    ngx_uint_t status, cJSON *id, ngx_int_t code, const char *message,
+    cJSON *data);
+ngx_int_t ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx);
+const char *ngx_http_mcp_status_error(ngx_uint_t status, ngx_int_t *code);
+cJSON *ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id,
+    ngx_int_t code, const char *message, ngx_str_t *method);
+ngx_int_t ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_uint_t made,
+    ngx_str_t *id);
+
+/* the level of an error's line: the module's failures at "error", the
+   client's at "info", as nginx logs client errors */
+#define ngx_http_mcp_error_level(code)                                       \
+    (((code) == NGX_HTTP_MCP_INTERNAL_ERROR) ? NGX_LOG_ERR : NGX_LOG_INFO)
+
+cJSON *ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level,
+    ngx_str_t *correlation, cJSON *id, ngx_int_t code, const char *message,
+    ngx_str_t *method);
+u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
+    ngx_int_t code, const char *message, size_t *len);
+
+
+/* ---- headers.c: the request's headers, and a header of the reply ---- */
+
+void ngx_http_mcp_headers_read(ngx_http_request_t *r,
+    ngx_http_mcp_headers_t *hs);
+ngx_int_t ngx_http_mcp_headers_name(ngx_pool_t *pool,
+    ngx_http_mcp_headers_t *hs, ngx_str_t *said);
+ngx_table_elt_t *ngx_http_mcp_header_in(ngx_http_request_t *r,
+    const char *name, size_t len);
+ngx_table_elt_t *ngx_http_mcp_header_in_after(ngx_http_request_t *r,
+    ngx_table_elt_t *prev, const char *name, size_t len);
+ngx_table_elt_t *ngx_http_mcp_header_prefixed(ngx_http_request_t *r,
+    ngx_table_elt_t *prev, const char *prefix, size_t len);
+ngx_int_t ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
+    ngx_str_t *value);
+
+
+/* ---- stream.c: SSE out of the event log ---- */
+
+ngx_int_t ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx);
+ngx_int_t ngx_http_mcp_stream_reply(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg);
+ngx_int_t ngx_http_mcp_stream_get(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf);
+void ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st);
+void ngx_http_mcp_streams_wake(void);
+ngx_int_t ngx_http_mcp_stream_poke(uint32_t token);
+void ngx_http_mcp_streams_quit(ngx_uint_t deadline);
+ngx_int_t ngx_http_mcp_stream_on_get(ngx_http_mcp_get_stream_pt handler);
+ngx_int_t ngx_http_mcp_session_on_delete(ngx_http_mcp_delete_pt handler);
+ngx_int_t ngx_http_mcp_lists_changed(ngx_cycle_t *cycle);
+
+
+/* ---- cors.c: CORS and the headers every MCP reply carries ---- */
+
+ngx_int_t ngx_http_mcp_cors_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_cors_preflight(ngx_http_request_t *r);
+ngx_uint_t ngx_http_mcp_cors_is_preflight(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_cors_public(ngx_http_request_t *r,
+    ngx_uint_t preflight);
+
+
+/* ---- stateless.c: the HTTP edge of a 2026-07-28 request ---- */
+
+ngx_uint_t ngx_http_mcp_stateless_request(ngx_http_mcp_headers_t *hs);
+ngx_int_t ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx,
+    ngx_int_t *rc);
+ngx_uint_t ngx_http_mcp_stateless_status(cJSON *reply);
+
+
+/* ---- health.c: mcp_health ---- */
+
+char *ngx_http_mcp_health(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+
+/* ---- transport.c, variables.c, filter.c: the entry points ---- */
+
+ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_rewrite_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx);
+void ngx_http_mcp_variables_used(ngx_conf_t *cf);
+void ngx_http_mcp_variables_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply);
+
+ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
+
+
+#endif /* _NGX_HTTP_MCP_HTTP_H_INCLUDED_ */

@@ -1,0 +1,298 @@
+
+/*
+ * The session store (src/store): what the module keeps in the shared
+ * zone and what every other part may ask of it.  Sessions, their
+ * streams, event logs and waits (ngx_http_mcp_session.c,
+ * _session_stream.c, _session_conf.c), gateway sessions' replicas and
+ * backends' health (ngx_http_mcp_session.c, _session_backend.c), tasks
+ * (ngx_http_mcp_session_task.c), mcp_fleet's questions
+ * (ngx_http_mcp_session_fleet.c), and the waking of workers
+ * (ngx_http_mcp_ipc.c).  Only the store locks the zone; its layout
+ * there is ngx_http_mcp_session_zone.h, the store's alone.
+ */
+
+
+#ifndef _NGX_HTTP_MCP_STORE_H_INCLUDED_
+#define _NGX_HTTP_MCP_STORE_H_INCLUDED_
+
+
+#include "ngx_http_mcp.h"
+
+
+#define NGX_HTTP_MCP_SUBSCRIPTION_URI_LEN  512
+
+
+/* what the store tells of a session zone (health, metrics) */
+typedef struct {
+    ngx_str_t                  name;
+    size_t                     size;        /* bytes of slab pages */
+    size_t                     used;
+    size_t                     free;
+    ngx_uint_t                 sessions;
+    ngx_uint_t                 streams;     /* open: a worker writes them */
+    ngx_uint_t                 waiting;     /* server requests pending */
+    ngx_uint_t                 dropped;     /* events out of full logs */
+    ngx_uint_t                 tasks;
+} ngx_http_mcp_zone_stats_t;
+
+
+/* where a gateway session lives: its replica and that replica's id */
+typedef struct {
+    struct sockaddr           *sockaddr;
+    socklen_t                  socklen;
+    ngx_str_t                  name;
+    ngx_str_t                  sid;
+} ngx_http_mcp_target_t;
+
+/* what initialize learns from the client */
+typedef struct {
+    ngx_uint_t                 version;
+    ngx_str_t                  client_name;
+    u_char                    *binding;     /* issuer + subject hash, or
+                                               NULL */
+    ngx_str_t                  client_key;  /* per_client's value */
+    unsigned                   sampling:1;
+    unsigned                   elicitation:1;  /* its form mode */
+    unsigned                   roots:1;
+    unsigned                   elicitation_url:1;
+} ngx_http_mcp_session_init_t;
+
+
+/* what one worker process holds */
+typedef struct {
+    ngx_queue_t                streams;     /* ngx_http_mcp_stream_t */
+    ngx_queue_t                calls;       /* live ngx_http_mcp_call_t */
+    ngx_queue_t                tasks;       /* the tasks running here */
+    ngx_event_t                wake;        /* posted: look at shm */
+    ngx_event_t                drain;       /* graceful exit: the bound */
+    ngx_event_t                poll;        /* no socket: look at shm */
+    ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
+    ngx_connection_t          *ipc;
+    ngx_log_t                 *log;
+    uint32_t                   tokens;      /* stream ownership tokens */
+    unsigned                   bound:1;     /* ipc: others can wake it */
+} ngx_http_mcp_worker_t;
+
+
+extern ngx_http_mcp_worker_t  ngx_http_mcp_worker;
+
+
+/* an event of a session's log, handed to a stream's writer */
+typedef ngx_int_t (*ngx_http_mcp_event_pt)(void *data, uint64_t seq,
+    u_char *text, size_t len);
+
+/* one stream's pull in ngx_http_mcp_session_pull_all() */
+typedef struct {
+    u_char                    *sid;         /* NGX_HTTP_MCP_SESSION_ID_LEN */
+    uint32_t                   id;
+    uint32_t                   token;
+    uint64_t                   after;
+    void                      *data;        /* the handler's */
+    ngx_int_t                  rc;          /* as ngx_http_mcp_session_pull */
+    ngx_uint_t                 complete;
+} ngx_http_mcp_pull_t;
+
+/* what a woken worker looks at */
+typedef void (*ngx_http_mcp_wake_pt)(void);
+/* a stream of this worker, by its token, writes its events alone */
+typedef ngx_int_t (*ngx_http_mcp_poke_pt)(uint32_t token);
+/* graceful exit: deadline 0 when it starts, 1 when its time is up */
+typedef void (*ngx_http_mcp_quit_pt)(ngx_uint_t deadline);
+
+
+/* ---- the session store: session.c, session_stream.c ---- */
+
+char *ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_shm_zone_t *ngx_http_mcp_session_default_zone(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_session_zone_stats(ngx_shm_zone_t *zone,
+    ngx_http_mcp_zone_stats_t *st);
+/* the elicitation modes a client declares: NGX_HTTP_MCP_ELICIT_* bits */
+#define NGX_HTTP_MCP_ELICIT_FORM   0x01
+#define NGX_HTTP_MCP_ELICIT_URL    0x02
+
+ngx_uint_t ngx_http_mcp_elicitation_modes(cJSON *elicitation);
+ngx_int_t ngx_http_mcp_session_init_params(cJSON *params,
+    ngx_http_mcp_session_init_t *init);
+ngx_int_t ngx_http_mcp_session_client_key(ngx_shm_zone_t *zone,
+    ngx_http_request_t *r, ngx_str_t *key);
+ngx_int_t ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
+    ngx_http_mcp_session_init_t *init, u_char *id);
+ngx_int_t ngx_http_mcp_session_lookup(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_http_mcp_reqctx_t *rctx);
+ngx_int_t ngx_http_mcp_session_peek(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_http_mcp_reqctx_t *rctx);
+ngx_int_t ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_log_t *log);
+/* NGX_OK: initialized; NGX_AGAIN: not yet; NGX_DECLINED: no such session */
+ngx_int_t ngx_http_mcp_session_initialized(ngx_shm_zone_t *zone,
+    ngx_str_t *id);
+
+/* mcp_fleet's questions to the store (ngx_http_mcp_session_fleet.c) */
+ngx_int_t ngx_http_mcp_session_held(ngx_shm_zone_t *zone, ngx_str_t *id);
+ngx_int_t ngx_http_mcp_session_ids(ngx_shm_zone_t *zone, ngx_pool_t *pool,
+    ngx_array_t *ids, ngx_msec_t *timeout);
+ngx_msec_t ngx_http_mcp_session_timeout(ngx_shm_zone_t *zone);
+
+ngx_int_t ngx_http_mcp_session_set_log_level(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_uint_t level);
+ngx_int_t ngx_http_mcp_session_subscribe(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_str_t *uri, ngx_uint_t subscribe);
+ngx_int_t ngx_http_mcp_session_target(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_pool_t *pool, ngx_http_mcp_target_t *target,
+    ngx_http_mcp_reqctx_t *rctx);
+ngx_int_t ngx_http_mcp_session_backend_set(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_uint_t backend, ngx_str_t *sid);
+ngx_int_t ngx_http_mcp_session_backend(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_uint_t backend, ngx_pool_t *pool, ngx_str_t *sid);
+ngx_uint_t ngx_http_mcp_session_backend_down(ngx_shm_zone_t *zone,
+    ngx_str_t *uri, ngx_msec_t retry);
+ngx_int_t ngx_http_mcp_session_backend_health(ngx_shm_zone_t *zone,
+    ngx_str_t *uri, ngx_uint_t ok);
+/* a protocol version's date, YYYY-MM-DD, with room */
+#define NGX_HTTP_MCP_BACKEND_VERSION_LEN  32
+ngx_int_t ngx_http_mcp_session_backend_version(ngx_shm_zone_t *zone,
+    ngx_str_t *uri, u_char *version, size_t *len, ngx_uint_t set);
+ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_http_mcp_target_t *target);
+u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);
+ngx_int_t ngx_http_mcp_session_state_key(ngx_shm_zone_t *zone, u_char *key);
+void ngx_http_mcp_session_limits(ngx_shm_zone_t *zone,
+    ngx_uint_t *subscriptions, size_t *uri);
+ngx_int_t ngx_http_mcp_session_listen(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t stream, ngx_uint_t lists, ngx_str_t *id, ngx_array_t *uris,
+    ngx_log_t *log);
+ngx_uint_t ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone,
+    ngx_uint_t list, const char *method, ngx_log_t *log);
+
+ngx_int_t ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, ngx_uint_t *standalone, uint32_t pending,
+    uint32_t resume, uint32_t token, uint32_t *id, ngx_pid_t *prev);
+void ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, uint32_t id, uint32_t token, ngx_uint_t park);
+ngx_int_t ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, uint32_t id);
+ngx_int_t ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t stream, u_char *data, size_t len, ngx_uint_t response,
+    ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_pull(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t id, uint32_t token, uint64_t after,
+    ngx_http_mcp_event_pt handler, void *data, ngx_uint_t *complete);
+void ngx_http_mcp_session_pull_all(ngx_shm_zone_t *zone,
+    ngx_http_mcp_pull_t *pulls, ngx_uint_t n, ngx_http_mcp_event_pt handler);
+void ngx_http_mcp_session_lists(ngx_shm_zone_t *zone, uint32_t *lists,
+    ngx_uint_t *changed);
+ngx_uint_t ngx_http_mcp_session_updated(ngx_shm_zone_t *zone,
+    ngx_str_t *uri, const char *method, ngx_str_t *params,
+    ngx_array_t *owners, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_wait(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint64_t *request, u_char *id, size_t len);
+void ngx_http_mcp_session_unwait(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint64_t request, u_char *id, size_t len);
+ngx_int_t ngx_http_mcp_session_waited(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint64_t request, u_char *id, size_t len, ngx_pool_t *pool,
+    ngx_str_t *answer);
+ngx_int_t ngx_http_mcp_session_deliver(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, uint64_t request, u_char *id, size_t len, u_char *text,
+    size_t text_len, ngx_log_t *log);
+
+
+/* ---- tasks: ngx_http_mcp_session_task.c (the call side: _task.h) ---- */
+
+#define NGX_HTTP_MCP_TASK_ID_LEN        32      /* 128 random bits, hex */
+#define NGX_HTTP_MCP_TASK_OWNER_LEN     32      /* SHA-256 of the owner */
+
+#define NGX_HTTP_MCP_TASK_WORKING         0
+#define NGX_HTTP_MCP_TASK_INPUT_REQUIRED  1
+#define NGX_HTTP_MCP_TASK_COMPLETED       2
+#define NGX_HTTP_MCP_TASK_FAILED          3
+#define NGX_HTTP_MCP_TASK_CANCELLED       4
+
+#define ngx_http_mcp_task_terminal(status)                                    \
+    ((status) >= NGX_HTTP_MCP_TASK_COMPLETED)
+
+/* what a task keeps as JSON texts */
+#define NGX_HTTP_MCP_TASK_REQUEST       0       /* the tools/call params */
+#define NGX_HTTP_MCP_TASK_INPUTS        1       /* input requests due */
+#define NGX_HTTP_MCP_TASK_ANSWERS       2       /* the answers so far */
+#define NGX_HTTP_MCP_TASK_STATE         3       /* the sealed requestState */
+#define NGX_HTTP_MCP_TASK_OUTCOME       4       /* result or error */
+#define NGX_HTTP_MCP_TASK_PARKED        5       /* 2025: requests for the
+                                                   client that no stream
+                                                   took yet, one a line */
+#define NGX_HTTP_MCP_TASK_BLOBS         6
+
+/* a task as a worker sees it: a copy, or what to write */
+typedef struct {
+    u_char                     id[NGX_HTTP_MCP_TASK_ID_LEN];
+    u_char                     owner[NGX_HTTP_MCP_TASK_OWNER_LEN];
+    u_char                     quota[NGX_HTTP_MCP_TASK_OWNER_LEN];
+                                            /* whose tasks_per_client it
+                                               counts against */
+    u_char                     sid[NGX_HTTP_MCP_SESSION_ID_LEN];
+                                            /* 2025: its session's id */
+    ngx_uint_t                 status;
+    uint64_t                   created;     /* ms since the epoch */
+    uint64_t                   updated;
+    ngx_msec_t                 ttl;
+    uint32_t                   version;
+    ngx_pid_t                  pid;
+    unsigned                   stateless:1;
+    unsigned                   tool_error:1;  /* failed: the result says
+                                                 isError (2025-11-25) */
+    ngx_str_t                  blobs[NGX_HTTP_MCP_TASK_BLOBS];
+    ngx_str_t                  notice;      /* to write: its session's
+                                               notifications/tasks/status
+                                               of the new status */
+    ngx_str_t                  message;     /* to write: a request for
+                                               its client (2025) */
+} ngx_http_mcp_task_t;
+
+
+/* a task's id and what is left of its ttl (mcp_fleet's Redis keys) */
+typedef struct {
+    u_char                     id[NGX_HTTP_MCP_TASK_ID_LEN];
+    ngx_msec_t                 ttl;
+} ngx_http_mcp_task_key_t;
+
+
+ngx_int_t ngx_http_mcp_session_task_create(ngx_shm_zone_t *zone,
+    ngx_http_mcp_task_t *t, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_task_get(ngx_shm_zone_t *zone, u_char *id,
+    u_char *owner, ngx_pool_t *pool, ngx_http_mcp_task_t *t, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_task_set(ngx_shm_zone_t *zone,
+    ngx_http_mcp_task_t *t, ngx_uint_t check, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone,
+    ngx_http_mcp_task_t *t, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_task_live(ngx_shm_zone_t *zone, u_char *id);
+ngx_int_t ngx_http_mcp_session_task_listen(ngx_shm_zone_t *zone, u_char *id,
+    u_char *owner, uint32_t stream, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_task_list(ngx_shm_zone_t *zone,
+    u_char *owner, u_char *after, ngx_uint_t n, ngx_pool_t *pool,
+    ngx_array_t *tasks, ngx_uint_t *more, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_task_held(ngx_shm_zone_t *zone, u_char *id);
+ngx_int_t ngx_http_mcp_session_task_ids(ngx_shm_zone_t *zone,
+    ngx_pool_t *pool, ngx_array_t *ids);
+const char *ngx_http_mcp_task_status_name(ngx_uint_t status);
+uint64_t ngx_http_mcp_session_task_now(void);
+
+
+/* ---- ipc.c: waking workers, their graceful exit ---- */
+
+ngx_int_t ngx_http_mcp_ipc_on_wake(ngx_http_mcp_wake_pt handler);
+ngx_int_t ngx_http_mcp_ipc_on_quit(ngx_http_mcp_quit_pt handler);
+void ngx_http_mcp_ipc_on_poke(ngx_http_mcp_poke_pt handler);
+void ngx_http_mcp_ipc_drained(void);
+char *ngx_http_mcp_ipc_check_path(ngx_conf_t *cf, ngx_str_t *path);
+void ngx_http_mcp_ipc_prepare(ngx_cycle_t *cycle, ngx_str_t *path);
+ngx_int_t ngx_http_mcp_ipc_init(ngx_cycle_t *cycle, ngx_str_t *path);
+void ngx_http_mcp_ipc_exit(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_mcp_notify_pid(ngx_pid_t pid, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_notify_stream(ngx_pid_t pid, uint32_t token,
+    ngx_log_t *log);
+ngx_int_t ngx_http_mcp_ipc_wake(ngx_pid_t pid, ngx_log_t *log);
+
+
+#endif /* _NGX_HTTP_MCP_STORE_H_INCLUDED_ */

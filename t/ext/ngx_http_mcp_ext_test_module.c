@@ -1,7 +1,7 @@
 
 /*
  * A module of another vendor, in a .so of its own, for
- * t/62-extension-api.t: built against the nginx tree the tested
+ * t/extension_api.t: built against the nginx tree the tested
  * ngx_http_mcp_module.so came from and loaded after it.  It includes
  * the public header alone and answers with what the accessors give, so
  * that the test sees the extension API from outside.

@@ -1,5 +1,5 @@
 // HTTP/2 clients that reset many streams at once mid-SSE, for
-// t/99-attacks-hardening2.t.  CONNS connections, each with its own
+// t/loctool_attacks.t.  CONNS connections, each with its own
 // 2025-11-25 session; ROUNDS times, each opens STREAMS streams at once
 // (GET streams, tools/call with progress as SSE, a location tool whose
 // upstream is slow) and, once every stream has its response header (or

@@ -1,5 +1,5 @@
 // An MCP session over one HTTP/2 connection with Node's http2 client, for
-// t/60-http2.t: initialize, a JSON tools/call, an SSE tools/call whose
+// t/transport_http2.t: initialize, a JSON tools/call, an SSE tools/call whose
 // events are timed as they arrive, two GET streams with keepalive
 // comments, 20 tool calls at once on the same connection, and a GET
 // stream reset by the client (RST_STREAM, CANCEL): the notification that

@@ -1,6 +1,7 @@
 package McpStream;
 
-# Helpers shared by the streaming tests (t/20-*.t to t/28-*.t) on top of
+# Helpers shared by the streaming tests (t/stream_*.t, t/requests*.t and
+# others) on top of
 # McpTest: an instance whose workers can be told apart, tool calls whose
 # reply is an SSE stream, events with their arrival times, answers to the
 # server's requests.  Core Perl only.  See the POD at the end.

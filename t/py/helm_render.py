@@ -1,5 +1,5 @@
 """Renders the Helm chart deploy/helm/ngx-mcp as "helm template" would,
-for t/73-deploy.t, where helm is not installable (Debian has no package):
+for t/deploy.t, where helm is not installable (Debian has no package):
 the part of Go's text/template and of Helm's functions that the chart
 uses, nothing more (an action it does not know is an error, so the chart
 cannot grow past what this checks without the test saying so).  Prints

@@ -1,6 +1,6 @@
 """The Swagger Petstore API (the operations of @readme/oas-examples'
 3.0/json/petstore.json under its base path /v2) for a few operations, on
-the Python standard library, for t/79-openapi.t.  Every request it
+the Python standard library, for t/loctool_openapi.t.  Every request it
 receives is appended to a log file as one JSON line (method, path, raw
 query, headers, body), so a test can prove what reached the API.
 

@@ -1,5 +1,5 @@
-"""A small REST service for the location-backed tools (t/75, t/76), on
-Python's standard library.  Every request is appended to LOGFILE as one
+"""A small REST service for the location-backed tools (t/loctool.t,
+t/loctool_inspector.t), on Python's standard library.  Every request is appended to LOGFILE as one
 JSON line: method, the raw request target as it arrived, headers, body.
 
   /orders/ID       JSON {"id", "method", "target", "body"} (body parsed)

@@ -2,7 +2,7 @@
 # and the session is gone (404); nginx -s reload ends the old workers'
 # GET streams at once (the clients resume on the new workers: the
 # session and its streams survive) and lets a call waiting for its
-# client finish there (see t/71-shutdown.t); nginx -s quit with open
+# client finish there (see t/shutdown.t); nginx -s quit with open
 # streams does not hang; a client that disconnects mid-stream leaves nothing
 # behind (its call finishes or times out, the session can be deleted).
 
@@ -17,7 +17,7 @@ use McpAssert;
 use McpStream;
 
 # (Short keep-alives: a GET with Last-Event-ID and nothing to replay gets
-# its headers only with the first comment; see t/24-resume.t.)
+# its headers only with the first comment; see t/stream_resume.t.)
 my $t = streaming_server(location => 'mcp_stream_keepalive 500ms; mcp_request_timeout 1s;');
 my %CAPS = (sampling => {});
 

@@ -14,11 +14,12 @@ my ($sid) = $t->mcp_initialize;
 
 my @NAMES = qw(test_simple_text test_image_content test_audio_content test_embedded_resource
                test_multiple_content_types test_error_handling json_schema_2020_12_tool);
-# The streaming tools come after the seven above (t/20-* to t/27-* test them).
+# The streaming tools come after the seven above (t/stream_*.t and
+# t/requests*.t test them).
 my @STREAMING = qw(test_tool_with_logging test_tool_with_progress test_sampling test_elicitation
                    test_elicitation_sep1034_defaults test_elicitation_sep1330_enums
                    test_reconnection update_watched_resource);
-# The tools a 2026-07-28 client exercises come last (t/63-stateless.t).
+# The tools a 2026-07-28 client exercises come last (t/stateless.t).
 my @STATELESS = qw(test_logging_tool test_input_required_result_elicitation
                    test_input_required_result_sampling test_input_required_result_list_roots
                    test_input_required_result_request_state
@@ -28,7 +29,7 @@ my @STATELESS = qw(test_logging_tool test_input_required_result_elicitation
                    test_input_required_result_capabilities test_streaming_elicitation
                    test_missing_capability test_trigger_tool_change
                    test_trigger_prompt_change test_custom_header_tool);
-# The tools of the tasks scenarios come after them (t/64-tasks.t).
+# The tools of the tasks scenarios come after them (t/tasks.t).
 my @TASKS = qw(greet slow_compute failing_job protocol_error_job confirm_delete multi_input
                test_tool_with_task);
 my %TAKES_ARGS = (json_schema_2020_12_tool => 1, test_sampling => 1, test_elicitation => 1);
@@ -75,7 +76,7 @@ is_deeply($by{test_custom_header_tool}{inputSchema},
                             priority => { type => 'integer', 'x-mcp-header' => 'Priority' },
                             verbose  => { type => 'boolean', 'x-mcp-header' => 'Verbose' },
                             query    => { type => 'string' } } },
-          'tools/list: test_custom_header_tool mirrors three arguments into headers (t/65)');
+          'tools/list: test_custom_header_tool mirrors three arguments into headers (t/stateless_headers.t)');
 is($by{test_simple_text}{description}, 'Tests simple text content response',
    'tools/list: test_simple_text description');
 

@@ -426,7 +426,7 @@ for my $case (qw(json-gzip sse-deflate)) {
 }
 
 # a tools/list answer on a resumed GET stream is the client's answer too:
-# filtered event by event (t/90 has the rest)
+# filtered event by event (t/proxy_stream_policy.t has the rest)
 {
     my ($sid) = try_initialize($t, path => '/get', protocol_version => $V25);
     my $s = $t->mcp_get_stream($sid, path => '/get', last_event_id => 'x', timeout => 5);

@@ -3,7 +3,7 @@
 # several at once per session; ": keepalive" comments every
 # mcp_stream_keepalive; responses never travel on them (only on the POST
 # stream of their request, or on a GET that resumes that stream: see
-# t/24-resume.t).
+# t/stream_resume.t).
 
 use strict;
 use warnings;

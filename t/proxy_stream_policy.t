@@ -311,7 +311,7 @@ for my $case (qw(call-extra call-batch)) {
 }
 
 # a JSON reply (not SSE) of another request carrying a tools/list answer:
-# read as it streams (t/91), the reply is cut before the foreign message
+# read as it streams (t/proxy_json_guard.t), the reply is cut before the foreign message
 {
     my $mark = $t->log_mark;
     my ($m, $r) = $t->mcp_request($fsid, 'tools/call', { name => 'x', arguments => {} },

@@ -424,7 +424,7 @@ refused(send_auth(undef, headers => { Cookie => "access_token=$good; token=$good
 
     # the comparison: a digest compared with CRYPTO_memcmp, the key never
     # compared itself (read in ngx_http_mcp_auth_apikey)
-    my $src = McpTest::_slurp("$McpTest::REPO_ROOT/src/ngx_http_mcp_auth_access.c");
+    my $src = McpTest::_slurp("$McpTest::REPO_ROOT/src/auth/ngx_http_mcp_auth_access.c");
     like($src, qr/CRYPTO_memcmp\(k\[i\]\.digest, digest/, 'API keys: digests compared in constant time');
 }
 

@@ -81,7 +81,7 @@ is(scalar keys %seen, scalar @cases, 'every error has its own correlation id');
     $r = $t->mcp_post($ssid, $body->(1025), path => '/small');
     is($r->{status}, 413, 'a body of 1k + 1 byte: 413');
 
-    # (Chunked bodies: t/01-transport.t.)
+    # (Chunked bodies: t/transport.t.)
 
     # The default limit (1m) is much larger.
     $r = $t->mcp_post($sid, $body->(100_000));

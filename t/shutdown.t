@@ -49,7 +49,7 @@ sub final_ok {
     return $ok;
 }
 
-# A stateless (2026-07-28) POST, as in t/66-listen.t.
+# A stateless (2026-07-28) POST, as in t/stateless_listen.t.
 sub post26 {
     my ($id, $method, $params, %o) = @_;
     my %h = ('MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => $method,

@@ -139,7 +139,7 @@ is($r->{status}, 404, 'session ids are compared exactly (upper-cased id: 404)');
 
 # --- other HTTP methods ------------------------------------------------------
 
-# GET opens an SSE stream for server-initiated messages (t/21-get-streams.t
+# GET opens an SSE stream for server-initiated messages (t/stream_get.t
 # tests them in depth); here only the transport's answers.
 {
     my $s = $t->mcp_get_stream($sid);

@@ -14,6 +14,7 @@
 #include "ngx_http_mcp_metrics.h"
 #include "ngx_http_mcp_task.h"
 #include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_edge.h"
 #include "ngx_http_mcp_proxy.h"
 
 #include <openssl/evp.h>

@@ -35,6 +35,7 @@
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_edge.h"
 
 
 #define NGX_HTTP_MCP_AGGREGATE_CURSOR  8192    /* a client's cursor, at most */

@@ -46,6 +46,7 @@
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_loctool.h"
 #include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_edge.h"
 
 
 #define NGX_HTTP_MCP_AGGREGATE_CANCEL_WAIT  3000   /* ms a POST is held */

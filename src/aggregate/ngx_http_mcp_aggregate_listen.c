@@ -55,6 +55,7 @@
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_loctool.h"
 #include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_edge.h"
 
 
 #define NGX_HTTP_MCP_LISTEN_DELAY   1000    /* ms before a reopen */

@@ -1,11 +1,11 @@
 
 /*
- * The HTTP edge (src/http): a request's context and MCP headers, the
- * entry points (ngx_http_mcp_transport.c, ngx_http_mcp_variables.c),
- * what every entry point shares (ngx_http_mcp_http.c,
- * ngx_http_mcp_headers.c, ngx_http_mcp_cors.c, ngx_http_mcp_stateless.c),
- * SSE streams out of the event log (ngx_http_mcp_stream.c), mcp_health
- * (ngx_http_mcp_health.c) and the body filter (ngx_http_mcp_filter.c).
+ * The HTTP side every entry point shares (src/http): a request's context
+ * and MCP headers, its checks and replies (ngx_http_mcp_http.c), the
+ * headers read and written (ngx_http_mcp_headers.c), CORS
+ * (ngx_http_mcp_cors.c) and a 2026-07-28 request's checks
+ * (ngx_http_mcp_stateless.c).  The entry points themselves are the edge
+ * (src/edge, ngx_http_mcp_edge.h): they and the gateways call these.
  */
 
 
@@ -113,22 +113,6 @@ struct ngx_http_mcp_ctx_s {
 };
 
 
-/*
- * A GET's stream opens (open 1, its connection r, the session, the
- * stream's id) or ends (open 0, the same r, once): the gateway's
- * backend streams live in between (ngx_http_mcp_aggregate_listen.c).
- */
-typedef void (*ngx_http_mcp_get_stream_pt)(ngx_http_request_t *r,
-    ngx_str_t *sid, uint32_t id, ngx_uint_t open);
-/*
- * A client's DELETE of its session, r, just before the store forgets
- * it: the gateway's backend sessions end with it
- * (ngx_http_mcp_aggregate_end.c).
- */
-typedef void (*ngx_http_mcp_delete_pt)(ngx_http_request_t *r,
-    ngx_str_t *sid);
-
-
 /* ---- http.c: the HTTP edge every entry point shares ---- */
 
 ngx_http_mcp_ctx_t *ngx_http_mcp_ctx_create(ngx_http_request_t *r,
@@ -190,22 +174,6 @@ ngx_int_t ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
     ngx_str_t *value);
 
 
-/* ---- stream.c: SSE out of the event log ---- */
-
-ngx_int_t ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx);
-ngx_int_t ngx_http_mcp_stream_reply(ngx_http_mcp_ctx_t *ctx,
-    ngx_http_mcp_msg_t *msg);
-ngx_int_t ngx_http_mcp_stream_get(ngx_http_request_t *r,
-    ngx_http_mcp_loc_conf_t *mlcf);
-void ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st);
-void ngx_http_mcp_streams_wake(void);
-ngx_int_t ngx_http_mcp_stream_poke(uint32_t token);
-void ngx_http_mcp_streams_quit(ngx_uint_t deadline);
-ngx_int_t ngx_http_mcp_stream_on_get(ngx_http_mcp_get_stream_pt handler);
-ngx_int_t ngx_http_mcp_session_on_delete(ngx_http_mcp_delete_pt handler);
-ngx_int_t ngx_http_mcp_lists_changed(ngx_cycle_t *cycle);
-
-
 /* ---- cors.c: CORS and the headers every MCP reply carries ---- */
 
 ngx_int_t ngx_http_mcp_cors_init(ngx_conf_t *cf);
@@ -221,23 +189,6 @@ ngx_uint_t ngx_http_mcp_stateless_request(ngx_http_mcp_headers_t *hs);
 ngx_int_t ngx_http_mcp_stateless_check(ngx_http_mcp_ctx_t *ctx,
     ngx_int_t *rc);
 ngx_uint_t ngx_http_mcp_stateless_status(cJSON *reply);
-
-
-/* ---- health.c: mcp_health ---- */
-
-char *ngx_http_mcp_health(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-
-
-/* ---- transport.c, variables.c, filter.c: the entry points ---- */
-
-ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_mcp_rewrite_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
-ngx_int_t ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx);
-void ngx_http_mcp_variables_used(ngx_conf_t *cf);
-void ngx_http_mcp_variables_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply);
-
-ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
 
 
 #endif /* _NGX_HTTP_MCP_HTTP_H_INCLUDED_ */

@@ -20,7 +20,7 @@
  */
 
 
-#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_edge.h"
 #include "ngx_http_mcp_json.h"
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_jwt.h"

@@ -16,7 +16,7 @@
  */
 
 
-#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_edge.h"
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
 

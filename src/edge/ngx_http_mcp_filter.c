@@ -10,7 +10,7 @@
  */
 
 
-#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_edge.h"
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"

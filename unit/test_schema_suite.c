@@ -2,13 +2,19 @@
 /*
  * The official JSON Schema Test Suite, draft 2020-12, against
  * src/ngx_http_mcp_schema.c: every case of the required files is a
- * check (a failure fails the test) but for the few excluded below, each
- * with its reason; the optional files are counted and their failures
- * listed, not checked.  The suite is read from
+ * check (a failure fails the test); the optional files are counted and
+ * their failures listed, not checked.  The suite is read from
  * ../shared/json-schema-test-suite beside the repository (or
  * $MCP_SCHEMA_SUITE); its remotes/ are loaded for the URLs of
  * http://localhost:1234/ that remote $ref cases name.  format asserts in
  * optional/format/ only, as the suite means it.
+ *
+ * A few cases validate a schema against the 2020-12 meta-schema
+ * (https://json-schema.org/draft/2020-12/schema and those of its
+ * vocabularies, under meta/), which remotes/ lacks: they are read from the copies the
+ * npm package ajv ships, in $MCP_SCHEMA_META (scripts/unit installs the
+ * npm clients and sets it; else build/npm's ajv), each under its $id.
+ * Without them the test fails: those cases cannot run.
  */
 
 
@@ -23,59 +29,49 @@
 
 
 #define NGX_UNIT_REMOTE            "http://localhost:1234/"
+#define NGX_UNIT_META              "https://json-schema.org/draft/2020-12/"
 #define NGX_UNIT_OPTIONAL_PASSED   841
-
-
-typedef struct {
-    const char  *file;
-    const char  *group;
-    const char  *test;          /* NULL: every case of the group */
-    const char  *reason;
-} ngx_unit_exclusion_t;
 
 
 typedef struct {
     unsigned     passed;
     unsigned     total;
-    unsigned     excluded;
 } ngx_unit_count_t;
 
 
 static char *ngx_unit_read(const char *path);
 static cJSON *ngx_unit_load(void *data, const char *uri);
+static void ngx_unit_meta(const char *dir);
 static void ngx_unit_dir(const char *dir, const char *name, ngx_uint_t req,
     ngx_unit_count_t *count);
 static void ngx_unit_file(const char *path, const char *name,
     ngx_uint_t required, ngx_uint_t format, ngx_unit_count_t *count);
-static const char *ngx_unit_excluded(const char *file, const char *group,
-    const char *test);
 static int ngx_unit_cmp(const void *a, const void *b);
 static int ngx_unit_isdir(const char *path);
 
 
-/*
- * Known exclusions in the required files.  The 2020-12 meta-schemas
- * (https://json-schema.org/draft/2020-12/schema and its vocabularies)
- * are not in the suite's remotes/ and the module fetches nothing, so a
- * case that validates a schema against them cannot run here.
- */
-static ngx_unit_exclusion_t  ngx_unit_exclusions[] = {
-    { "defs.json", "validate definition against metaschema", NULL,
-      "needs the 2020-12 meta-schema, not in remotes/" },
-    { "ref.json", "remote ref, containing refs itself", NULL,
-      "needs the 2020-12 meta-schema, not in remotes/" },
-    { NULL, NULL, NULL, NULL }
+/* the 2020-12 meta-schema and its vocabularies', as ajv's files */
+static const char  *ngx_unit_metas[] = {
+    "schema.json",
+    "meta/core.json",
+    "meta/applicator.json",
+    "meta/unevaluated.json",
+    "meta/validation.json",
+    "meta/meta-data.json",
+    "meta/format-annotation.json",
+    "meta/content.json",
+    NULL
 };
 
 
 static char          *suite;
-static cJSON         *loaded;       /* the remotes read: uri -> document */
+static cJSON         *loaded;       /* the documents read: uri -> document */
 
 
 int
 main(void)
 {
-    char              dir[1024];
+    char              dir[1024], meta[1024];
     const char       *env;
     ngx_unit_count_t  req, opt;
 
@@ -94,6 +90,19 @@ main(void)
         suite = strdup(dir);
     }
 
+    env = getenv("MCP_SCHEMA_META");
+
+    if (env != NULL && env[0] != '\0') {
+        snprintf(meta, sizeof(meta), "%s", env);
+
+    } else {
+        snprintf(meta, sizeof(meta), "%s", __FILE__);
+        *strrchr(meta, '/') = '\0';
+        *strrchr(meta, '/') = '\0';
+        strncat(meta, "/build/npm/node_modules/ajv/dist/refs/"
+                "json-schema-2020-12", sizeof(meta) - strlen(meta) - 1);
+    }
+
     loaded = cJSON_CreateObject();
 
     memset(&req, 0, sizeof(req));
@@ -106,6 +115,8 @@ main(void)
         return ngx_unit_done("test_schema_suite");
     }
 
+    ngx_unit_meta(meta);
+
     ngx_unit_dir(dir, "", 1, &req);
 
     snprintf(dir, sizeof(dir), "%s/tests/draft2020-12/optional", suite);
@@ -115,8 +126,7 @@ main(void)
              suite);
     ngx_unit_dir(dir, "optional/format/", 0, &opt);
 
-    printf("# required: %u/%u passed, %u excluded\n", req.passed, req.total,
-           req.excluded);
+    printf("# required: %u/%u passed\n", req.passed, req.total);
     printf("# optional: %u/%u passed\n", opt.passed, opt.total);
 
     CHECK(req.total > 1000, "the required files hold the suite's cases");
@@ -233,6 +243,49 @@ ngx_unit_cmp(const void *a, const void *b)
 }
 
 
+/*
+ * The meta-schemas, each registered under its $id as a document of the
+ * loader: the cases that name https://json-schema.org/draft/2020-12/...
+ * find them there, as the remote ones find remotes/.
+ */
+
+static void
+ngx_unit_meta(const char *dir)
+{
+    char         path[2048], *text;
+    cJSON       *doc, *id;
+    ngx_uint_t   i;
+
+    if (!CHECK(ngx_unit_isdir(dir), "the 2020-12 meta-schemas are there")) {
+        printf("#   no %s: the npm package ajv ships them "
+               "(scripts/unit installs it; or set MCP_SCHEMA_META)\n", dir);
+        return;
+    }
+
+    for (i = 0; ngx_unit_metas[i] != NULL; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, ngx_unit_metas[i]);
+
+        text = ngx_unit_read(path);
+        doc = text ? cJSON_Parse(text) : NULL;
+        free(text);
+
+        id = cJSON_GetObjectItemCaseSensitive(doc, "$id");
+
+        if (!CHECK(cJSON_IsString(id)
+                   && strncmp(id->valuestring, NGX_UNIT_META,
+                              sizeof(NGX_UNIT_META) - 1) == 0,
+                   path))
+        {
+            printf("#   missing, not JSON, or without a 2020-12 $id\n");
+            cJSON_Delete(doc);
+            continue;
+        }
+
+        cJSON_AddItemToObject(loaded, id->valuestring, doc);
+    }
+}
+
+
 /* the .json files of dir, in name order */
 
 static void
@@ -286,7 +339,6 @@ ngx_unit_file(const char *path, const char *name, ngx_uint_t required,
     u_char                      *error;
     ngx_int_t                    rc;
     ngx_pool_t                  *pool;
-    const char                  *reason;
     ngx_http_mcp_schema_opts_t   opts;
 
     text = ngx_unit_read(path);
@@ -343,15 +395,6 @@ ngx_unit_file(const char *path, const char *name, ngx_uint_t required,
                 continue;
             }
 
-            reason = ngx_unit_excluded(name, cJSON_GetStringValue(gdesc),
-                                       cJSON_GetStringValue(desc));
-
-            if (reason != NULL) {
-                count->excluded++;
-                printf("# excluded: %s: %s\n", what, reason);
-                continue;
-            }
-
             CHECK(0, what);
             printf("#   rc %d, want %s\n", (int) rc,
                    cJSON_IsTrue(valid) ? "valid" : "invalid");
@@ -359,21 +402,4 @@ ngx_unit_file(const char *path, const char *name, ngx_uint_t required,
     }
 
     cJSON_Delete(groups);
-}
-
-
-static const char *
-ngx_unit_excluded(const char *file, const char *group, const char *test)
-{
-    ngx_unit_exclusion_t  *x;
-
-    for (x = ngx_unit_exclusions; x->file != NULL; x++) {
-        if (strcmp(x->file, file) == 0 && strcmp(x->group, group) == 0
-            && (x->test == NULL || strcmp(x->test, test) == 0))
-        {
-            return x->reason;
-        }
-    }
-
-    return NULL;
 }

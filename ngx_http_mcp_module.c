@@ -79,7 +79,7 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_mcp_session_zone,
       NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
+      offsetof(ngx_http_mcp_main_conf_t, store),
       NULL },
 
     { ngx_string("mcp_session"),
@@ -541,7 +541,7 @@ ngx_http_mcp_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
-    if (ngx_array_init(&mmcf->zones, cf->pool, 4, sizeof(ngx_shm_zone_t *))
+    if (ngx_array_init(&mmcf->store.zones, cf->pool, 4, sizeof(ngx_shm_zone_t *))
         != NGX_OK
         || ngx_array_init(&mmcf->bindings, cf->pool, 4,
                           sizeof(ngx_http_mcp_binding_t))
@@ -602,6 +602,8 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_mcp_loc_conf_t *prev = parent;
     ngx_http_mcp_loc_conf_t *conf = child;
 
+    ngx_http_mcp_main_conf_t  *mmcf;
+
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
 
     ngx_conf_merge_ptr_value(conf->set, prev->set, NULL);
@@ -648,7 +650,8 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->counting, prev->counting, 1);
 
     if (conf->enable && conf->zone == NULL) {
-        conf->zone = ngx_http_mcp_session_default_zone(cf);
+        mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
+        conf->zone = ngx_http_mcp_session_default_zone(cf, &mmcf->store);
         if (conf->zone == NULL) {
             return NGX_CONF_ERROR;
         }

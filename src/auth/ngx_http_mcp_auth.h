@@ -17,29 +17,13 @@
 #include <ngx_http.h>
 #include <cjson/cJSON.h>
 
+#include "ngx_http_mcp_store.h"     /* ngx_http_mcp_auth_t */
 
-#define NGX_HTTP_MCP_AUTH_BINDING_LEN  32     /* SHA-256 */
 
-
-/* the caller of one request, as the access phase found it */
-typedef struct {
-    ngx_str_t                  subject;
-    ngx_str_t                  issuer;
-    ngx_str_t                  role;
-    ngx_array_t               *scopes;       /* ngx_str_t */
-    ngx_str_t                  result;       /* for $mcp_auth_result */
-    void                      *conf;         /* the location's */
-    u_char                     binding[NGX_HTTP_MCP_AUTH_BINDING_LEN];
-    unsigned                   authenticated:1;
-} ngx_http_mcp_auth_t;
 
 
 /* NULL when authorization is off in the request's location */
 ngx_http_mcp_auth_t *ngx_http_mcp_auth_get(ngx_http_request_t *r);
-
-/* a copy in pool, for a call that outlives its request; NULL: no memory */
-ngx_http_mcp_auth_t *ngx_http_mcp_auth_copy(ngx_pool_t *pool,
-    ngx_http_mcp_auth_t *auth);
 
 /*
  * Whether the caller may use a capability ("tools", "resources",

@@ -879,66 +879,6 @@ ngx_http_mcp_auth_get(ngx_http_request_t *r)
 }
 
 
-/*
- * What the caller may do, copied into pool for a call that may outlive
- * the request the token came with.
- */
-
-ngx_http_mcp_auth_t *
-ngx_http_mcp_auth_copy(ngx_pool_t *pool, ngx_http_mcp_auth_t *auth)
-{
-    ngx_str_t            *from, *to;
-    ngx_uint_t            i;
-    ngx_http_mcp_auth_t  *copy;
-
-    copy = ngx_palloc(pool, sizeof(ngx_http_mcp_auth_t));
-    if (copy == NULL) {
-        return NULL;
-    }
-
-    *copy = *auth;
-
-    copy->subject.data = ngx_pstrdup(pool, &auth->subject);
-    copy->issuer.data = ngx_pstrdup(pool, &auth->issuer);
-    copy->role.data = ngx_pstrdup(pool, &auth->role);
-    copy->result.data = ngx_pstrdup(pool, &auth->result);
-
-    if (copy->subject.data == NULL || copy->issuer.data == NULL
-        || copy->role.data == NULL || copy->result.data == NULL)
-    {
-        return NULL;
-    }
-
-    if (auth->scopes == NULL) {
-        return copy;
-    }
-
-    copy->scopes = ngx_array_create(pool, ngx_max(auth->scopes->nelts, 1),
-                                    sizeof(ngx_str_t));
-    if (copy->scopes == NULL) {
-        return NULL;
-    }
-
-    from = auth->scopes->elts;
-
-    for (i = 0; i < auth->scopes->nelts; i++) {
-        to = ngx_array_push(copy->scopes);
-        if (to == NULL) {
-            return NULL;
-        }
-
-        to->len = from[i].len;
-        to->data = ngx_pstrdup(pool, &from[i]);
-
-        if (to->data == NULL) {
-            return NULL;
-        }
-    }
-
-    return copy;
-}
-
-
 ngx_uint_t
 ngx_http_mcp_auth_tool_scoped(ngx_http_mcp_auth_t *auth)
 {

@@ -21,6 +21,7 @@
 #include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_auth_internal.h"
 #include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_http.h"
 
 
@@ -495,6 +496,10 @@ ngx_http_mcp_auth_init(ngx_conf_t *cf)
      * easy to miss (an operator reads the keys as the lock).  Keys of a
      * server whose locations turn it on are checked there: no warning.
      */
+
+    ngx_http_mcp_hooks.permits = ngx_http_mcp_auth_permits;
+    ngx_http_mcp_hooks.check_input = ngx_http_mcp_auth_check_input;
+    ngx_http_mcp_hooks.format_assert = ngx_http_mcp_auth_format_assert;
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_auth_module);
     kf = amcf->keyfiles.elts;

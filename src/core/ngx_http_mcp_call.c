@@ -21,11 +21,17 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_metrics.h"
-#include "ngx_http_mcp_auth.h"
-#include "ngx_http_mcp_http.h"
 
 
 #define NGX_HTTP_MCP_CALL_POOL_SIZE     2048
+
+/* an error's correlation id: made, 16; the most of a given one
+   ($request_id has 32), 64 */
+#define NGX_HTTP_MCP_CORRELATION_LEN    16
+#define NGX_HTTP_MCP_CORRELATION_MAX    64
+
+/* what an error's log line repeats of its message, escaped */
+#define NGX_HTTP_MCP_LOG_MESSAGE_LEN    1024
 
 
 typedef struct {
@@ -40,6 +46,8 @@ typedef struct {
 } ngx_http_mcp_request_t;
 
 
+static ngx_http_mcp_auth_t *ngx_http_mcp_call_auth_copy(ngx_pool_t *pool,
+    ngx_http_mcp_auth_t *auth);
 static void ngx_http_mcp_call_error_at(ngx_http_mcp_call_t *call,
     ngx_uint_t level, ngx_int_t code, const char *message, cJSON *data);
 static void ngx_http_mcp_call_end(ngx_http_mcp_call_t *call, cJSON *reply);
@@ -154,7 +162,7 @@ ngx_http_mcp_call_create(ngx_log_t *clog, void *conf,
 
     /* the caller's auth dies with its request: a copy of what it allows */
     rctx->auth = (from->auth != NULL)
-                 ? ngx_http_mcp_auth_copy(pool, from->auth) : NULL;
+                 ? ngx_http_mcp_call_auth_copy(pool, from->auth) : NULL;
 
     call->pool = pool;
     call->log = log;
@@ -195,6 +203,66 @@ ngx_http_mcp_call_create(ngx_log_t *clog, void *conf,
                                                rctx->session_id.len));
 
     return call;
+}
+
+
+/*
+ * What the caller may do, copied into pool for a call that may outlive
+ * the request the token came with.
+ */
+
+static ngx_http_mcp_auth_t *
+ngx_http_mcp_call_auth_copy(ngx_pool_t *pool, ngx_http_mcp_auth_t *auth)
+{
+    ngx_str_t            *from, *to;
+    ngx_uint_t            i;
+    ngx_http_mcp_auth_t  *copy;
+
+    copy = ngx_palloc(pool, sizeof(ngx_http_mcp_auth_t));
+    if (copy == NULL) {
+        return NULL;
+    }
+
+    *copy = *auth;
+
+    copy->subject.data = ngx_pstrdup(pool, &auth->subject);
+    copy->issuer.data = ngx_pstrdup(pool, &auth->issuer);
+    copy->role.data = ngx_pstrdup(pool, &auth->role);
+    copy->result.data = ngx_pstrdup(pool, &auth->result);
+
+    if (copy->subject.data == NULL || copy->issuer.data == NULL
+        || copy->role.data == NULL || copy->result.data == NULL)
+    {
+        return NULL;
+    }
+
+    if (auth->scopes == NULL) {
+        return copy;
+    }
+
+    copy->scopes = ngx_array_create(pool, ngx_max(auth->scopes->nelts, 1),
+                                    sizeof(ngx_str_t));
+    if (copy->scopes == NULL) {
+        return NULL;
+    }
+
+    from = auth->scopes->elts;
+
+    for (i = 0; i < auth->scopes->nelts; i++) {
+        to = ngx_array_push(copy->scopes);
+        if (to == NULL) {
+            return NULL;
+        }
+
+        to->len = from[i].len;
+        to->data = ngx_pstrdup(pool, &from[i]);
+
+        if (to->data == NULL) {
+            return NULL;
+        }
+    }
+
+    return copy;
 }
 
 
@@ -310,8 +378,8 @@ ngx_http_mcp_call_correlation(ngx_http_mcp_call_t *call, ngx_uint_t going)
 {
     ngx_str_t  rid;
 
-    if (call->correlation.len == 0 && call->ctx != NULL
-        && ngx_http_mcp_request_id(call->ctx->request, !going, &rid)
+    if (call->correlation.len == 0 && call->request != NULL
+        && ngx_http_mcp_request_id(call->request, !going, &rid)
            == NGX_OK)
     {
         call->correlation.data = ngx_pstrdup(call->pool, &rid);
@@ -1473,4 +1541,107 @@ ngx_http_mcp_message(cJSON *id, const char *method, cJSON *params)
     }
 
     return message;
+}
+
+
+/*
+ * The request's $request_id, the one its access log line has.  made: 0
+ * when the request is going (its pool is, and nginx could not make the
+ * value): NGX_DECLINED unless it was made before, for its log line say.
+ */
+
+ngx_int_t
+ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_uint_t made,
+    ngx_str_t *id)
+{
+    ngx_http_variable_value_t  *v;
+    ngx_http_mcp_main_conf_t   *mmcf;
+
+    mmcf = ngx_http_get_module_main_conf(r, ngx_http_mcp_module);
+
+    if (mmcf == NULL || mmcf->request_id == NGX_ERROR) {
+        return NGX_DECLINED;
+    }
+
+    /* the main request's: a subrequest's variables are its own */
+    if (!made) {
+        v = &r->main->variables[mmcf->request_id];
+
+        if (!v->valid) {
+            return NGX_DECLINED;
+        }
+
+    } else {
+        v = ngx_http_get_indexed_variable(r->main, mmcf->request_id);
+    }
+
+    if (v == NULL || v->not_found || v->len == 0) {
+        return NGX_DECLINED;
+    }
+
+    id->data = v->data;
+    id->len = v->len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A JSON-RPC error reply with its log line, at level whatever the code; the correlation id is
+ * the one given (a call's, its POST's $request_id) or, when there is
+ * none, a random one.
+ */
+
+cJSON *
+ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level,
+    ngx_str_t *given, cJSON *id, ngx_int_t code, const char *message,
+    ngx_str_t *method)
+{
+    u_char      correlation[NGX_HTTP_MCP_CORRELATION_MAX + 1];
+    u_char      text[NGX_HTTP_MCP_LOG_MESSAGE_LEN];
+    u_char      name[NGX_HTTP_MCP_LOG_NAME_LEN];
+    u_char     *text_end, *name_end;
+    ngx_str_t   none = ngx_string("-");
+
+    if (given != NULL && given->len) {
+        (void) ngx_cpystrn(correlation, given->data,
+                           ngx_min(given->len, NGX_HTTP_MCP_CORRELATION_MAX)
+                           + 1);
+
+    } else if (ngx_http_mcp_correlation_id(correlation,
+                                           NGX_HTTP_MCP_CORRELATION_LEN)
+               != NGX_OK)
+    {
+        return NULL;
+
+    } else {
+        correlation[NGX_HTTP_MCP_CORRELATION_LEN] = '\0';
+    }
+
+    ngx_http_mcp_metrics_error(code);
+
+    /*
+     * The message may repeat a name of the body ("Unknown tool: ..."),
+     * and the method is the body's: a JSON string may hold CR LF, with
+     * which a client would write lines of its own into error_log.
+     */
+
+    if (method == NULL) {
+        method = &none;
+    }
+
+    text_end = ngx_http_mcp_log_bounded(text, sizeof(text),
+                                        (u_char *) message,
+                                        ngx_strlen(message));
+    name_end = ngx_http_mcp_log_bounded(name, sizeof(name), method->data,
+                                        method->len);
+
+    ngx_log_error(level, log, 0,
+                  "mcp: %*s (code %i, method \"%*s\", "
+                  "correlation id %s)",
+                  text_end - text, text, code, name_end - name, name,
+                  correlation);
+
+    return ngx_http_mcp_jsonrpc_error(id, code, message,
+                                      (char *) correlation);
 }

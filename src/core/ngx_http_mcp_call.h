@@ -68,6 +68,7 @@ struct ngx_http_mcp_call_s {
 
     /* owned by the module */
     ngx_http_mcp_ctx_t        *ctx;             /* its POST, while it lasts */
+    ngx_http_request_t        *request;         /* that POST's request */
     ngx_http_mcp_call_edge_t  *edge;            /* the POST's hooks */
     void                      *conf;            /* the location's */
     void                     **loc_conf;        /* every module's, there */

@@ -8,7 +8,6 @@
 
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_call.h"
-#include "ngx_http_mcp_http.h"
 
 
 ngx_str_t *
@@ -153,5 +152,5 @@ ngx_http_mcp_call_set(ngx_http_mcp_call_t *call)
 ngx_http_request_t *
 ngx_http_mcp_call_http_request(ngx_http_mcp_call_t *call)
 {
-    return (call->ctx != NULL) ? call->ctx->request : NULL;
+    return call->request;
 }

@@ -16,7 +16,6 @@
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_output.h"
 #include "ngx_http_mcp_task.h"
-#include "ngx_http_mcp_auth.h"
 
 
 /* which revisions have a method */
@@ -670,7 +669,7 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
 
     if (aggregate != NULL) {
         /* a backend's tool: the input limits hold here too */
-        rc = ngx_http_mcp_auth_check_input(call->loc_conf, call->pool,
+        rc = ngx_http_mcp_hooks.check_input(call->loc_conf, call->pool,
                                            call->arguments, &error);
         if (rc != NGX_OK) {
             ngx_http_mcp_call_error(call, (rc == NGX_DECLINED)
@@ -989,7 +988,7 @@ ngx_http_mcp_authorize(ngx_http_mcp_call_t *call, const char *capability,
     u_char     *msg;
     ngx_str_t   scope;
 
-    if (ngx_http_mcp_auth_permits(call->rctx->auth, capability, tool, &scope)
+    if (ngx_http_mcp_hooks.permits(call->rctx->auth, capability, tool, &scope)
         == NGX_OK)
     {
         return NGX_OK;
@@ -1037,7 +1036,7 @@ ngx_http_mcp_permitted_tools(ngx_http_mcp_call_t *call, ngx_array_t *tools)
     e = tools->elts;
 
     for (i = 0; i < tools->nelts; i++) {
-        if (ngx_http_mcp_auth_permits(call->rctx->auth, "tools",
+        if (ngx_http_mcp_hooks.permits(call->rctx->auth, "tools",
                                       &e[i].name, &scope)
             != NGX_OK)
         {
@@ -1106,7 +1105,7 @@ ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
     ngx_int_t                    rc;
     ngx_http_mcp_schema_opts_t   opts;
 
-    if (ngx_http_mcp_auth_check_input(call->loc_conf, call->pool,
+    if (ngx_http_mcp_hooks.check_input(call->loc_conf, call->pool,
                                       call->arguments, &error)
         != NGX_OK)
     {
@@ -1121,7 +1120,7 @@ ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
     empty.type = cJSON_Object;
 
     ngx_memzero(&opts, sizeof(ngx_http_mcp_schema_opts_t));
-    opts.format_assert = ngx_http_mcp_auth_format_assert(call->loc_conf);
+    opts.format_assert = ngx_http_mcp_hooks.format_assert(call->loc_conf);
 
     rc = ngx_http_mcp_schema_validate_opts(call->pool, schema,
                                            call->arguments ? call->arguments

@@ -22,7 +22,6 @@
 #include "ngx_http_mcp_json.h"
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_call.h"
-#include "ngx_http_mcp_auth.h"
 
 
 static ngx_int_t ngx_http_mcp_listen_lists(ngx_http_mcp_call_t *call,
@@ -215,7 +214,7 @@ ngx_http_mcp_listen_resources(ngx_http_mcp_call_t *call, cJSON *filter,
     }
 
     /* a caller who may not read resources is told of none */
-    if (ngx_http_mcp_auth_permits(call->rctx->auth, "resources", NULL,
+    if (ngx_http_mcp_hooks.permits(call->rctx->auth, "resources", NULL,
                                   &scope)
         != NGX_OK)
     {

@@ -24,7 +24,6 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"
-#include "ngx_http_mcp_http.h"
 
 #include <time.h>
 
@@ -690,15 +689,15 @@ ngx_http_mcp_metrics_upstream_header(uint64_t start)
 
 
 /*
- * mcp_pass: a relayed POST ended with rc (nginx's, as the upstream
+ * mcp_pass: a relayed POST, r with its messages msgs, ended with rc (nginx's, as the upstream
  * finalizes it); sent tells whether the request reached the upstream.
  * Each JSON-RPC request of the POST counts; the result is the upstream's
  * HTTP answer, as the gateway does not read the replies it relays.
  */
 
 void
-ngx_http_mcp_metrics_gateway(ngx_http_mcp_ctx_t *ctx, uint64_t start,
-    ngx_int_t rc, ngx_uint_t sent)
+ngx_http_mcp_metrics_gateway(ngx_http_request_t *r, ngx_array_t *msgs,
+    uint64_t start, ngx_int_t rc, ngx_uint_t sent)
 {
     uint64_t                      us;
     ngx_uint_t                    i, m, result, status;
@@ -728,7 +727,7 @@ ngx_http_mcp_metrics_gateway(ngx_http_mcp_ctx_t *ctx, uint64_t start,
                    &slot->upstream_errors[NGX_HTTP_MCP_M_TIMEOUT], 1);
     }
 
-    u = ctx->request->upstream;
+    u = r->upstream;
     status = (u != NULL) ? u->headers_in.status_n : 0;
 
     result = ((rc >= NGX_HTTP_SPECIAL_RESPONSE
@@ -736,9 +735,9 @@ ngx_http_mcp_metrics_gateway(ngx_http_mcp_ctx_t *ctx, uint64_t start,
               || status == 0 || status >= NGX_HTTP_BAD_REQUEST)
              ? NGX_HTTP_MCP_M_ERROR : NGX_HTTP_MCP_M_OK;
 
-    msg = ctx->msgs.elts;
+    msg = msgs->elts;
 
-    for (i = 0; i < ctx->msgs.nelts; i++) {
+    for (i = 0; i < msgs->nelts; i++) {
         if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST) {
             continue;
         }
@@ -792,10 +791,10 @@ ngx_http_mcp_metrics_handler(ngx_http_request_t *r)
                 * (NGX_HTTP_MCP_METRICS_LINE + 2 * mcf->tool_names[i].len);
     }
 
-    nzones = mmcf->zones.nelts + (mmcf->default_zone != NULL);
-    zp = mmcf->zones.elts;
+    nzones = mmcf->store.zones.nelts + (mmcf->store.default_zone != NULL);
+    zp = mmcf->store.zones.elts;
 
-    for (i = 0; i < mmcf->zones.nelts; i++) {
+    for (i = 0; i < mmcf->store.zones.nelts; i++) {
         size += 8 * (NGX_HTTP_MCP_METRICS_LINE + 2 * zp[i]->shm.name.len);
     }
 
@@ -1096,14 +1095,14 @@ ngx_http_mcp_metrics_zones(u_char *p, ngx_http_mcp_main_conf_t *mmcf)
             "pages.\n"
             "# TYPE mcp_zone_free_bytes gauge\n");
 
-    zp = mmcf->zones.elts;
+    zp = mmcf->store.zones.elts;
 
-    for (i = 0; i < mmcf->zones.nelts; i++) {
+    for (i = 0; i < mmcf->store.zones.nelts; i++) {
         p = ngx_http_mcp_metrics_zone(p, zp[i]);
     }
 
-    if (mmcf->default_zone != NULL) {
-        p = ngx_http_mcp_metrics_zone(p, mmcf->default_zone);
+    if (mmcf->store.default_zone != NULL) {
+        p = ngx_http_mcp_metrics_zone(p, mmcf->store.default_zone);
     }
 
     return p;

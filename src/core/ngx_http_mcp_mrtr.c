@@ -25,7 +25,6 @@
 #include "ngx_http_mcp_state.h"
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_call.h"
-#include "ngx_http_mcp_auth.h"
 
 
 static ngx_int_t ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call,

@@ -13,10 +13,10 @@
 
 
 #include "ngx_http_mcp_output.h"
+#include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_json.h"
 #include "ngx_http_mcp_schema.h"
 #include "ngx_http_mcp_call.h"
-#include "ngx_http_mcp_auth.h"
 
 
 #define NGX_HTTP_MCP_OUTPUT_PREFIX                                           \
@@ -52,7 +52,7 @@ ngx_http_mcp_output_check(ngx_http_mcp_call_t *call, cJSON *result)
 
     } else {
         ngx_memzero(&opts, sizeof(ngx_http_mcp_schema_opts_t));
-        opts.format_assert = ngx_http_mcp_auth_format_assert(call->loc_conf);
+        opts.format_assert = ngx_http_mcp_hooks.format_assert(call->loc_conf);
         opts.path = "structuredContent";
 
         error = NULL;

@@ -39,7 +39,6 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"
-#include "ngx_http_mcp_fleet.h"
 
 #include <openssl/rand.h>
 
@@ -401,7 +400,7 @@ ngx_http_mcp_task_start(ngx_http_mcp_call_t *call,
                              : NULL;
 
     /* mcp_fleet: the POST replies once Redis knows the task's node */
-    if (ngx_http_mcp_fleet_task_register(call, t) != NGX_OK) {
+    if (ngx_http_mcp_hooks.task_created(call, t) != NGX_OK) {
         cJSON_Delete(reply);
         return NGX_ERROR;
     }

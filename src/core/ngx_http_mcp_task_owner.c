@@ -9,7 +9,6 @@
 
 #include "ngx_http_mcp_task.h"
 #include "ngx_http_mcp_call.h"
-#include "ngx_http_mcp_auth.h"
 
 #include <openssl/sha.h>
 

@@ -544,17 +544,17 @@ ngx_http_mcp_health_reply(ngx_http_mcp_health_ctx_t *ctx)
 
     mmcf = ngx_http_get_module_main_conf(r, ngx_http_mcp_module);
 
-    size = 256 + (mmcf->zones.nelts + 1) * 256
+    size = 256 + (mmcf->store.zones.nelts + 1) * 256
            + hcf->upstreams.nelts * 256;
 
-    zp = mmcf->zones.elts;
+    zp = mmcf->store.zones.elts;
 
-    for (i = 0; i < mmcf->zones.nelts; i++) {
+    for (i = 0; i < mmcf->store.zones.nelts; i++) {
         size += 6 * zp[i]->shm.name.len;
     }
 
-    if (mmcf->default_zone != NULL) {
-        size += 6 * mmcf->default_zone->shm.name.len;
+    if (mmcf->store.default_zone != NULL) {
+        size += 6 * mmcf->store.default_zone->shm.name.len;
     }
 
     up = hcf->upstreams.elts;
@@ -624,14 +624,14 @@ ngx_http_mcp_health_zones(ngx_http_request_t *r, u_char *p,
 
     mmcf = ngx_http_get_module_main_conf(r, ngx_http_mcp_module);
 
-    zp = mmcf->zones.elts;
+    zp = mmcf->store.zones.elts;
 
-    for (i = 0; i < mmcf->zones.nelts; i++) {
+    for (i = 0; i < mmcf->store.zones.nelts; i++) {
         p = ngx_http_mcp_health_zone(p, zp[i], hcf, ok);
     }
 
-    if (mmcf->default_zone != NULL) {
-        p = ngx_http_mcp_health_zone(p, mmcf->default_zone, hcf, ok);
+    if (mmcf->store.default_zone != NULL) {
+        p = ngx_http_mcp_health_zone(p, mmcf->store.default_zone, hcf, ok);
     }
 
     return p;

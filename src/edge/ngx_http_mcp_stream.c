@@ -1171,15 +1171,15 @@ ngx_http_mcp_resource_updated(ngx_str_t *uri)
     ngx_sprintf(params.data, "\"uri\":%s", text);
     cJSON_free(text);
 
-    zone = mmcf->zones.elts;
+    zone = mmcf->store.zones.elts;
 
-    for (i = 0; i < mmcf->zones.nelts; i++) {
+    for (i = 0; i < mmcf->store.zones.nelts; i++) {
         (void) ngx_http_mcp_session_updated(zone[i], uri, method, &params,
                                             owners, ngx_cycle->log);
     }
 
-    if (mmcf->default_zone) {
-        (void) ngx_http_mcp_session_updated(mmcf->default_zone, uri, method,
+    if (mmcf->store.default_zone) {
+        (void) ngx_http_mcp_session_updated(mmcf->store.default_zone, uri, method,
                                             &params, owners, ngx_cycle->log);
     }
 
@@ -1313,16 +1313,16 @@ ngx_http_mcp_list_changed(const char *list)
 
     mmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
                                                ngx_http_mcp_module);
-    zone = mmcf->zones.elts;
+    zone = mmcf->store.zones.elts;
 
-    for (i = 0; i < mmcf->zones.nelts; i++) {
+    for (i = 0; i < mmcf->store.zones.nelts; i++) {
         (void) ngx_http_mcp_session_list_changed(zone[i], bit, method,
                                                  ngx_cycle->log);
     }
 
     /* the zone of locations without mcp_session is not on the list */
-    if (mmcf->default_zone) {
-        (void) ngx_http_mcp_session_list_changed(mmcf->default_zone, bit,
+    if (mmcf->store.default_zone) {
+        (void) ngx_http_mcp_session_list_changed(mmcf->store.default_zone, bit,
                                                  method, ngx_cycle->log);
     }
 

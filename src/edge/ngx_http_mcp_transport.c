@@ -774,6 +774,7 @@ ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     call->client_key.data = ngx_pstrdup(call->pool, &key);
 
     call->ctx = ctx;
+    call->request = ctx->request;
     call->edge = &ngx_http_mcp_post_edge;
     call->loc_conf = ctx->request->loc_conf;
     call->index = index;
@@ -827,6 +828,7 @@ ngx_http_mcp_post_detach(ngx_http_mcp_ctx_t *ctx)
             (void) ngx_http_mcp_call_correlation(msg[i].call, 1);
 
             msg[i].call->ctx = NULL;
+            msg[i].call->request = NULL;
             msg[i].call = NULL;
         }
     }
@@ -850,6 +852,7 @@ ngx_http_mcp_post_end(ngx_http_mcp_call_t *call, cJSON *reply)
 
     msg[call->index].call = NULL;
     call->ctx = NULL;
+    call->request = NULL;
     ctx->pending--;
 
     if (ctx->stream != NULL) {

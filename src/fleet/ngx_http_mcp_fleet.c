@@ -224,6 +224,9 @@ ngx_http_mcp_fleet_postconfiguration(ngx_conf_t *cf)
     ngx_http_core_main_conf_t   *cmcf;
     ngx_http_mcp_fleet_conf_t   *fcf;
 
+    /* a task is told to the fleet (if there is one: else it is not) */
+    ngx_http_mcp_hooks.task_created = ngx_http_mcp_fleet_task_register;
+
     fcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_fleet_module);
 
     if (!fcf->enabled) {
@@ -1253,11 +1256,11 @@ ngx_http_mcp_fleet_zone(ngx_uint_t i)
         return NULL;
     }
 
-    if (i < mmcf->zones.nelts) {
-        return ((ngx_shm_zone_t **) mmcf->zones.elts)[i];
+    if (i < mmcf->store.zones.nelts) {
+        return ((ngx_shm_zone_t **) mmcf->store.zones.elts)[i];
     }
 
-    return (i == mmcf->zones.nelts) ? mmcf->default_zone : NULL;
+    return (i == mmcf->store.zones.nelts) ? mmcf->store.default_zone : NULL;
 }
 
 

@@ -20,16 +20,9 @@
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_metrics.h"
-#include "ngx_http_mcp_auth.h"
 
 
-#define NGX_HTTP_MCP_CORRELATION_LEN    16
-/* the most of a given one: $request_id has 32 */
-#define NGX_HTTP_MCP_CORRELATION_MAX    64
 #define NGX_HTTP_MCP_ACCEPT_TYPES       2  /* at most, read at once */
-
-/* what an error's log line repeats of its message, escaped */
-#define NGX_HTTP_MCP_LOG_MESSAGE_LEN    1024
 
 
 typedef struct {
@@ -915,109 +908,6 @@ ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
     return ngx_http_mcp_error_reply_at(r->connection->log,
                                        ngx_http_mcp_error_level(code), &rid,
                                        id, code, message, method);
-}
-
-
-/*
- * The request's $request_id, the one its access log line has.  made: 0
- * when the request is going (its pool is, and nginx could not make the
- * value): NGX_DECLINED unless it was made before, for its log line say.
- */
-
-ngx_int_t
-ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_uint_t made,
-    ngx_str_t *id)
-{
-    ngx_http_variable_value_t  *v;
-    ngx_http_mcp_main_conf_t   *mmcf;
-
-    mmcf = ngx_http_get_module_main_conf(r, ngx_http_mcp_module);
-
-    if (mmcf == NULL || mmcf->request_id == NGX_ERROR) {
-        return NGX_DECLINED;
-    }
-
-    /* the main request's: a subrequest's variables are its own */
-    if (!made) {
-        v = &r->main->variables[mmcf->request_id];
-
-        if (!v->valid) {
-            return NGX_DECLINED;
-        }
-
-    } else {
-        v = ngx_http_get_indexed_variable(r->main, mmcf->request_id);
-    }
-
-    if (v == NULL || v->not_found || v->len == 0) {
-        return NGX_DECLINED;
-    }
-
-    id->data = v->data;
-    id->len = v->len;
-
-    return NGX_OK;
-}
-
-
-/*
- * The same, logged at level whatever the code; the correlation id is
- * the one given (a call's, its POST's $request_id) or, when there is
- * none, a random one.
- */
-
-cJSON *
-ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level,
-    ngx_str_t *given, cJSON *id, ngx_int_t code, const char *message,
-    ngx_str_t *method)
-{
-    u_char      correlation[NGX_HTTP_MCP_CORRELATION_MAX + 1];
-    u_char      text[NGX_HTTP_MCP_LOG_MESSAGE_LEN];
-    u_char      name[NGX_HTTP_MCP_LOG_NAME_LEN];
-    u_char     *text_end, *name_end;
-    ngx_str_t   none = ngx_string("-");
-
-    if (given != NULL && given->len) {
-        (void) ngx_cpystrn(correlation, given->data,
-                           ngx_min(given->len, NGX_HTTP_MCP_CORRELATION_MAX)
-                           + 1);
-
-    } else if (ngx_http_mcp_correlation_id(correlation,
-                                           NGX_HTTP_MCP_CORRELATION_LEN)
-               != NGX_OK)
-    {
-        return NULL;
-
-    } else {
-        correlation[NGX_HTTP_MCP_CORRELATION_LEN] = '\0';
-    }
-
-    ngx_http_mcp_metrics_error(code);
-
-    /*
-     * The message may repeat a name of the body ("Unknown tool: ..."),
-     * and the method is the body's: a JSON string may hold CR LF, with
-     * which a client would write lines of its own into error_log.
-     */
-
-    if (method == NULL) {
-        method = &none;
-    }
-
-    text_end = ngx_http_mcp_log_bounded(text, sizeof(text),
-                                        (u_char *) message,
-                                        ngx_strlen(message));
-    name_end = ngx_http_mcp_log_bounded(name, sizeof(name), method->data,
-                                        method->len);
-
-    ngx_log_error(level, log, 0,
-                  "mcp: %*s (code %i, method \"%*s\", "
-                  "correlation id %s)",
-                  text_end - text, text, code, name_end - name, name,
-                  correlation);
-
-    return ngx_http_mcp_jsonrpc_error(id, code, message,
-                                      (char *) correlation);
 }
 
 

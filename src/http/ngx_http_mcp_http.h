@@ -17,7 +17,6 @@
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
-#include "ngx_http_mcp_auth.h"
 
 
 /*
@@ -143,17 +142,7 @@ ngx_int_t ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx);
 const char *ngx_http_mcp_status_error(ngx_uint_t status, ngx_int_t *code);
 cJSON *ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, ngx_str_t *method);
-ngx_int_t ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_uint_t made,
-    ngx_str_t *id);
 
-/* the level of an error's line: the module's failures at "error", the
-   client's at "info", as nginx logs client errors */
-#define ngx_http_mcp_error_level(code)                                       \
-    (((code) == NGX_HTTP_MCP_INTERNAL_ERROR) ? NGX_LOG_ERR : NGX_LOG_INFO)
-
-cJSON *ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level,
-    ngx_str_t *correlation, cJSON *id, ngx_int_t code, const char *message,
-    ngx_str_t *method);
 u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, size_t *len);
 

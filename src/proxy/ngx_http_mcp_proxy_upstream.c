@@ -712,7 +712,7 @@ ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
     pctx = ctx->proxy;
 
-    ngx_http_mcp_metrics_gateway(ctx, pctx->started, rc,
+    ngx_http_mcp_metrics_gateway(r, &ctx->msgs, pctx->started, rc,
                                  r->upstream->request_sent);
 
     /* a held reply that the upstream's close ended: no filter saw it end */

@@ -12,7 +12,6 @@
 #include "ngx_http_mcp_session_zone.h"
 #include "ngx_http_mcp_json.h"
 #include "ngx_http_mcp_jsonrpc.h"
-#include "ngx_http_mcp_auth.h"
 
 #include <openssl/rand.h>
 #include <openssl/sha.h>

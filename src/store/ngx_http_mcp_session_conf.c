@@ -8,7 +8,6 @@
 
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_session_zone.h"
-#include "ngx_http_mcp_core.h"
 
 
 #define NGX_HTTP_MCP_DEFAULT_ZONE       "mcp_sessions"
@@ -62,7 +61,7 @@ static ngx_int_t ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
     ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
     ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
 static char *ngx_http_mcp_session_zone_add(ngx_conf_t *cf,
-    ngx_http_mcp_main_conf_t *mmcf, ngx_http_mcp_session_zone_args_t *args);
+    ngx_http_mcp_store_conf_t *scf, ngx_http_mcp_session_zone_args_t *args);
 
 
 /*
@@ -120,7 +119,8 @@ static ngx_http_mcp_session_zone_param_t  ngx_http_mcp_session_zone_params[] = {
 char *
 ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_mcp_main_conf_t *mmcf = conf;
+    ngx_http_mcp_store_conf_t *scf = (ngx_http_mcp_store_conf_t *)
+                                         ((u_char *) conf + cmd->offset);
 
     ngx_str_t                         *value;
     ngx_uint_t                         i;
@@ -157,7 +157,7 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    return ngx_http_mcp_session_zone_add(cf, mmcf, &args);
+    return ngx_http_mcp_session_zone_add(cf, scf, &args);
 }
 
 
@@ -363,7 +363,7 @@ invalid:
 /* after the parameters: the zone itself, under a name not yet taken */
 
 static char *
-ngx_http_mcp_session_zone_add(ngx_conf_t *cf, ngx_http_mcp_main_conf_t *mmcf,
+ngx_http_mcp_session_zone_add(ngx_conf_t *cf, ngx_http_mcp_store_conf_t *scf,
     ngx_http_mcp_session_zone_args_t *args)
 {
     ngx_shm_zone_t  *shm_zone, **zp;
@@ -383,7 +383,7 @@ ngx_http_mcp_session_zone_add(ngx_conf_t *cf, ngx_http_mcp_main_conf_t *mmcf,
     shm_zone->init = ngx_http_mcp_session_init_zone;
     shm_zone->data = args->ctx;
 
-    zp = ngx_array_push(&mmcf->zones);
+    zp = ngx_array_push(&scf->zones);
     if (zp == NULL) {
         return NGX_CONF_ERROR;
     }
@@ -417,17 +417,15 @@ ngx_http_mcp_session_client_key(ngx_shm_zone_t *zone, ngx_http_request_t *r,
 /* the zone that locations without "mcp_session" share */
 
 ngx_shm_zone_t *
-ngx_http_mcp_session_default_zone(ngx_conf_t *cf)
+ngx_http_mcp_session_default_zone(ngx_conf_t *cf,
+    ngx_http_mcp_store_conf_t *scf)
 {
     ngx_str_t                  name = ngx_string(NGX_HTTP_MCP_DEFAULT_ZONE);
     ngx_shm_zone_t            *shm_zone;
     ngx_http_mcp_zone_t       *ctx;
-    ngx_http_mcp_main_conf_t  *mmcf;
 
-    mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
-
-    if (mmcf->default_zone) {
-        return mmcf->default_zone;
+    if (scf->default_zone) {
+        return scf->default_zone;
     }
 
     shm_zone = ngx_shared_memory_add(cf, &name,
@@ -455,7 +453,7 @@ ngx_http_mcp_session_default_zone(ngx_conf_t *cf)
         shm_zone->data = ctx;
     }
 
-    mmcf->default_zone = shm_zone;
+    scf->default_zone = shm_zone;
 
     return shm_zone;
 }

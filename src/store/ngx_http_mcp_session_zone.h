@@ -12,7 +12,6 @@
 
 
 #include "ngx_http_mcp_store.h"
-#include "ngx_http_mcp_auth.h"      /* NGX_HTTP_MCP_AUTH_BINDING_LEN */
 
 
 /* one message of a session's event log */

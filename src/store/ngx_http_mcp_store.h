@@ -22,6 +22,39 @@
 #define NGX_HTTP_MCP_SUBSCRIPTION_URI_LEN  512
 
 
+#define NGX_HTTP_MCP_AUTH_BINDING_LEN  32     /* SHA-256 */
+
+
+/*
+ * The caller of one request, as the access phase found it
+ * (ngx_http_mcp_auth_module): plain data that the store binds sessions
+ * and tasks to (binding), the core reads (scopes, role) and the edge
+ * hands on.  Here, at the bottom, so that no layer needs the auth
+ * module to read it.
+ */
+typedef struct {
+    ngx_str_t                  subject;
+    ngx_str_t                  issuer;
+    ngx_str_t                  role;
+    ngx_array_t               *scopes;       /* ngx_str_t */
+    ngx_str_t                  result;       /* for $mcp_auth_result */
+    void                      *conf;         /* the location's */
+    u_char                     binding[NGX_HTTP_MCP_AUTH_BINDING_LEN];
+    unsigned                   authenticated:1;
+} ngx_http_mcp_auth_t;
+
+
+/*
+ * The session zones of the http block: every mcp_session_zone, and the
+ * one that locations without mcp_session share (made when first asked
+ * for).  Kept in the module's main conf, filled by the store.
+ */
+typedef struct {
+    ngx_array_t                zones;       /* ngx_shm_zone_t * */
+    ngx_shm_zone_t            *default_zone;
+} ngx_http_mcp_store_conf_t;
+
+
 /* what the store tells of a session zone (health, metrics) */
 typedef struct {
     ngx_str_t                  name;
@@ -104,7 +137,8 @@ typedef void (*ngx_http_mcp_quit_pt)(ngx_uint_t deadline);
 
 char *ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-ngx_shm_zone_t *ngx_http_mcp_session_default_zone(ngx_conf_t *cf);
+ngx_shm_zone_t *ngx_http_mcp_session_default_zone(ngx_conf_t *cf,
+    ngx_http_mcp_store_conf_t *scf);
 ngx_int_t ngx_http_mcp_session_zone_stats(ngx_shm_zone_t *zone,
     ngx_http_mcp_zone_stats_t *st);
 /* the elicitation modes a client declares: NGX_HTTP_MCP_ELICIT_* bits */

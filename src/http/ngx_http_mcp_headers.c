@@ -223,7 +223,7 @@ ngx_http_mcp_header_next(ngx_http_request_t *r, ngx_table_elt_t *prev,
 
 
 ngx_int_t
-ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
+ngx_http_mcp_header_set(ngx_http_request_t *r, u_char *name, size_t len,
     ngx_str_t *value)
 {
     ngx_table_elt_t  *h;
@@ -237,8 +237,8 @@ ngx_http_mcp_header_out(ngx_http_request_t *r, const char *name,
 #if (nginx_version >= 1023000)
     h->next = NULL;
 #endif
-    h->key.data = (u_char *) name;
-    h->key.len = ngx_strlen(name);
+    h->key.data = name;
+    h->key.len = len;
     h->value = *value;
 
     return NGX_OK;

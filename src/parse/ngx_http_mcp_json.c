@@ -38,6 +38,9 @@
 /* members an object may have before its names move to the hash table */
 #define NGX_HTTP_MCP_JSON_SMALL       8
 
+/* the prefix of the _meta keys of the MCP revisions */
+#define NGX_HTTP_MCP_JSON_META        "io.modelcontextprotocol/"
+
 
 /* a member name: where it stands, and what it says once unescaped */
 typedef struct {
@@ -89,6 +92,7 @@ static ngx_int_t ngx_http_mcp_json_leaf(ngx_http_mcp_json_scan_t *scan,
     cJSON *parent, u_char *p, u_char *end);
 static char *ngx_http_mcp_json_text(ngx_http_mcp_json_scan_t *scan,
     u_char *p, size_t raw, ngx_uint_t plain);
+static char *ngx_http_mcp_json_known(u_char *p, size_t len);
 static u_char *ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan,
     u_char *p, ngx_uint_t depth, cJSON *parent);
 static u_char *ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan,
@@ -116,6 +120,15 @@ static const u_char  ngx_http_mcp_json_plain[256] = {
 
 
 static uint32_t  ngx_http_mcp_json_seed;
+
+const char  ngx_http_mcp_json_meta_version[] =
+    NGX_HTTP_MCP_JSON_META "protocolVersion";
+const char  ngx_http_mcp_json_meta_caps[] =
+    NGX_HTTP_MCP_JSON_META "clientCapabilities";
+const char  ngx_http_mcp_json_meta_info[] =
+    NGX_HTTP_MCP_JSON_META "clientInfo";
+const char  ngx_http_mcp_json_meta_level[] =
+    NGX_HTTP_MCP_JSON_META "logLevel";
 
 
 
@@ -1168,6 +1181,74 @@ ngx_http_mcp_json_text(ngx_http_mcp_json_scan_t *scan, u_char *p, size_t raw,
     text[len] = '\0';
 
     return (char *) text;
+}
+
+
+/*
+ * The member names every MCP request has, or many do: a built member
+ * whose name is one of them points at the literal (cJSON_StringIsConst:
+ * cJSON_Delete() leaves it) instead of a copy, an allocation, a copy
+ * and a free fewer a member.  p: the name's bytes without escapes, len
+ * of them.  NULL: not one of them.
+ */
+
+static char *
+ngx_http_mcp_json_known(u_char *p, size_t len)
+{
+    const char  *name;
+
+    switch (len) {
+
+    case 2:
+        name = "id";
+        break;
+
+    case 4:
+        name = (p[0] == 'n') ? "name" : "task";
+        break;
+
+    case 5:
+        name = "_meta";
+        break;
+
+    case 6:
+        name = (p[0] == 'm') ? "method"
+               : (p[0] == 'p') ? "params" : "cursor";
+        break;
+
+    case 7:
+        name = (p[0] == 'j') ? "jsonrpc" : "version";
+        break;
+
+    case 9:
+        name = "arguments";
+        break;
+
+    case 13:
+        name = "progressToken";
+        break;
+
+    case 32:
+        name = ngx_http_mcp_json_meta_level;
+        break;
+
+    case 34:
+        name = ngx_http_mcp_json_meta_info;
+        break;
+
+    case 39:
+        name = ngx_http_mcp_json_meta_version;
+        break;
+
+    case 42:
+        name = ngx_http_mcp_json_meta_caps;
+        break;
+
+    default:
+        return NULL;
+    }
+
+    return (ngx_memcmp(p, name, len) == 0) ? (char *) name : NULL;
 }
 
 

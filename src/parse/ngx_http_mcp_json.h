@@ -44,11 +44,6 @@ extern const char  ngx_http_mcp_json_meta_caps[];
 extern const char  ngx_http_mcp_json_meta_info[];
 extern const char  ngx_http_mcp_json_meta_level[];
 
-/* json_known.c: the literal of a name the scan interns (p: its bytes
-   without escapes), or NULL */
-char *ngx_http_mcp_json_known(u_char *p, size_t len);
-
-
 /* json_print.c: a tree's text (what cJSON_PrintUnformatted() makes) */
 u_char *ngx_http_mcp_json_print(ngx_pool_t *pool, cJSON *json, size_t *len);
 

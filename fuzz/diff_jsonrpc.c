@@ -226,7 +226,21 @@ ngx_diff_tree(u_char *body, size_t size, cJSON *root)
 static ngx_uint_t
 ngx_diff_same(cJSON *a, cJSON *b)
 {
+    char   *text;
     cJSON  *x, *y;
+
+    text = a->valuestring;
+
+    /* a progress token's number keeps its text: it reads as the value */
+    if (cJSON_IsNumber(a) && text != NULL) {
+        if (a->string == NULL || strcmp(a->string, "progressToken") != 0
+            || strtod(text, NULL) != a->valuedouble)
+        {
+            return 0;
+        }
+
+        text = NULL;
+    }
 
     /*
      * the types, not how the names are held: a name the module knows
@@ -236,8 +250,8 @@ ngx_diff_same(cJSON *a, cJSON *b)
         || memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) != 0
         || (a->string == NULL) != (b->string == NULL)
         || (a->string && strcmp(a->string, b->string) != 0)
-        || (a->valuestring == NULL) != (b->valuestring == NULL)
-        || (a->valuestring && strcmp(a->valuestring, b->valuestring) != 0)
+        || (text == NULL) != (b->valuestring == NULL)
+        || (text && strcmp(text, b->valuestring) != 0)
         || (a->child == NULL) != (b->child == NULL))
     {
         return 0;

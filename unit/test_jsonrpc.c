@@ -1331,8 +1331,9 @@ test_print_edges(void)
 static void
 test_helpers(void)
 {
-    u_char      buf[40], *raw, *end;
-    size_t      i, len;
+    u_char      buf[40], *end;
+    cJSON       *root, *params, *node, *copy;
+    size_t      i;
     ngx_str_t   body;
     const char  *error;
 
@@ -1367,22 +1368,34 @@ test_helpers(void)
     CHECK_INT(ngx_http_mcp_correlation_id(buf, 34), NGX_ERROR,
               "correlation id over 32: NGX_ERROR");
 
-    ngx_str_set(&body, "{\"a\":{\"progressToken\": 123456789012345678901,"
-                "\"x\":\"progressToken\"}}");
-    len = 0;
-    raw = ngx_http_mcp_json_raw_number(&body, "progressToken",
-                                       123456789012345678901.0, &len);
-    CHECK_MEM(raw, len, "123456789012345678901",
-              "raw number: the token as written");
-    raw = ngx_http_mcp_json_raw_number(&body, "progressToken", 5.0, &len);
-    CHECK(raw == NULL, "raw number of another value: NULL");
-    raw = ngx_http_mcp_json_raw_number(&body, "nothere", 1.0, &len);
-    CHECK(raw == NULL, "raw number of a missing key: NULL");
-
-    ngx_str_set(&body, "[\"id\", {\"id\":-7}]");
-    raw = ngx_http_mcp_json_raw_number(&body, "id", -7.0, &len);
-    CHECK_MEM(raw, len, "-7",
-              "raw number: a string equal to the key is skipped");
+    /* a progress token's number keeps its text, as written, on its node */
+    ngx_str_set(&body, "{\"params\":{\"_meta\":{\"progressToken\": "
+                "123456789012345678901 },\"x\":1.50,\"progressToken\":[2],"
+                "\"y\":{\"progress\\u0054oken\":-0.10e1}}}");
+    root = NULL;
+    CHECK_INT(ngx_http_mcp_json_parse(pool, body.data, body.len, NULL, &root,
+                                      &error), NGX_OK, "number text: parsed");
+    params = ngx_http_mcp_json_get(root, "params");
+    node = ngx_http_mcp_json_get(ngx_http_mcp_json_get(params, "_meta"),
+                                 "progressToken");
+    CHECK_STR(node ? node->valuestring : NULL, "123456789012345678901",
+              "number text: a progress token as written");
+    copy = cJSON_Duplicate(node, 1);
+    CHECK_STR(copy ? copy->valuestring : NULL, "123456789012345678901",
+              "number text: copied with its node");
+    cJSON_Delete(copy);
+    node = ngx_http_mcp_json_get(params, "x");
+    CHECK(node != NULL && node->valuestring == NULL,
+          "number text: none for another member's number");
+    node = ngx_http_mcp_json_get(params, "progressToken");
+    CHECK(node != NULL && node->child != NULL
+          && node->child->valuestring == NULL,
+          "number text: none for a number inside a token");
+    node = ngx_http_mcp_json_get(ngx_http_mcp_json_get(params, "y"),
+                                 "progressToken");
+    CHECK_STR(node ? node->valuestring : NULL, "-0.10e1",
+              "number text: under an escaped name too");
+    cJSON_Delete(root);
 
     CHECK_INT(ngx_http_mcp_json_strict(pool, (u_char *) "[1,\"a\",null]", 12,
                                        &error), NGX_OK,

@@ -69,8 +69,7 @@ static ngx_int_t ngx_http_mcp_call_send(ngx_http_mcp_call_t *call,
     cJSON *message, ngx_uint_t response);
 static u_char *ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call,
     size_t *len);
-static ngx_int_t ngx_http_mcp_call_raw_token(ngx_http_mcp_call_t *call,
-    ngx_str_t *body);
+static ngx_int_t ngx_http_mcp_call_raw_token(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_call_param_headers(ngx_http_mcp_call_t *call,
     ngx_array_t *from);
 static cJSON *ngx_http_mcp_message(cJSON *id, const char *method,
@@ -116,8 +115,8 @@ ngx_http_mcp_call_run(ngx_http_mcp_call_t *call,
 
 /*
  * A call for a request: its own pool and log, a copy of what the caller
- * is (rctx), and its message, which it owns from now on.  body is the
- * raw request, for a numeric progress token to be echoed as written.
+ * is (rctx), and its message, which it owns from now on.  body is not
+ * read: the scan keeps a numeric progress token's text on its node.
  */
 
 ngx_http_mcp_call_t *
@@ -188,7 +187,7 @@ ngx_http_mcp_call_create(ngx_log_t *clog, void *conf,
     call->progress_token = ngx_http_mcp_json_get(meta, "progressToken");
 
     if ((cJSON_IsNumber(call->progress_token)
-         && ngx_http_mcp_call_raw_token(call, body) != NGX_OK)
+         && ngx_http_mcp_call_raw_token(call) != NGX_OK)
         || (msg->param_headers != NULL
             && ngx_http_mcp_call_param_headers(call, msg->param_headers)
                != NGX_OK))
@@ -1443,29 +1442,20 @@ ngx_http_mcp_call_id_text(ngx_http_mcp_call_t *call, size_t *len)
 }
 
 
-/* a numeric progress token, digit for digit as the client sent it */
+/*
+ * A numeric progress token, digit for digit as the client sent it: the
+ * scan keeps its text (ngx_http_mcp_json_parse()); a tree built
+ * otherwise has none, and the token is echoed as its double.
+ */
 
 static ngx_int_t
-ngx_http_mcp_call_raw_token(ngx_http_mcp_call_t *call, ngx_str_t *body)
+ngx_http_mcp_call_raw_token(ngx_http_mcp_call_t *call)
 {
-    u_char  *raw, *text;
-    size_t   len;
-
-    raw = ngx_http_mcp_json_raw_number(body, "progressToken",
-                                       call->progress_token->valuedouble,
-                                       &len);
-    if (raw == NULL) {
+    if (call->progress_token->valuestring == NULL) {
         return NGX_OK;
     }
 
-    text = ngx_pnalloc(call->pool, len + 1);
-    if (text == NULL) {
-        return NGX_ERROR;
-    }
-
-    *ngx_cpymem(text, raw, len) = '\0';
-
-    call->token_raw = cJSON_CreateRaw((char *) text);
+    call->token_raw = cJSON_CreateRaw(call->progress_token->valuestring);
     if (call->token_raw == NULL) {
         return NGX_ERROR;
     }

@@ -9,10 +9,10 @@
  * cJSON the first), control bytes and invalid UTF-8 in strings, lone
  * surrogates, "\u0000" (cJSON ends a string there, other parsers do
  * not), numbers beyond a double, and anything the grammar does not
- * allow.  The same walk keeps the raw text of each message's "id" and,
- * for a POST body, builds the cJSON tree the module reads, so that the
- * body is read once (and by the parser that checked it), not scanned
- * and then parsed again by cJSON.
+ * allow.  The same walk keeps the raw text of each message's "id" (and
+ * of a numeric progress token) and, for a POST body, builds the cJSON
+ * tree the module reads, so that the body is read once (and by the
+ * parser that checked it), not scanned and then parsed again by cJSON.
  *
  * Pure: no HTTP; unit tested and fuzzed on its own, and its trees are
  * compared with cJSON_Parse()'s by the differential test.
@@ -93,6 +93,8 @@ static ngx_int_t ngx_http_mcp_json_leaf(ngx_http_mcp_json_scan_t *scan,
 static char *ngx_http_mcp_json_text(ngx_http_mcp_json_scan_t *scan,
     u_char *p, size_t raw, ngx_uint_t plain);
 static char *ngx_http_mcp_json_known(u_char *p, size_t len);
+static ngx_int_t ngx_http_mcp_json_source(ngx_http_mcp_json_scan_t *scan,
+    cJSON *node, u_char *p, u_char *end);
 static u_char *ngx_http_mcp_json_value(ngx_http_mcp_json_scan_t *scan,
     u_char *p, ngx_uint_t depth, cJSON *parent);
 static u_char *ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan,
@@ -745,6 +747,14 @@ ngx_http_mcp_json_object(ngx_http_mcp_json_scan_t *scan, u_char *p,
                     return NULL;
                 }
             }
+
+            if ((member->type & 0xff) == cJSON_Number && name.len == 13
+                && ngx_strcmp(member->string, "progressToken") == 0
+                && ngx_http_mcp_json_source(scan, member, value, p)
+                   != NGX_OK)
+            {
+                return NULL;
+            }
         }
 
         if (n < NGX_HTTP_MCP_JSON_SMALL) {
@@ -1144,6 +1154,36 @@ ngx_http_mcp_json_leaf(ngx_http_mcp_json_scan_t *scan, cJSON *parent,
         scan->nomem = 1;
         return NGX_ERROR;
     }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A number's text as the client wrote it (p to end), kept in its node's
+ * valuestring: cJSON holds a double, and a progress token beyond 2^53 is
+ * echoed digit for digit.  cJSON_Delete() frees the text, and
+ * cJSON_Duplicate() copies it; printing reads the double.  Only where it
+ * is needed: a copy and an allocation for every number of a body would
+ * cost every request, for the few numbers whose text is echoed.
+ */
+
+static ngx_int_t
+ngx_http_mcp_json_source(ngx_http_mcp_json_scan_t *scan, cJSON *node,
+    u_char *p, u_char *end)
+{
+    u_char  *text;
+
+    text = cJSON_malloc(end - p + 1);
+    if (text == NULL) {
+        scan->error = "Parse error: out of memory";
+        scan->nomem = 1;
+        return NGX_ERROR;
+    }
+
+    *ngx_cpymem(text, p, end - p) = '\0';
+
+    node->valuestring = (char *) text;
 
     return NGX_OK;
 }

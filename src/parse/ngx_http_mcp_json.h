@@ -24,7 +24,11 @@
  */
 ngx_int_t ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p, size_t len,
     ngx_array_t *ids, const char **error);
-/* the same scan, building the tree cJSON_Parse() would make of p */
+/*
+ * The same scan, building the tree cJSON_Parse() would make of p; but a
+ * number that is the value of a member named "progressToken" keeps its
+ * text as written in valuestring, NUL-terminated (cJSON leaves it NULL).
+ */
 ngx_int_t ngx_http_mcp_json_parse(ngx_pool_t *pool, u_char *p, size_t len,
     ngx_array_t *ids, cJSON **root, const char **error);
 ngx_int_t ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
@@ -103,12 +107,6 @@ u_char *ngx_http_mcp_json_literal(u_char *p, u_char *end);
 ngx_uint_t ngx_http_mcp_json_number_fits(u_char *p, u_char *end);
 ngx_int_t ngx_http_mcp_json_number(ngx_pool_t *pool, cJSON *node, u_char *p,
     u_char *end);
-/*
- * The raw text of a number that is the value of member "key" somewhere
- * in body and equals value; NULL: not found.
- */
-u_char *ngx_http_mcp_json_raw_number(ngx_str_t *body, const char *key,
-    double value, size_t *len);
 
 
 #endif /* _NGX_HTTP_MCP_JSON_H_INCLUDED_ */

@@ -1,8 +1,7 @@
 
 /*
  * The JSON grammar of numbers and literals, and their values: pure
- * functions of the strict scan (ngx_http_mcp_json.c) on their own; and
- * a number's raw text in a body, for echoing ids beyond 2^53.
+ * functions of the strict scan (ngx_http_mcp_json.c) on their own.
  */
 
 
@@ -236,60 +235,3 @@ done:
     return NGX_OK;
 }
 
-
-/*
- * The raw text of a number that is the value of member "key" somewhere in
- * body and equals value: a token beyond 2^53 is echoed as the client wrote
- * it, not as cJSON's double.  NULL: not found.
- */
-
-u_char *
-ngx_http_mcp_json_raw_number(ngx_str_t *body, const char *key, double value,
-    size_t *len)
-{
-    u_char  *p, *end, *start;
-    size_t   klen;
-
-    klen = ngx_strlen(key);
-    p = body->data;
-    end = body->data + body->len;
-
-    while (p < end) {
-        p = ngx_strlcasestrn(p, end, (u_char *) key, klen - 1);
-
-        if (p == NULL) {
-            return NULL;
-        }
-
-        start = p;
-        p += klen;
-
-        if (start == body->data || start[-1] != '"' || p >= end || *p != '"')
-        {
-            continue;
-        }
-
-        p = ngx_http_mcp_json_ws(p + 1, end);
-
-        if (p == end || *p != ':') {
-            continue;
-        }
-
-        start = ngx_http_mcp_json_ws(p + 1, end);
-        p = ngx_http_mcp_json_literal(start, end);
-
-        if (p == NULL || p == start || (*start != '-' && *start < '0')
-            || *start > '9')
-        {
-            p = start;
-            continue;
-        }
-
-        if (strtod((char *) start, NULL) == value) {
-            *len = p - start;
-            return start;
-        }
-    }
-
-    return NULL;
-}

@@ -102,11 +102,4 @@ ngx_http_mcp_json_ws(u_char *p, u_char *end)
 }
 
 
-/* json_number.c: the grammar of numbers and literals, for the scan */
-u_char *ngx_http_mcp_json_literal(u_char *p, u_char *end);
-ngx_uint_t ngx_http_mcp_json_number_fits(u_char *p, u_char *end);
-ngx_int_t ngx_http_mcp_json_number(ngx_pool_t *pool, cJSON *node, u_char *p,
-    u_char *end);
-
-
 #endif /* _NGX_HTTP_MCP_JSON_H_INCLUDED_ */

@@ -5,7 +5,9 @@
  * be read the same: a reply whose messages carry the POST's ids goes out
  * unchanged (what was sent, then the held tail), any other is refused,
  * and before a refusal never all of it went out (but for a reply that
- * ended before its JSON did, which no client reads as JSON).
+ * ended before its JSON did, which no client reads as JSON).  Numbers
+ * and literals are read as the strict scan (ngx_http_mcp_json.c) reads
+ * them: the two take and refuse the same ones.
  */
 
 
@@ -13,6 +15,7 @@
 #include <ngx_core.h>
 
 #include "ngx_http_mcp_jsonguard.h"
+#include "ngx_http_mcp_json.h"
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_shim.h"
 #include "unit.h"
@@ -22,6 +25,22 @@
 
 
 static ngx_array_t  msgs;
+
+
+/* numbers and literals, JSON or not (1: JSON) */
+static struct {
+    const char  *text;
+    ngx_uint_t   json;
+} tokens[] = {
+    { "0", 1 }, { "-0", 1 }, { "7", 1 }, { "-12", 1 }, { "0.5", 1 },
+    { "-0.5e-3", 1 }, { "1E+2", 1 }, { "1e2", 1 }, { "10.25E09", 1 },
+    { "true", 1 }, { "false", 1 }, { "null", 1 },
+    { "01", 0 }, { "-01", 0 }, { "00", 0 }, { "-", 0 }, { "+1", 0 },
+    { ".5", 0 }, { "1.", 0 }, { "1.e2", 0 }, { "1e", 0 }, { "1e+", 0 },
+    { "1e-a", 0 }, { "--1", 0 }, { "0x1", 0 }, { "1.5.3", 0 },
+    { "1 2", 0 }, { "truex", 0 }, { "tru", 0 }, { "nul", 0 },
+    { "nulll", 0 }, { "True", 0 }, { "NaN", 0 }, { "-Infinity", 0 }
+};
 
 
 /* n bytes c at p: where they end */
@@ -94,6 +113,43 @@ done:
  * want NGX_OK: every way of feeding gives the body back whole; else
  * every way is refused with the error, and what went out is never all.
  */
+
+static void check(const char *name, const char *body, ngx_int_t want,
+    const char *why);
+
+
+/*
+ * Each token in a reply, as the guard reads it (whole, cut anywhere, a
+ * byte at a time) and as the scan does: both as the table says.
+ */
+
+static void
+check_tokens(void)
+{
+    char         body[128];
+    ngx_int_t    rc;
+    ngx_uint_t   i;
+    ngx_pool_t  *pool;
+    const char  *error;
+
+    pool = ngx_shim_pool_create();
+
+    for (i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
+        snprintf(body, sizeof(body), "{\"id\":7,\"result\":[%s]}",
+                 tokens[i].text);
+
+        rc = ngx_http_mcp_json_strict(pool, (u_char *) body, strlen(body),
+                                      &error);
+        CHECK(rc == (tokens[i].json ? NGX_OK : NGX_DECLINED),
+              tokens[i].text);
+
+        check(tokens[i].text, body, tokens[i].json ? NGX_OK : NGX_DECLINED,
+              "strict");
+    }
+
+    ngx_shim_pool_destroy(pool);
+}
+
 
 static void
 check(const char *name, const char *body, ngx_int_t want, const char *why)
@@ -199,6 +255,9 @@ main(void)
           ":true} \n", NGX_OK, NULL);
     check("literals", "{\"id\":7,\"result\":[true,false,null,\"\"]}",
           NGX_OK, NULL);
+    check("an id then a literal", "{\"id\":null,\"r\":true}", NGX_OK, NULL);
+
+    check_tokens();
 
     p = deep;
     p += sprintf(p, "{\"id\":7,\"result\":");

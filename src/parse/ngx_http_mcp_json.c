@@ -47,6 +47,20 @@
 #define NGX_HTTP_MCP_JSON_META        "io.modelcontextprotocol/"
 
 
+/* the states of ngx_http_mcp_json_token() between a token's bytes */
+enum {
+    NGX_HTTP_MCP_JSON_T_MINUS = NGX_HTTP_MCP_JSON_TOKEN + 1,
+    NGX_HTTP_MCP_JSON_T_ZERO,
+    NGX_HTTP_MCP_JSON_T_INT,
+    NGX_HTTP_MCP_JSON_T_DOT,
+    NGX_HTTP_MCP_JSON_T_FRAC,
+    NGX_HTTP_MCP_JSON_T_EXP,
+    NGX_HTTP_MCP_JSON_T_EXP_SIGN,
+    NGX_HTTP_MCP_JSON_T_EXP_DIGITS,
+    NGX_HTTP_MCP_JSON_T_WORD           /* + the index of the byte next */
+};                                     /* in "true\0false\0null" */
+
+
 /* a member name: where it stands, and what it says once unescaped */
 typedef struct {
     u_char                     *key;        /* at the opening quote */
@@ -608,80 +622,124 @@ ngx_http_mcp_json_name_add(ngx_http_mcp_json_scan_t *scan,
 
 
 /*
- * A number, true, false or null, checked against the JSON grammar: cJSON
- * is lenient (it takes "01"), and an id is echoed as the client wrote it,
- * so what the module echoes must be JSON.
+ * The grammar of a number, true, false or null, a byte at a time: the
+ * scan's, and that of the guard that reads an upstream's reply as it
+ * streams (ngx_http_mcp_jsonguard.c), which cannot see a token whole.
+ * One definition, so that the two cannot disagree on what is JSON.
+ * state: NGX_HTTP_MCP_JSON_TOKEN before the token's first byte, then
+ * what the last call returned; the state after c, or _TOKEN_END: the
+ * token ended before c (which is not its own), or _TOKEN_BAD.
+ *
+ * Strict where cJSON is lenient ("01", "1.", ".5", "-"): an id is echoed
+ * as the client wrote it, so what the module echoes must be JSON.
+ */
+
+ngx_uint_t
+ngx_http_mcp_json_token(ngx_uint_t state, u_char c)
+{
+    u_char      want;
+    ngx_uint_t  digit;
+
+    /* the words, each ended by a NUL: a word's state is the next byte's */
+    static const u_char  words[] = "true\0false\0null";
+
+    digit = (c >= '0' && c <= '9');
+
+    switch (state) {
+
+    case NGX_HTTP_MCP_JSON_TOKEN:
+        switch (c) {
+        case '-':
+            return NGX_HTTP_MCP_JSON_T_MINUS;
+        case '0':
+            return NGX_HTTP_MCP_JSON_T_ZERO;
+        case 't':
+            return NGX_HTTP_MCP_JSON_T_WORD + 1;
+        case 'f':
+            return NGX_HTTP_MCP_JSON_T_WORD + 6;
+        case 'n':
+            return NGX_HTTP_MCP_JSON_T_WORD + 12;
+        }
+
+        return digit ? NGX_HTTP_MCP_JSON_T_INT : NGX_HTTP_MCP_JSON_TOKEN_BAD;
+
+    case NGX_HTTP_MCP_JSON_T_MINUS:
+        return (c == '0') ? NGX_HTTP_MCP_JSON_T_ZERO
+               : digit ? NGX_HTTP_MCP_JSON_T_INT
+               : NGX_HTTP_MCP_JSON_TOKEN_BAD;
+
+    case NGX_HTTP_MCP_JSON_T_ZERO:
+        if (digit) {
+            /* no leading zeros: "01" is not "1" to every parser */
+            return NGX_HTTP_MCP_JSON_TOKEN_BAD;
+        }
+
+        /* fall through */
+
+    case NGX_HTTP_MCP_JSON_T_INT:
+        if (digit) {
+            return NGX_HTTP_MCP_JSON_T_INT;
+        }
+
+        return (c == '.') ? NGX_HTTP_MCP_JSON_T_DOT
+               : (c == 'e' || c == 'E') ? NGX_HTTP_MCP_JSON_T_EXP
+               : NGX_HTTP_MCP_JSON_TOKEN_END;
+
+    case NGX_HTTP_MCP_JSON_T_DOT:
+        return digit ? NGX_HTTP_MCP_JSON_T_FRAC : NGX_HTTP_MCP_JSON_TOKEN_BAD;
+
+    case NGX_HTTP_MCP_JSON_T_FRAC:
+        return digit ? NGX_HTTP_MCP_JSON_T_FRAC
+               : (c == 'e' || c == 'E') ? NGX_HTTP_MCP_JSON_T_EXP
+               : NGX_HTTP_MCP_JSON_TOKEN_END;
+
+    case NGX_HTTP_MCP_JSON_T_EXP:
+        return (c == '+' || c == '-') ? NGX_HTTP_MCP_JSON_T_EXP_SIGN
+               : digit ? NGX_HTTP_MCP_JSON_T_EXP_DIGITS
+               : NGX_HTTP_MCP_JSON_TOKEN_BAD;
+
+    case NGX_HTTP_MCP_JSON_T_EXP_SIGN:
+        return digit ? NGX_HTTP_MCP_JSON_T_EXP_DIGITS
+                     : NGX_HTTP_MCP_JSON_TOKEN_BAD;
+
+    case NGX_HTTP_MCP_JSON_T_EXP_DIGITS:
+        return digit ? NGX_HTTP_MCP_JSON_T_EXP_DIGITS
+                     : NGX_HTTP_MCP_JSON_TOKEN_END;
+    }
+
+    /* in a word: what follows a whole one is for the caller to judge */
+
+    want = words[state - NGX_HTTP_MCP_JSON_T_WORD];
+
+    if (want == '\0') {
+        return NGX_HTTP_MCP_JSON_TOKEN_END;
+    }
+
+    return (c == want) ? state + 1 : NGX_HTTP_MCP_JSON_TOKEN_BAD;
+}
+
+
+/*
+ * A number, true, false or null from p on, read by the grammar above:
+ * where it ends, or NULL.  The body's end ends a token as a space does.
  */
 
 static u_char *
 ngx_http_mcp_json_literal(u_char *p, u_char *end)
 {
-    u_char      *start;
-    ngx_uint_t   i;
+    ngx_uint_t  state;
 
-    static ngx_str_t  words[] = {
-        ngx_string("true"), ngx_string("false"), ngx_string("null")
-    };
+    state = NGX_HTTP_MCP_JSON_TOKEN;
 
-    i = (*p == 't') ? 0 : (*p == 'f') ? 1 : (*p == 'n') ? 2 : 3;
+    for ( ;; ) {
+        state = ngx_http_mcp_json_token(state, (p < end) ? *p : ' ');
 
-    if (i < 3) {
-        if ((size_t) (end - p) >= words[i].len
-            && ngx_strncmp(p, words[i].data, words[i].len) == 0)
-        {
-            return p + words[i].len;
+        if (state >= NGX_HTTP_MCP_JSON_TOKEN_END) {
+            return (state == NGX_HTTP_MCP_JSON_TOKEN_END) ? p : NULL;
         }
 
-        return NULL;
-    }
-
-    if (p < end && *p == '-') {
         p++;
     }
-
-    if (p == end || *p < '0' || *p > '9') {
-        return NULL;
-    }
-
-    if (*p++ == '0' && p < end && *p >= '0' && *p <= '9') {
-        return NULL;
-    }
-
-    while (p < end && *p >= '0' && *p <= '9') {
-        p++;
-    }
-
-    if (p < end && *p == '.') {
-        start = ++p;
-
-        while (p < end && *p >= '0' && *p <= '9') {
-            p++;
-        }
-
-        if (p == start) {
-            return NULL;
-        }
-    }
-
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-
-        if (p < end && (*p == '+' || *p == '-')) {
-            p++;
-        }
-
-        start = p;
-
-        while (p < end && *p >= '0' && *p <= '9') {
-            p++;
-        }
-
-        if (p == start) {
-            return NULL;
-        }
-    }
-
-    return p;
 }
 
 

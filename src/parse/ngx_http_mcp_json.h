@@ -36,6 +36,18 @@ ngx_int_t ngx_http_mcp_json_strict(ngx_pool_t *pool, u_char *p, size_t len,
 /* a string's text between its quotes, unescaped; NGX_ERROR: refused */
 ssize_t ngx_http_mcp_json_decode(u_char *p, size_t len, u_char *dst);
 
+/*
+ * The grammar of a number, true, false or null, a byte at a time, for a
+ * reader that cannot see the token whole: state is _TOKEN before its
+ * first byte, then what the last call returned, until _TOKEN_END (the
+ * token ended before c) or _TOKEN_BAD (not JSON).
+ */
+#define NGX_HTTP_MCP_JSON_TOKEN       0
+#define NGX_HTTP_MCP_JSON_TOKEN_END   64
+#define NGX_HTTP_MCP_JSON_TOKEN_BAD   65
+
+ngx_uint_t ngx_http_mcp_json_token(ngx_uint_t state, u_char c);
+
 
 
 /*

@@ -9,7 +9,9 @@
  * requests of the client's POST, or no id, or null (no request has it).
  *
  * A small tokenizer follows the JSON byte by byte, across reads: strings
- * and their escapes, numbers, literals, nesting, and the reply's end.
+ * and their escapes, numbers and literals (by the strict scan's grammar,
+ * ngx_http_mcp_json_token(), a byte at a time), nesting, and the reply's
+ * end.
  * A message's member names are compared unescaped ("\u0069d" is "id"),
  * an id by its value: a string unescaped against the request's string,
  * a number by its text, as the client wrote it (ngx_http_mcp_jsonrpc.c
@@ -40,15 +42,7 @@ enum {
     NGX_HTTP_MCP_JG_STRING,
     NGX_HTTP_MCP_JG_ESCAPE,
     NGX_HTTP_MCP_JG_UNICODE,
-    NGX_HTTP_MCP_JG_LITERAL,
-    NGX_HTTP_MCP_JG_MINUS,
-    NGX_HTTP_MCP_JG_ZERO,
-    NGX_HTTP_MCP_JG_INT,
-    NGX_HTTP_MCP_JG_DOT,
-    NGX_HTTP_MCP_JG_FRAC,
-    NGX_HTTP_MCP_JG_EXP,
-    NGX_HTTP_MCP_JG_EXP_SIGN,
-    NGX_HTTP_MCP_JG_EXP_DIGITS,
+    NGX_HTTP_MCP_JG_TOKEN,
     NGX_HTTP_MCP_JG_DONE
 };
 
@@ -59,7 +53,7 @@ enum {
 
 static ngx_int_t ngx_http_mcp_jsonguard_byte(ngx_http_mcp_jsonguard_t *g,
     u_char c, const char **error);
-static ngx_int_t ngx_http_mcp_jsonguard_number(ngx_http_mcp_jsonguard_t *g,
+static ngx_int_t ngx_http_mcp_jsonguard_token(ngx_http_mcp_jsonguard_t *g,
     u_char c, const char **error);
 static ngx_int_t ngx_http_mcp_jsonguard_value(ngx_http_mcp_jsonguard_t *g,
     u_char c, const char **error);
@@ -372,20 +366,8 @@ ngx_http_mcp_jsonguard_byte(ngx_http_mcp_jsonguard_t *g, u_char c,
 
         return ngx_http_mcp_jsonguard_keep(g, c, error);
 
-    case NGX_HTTP_MCP_JG_LITERAL:
-        if (c != (u_char) g->literal[g->n]) {
-            break;
-        }
-
-        if (ngx_http_mcp_jsonguard_keep(g, c, error) != NGX_OK) {
-            return NGX_DECLINED;
-        }
-
-        if (g->literal[++g->n] == '\0') {
-            return ngx_http_mcp_jsonguard_value_end(g, error);
-        }
-
-        return NGX_OK;
+    case NGX_HTTP_MCP_JG_TOKEN:
+        return ngx_http_mcp_jsonguard_token(g, c, error);
 
     case NGX_HTTP_MCP_JG_DONE:
         if (ngx_http_mcp_jg_space(c)) {
@@ -394,9 +376,6 @@ ngx_http_mcp_jsonguard_byte(ngx_http_mcp_jsonguard_t *g, u_char c,
 
         *error = "bytes after the JSON";
         return NGX_DECLINED;
-
-    default:
-        return ngx_http_mcp_jsonguard_number(g, c, error);
     }
 
     *error = "not strict JSON";
@@ -405,74 +384,27 @@ ngx_http_mcp_jsonguard_byte(ngx_http_mcp_jsonguard_t *g, u_char c,
 }
 
 
-/* a number's next byte, or the byte after it (NGX_AGAIN) */
+/*
+ * A number's or literal's next byte, by the scan's grammar
+ * (ngx_http_mcp_json_token()); or the byte after it: NGX_AGAIN.
+ */
 
 static ngx_int_t
-ngx_http_mcp_jsonguard_number(ngx_http_mcp_jsonguard_t *g, u_char c,
+ngx_http_mcp_jsonguard_token(ngx_http_mcp_jsonguard_t *g, u_char c,
     const char **error)
 {
-    ngx_uint_t  digit, next;
+    g->n = ngx_http_mcp_json_token(g->n, c);
 
-    digit = ngx_http_mcp_jg_digit(c);
-    next = 0;
-
-    switch (g->state) {
-
-    case NGX_HTTP_MCP_JG_MINUS:
-        next = (c == '0') ? NGX_HTTP_MCP_JG_ZERO
-                          : digit ? NGX_HTTP_MCP_JG_INT : 0;
-        break;
-
-    case NGX_HTTP_MCP_JG_INT:
-        if (digit) {
-            next = NGX_HTTP_MCP_JG_INT;
-            break;
-        }
-
-        /* fall through */
-
-    case NGX_HTTP_MCP_JG_ZERO:
-        next = (c == '.') ? NGX_HTTP_MCP_JG_DOT
-               : (c == 'e' || c == 'E') ? NGX_HTTP_MCP_JG_EXP
-               : NGX_HTTP_MCP_JG_DONE;
-        break;
-
-    case NGX_HTTP_MCP_JG_DOT:
-        next = digit ? NGX_HTTP_MCP_JG_FRAC : 0;
-        break;
-
-    case NGX_HTTP_MCP_JG_FRAC:
-        next = digit ? NGX_HTTP_MCP_JG_FRAC
-               : (c == 'e' || c == 'E') ? NGX_HTTP_MCP_JG_EXP
-               : NGX_HTTP_MCP_JG_DONE;
-        break;
-
-    case NGX_HTTP_MCP_JG_EXP:
-        next = (c == '+' || c == '-') ? NGX_HTTP_MCP_JG_EXP_SIGN
-               : digit ? NGX_HTTP_MCP_JG_EXP_DIGITS : 0;
-        break;
-
-    case NGX_HTTP_MCP_JG_EXP_SIGN:
-        next = digit ? NGX_HTTP_MCP_JG_EXP_DIGITS : 0;
-        break;
-
-    case NGX_HTTP_MCP_JG_EXP_DIGITS:
-        next = digit ? NGX_HTTP_MCP_JG_EXP_DIGITS : NGX_HTTP_MCP_JG_DONE;
-        break;
-    }
-
-    if (next == 0) {
+    if (g->n == NGX_HTTP_MCP_JSON_TOKEN_BAD) {
         *error = "not strict JSON";
         return NGX_DECLINED;
     }
 
-    if (next == NGX_HTTP_MCP_JG_DONE) {
-        /* a number is never the whole reply: it is in a message */
+    if (g->n == NGX_HTTP_MCP_JSON_TOKEN_END) {
+        /* a token is never the whole reply: it is in a message */
         return ngx_http_mcp_jsonguard_value_end(g, error) == NGX_OK
                ? NGX_AGAIN : NGX_DECLINED;
     }
-
-    g->state = next;
 
     return ngx_http_mcp_jsonguard_keep(g, c, error);
 }
@@ -504,39 +436,18 @@ ngx_http_mcp_jsonguard_value(ngx_http_mcp_jsonguard_t *g, u_char c,
         return NGX_DECLINED;
     }
 
-    switch (c) {
-
-    case '"':
+    if (c == '"') {
         g->after = NGX_HTTP_MCP_JG_VALUE;
         g->state = NGX_HTTP_MCP_JG_STRING;
-        break;
 
-    case '-':
-        g->state = NGX_HTTP_MCP_JG_MINUS;
-        break;
-
-    case '0':
-        g->state = NGX_HTTP_MCP_JG_ZERO;
-        break;
-
-    case 't':
-    case 'f':
-    case 'n':
-        g->literal = (c == 't') ? "true" : (c == 'f') ? "false" : "null";
-        g->n = 1;
-        g->state = NGX_HTTP_MCP_JG_LITERAL;
-        break;
-
-    default:
-        if (!ngx_http_mcp_jg_digit(c)) {
-            *error = "not strict JSON";
-            return NGX_DECLINED;
-        }
-
-        g->state = NGX_HTTP_MCP_JG_INT;
+        return ngx_http_mcp_jsonguard_keep(g, c, error);
     }
 
-    return ngx_http_mcp_jsonguard_keep(g, c, error);
+    /* a number, true, false or null: anything else is refused here */
+    g->n = NGX_HTTP_MCP_JSON_TOKEN;
+    g->state = NGX_HTTP_MCP_JG_TOKEN;
+
+    return ngx_http_mcp_jsonguard_token(g, c, error);
 }
 
 

@@ -25,9 +25,9 @@ typedef struct {
     ngx_uint_t                 after;       /* a string's state after it */
     ngx_uint_t                 depth;
     ngx_uint_t                 msg_depth;   /* a message's object: 1 or 2 */
-    ngx_uint_t                 n;           /* a \u escape's or literal's
-                                               bytes read */
-    const char                *literal;
+    ngx_uint_t                 n;           /* a BOM's or \u escape's bytes
+                                               read; a number's or
+                                               literal's state */
     size_t                     tok_len;     /* a name or an id, raw */
     size_t                     tok_size;    /* room for the POST's ids */
     size_t                     tail_len;    /* from the JSON's last byte */

@@ -640,7 +640,7 @@ ngx_http_mcp_json_token(ngx_uint_t state, u_char c)
     u_char      want;
     ngx_uint_t  digit;
 
-    /* the words, each ended by a NUL: a word's state is the next byte's */
+    /* in a word, the state is T_WORD + the index of the byte it waits for */
     static const u_char  words[] = "true\0false\0null";
 
     digit = (c >= '0' && c <= '9');

@@ -49,7 +49,6 @@ ssize_t ngx_http_mcp_json_decode(u_char *p, size_t len, u_char *dst);
 ngx_uint_t ngx_http_mcp_json_token(ngx_uint_t state, u_char c);
 
 
-
 /*
  * The _meta keys of the stateless revision.  A built member whose name
  * is one of them, written without escapes, points at it

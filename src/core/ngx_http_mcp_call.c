@@ -115,14 +115,13 @@ ngx_http_mcp_call_run(ngx_http_mcp_call_t *call,
 
 /*
  * A call for a request: its own pool and log, a copy of what the caller
- * is (rctx), and its message, which it owns from now on.  body is not
- * read: the scan keeps a numeric progress token's text on its node.
+ * is (rctx), and its message, which it owns from now on (a numeric
+ * progress token's text is on its node: the scan kept it).
  */
 
 ngx_http_mcp_call_t *
 ngx_http_mcp_call_create(ngx_log_t *clog, void *conf,
-    ngx_http_mcp_reqctx_t *from, ngx_http_mcp_msg_t *msg, cJSON *message,
-    ngx_str_t *body)
+    ngx_http_mcp_reqctx_t *from, ngx_http_mcp_msg_t *msg, cJSON *message)
 {
     cJSON                  *meta;
     ngx_log_t              *log;

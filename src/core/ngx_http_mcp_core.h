@@ -242,8 +242,7 @@ ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
 /* ---- call.c: the life of one JSON-RPC request ---- */
 
 ngx_http_mcp_call_t *ngx_http_mcp_call_create(ngx_log_t *log, void *conf,
-    ngx_http_mcp_reqctx_t *rctx, ngx_http_mcp_msg_t *msg, cJSON *message,
-    ngx_str_t *body);
+    ngx_http_mcp_reqctx_t *rctx, ngx_http_mcp_msg_t *msg, cJSON *message);
 void ngx_http_mcp_call_run(ngx_http_mcp_call_t *call,
     ngx_http_mcp_handler_pt handler);
 void ngx_http_mcp_calls_wake(void);

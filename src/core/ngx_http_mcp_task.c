@@ -703,7 +703,7 @@ ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from, ngx_http_mcp_task_t *t,
 {
     u_char                   *state;
     cJSON                    *message, *params, *name;
-    ngx_str_t                 s, *rid, body = ngx_null_string;
+    ngx_str_t                 s, *rid;
     ngx_http_mcp_msg_t        msg;
     ngx_http_mcp_call_t      *call;
     ngx_http_mcp_task_run_t  *tr;
@@ -753,7 +753,7 @@ ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from, ngx_http_mcp_task_t *t,
 
     /* the caller is the task's owner: it may run the tool */
     call = ngx_http_mcp_call_create(from->log, from->conf, from->rctx, &msg,
-                                    message, &body);
+                                    message);
     message = NULL;
 
     if (call == NULL) {

@@ -764,7 +764,7 @@ ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
     }
 
     call = ngx_http_mcp_call_create(ctx->request->connection->log, ctx->conf,
-                                    &ctx->rctx, msg, message, &ctx->body);
+                                    &ctx->rctx, msg, message);
     if (call == NULL) {
         return NGX_ERROR;
     }

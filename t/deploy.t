@@ -122,6 +122,8 @@ sub nginx_t_ok {
         isnt $rc, 0, 'mcp.d/everything.conf without the fixtures module: nginx -t fails';
         like $out, qr/unknown MCP builtin set "everything": .*ngx_http_mcp_fixtures_module, which is not loaded/,
             '... naming the module';
+        # an nginx that opens its error_log for -t logs it there too
+        $t->expect_log_any(qr/unknown MCP builtin set "everything"/);
         # ... and this one in /etc/nginx/modules-enabled
         $t->write_file('modules-enabled/50-mcp-fixtures.conf',
                        'load_module  ' . McpTest->fixtures_path . ";\n");

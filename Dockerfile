@@ -11,8 +11,11 @@
 # read-only.  The nginx.conf is conf/docker/nginx.conf.
 #
 # Build arguments:
-#   MCP_FIXTURES=1   build the module with the test sets and serve the
-#                    "everything" set at /mcp (a demo; default 0: /mcp
+#   MCP_FIXTURES=1   a demo: the image also holds the test sets' module
+#                    (fixtures/, ngx_http_mcp_fixtures_module.so), loaded
+#                    by /etc/nginx/modules-enabled/50-mcp-fixtures.conf,
+#                    and serves the "everything" set at /mcp (default 0:
+#                    the module alone, no test sets in the image; /mcp
 #                    serves the lifecycle methods with no tools, and the
 #                    image is meant to get its nginx.conf from you, for
 #                    example a gateway with mcp_pass)
@@ -42,14 +45,19 @@ COPY config ngx_http_mcp_module.c ./
 COPY src ./src
 COPY fixtures ./fixtures
 
+# scripts/build makes both .so files; only the demo takes the fixtures'
 ARG MCP_FIXTURES=0
-RUN so=$(MCP_FIXTURES=$MCP_FIXTURES scripts/build | sed -n 's/^build: //p') \
-    && install -D -m 0644 "$so" /out/ngx_http_mcp_module.so \
-    && strip --strip-unneeded /out/ngx_http_mcp_module.so \
-    && mkdir -p /out/mcp.d \
+RUN so=$(scripts/build | sed -n 's/^build: //p') \
+    && install -D -m 0644 "$so" /out/modules/ngx_http_mcp_module.so \
+    && mkdir -p /out/mcp.d /out/modules-enabled \
     && if [ "$MCP_FIXTURES" = 1 ]; then \
-           echo 'mcp_builtin  everything;' > /out/mcp.d/everything.conf; \
-       fi
+           install -m 0644 "$(dirname "$so")/ngx_http_mcp_fixtures_module.so" \
+               /out/modules/ \
+           && echo 'load_module  /usr/lib/nginx/modules/ngx_http_mcp_fixtures_module.so;' \
+               > /out/modules-enabled/50-mcp-fixtures.conf \
+           && echo 'mcp_builtin  everything;' > /out/mcp.d/everything.conf; \
+       fi \
+    && strip --strip-unneeded /out/modules/*.so
 
 
 FROM ${DEBIAN}
@@ -78,7 +86,8 @@ RUN printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d \
     && useradd --uid 10001 --gid 10001 --no-create-home \
                --home-dir /nonexistent --shell /usr/sbin/nologin mcp
 
-COPY --from=build /out/ngx_http_mcp_module.so /usr/lib/nginx/modules/
+COPY --from=build /out/modules/ /usr/lib/nginx/modules/
+COPY --from=build /out/modules-enabled /etc/nginx/modules-enabled
 COPY --from=build /out/mcp.d /etc/nginx/mcp.d
 COPY conf/docker/nginx.conf conf/docker/ops.conf /etc/nginx/
 COPY conf/docker/mcp-healthcheck /usr/local/bin/

@@ -38,6 +38,8 @@ static char *ngx_http_mcp_pass_slot(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_mcp_builtin(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static ngx_int_t ngx_http_mcp_builtin_fixtures(ngx_conf_t *cf,
+    ngx_str_t *name);
 static char *ngx_http_mcp_session(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_mcp_allowed_origins(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -744,6 +746,45 @@ ngx_http_mcp_pass_slot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/*
+ * The test sets ("everything", "validation") are registered by
+ * ngx_http_mcp_fixtures_module, an addon of its own (fixtures/) that a
+ * production build leaves out: naming one without that module loaded
+ * says which module is missing, not only that the set is unknown.
+ */
+
+static ngx_int_t
+ngx_http_mcp_builtin_fixtures(ngx_conf_t *cf, ngx_str_t *name)
+{
+    ngx_uint_t  i;
+
+    if ((name->len != sizeof("everything") - 1
+         || ngx_strncmp(name->data, "everything", name->len) != 0)
+        && (name->len != sizeof("validation") - 1
+            || ngx_strncmp(name->data, "validation", name->len) != 0))
+    {
+        return NGX_OK;
+    }
+
+    for (i = 0; cf->cycle->modules[i]; i++) {
+        if (ngx_strcmp(cf->cycle->modules[i]->name,
+                       "ngx_http_mcp_fixtures_module")
+            == 0)
+        {
+            return NGX_OK;
+        }
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "unknown MCP builtin set \"%V\": the test sets are "
+                       "in ngx_http_mcp_fixtures_module, which is not loaded "
+                       "(load_module ngx_http_mcp_fixtures_module.so after "
+                       "ngx_http_mcp_module.so)", name);
+
+    return NGX_ERROR;
+}
+
+
 static char *
 ngx_http_mcp_builtin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -757,6 +798,10 @@ ngx_http_mcp_builtin(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     value = cf->args->elts;
+
+    if (ngx_http_mcp_builtin_fixtures(cf, &value[1]) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     set = ngx_http_mcp_set_get(cf, &value[1]);
     if (set == NULL) {

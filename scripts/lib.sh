@@ -51,6 +51,23 @@ mcp_free_port() {
 
 # The benchmarks' helpers (scripts/bench, scripts/bench-cpu).
 
+# mcp_fixtures_load MODULE: the load_module line of the test sets'
+# module (fixtures/, "mcp_builtin everything") that goes after MODULE's:
+# MCP_FIXTURES_MODULE when MODULE is MCP_MODULE, else the
+# ngx_http_mcp_fixtures_module.so beside MODULE.  Nothing when there is
+# none there: a build from before fixtures/ became an addon of its own
+# holds the sets itself.
+mcp_fixtures_load() {
+    local f
+    if [ -n "${MCP_FIXTURES_MODULE:-}" ] && [ "$1" = "${MCP_MODULE:-}" ]; then
+        f=$MCP_FIXTURES_MODULE
+    else
+        f=$(dirname "$1")/ngx_http_mcp_fixtures_module.so
+        [ -f "$f" ] || return 0
+    fi
+    echo "load_module  $f;"
+}
+
 # mcp_bench_conf OUT MODULE WORKERS PORT GWPORT [old] [sed args...]:
 # bench/nginx.conf.in filled in to OUT; old: a build that may predate
 # mcp_metrics and mcp_tool, whose lines then go (when it lacks them); the
@@ -69,6 +86,7 @@ mcp_bench_conf() {
         shift
     fi
     sed -e "/$drop/d" -e "s|@MODULE@|$mod|" -e "s|@WORKERS@|$workers|" \
+        -e "s|^@LOAD_FIXTURES@$|$(mcp_fixtures_load "$mod")|" \
         -e "s|@PORT@|$port|" -e "s|@GWPORT@|$gwport|" \
         -e 's|@PING_BODY@|{"jsonrpc":"2.0","id":2,"result":{}}|' \
         "$@" "$repo/bench/nginx.conf.in" > "$out"

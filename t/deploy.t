@@ -69,6 +69,7 @@ sub conf_for_test {
     $conf =~ s{/dev/stdout}{%%PREFIX%%/logs/access.log}g;
     $conf =~ s{ /tmp/}{ %%PREFIX%%/tmp/}g;
     $conf =~ s{/etc/nginx/mcp\.d/}{%%PREFIX%%/mcp.d/}g;
+    $conf =~ s{/etc/nginx/modules-enabled/}{%%PREFIX%%/modules-enabled/}g;
     $conf =~ s{/etc/nginx/secrets/}{%%PREFIX%%/secrets/}g;
     $conf =~ s{^(\s*)#?\s*include\s+/etc/nginx/ops\.conf;}
               {$OPS ? "${1}include $ROOT/conf/docker/ops.conf;" : ''}me;
@@ -89,8 +90,11 @@ sub nginx_t_ok {
 {
     my ($ok, $conf) = conf_for_test(McpTest::_slurp("$ROOT/conf/docker/nginx.conf"));
     ok $ok, 'conf/docker/nginx.conf: the lines a test changes are there';
-    my $t = McpTest->new(conf => $conf);
-    mkdir $t->prefix . '/mcp.d';
+    like $conf, qr{^%%LOAD_MODULE%%\n(?:#.*\n)*include\s+%%PREFIX%%/modules-enabled/\*\.conf;}m,
+        'the image conf includes modules-enabled/*.conf after the module';
+    # the production image: the module alone
+    my $t = McpTest->new(conf => $conf, fixtures => 0);
+    mkdir $t->prefix . "/$_" for qw(mcp.d modules-enabled);
     nginx_t_ok($t, 'the image conf');
     $t->start;
     my ($sid, $init) = $t->mcp_initialize;
@@ -108,8 +112,22 @@ sub nginx_t_ok {
     }
     $t->stop;
 
-    # --build-arg MCP_FIXTURES=1 drops this file in /etc/nginx/mcp.d
+    # --build-arg MCP_FIXTURES=1 drops this file in /etc/nginx/mcp.d ...
     $t->write_file('mcp.d/everything.conf', "mcp_builtin  everything;\n");
+    my ($rc, $out) = $t->nginx_t;
+    if (McpTest->module_path eq 'static') {
+        pass 'a static nginx has the fixtures module linked in';
+    }
+    else {
+        isnt $rc, 0, 'mcp.d/everything.conf without the fixtures module: nginx -t fails';
+        like $out, qr/unknown MCP builtin set "everything": .*ngx_http_mcp_fixtures_module, which is not loaded/,
+            '... naming the module';
+        # an nginx that opens its error_log for -t logs it there too
+        $t->expect_log_any(qr/unknown MCP builtin set "everything"/);
+        # ... and this one in /etc/nginx/modules-enabled
+        $t->write_file('modules-enabled/50-mcp-fixtures.conf',
+                       'load_module  ' . McpTest->fixtures_path . ";\n");
+    }
     $t->start;
     $sid = $t->mcp_initialize;
     my $tools = $t->mcp_request($sid, 'tools/list', {})->{result}{tools};

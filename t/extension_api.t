@@ -1,16 +1,18 @@
-# The extension API seen from outside: the fixtures module includes the
-# public header alone; a module of another vendor, in a .so of its own
-# (t/ext/), registers a set whose handlers read their call through the
-# accessors and their own location's configuration; duplicate set and
-# tool names and an API version mismatch fail "nginx -t" naming them;
-# without the fixtures module (what MCP_FIXTURES=0 builds),
-# "mcp_builtin everything" fails "nginx -t" and a third-party set still
-# works.
+# The extension API seen from outside: the fixtures module (fixtures/, an
+# nginx addon of its own) includes the public header alone and is built
+# into a .so of its own, which resolves the API in the module loaded
+# before it; a module of another vendor, in a .so of its own (t/ext/),
+# registers a set whose handlers read their call through the accessors
+# and their own location's configuration; duplicate set and tool names
+# and an API version mismatch fail "nginx -t" naming them; without the
+# fixtures module loaded (the production module alone), "mcp_builtin
+# everything" fails "nginx -t" naming the module to load, and a
+# third-party set still works.
 #
 # The .so files are compiled here against the nginx tree that built the
 # tested module (its objs/Makefile: compiler, flags, include paths), about
 # a second each; without such a tree (MCP_MODULE=static, or a module
-# copied elsewhere) only the include check runs.
+# copied elsewhere) only the include checks run.
 
 use strict;
 use warnings;
@@ -26,15 +28,28 @@ my $repo = dirname($FindBin::Bin);
 
 # --- the fixtures see only the public header ---------------------------------
 
-for my $f (qw(ngx_http_mcp_fixtures.h ngx_http_mcp_fixtures_module.c
-              ngx_http_mcp_everything.c ngx_http_mcp_everything_stream.c
-              ngx_http_mcp_validation.c))
-{
+my @fixtures = map { (split m{/})[-1] } glob("$repo/fixtures/*.[ch]");
+ok(@fixtures >= 7, 'the fixtures: ' . scalar(@fixtures) . ' files in fixtures/');
+for my $f (@fixtures) {
     my $text = McpTest::_slurp("$repo/fixtures/$f") // '';
     my @inc = $text =~ /^#\s*include\s+(\S+)/mg;
     my @other = grep { $_ ne '"ngx_http_mcp.h"' && $_ ne '"ngx_http_mcp_fixtures.h"' } @inc;
     ok(@inc && !@other, "$f includes the public header and nothing else of the module")
         or diag("includes: @inc");
+}
+
+{
+    # the addon's config: its own module, the public header's folder alone
+    my $config = McpTest::_slurp("$repo/fixtures/config") // '';
+    like($config, qr/^ngx_addon_name=ngx_http_mcp_fixtures_module$/m,
+         'fixtures/config: an addon of its own');
+    my ($incs) = $config =~ /^ngx_module_incs="([^"]*)"/m;
+    is($incs, '$ngx_addon_dir/../src/api', 'fixtures/config: its include path is src/api alone');
+    my @srcs = ($config =~ /^ngx_module_srcs="([^"]*)"/m)[0] =~ m{/(\w+\.c)\b}g;
+    is_deeply([sort @srcs], [sort grep { /\.c$/ } @fixtures],
+              'fixtures/config: every .c of fixtures/ is built');
+    unlike(McpTest::_slurp("$repo/config") // '', qr{fixtures/\w+\.c},
+           "the module's config builds none of them");
 }
 
 {
@@ -81,6 +96,40 @@ my %mk = do {
 
 ok($mk{CC} && @{ $mk{objs} }, "the module's build rules are read from $tree/objs/Makefile")
     or BAIL_OUT('cannot read the Makefile');
+
+# --- the module and the fixtures module, two .so files ---------------------
+
+{
+    my $fixtures = qr{/ngx_http_mcp_(?:fixtures_module|everything\w*|validation)\.o$};
+    ok(!grep({ /$fixtures/ } @{ $mk{objs} }), 'the module links none of the fixtures');
+    my $gen = McpTest::_slurp("$tree/objs/ngx_http_mcp_module_modules.c") // '';
+    my @names = $gen =~ /^extern ngx_module_t\s+(\w+);/mg;
+    ok(@names && !grep({ $_ eq 'ngx_http_mcp_fixtures_module' } @names),
+       "the module's list of modules has no fixtures module") or diag("@names");
+    $gen = McpTest::_slurp("$tree/objs/ngx_http_mcp_fixtures_module_modules.c") // '';
+    @names = $gen =~ /^extern ngx_module_t\s+(\w+);/mg;
+    is_deeply(\@names, ['ngx_http_mcp_fixtures_module'],
+              "the fixtures' .so: its list of modules is the fixtures module alone");
+    my $text = McpTest::_slurp($tree . '/objs/Makefile') // '';
+    $text =~ s/\\\n/ /g;
+    my ($link) = $text =~ m{^\t\$\(LINK\) -o objs/ngx_http_mcp_fixtures_module\.so (.*)$}m;
+    my @objs = grep { /\.o$/ } split ' ', $link // '';
+    ok(@objs && !grep({ !/$fixtures/ && !/_modules\.o$/ } @objs),
+       "the fixtures' .so links the fixtures alone") or diag("@objs");
+}
+
+{
+    # nginx opens modules RTLD_GLOBAL: the fixtures resolve the API in
+    # the module loaded before them, and cannot be loaded first
+    my $fixtures = McpTest->fixtures_path;
+    my $module = McpTest->module_path;
+    my ($rc, $log) = nginx_t_with(module => 0,
+        main => "load_module $fixtures;\nload_module $module;",
+        server => 'location /mcp { mcp on; mcp_builtin everything; }');
+    isnt($rc, 0, 'the fixtures module loaded before the module: nginx -t fails');
+    like($log, qr/\[emerg\].*dlopen\(\) ".*ngx_http_mcp_fixtures_module\.so" failed .*undefined symbol: ngx_http_mcp_/,
+         '... on a symbol of the API the module exports');
+}
 
 my $out = File::Temp::tempdir('mcp-ext-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 
@@ -233,40 +282,26 @@ $t->stop;
 
 # --- without the fixtures module ----------------------------------------------
 
-# The module's own objects without the fixtures' (what MCP_FIXTURES=0
-# builds), relinked: the rest must not need them.
-my $bare = McpTest->module_path;
-my $fixtures = qr{/ngx_http_mcp_(?:fixtures_module|everything|everything_stream|validation)\.o$};
-if (grep { /$fixtures/ } @{ $mk{objs} }) {
-    my $gen = McpTest::_slurp("$tree/objs/ngx_http_mcp_module_modules.c");
-    my @names = grep { $_ ne 'ngx_http_mcp_fixtures_module' }
-                $gen =~ /^extern ngx_module_t\s+(\w+);/mg;
-    modules_c("$out/bare_modules.c", @names);
-    my @objs = grep { !/$fixtures/ && !/_modules\.o$/ } @{ $mk{objs} };
-    $bare = "$out/bare.so";
-    my ($rc, $log) = run_in_tree(
-        "$mk{CC} -c -fPIC $mk{CFLAGS} $mk{ALL_INCS} -o $out/bare_modules.o $out/bare_modules.c"
-        . " && $mk{CC} -o $bare @objs $out/bare_modules.o $mk{ldflags}");
-    is($rc, 0, 'the module relinked without the fixtures') or diag($log);
-}
-else {
-    note('the tested module has no fixtures module (MCP_FIXTURES=0)');
-}
+# The module alone, as production loads it (fixtures => 0).
 
 {
-    my ($rc, $log) = nginx_t_with(module => $bare,
+    my ($rc, $log) = nginx_t_with(fixtures => 0,
         server => 'location /mcp { mcp on; mcp_builtin everything; }');
     isnt($rc, 0, 'without the fixtures: mcp_builtin everything fails nginx -t');
-    like($log, qr/\[emerg\].*unknown MCP builtin set "everything"/,
-         'without the fixtures: the set is named unknown');
-    ($rc, $log) = nginx_t_with(module => $bare,
+    like($log, qr/\[emerg\].*unknown MCP builtin set "everything": the test sets are in ngx_http_mcp_fixtures_module, which is not loaded \(load_module ngx_http_mcp_fixtures_module\.so after ngx_http_mcp_module\.so\)/,
+         'without the fixtures: the set is named unknown, and the module to load');
+    ($rc, $log) = nginx_t_with(fixtures => 0,
         server => 'location /mcp { mcp on; mcp_builtin validation; }');
-    like($log, qr/\[emerg\].*unknown MCP builtin set "validation"/,
+    like($log, qr/\[emerg\].*unknown MCP builtin set "validation": .*ngx_http_mcp_fixtures_module/,
          'without the fixtures: no validation set either');
+    ($rc, $log) = nginx_t_with(fixtures => 0,
+        server => 'location /mcp { mcp on; mcp_builtin nosuch; }');
+    like($log, qr/\[emerg\].*unknown MCP builtin set "nosuch" in /,
+         'another unknown set: named unknown, no fixtures module named');
 }
 
 {
-    my $b = McpTest->new(module => $bare, main => "load_module $ext;",
+    my $b = McpTest->new(fixtures => 0, main => "load_module $ext;",
                          server => 'location = /mcp { mcp on; mcp_builtin ext; }')->start;
     my ($sid) = $b->mcp_initialize;
     my ($res) = $b->mcp_call($sid, 'tools/list');

@@ -428,4 +428,31 @@ $bad->check_log(name => 'expect_log_any excuses the declared [emerg]');
        'missing module gives a clear error');
 }
 
+# The test sets' module (fixtures/) is loaded after the module, from
+# beside it unless MCP_FIXTURES_MODULE or fixtures => PATH says otherwise.
+{
+    local $ENV{MCP_MODULE} = '/x/ngx_http_mcp_module.so';
+    local $ENV{MCP_FIXTURES_MODULE};
+    my $m = McpTest->new;
+    is($m->fixtures_path, '/x/ngx_http_mcp_fixtures_module.so',
+       'fixtures_path: beside the module by default');
+    like(McpTest::_slurp($m->conf_file),
+         qr{^load_module /x/ngx_http_mcp_module\.so;\nload_module /x/ngx_http_mcp_fixtures_module\.so;\n}m,
+         'the fixtures module is loaded after the module');
+    $ENV{MCP_FIXTURES_MODULE} = '/y/fx.so';
+    is(McpTest->new->fixtures_path, '/y/fx.so', 'fixtures_path: MCP_FIXTURES_MODULE');
+    is(McpTest->new(module => '/z/m.so')->fixtures_path, '/z/ngx_http_mcp_fixtures_module.so',
+       'fixtures_path: beside a module given by path');
+    my $n = McpTest->new(fixtures => 0);
+    ok(!defined $n->fixtures_path, 'fixtures => 0: none');
+    unlike(McpTest::_slurp($n->conf_file), qr/fixtures/, 'fixtures => 0: not loaded');
+    $ENV{MCP_MODULE} = 'static';
+    unlike(McpTest::_slurp(McpTest->new->conf_file), qr/load_module/,
+           'MCP_MODULE=static: no load_module for either');
+    $ENV{MCP_MODULE} = "$McpTest::REPO_ROOT/build/ngx_http_mcp_module.so";
+    my $f = McpTest->new(fixtures => '/nonexistent/ngx_http_mcp_fixtures_module.so');
+    ok(!eval { $f->start; 1 } && $@ =~ /test sets' module not found at \/nonexistent/,
+       'a missing fixtures module gives a clear error');
+}
+
 done_testing;

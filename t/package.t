@@ -71,6 +71,8 @@ $installed = 1;
 is dpkg('-i', $deb), 0, 'dpkg -i';
 like status(), qr/install ok installed/, 'installed';
 ok -f $SO, "$SO";
+(undef, $out) = McpTest::_run_capture(['dpkg', '-L', $PKG], 30);
+unlike $out // '', qr/fixtures/, 'and no test sets (fixtures/) in the package';
 is readlink($LINK), $CONF, "$LINK links to $CONF";
 is McpTest::_slurp($CONF), "load_module $SO;\n", 'which loads the module';
 
@@ -109,12 +111,13 @@ my $list = $t->mcp_request($sid, 'tools/list', {});
 is_deeply $list->{result}{tools}, [], 'tools/list: no tools (no test sets)';
 $t->stop;
 
-# built without the test sets
+# without the test sets: their module is not in the package
 (my $fixtures = $conf) =~ s/%%BUILTIN%%/mcp_builtin everything;/;
 $t->write_config(conf => $fixtures);
 ($rc, $out) = $t->nginx_t;
 isnt $rc, 0, 'the package has no "everything" set';
-like $out, qr/unknown MCP builtin set "everything"/, 'nginx -t says so';
+like $out, qr/unknown MCP builtin set "everything": .*ngx_http_mcp_fixtures_module, which is not loaded/,
+     'nginx -t says so, naming the module it would need';
 
 is dpkg('-r', $PKG), 0, 'dpkg -r';
 like status(), qr/deinstall ok config-files/, 'removed';

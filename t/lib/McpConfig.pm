@@ -23,7 +23,7 @@ use McpUtil qw(_run_capture _spew);
 # a croak here names the test's line, as when all this was McpTest.pm
 our @CARP_NOT = ('McpTest');
 our @EXPORT_OK = qw($REPO_ROOT prefix port _pick_ports module_path
-                    _load_module_line subst _nginx_configure_args
+                    fixtures_path _load_module_line subst _nginx_configure_args
                     render_config conf_file write_config write_file);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
@@ -64,12 +64,35 @@ sub module_path {
     return $ENV{MCP_MODULE} // "$REPO_ROOT/build/ngx_http_mcp_module.so";
 }
 
-# MCP_MODULE=static: the nginx binary has the module linked in.
+# The test sets' module (fixtures/, "mcp_builtin everything"), loaded
+# after the module: $ENV{MCP_FIXTURES_MODULE}, else the .so beside the
+# module (scripts/build and scripts/build-nginx leave it there); a path
+# given as fixtures => PATH; undef with fixtures => 0 or no module, and
+# 'static' for an nginx with both linked in.
+sub fixtures_path {
+    my ($self) = @_;
+    my $f = ref $self ? $self->{fixtures} : 1;
+    return undef if !$f || (ref $self && !$self->{module});
+    return $f if $f ne '1';
+    my $module = $self->module_path;
+    return 'static' if $module eq 'static';
+    return $ENV{MCP_FIXTURES_MODULE}
+        if defined $ENV{MCP_FIXTURES_MODULE}
+        && !(ref $self && defined $self->{module} && $self->{module} ne '1');
+    return File::Spec->catfile(File::Basename::dirname($module),
+                               'ngx_http_mcp_fixtures_module.so');
+}
+
+# MCP_MODULE=static: the nginx binary has the module (and the fixtures
+# module) linked in.
 sub _load_module_line {
     my ($self) = @_;
     return '' unless $self->{module};
     return '' if $self->module_path eq 'static';
-    return 'load_module ' . $self->module_path . ";\n";
+    my $line = 'load_module ' . $self->module_path . ";\n";
+    my $fixtures = $self->fixtures_path;
+    $line .= "load_module $fixtures;\n" if defined $fixtures;
+    return $line;
 }
 
 # Replace %%PORT%%, %%PORTn%%, %%PREFIX%% and %%LOAD_MODULE%%.

@@ -74,6 +74,7 @@ sub new {
         nports        => $o{ports} // 1,
         log_level     => $o{log_level} // 'info',
         module        => exists $o{module} ? $o{module} : 1,
+        fixtures      => exists $o{fixtures} ? $o{fixtures} : 1,
         user          => exists $o{user} ? $o{user} : ($> == 0 ? 'root' : undef),
         mcp_path      => $o{mcp_path} // '/mcp',
         listen        => $o{listen} // '',          # extra listen parameters
@@ -149,6 +150,13 @@ sub start {
     if ($self->{module} && $self->module_path ne 'static' && !-e $self->module_path) {
         croak "McpTest: module not found at " . $self->module_path
             . " (build it first, or set MCP_MODULE=/path/to/ngx_http_mcp_module.so)";
+    }
+    my $fixtures = $self->fixtures_path;
+    if (defined $fixtures && $fixtures ne 'static' && !-e $fixtures) {
+        croak "McpTest: the test sets' module not found at $fixtures"
+            . " (scripts/build builds it beside the module; or set"
+            . " MCP_FIXTURES_MODULE=/path/to/ngx_http_mcp_fixtures_module.so,"
+            . " or pass fixtures => 0)";
     }
     for my $attempt (1 .. 3) {
         my $res = $self->_try_start;

@@ -148,7 +148,10 @@ does not start nginx.  Options: C<http>, C<server>, C<main>, C<events>
 C<%%LOAD_MODULE%%>), C<workers> (4), C<ports> (1), C<listen> (extra
 parameters of the main server's C<listen>, e.g. C<reuseport>), C<module> (1 = load
 $ENV{MCP_MODULE} or <repo>/build/ngx_http_mcp_module.so, 0 = none, or a
-path), C<log_level> (info), C<user> (root when run as root), C<mcp_path>
+path), C<fixtures> (1 = also load the test sets' module after it,
+$ENV{MCP_FIXTURES_MODULE} or the ngx_http_mcp_fixtures_module.so beside
+the module; 0 = not loaded: no "mcp_builtin everything"; or a path),
+C<log_level> (info), C<user> (root when run as root), C<mcp_path>
 (/mcp), C<protocol_version> (2025-11-25), C<check_log> (1: assert at stop),
 C<start_timeout> (10), C<stop_timeout> (10), C<nginx> (binary).
 Placeholders in snippets: C<%%PORT%%> (= C<%%PORT1%%>), C<%%PORT2%%>...,
@@ -184,7 +187,7 @@ C<< wait_old => 0 >>) for the old ones to exit (C<old_timeout> 5).  Returns
 
 =item $t->write_file($relpath, $content) -> $fullpath
 
-=item $t->port($n = 1), $t->prefix, $t->conf_file, $t->module_path, $t->subst($text)
+=item $t->port($n = 1), $t->prefix, $t->conf_file, $t->module_path, $t->fixtures_path, $t->subst($text)
 
 =item $t->master_pid, $t->worker_pids(all => 0|1), $t->is_running
 
@@ -349,7 +352,9 @@ Math::BigInt (and encode back as bare numbers).
 =head1 ENVIRONMENT
 
 MCP_MODULE (module .so path, or C<static> for an nginx with the module
-linked in), MCP_NGINX or NGINX_BIN (the nginx binary,
+and the test sets' module linked in), MCP_FIXTURES_MODULE (the test sets'
+module, fixtures/, loaded after the module; default: the
+ngx_http_mcp_fixtures_module.so beside MCP_MODULE), MCP_NGINX or NGINX_BIN (the nginx binary,
 default /usr/sbin/nginx),
 MCP_NGINX_PRELOAD (LD_PRELOAD for nginx, for sanitizer builds; ASAN_OPTIONS
 etc. pass through, except that C<fast_unwind_on_malloc=0> is added to

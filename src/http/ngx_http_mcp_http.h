@@ -145,6 +145,8 @@ cJSON *ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id,
 
 u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, size_t *len);
+ngx_int_t ngx_http_mcp_conf_add_variables(ngx_conf_t *cf,
+    ngx_http_variable_t *vars);
 
 
 /* ---- headers.c: the request's headers, and a header of the reply ---- */

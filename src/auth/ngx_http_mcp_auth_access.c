@@ -730,29 +730,19 @@ ngx_http_mcp_auth_strip(ngx_http_request_t *r)
     ngx_table_elt_t  *h;
 
     part = &r->headers_in.headers.part;
-    h = part->elts;
+    i = 0;
 
-    for (i = 0; /* void */ ; i++) {
+    while ((h = ngx_http_mcp_header_walk(&part, &i)) != NULL) {
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if ((h[i].key.len == sizeof("Authorization") - 1
-             && ngx_strncasecmp(h[i].key.data, (u_char *) "Authorization",
-                                h[i].key.len) == 0)
-            || (h[i].key.len == sizeof("X-API-Key") - 1
-                && ngx_strncasecmp(h[i].key.data, (u_char *) "X-API-Key",
-                                   h[i].key.len) == 0))
+        if ((h->key.len == sizeof("Authorization") - 1
+             && ngx_strncasecmp(h->key.data, (u_char *) "Authorization",
+                                h->key.len) == 0)
+            || (h->key.len == sizeof("X-API-Key") - 1
+                && ngx_strncasecmp(h->key.data, (u_char *) "X-API-Key",
+                                   h->key.len) == 0))
         {
-            h[i].value.len = 0;
-            h[i].value.data = (u_char *) "";
+            h->value.len = 0;
+            h->value.data = (u_char *) "";
         }
     }
 

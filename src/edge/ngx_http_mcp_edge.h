@@ -39,6 +39,8 @@ typedef void (*ngx_http_mcp_delete_pt)(ngx_http_request_t *r,
 ngx_int_t ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx);
 ngx_int_t ngx_http_mcp_stream_reply(ngx_http_mcp_ctx_t *ctx,
     ngx_http_mcp_msg_t *msg);
+ngx_http_mcp_ctx_t *ngx_http_mcp_session_request(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *sid, ngx_int_t *rc);
 ngx_int_t ngx_http_mcp_stream_get(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 void ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st);

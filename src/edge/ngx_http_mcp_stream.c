@@ -186,6 +186,34 @@ ngx_http_mcp_stream_reply(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
 
 
 /*
+ * A GET or a DELETE, which name a session: the request's context, the
+ * session checked and found; NULL with *rc the request's status.  The
+ * reply names the session's version, as every reply does.
+ */
+
+ngx_http_mcp_ctx_t *
+ngx_http_mcp_session_request(ngx_http_request_t *r,
+    ngx_http_mcp_loc_conf_t *mlcf, ngx_str_t *sid, ngx_int_t *rc)
+{
+    ngx_http_mcp_ctx_t  *ctx;
+
+    ctx = ngx_http_mcp_ctx_create(r, mlcf, ngx_http_mcp_auth_get(r));
+    if (ctx == NULL) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NULL;
+    }
+
+    if (ngx_http_mcp_session_preamble(r, mlcf, 1, sid, &ctx->rctx, rc)
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return ctx;
+}
+
+
+/*
  * GET: a standalone stream for server-initiated messages, or, with
  * Last-Event-ID, the rest of a stream the client lost.
  */
@@ -203,14 +231,8 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     ngx_http_mcp_ctx_t     *ctx;
     ngx_http_mcp_stream_t  *st;
 
-    ctx = ngx_http_mcp_ctx_create(r, mlcf, ngx_http_mcp_auth_get(r));
+    ctx = ngx_http_mcp_session_request(r, mlcf, &sid, &rc);
     if (ctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (ngx_http_mcp_session_preamble(r, mlcf, 1, &sid, &ctx->rctx, &rc)
-        != NGX_OK)
-    {
         return rc;
     }
 

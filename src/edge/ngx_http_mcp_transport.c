@@ -388,15 +388,8 @@ ngx_http_mcp_delete(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     ngx_str_t            sid;
     ngx_http_mcp_ctx_t  *ctx;
 
-    ctx = ngx_http_mcp_ctx_create(r, mlcf, ngx_http_mcp_auth_get(r));
+    ctx = ngx_http_mcp_session_request(r, mlcf, &sid, &rc);
     if (ctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    /* the reply names the session's version, as every reply does */
-    if (ngx_http_mcp_session_preamble(r, mlcf, 1, &sid, &ctx->rctx, &rc)
-        != NGX_OK)
-    {
         return rc;
     }
 

@@ -335,24 +335,16 @@ ngx_http_mcp_cors_has_header(ngx_http_request_t *r, const char *name,
     ngx_table_elt_t  *h;
 
     part = &r->headers_out.headers.part;
-    h = part->elts;
+    i = 0;
 
-    for (i = 0; /* void */ ; i++) {
+    while ((h = ngx_http_mcp_header_walk(&part, &i)) != NULL) {
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return 0;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash != 0 && h[i].key.len == len
-            && ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0)
+        if (h->hash != 0 && h->key.len == len
+            && ngx_strncasecmp(h->key.data, (u_char *) name, len) == 0)
         {
             return 1;
         }
     }
+
+    return 0;
 }

@@ -62,21 +62,11 @@ ngx_http_mcp_headers_read(ngx_http_request_t *r, ngx_http_mcp_headers_t *hs)
     ngx_memzero(hs, sizeof(ngx_http_mcp_headers_t));
 
     part = &r->headers_in.headers.part;
-    h = part->elts;
+    i = 0;
 
-    for (i = 0; /* void */ ; i++) {
+    while ((h = ngx_http_mcp_header_walk(&part, &i)) != NULL) {
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        len = h[i].key.len;
+        len = h->key.len;
 
         /* the names differ in length: the length says which to compare */
         switch (len) {
@@ -113,7 +103,7 @@ ngx_http_mcp_headers_read(ngx_http_request_t *r, ngx_http_mcp_headers_t *hs)
 
         default:
             if (len > sizeof("mcp-param-") - 1
-                && ngx_http_mcp_header_named(&h[i], "mcp-param-",
+                && ngx_http_mcp_header_named(h, "mcp-param-",
                                              sizeof("mcp-param-") - 1))
             {
                 hs->params = 1;
@@ -122,12 +112,12 @@ ngx_http_mcp_headers_read(ngx_http_request_t *r, ngx_http_mcp_headers_t *hs)
             continue;
         }
 
-        if (!ngx_http_mcp_header_named(&h[i], name, len)) {
+        if (!ngx_http_mcp_header_named(h, name, len)) {
             continue;
         }
 
         if (*field == NULL) {
-            *field = &h[i];
+            *field = h;
 
         } else {
             hs->twice |= bit;
@@ -181,11 +171,12 @@ ngx_http_mcp_header_next(ngx_http_request_t *r, ngx_table_elt_t *prev,
     ngx_table_elt_t  *h;
 
     part = &r->headers_in.headers.part;
-    h = part->elts;
     i = 0;
 
     if (prev != NULL) {
         /* on from prev, in the part of the list that holds it */
+        h = part->elts;
+
         while (prev < h || prev >= h + part->nelts) {
             part = part->next;
 
@@ -199,26 +190,18 @@ ngx_http_mcp_header_next(ngx_http_request_t *r, ngx_table_elt_t *prev,
         i = prev - h + 1;
     }
 
-    for ( /* void */ ; /* void */ ; i++) {
+    while ((h = ngx_http_mcp_header_walk(&part, &i)) != NULL) {
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (whole ? h[i].key.len != len : h[i].key.len <= len) {
+        if (whole ? h->key.len != len : h->key.len <= len) {
             continue;
         }
 
-        if (ngx_http_mcp_header_named(&h[i], name, len)) {
-            return &h[i];
+        if (ngx_http_mcp_header_named(h, name, len)) {
+            return h;
         }
     }
+
+    return NULL;
 }
 
 

@@ -1042,3 +1042,27 @@ ngx_http_mcp_session_mint(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
     return ngx_http_mcp_session_new(ctx, &init,
                                     ctx->request->connection->log);
 }
+
+
+/*
+ * A module's variables, from a table that ngx_http_null_variable ends,
+ * as nginx's own modules add theirs at preconfiguration.
+ */
+
+ngx_int_t
+ngx_http_mcp_conf_add_variables(ngx_conf_t *cf, ngx_http_variable_t *vars)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}

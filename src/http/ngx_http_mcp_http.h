@@ -145,6 +145,8 @@ cJSON *ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id,
 
 u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, size_t *len);
+ngx_int_t ngx_http_mcp_conf_add_variables(ngx_conf_t *cf,
+    ngx_http_variable_t *vars);
 
 
 /* ---- headers.c: the request's headers, and a header of the reply ---- */
@@ -165,6 +167,33 @@ ngx_table_elt_t *ngx_http_mcp_header_prefixed(ngx_http_request_t *r,
     ngx_http_mcp_header_set(r, (u_char *) name, sizeof(name) - 1, value)
 ngx_int_t ngx_http_mcp_header_set(ngx_http_request_t *r, u_char *name,
     size_t len, ngx_str_t *value);
+
+
+/*
+ * nginx's walk of a list of headers (a request's, a reply's, an
+ * upstream's), an element a call: *part starts at the list's first part
+ * and *i at 0; NULL past the last.  Inline: it is the walk of every
+ * request's headers.
+ */
+
+static ngx_inline ngx_table_elt_t *
+ngx_http_mcp_header_walk(ngx_list_part_t **part, ngx_uint_t *i)
+{
+    ngx_table_elt_t  *h;
+
+    if (*i >= (*part)->nelts) {
+        if ((*part)->next == NULL) {
+            return NULL;
+        }
+
+        *part = (*part)->next;
+        *i = 0;
+    }
+
+    h = (*part)->elts;
+
+    return &h[(*i)++];
+}
 
 
 /* ---- cors.c: CORS and the headers every MCP reply carries ---- */

@@ -181,35 +181,27 @@ ngx_http_mcp_proxy_coded(ngx_http_request_t *r)
     }
 
     part = &r->upstream->headers_in.headers.part;
-    h = part->elts;
+    i = 0;
 
-    for (i = 0; /* void */ ; i++) {
+    while ((h = ngx_http_mcp_header_walk(&part, &i)) != NULL) {
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return 0;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len != sizeof("content-encoding") - 1
-            || ngx_strncmp(h[i].lowcase_key, "content-encoding",
-                           h[i].key.len) != 0
-            || (h[i].value.len == sizeof("identity") - 1
-                && ngx_strncasecmp(h[i].value.data, (u_char *) "identity",
-                                   h[i].value.len) == 0))
+        if (h->key.len != sizeof("content-encoding") - 1
+            || ngx_strncmp(h->lowcase_key, "content-encoding",
+                           h->key.len) != 0
+            || (h->value.len == sizeof("identity") - 1
+                && ngx_strncasecmp(h->value.data, (u_char *) "identity",
+                                   h->value.len) == 0))
         {
             continue;
         }
 
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "mcp: upstream sent \"Content-Encoding: %V\" in a "
-                      "reply the tool policy filters", &h[i].value);
+                      "reply the tool policy filters", &h->value);
         return 1;
     }
+
+    return 0;
 }
 
 

@@ -254,33 +254,23 @@ ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
     seen = 0;
 
     part = &r->headers_in.headers.part;
-    h = part->elts;
+    i = 0;
 
-    for (i = 0; /* void */ ; i++) {
+    while ((h = ngx_http_mcp_header_walk(&part, &i)) != NULL) {
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (!ngx_http_mcp_proxy_relayed(&h[i], mlcf, &seen)) {
+        if (!ngx_http_mcp_proxy_relayed(h, mlcf, &seen)) {
             continue;
         }
 
         if (b == NULL) {
-            len += h[i].key.len + sizeof(": " CRLF) - 1 + h[i].value.len;
+            len += h->key.len + sizeof(": " CRLF) - 1 + h->value.len;
             continue;
         }
 
-        b->last = ngx_cpymem(b->last, h[i].key.data, h[i].key.len);
+        b->last = ngx_cpymem(b->last, h->key.data, h->key.len);
         *b->last++ = ':';
         *b->last++ = ' ';
-        b->last = ngx_cpymem(b->last, h[i].value.data, h[i].value.len);
+        b->last = ngx_cpymem(b->last, h->value.data, h->value.len);
         b->last = ngx_cpymem(b->last, CRLF, sizeof(CRLF) - 1);
     }
 

@@ -20,6 +20,12 @@
 #define NGX_HTTP_MCP_DEFAULT_CLIENT_TASKS  256
 
 
+/* how a numeric parameter reads: "1h", "256k", or a plain count */
+#define NGX_HTTP_MCP_ZONE_MSEC    0
+#define NGX_HTTP_MCP_ZONE_SIZE    1
+#define NGX_HTTP_MCP_ZONE_COUNT   2
+
+
 /* what the parameters of one mcp_session_zone make */
 typedef struct {
     ngx_http_mcp_zone_t       *ctx;
@@ -37,6 +43,7 @@ typedef ngx_int_t (*ngx_http_mcp_session_zone_set_pt)(ngx_conf_t *cf,
 struct ngx_http_mcp_session_zone_param_s {
     ngx_str_t                          key;     /* "timeout=" */
     ngx_http_mcp_session_zone_set_pt   set;
+    ngx_uint_t                         unit;    /* how a number reads */
     ngx_uint_t                         offset;  /* in ngx_http_mcp_zone_t */
     ngx_uint_t                         min;     /* the least taken */
     char                              *what;    /* "invalid <what> ..." */
@@ -48,12 +55,6 @@ static ngx_int_t ngx_http_mcp_session_zone_param(ngx_conf_t *cf,
 static ngx_int_t ngx_http_mcp_session_zone_name(ngx_conf_t *cf,
     ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
     ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
-static ngx_int_t ngx_http_mcp_session_zone_msec(ngx_conf_t *cf,
-    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
-    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
-static ngx_int_t ngx_http_mcp_session_zone_size(ngx_conf_t *cf,
-    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
-    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
 static ngx_int_t ngx_http_mcp_session_zone_number(ngx_conf_t *cf,
     ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
     ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
@@ -62,6 +63,7 @@ static ngx_int_t ngx_http_mcp_session_zone_per_client(ngx_conf_t *cf,
     ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args);
 static char *ngx_http_mcp_session_zone_add(ngx_conf_t *cf,
     ngx_http_mcp_store_conf_t *scf, ngx_http_mcp_session_zone_args_t *args);
+static void ngx_http_mcp_session_zone_defaults(ngx_http_mcp_zone_t *ctx);
 
 
 /*
@@ -73,46 +75,46 @@ static char *ngx_http_mcp_session_zone_add(ngx_conf_t *cf,
 static ngx_http_mcp_session_zone_param_t  ngx_http_mcp_session_zone_params[] = {
 
     { ngx_string("zone="),
-      ngx_http_mcp_session_zone_name,
+      ngx_http_mcp_session_zone_name, 0,
       0, 0,
       "zone size" },
 
     { ngx_string("timeout="),
-      ngx_http_mcp_session_zone_msec,
+      ngx_http_mcp_session_zone_number, NGX_HTTP_MCP_ZONE_MSEC,
       offsetof(ngx_http_mcp_zone_t, timeout), 1,
       "timeout" },
 
     { ngx_string("log="),
-      ngx_http_mcp_session_zone_size,
+      ngx_http_mcp_session_zone_number, NGX_HTTP_MCP_ZONE_SIZE,
       offsetof(ngx_http_mcp_zone_t, log_size), 1024,
       "event log size" },
 
     { ngx_string("subscriptions="),
-      ngx_http_mcp_session_zone_number,
+      ngx_http_mcp_session_zone_number, NGX_HTTP_MCP_ZONE_COUNT,
       offsetof(ngx_http_mcp_zone_t, max_subscriptions), 0,
       "number of subscriptions" },
 
     { ngx_string("subscription_uri="),
-      ngx_http_mcp_session_zone_size,
+      ngx_http_mcp_session_zone_number, NGX_HTTP_MCP_ZONE_SIZE,
       offsetof(ngx_http_mcp_zone_t, max_uri), 1,
       "URI length" },
 
     { ngx_string("tasks="),
-      ngx_http_mcp_session_zone_number,
+      ngx_http_mcp_session_zone_number, NGX_HTTP_MCP_ZONE_COUNT,
       offsetof(ngx_http_mcp_zone_t, max_tasks), 0,
       "number of tasks" },
 
     { ngx_string("tasks_per_client="),
-      ngx_http_mcp_session_zone_number,
+      ngx_http_mcp_session_zone_number, NGX_HTTP_MCP_ZONE_COUNT,
       offsetof(ngx_http_mcp_zone_t, max_client_tasks), 0,
       "number of tasks" },
 
     { ngx_string("per_client="),
-      ngx_http_mcp_session_zone_per_client,
+      ngx_http_mcp_session_zone_per_client, 0,
       0, 0,
       NULL },
 
-    { ngx_null_string, NULL, 0, 0, NULL }
+    { ngx_null_string, NULL, 0, 0, 0, NULL }
 };
 
 
@@ -134,12 +136,7 @@ ngx_http_mcp_session_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    ctx->timeout = NGX_HTTP_MCP_DEFAULT_TIMEOUT;
-    ctx->log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
-    ctx->max_subscriptions = NGX_HTTP_MCP_DEFAULT_SUBS;
-    ctx->max_uri = NGX_HTTP_MCP_DEFAULT_URI;
-    ctx->max_tasks = NGX_HTTP_MCP_DEFAULT_TASKS;
-    ctx->max_client_tasks = NGX_HTTP_MCP_DEFAULT_CLIENT_TASKS;
+    ngx_http_mcp_session_zone_defaults(ctx);
 
     args.ctx = ctx;
     args.size = 0;
@@ -239,43 +236,11 @@ ngx_http_mcp_session_zone_name(ngx_conf_t *cf,
 }
 
 
-static ngx_int_t
-ngx_http_mcp_session_zone_msec(ngx_conf_t *cf,
-    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
-    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args)
-{
-    ngx_msec_t  msec;
-
-    msec = ngx_parse_time(arg, 0);
-
-    if (msec == (ngx_msec_t) NGX_ERROR || msec < param->min) {
-        return NGX_DECLINED;
-    }
-
-    *(ngx_msec_t *) ((char *) args->ctx + param->offset) = msec;
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_mcp_session_zone_size(ngx_conf_t *cf,
-    ngx_http_mcp_session_zone_param_t *param, ngx_str_t *value,
-    ngx_str_t *arg, ngx_http_mcp_session_zone_args_t *args)
-{
-    ssize_t  size;
-
-    size = ngx_parse_size(arg);
-
-    if (size == NGX_ERROR || size < (ssize_t) param->min) {
-        return NGX_DECLINED;
-    }
-
-    *(size_t *) ((char *) args->ctx + param->offset) = size;
-
-    return NGX_OK;
-}
-
+/*
+ * A numeric parameter, read as its entry's unit says; the fields it sets
+ * (ngx_msec_t, size_t, ngx_uint_t) all have the width of ngx_uint_t, as
+ * nginx's own slot setters take for granted.
+ */
 
 static ngx_int_t
 ngx_http_mcp_session_zone_number(ngx_conf_t *cf,
@@ -284,7 +249,19 @@ ngx_http_mcp_session_zone_number(ngx_conf_t *cf,
 {
     ngx_int_t  n;
 
-    n = ngx_atoi(arg->data, arg->len);
+    switch (param->unit) {
+
+    case NGX_HTTP_MCP_ZONE_MSEC:
+        n = ngx_parse_time(arg, 0);
+        break;
+
+    case NGX_HTTP_MCP_ZONE_SIZE:
+        n = ngx_parse_size(arg);
+        break;
+
+    default: /* NGX_HTTP_MCP_ZONE_COUNT */
+        n = ngx_atoi(arg->data, arg->len);
+    }
 
     if (n == NGX_ERROR || n < (ngx_int_t) param->min) {
         return NGX_DECLINED;
@@ -394,6 +371,20 @@ ngx_http_mcp_session_zone_add(ngx_conf_t *cf, ngx_http_mcp_store_conf_t *scf,
 }
 
 
+/* what a zone holds for the parameters its directive leaves out */
+
+static void
+ngx_http_mcp_session_zone_defaults(ngx_http_mcp_zone_t *ctx)
+{
+    ctx->timeout = NGX_HTTP_MCP_DEFAULT_TIMEOUT;
+    ctx->log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
+    ctx->max_subscriptions = NGX_HTTP_MCP_DEFAULT_SUBS;
+    ctx->max_uri = NGX_HTTP_MCP_DEFAULT_URI;
+    ctx->max_tasks = NGX_HTTP_MCP_DEFAULT_TASKS;
+    ctx->max_client_tasks = NGX_HTTP_MCP_DEFAULT_CLIENT_TASKS;
+}
+
+
 /* the value that tells one client's sessions from another's, or empty */
 
 ngx_int_t
@@ -441,12 +432,7 @@ ngx_http_mcp_session_default_zone(ngx_conf_t *cf,
             return NULL;
         }
 
-        ctx->timeout = NGX_HTTP_MCP_DEFAULT_TIMEOUT;
-        ctx->log_size = NGX_HTTP_MCP_DEFAULT_LOG_SIZE;
-        ctx->max_subscriptions = NGX_HTTP_MCP_DEFAULT_SUBS;
-        ctx->max_uri = NGX_HTTP_MCP_DEFAULT_URI;
-        ctx->max_tasks = NGX_HTTP_MCP_DEFAULT_TASKS;
-        ctx->max_client_tasks = NGX_HTTP_MCP_DEFAULT_CLIENT_TASKS;
+        ngx_http_mcp_session_zone_defaults(ctx);
         ctx->name = name;
 
         shm_zone->init = ngx_http_mcp_session_init_zone;

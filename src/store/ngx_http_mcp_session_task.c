@@ -34,6 +34,8 @@
 
 static ngx_http_mcp_task_sh_t *ngx_http_mcp_session_task_find(
     ngx_http_mcp_zone_t *ctx, u_char *id, ngx_log_t *log);
+static ngx_http_mcp_task_sh_t *ngx_http_mcp_session_task_owned(
+    ngx_http_mcp_zone_t *ctx, u_char *id, u_char *owner, ngx_log_t *log);
 static void ngx_http_mcp_session_task_expire(ngx_http_mcp_zone_t *ctx,
     ngx_log_t *log);
 static void ngx_http_mcp_session_task_evict(ngx_http_mcp_zone_t *ctx,
@@ -210,11 +212,9 @@ ngx_http_mcp_session_task_get(ngx_shm_zone_t *zone, u_char *id,
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
-    ts = ngx_http_mcp_session_task_find(ctx, id, log);
+    ts = ngx_http_mcp_session_task_owned(ctx, id, owner, log);
 
-    if (ts == NULL
-        || ngx_memcmp(ts->owner, owner, NGX_HTTP_MCP_TASK_OWNER_LEN) != 0)
-    {
+    if (ts == NULL) {
         rc = NGX_DECLINED;
 
     } else {
@@ -338,11 +338,9 @@ ngx_http_mcp_session_task_cancel(ngx_shm_zone_t *zone,
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
-    ts = ngx_http_mcp_session_task_find(ctx, t->id, log);
+    ts = ngx_http_mcp_session_task_owned(ctx, t->id, t->owner, log);
 
-    if (ts == NULL
-        || ngx_memcmp(ts->owner, t->owner, NGX_HTTP_MCP_TASK_OWNER_LEN) != 0)
-    {
+    if (ts == NULL) {
         rc = NGX_DECLINED;
         goto done;
     }
@@ -400,11 +398,9 @@ ngx_http_mcp_session_task_listen(ngx_shm_zone_t *zone, u_char *id,
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
-    ts = ngx_http_mcp_session_task_find(ctx, id, log);
+    ts = ngx_http_mcp_session_task_owned(ctx, id, owner, log);
 
-    if (ts == NULL
-        || ngx_memcmp(ts->owner, owner, NGX_HTTP_MCP_TASK_OWNER_LEN) != 0)
-    {
+    if (ts == NULL) {
         rc = NGX_DECLINED;
         goto done;
     }
@@ -591,11 +587,9 @@ ngx_http_mcp_session_task_list(ngx_shm_zone_t *zone, u_char *owner,
     q = ngx_queue_head(&ctx->sh->task_queue);
 
     if (after != NULL) {
-        ts = ngx_http_mcp_session_task_find(ctx, after, log);
+        ts = ngx_http_mcp_session_task_owned(ctx, after, owner, log);
 
-        if (ts == NULL
-            || ngx_memcmp(ts->owner, owner, NGX_HTTP_MCP_TASK_OWNER_LEN) != 0)
-        {
+        if (ts == NULL) {
             rc = NGX_DECLINED;
             goto done;
         }
@@ -779,6 +773,29 @@ ngx_http_mcp_session_task_find(ngx_http_mcp_zone_t *ctx, u_char *id,
     ngx_http_mcp_session_task_free(ctx, ts);
 
     return NULL;
+}
+
+
+/*
+ * The owner's task of that id, or NULL: to an owner, another's task is
+ * as one that is not there.  Called with the zone locked.
+ */
+
+static ngx_http_mcp_task_sh_t *
+ngx_http_mcp_session_task_owned(ngx_http_mcp_zone_t *ctx, u_char *id,
+    u_char *owner, ngx_log_t *log)
+{
+    ngx_http_mcp_task_sh_t  *ts;
+
+    ts = ngx_http_mcp_session_task_find(ctx, id, log);
+
+    if (ts == NULL
+        || ngx_memcmp(ts->owner, owner, NGX_HTTP_MCP_TASK_OWNER_LEN) != 0)
+    {
+        return NULL;
+    }
+
+    return ts;
 }
 
 

@@ -8,7 +8,7 @@
  */
 
 
-#include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_headers.h"
 #include "ngx_http_mcp_param.h"
 
 

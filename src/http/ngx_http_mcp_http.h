@@ -1,8 +1,8 @@
 
 /*
  * The HTTP side every entry point shares (src/http): a request's context
- * and MCP headers, its checks and replies (ngx_http_mcp_http.c), the
- * headers read and written (ngx_http_mcp_headers.c), CORS
+ * and its checks and replies (ngx_http_mcp_http.c), the headers read
+ * and written (ngx_http_mcp_headers.c, ngx_http_mcp_headers.h), CORS
  * (ngx_http_mcp_cors.c) and a 2026-07-28 request's checks
  * (ngx_http_mcp_stateless.c).  The entry points themselves are the edge
  * (src/edge, ngx_http_mcp_edge.h): they and the gateways call these.
@@ -17,30 +17,7 @@
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
-
-
-/*
- * The MCP headers of a request, found in one walk of its list: a
- * 2026-07-28 request is checked against most of them, each once and
- * each for a second of its name, and a walk a check cost more than the
- * checks.  twice: NGX_HTTP_MCP_HDR_* bits, the names sent more than once
- * (the field then holds the first).
- */
-#define NGX_HTTP_MCP_HDR_VERSION   0x01
-#define NGX_HTTP_MCP_HDR_SESSION   0x02
-#define NGX_HTTP_MCP_HDR_METHOD    0x04
-#define NGX_HTTP_MCP_HDR_NAME      0x08
-#define NGX_HTTP_MCP_HDR_ORIGIN    0x10
-
-typedef struct {
-    ngx_table_elt_t           *version;     /* MCP-Protocol-Version */
-    ngx_table_elt_t           *session;     /* Mcp-Session-Id */
-    ngx_table_elt_t           *method;      /* Mcp-Method */
-    ngx_table_elt_t           *name;        /* Mcp-Name */
-    ngx_table_elt_t           *origin;      /* Origin: for CORS */
-    ngx_uint_t                 twice;
-    unsigned                   params:1;    /* some Mcp-Param-* */
-} ngx_http_mcp_headers_t;
+#include "ngx_http_mcp_headers.h"
 
 
 /* a stream whose connection this worker holds */
@@ -147,53 +124,6 @@ u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, size_t *len);
 ngx_int_t ngx_http_mcp_conf_add_variables(ngx_conf_t *cf,
     ngx_http_variable_t *vars);
-
-
-/* ---- headers.c: the request's headers, and a header of the reply ---- */
-
-void ngx_http_mcp_headers_read(ngx_http_request_t *r,
-    ngx_http_mcp_headers_t *hs);
-ngx_int_t ngx_http_mcp_headers_name(ngx_pool_t *pool,
-    ngx_http_mcp_headers_t *hs, ngx_str_t *said);
-ngx_table_elt_t *ngx_http_mcp_header_in(ngx_http_request_t *r,
-    const char *name, size_t len);
-ngx_table_elt_t *ngx_http_mcp_header_in_after(ngx_http_request_t *r,
-    ngx_table_elt_t *prev, const char *name, size_t len);
-ngx_table_elt_t *ngx_http_mcp_header_prefixed(ngx_http_request_t *r,
-    ngx_table_elt_t *prev, const char *prefix, size_t len);
-/* a reply's header; name is a literal (its length is taken at compile
-   time: a reply's few headers on every request, no strlen) */
-#define ngx_http_mcp_header_out(r, name, value)                              \
-    ngx_http_mcp_header_set(r, (u_char *) name, sizeof(name) - 1, value)
-ngx_int_t ngx_http_mcp_header_set(ngx_http_request_t *r, u_char *name,
-    size_t len, ngx_str_t *value);
-
-
-/*
- * nginx's walk of a list of headers (a request's, a reply's, an
- * upstream's), an element a call: *part starts at the list's first part
- * and *i at 0; NULL past the last.  Inline: it is the walk of every
- * request's headers.
- */
-
-static ngx_inline ngx_table_elt_t *
-ngx_http_mcp_header_walk(ngx_list_part_t **part, ngx_uint_t *i)
-{
-    ngx_table_elt_t  *h;
-
-    if (*i >= (*part)->nelts) {
-        if ((*part)->next == NULL) {
-            return NULL;
-        }
-
-        *part = (*part)->next;
-        *i = 0;
-    }
-
-    h = (*part)->elts;
-
-    return &h[(*i)++];
-}
 
 
 /* ---- cors.c: CORS and the headers every MCP reply carries ---- */

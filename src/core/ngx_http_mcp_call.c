@@ -54,9 +54,9 @@ static void ngx_http_mcp_call_end(ngx_http_mcp_call_t *call, cJSON *reply);
 static void ngx_http_mcp_call_free(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_call_live(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_call_unwait(ngx_http_mcp_call_t *call);
-static void ngx_http_mcp_call_check(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_call_check(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_call_cancelled(ngx_http_mcp_call_t *call);
-static void ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req,
+static ngx_int_t ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req,
     u_char *text, size_t len);
 static void ngx_http_mcp_request_timeout(ngx_event_t *ev);
 static void ngx_http_mcp_request_cancel(ngx_http_mcp_request_t *req);
@@ -602,7 +602,15 @@ ngx_http_mcp_calls_wake(void)
         next = ngx_queue_next(q);
         call = ngx_queue_data(q, ngx_http_mcp_call_t, queue);
 
-        ngx_http_mcp_call_check(call);
+        /*
+         * A look takes one answer (its handler may ask the next
+         * question), and wake-ups that came together are one look: the
+         * answers to two questions asked at once may both be there, so
+         * the call is looked at again while it takes one.
+         */
+        while (ngx_http_mcp_call_check(call) == NGX_AGAIN) {
+            /* void */
+        }
     }
 }
 
@@ -610,10 +618,11 @@ ngx_http_mcp_calls_wake(void)
 /*
  * What the store holds for a live call: its session gone, a
  * cancellation, or one answer (a look takes one: the handler may ask the
- * next question).
+ * next question).  NGX_AGAIN: it took an answer and lives on, another
+ * may be there.
  */
 
-static void
+static ngx_int_t
 ngx_http_mcp_call_check(ngx_http_mcp_call_t *call)
 {
     u_char                    *id;
@@ -629,12 +638,12 @@ ngx_http_mcp_call_check(ngx_http_mcp_call_t *call)
 
     if (sid->len == 0) {
         /* a stateless call has no session to lose nor a wait record */
-        return;
+        return NGX_OK;
     }
 
     if (call->holding && ngx_http_mcp_call_release(call) == NGX_DONE) {
         /* the call ended and is gone */
-        return;
+        return NGX_OK;
     }
 
     id = ngx_http_mcp_call_id_text(call, &len);
@@ -655,8 +664,9 @@ ngx_http_mcp_call_check(ngx_http_mcp_call_t *call)
             rc = ngx_http_mcp_session_waited(mlcf->zone, sid, req[i]->id,
                                              NULL, 0, call->pool, &answer);
             if (rc == NGX_OK) {
-                ngx_http_mcp_call_answer(req[i], answer.data, answer.len);
-                return;
+                return (ngx_http_mcp_call_answer(req[i], answer.data,
+                                                 answer.len)
+                        == NGX_DONE) ? NGX_OK : NGX_AGAIN;
             }
 
             if (rc != NGX_AGAIN) {
@@ -673,14 +683,14 @@ ngx_http_mcp_call_check(ngx_http_mcp_call_t *call)
                        &call->method);
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_REQUEST,
                                 "Session terminated");
-        return;
+        return NGX_OK;
 
     case NGX_ABORT:
         ngx_http_mcp_call_cancelled(call);
-        return;
+        return NGX_OK;
 
     default:
-        return;
+        return NGX_OK;
     }
 }
 
@@ -697,7 +707,9 @@ ngx_http_mcp_call_cancelled(ngx_http_mcp_call_t *call)
 }
 
 
-static void
+/* NGX_DONE: the call ended in its handler and is freed */
+
+static ngx_int_t
 ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req, u_char *text,
     size_t len)
 {
@@ -727,7 +739,10 @@ ngx_http_mcp_call_answer(ngx_http_mcp_request_t *req, u_char *text,
 
     if (call->done) {
         ngx_http_mcp_call_free(call);
+        return NGX_DONE;
     }
+
+    return NGX_OK;
 }
 
 

@@ -166,25 +166,24 @@ SKIP: {
 ###########################################################################
 
 {
+    # the list is empty today: a copy of the script gains an exception
+    # for an include that no file makes
     my $dir = copy_tree();
-    my ($rc, $out) = layering('--tree', $dir, '--includes-only');
-    my ($from, $to) = $out =~ m{^\s+(\S+) -> (\S+\.h): #include\s+tolerated$}m;
+    my ($from, $to) = ('parse/json.c', 'aggregate/aggregate.h');
+    my $text = slurp($script);
+    $text =~ s{^EXCEPTIONS = """\n}{EXCEPTIONS = """\n$from -> $to: #include: a test's, no such include\n}m
+        or BAIL_OUT('no EXCEPTIONS list in scripts/layering');
+    File::Path::make_path("$dir/scripts");
+    spew("$dir/scripts/layering", $text);
+    chmod 0755, "$dir/scripts/layering";
 
-    SKIP: {
-        skip 'no include tolerated today: no exception to make stale', 2
-            unless defined $from;
-        my $file = path_of($dir, $from);
-        my $header = File::Basename::basename(path_of($dir, $to));
-        my $text = slurp($file);
-        $text =~ s{^[ \t]*#[ \t]*include[ \t]*"\Q$header\E"[^\n]*\n}{}mg;
-        spew($file, $text);
-
-        ($rc, $out) = layering('--tree', $dir, '--includes-only');
-        is($rc, 1, "stale: $from no longer includes $to: exits 1")
-            or diag($out);
-        like($out, qr{^stale exception: \Q$from\E -> \Q$to\E: no such arrow$}m,
-             'stale: the exception is named');
-    }
+    my $cmd = join ' ', map { quotemeta } "$dir/scripts/layering", '--tree', $dir,
+                                          '--includes-only';
+    my $out = `$cmd 2>&1`;
+    is($? >> 8, 1, "stale: an exception for $from -> $to, which no include makes: exits 1")
+        or diag($out);
+    like($out, qr{^stale exception: \Q$from\E -> \Q$to\E: no such arrow$}m,
+         'stale: the exception is named');
 }
 
 ###########################################################################

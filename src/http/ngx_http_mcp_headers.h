@@ -52,9 +52,10 @@ ngx_table_elt_t *ngx_http_mcp_header_in_after(ngx_http_request_t *r,
 ngx_table_elt_t *ngx_http_mcp_header_prefixed(ngx_http_request_t *r,
     ngx_table_elt_t *prev, const char *prefix, size_t len);
 /* a reply's header; name is a literal (its length is taken at compile
-   time: a reply's few headers on every request, no strlen) */
+   time: a reply's few headers on every request, no strlen); name ""
+   fails to compile for a pointer, whose sizeof would be wrong */
 #define ngx_http_mcp_header_out(r, name, value)                              \
-    ngx_http_mcp_header_set(r, (u_char *) name, sizeof(name) - 1, value)
+    ngx_http_mcp_header_set(r, (u_char *) name "", sizeof(name) - 1, value)
 ngx_int_t ngx_http_mcp_header_set(ngx_http_request_t *r, u_char *name,
     size_t len, ngx_str_t *value);
 

@@ -14,6 +14,7 @@
 #include "ngx_http_mcp_metrics.h"
 #include "ngx_http_mcp_task.h"
 #include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_subrequest.h"
 #include "ngx_http_mcp_edge.h"
 #include "ngx_http_mcp_proxy.h"
 
@@ -380,7 +381,12 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    return ngx_http_mcp_cors_init(cf);
+    if (ngx_http_mcp_cors_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* last: the first of the filters and of the rewrite phase */
+    return ngx_http_mcp_subrequest_init(cf);
 }
 
 

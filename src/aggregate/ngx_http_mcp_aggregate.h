@@ -5,7 +5,7 @@
  * MCP over HTTP (proxy_pass to the server, as a rule); the location that
  * names them serves the merged lists and routes calls, prompt gets and
  * resource reads to them over background subrequests of the client's
- * POST (ngx_http_mcp_loctool_fetch()).  The configuration, the methods
+ * POST (ngx_http_mcp_fetch_call()).  The configuration, the methods
  * and the merges are ngx_http_mcp_aggregate.c; a leg, the exchange with
  * one backend (its session, a retry after it lost it, its reply, its
  * failures), ngx_http_mcp_aggregate_leg.c; what a routed request's SSE
@@ -24,7 +24,7 @@
 
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
-#include "ngx_http_mcp_loctool.h"
+#include "ngx_http_mcp_subrequest.h"
 
 
 #define NGX_HTTP_MCP_AGGREGATE_MAX      32      /* backends a location */
@@ -81,7 +81,7 @@ typedef void (*ngx_http_mcp_aggregate_done_pt)(
 typedef struct {
     ngx_http_mcp_aggregate_op_t   *op;
     ngx_http_mcp_backend_t        *backend;
-    ngx_http_mcp_loctool_state_t  *st;          /* the fetch under way */
+    ngx_http_mcp_fetch_state_t  *st;          /* the fetch under way */
     const char                    *method;      /* NULL: open the session
                                                    only */
     cJSON                         *params;      /* the op's */
@@ -137,7 +137,7 @@ typedef struct {
     ngx_pool_t                    *pool;
     ngx_event_handler_pt           handler;     /* the fetch's news */
     void                          *data;
-    ngx_http_mcp_loctool_state_t  *st;          /* the fetch */
+    ngx_http_mcp_fetch_state_t  *st;          /* the fetch */
 } ngx_http_mcp_aggregate_wait_t;
 
 
@@ -159,12 +159,12 @@ void ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
 ngx_int_t ngx_http_mcp_aggregate_post(ngx_http_mcp_aggregate_leg_t *leg,
     u_char *text, size_t len);
 ngx_int_t ngx_http_mcp_aggregate_headers(ngx_http_mcp_aggregate_leg_t *leg,
-    ngx_http_request_t *r, ngx_uint_t init, ngx_http_mcp_loctool_fetch_t *f);
+    ngx_http_request_t *r, ngx_uint_t init, ngx_http_mcp_fetch_t *f);
 cJSON *ngx_http_mcp_aggregate_response(ngx_pool_t *pool, u_char *p,
     size_t len);
 ngx_int_t ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_uint_t last);
-ngx_int_t ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
+ngx_int_t ngx_http_mcp_aggregate_sse(ngx_http_mcp_fetch_state_t *st,
     ngx_uint_t last, ngx_http_mcp_aggregate_sse_pt handler, void *data,
     ngx_str_t *id, ngx_uint_t *taken);
 ngx_uint_t ngx_http_mcp_aggregate_version(ngx_shm_zone_t *zone,

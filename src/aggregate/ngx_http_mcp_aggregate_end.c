@@ -44,7 +44,7 @@
 #include "ngx_http_mcp_aggregate.h"
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
-#include "ngx_http_mcp_loctool.h"
+#include "ngx_http_mcp_subrequest.h"
 #include "ngx_http_mcp_http.h"
 #include "ngx_http_mcp_edge.h"
 
@@ -56,7 +56,7 @@
 /* a routed request's fetch, watched for its client's leaving */
 typedef struct {
     ngx_http_mcp_aggregate_leg_t   *leg;
-    ngx_http_mcp_loctool_link_t    *link;
+    ngx_http_mcp_fetch_link_t    *link;
     ngx_event_t                     event;
 } ngx_http_mcp_aggregate_watch_t;
 
@@ -149,9 +149,9 @@ static ngx_int_t
 ngx_http_mcp_aggregate_end_session(ngx_http_request_t *r,
     ngx_shm_zone_t *zone, ngx_http_mcp_backend_t *b, ngx_str_t *sid)
 {
-    ngx_uint_t                     n;
-    ngx_table_elt_t               *h;
-    ngx_http_mcp_loctool_fetch_t   f;
+    ngx_uint_t            n;
+    ngx_table_elt_t      *h;
+    ngx_http_mcp_fetch_t  f;
 
     h = ngx_pcalloc(r->pool, 2 * sizeof(ngx_table_elt_t));
     if (h == NULL) {
@@ -177,16 +177,15 @@ ngx_http_mcp_aggregate_end_session(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    ngx_memzero(&f, sizeof(ngx_http_mcp_loctool_fetch_t));
+    ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
 
     f.uri = b->uri;
     f.method = NGX_HTTP_DELETE;
     ngx_str_set(&f.method_name, "DELETE");
     f.headers = h;
     f.nheaders = n;
-    f.no_redirect = 1;
 
-    return ngx_http_mcp_loctool_send(r, &f);
+    return ngx_http_mcp_fetch_send(r, &f);
 }
 
 
@@ -234,7 +233,7 @@ ngx_http_mcp_aggregate_watching(ngx_event_t *ev)
     ngx_http_mcp_aggregate_watch_t *w = ev->data;
 
     ngx_http_cleanup_t            *cln;
-    ngx_http_mcp_loctool_state_t  *st;
+    ngx_http_mcp_fetch_state_t  *st;
 
     st = w->leg->st;
 
@@ -271,13 +270,13 @@ ngx_http_mcp_aggregate_unwatch(void *data)
 static void
 ngx_http_mcp_aggregate_client_gone(void *data)
 {
-    ngx_http_mcp_loctool_link_t *link = data;
+    ngx_http_mcp_fetch_link_t *link = data;
 
     ngx_pool_t                     *pool;
     ngx_http_request_t             *r, *sr;
     ngx_http_upstream_t            *u;
     ngx_http_mcp_aggregate_leg_t   *leg;
-    ngx_http_mcp_loctool_state_t   *st;
+    ngx_http_mcp_fetch_state_t   *st;
     ngx_http_mcp_aggregate_hold_t  *h;
 
     st = link->state;
@@ -372,7 +371,7 @@ ngx_http_mcp_aggregate_held(ngx_event_t *ev)
 {
     ngx_http_mcp_aggregate_hold_t *h = ev->data;
 
-    ngx_http_mcp_loctool_state_t  *st;
+    ngx_http_mcp_fetch_state_t  *st;
 
     st = h->wait.st;
 
@@ -383,7 +382,7 @@ ngx_http_mcp_aggregate_held(ngx_event_t *ev)
             ngx_del_timer(&h->timer);
         }
 
-        ngx_http_mcp_loctool_fetch_close(st);
+        ngx_http_mcp_fetch_close(st);
         ngx_destroy_pool(h->pool);
         return;
     }
@@ -411,7 +410,7 @@ ngx_http_mcp_aggregate_release(ngx_http_mcp_aggregate_hold_t *h)
         ngx_del_timer(&h->timer);
     }
 
-    ngx_http_mcp_loctool_fetch_close(h->wait.st);
+    ngx_http_mcp_fetch_close(h->wait.st);
 
     /* while the POST is still held: the upstream's end may count it down */
     if (h->upstream != NULL && h->sr->upstream != NULL

@@ -2,7 +2,7 @@
 /*
  * A leg: what one backend of an mcp_backend location is asked for a
  * client's request, over background subrequests of the client's POST to
- * the backend's location (ngx_http_mcp_loctool_fetch()); and, at the
+ * the backend's location (ngx_http_mcp_fetch_call()); and, at the
  * end, the client's params as a backend gets them and a backend's answer
  * (or its absence) as the client gets it.
  *
@@ -33,7 +33,7 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_metrics.h"
-#include "ngx_http_mcp_loctool.h"
+#include "ngx_http_mcp_subrequest.h"
 
 
 #define NGX_HTTP_MCP_LEG_INIT         0
@@ -51,7 +51,7 @@ static void ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
     cJSON *reply);
 static ngx_int_t ngx_http_mcp_aggregate_sid(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_str_t *sid);
-static cJSON *ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st);
+static cJSON *ngx_http_mcp_aggregate_parse(ngx_http_mcp_fetch_state_t *st);
 static ngx_uint_t ngx_http_mcp_aggregate_date(const char *s);
 static void ngx_http_mcp_aggregate_fail(ngx_http_mcp_aggregate_leg_t *leg,
     const char *failure);
@@ -254,7 +254,7 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     char                          *json;
     cJSON                         *msg, *p, *caps, *info;
     ngx_http_request_t            *r;
-    ngx_http_mcp_loctool_fetch_t   f;
+    ngx_http_mcp_fetch_t   f;
 
     static uint64_t                next;
 
@@ -318,7 +318,7 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
         return NGX_ERROR;
     }
 
-    ngx_memzero(&f, sizeof(ngx_http_mcp_loctool_fetch_t));
+    ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
 
     f.body.len = ngx_strlen(json);
     f.body.data = ngx_pnalloc(r->pool, f.body.len);
@@ -349,14 +349,11 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
                     || ngx_strcmp(method, "resources/read") == 0));
     leg->routed = f.stream;
 
-    /* a backend's X-Accel-Redirect must not make nginx's reply its own */
-    f.no_redirect = 1;
-
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "mcp backend \"%V\": %s to %V",
                    &leg->backend->name, method, &leg->backend->uri);
 
-    leg->st = ngx_http_mcp_loctool_fetch(leg->op->call, &f);
+    leg->st = ngx_http_mcp_fetch_call(leg->op->call, &f);
 
     if (leg->st == NULL
         || (f.stream
@@ -383,7 +380,7 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
     ngx_http_mcp_aggregate_leg_t *leg = ev->data;
 
     const char                    *failure;
-    ngx_http_mcp_loctool_state_t  *st;
+    ngx_http_mcp_fetch_state_t  *st;
 
     st = leg->st;
 
@@ -448,8 +445,8 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
 static void
 ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg)
 {
-    ngx_int_t                      rc;
-    ngx_http_mcp_loctool_state_t  *st;
+    ngx_int_t                    rc;
+    ngx_http_mcp_fetch_state_t  *st;
 
     st = leg->st;
     leg->streamed = 1;
@@ -460,7 +457,7 @@ ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg)
 
     case NGX_OK:
         leg->st = NULL;
-        ngx_http_mcp_loctool_fetch_close(st);
+        ngx_http_mcp_fetch_close(st);
         ngx_http_mcp_aggregate_end(leg);
         return;
 
@@ -491,15 +488,15 @@ ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg)
 static void
 ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg)
 {
-    u_char                        *p;
-    cJSON                         *reply;
-    ngx_str_t                      none = ngx_null_string;
-    ngx_http_mcp_loctool_state_t  *st;
+    u_char                      *p;
+    cJSON                       *reply;
+    ngx_str_t                    none = ngx_null_string;
+    ngx_http_mcp_fetch_state_t  *st;
 
     st = leg->st;
     leg->st = NULL;
 
-    ngx_http_mcp_loctool_fetch_close(st);
+    ngx_http_mcp_fetch_close(st);
 
     if ((st->status == NGX_HTTP_NOT_FOUND
          || st->status == NGX_HTTP_BAD_REQUEST)
@@ -750,7 +747,7 @@ ngx_http_mcp_aggregate_keep_sessions(ngx_http_mcp_aggregate_op_t *op)
  */
 
 static cJSON *
-ngx_http_mcp_aggregate_parse(ngx_http_mcp_loctool_state_t *st)
+ngx_http_mcp_aggregate_parse(ngx_http_mcp_fetch_state_t *st)
 {
     u_char  *p, *last, *ev, *data;
     cJSON   *reply;
@@ -813,7 +810,7 @@ ngx_http_mcp_aggregate_fail(ngx_http_mcp_aggregate_leg_t *leg,
     b = leg->backend;
 
     if (leg->st != NULL) {
-        ngx_http_mcp_loctool_fetch_close(leg->st);
+        ngx_http_mcp_fetch_close(leg->st);
         leg->st = NULL;
     }
 
@@ -852,7 +849,7 @@ ngx_http_mcp_aggregate_lost(ngx_http_mcp_aggregate_leg_t *leg,
     const char *failure)
 {
     if (leg->st != NULL) {
-        ngx_http_mcp_loctool_fetch_close(leg->st);
+        ngx_http_mcp_fetch_close(leg->st);
         leg->st = NULL;
     }
 

@@ -25,7 +25,7 @@
  *     dropped.
  *
  * The backend streams are background subrequests of the client's GET
- * (ngx_http_mcp_loctool_fetch_request()), so they hold the GET's
+ * (ngx_http_mcp_fetch()), so they hold the GET's
  * request: they are aborted when its stream ends for any reason (the
  * client left, DELETE, the session's end, a resume on another
  * connection, the worker's exit), from the core's GET-stream hook
@@ -53,7 +53,7 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"
-#include "ngx_http_mcp_loctool.h"
+#include "ngx_http_mcp_subrequest.h"
 #include "ngx_http_mcp_http.h"
 #include "ngx_http_mcp_edge.h"
 
@@ -76,7 +76,7 @@ typedef struct {
     ngx_http_mcp_backend_t        *backend;
     ngx_str_t                      sid;         /* its session there */
     ngx_pool_t                    *pool;        /* the fetch's */
-    ngx_http_mcp_loctool_state_t  *st;
+    ngx_http_mcp_fetch_state_t  *st;
     ngx_event_t                    reopen;
     ngx_uint_t                     opens;
     ngx_uint_t                     conflicts;   /* 409s in a row */
@@ -119,7 +119,7 @@ static void ngx_http_mcp_listen_notification(
 static void ngx_http_mcp_listen_refuse(ngx_http_mcp_listen_backend_t *lb,
     cJSON *id);
 static ngx_int_t ngx_http_mcp_listen_headers(
-    ngx_http_mcp_listen_backend_t *lb, ngx_http_mcp_loctool_fetch_t *f,
+    ngx_http_mcp_listen_backend_t *lb, ngx_http_mcp_fetch_t *f,
     ngx_uint_t post);
 
 
@@ -307,11 +307,11 @@ ngx_http_mcp_listen_close(ngx_http_request_t *r)
 static void
 ngx_http_mcp_listen_open(ngx_http_mcp_listen_backend_t *lb)
 {
-    ngx_pool_t                    *pool;
-    ngx_http_request_t            *r;
-    ngx_http_mcp_ctx_t            *ctx;
-    ngx_http_mcp_listen_t         *l;
-    ngx_http_mcp_loctool_fetch_t   f;
+    ngx_pool_t             *pool;
+    ngx_http_request_t     *r;
+    ngx_http_mcp_ctx_t     *ctx;
+    ngx_http_mcp_listen_t  *l;
+    ngx_http_mcp_fetch_t    f;
 
     l = lb->listen;
     r = l->request;
@@ -336,7 +336,7 @@ ngx_http_mcp_listen_open(ngx_http_mcp_listen_backend_t *lb)
         return;
     }
 
-    ngx_memzero(&f, sizeof(ngx_http_mcp_loctool_fetch_t));
+    ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
 
     if (ngx_http_mcp_listen_headers(lb, &f, 0) != NGX_OK) {
         return;
@@ -352,9 +352,8 @@ ngx_http_mcp_listen_open(ngx_http_mcp_listen_backend_t *lb)
     f.handler = ngx_http_mcp_listen_event;
     f.data = lb;
     f.stream = 1;
-    f.no_redirect = 1;
 
-    lb->st = ngx_http_mcp_loctool_fetch_request(r, pool, r->connection->log,
+    lb->st = ngx_http_mcp_fetch(r, pool, r->connection->log,
                                                 &f);
     if (lb->st == NULL) {
         ngx_destroy_pool(pool);
@@ -388,7 +387,7 @@ ngx_http_mcp_listen_end(ngx_http_mcp_listen_backend_t *lb, ngx_uint_t again,
     }
 
     if (lb->st != NULL) {
-        ngx_http_mcp_loctool_fetch_close(lb->st);
+        ngx_http_mcp_fetch_close(lb->st);
         lb->st = NULL;
     }
 
@@ -419,7 +418,7 @@ ngx_http_mcp_listen_event(ngx_event_t *ev)
 
     ngx_int_t                      rc;
     ngx_uint_t                     taken;
-    ngx_http_mcp_loctool_state_t  *st;
+    ngx_http_mcp_fetch_state_t  *st;
 
     st = lb->st;
 
@@ -648,7 +647,7 @@ ngx_http_mcp_listen_refuse(ngx_http_mcp_listen_backend_t *lb, cJSON *id)
     char                          *text;
     cJSON                         *msg, *error;
     ngx_http_request_t            *r;
-    ngx_http_mcp_loctool_fetch_t   f;
+    ngx_http_mcp_fetch_t   f;
 
     r = lb->listen->request;
 
@@ -686,7 +685,7 @@ ngx_http_mcp_listen_refuse(ngx_http_mcp_listen_backend_t *lb, cJSON *id)
         return;
     }
 
-    ngx_memzero(&f, sizeof(ngx_http_mcp_loctool_fetch_t));
+    ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
 
     f.body.len = ngx_strlen(text);
     f.body.data = ngx_pnalloc(r->pool, f.body.len);
@@ -702,7 +701,7 @@ ngx_http_mcp_listen_refuse(ngx_http_mcp_listen_backend_t *lb, cJSON *id)
                        "mcp gateway: backend \"%V\"'s request refused",
                        &lb->backend->name);
 
-        (void) ngx_http_mcp_loctool_send(r, &f);
+        (void) ngx_http_mcp_fetch_send(r, &f);
     }
 
     cJSON_free(text);
@@ -713,7 +712,7 @@ ngx_http_mcp_listen_refuse(ngx_http_mcp_listen_backend_t *lb, cJSON *id)
 
 static ngx_int_t
 ngx_http_mcp_listen_headers(ngx_http_mcp_listen_backend_t *lb,
-    ngx_http_mcp_loctool_fetch_t *f, ngx_uint_t post)
+    ngx_http_mcp_fetch_t *f, ngx_uint_t post)
 {
     ngx_uint_t                n;
     ngx_pool_t               *pool;

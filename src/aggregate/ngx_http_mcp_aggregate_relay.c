@@ -38,7 +38,7 @@
 #include "ngx_http_mcp_sse_read.h"
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
-#include "ngx_http_mcp_loctool.h"
+#include "ngx_http_mcp_subrequest.h"
 
 
 typedef struct {
@@ -142,7 +142,7 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
  */
 
 ngx_int_t
-ngx_http_mcp_aggregate_sse(ngx_http_mcp_loctool_state_t *st,
+ngx_http_mcp_aggregate_sse(ngx_http_mcp_fetch_state_t *st,
     ngx_uint_t last, ngx_http_mcp_aggregate_sse_pt handler, void *data,
     ngx_str_t *id, ngx_uint_t *taken)
 {
@@ -723,7 +723,7 @@ ngx_http_mcp_aggregate_cancel(void *data)
 {
     ngx_http_mcp_aggregate_leg_t *leg = data;
 
-    ngx_http_mcp_loctool_state_t  *st;
+    ngx_http_mcp_fetch_state_t  *st;
 
     st = leg->st;
 
@@ -879,7 +879,7 @@ ngx_http_mcp_aggregate_version(ngx_shm_zone_t *zone,
 
 ngx_int_t
 ngx_http_mcp_aggregate_headers(ngx_http_mcp_aggregate_leg_t *leg,
-    ngx_http_request_t *r, ngx_uint_t init, ngx_http_mcp_loctool_fetch_t *f)
+    ngx_http_request_t *r, ngx_uint_t init, ngx_http_mcp_fetch_t *f)
 {
     ngx_uint_t               n;
     ngx_table_elt_t         *h;
@@ -982,9 +982,9 @@ ngx_http_mcp_aggregate_post_to(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_http_request_t *r, u_char *text, size_t len,
     ngx_http_mcp_aggregate_wait_t *wait)
 {
-    ngx_http_mcp_loctool_fetch_t  f;
+    ngx_http_mcp_fetch_t  f;
 
-    ngx_memzero(&f, sizeof(ngx_http_mcp_loctool_fetch_t));
+    ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
 
     f.body.len = len;
     f.body.data = ngx_pnalloc(r->pool, len);
@@ -998,13 +998,13 @@ ngx_http_mcp_aggregate_post_to(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_memcpy(f.body.data, text, len);
 
     if (wait == NULL) {
-        return ngx_http_mcp_loctool_send(r, &f);
+        return ngx_http_mcp_fetch_send(r, &f);
     }
 
     f.handler = wait->handler;
     f.data = wait->data;
 
-    wait->st = ngx_http_mcp_loctool_fetch_request(r, wait->pool,
+    wait->st = ngx_http_mcp_fetch(r, wait->pool,
                                                   r->connection->log, &f);
 
     return (wait->st != NULL) ? NGX_OK : NGX_ERROR;

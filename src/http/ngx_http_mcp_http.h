@@ -3,9 +3,11 @@
  * The HTTP side every entry point shares (src/http): a request's context
  * and its checks and replies (ngx_http_mcp_http.c), the headers read
  * and written (ngx_http_mcp_headers.c, ngx_http_mcp_headers.h), CORS
- * (ngx_http_mcp_cors.c) and a 2026-07-28 request's checks
- * (ngx_http_mcp_stateless.c).  The entry points themselves are the edge
- * (src/edge, ngx_http_mcp_edge.h): they and the gateways call these.
+ * (ngx_http_mcp_cors.c), a 2026-07-28 request's checks
+ * (ngx_http_mcp_stateless.c), and the one subrequest client
+ * (ngx_http_mcp_subrequest.c, ngx_http_mcp_subrequest.h).  The entry
+ * points themselves are the edge (src/edge, ngx_http_mcp_edge.h): they
+ * and the gateways call these.
  */
 
 

@@ -160,27 +160,12 @@ ngx_http_mcp_loctool_preconfiguration(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_mcp_loctool_postconfiguration(ngx_conf_t *cf)
 {
-    ngx_http_handler_pt               *h;
-    ngx_http_core_main_conf_t         *cmcf;
     ngx_http_mcp_loctool_main_conf_t  *lmcf;
 
     lmcf = ngx_http_conf_get_module_main_conf(cf,
                                               ngx_http_mcp_loctool_module);
 
-    if (ngx_http_mcp_loctool_find_args(cf, &lmcf->args) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
-
-    h = ngx_array_push(&cmcf->phases[NGX_HTTP_REWRITE_PHASE].handlers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    *h = ngx_http_mcp_loctool_redirect_handler;
-
-    return ngx_http_mcp_loctool_init_filters(cf);
+    return ngx_http_mcp_loctool_find_args(cf, &lmcf->args);
 }
 
 

@@ -29,9 +29,12 @@ cJSON *
 ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
     const char **failure)
 {
-    u_char      *text;
-    cJSON       *content, *item, *json, *result;
-    const char  *kind, *error;
+    u_char                      *text;
+    cJSON                       *content, *item, *json, *result;
+    const char                  *kind, *error;
+    ngx_http_mcp_fetch_state_t  *fetch;
+
+    fetch = st->fetch;
 
     content = cJSON_CreateArray();
     if (content == NULL) {
@@ -41,11 +44,11 @@ ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
     json = NULL;
     kind = NULL;
 
-    if (st->type.len > 6
-        && (ngx_strncmp(st->type.data, "image/", 6) == 0
-            || ngx_strncmp(st->type.data, "audio/", 6) == 0))
+    if (fetch->type.len > 6
+        && (ngx_strncmp(fetch->type.data, "image/", 6) == 0
+            || ngx_strncmp(fetch->type.data, "audio/", 6) == 0))
     {
-        kind = (st->type.data[0] == 'i') ? "image" : "audio";
+        kind = (fetch->type.data[0] == 'i') ? "image" : "audio";
 
         item = cJSON_CreateObject();
 
@@ -55,7 +58,7 @@ ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
             || !cJSON_AddItemToObject(item, "data",
                                       ngx_http_mcp_loctool_base64(st))
             || cJSON_AddStringToObject(item, "mimeType",
-                                       (char *) st->type.data)
+                                       (char *) fetch->type.data)
                == NULL)
         {
             cJSON_Delete(content);
@@ -65,32 +68,32 @@ ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
         return ngx_http_mcp_tool_result(content, 0);
     }
 
-    if (!ngx_http_mcp_loctool_utf8(st->body, st->len)) {
+    if (!ngx_http_mcp_loctool_utf8(fetch->body, fetch->len)) {
         cJSON_Delete(content);
         *failure = "its location answered with content that is not text, "
                    "an image or audio";
         return NULL;
     }
 
-    text = ngx_pnalloc(ngx_http_mcp_call_pool(st->call), st->len + 1);
+    text = ngx_pnalloc(ngx_http_mcp_call_pool(fetch->call), fetch->len + 1);
     if (text == NULL) {
         cJSON_Delete(content);
         return NULL;
     }
 
-    ngx_memcpy(text, st->body, st->len);
-    text[st->len] = '\0';
+    ngx_memcpy(text, fetch->body, fetch->len);
+    text[fetch->len] = '\0';
 
     if (st->tool->structured
-        && ngx_http_mcp_loctool_is_text(&st->type) == 2)
+        && ngx_http_mcp_loctool_is_text(&fetch->type) == 2)
     {
         /*
          * The strict scan, as for a POST body: structuredContent is what
          * the text beside it says to any other reader (no duplicate
          * member, nothing after the object).
          */
-        if (ngx_http_mcp_json_parse(ngx_http_mcp_call_pool(st->call),
-                                    st->body, st->len, NULL, &json,
+        if (ngx_http_mcp_json_parse(ngx_http_mcp_call_pool(fetch->call),
+                                    fetch->body, fetch->len, NULL, &json,
                                     &error)
             != NGX_OK)
         {
@@ -134,29 +137,31 @@ ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
 cJSON *
 ngx_http_mcp_loctool_resource_result(ngx_http_mcp_loctool_state_t *st)
 {
-    u_char               *text, msg[96];
-    cJSON                *result, *contents, *item;
-    ngx_str_t            *type;
-    ngx_http_mcp_call_t  *call;
+    u_char                      *text, msg[96];
+    cJSON                       *result, *contents, *item;
+    ngx_str_t                   *type;
+    ngx_http_mcp_call_t         *call;
+    ngx_http_mcp_fetch_state_t  *fetch;
 
-    call = st->call;
+    fetch = st->fetch;
+    call = fetch->call;
 
-    if (st->status == NGX_HTTP_NOT_FOUND) {
+    if (fetch->status == NGX_HTTP_NOT_FOUND) {
         ngx_http_mcp_call_resource_not_found(call);
         return NULL;
     }
 
-    if (st->status >= NGX_HTTP_SPECIAL_RESPONSE
-        || st->status < NGX_HTTP_OK)
+    if (fetch->status >= NGX_HTTP_SPECIAL_RESPONSE
+        || fetch->status < NGX_HTTP_OK)
     {
         ngx_sprintf(msg, "Resource unavailable: its location answered "
-                    "HTTP %03ui%Z", st->status % 1000);
+                    "HTTP %03ui%Z", fetch->status % 1000);
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
                                 (const char *) msg);
         return NULL;
     }
 
-    type = st->tool->mime_type.len ? &st->tool->mime_type : &st->type;
+    type = st->tool->mime_type.len ? &st->tool->mime_type : &fetch->type;
 
     result = cJSON_CreateObject();
     contents = cJSON_AddArrayToObject(result, "contents");
@@ -176,17 +181,17 @@ ngx_http_mcp_loctool_resource_result(ngx_http_mcp_loctool_state_t *st)
     }
 
     if (ngx_http_mcp_loctool_is_text(type)
-        && ngx_http_mcp_loctool_utf8(st->body, st->len))
+        && ngx_http_mcp_loctool_utf8(fetch->body, fetch->len))
     {
-        text = ngx_pnalloc(ngx_http_mcp_call_pool(call), st->len + 1);
+        text = ngx_pnalloc(ngx_http_mcp_call_pool(call), fetch->len + 1);
 
         if (text == NULL) {
             cJSON_Delete(result);
             return NULL;
         }
 
-        ngx_memcpy(text, st->body, st->len);
-        text[st->len] = '\0';
+        ngx_memcpy(text, fetch->body, fetch->len);
+        text[fetch->len] = '\0';
 
         if (cJSON_AddStringToObject(item, "text", (char *) text) == NULL) {
             cJSON_Delete(result);
@@ -229,10 +234,10 @@ ngx_http_mcp_loctool_base64(ngx_http_mcp_loctool_state_t *st)
 {
     ngx_str_t  src, dst;
 
-    src.data = st->body;
-    src.len = st->len;
+    src.data = st->fetch->body;
+    src.len = st->fetch->len;
 
-    dst.data = ngx_pnalloc(ngx_http_mcp_call_pool(st->call),
+    dst.data = ngx_pnalloc(ngx_http_mcp_call_pool(st->fetch->call),
                            ngx_base64_encoded_length(src.len) + 1);
     if (dst.data == NULL) {
         return NULL;

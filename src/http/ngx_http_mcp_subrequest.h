@@ -1,0 +1,116 @@
+
+/*
+ * The module's one subrequest client (ngx_http_mcp_subrequest.c): a
+ * "fetch" is a background subrequest to a location (its method, body and
+ * headers), whose reply a header and a body filter of ours catch in
+ * memory, bounded, and never pass on.  No internal redirect is followed:
+ * the reply is the location's the fetch names, or it fails.  News of it
+ * (the header, the end, a reply too big, the timeout, the request gone)
+ * goes to the caller's handler from a posted event.  Used by location
+ * tools and resources (src/providers), mcp_backend (src/aggregate) and
+ * the JWKS of mcp_auth_jwt_key_request (src/auth).  A part of src/http
+ * of its own: it needs nothing of the context.
+ */
+
+
+#ifndef _NGX_HTTP_MCP_SUBREQUEST_H_INCLUDED_
+#define _NGX_HTTP_MCP_SUBREQUEST_H_INCLUDED_
+
+
+#include "ngx_http_mcp.h"
+
+
+/* a stream's unread events, at most, in multiples of the fetch's bound */
+#define NGX_HTTP_MCP_FETCH_BURST  8
+
+
+typedef struct ngx_http_mcp_fetch_link_s  ngx_http_mcp_fetch_link_t;
+
+
+/* what a fetch asks of a location */
+typedef struct {
+    ngx_str_t                     uri;
+    ngx_str_t                     args;
+    ngx_uint_t                    method;
+    ngx_str_t                     method_name;
+    ngx_str_t                     body;         /* in the request's pool */
+    ngx_table_elt_t              *headers;      /* added, in the
+                                                   request's pool */
+    ngx_uint_t                    nheaders;
+    size_t                        max;          /* the reply's bound; 0:
+                                                   the location's
+                                                   subrequest_output_
+                                                   buffer_size */
+    ngx_msec_t                    timeout;      /* 0: none */
+    ngx_event_handler_pt          handler;      /* the state's event;
+                                                   NULL: nobody waits for
+                                                   the reply (send()) */
+    void                         *data;         /* its data */
+    unsigned                      copy_headers:1;  /* the request's own,
+                                                      but the client's
+                                                      credentials */
+    unsigned                      want_session:1;  /* capture the reply's
+                                                      Mcp-Session-Id */
+    unsigned                      stream:1;     /* an SSE reply's news
+                                                   as its body comes */
+} ngx_http_mcp_fetch_t;
+
+
+/* the fetch's side, in its owner's pool: the reply as it comes */
+typedef struct {
+    ngx_http_mcp_call_t          *call;         /* NULL: a fetch without
+                                                   a call */
+    ngx_pool_t                   *pool;         /* the call's, or the
+                                                   fetch's owner's */
+    ngx_http_mcp_fetch_link_t    *link;         /* NULL: cut */
+    ngx_event_t                   timer;        /* f->timeout */
+    ngx_event_t                   event;        /* posted: news */
+    size_t                        max;
+    ngx_uint_t                    status;
+    ngx_str_t                     type;         /* Content-Type, bare */
+    u_char                       *body;
+    size_t                        len;
+    size_t                        size;
+    ngx_str_t                     session_id;   /* Mcp-Session-Id of the
+                                                   reply, with
+                                                   want_session */
+    unsigned                      header:1;
+    unsigned                      done:1;
+    unsigned                      failed:1;
+    unsigned                      too_big:1;
+    unsigned                      timed_out:1;
+    unsigned                      gone:1;       /* the request went */
+    unsigned                      want_session:1;
+    unsigned                      stream:1;     /* an SSE reply: news of
+                                                   every part of the
+                                                   body too, max bounds
+                                                   an event (the reader
+                                                   checks) */
+    unsigned                      redirected:1; /* and refused */
+    unsigned                      began:1;      /* a stream's start (a
+                                                   BOM) is read */
+} ngx_http_mcp_fetch_state_t;
+
+
+/* the request's side, in its pool */
+struct ngx_http_mcp_fetch_link_s {
+    ngx_http_mcp_fetch_state_t    *state;       /* NULL: cut */
+    ngx_http_request_t            *sr;
+    ngx_event_t                    kick;        /* posted: run it */
+    ngx_http_post_subrequest_t     ps;
+    unsigned                       done:1;      /* the subrequest ended */
+};
+
+
+ngx_http_mcp_fetch_state_t *ngx_http_mcp_fetch(ngx_http_request_t *r,
+    ngx_pool_t *pool, ngx_log_t *log, ngx_http_mcp_fetch_t *f);
+ngx_http_mcp_fetch_state_t *ngx_http_mcp_fetch_call(
+    ngx_http_mcp_call_t *call, ngx_http_mcp_fetch_t *f);
+ngx_int_t ngx_http_mcp_fetch_send(ngx_http_request_t *r,
+    ngx_http_mcp_fetch_t *f);
+void ngx_http_mcp_fetch_close(ngx_http_mcp_fetch_state_t *st);
+ngx_http_mcp_fetch_state_t *ngx_http_mcp_fetch_of(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_subrequest_init(ngx_conf_t *cf);
+
+
+#endif /* _NGX_HTTP_MCP_SUBREQUEST_H_INCLUDED_ */

@@ -13,6 +13,7 @@
 
 #include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_jwt.h"
+#include "ngx_http_mcp_subrequest.h"
 
 #include <openssl/crypto.h>
 
@@ -144,13 +145,12 @@ typedef struct {
 
 
 typedef struct {
-    ngx_http_mcp_auth_t        auth;
-    ngx_http_request_t        *subrequest;
-    ngx_int_t                  status;       /* the subrequest's */
-    unsigned                   fetching:1;
-    unsigned                   done:1;
-    unsigned                   fetched:1;
-    unsigned                   decided:1;
+    ngx_http_mcp_auth_t          auth;
+    ngx_http_mcp_fetch_state_t  *fetch;        /* the key request's */
+    unsigned                     fetching:1;
+    unsigned                     done:1;
+    unsigned                     fetched:1;
+    unsigned                     decided:1;
 } ngx_http_mcp_auth_ctx_t;
 
 

@@ -13,8 +13,7 @@
 #include "ngx_http_mcp_jwt.h"
 
 
-static ngx_int_t ngx_http_mcp_auth_fetch_done(ngx_http_request_t *r,
-    void *data, ngx_int_t rc);
+static void ngx_http_mcp_auth_fetched(ngx_event_t *ev);
 static void ngx_http_mcp_auth_note(ngx_http_mcp_auth_loc_conf_t *alcf,
     ngx_uint_t failed);
 static ngx_http_mcp_jwks_node_t *ngx_http_mcp_auth_node(
@@ -25,43 +24,36 @@ static ngx_http_mcp_jwks_node_t *ngx_http_mcp_auth_node(
  * Keys from a subrequest, shared through the zone
  */
 
+/*
+ * A fetch of the request's (in the access phase, which waits for it):
+ * the set in the request's pool, bounded by the key location's
+ * subrequest_output_buffer_size.
+ */
+
 ngx_int_t
 ngx_http_mcp_auth_fetch(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx)
 {
-    ngx_http_request_t            *sr;
-    ngx_http_post_subrequest_t    *ps;
+    ngx_http_mcp_fetch_t           f;
     ngx_http_mcp_auth_loc_conf_t  *alcf;
 
     alcf = ctx->auth.conf;
 
     ngx_http_mcp_auth_note(alcf, 0);
 
-    ps = ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t));
-    if (ps == NULL) {
+    ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
+
+    f.uri = alcf->key_request;
+    f.method = NGX_HTTP_GET;
+    ngx_str_set(&f.method_name, "GET");
+    f.handler = ngx_http_mcp_auth_fetched;
+    f.data = r;
+    f.copy_headers = 1;
+
+    ctx->fetch = ngx_http_mcp_fetch(r, r->pool, r->connection->log, &f);
+    if (ctx->fetch == NULL) {
         return NGX_ERROR;
     }
 
-    ps->handler = ngx_http_mcp_auth_fetch_done;
-    ps->data = ctx;
-
-    if (ngx_http_subrequest(r, &alcf->key_request, NULL, &sr, ps,
-                            NGX_HTTP_SUBREQUEST_WAITED
-                            |NGX_HTTP_SUBREQUEST_IN_MEMORY)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    /* no body to read, and none to pass on */
-    sr->request_body = ngx_pcalloc(r->pool, sizeof(ngx_http_request_body_t));
-    if (sr->request_body == NULL) {
-        return NGX_ERROR;
-    }
-
-    sr->method = NGX_HTTP_GET;
-    ngx_str_set(&sr->method_name, "GET");
-
-    ctx->subrequest = sr;
     ctx->fetching = 1;
     ctx->done = 0;
 
@@ -73,25 +65,36 @@ ngx_http_mcp_auth_fetch(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx)
 }
 
 
-static ngx_int_t
-ngx_http_mcp_auth_fetch_done(ngx_http_request_t *r, void *data, ngx_int_t rc)
+/*
+ * News of the fetch: at its end, or a set too big, the access phase runs
+ * again, as for a parent a subrequest woke.  The request cannot go before
+ * (the fetch is in its pool).
+ */
+
+static void
+ngx_http_mcp_auth_fetched(ngx_event_t *ev)
 {
-    ngx_http_mcp_auth_ctx_t  *ctx = data;
+    ngx_http_request_t *r = ev->data;
 
-    ctx->done = 1;
-    ctx->status = r->headers_out.status;
+    ngx_http_mcp_auth_ctx_t  *ctx;
 
-    /*
-     * NGX_ERROR (a set larger than subrequest_output_buffer_size, say)
-     * ends the client's request too, before ngx_http_mcp_auth_store()
-     * could count the failure: counted here, or every request would
-     * fetch, and be dropped, again.
-     */
-    if (rc == NGX_ERROR) {
-        ngx_http_mcp_auth_note(ctx->auth.conf, 1);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_auth_module);
+
+    if (!ctx->fetch->done && !ctx->fetch->too_big) {
+        return;
     }
 
-    return rc;
+    /* a set too big still comes: no more of it */
+    ngx_http_mcp_fetch_close(ctx->fetch);
+
+    ctx->done = 1;
+
+    if (ngx_http_post_request(r, NULL) != NGX_OK) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    ngx_http_run_posted_requests(r->connection);
 }
 
 
@@ -101,28 +104,33 @@ void
 ngx_http_mcp_auth_store(ngx_http_request_t *r,
     ngx_http_mcp_auth_loc_conf_t *alcf, ngx_http_mcp_auth_ctx_t *ctx)
 {
-    u_char                    *data;
-    size_t                     len;
-    ngx_buf_t                 *b;
-    ngx_pool_t                *pool;
-    ngx_http_request_t        *sr;
-    ngx_http_mcp_jwks_zone_t  *zctx;
-    ngx_http_mcp_jwks_node_t  *node;
+    u_char                      *data;
+    size_t                       len;
+    ngx_pool_t                  *pool;
+    ngx_http_mcp_jwks_zone_t    *zctx;
+    ngx_http_mcp_jwks_node_t    *node;
+    ngx_http_mcp_fetch_state_t  *st;
 
-    sr = ctx->subrequest;
+    st = ctx->fetch;
 
-    if (ctx->status != NGX_HTTP_OK || sr->out == NULL
-        || sr->out->buf == NULL)
-    {
+    if (st->too_big) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "mcp auth: key request \"%V\" failed (status %i)",
-                      &alcf->key_request, ctx->status);
+                      "mcp auth: key request \"%V\" failed: the set is "
+                      "larger than subrequest_output_buffer_size",
+                      &alcf->key_request);
         ngx_http_mcp_auth_note(alcf, 1);
         return;
     }
 
-    b = sr->out->buf;
-    len = b->last - b->pos;
+    if (st->status != NGX_HTTP_OK || st->failed || st->len == 0) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "mcp auth: key request \"%V\" failed (status %ui)",
+                      &alcf->key_request, st->status);
+        ngx_http_mcp_auth_note(alcf, 1);
+        return;
+    }
+
+    len = st->len;
 
     /* only a set that parses replaces the one in use */
     pool = ngx_create_pool(1024, r->connection->log);
@@ -130,7 +138,7 @@ ngx_http_mcp_auth_store(ngx_http_request_t *r,
         return;
     }
 
-    if (ngx_http_mcp_jwks_parse(pool, b->pos, len) == NULL) {
+    if (ngx_http_mcp_jwks_parse(pool, st->body, len) == NULL) {
         ngx_destroy_pool(pool);
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "mcp auth: key request \"%V\" returned no valid JWK "
@@ -160,7 +168,7 @@ ngx_http_mcp_auth_store(ngx_http_request_t *r,
         ngx_slab_free_locked(zctx->shpool, node->data);
     }
 
-    ngx_memcpy(data, b->pos, len);
+    ngx_memcpy(data, st->body, len);
 
     node->data = data;
     node->len = len;

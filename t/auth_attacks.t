@@ -44,7 +44,7 @@ my $evil  = McpJwt->new_key(type => 'RSA',   kid => 'r1');    # same kid, not pu
 my $other = McpJwt->new_key(type => 'RSA',   kid => 'dup');
 
 # one location per way a key server fails, each with its own key request
-my $keylocs = join '', map { <<"NGX" } qw(500 junk down slow slow2 huge odd);
+my $keylocs = join '', map { <<"NGX" } qw(500 junk down slow slow2 huge odd redir);
         location = /m$_ { mcp on; mcp_builtin everything; mcp_auth_jwt "MCP";
                           mcp_auth_resource http://127.0.0.1:%%PORT%%/mcp;
                           mcp_auth_jwt_key_request /_k$_; }
@@ -66,7 +66,8 @@ my $t = McpTest->new(
         }
         location = /keys/500 { return 500; }
         location = /keys/junk { default_type application/json; return 200 "<html>not json</html>"; }
-        location /keys/ { root %%PREFIX%%/html; }
+        location = /keys/redir { add_header X-Accel-Redirect /_kevil; return 200 "{}"; }
+        location /keys/ { root %%PREFIX%%/html; access_log %%PREFIX%%/logs/keys.log hdr; }
     }
 NGX
     server => <<'NGX' =~ s/KEYLOCS\n/$keylocs/r,
@@ -105,6 +106,8 @@ KEYLOCS
                               proxy_read_timeout 2s; }
         location = /_khuge { internal; proxy_pass http://127.0.0.1:%%PORT2%%/keys/huge.json; }
         location = /_kodd  { internal; proxy_pass http://127.0.0.1:%%PORT2%%/keys/odd.json; }
+        location = /_kredir { internal; proxy_pass http://127.0.0.1:%%PORT2%%/keys/redir; }
+        location = /_kevil { internal; proxy_pass http://127.0.0.1:%%PORT2%%/keys/evil.json; }
 
         mcp_session gw;
         location = /gw {
@@ -148,6 +151,7 @@ $t->write_file('html/keys/odd.json', McpJwt::jwks(
     do { my $j = $rsa->jwk(kid => 'dup'); delete $j->{use}; $j },        # the right one, no use
     { %{ $ec->jwk(kid => 'noalg') } },
     { %{ $rsa->jwk(kid => 'enc') }, use => 'enc' }));
+$t->write_file('html/keys/evil.json', McpJwt::jwks($evil));
 $t->start;
 
 my $port = $t->port;
@@ -580,6 +584,25 @@ for my $loc (qw(500 junk down)) {
     is($refused, 8, 'a key set too large, 8 requests: each gets a JSON-RPC 503');
     ok($n >= 1 && $n <= int($secs) + 2,
        sprintf('the set too large was fetched %d times in %.1fs, not once a request', $n, $secs));
+}
+
+# the key server's upstream names another location's set (X-Accel-Redirect):
+# never fetched, the key request fails as any other that fails
+{
+    my $r = bearer(tok($evil), path => '/mredir');
+    unavailable($r, 'a key server that redirects to a set of its choosing');
+    Time::HiRes::sleep(0.2);
+    like($t->error_log, qr/a backend's reply is refused: it comes from "\/_kevil" after an internal redirect/,
+         'the redirect is refused, with an [error] line');
+    like($t->error_log, qr/key request "\/_kredir" failed/, '... and the key request failed');
+    $t->expect_log_error(qr/a backend's reply is refused/, qr/key request "\/_kredir" failed/);
+}
+
+# the key server gets the client's headers, never its credentials
+{
+    my $keys = McpTest::_slurp($t->prefix . '/logs/keys.log');
+    like($keys, qr/^auth=\[-\]/m, 'the key server was asked') or diag($keys);
+    unlike($keys, qr/Bearer|sk_/, 'the key server never sees a token or an API key');
 }
 
 accepted(bearer(tok($rsa, header => { kid => 'dup' }), path => '/modd'),

@@ -102,14 +102,20 @@ struct ngx_http_mcp_fetch_link_s {
 };
 
 
+/* a fetch of r, its state in pool (whose cleanup closes it) */
 ngx_http_mcp_fetch_state_t *ngx_http_mcp_fetch(ngx_http_request_t *r,
     ngx_pool_t *pool, ngx_log_t *log, ngx_http_mcp_fetch_t *f);
+/* the same from the call's POST, in the call's pool; NULL: no POST */
 ngx_http_mcp_fetch_state_t *ngx_http_mcp_fetch_call(
     ngx_http_mcp_call_t *call, ngx_http_mcp_fetch_t *f);
+/* a fetch nobody waits for: its reply is dropped */
 ngx_int_t ngx_http_mcp_fetch_send(ngx_http_request_t *r,
     ngx_http_mcp_fetch_t *f);
+/* no longer wanted: the subrequest aborted, no more news */
 void ngx_http_mcp_fetch_close(ngx_http_mcp_fetch_state_t *st);
+/* the fetch a subrequest (or a subrequest of it) serves, or NULL */
 ngx_http_mcp_fetch_state_t *ngx_http_mcp_fetch_of(ngx_http_request_t *r);
+/* the capture filters and the redirect handler, at postconfiguration */
 ngx_int_t ngx_http_mcp_subrequest_init(ngx_conf_t *cf);
 
 

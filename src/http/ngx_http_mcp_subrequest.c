@@ -130,7 +130,8 @@ ngx_http_mcp_fetch(ngx_http_request_t *r, ngx_pool_t *pool,
     ngx_http_mcp_fetch_link_t   *link;
     ngx_http_mcp_fetch_state_t  *st;
 
-    st = ngx_pcalloc(pool, sizeof(ngx_http_mcp_fetch_state_t));
+    st = ngx_pcalloc(pool, ngx_max(f->size,
+                                   sizeof(ngx_http_mcp_fetch_state_t)));
     ccln = ngx_pool_cleanup_add(pool, 0);
 
     if (st == NULL || ccln == NULL) {
@@ -143,7 +144,7 @@ ngx_http_mcp_fetch(ngx_http_request_t *r, ngx_pool_t *pool,
     st->stream = f->stream;
 
     st->event.handler = f->handler;
-    st->event.data = f->data;
+    st->event.data = f->data ? f->data : st;
     st->event.log = log;
 
     st->timer.handler = ngx_http_mcp_fetch_timeout;

@@ -42,10 +42,16 @@ typedef struct {
                                                    subrequest_output_
                                                    buffer_size */
     ngx_msec_t                    timeout;      /* 0: none */
+    size_t                        size;         /* of the state, 0: its
+                                                   own; more: the owner's
+                                                   struct that begins
+                                                   with it, one
+                                                   allocation */
     ngx_event_handler_pt          handler;      /* the state's event;
                                                    NULL: nobody waits for
                                                    the reply (send()) */
-    void                         *data;         /* its data */
+    void                         *data;         /* its data; NULL: the
+                                                   state */
     unsigned                      copy_headers:1;  /* the request's own,
                                                       but the client's
                                                       credentials */

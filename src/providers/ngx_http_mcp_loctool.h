@@ -49,12 +49,17 @@ typedef struct {
 } ngx_http_mcp_loctool_loc_conf_t;
 
 
-/* a call's, in the call's pool */
+/* a call's fetch and what the tool adds, one allocation in its pool */
 typedef struct {
-    ngx_http_mcp_fetch_state_t   *fetch;        /* its reply; its call */
+    ngx_http_mcp_fetch_state_t    fetch;        /* first: its reply, its
+                                                   call */
     ngx_http_mcp_loctool_t       *tool;
-    ngx_str_t                     refused;      /* an argument $mcp_arg_
-                                                   would not give */
+    u_char                       *refused;      /* an argument $mcp_arg_
+                                                   would not give, NUL-
+                                                   terminated: the state
+                                                   as small as when it
+                                                   was one (a call's pool
+                                                   block) */
     unsigned                      told:1;       /* progress for it sent */
 } ngx_http_mcp_loctool_state_t;
 

@@ -106,10 +106,10 @@ ngx_http_mcp_loctool_arg_variable(ngx_http_request_t *r,
                       "mcp: $%V refused: a \".\" or \"..\" segment", var);
         cJSON_free(json);
 
-        st->refused.data = ngx_pnalloc(fetch->pool, name.len);
-        if (st->refused.data != NULL) {
-            ngx_memcpy(st->refused.data, name.data, name.len);
-            st->refused.len = name.len;
+        st->refused = ngx_pnalloc(fetch->pool, name.len + 1);
+        if (st->refused != NULL) {
+            ngx_memcpy(st->refused, name.data, name.len);
+            st->refused[name.len] = '\0';
         }
 
         return NGX_ERROR;

@@ -127,13 +127,6 @@ ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call, ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    st = ngx_pcalloc(pool, sizeof(ngx_http_mcp_loctool_state_t));
-    if (st == NULL) {
-        return NGX_ERROR;
-    }
-
-    st->tool = tool;
-
     ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
 
     f.uri = tool->uri;
@@ -143,14 +136,17 @@ ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call, ngx_http_request_t *r,
     f.body = body;
     f.max = lcf ? lcf->max_size : 1024 * 1024;
     f.timeout = lcf ? lcf->timeout : 30000;
+    f.size = sizeof(ngx_http_mcp_loctool_state_t);
     f.handler = ngx_http_mcp_loctool_event;
-    f.data = st;
     f.copy_headers = 1;
 
-    st->fetch = ngx_http_mcp_fetch_call(call, &f);
-    if (st->fetch == NULL) {
+    /* its news is posted, never told from here: the tool is set in time */
+    st = (ngx_http_mcp_loctool_state_t *) ngx_http_mcp_fetch_call(call, &f);
+    if (st == NULL) {
         return NGX_ERROR;
     }
+
+    st->tool = tool;
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "mcp loctool \"%V\": %V %V", &tool->name,
@@ -217,7 +213,7 @@ ngx_http_mcp_loctool_event(ngx_event_t *ev)
     u_char                      *msg;
     ngx_http_mcp_fetch_state_t  *fetch;
 
-    fetch = st->fetch;
+    fetch = &st->fetch;
 
     if (fetch->timed_out) {
         ngx_log_error(NGX_LOG_INFO, ev->log, 0,
@@ -279,14 +275,14 @@ ngx_http_mcp_loctool_finish(ngx_http_mcp_loctool_state_t *st,
     cJSON                *result;
     ngx_http_mcp_call_t  *call;
 
-    call = st->fetch->call;
+    call = st->fetch.call;
 
-    ngx_http_mcp_fetch_close(st->fetch);
+    ngx_http_mcp_fetch_close(&st->fetch);
 
-    if (failure == NULL && st->refused.len) {
-        p = ngx_snprintf(text, sizeof(text) - 1, "the argument \"%V\" is "
+    if (failure == NULL && st->refused != NULL) {
+        p = ngx_snprintf(text, sizeof(text) - 1, "the argument \"%s\" is "
                          "refused in a URI: it has a \".\" or \"..\" "
-                         "segment", &st->refused);
+                         "segment", st->refused);
         *p = '\0';
         failure = (const char *) text;
     }
@@ -311,12 +307,12 @@ ngx_http_mcp_loctool_finish(ngx_http_mcp_loctool_state_t *st,
     }
 
     if (failure == NULL
-        && (st->fetch->status < NGX_HTTP_OK
-            || st->fetch->status >= NGX_HTTP_SPECIAL_RESPONSE))
+        && (st->fetch.status < NGX_HTTP_OK
+            || st->fetch.status >= NGX_HTTP_SPECIAL_RESPONSE))
     {
         /* the status only: the page may say what the caller must not see */
         p = ngx_snprintf(text, sizeof(text) - 1, "its location answered "
-                         "HTTP %03ui", st->fetch->status % 1000);
+                         "HTTP %03ui", st->fetch.status % 1000);
         *p = '\0';
         failure = (const char *) text;
     }

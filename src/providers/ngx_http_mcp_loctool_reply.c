@@ -34,7 +34,7 @@ ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
     const char                  *kind, *error;
     ngx_http_mcp_fetch_state_t  *fetch;
 
-    fetch = st->fetch;
+    fetch = &st->fetch;
 
     content = cJSON_CreateArray();
     if (content == NULL) {
@@ -143,7 +143,7 @@ ngx_http_mcp_loctool_resource_result(ngx_http_mcp_loctool_state_t *st)
     ngx_http_mcp_call_t         *call;
     ngx_http_mcp_fetch_state_t  *fetch;
 
-    fetch = st->fetch;
+    fetch = &st->fetch;
     call = fetch->call;
 
     if (fetch->status == NGX_HTTP_NOT_FOUND) {
@@ -234,10 +234,10 @@ ngx_http_mcp_loctool_base64(ngx_http_mcp_loctool_state_t *st)
 {
     ngx_str_t  src, dst;
 
-    src.data = st->fetch->body;
-    src.len = st->fetch->len;
+    src.data = st->fetch.body;
+    src.len = st->fetch.len;
 
-    dst.data = ngx_pnalloc(ngx_http_mcp_call_pool(st->fetch->call),
+    dst.data = ngx_pnalloc(ngx_http_mcp_call_pool(st->fetch.call),
                            ngx_base64_encoded_length(src.len) + 1);
     if (dst.data == NULL) {
         return NULL;

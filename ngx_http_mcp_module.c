@@ -35,8 +35,6 @@ static ngx_int_t ngx_http_mcp_scope(ngx_conf_t *cf, ngx_str_t *scope);
 static char *ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static char *ngx_http_mcp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-static char *ngx_http_mcp_pass_slot(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 static char *ngx_http_mcp_builtin(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_http_mcp_builtin_fixtures(ngx_conf_t *cf,
@@ -162,13 +160,6 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       offsetof(ngx_http_mcp_loc_conf_t, task_timeout),
       NULL },
 
-    { ngx_string("mcp_pass"),
-      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_mcp_pass_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      0,
-      NULL },
-
     { ngx_string("mcp_session_key"),
       NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_mcp_session_key,
@@ -181,76 +172,6 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       ngx_conf_set_sec_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_mcp_loc_conf_t, session_lifetime),
-      NULL },
-
-    { ngx_string("mcp_pass_connect_timeout"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_msec_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_mcp_loc_conf_t, upstream.connect_timeout),
-      NULL },
-
-    { ngx_string("mcp_pass_send_timeout"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_msec_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_mcp_loc_conf_t, upstream.send_timeout),
-      NULL },
-
-    { ngx_string("mcp_pass_read_timeout"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_msec_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_mcp_loc_conf_t, upstream.read_timeout),
-      NULL },
-
-    { ngx_string("mcp_pass_filter_buffer_size"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_size_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_mcp_loc_conf_t, filter_buffer_size),
-      NULL },
-
-    { ngx_string("mcp_pass_ssl_verify"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
-      ngx_conf_set_flag_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_mcp_loc_conf_t, ssl_verify),
-      NULL },
-
-    { ngx_string("mcp_pass_ssl_trusted_certificate"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_str_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_mcp_loc_conf_t, ssl_trusted_certificate),
-      NULL },
-
-    { ngx_string("mcp_pass_ssl_certificate"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_str_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_mcp_loc_conf_t, ssl_certificate),
-      NULL },
-
-    { ngx_string("mcp_pass_ssl_certificate_key"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_str_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_mcp_loc_conf_t, ssl_certificate_key),
-      NULL },
-
-    { ngx_string("mcp_pass_ssl_password_file"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_mcp_pass_ssl_password_file,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      0,
-      NULL },
-
-    { ngx_string("mcp_pass_authorization"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
-      ngx_conf_set_flag_slot,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_mcp_loc_conf_t, pass_authorization),
       NULL },
 
     { ngx_string("mcp_tools_allow"),
@@ -559,6 +480,7 @@ ngx_http_mcp_create_main_conf(ngx_conf_t *cf)
     }
 
     mmcf->shutdown_timeout = NGX_CONF_UNSET_MSEC;
+    mmcf->handler = ngx_http_mcp_handler;
 
     return mmcf;
 }
@@ -588,7 +510,6 @@ ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
     mlcf->any_origin = NGX_CONF_UNSET;
     mlcf->max_body = NGX_CONF_UNSET_SIZE;
     mlcf->page_size = NGX_CONF_UNSET_UINT;
-    ngx_http_mcp_proxy_create_conf(mlcf);
 
     mlcf->keepalive = NGX_CONF_UNSET_MSEC;
     mlcf->retry = NGX_CONF_UNSET_MSEC;
@@ -618,8 +539,13 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_ptr_value(conf->tools_allow, prev->tools_allow, NULL);
     ngx_conf_merge_ptr_value(conf->tools_deny, prev->tools_deny, NULL);
 
-    if (ngx_http_mcp_proxy_merge_conf(cf, prev, conf) != NGX_CONF_OK) {
-        return NGX_CONF_ERROR;
+    /*
+     * A gateway's nested locations are gateways too, as they inherit its
+     * upstream (ngx_http_mcp_proxy_module, whose loc conf holds the rest
+     * of mcp_pass, merges after this module).
+     */
+    if (prev->pass) {
+        conf->pass = 1;
     }
 
     ngx_conf_merge_ptr_value(conf->zone, prev->zone, NULL);
@@ -641,7 +567,7 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_sec_value(conf->session_lifetime, prev->session_lifetime,
                              86400);
 
-    if (conf->session_keys != NULL && conf->upstream.upstream == NULL) {
+    if (conf->session_keys != NULL && !conf->pass) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"mcp_session_key\" is for a location with "
                            "\"mcp_pass\"");
@@ -672,7 +598,7 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         }
     }
 
-    if (conf->enable && !conf->upstream.upstream
+    if (conf->enable && !conf->pass
         && ngx_http_mcp_bind(cf, conf->zone, conf->set) != NGX_OK)
     {
         return NGX_CONF_ERROR;
@@ -727,26 +653,6 @@ ngx_http_mcp(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
         clcf->handler = ngx_http_mcp_handler;
     }
-
-    return NGX_CONF_OK;
-}
-
-
-/* mcp_pass: the gateway's upstream; its requests come to the transport */
-
-static char *
-ngx_http_mcp_pass_slot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    char                      *rv;
-    ngx_http_core_loc_conf_t  *clcf;
-
-    rv = ngx_http_mcp_pass(cf, cmd, conf);
-    if (rv != NGX_CONF_OK) {
-        return rv;
-    }
-
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-    clcf->handler = ngx_http_mcp_handler;
 
     return NGX_CONF_OK;
 }

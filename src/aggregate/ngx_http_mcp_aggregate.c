@@ -227,7 +227,7 @@ ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
     mlcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_mcp_module);
 
-    if (mlcf->upstream.upstream) {
+    if (mlcf->pass) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "\"mcp_backend\" is for a "
                            "location without \"mcp_pass\"");
         return NGX_CONF_ERROR;
@@ -473,7 +473,7 @@ ngx_http_mcp_aggregate_backend(ngx_conf_t *cf, ngx_command_t *cmd,
 
     mlcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_mcp_module);
 
-    if (mlcf->upstream.upstream) {
+    if (mlcf->pass) {
         return "is for a location without \"mcp_pass\"";
     }
 

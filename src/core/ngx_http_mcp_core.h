@@ -56,6 +56,11 @@ typedef struct {
     ngx_str_t                  ipc_path;    /* mcp_ipc_path */
     ngx_int_t                  request_id;  /* $request_id's index */
     ngx_uint_t                 audit;       /* NGX_HTTP_MCP_AUDIT_* */
+    ngx_http_handler_pt        handler;     /* the transport's content
+                                               handler, for the parts
+                                               below src/edge that make a
+                                               location an MCP endpoint
+                                               (mcp_pass) */
 } ngx_http_mcp_main_conf_t;
 
 
@@ -77,20 +82,6 @@ typedef ngx_int_t (*ngx_http_mcp_aggregate_pt)(ngx_http_mcp_call_t *call,
 
 typedef struct {
     ngx_flag_t                 enable;
-    ngx_http_upstream_conf_t   upstream;    /* mcp_pass */
-    ngx_http_upstream_conf_t   upstream_init;  /* the same, for initialize */
-    ngx_str_t                  proxy_host;
-    ngx_str_t                  proxy_uri;
-    ngx_flag_t                 pass_authorization;
-    ngx_flag_t                 ssl;         /* https:// upstream */
-    ngx_flag_t                 ssl_verify;
-    ngx_str_t                  ssl_trusted_certificate;
-    ngx_str_t                  ssl_certificate;   /* the gateway's own, */
-    ngx_str_t                  ssl_certificate_key;  /* for upstreams */
-    ngx_array_t               *ssl_passwords;
-    ngx_str_t                  ssl_host;
-    size_t                     filter_buffer_size;  /* a reply held for
-                                                       tool policy */
     ngx_array_t               *tools_allow;  /* ngx_http_mcp_pattern_t */
     ngx_array_t               *tools_deny;
     ngx_http_mcp_set_t        *set;
@@ -122,6 +113,9 @@ typedef struct {
     unsigned                   own_set:1;   /* set: this level's own
                                                (ngx_http_mcp_conf_set) */
     unsigned                   builtin:1;   /* mcp_builtin given here */
+    unsigned                   pass:1;      /* a gateway: mcp_pass here or
+                                               above (src/proxy sets it;
+                                               the rest is its loc conf's) */
 } ngx_http_mcp_loc_conf_t;
 
 

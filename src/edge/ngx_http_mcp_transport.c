@@ -119,7 +119,7 @@ ngx_http_mcp_handler(ngx_http_request_t *r)
         }
     }
 
-    if (mlcf->upstream.upstream
+    if (mlcf->pass
         && (r->method == NGX_HTTP_GET || r->method == NGX_HTTP_DELETE))
     {
         return ngx_http_mcp_proxy_other(r, mlcf);
@@ -288,7 +288,7 @@ ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
                                        ? ctx->parse_error : "Parse error");
     }
 
-    if (mlcf->upstream.upstream) {
+    if (mlcf->pass) {
         return ngx_http_mcp_proxy_post(ctx);
     }
 

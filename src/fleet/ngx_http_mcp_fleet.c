@@ -297,7 +297,7 @@ ngx_http_mcp_fleet_endpoints(ngx_http_core_loc_conf_t *clcf)
     if (clcf->loc_conf != NULL) {
         mlcf = clcf->loc_conf[ngx_http_mcp_module.ctx_index];
 
-        if (mlcf->enable && mlcf->upstream.upstream == NULL) {
+        if (mlcf->enable && !mlcf->pass) {
             return 1;
         }
     }

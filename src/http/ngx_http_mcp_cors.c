@@ -168,7 +168,7 @@ ngx_http_mcp_cors_header_filter(ngx_http_request_t *r)
      */
     if (!ngx_http_mcp_cors_cacheable(ctx, r)
         && ((ctx != NULL && ctx->stream == NULL
-             && mlcf->upstream.upstream == NULL)
+             && !mlcf->pass)
             || !ngx_http_mcp_cors_has_header(r, "cache-control",
                                              sizeof("cache-control") - 1))
         && ngx_http_mcp_header_out(r, "Cache-Control", &no_store) != NGX_OK)

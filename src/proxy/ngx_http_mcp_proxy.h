@@ -1,9 +1,11 @@
 
 /*
- * mcp_pass (src/proxy): what the gateway's edge (ngx_http_mcp_proxy.c)
- * and its upstream side (ngx_http_mcp_proxy_upstream.c, _reply.c,
- * _body.c, _stream.c, _sesskey.c, _balancer.c) share, and what the
- * module's configuration and HTTP edge ask of it.
+ * mcp_pass (src/proxy): what ngx_http_mcp_proxy_module (its directives
+ * and configuration: ngx_http_mcp_proxy_module.c), the gateway's edge
+ * (ngx_http_mcp_proxy.c) and its upstream side
+ * (ngx_http_mcp_proxy_upstream.c, _reply.c, _body.c, _stream.c,
+ * _sesskey.c, _balancer.c) share, and what the module's HTTP edge asks
+ * of it.
  */
 
 
@@ -15,6 +17,29 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_http.h"
+
+
+/*
+ * mcp_pass's location configuration: ngx_http_mcp_proxy_module's
+ * (ngx_http_mcp_proxy_module.c).  The core's loc conf says only that a
+ * location is a gateway (pass), which the module sets with mcp_pass.
+ */
+typedef struct {
+    ngx_http_upstream_conf_t   upstream;    /* mcp_pass */
+    ngx_http_upstream_conf_t   upstream_init;  /* the same, for initialize */
+    ngx_str_t                  proxy_host;
+    ngx_str_t                  proxy_uri;
+    ngx_flag_t                 pass_authorization;
+    ngx_flag_t                 ssl;         /* https:// upstream */
+    ngx_flag_t                 ssl_verify;
+    ngx_str_t                  ssl_trusted_certificate;
+    ngx_str_t                  ssl_certificate;   /* the gateway's own, */
+    ngx_str_t                  ssl_certificate_key;  /* for upstreams */
+    ngx_array_t               *ssl_passwords;
+    ngx_str_t                  ssl_host;
+    size_t                     filter_buffer_size;  /* a reply held for
+                                                       tool policy */
+} ngx_http_mcp_proxy_loc_conf_t;
 
 
 /* an SSE reply read event by event for the tool policy */
@@ -34,6 +59,7 @@ typedef struct {
 
 typedef struct {
     ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_loc_conf_t  *conf;
     ngx_http_mcp_target_t      target;      /* the session's replica */
     ngx_str_t                  client_sid;
     ngx_str_t                  upstream_sid;  /* from the reply */
@@ -100,18 +126,13 @@ ngx_int_t ngx_http_mcp_balancer_note(ngx_conf_t *cf,
 
 /* what the module asks of mcp_pass (ngx_http_mcp_proxy.c, _upstream.c) */
 
-char *ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-char *ngx_http_mcp_pass_ssl_password_file(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-void ngx_http_mcp_proxy_create_conf(ngx_http_mcp_loc_conf_t *conf);
-char *ngx_http_mcp_proxy_merge_conf(ngx_conf_t *cf,
-    ngx_http_mcp_loc_conf_t *prev, ngx_http_mcp_loc_conf_t *conf);
 ngx_int_t ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx);
 ngx_int_t ngx_http_mcp_proxy_other(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 ngx_uint_t ngx_http_mcp_proxy_replica_gone(ngx_http_mcp_ctx_t *ctx);
 void ngx_http_mcp_proxy_quit(ngx_uint_t deadline);
 
+extern ngx_module_t  ngx_http_mcp_proxy_module;
 extern ngx_module_t  ngx_http_mcp_balancer_module;
 
 

@@ -206,13 +206,13 @@ ngx_http_mcp_proxy_output(ngx_http_request_t *r,
     if (pctx->filter) {
         n = last - pos;
 
-        if (pctx->acc_len + n > pctx->ctx->conf->filter_buffer_size) {
+        if (pctx->acc_len + n > pctx->conf->filter_buffer_size) {
             return ngx_http_mcp_proxy_too_big(r, pctx);
         }
 
         if (pctx->acc_len + n > pctx->acc_size) {
             size = ngx_max(2 * pctx->acc_size, pctx->acc_len + n);
-            size = ngx_min(size, pctx->ctx->conf->filter_buffer_size);
+            size = ngx_min(size, pctx->conf->filter_buffer_size);
 
             p = ngx_pnalloc(r->pool, size);
             if (p == NULL) {
@@ -338,7 +338,7 @@ ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                   "mcp: the upstream's reply is over "
                   "\"mcp_pass_filter_buffer_size\" %uz",
-                  pctx->ctx->conf->filter_buffer_size);
+                  pctx->conf->filter_buffer_size);
 
     return ngx_http_mcp_proxy_bad_reply(r, pctx, "Bad gateway: the upstream "
                                         "MCP server's reply is too large");

@@ -61,6 +61,7 @@ ngx_http_mcp_proxy_sesskey_open(ngx_http_mcp_ctx_t *ctx, ngx_str_t *id,
     ngx_array_t                     *keys;
     ngx_http_mcp_auth_t             *auth;
     ngx_http_mcp_sesskey_session_t   s;
+    ngx_http_mcp_proxy_loc_conf_t   *plcf;
 
     log = ctx->request->connection->log;
     keys = ctx->conf->session_keys;
@@ -96,8 +97,10 @@ ngx_http_mcp_proxy_sesskey_open(ngx_http_mcp_ctx_t *ctx, ngx_str_t *id,
         return NGX_DECLINED;
     }
 
-    addr = ngx_http_mcp_proxy_sesskey_peer(ctx->conf->upstream.upstream,
-                                           &s.name);
+    plcf = ngx_http_get_module_loc_conf(ctx->request,
+                                        ngx_http_mcp_proxy_module);
+
+    addr = ngx_http_mcp_proxy_sesskey_peer(plcf->upstream.upstream, &s.name);
     if (addr == NULL) {
         ngx_log_error(NGX_LOG_INFO, log, 0,
                       "mcp: session %s names \"%V\", not a server of the "

@@ -60,7 +60,7 @@ ngx_http_mcp_proxy_stream(ngx_http_request_t *r,
 
     u = r->upstream;
     st = &pctx->stream;
-    max = pctx->ctx->conf->filter_buffer_size;
+    max = pctx->conf->filter_buffer_size;
 
     out->data = NULL;
     out->len = 0;

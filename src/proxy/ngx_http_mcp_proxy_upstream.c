@@ -22,9 +22,9 @@
 
 static ngx_int_t ngx_http_mcp_proxy_create_request(ngx_http_request_t *r);
 static size_t ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
-    ngx_http_mcp_loc_conf_t *mlcf, ngx_buf_t *b);
+    ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_buf_t *b);
 static ngx_uint_t ngx_http_mcp_proxy_relayed(ngx_table_elt_t *h,
-    ngx_http_mcp_loc_conf_t *mlcf, ngx_uint_t *seen);
+    ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_uint_t *seen);
 static ngx_int_t ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_status(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_process_header(ngx_http_request_t *r);
@@ -53,10 +53,12 @@ ngx_int_t
 ngx_http_mcp_proxy_start(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx)
 {
-    ngx_http_upstream_t      *u;
-    ngx_http_mcp_loc_conf_t  *mlcf;
+    ngx_http_upstream_t            *u;
+    ngx_http_mcp_loc_conf_t        *mlcf;
+    ngx_http_mcp_proxy_loc_conf_t  *plcf;
 
     mlcf = pctx->ctx->conf;
+    plcf = pctx->conf;
 
     if (ngx_http_upstream_create(r) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -68,8 +70,8 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
      * A session's requests stay on its replica; initialize and stateless
      * requests, which no replica holds state for, may move on.
      */
-    u->conf = (pctx->initialize || pctx->stateless) ? &mlcf->upstream_init
-                                                    : &mlcf->upstream;
+    u->conf = (pctx->initialize || pctx->stateless) ? &plcf->upstream_init
+                                                    : &plcf->upstream;
     u->output.tag = (ngx_buf_tag_t) &ngx_http_mcp_module;
 
     u->create_request = ngx_http_mcp_proxy_create_request;
@@ -87,11 +89,11 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
     pctx->started = ngx_http_mcp_metrics_start(mlcf);
 
 #if (NGX_HTTP_SSL)
-    u->ssl = mlcf->ssl;
-    u->ssl_name = mlcf->ssl_host;
+    u->ssl = plcf->ssl;
+    u->ssl_name = plcf->ssl_host;
 #endif
 
-    if (pctx->pinned && ngx_http_mcp_balancer_bypass(mlcf->upstream.upstream))
+    if (pctx->pinned && ngx_http_mcp_balancer_bypass(plcf->upstream.upstream))
     {
         /*
          * The replica that created the session, not the balancer's pick:
@@ -110,7 +112,7 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
         u->resolved->port = ngx_inet_get_port(pctx->target.sockaddr);
 
         /* the name TLS verifies and sends (SNI), not the address */
-        u->resolved->host = mlcf->ssl_host.len ? mlcf->ssl_host
+        u->resolved->host = plcf->ssl_host.len ? plcf->ssl_host
                                                : pctx->target.name;
     }
 
@@ -127,15 +129,15 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     ngx_buf_t                 *b;
     ngx_str_t                 *uri, sid;
     ngx_chain_t               *cl, *body;
-    ngx_http_mcp_ctx_t        *ctx;
-    ngx_http_mcp_loc_conf_t   *mlcf;
-    ngx_http_mcp_proxy_ctx_t  *pctx;
+    ngx_http_mcp_ctx_t             *ctx;
+    ngx_http_mcp_proxy_ctx_t       *pctx;
+    ngx_http_mcp_proxy_loc_conf_t  *plcf;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
     pctx = ctx->proxy;
-    mlcf = ctx->conf;
+    plcf = pctx->conf;
 
-    uri = &mlcf->proxy_uri;
+    uri = &plcf->proxy_uri;
 
     if (uri->len == 0) {
         /*
@@ -152,11 +154,11 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     sid = pctx->target.sid;
 
     len = r->method_name.len + 1 + uri->len + sizeof(" HTTP/1.1\r\n") - 1
-          + sizeof("Host: \r\n") - 1 + mlcf->proxy_host.len
+          + sizeof("Host: \r\n") - 1 + plcf->proxy_host.len
           + sizeof("Mcp-Session-Id: \r\n") - 1 + sid.len
           + sizeof("Content-Length: \r\n") - 1 + NGX_OFF_T_LEN
           + sizeof("\r\n") - 1
-          + ngx_http_mcp_proxy_client_headers(r, mlcf, NULL);
+          + ngx_http_mcp_proxy_client_headers(r, plcf, NULL);
 
     b = ngx_create_temp_buf(r->pool, len);
     if (b == NULL) {
@@ -168,10 +170,10 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     b->last = ngx_cpymem(b->last, uri->data, uri->len);
     b->last = ngx_cpymem(b->last, " HTTP/1.1" CRLF "Host: ",
                          sizeof(" HTTP/1.1" CRLF "Host: ") - 1);
-    b->last = ngx_cpymem(b->last, mlcf->proxy_host.data, mlcf->proxy_host.len);
+    b->last = ngx_cpymem(b->last, plcf->proxy_host.data, plcf->proxy_host.len);
     b->last = ngx_cpymem(b->last, CRLF, sizeof(CRLF) - 1);
 
-    (void) ngx_http_mcp_proxy_client_headers(r, mlcf, b);
+    (void) ngx_http_mcp_proxy_client_headers(r, plcf, b);
 
     if (sid.len) {
         b->last = ngx_cpymem(b->last, "Mcp-Session-Id: ",
@@ -243,7 +245,7 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
 
 static size_t
 ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
-    ngx_http_mcp_loc_conf_t *mlcf, ngx_buf_t *b)
+    ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_buf_t *b)
 {
     size_t            len;
     ngx_uint_t        i, seen;
@@ -258,7 +260,7 @@ ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
 
     while ((h = ngx_http_mcp_header_walk(&part, &i)) != NULL) {
 
-        if (!ngx_http_mcp_proxy_relayed(h, mlcf, &seen)) {
+        if (!ngx_http_mcp_proxy_relayed(h, plcf, &seen)) {
             continue;
         }
 
@@ -287,8 +289,8 @@ ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
  */
 
 static ngx_uint_t
-ngx_http_mcp_proxy_relayed(ngx_table_elt_t *h, ngx_http_mcp_loc_conf_t *mlcf,
-    ngx_uint_t *seen)
+ngx_http_mcp_proxy_relayed(ngx_table_elt_t *h,
+    ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_uint_t *seen)
 {
     ngx_uint_t  k;
 
@@ -345,7 +347,7 @@ ngx_http_mcp_proxy_relayed(ngx_table_elt_t *h, ngx_http_mcp_loc_conf_t *mlcf,
 
     if (ngx_memcmp(h->lowcase_key, relayed[k].data, relayed[k].len) != 0
         || (*seen & (1 << k))
-        || (k == 5 && !mlcf->pass_authorization))
+        || (k == 5 && !plcf->pass_authorization))
     {
         return 0;
     }
@@ -578,12 +580,12 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    if (pctx->filter && pctx->length > (off_t) ctx->conf->filter_buffer_size)
+    if (pctx->filter && pctx->length > (off_t) pctx->conf->filter_buffer_size)
     {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "mcp: the upstream's reply of %O bytes is over "
                       "\"mcp_pass_filter_buffer_size\" %uz",
-                      pctx->length, ctx->conf->filter_buffer_size);
+                      pctx->length, pctx->conf->filter_buffer_size);
         return NGX_HTTP_UPSTREAM_INVALID_HEADER;
     }
 

@@ -209,11 +209,25 @@ ngx_int_t
 ngx_http_mcp_header_set(ngx_http_request_t *r, u_char *name, size_t len,
     ngx_str_t *value)
 {
+    if (ngx_http_mcp_header_push(&r->headers_out.headers, name, len, value)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_table_elt_t *
+ngx_http_mcp_header_push(ngx_list_t *headers, u_char *name, size_t len,
+    ngx_str_t *value)
+{
     ngx_table_elt_t  *h;
 
-    h = ngx_list_push(&r->headers_out.headers);
+    h = ngx_list_push(headers);
     if (h == NULL) {
-        return NGX_ERROR;
+        return NULL;
     }
 
     h->hash = 1;
@@ -224,5 +238,5 @@ ngx_http_mcp_header_set(ngx_http_request_t *r, u_char *name, size_t len,
     h->key.len = len;
     h->value = *value;
 
-    return NGX_OK;
+    return h;
 }

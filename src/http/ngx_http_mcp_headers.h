@@ -58,6 +58,9 @@ ngx_table_elt_t *ngx_http_mcp_header_prefixed(ngx_http_request_t *r,
     ngx_http_mcp_header_set(r, (u_char *) name "", sizeof(name) - 1, value)
 ngx_int_t ngx_http_mcp_header_set(ngx_http_request_t *r, u_char *name,
     size_t len, ngx_str_t *value);
+/* a header added to a list of them: a reply's, an upstream reply's */
+ngx_table_elt_t *ngx_http_mcp_header_push(ngx_list_t *headers, u_char *name,
+    size_t len, ngx_str_t *value);
 
 
 /*

@@ -91,6 +91,13 @@ typedef struct {
 } ngx_http_mcp_proxy_ctx_t;
 
 
+/* a relayed request's state, which its MCP context holds */
+#define ngx_http_mcp_proxy_get_ctx(r)                                        \
+    ((ngx_http_mcp_proxy_ctx_t *)                                            \
+     ((ngx_http_mcp_ctx_t *) ngx_http_get_module_ctx(r, ngx_http_mcp_module)) \
+     ->proxy)
+
+
 /* relays a request to its replica: NGX_DONE, or a value to finalize with */
 ngx_int_t ngx_http_mcp_proxy_start(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);

@@ -40,11 +40,9 @@ ngx_http_mcp_proxy_filter_init(void *data)
     ngx_http_request_t *r = data;
 
     ngx_http_upstream_t       *u;
-    ngx_http_mcp_ctx_t        *ctx;
     ngx_http_mcp_proxy_ctx_t  *pctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
-    pctx = ctx->proxy;
+    pctx = ngx_http_mcp_proxy_get_ctx(r);
     u = r->upstream;
 
     if (u->headers_in.status_n == NGX_HTTP_NO_CONTENT
@@ -89,11 +87,9 @@ ngx_http_mcp_proxy_filter(void *data, ssize_t bytes)
     ngx_buf_t                 *b;
     ngx_uint_t                 extra;
     ngx_http_upstream_t       *u;
-    ngx_http_mcp_ctx_t        *ctx;
     ngx_http_mcp_proxy_ctx_t  *pctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
-    pctx = ctx->proxy;
+    pctx = ngx_http_mcp_proxy_get_ctx(r);
     u = r->upstream;
     b = &u->buffer;
 

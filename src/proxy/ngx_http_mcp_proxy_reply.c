@@ -167,11 +167,9 @@ ngx_http_mcp_proxy_coded(ngx_http_request_t *r)
     ngx_uint_t                 i;
     ngx_list_part_t           *part;
     ngx_table_elt_t           *h;
-    ngx_http_mcp_ctx_t        *ctx;
     ngx_http_mcp_proxy_ctx_t  *pctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
-    pctx = ctx->proxy;
+    pctx = ngx_http_mcp_proxy_get_ctx(r);
 
     if (!pctx->filter
         && !(pctx->policy && (ngx_http_mcp_proxy_read_as_sse(r)

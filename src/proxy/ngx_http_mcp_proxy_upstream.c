@@ -361,11 +361,9 @@ ngx_http_mcp_proxy_relayed(ngx_table_elt_t *h,
 static ngx_int_t
 ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r)
 {
-    ngx_http_mcp_ctx_t        *ctx;
     ngx_http_mcp_proxy_ctx_t  *pctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
-    pctx = ctx->proxy;
+    pctx = ngx_http_mcp_proxy_get_ctx(r);
 
     ngx_memzero(&pctx->status, sizeof(ngx_http_status_t));
     pctx->sid_seen = 0;
@@ -385,11 +383,9 @@ ngx_http_mcp_proxy_process_status(ngx_http_request_t *r)
     size_t                     len;
     ngx_int_t                  rc;
     ngx_http_upstream_t       *u;
-    ngx_http_mcp_ctx_t        *ctx;
     ngx_http_mcp_proxy_ctx_t  *pctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
-    pctx = ctx->proxy;
+    pctx = ngx_http_mcp_proxy_get_ctx(r);
     u = r->upstream;
 
     rc = ngx_http_parse_status_line(r, &u->buffer, &pctx->status);
@@ -437,14 +433,12 @@ ngx_http_mcp_proxy_process_header(ngx_http_request_t *r)
     ngx_int_t                       rc;
     ngx_table_elt_t                *h;
     ngx_http_upstream_t            *u;
-    ngx_http_mcp_ctx_t             *ctx;
     ngx_http_upstream_header_t     *hh;
     ngx_http_mcp_proxy_ctx_t       *pctx;
     ngx_http_upstream_main_conf_t  *umcf;
 
     umcf = ngx_http_get_module_main_conf(r, ngx_http_upstream_module);
-    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
-    pctx = ctx->proxy;
+    pctx = ngx_http_mcp_proxy_get_ctx(r);
     u = r->upstream;
 
     for ( ;; ) {
@@ -646,17 +640,15 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
 
             if (!pctx->sid_seen) {
                 /* a stateless replica: the client still gets a session */
-                h = ngx_list_push(&u->headers_in.headers);
+                h = ngx_http_mcp_header_push(&u->headers_in.headers,
+                                             (u_char *) "Mcp-Session-Id",
+                                             sizeof("Mcp-Session-Id") - 1,
+                                             &pctx->client_sid);
                 if (h == NULL) {
                     return NGX_ERROR;
                 }
 
-                h->hash = 1;
-#if (nginx_version >= 1023000)
-                h->next = NULL;
-#endif
-                ngx_str_set(&h->key, "Mcp-Session-Id");
-                h->value = pctx->client_sid;
+                /* read by the upstream module's hide and copy lookups */
                 h->lowcase_key = (u_char *) "mcp-session-id";
             }
 

@@ -17,6 +17,9 @@
  *
  * Tool policy: a denied tools/call is answered at the edge; denied tools
  * are taken out of tools/list replies, JSON or SSE.
+ *
+ * The directives and their configuration are ngx_http_mcp_proxy_module's
+ * (ngx_http_mcp_proxy_module.c); this file is the gateway's edge.
  */
 
 

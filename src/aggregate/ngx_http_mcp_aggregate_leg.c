@@ -1051,7 +1051,6 @@ ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
     ngx_http_mcp_aggregate_leg_t *leg)
 {
     u_char     *p, text[512];
-    cJSON      *content, *item;
     ngx_str_t  *method;
 
     p = ngx_snprintf(text, sizeof(text) - 1, "Backend \"%V\" is "
@@ -1065,20 +1064,9 @@ ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
         && method->len == sizeof("tools/call") - 1
         && ngx_strncmp(method->data, "tools/call", method->len) == 0)
     {
-        content = cJSON_CreateArray();
-        item = ngx_http_mcp_text_content((const char *) text);
-
-        if (content == NULL || item == NULL
-            || !cJSON_AddItemToArray(content, item))
-        {
-            cJSON_Delete(content);
-            cJSON_Delete(item);
-            content = NULL;
-        }
-
         /* NULL: call_result() answers with an internal error */
         ngx_http_mcp_call_result(op->call,
-                                 ngx_http_mcp_tool_result(content, 1));
+                        ngx_http_mcp_text_result((const char *) text, 1));
         return;
     }
 

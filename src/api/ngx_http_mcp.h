@@ -296,6 +296,8 @@ ngx_int_t ngx_http_mcp_list_changed(const char *list);
 /* result builders; NULL on allocation failure */
 cJSON *ngx_http_mcp_text_content(const char *text);
 cJSON *ngx_http_mcp_tool_result(cJSON *content, ngx_uint_t is_error);
+/* a tool's result of one text content: the two above together */
+cJSON *ngx_http_mcp_text_result(const char *text, ngx_uint_t is_error);
 cJSON *ngx_http_mcp_parse_json(ngx_conf_t *cf, const char *json);
 
 

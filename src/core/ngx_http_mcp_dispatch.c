@@ -1101,7 +1101,7 @@ static ngx_int_t
 ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
 {
     u_char                      *error;
-    cJSON                       *schema, *result, *content, empty;
+    cJSON                       *schema, *result, empty;
     ngx_int_t                    rc;
     ngx_http_mcp_schema_opts_t   opts;
 
@@ -1147,17 +1147,7 @@ ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
                   "mcp: tool \"%V\" arguments refused: %s",
                   &call->entry->name, error);
 
-    content = cJSON_CreateArray();
-
-    if (content != NULL
-        && !cJSON_AddItemToArray(content,
-                 ngx_http_mcp_text_content((const char *) error)))
-    {
-        cJSON_Delete(content);
-        content = NULL;
-    }
-
-    result = ngx_http_mcp_tool_result(content, 1);
+    result = ngx_http_mcp_text_result((const char *) error, 1);
 
     ngx_http_mcp_call_result(call, result);
 

@@ -671,6 +671,24 @@ ngx_http_mcp_tool_result(cJSON *content, ngx_uint_t is_error)
 }
 
 
+cJSON *
+ngx_http_mcp_text_result(const char *text, ngx_uint_t is_error)
+{
+    cJSON  *content;
+
+    content = cJSON_CreateArray();
+
+    if (content != NULL
+        && !cJSON_AddItemToArray(content, ngx_http_mcp_text_content(text)))
+    {
+        cJSON_Delete(content);
+        content = NULL;
+    }
+
+    return ngx_http_mcp_tool_result(content, is_error);
+}
+
+
 /*
  * A hash of one of a set's lists, as tools/list and its kin show it: a
  * reload that changes it tells the sessions (list_changed).

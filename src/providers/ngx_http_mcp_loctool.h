@@ -80,7 +80,6 @@ ngx_int_t ngx_http_mcp_loctool_find_args(ngx_conf_t *cf,
 cJSON *ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,
     const char **failure);
 cJSON *ngx_http_mcp_loctool_resource_result(ngx_http_mcp_loctool_state_t *st);
-cJSON *ngx_http_mcp_loctool_error_result(const char *text);
 ngx_str_t *ngx_http_mcp_loctool_check_args(ngx_http_mcp_call_t *call,
     ngx_http_mcp_loctool_t *tool, ngx_array_t *names);
 cJSON *ngx_http_mcp_loctool_arg(ngx_http_mcp_loctool_t *tool, cJSON *args,

@@ -43,8 +43,8 @@ ngx_http_mcp_loctool_handler(ngx_http_mcp_call_t *call)
             return NGX_OK;
         }
 
-        ngx_http_mcp_call_result(call, ngx_http_mcp_loctool_error_result(
-                   "The tool can only run within its HTTP request"));
+        ngx_http_mcp_call_result(call, ngx_http_mcp_text_result(
+                   "The tool can only run within its HTTP request", 1));
         return NGX_OK;
     }
 
@@ -95,7 +95,7 @@ ngx_http_mcp_loctool_handler(ngx_http_mcp_call_t *call)
             *p = '\0';
 
             ngx_http_mcp_call_result(call,
-                ngx_http_mcp_loctool_error_result((const char *) text));
+                ngx_http_mcp_text_result((const char *) text, 1));
             return NGX_OK;
         }
     }
@@ -324,7 +324,7 @@ ngx_http_mcp_loctool_finish(ngx_http_mcp_loctool_state_t *st,
         p = ngx_snprintf(line, sizeof(line) - 1, "Tool \"%V\": %s",
                          &st->tool->name, failure);
         *p = '\0';
-        result = ngx_http_mcp_loctool_error_result((const char *) line);
+        result = ngx_http_mcp_text_result((const char *) line, 1);
     }
 
     /* NULL: call_result() answers with an internal error */

@@ -211,24 +211,6 @@ ngx_http_mcp_loctool_resource_result(ngx_http_mcp_loctool_state_t *st)
 }
 
 
-cJSON *
-ngx_http_mcp_loctool_error_result(const char *text)
-{
-    cJSON  *content;
-
-    content = cJSON_CreateArray();
-
-    if (content != NULL
-        && !cJSON_AddItemToArray(content, ngx_http_mcp_text_content(text)))
-    {
-        cJSON_Delete(content);
-        content = NULL;
-    }
-
-    return (content != NULL) ? ngx_http_mcp_tool_result(content, 1) : NULL;
-}
-
-
 static cJSON *
 ngx_http_mcp_loctool_base64(ngx_http_mcp_loctool_state_t *st)
 {

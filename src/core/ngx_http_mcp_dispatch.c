@@ -27,18 +27,18 @@
 
 
 typedef struct {
-    ngx_str_t                  name;
-    ngx_http_mcp_handler_pt    handler;
-    ngx_uint_t                 flags;       /* eras, cacheable */
-} ngx_http_mcp_method_t;
-
-
-typedef struct {
-    ngx_str_t                  method;
     const char                *capability;
     size_t                     offset;      /* of its entries in a set */
     const char                *key;         /* of the list in the result */
 } ngx_http_mcp_listing_t;
+
+
+typedef struct {
+    ngx_str_t                  name;
+    ngx_http_mcp_handler_pt    handler;
+    ngx_uint_t                 flags;       /* eras, cacheable */
+    ngx_http_mcp_listing_t    *listing;     /* of a list method */
+} ngx_http_mcp_method_t;
 
 
 static ngx_http_mcp_method_t *ngx_http_mcp_method(ngx_str_t *name);
@@ -52,7 +52,6 @@ static cJSON *ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set,
 static ngx_int_t ngx_http_mcp_ping(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_set_level(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_complete(ngx_http_mcp_call_t *call);
-static ngx_http_mcp_listing_t *ngx_http_mcp_listing(ngx_str_t *method);
 static ngx_int_t ngx_http_mcp_list(ngx_http_mcp_call_t *call);
 static ngx_uint_t ngx_http_mcp_policy_allows(void *data, ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call);
@@ -76,6 +75,22 @@ static ngx_int_t ngx_http_mcp_check_param_headers(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call);
 
 
+/* what a list method lists, and which capability lets a caller see it */
+
+static ngx_http_mcp_listing_t  ngx_http_mcp_list_tools =
+    { "tools", offsetof(ngx_http_mcp_set_t, tools), "tools" };
+
+static ngx_http_mcp_listing_t  ngx_http_mcp_list_resources =
+    { "resources", offsetof(ngx_http_mcp_set_t, resources), "resources" };
+
+static ngx_http_mcp_listing_t  ngx_http_mcp_list_templates =
+    { "resources", offsetof(ngx_http_mcp_set_t, templates),
+      "resourceTemplates" };
+
+static ngx_http_mcp_listing_t  ngx_http_mcp_list_prompts =
+    { "prompts", offsetof(ngx_http_mcp_set_t, prompts), "prompts" };
+
+
 /*
  * 2026-07-28 has no lifecycle (initialize, ping), sets the log level per
  * request and replaces resources/subscribe with subscriptions/listen;
@@ -83,56 +98,47 @@ static ngx_int_t ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call);
  */
 static ngx_http_mcp_method_t  ngx_http_mcp_methods[] = {
     { ngx_string("initialize"), ngx_http_mcp_initialize,
-      NGX_HTTP_MCP_SESSIONFUL },
-    { ngx_string("ping"), ngx_http_mcp_ping, NGX_HTTP_MCP_SESSIONFUL },
+      NGX_HTTP_MCP_SESSIONFUL, NULL },
+    { ngx_string("ping"), ngx_http_mcp_ping, NGX_HTTP_MCP_SESSIONFUL, NULL },
     { ngx_string("server/discover"), ngx_http_mcp_discover,
-      NGX_HTTP_MCP_STATELESS|NGX_HTTP_MCP_CACHEABLE },
+      NGX_HTTP_MCP_STATELESS|NGX_HTTP_MCP_CACHEABLE, NULL },
     { ngx_string("subscriptions/listen"), ngx_http_mcp_listen,
-      NGX_HTTP_MCP_STATELESS },
+      NGX_HTTP_MCP_STATELESS, NULL },
     { ngx_string("tools/list"), ngx_http_mcp_list,
-      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE },
+      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE, &ngx_http_mcp_list_tools },
     { ngx_string("tools/call"), ngx_http_mcp_tools_call,
-      NGX_HTTP_MCP_ANY_ERA },
+      NGX_HTTP_MCP_ANY_ERA, NULL },
     { ngx_string("resources/list"), ngx_http_mcp_list,
-      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE },
+      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE,
+      &ngx_http_mcp_list_resources },
     { ngx_string("resources/read"), ngx_http_mcp_resources_read,
-      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE },
+      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE, NULL },
     { ngx_string("resources/templates/list"), ngx_http_mcp_list,
-      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE },
+      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE,
+      &ngx_http_mcp_list_templates },
     { ngx_string("resources/subscribe"), ngx_http_mcp_subscribe,
-      NGX_HTTP_MCP_SESSIONFUL },
+      NGX_HTTP_MCP_SESSIONFUL, NULL },
     { ngx_string("resources/unsubscribe"), ngx_http_mcp_subscribe,
-      NGX_HTTP_MCP_SESSIONFUL },
+      NGX_HTTP_MCP_SESSIONFUL, NULL },
     { ngx_string("prompts/list"), ngx_http_mcp_list,
-      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE },
+      NGX_HTTP_MCP_ANY_ERA|NGX_HTTP_MCP_CACHEABLE,
+      &ngx_http_mcp_list_prompts },
     { ngx_string("prompts/get"), ngx_http_mcp_prompts_get,
-      NGX_HTTP_MCP_ANY_ERA },
+      NGX_HTTP_MCP_ANY_ERA, NULL },
     { ngx_string("logging/setLevel"), ngx_http_mcp_set_level,
-      NGX_HTTP_MCP_SESSIONFUL },
+      NGX_HTTP_MCP_SESSIONFUL, NULL },
     { ngx_string("completion/complete"), ngx_http_mcp_complete,
-      NGX_HTTP_MCP_ANY_ERA },
-    { ngx_string("tasks/get"), ngx_http_mcp_tasks_get, NGX_HTTP_MCP_ANY_ERA },
+      NGX_HTTP_MCP_ANY_ERA, NULL },
+    { ngx_string("tasks/get"), ngx_http_mcp_tasks_get,
+      NGX_HTTP_MCP_ANY_ERA, NULL },
     { ngx_string("tasks/cancel"), ngx_http_mcp_tasks_cancel,
-      NGX_HTTP_MCP_ANY_ERA },
+      NGX_HTTP_MCP_ANY_ERA, NULL },
     { ngx_string("tasks/update"), ngx_http_mcp_tasks_update,
-      NGX_HTTP_MCP_STATELESS },
+      NGX_HTTP_MCP_STATELESS, NULL },
     { ngx_string("tasks/result"), ngx_http_mcp_tasks_result,
-      NGX_HTTP_MCP_SESSIONFUL },
+      NGX_HTTP_MCP_SESSIONFUL, NULL },
     { ngx_string("tasks/list"), ngx_http_mcp_tasks_list,
-      NGX_HTTP_MCP_SESSIONFUL },
-    { ngx_null_string, NULL, 0 }
-};
-
-
-static ngx_http_mcp_listing_t  ngx_http_mcp_listings[] = {
-    { ngx_string("tools/list"), "tools",
-      offsetof(ngx_http_mcp_set_t, tools), "tools" },
-    { ngx_string("resources/list"), "resources",
-      offsetof(ngx_http_mcp_set_t, resources), "resources" },
-    { ngx_string("resources/templates/list"), "resources",
-      offsetof(ngx_http_mcp_set_t, templates), "resourceTemplates" },
-    { ngx_string("prompts/list"), "prompts",
-      offsetof(ngx_http_mcp_set_t, prompts), "prompts" },
+      NGX_HTTP_MCP_SESSIONFUL, NULL },
     { ngx_null_string, NULL, 0, NULL }
 };
 
@@ -526,25 +532,6 @@ ngx_http_mcp_complete(ngx_http_mcp_call_t *call)
 }
 
 
-/* what a list method lists, and which capability lets a caller see it */
-
-static ngx_http_mcp_listing_t *
-ngx_http_mcp_listing(ngx_str_t *method)
-{
-    ngx_http_mcp_listing_t  *l;
-
-    for (l = ngx_http_mcp_listings; l->key; l++) {
-        if (l->method.len == method->len
-            && ngx_strncmp(l->method.data, method->data, method->len) == 0)
-        {
-            return l;
-        }
-    }
-
-    return NULL;
-}
-
-
 /* tools/list, resources/list, resources/templates/list, prompts/list */
 
 static ngx_int_t
@@ -558,7 +545,7 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call)
     ngx_http_mcp_loc_conf_t     *mlcf;
     ngx_http_mcp_tool_filter_t   filter, *f;
 
-    l = ngx_http_mcp_listing(&call->method);
+    l = ngx_http_mcp_method(&call->method)->listing;
 
     if (ngx_http_mcp_authorize(call, l->capability, NULL) != NGX_OK) {
         return NGX_OK;

@@ -329,25 +329,9 @@ ngx_http_mcp_auth_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     ctx = shm_zone->data;
 
-    if (octx != NULL) {
-        ctx->sh = octx->sh;
-        ctx->shpool = octx->shpool;
-        return NGX_OK;
-    }
+    ctx->sh = ngx_http_mcp_zone_shared(shm_zone, &ctx->shpool,
+                                       (octx != NULL) ? octx->sh : NULL,
+                                       sizeof(ngx_http_mcp_jwks_sh_t), NULL);
 
-    ctx->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    if (shm_zone->shm.exists) {
-        ctx->sh = ctx->shpool->data;
-        return NGX_OK;
-    }
-
-    ctx->sh = ngx_slab_calloc(ctx->shpool, sizeof(ngx_http_mcp_jwks_sh_t));
-    if (ctx->sh == NULL) {
-        return NGX_ERROR;
-    }
-
-    ctx->shpool->data = ctx->sh;
-
-    return NGX_OK;
+    return (ctx->sh != NULL) ? NGX_OK : NGX_ERROR;
 }

@@ -46,36 +46,68 @@ static ngx_int_t ngx_http_mcp_session_get(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use);
 
 
+/*
+ * A zone's slab pool and shared part at its init: old, the previous
+ * cycle's (a reload keeps what the zone holds); the one already there;
+ * or a new one of size bytes, zeroed, for the caller to set up: then
+ * *fresh (if not NULL) is set to 1.  A reused zone keeps its address:
+ * the pool is always the zone's start.  NULL: no room.
+ */
+
+void *
+ngx_http_mcp_zone_shared(ngx_shm_zone_t *shm_zone, ngx_slab_pool_t **shpool,
+    void *old, size_t size, ngx_uint_t *fresh)
+{
+    void  *sh;
+
+    *shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (old != NULL) {
+        return old;
+    }
+
+    if (shm_zone->shm.exists) {
+        return (*shpool)->data;
+    }
+
+    sh = ngx_slab_calloc(*shpool, size);
+    if (sh == NULL) {
+        return NULL;
+    }
+
+    (*shpool)->data = sh;
+
+    if (fresh != NULL) {
+        *fresh = 1;
+    }
+
+    return sh;
+}
+
+
 ngx_int_t
 ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_mcp_zone_t  *octx = data;
 
     size_t                len;
+    ngx_uint_t            fresh;
     ngx_http_mcp_zone_t  *ctx;
 
     ctx = shm_zone->data;
+    fresh = 0;
 
-    if (octx) {
-        /* reload: keep the sessions of the previous cycle */
-        ctx->sh = octx->sh;
-        ctx->shpool = octx->shpool;
-        return NGX_OK;
-    }
-
-    ctx->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    if (shm_zone->shm.exists) {
-        ctx->sh = ctx->shpool->data;
-        return NGX_OK;
-    }
-
-    ctx->sh = ngx_slab_alloc(ctx->shpool, sizeof(ngx_http_mcp_shctx_t));
+    /* reload: keep the sessions of the previous cycle */
+    ctx->sh = ngx_http_mcp_zone_shared(shm_zone, &ctx->shpool,
+                                       (octx != NULL) ? octx->sh : NULL,
+                                       sizeof(ngx_http_mcp_shctx_t), &fresh);
     if (ctx->sh == NULL) {
         return NGX_ERROR;
     }
 
-    ctx->shpool->data = ctx->sh;
+    if (!fresh) {
+        return NGX_OK;
+    }
 
     ngx_rbtree_init(&ctx->sh->rbtree, &ctx->sh->sentinel,
                     ngx_http_mcp_session_rbtree_insert);

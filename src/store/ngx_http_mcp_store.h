@@ -141,6 +141,8 @@ ngx_shm_zone_t *ngx_http_mcp_session_default_zone(ngx_conf_t *cf,
     ngx_http_mcp_store_conf_t *scf);
 ngx_int_t ngx_http_mcp_session_zone_stats(ngx_shm_zone_t *zone,
     ngx_http_mcp_zone_stats_t *st);
+void *ngx_http_mcp_zone_shared(ngx_shm_zone_t *shm_zone,
+    ngx_slab_pool_t **shpool, void *old, size_t size, ngx_uint_t *fresh);
 /* the elicitation modes a client declares: NGX_HTTP_MCP_ELICIT_* bits */
 #define NGX_HTTP_MCP_ELICIT_FORM   0x01
 #define NGX_HTTP_MCP_ELICIT_URL    0x02

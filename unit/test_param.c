@@ -35,6 +35,8 @@ static ngx_uint_t  ngx_unit_declared;
 
 static ngx_int_t ngx_unit_schema(const char *schema, const char *error,
     const char *name);
+static void ngx_unit_verdict(ngx_int_t rc, u_char *msg, const char *error,
+    const char *name);
 static void test_decode(void);
 static void test_check(void);
 static void test_numbers(void);
@@ -154,12 +156,7 @@ ngx_unit_headers(const char *args, const char *error, const char *name, ...)
     msg = NULL;
     rc = ngx_http_mcp_param_check(pool, schema, json, headers, &msg);
 
-    if (error == NULL) {
-        CHECK_INT(rc, NGX_OK, name);
-
-    } else if (CHECK_INT(rc, NGX_DECLINED, name)) {
-        CHECK_STR(msg, error, name);
-    }
+    ngx_unit_verdict(rc, msg, error, name);
 
     cJSON_Delete(json);
 
@@ -184,16 +181,26 @@ ngx_unit_schema(const char *text, const char *error, const char *name)
     ngx_unit_declared = 0;
     rc = ngx_http_mcp_param_schema(pool, json, &ngx_unit_declared, &msg);
 
+    ngx_unit_verdict(rc, msg, error, name);
+
+    cJSON_Delete(json);
+
+    return rc;
+}
+
+
+/* error NULL: rc must be NGX_OK; else NGX_DECLINED with that message */
+
+static void
+ngx_unit_verdict(ngx_int_t rc, u_char *msg, const char *error,
+    const char *name)
+{
     if (error == NULL) {
         CHECK_INT(rc, NGX_OK, name);
 
     } else if (CHECK_INT(rc, NGX_DECLINED, name)) {
         CHECK_STR(msg, error, name);
     }
-
-    cJSON_Delete(json);
-
-    return rc;
 }
 
 
@@ -366,67 +373,53 @@ test_check(void)
 static void
 test_numbers(void)
 {
-    ngx_unit_headers("{\"priority\":42}", NULL, "numbers: 42",
-                   "Priority", "42", NULL);
-    ngx_unit_headers("{\"priority\":42}", NULL, "numbers: 42.0 is 42",
-                   "Priority", "42.0", NULL);
-    ngx_unit_headers("{\"priority\":42}", NULL, "numbers: 4.2e1 is 42",
-                   "Priority", "4.2e1", NULL);
-    ngx_unit_headers("{\"priority\":42.0}", NULL, "numbers: 42 is 42.0",
-                   "Priority", "42", NULL);
-    ngx_unit_headers("{\"priority\":0}", NULL, "numbers: 0",
-                   "Priority", "0", NULL);
-    ngx_unit_headers("{\"priority\":0}", NULL, "numbers: -0 is 0",
-                   "Priority", "-0", NULL);
-    ngx_unit_headers("{\"priority\":-7}", NULL, "numbers: -7",
-                   "Priority", "-7", NULL);
-    ngx_unit_headers("{\"priority\":9007199254740991}", NULL,
-                   "numbers: 2^53-1", "Priority", "9007199254740991", NULL);
-    ngx_unit_headers("{\"priority\":42}", NULL, "numbers: Base64 of 42",
-                   "Priority", "=?base64?NDI=?=", NULL);
+    ngx_uint_t  i;
 
-    ngx_unit_headers("{\"priority\":42}",
-                   "Header mismatch: Mcp-Param-Priority differs from the "
-                   "argument", "numbers: 43 is not 42",
-                   "Priority", "43", NULL);
-    ngx_unit_headers("{\"priority\":42}",
-                   "Header mismatch: Mcp-Param-Priority differs from the "
-                   "argument", "numbers: a leading zero is not JSON",
-                   "Priority", "042", NULL);
-    ngx_unit_headers("{\"priority\":42}",
-                   "Header mismatch: Mcp-Param-Priority differs from the "
-                   "argument", "numbers: a plus sign is not JSON",
-                   "Priority", "+42", NULL);
-    ngx_unit_headers("{\"priority\":42}",
-                   "Header mismatch: Mcp-Param-Priority differs from the "
-                   "argument", "numbers: hex is not JSON",
-                   "Priority", "0x2a", NULL);
-    ngx_unit_headers("{\"priority\":42}",
-                   "Header mismatch: Mcp-Param-Priority differs from the "
-                   "argument", "numbers: 42. is not JSON",
-                   "Priority", "42.", NULL);
-    ngx_unit_headers("{\"priority\":42}",
-                   "Header mismatch: Mcp-Param-Priority differs from the "
-                   "argument", "numbers: trailing text",
-                   "Priority", "42abc", NULL);
-    ngx_unit_headers("{\"priority\":42}",
-                   "Header mismatch: Mcp-Param-Priority differs from the "
-                   "argument", "numbers: empty", "Priority", "", NULL);
-    ngx_unit_headers("{\"priority\":1e300}",
-                   "Header mismatch: Mcp-Param-Priority differs from the "
-                   "argument", "numbers: infinity is no number",
-                   "Priority", "1e400", NULL);
-    ngx_unit_headers("{\"priority\":42}",
-                   "Header mismatch: Mcp-Param-Priority differs from the "
-                   "argument", "numbers: the string \"42\" for 42",
-                   "Priority", "\"42\"", NULL);
-    ngx_unit_headers("{\"priority\":\"42\"}", NULL,
-                   "numbers: a string argument compares as a string",
-                   "Priority", "42", NULL);
-    ngx_unit_headers("{\"priority\":\"42\"}",
-                   "Header mismatch: Mcp-Param-Priority differs from the "
-                   "argument", "numbers: ... so 42.0 is not \"42\"",
-                   "Priority", "42.0", NULL);
+    /* the argument, the Mcp-Param-Priority header, and whether they agree */
+    static const struct {
+        const char  *args;
+        const char  *header;
+        ngx_uint_t   agree;
+        const char  *name;
+    } cases[] = {
+
+        { "{\"priority\":42}", "42", 1, "numbers: 42" },
+        { "{\"priority\":42}", "42.0", 1, "numbers: 42.0 is 42" },
+        { "{\"priority\":42}", "4.2e1", 1, "numbers: 4.2e1 is 42" },
+        { "{\"priority\":42.0}", "42", 1, "numbers: 42 is 42.0" },
+        { "{\"priority\":0}", "0", 1, "numbers: 0" },
+        { "{\"priority\":0}", "-0", 1, "numbers: -0 is 0" },
+        { "{\"priority\":-7}", "-7", 1, "numbers: -7" },
+        { "{\"priority\":9007199254740991}", "9007199254740991", 1,
+          "numbers: 2^53-1" },
+        { "{\"priority\":42}", "=?base64?NDI=?=", 1,
+          "numbers: Base64 of 42" },
+
+        { "{\"priority\":42}", "43", 0, "numbers: 43 is not 42" },
+        { "{\"priority\":42}", "042", 0,
+          "numbers: a leading zero is not JSON" },
+        { "{\"priority\":42}", "+42", 0, "numbers: a plus sign is not JSON" },
+        { "{\"priority\":42}", "0x2a", 0, "numbers: hex is not JSON" },
+        { "{\"priority\":42}", "42.", 0, "numbers: 42. is not JSON" },
+        { "{\"priority\":42}", "42abc", 0, "numbers: trailing text" },
+        { "{\"priority\":42}", "", 0, "numbers: empty" },
+        { "{\"priority\":1e300}", "1e400", 0,
+          "numbers: infinity is no number" },
+        { "{\"priority\":42}", "\"42\"", 0,
+          "numbers: the string \"42\" for 42" },
+        { "{\"priority\":\"42\"}", "42", 1,
+          "numbers: a string argument compares as a string" },
+        { "{\"priority\":\"42\"}", "42.0", 0,
+          "numbers: ... so 42.0 is not \"42\"" }
+    };
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ngx_unit_headers(cases[i].args,
+                         cases[i].agree ? NULL
+                         : "Header mismatch: Mcp-Param-Priority differs "
+                           "from the argument",
+                         cases[i].name, "Priority", cases[i].header, NULL);
+    }
 }
 
 

@@ -18,6 +18,7 @@
 #include "ngx_http_mcp.h"
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_hooks.h"
 #include "ngx_http_mcp_call.h"
 
 
@@ -168,35 +169,6 @@ ngx_int_t ngx_http_mcp_request_id(ngx_http_request_t *r, ngx_uint_t made,
 cJSON *ngx_http_mcp_error_reply_at(ngx_log_t *log, ngx_uint_t level,
     ngx_str_t *correlation, cJSON *id, ngx_int_t code, const char *message,
     ngx_str_t *method);
-
-
-/*
- * ---- hooks.c: what the core asks of the parts above it, each entry set
- * by the part that answers at its postconfiguration ----
- */
-
-typedef struct {
-    /* src/auth: whether the caller may use a capability ("tools",
-       "resources", "prompts") and the named tool: NGX_OK, or
-       NGX_DECLINED with the scope that would permit it */
-    ngx_int_t                (*permits)(ngx_http_mcp_auth_t *auth,
-                                        const char *capability,
-                                        ngx_str_t *tool,
-                                        ngx_str_t *missing_scope);
-    /* src/auth: the location's input limits on a call's arguments */
-    ngx_int_t                (*check_input)(void **loc_conf,
-                                            ngx_pool_t *pool,
-                                            cJSON *arguments,
-                                            u_char **error);
-    /* src/auth: mcp_schema_format, 1 when format asserts */
-    ngx_uint_t               (*format_assert)(void **loc_conf);
-    /* src/fleet: a stateless call's new task, told to the fleet */
-    ngx_int_t                (*task_created)(ngx_http_mcp_call_t *call,
-                                             ngx_http_mcp_task_t *t);
-} ngx_http_mcp_hooks_t;
-
-
-extern ngx_http_mcp_hooks_t  ngx_http_mcp_hooks;
 
 
 /* ---- registry.c: sets, lookups and listings, data only ---- */

@@ -1,12 +1,12 @@
 
 /*
- * What the core asks of the parts above it: one table, each entry set
- * by the part that answers, at its postconfiguration.  The core never
- * names those parts (it sits below them); until one registers, its
- * entry answers as if it were not configured: every capability is
- * permitted, no input limit applies, format only annotates, a new task
- * is told to nobody.  The entries are functions, never configuration:
- * a reload sets the same ones again.
+ * The hook table (ngx_http_mcp_hooks.h): what a part asks of the parts
+ * above it, each entry set by the part that answers, at its
+ * postconfiguration.  The asking part never names those parts (it sits
+ * below them); until one registers, its entry answers as if it were not
+ * configured: every capability is permitted, no input limit applies,
+ * format only annotates, a new task is told to nobody.  The entries are
+ * functions, never configuration: a reload sets the same ones again.
  */
 
 
@@ -14,8 +14,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_mcp_store.h"
-#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_hooks.h"
 
 
 static ngx_int_t ngx_http_mcp_hooks_permits(ngx_http_mcp_auth_t *auth,

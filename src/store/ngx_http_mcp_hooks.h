@@ -1,0 +1,44 @@
+
+/*
+ * The hook table (ngx_http_mcp_hooks.c): what a part asks of the parts
+ * above it, which it may not name (src/ranks).  One table, each entry
+ * set by the part that answers, at postconfiguration; it sits in the
+ * store, the lowest part that asks, so that every part that asks sees
+ * it without reaching up.
+ */
+
+
+#ifndef _NGX_HTTP_MCP_HOOKS_H_INCLUDED_
+#define _NGX_HTTP_MCP_HOOKS_H_INCLUDED_
+
+
+#include "ngx_http_mcp_store.h"
+
+
+typedef struct {
+    /* ---- asked by src/core ---- */
+
+    /* src/auth: whether the caller may use a capability ("tools",
+       "resources", "prompts") and the named tool: NGX_OK, or
+       NGX_DECLINED with the scope that would permit it */
+    ngx_int_t                (*permits)(ngx_http_mcp_auth_t *auth,
+                                        const char *capability,
+                                        ngx_str_t *tool,
+                                        ngx_str_t *missing_scope);
+    /* src/auth: the location's input limits on a call's arguments */
+    ngx_int_t                (*check_input)(void **loc_conf,
+                                            ngx_pool_t *pool,
+                                            cJSON *arguments,
+                                            u_char **error);
+    /* src/auth: mcp_schema_format, 1 when format asserts */
+    ngx_uint_t               (*format_assert)(void **loc_conf);
+    /* src/fleet: a stateless call's new task, told to the fleet */
+    ngx_int_t                (*task_created)(ngx_http_mcp_call_t *call,
+                                             ngx_http_mcp_task_t *t);
+} ngx_http_mcp_hooks_t;
+
+
+extern ngx_http_mcp_hooks_t  ngx_http_mcp_hooks;
+
+
+#endif /* _NGX_HTTP_MCP_HOOKS_H_INCLUDED_ */

@@ -282,6 +282,17 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
 
     ngx_http_mcp_variables_used(cf);
 
+    /* what the store's ipc asks of this worker's streams, calls, tasks */
+    ngx_http_mcp_hooks.streams_wake = ngx_http_mcp_streams_wake;
+    ngx_http_mcp_hooks.calls_wake = ngx_http_mcp_calls_wake;
+    ngx_http_mcp_hooks.tasks_wake = ngx_http_mcp_tasks_wake;
+    ngx_http_mcp_hooks.stream_poke = ngx_http_mcp_stream_poke;
+    ngx_http_mcp_hooks.calls_quit = ngx_http_mcp_calls_quit;
+    ngx_http_mcp_hooks.streams_quit = ngx_http_mcp_streams_quit;
+    ngx_http_mcp_hooks.proxy_quit = ngx_http_mcp_proxy_quit;
+    ngx_http_mcp_hooks.calls_live = ngx_http_mcp_calls_live;
+    ngx_http_mcp_hooks.streams_live = ngx_http_mcp_streams_live;
+
     /*
      * A POST's body is read in the rewrite phase: the phases before the
      * content handler see the $mcp_* variables.  This module's handler,
@@ -408,21 +419,15 @@ ngx_http_mcp_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
+    ngx_http_mcp_calls_init();
+    ngx_http_mcp_tasks_init();
+    ngx_http_mcp_streams_init();
+
     /* a graceful exit waits this long for calls in flight */
-    ngx_http_mcp_worker.shutdown_timeout =
-        (mmcf->shutdown_timeout == NGX_CONF_UNSET_MSEC)
-        ? 30000 : mmcf->shutdown_timeout;
-
-    ngx_http_mcp_ipc_on_poke(ngx_http_mcp_stream_poke);
-
-    /* at the shutdown timeout, calls first: their responses end streams */
-    if (ngx_http_mcp_ipc_on_wake(ngx_http_mcp_streams_wake) != NGX_OK
-        || ngx_http_mcp_ipc_on_wake(ngx_http_mcp_calls_wake) != NGX_OK
-        || ngx_http_mcp_ipc_on_wake(ngx_http_mcp_tasks_wake) != NGX_OK
-        || ngx_http_mcp_ipc_on_quit(ngx_http_mcp_calls_quit) != NGX_OK
-        || ngx_http_mcp_ipc_on_quit(ngx_http_mcp_streams_quit) != NGX_OK
-        || ngx_http_mcp_ipc_on_quit(ngx_http_mcp_proxy_quit) != NGX_OK
-        || ngx_http_mcp_ipc_init(cycle, &mmcf->ipc_path) != NGX_OK)
+    if (ngx_http_mcp_ipc_init(cycle, &mmcf->ipc_path,
+                              (mmcf->shutdown_timeout == NGX_CONF_UNSET_MSEC)
+                              ? 30000 : mmcf->shutdown_timeout)
+        != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -435,7 +440,7 @@ ngx_http_mcp_init_process(ngx_cycle_t *cycle)
 static void
 ngx_http_mcp_exit_process(ngx_cycle_t *cycle)
 {
-    if (ngx_http_mcp_worker.ipc == NULL) {
+    if (!ngx_http_mcp_ipc_ready()) {
         return;
     }
 

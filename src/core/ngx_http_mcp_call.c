@@ -76,6 +76,30 @@ static cJSON *ngx_http_mcp_message(cJSON *id, const char *method,
     cJSON *params);
 
 
+/* this worker's live calls, and how many: the store asks (calls_live) */
+static ngx_queue_t  ngx_http_mcp_calls;
+static ngx_uint_t   ngx_http_mcp_ncalls;
+
+
+/* at worker start */
+
+void
+ngx_http_mcp_calls_init(void)
+{
+    ngx_queue_init(&ngx_http_mcp_calls);
+    ngx_http_mcp_ncalls = 0;
+}
+
+
+/* the hooks' calls_live: a graceful exit waits for none to be left */
+
+ngx_uint_t
+ngx_http_mcp_calls_live(void)
+{
+    return ngx_http_mcp_ncalls;
+}
+
+
 /*
  * Runs a call's handler (dispatch, for a request of a POST).  A call
  * ended inside it is freed here; one still running becomes live.
@@ -478,6 +502,7 @@ ngx_http_mcp_call_free(ngx_http_mcp_call_t *call)
 
     if (call->live) {
         ngx_queue_remove(&call->queue);
+        ngx_http_mcp_ncalls--;
         ngx_http_mcp_call_unwait(call);
 
         /* the last one lets an exiting worker go */
@@ -521,7 +546,8 @@ ngx_http_mcp_call_live(ngx_http_mcp_call_t *call)
     }
 
     call->live = 1;
-    ngx_queue_insert_tail(&ngx_http_mcp_worker.calls, &call->queue);
+    ngx_queue_insert_tail(&ngx_http_mcp_calls, &call->queue);
+    ngx_http_mcp_ncalls++;
 
     if (call->rctx->session_id.len == 0) {
         /* stateless, without a stream: nothing can cancel it by id */
@@ -594,8 +620,8 @@ ngx_http_mcp_calls_wake(void)
     ngx_queue_t          *q, *next;
     ngx_http_mcp_call_t  *call;
 
-    for (q = ngx_queue_head(&ngx_http_mcp_worker.calls);
-         q != ngx_queue_sentinel(&ngx_http_mcp_worker.calls);
+    for (q = ngx_queue_head(&ngx_http_mcp_calls);
+         q != ngx_queue_sentinel(&ngx_http_mcp_calls);
          q = next)
     {
         /* a check may end the call; a call never ends another */
@@ -1424,13 +1450,14 @@ ngx_http_mcp_calls_exit(void)
     ngx_queue_t          *q;
     ngx_http_mcp_call_t  *call;
 
-    while (!ngx_queue_empty(&ngx_http_mcp_worker.calls)) {
-        q = ngx_queue_head(&ngx_http_mcp_worker.calls);
+    while (!ngx_queue_empty(&ngx_http_mcp_calls)) {
+        q = ngx_queue_head(&ngx_http_mcp_calls);
         call = ngx_queue_data(q, ngx_http_mcp_call_t, queue);
 
         if (call->done) {
             /* ended inside a handler that has not returned: not here */
             ngx_queue_remove(q);
+            ngx_http_mcp_ncalls--;
             call->live = 0;
             continue;
         }

@@ -211,6 +211,8 @@ ngx_http_mcp_call_t *ngx_http_mcp_call_create(ngx_log_t *log, void *conf,
     ngx_http_mcp_reqctx_t *rctx, ngx_http_mcp_msg_t *msg, cJSON *message);
 void ngx_http_mcp_call_run(ngx_http_mcp_call_t *call,
     ngx_http_mcp_handler_pt handler);
+void ngx_http_mcp_calls_init(void);
+ngx_uint_t ngx_http_mcp_calls_live(void);
 void ngx_http_mcp_calls_wake(void);
 void ngx_http_mcp_calls_exit(void);
 void ngx_http_mcp_calls_quit(ngx_uint_t deadline);

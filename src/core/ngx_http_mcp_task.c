@@ -54,7 +54,7 @@
 
 /* a task's call on the worker that runs it */
 typedef struct {
-    ngx_queue_t                queue;       /* ngx_http_mcp_worker.tasks */
+    ngx_queue_t                queue;       /* ngx_http_mcp_tasks */
     ngx_http_mcp_call_t       *call;
     ngx_http_mcp_task_t        task;
     ngx_uint_t                 asked;       /* 2025: unanswered requests */
@@ -81,6 +81,19 @@ static ngx_int_t ngx_http_mcp_task_rerun(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_task_lost(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_task_time(cJSON *obj, const char *name,
     uint64_t ms);
+
+
+/* the tasks running on this worker: ngx_http_mcp_task_run_t */
+static ngx_queue_t  ngx_http_mcp_tasks;
+
+
+/* at worker start */
+
+void
+ngx_http_mcp_tasks_init(void)
+{
+    ngx_queue_init(&ngx_http_mcp_tasks);
+}
 
 
 /*
@@ -370,7 +383,7 @@ ngx_http_mcp_task_start(ngx_http_mcp_call_t *call,
 
     tr->created = 1;
 
-    ngx_queue_insert_tail(&ngx_http_mcp_worker.tasks, &tr->queue);
+    ngx_queue_insert_tail(&ngx_http_mcp_tasks, &tr->queue);
     tr->queued = 1;
 
     result = ngx_http_mcp_task_json(t, t->stateless, 0);
@@ -665,8 +678,8 @@ ngx_http_mcp_tasks_wake(void)
     ngx_queue_t              *q, *next;
     ngx_http_mcp_task_run_t  *tr;
 
-    for (q = ngx_queue_head(&ngx_http_mcp_worker.tasks);
-         q != ngx_queue_sentinel(&ngx_http_mcp_worker.tasks);
+    for (q = ngx_queue_head(&ngx_http_mcp_tasks);
+         q != ngx_queue_sentinel(&ngx_http_mcp_tasks);
          q = next)
     {
         next = ngx_queue_next(q);
@@ -787,7 +800,7 @@ ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from, ngx_http_mcp_task_t *t,
 
     ngx_memzero(tr->task.blobs, sizeof(tr->task.blobs));
 
-    ngx_queue_insert_tail(&ngx_http_mcp_worker.tasks, &tr->queue);
+    ngx_queue_insert_tail(&ngx_http_mcp_tasks, &tr->queue);
     tr->queued = 1;
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, from->log, 0, "mcp task %*s resumes",

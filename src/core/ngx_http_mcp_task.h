@@ -31,6 +31,7 @@ ngx_int_t ngx_http_mcp_task_capabilities(ngx_http_mcp_set_t *set,
     cJSON *caps, ngx_uint_t version);
 ngx_int_t ngx_http_mcp_task_listing(ngx_http_mcp_call_t *call,
     cJSON *result);
+void ngx_http_mcp_tasks_init(void);
 void ngx_http_mcp_tasks_wake(void);
 void ngx_http_mcp_task_resume(ngx_http_mcp_call_t *from,
     ngx_http_mcp_task_t *t, cJSON *answers);

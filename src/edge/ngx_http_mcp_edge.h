@@ -44,6 +44,8 @@ ngx_http_mcp_ctx_t *ngx_http_mcp_session_request(ngx_http_request_t *r,
 ngx_int_t ngx_http_mcp_stream_get(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 void ngx_http_mcp_stream_end_http(ngx_http_mcp_stream_t *st);
+void ngx_http_mcp_streams_init(void);
+ngx_uint_t ngx_http_mcp_streams_live(void);
 void ngx_http_mcp_streams_wake(void);
 ngx_int_t ngx_http_mcp_stream_poke(uint32_t token);
 void ngx_http_mcp_streams_quit(ngx_uint_t deadline);

@@ -577,13 +577,13 @@ ngx_http_mcp_health_reply(ngx_http_mcp_health_ctx_t *ctx)
         p = ngx_sprintf(p, "\"worker\":{\"status\":\"ok\"}");
 
     } else {
-        if (ngx_http_mcp_worker.ipc == NULL) {
+        if (!ngx_http_mcp_ipc_ready()) {
             ok = 0;
         }
 
         p = ngx_sprintf(p, "\"configuration\":{\"status\":\"ok\"},"
                         "\"worker\":{\"status\":\"%s\"}",
-                        ngx_http_mcp_worker.ipc ? "ok" : "starting");
+                        ngx_http_mcp_ipc_ready() ? "ok" : "starting");
 
         p = ngx_http_mcp_health_zones(r, p, hcf, &ok);
     }

@@ -72,12 +72,38 @@ static ngx_int_t ngx_http_mcp_stream_last_event_id(ngx_str_t *value,
 
 static ngx_str_t  ngx_http_mcp_sse_type = ngx_string("text/event-stream");
 
+/* this worker's streams, and how many: the store asks (streams_live) */
+static ngx_queue_t        ngx_http_mcp_streams;
+static ngx_uint_t         ngx_http_mcp_nstreams;
+
+/* the last stream ownership token this worker gave */
+static uint32_t           ngx_http_mcp_stream_tokens;
+
 /* this worker's streams by token: see ngx_http_mcp_stream_poke() */
 static ngx_rbtree_t       ngx_http_mcp_stream_tree;
 static ngx_rbtree_node_t  ngx_http_mcp_stream_sentinel;
 
 /* who is told of GET streams: see ngx_http_mcp_get_stream_pt */
 static ngx_http_mcp_get_stream_pt  ngx_http_mcp_get_handlers[2];
+
+
+/* at worker start */
+
+void
+ngx_http_mcp_streams_init(void)
+{
+    ngx_queue_init(&ngx_http_mcp_streams);
+    ngx_http_mcp_nstreams = 0;
+}
+
+
+/* the hooks' streams_live: a graceful exit waits for none to be left */
+
+ngx_uint_t
+ngx_http_mcp_streams_live(void)
+{
+    return ngx_http_mcp_nstreams;
+}
 
 
 ngx_int_t
@@ -116,7 +142,7 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
     ngx_http_mcp_stream_t  *st;
 
     r = ctx->request;
-    token = ++ngx_http_mcp_worker.tokens;
+    token = ++ngx_http_mcp_stream_tokens;
 
     standalone = 0;
 
@@ -247,7 +273,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
         seq = 0;
     }
 
-    token = ++ngx_http_mcp_worker.tokens;
+    token = ++ngx_http_mcp_stream_tokens;
 
     standalone = 1;
 
@@ -466,7 +492,8 @@ ngx_http_mcp_stream_create(ngx_http_request_t *r,
     cln->handler = ngx_http_mcp_stream_cleanup;
     cln->data = st;
 
-    ngx_queue_insert_tail(&ngx_http_mcp_worker.streams, &st->queue);
+    ngx_queue_insert_tail(&ngx_http_mcp_streams, &st->queue);
+    ngx_http_mcp_nstreams++;
 
     if (ngx_http_mcp_stream_tree.root == NULL) {
         ngx_rbtree_init(&ngx_http_mcp_stream_tree,
@@ -535,15 +562,15 @@ ngx_http_mcp_streams_wake(void)
     ngx_http_mcp_pull_t     pulls[NGX_HTTP_MCP_STREAM_BATCH];
     ngx_http_mcp_stream_t  *st, *batch[NGX_HTTP_MCP_STREAM_BATCH];
 
-    q = ngx_queue_head(&ngx_http_mcp_worker.streams);
+    q = ngx_queue_head(&ngx_http_mcp_streams);
 
-    while (q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams)) {
+    while (q != ngx_queue_sentinel(&ngx_http_mcp_streams)) {
 
         n = 0;
         zone = NULL;
 
         for ( /* void */ ;
-             q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams)
+             q != ngx_queue_sentinel(&ngx_http_mcp_streams)
              && n < NGX_HTTP_MCP_STREAM_BATCH;
              q = next)
         {
@@ -984,8 +1011,8 @@ ngx_http_mcp_streams_quit(ngx_uint_t deadline)
     ngx_queue_t            *q, *next;
     ngx_http_mcp_stream_t  *st;
 
-    for (q = ngx_queue_head(&ngx_http_mcp_worker.streams);
-         q != ngx_queue_sentinel(&ngx_http_mcp_worker.streams);
+    for (q = ngx_queue_head(&ngx_http_mcp_streams);
+         q != ngx_queue_sentinel(&ngx_http_mcp_streams);
          q = next)
     {
         next = ngx_queue_next(q);
@@ -1112,6 +1139,7 @@ ngx_http_mcp_stream_cleanup(void *data)
     ngx_http_mcp_stream_detach(st);
 
     ngx_queue_remove(&st->queue);
+    ngx_http_mcp_nstreams--;
     ngx_rbtree_delete(&ngx_http_mcp_stream_tree, &st->node);
 
     if (st->keepalive.timer_set) {

@@ -4,8 +4,9 @@
  * above it, each entry set by the part that answers, at its
  * postconfiguration.  The asking part never names those parts (it sits
  * below them); until one registers, its entry answers as if it were not
- * configured: every capability is permitted, no input limit applies,
- * format only annotates, a new task is told to nobody.  The entries are
+ * configured: a woken or exiting worker holds nothing, every
+ * capability is permitted, no input limit applies, format only
+ * annotates, a new task is told to nobody.  The entries are
  * functions, never configuration: a reload sets the same ones again.
  */
 
@@ -17,6 +18,10 @@
 #include "ngx_http_mcp_hooks.h"
 
 
+static void ngx_http_mcp_hooks_nothing(void);
+static ngx_int_t ngx_http_mcp_hooks_stream_poke(uint32_t token);
+static void ngx_http_mcp_hooks_quit(ngx_uint_t deadline);
+static ngx_uint_t ngx_http_mcp_hooks_none(void);
 static ngx_int_t ngx_http_mcp_hooks_permits(ngx_http_mcp_auth_t *auth,
     const char *capability, ngx_str_t *tool, ngx_str_t *missing_scope);
 static ngx_int_t ngx_http_mcp_hooks_check_input(void **loc_conf,
@@ -27,11 +32,47 @@ static ngx_int_t ngx_http_mcp_hooks_task_created(ngx_http_mcp_call_t *call,
 
 
 ngx_http_mcp_hooks_t  ngx_http_mcp_hooks = {
+    ngx_http_mcp_hooks_nothing,
+    ngx_http_mcp_hooks_nothing,
+    ngx_http_mcp_hooks_nothing,
+    ngx_http_mcp_hooks_stream_poke,
+    ngx_http_mcp_hooks_quit,
+    ngx_http_mcp_hooks_quit,
+    ngx_http_mcp_hooks_quit,
+    ngx_http_mcp_hooks_none,
+    ngx_http_mcp_hooks_none,
+
     ngx_http_mcp_hooks_permits,
     ngx_http_mcp_hooks_check_input,
     ngx_http_mcp_hooks_format_assert,
     ngx_http_mcp_hooks_task_created
 };
+
+
+static void
+ngx_http_mcp_hooks_nothing(void)
+{
+}
+
+
+static ngx_int_t
+ngx_http_mcp_hooks_stream_poke(uint32_t token)
+{
+    return NGX_DECLINED;
+}
+
+
+static void
+ngx_http_mcp_hooks_quit(ngx_uint_t deadline)
+{
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_hooks_none(void)
+{
+    return 0;
+}
 
 
 static ngx_int_t

@@ -16,6 +16,30 @@
 
 
 typedef struct {
+    /* ---- asked by src/store (ipc.c), of what this worker holds ---- */
+
+    /* the worker was woken (or polls): what the zone holds for it is
+       taken, in this order: src/edge (stream.c), its streams write
+       their events; src/core (call.c), calls take answers and
+       cancellations; src/core (task.c), tasks cancelled elsewhere stop */
+    void                     (*streams_wake)(void);
+    void                     (*calls_wake)(void);
+    void                     (*tasks_wake)(void);
+    /* src/edge (stream.c): the stream with this token writes its events
+       alone; NGX_DECLINED: not here, the worker is woken instead */
+    ngx_int_t                (*stream_poke)(uint32_t token);
+    /* the graceful exit, deadline 0 as it starts, 1 when
+       mcp_shutdown_timeout has passed; in this order, for a call's
+       response ends its stream: src/core (call.c), src/edge (stream.c),
+       src/proxy (mcp_pass's streams) */
+    void                     (*calls_quit)(ngx_uint_t deadline);
+    void                     (*streams_quit)(ngx_uint_t deadline);
+    void                     (*proxy_quit)(ngx_uint_t deadline);
+    /* how many calls (src/core, call.c) and streams (src/edge,
+       stream.c) the worker holds: its exit waits until none is left */
+    ngx_uint_t               (*calls_live)(void);
+    ngx_uint_t               (*streams_live)(void);
+
     /* ---- asked by src/core ---- */
 
     /* src/auth: whether the caller may use a capability ("tools",

@@ -33,12 +33,25 @@
 
 
 #include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_hooks.h"
 
 #include <sys/un.h>
 
 
 /* without wake-ups, how often a worker looks at the zone */
 #define NGX_HTTP_MCP_IPC_POLL  100
+
+
+/* what the ipc holds in one worker process */
+typedef struct {
+    ngx_event_t                wake;        /* posted: look at shm */
+    ngx_event_t                drain;       /* graceful exit: the bound */
+    ngx_event_t                poll;        /* no socket: look at shm */
+    ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
+    ngx_connection_t          *ipc;
+    ngx_log_t                 *log;
+    unsigned                   bound:1;     /* ipc: others can wake it */
+} ngx_http_mcp_worker_t;
 
 
 static ngx_int_t ngx_http_mcp_ipc_addr(struct sockaddr_un *sun,
@@ -49,70 +62,16 @@ static ngx_uint_t ngx_http_mcp_ipc_recv(ngx_connection_t *c);
 static void ngx_http_mcp_ipc_read(ngx_event_t *ev);
 static void ngx_http_mcp_ipc_poll(ngx_event_t *ev);
 static void ngx_http_mcp_wake_handler(ngx_event_t *ev);
+static void ngx_http_mcp_ipc_quit_all(ngx_uint_t deadline);
+static ngx_uint_t ngx_http_mcp_ipc_busy(void);
 static void ngx_http_mcp_ipc_quit(ngx_cycle_t *cycle);
 static void ngx_http_mcp_drain_handler(ngx_event_t *ev);
 
 
-#define NGX_HTTP_MCP_WAKE_HANDLERS  4
-#define NGX_HTTP_MCP_QUIT_HANDLERS  4
-
-
-ngx_http_mcp_worker_t  ngx_http_mcp_worker;
-
-/* who looks at the zone when this worker is woken: streams, calls */
-static ngx_http_mcp_wake_pt  ngx_http_mcp_wake_handlers[
-                                 NGX_HTTP_MCP_WAKE_HANDLERS];
-static ngx_uint_t            ngx_http_mcp_nwake_handlers;
-
-/* who ends what the worker holds when it exits: calls, then streams */
-static ngx_http_mcp_quit_pt  ngx_http_mcp_quit_handlers[
-                                 NGX_HTTP_MCP_QUIT_HANDLERS];
-static ngx_uint_t            ngx_http_mcp_nquit_handlers;
-
-/* who tells one of this worker's streams alone: see notify_stream */
-static ngx_http_mcp_poke_pt  ngx_http_mcp_poke_handler;
+static ngx_http_mcp_worker_t  ngx_http_mcp_worker;
 
 /* mcp_ipc_path of this worker's cycle, NUL-terminated */
-static ngx_str_t             ngx_http_mcp_ipc_dir;
-
-
-/* called at worker start, before ngx_http_mcp_ipc_init() */
-
-ngx_int_t
-ngx_http_mcp_ipc_on_wake(ngx_http_mcp_wake_pt handler)
-{
-    if (ngx_http_mcp_nwake_handlers == NGX_HTTP_MCP_WAKE_HANDLERS) {
-        return NGX_ERROR;
-    }
-
-    ngx_http_mcp_wake_handlers[ngx_http_mcp_nwake_handlers++] = handler;
-
-    return NGX_OK;
-}
-
-
-/* called at worker start, before ngx_http_mcp_ipc_init(); run in order */
-
-ngx_int_t
-ngx_http_mcp_ipc_on_quit(ngx_http_mcp_quit_pt handler)
-{
-    if (ngx_http_mcp_nquit_handlers == NGX_HTTP_MCP_QUIT_HANDLERS) {
-        return NGX_ERROR;
-    }
-
-    ngx_http_mcp_quit_handlers[ngx_http_mcp_nquit_handlers++] = handler;
-
-    return NGX_OK;
-}
-
-
-/* called at worker start: the streams' own wake-up (stream.c) */
-
-void
-ngx_http_mcp_ipc_on_poke(ngx_http_mcp_poke_pt handler)
-{
-    ngx_http_mcp_poke_handler = handler;
-}
+static ngx_str_t              ngx_http_mcp_ipc_dir;
 
 
 /* mcp_ipc_path: a worker's socket name must fit sun_path */
@@ -230,16 +189,19 @@ ngx_http_mcp_ipc_addr(struct sockaddr_un *sun, socklen_t *len, ngx_pid_t pid)
 }
 
 
+/*
+ * At worker start: the socket, or the poll.  A graceful exit waits for
+ * the worker's calls and streams at most shutdown_timeout.
+ */
+
 ngx_int_t
-ngx_http_mcp_ipc_init(ngx_cycle_t *cycle, ngx_str_t *path)
+ngx_http_mcp_ipc_init(ngx_cycle_t *cycle, ngx_str_t *path,
+    ngx_msec_t shutdown_timeout)
 {
     int                fd;
     ngx_connection_t  *c;
 
-    ngx_queue_init(&ngx_http_mcp_worker.streams);
-    ngx_queue_init(&ngx_http_mcp_worker.calls);
-    ngx_queue_init(&ngx_http_mcp_worker.tasks);
-
+    ngx_http_mcp_worker.shutdown_timeout = shutdown_timeout;
     ngx_http_mcp_worker.log = cycle->log;
 
     ngx_http_mcp_worker.wake.handler = ngx_http_mcp_wake_handler;
@@ -370,6 +332,15 @@ ngx_http_mcp_ipc_bind(ngx_connection_t *c)
 }
 
 
+/* 1 once the worker has its socket (bound or not): it is up */
+
+ngx_uint_t
+ngx_http_mcp_ipc_ready(void)
+{
+    return ngx_http_mcp_worker.ipc != NULL;
+}
+
+
 void
 ngx_http_mcp_ipc_exit(ngx_cycle_t *cycle)
 {
@@ -423,15 +394,14 @@ ngx_http_mcp_notify_pid(ngx_pid_t pid, ngx_log_t *log)
 
 /*
  * A stream of worker pid has new events: this worker's own stream
- * writes them alone (the poke hook), with no look at the tens of
+ * writes them alone (the stream_poke hook), with no look at the tens of
  * thousands of others it may hold; another worker is woken.
  */
 
 ngx_int_t
 ngx_http_mcp_notify_stream(ngx_pid_t pid, uint32_t token, ngx_log_t *log)
 {
-    if (pid == ngx_pid && ngx_http_mcp_poke_handler != NULL
-        && ngx_http_mcp_poke_handler(token) == NGX_OK)
+    if (pid == ngx_pid && ngx_http_mcp_hooks.stream_poke(token) == NGX_OK)
     {
         return NGX_OK;
     }
@@ -602,13 +572,35 @@ ngx_http_mcp_ipc_poll(ngx_event_t *ev)
 static void
 ngx_http_mcp_wake_handler(ngx_event_t *ev)
 {
-    ngx_uint_t  i;
-
     ngx_log_debug0(NGX_LOG_DEBUG_EVENT, ev->log, 0, "mcp worker woken");
 
-    for (i = 0; i < ngx_http_mcp_nwake_handlers; i++) {
-        ngx_http_mcp_wake_handlers[i]();
-    }
+    ngx_http_mcp_hooks.streams_wake();
+    ngx_http_mcp_hooks.calls_wake();
+    ngx_http_mcp_hooks.tasks_wake();
+}
+
+
+/*
+ * The worker's graceful exit, deadline 0 as it starts, 1 when its time
+ * is up: calls first, for their responses end streams.
+ */
+
+static void
+ngx_http_mcp_ipc_quit_all(ngx_uint_t deadline)
+{
+    ngx_http_mcp_hooks.calls_quit(deadline);
+    ngx_http_mcp_hooks.streams_quit(deadline);
+    ngx_http_mcp_hooks.proxy_quit(deadline);
+}
+
+
+/* whether the worker holds calls or streams, which its exit waits for */
+
+static ngx_uint_t
+ngx_http_mcp_ipc_busy(void)
+{
+    return ngx_http_mcp_hooks.calls_live() != 0
+           || ngx_http_mcp_hooks.streams_live() != 0;
 }
 
 
@@ -622,20 +614,15 @@ ngx_http_mcp_wake_handler(ngx_event_t *ev)
 static void
 ngx_http_mcp_ipc_quit(ngx_cycle_t *cycle)
 {
-    ngx_uint_t        i;
     ngx_msec_t        timeout;
     ngx_core_conf_t  *ccf;
 
     ngx_log_debug0(NGX_LOG_DEBUG_EVENT, cycle->log, 0,
                    "mcp worker exits gracefully");
 
-    for (i = 0; i < ngx_http_mcp_nquit_handlers; i++) {
-        ngx_http_mcp_quit_handlers[i](0);
-    }
+    ngx_http_mcp_ipc_quit_all(0);
 
-    if (ngx_queue_empty(&ngx_http_mcp_worker.calls)
-        && ngx_queue_empty(&ngx_http_mcp_worker.streams))
-    {
+    if (!ngx_http_mcp_ipc_busy()) {
         return;
     }
 
@@ -655,10 +642,7 @@ ngx_http_mcp_ipc_quit(ngx_cycle_t *cycle)
 void
 ngx_http_mcp_ipc_drained(void)
 {
-    if (ngx_http_mcp_worker.drain.timer_set
-        && ngx_queue_empty(&ngx_http_mcp_worker.calls)
-        && ngx_queue_empty(&ngx_http_mcp_worker.streams))
-    {
+    if (ngx_http_mcp_worker.drain.timer_set && !ngx_http_mcp_ipc_busy()) {
         ngx_del_timer(&ngx_http_mcp_worker.drain);
     }
 }
@@ -669,23 +653,13 @@ ngx_http_mcp_ipc_drained(void)
 static void
 ngx_http_mcp_drain_handler(ngx_event_t *ev)
 {
-    ngx_uint_t    i, n;
-    ngx_queue_t  *q;
+    ngx_uint_t  n;
 
-    n = 0;
-
-    for (q = ngx_queue_head(&ngx_http_mcp_worker.calls);
-         q != ngx_queue_sentinel(&ngx_http_mcp_worker.calls);
-         q = ngx_queue_next(q))
-    {
-        n++;
-    }
+    n = ngx_http_mcp_hooks.calls_live();
 
     ngx_log_error(NGX_LOG_WARN, ev->log, 0,
                   "mcp: shutdown timeout, %ui call%s still running "
                   "end with an error", n, n == 1 ? "" : "s");
 
-    for (i = 0; i < ngx_http_mcp_nquit_handlers; i++) {
-        ngx_http_mcp_quit_handlers[i](1);
-    }
+    ngx_http_mcp_ipc_quit_all(1);
 }

@@ -91,25 +91,6 @@ typedef struct {
 } ngx_http_mcp_session_init_t;
 
 
-/* what one worker process holds */
-typedef struct {
-    ngx_queue_t                streams;     /* ngx_http_mcp_stream_t */
-    ngx_queue_t                calls;       /* live ngx_http_mcp_call_t */
-    ngx_queue_t                tasks;       /* the tasks running here */
-    ngx_event_t                wake;        /* posted: look at shm */
-    ngx_event_t                drain;       /* graceful exit: the bound */
-    ngx_event_t                poll;        /* no socket: look at shm */
-    ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
-    ngx_connection_t          *ipc;
-    ngx_log_t                 *log;
-    uint32_t                   tokens;      /* stream ownership tokens */
-    unsigned                   bound:1;     /* ipc: others can wake it */
-} ngx_http_mcp_worker_t;
-
-
-extern ngx_http_mcp_worker_t  ngx_http_mcp_worker;
-
-
 /* an event of a session's log, handed to a stream's writer */
 typedef ngx_int_t (*ngx_http_mcp_event_pt)(void *data, uint64_t seq,
     u_char *text, size_t len);
@@ -124,13 +105,6 @@ typedef struct {
     ngx_int_t                  rc;          /* as ngx_http_mcp_session_pull */
     ngx_uint_t                 complete;
 } ngx_http_mcp_pull_t;
-
-/* what a woken worker looks at */
-typedef void (*ngx_http_mcp_wake_pt)(void);
-/* a stream of this worker, by its token, writes its events alone */
-typedef ngx_int_t (*ngx_http_mcp_poke_pt)(uint32_t token);
-/* graceful exit: deadline 0 when it starts, 1 when its time is up */
-typedef void (*ngx_http_mcp_quit_pt)(ngx_uint_t deadline);
 
 
 /* ---- the session store: session.c, session_stream.c ---- */
@@ -317,13 +291,13 @@ uint64_t ngx_http_mcp_session_task_now(void);
 
 /* ---- ipc.c: waking workers, their graceful exit ---- */
 
-ngx_int_t ngx_http_mcp_ipc_on_wake(ngx_http_mcp_wake_pt handler);
-ngx_int_t ngx_http_mcp_ipc_on_quit(ngx_http_mcp_quit_pt handler);
-void ngx_http_mcp_ipc_on_poke(ngx_http_mcp_poke_pt handler);
+/* a call or a stream of this worker went: see the hooks' calls_live */
 void ngx_http_mcp_ipc_drained(void);
 char *ngx_http_mcp_ipc_check_path(ngx_conf_t *cf, ngx_str_t *path);
 void ngx_http_mcp_ipc_prepare(ngx_cycle_t *cycle, ngx_str_t *path);
-ngx_int_t ngx_http_mcp_ipc_init(ngx_cycle_t *cycle, ngx_str_t *path);
+ngx_int_t ngx_http_mcp_ipc_init(ngx_cycle_t *cycle, ngx_str_t *path,
+    ngx_msec_t shutdown_timeout);
+ngx_uint_t ngx_http_mcp_ipc_ready(void);
 void ngx_http_mcp_ipc_exit(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_mcp_notify_pid(ngx_pid_t pid, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_notify_stream(ngx_pid_t pid, uint32_t token,

@@ -44,18 +44,6 @@
 #define NGX_HTTP_MCP_FLEET_NAME_LEN    255
 
 
-typedef struct {
-    ngx_str_t                  redis_host;  /* an IP, NUL-terminated */
-    in_port_t                  redis_port;
-    ngx_str_t                  node;        /* this node's name */
-    ngx_str_t                  forward;     /* "@name" */
-    ngx_str_t                  prefix;
-    ngx_msec_t                 timeout;
-    ngx_int_t                  owner_index;  /* $mcp_fleet_owner */
-    unsigned                   enabled:1;
-} ngx_http_mcp_fleet_conf_t;
-
-
 #if (NGX_HTTP_MCP_HIREDIS)
 
 typedef ngx_int_t (*ngx_http_mcp_fleet_conf_pt)(ngx_conf_t *cf,
@@ -185,12 +173,8 @@ static ngx_str_t  ngx_http_mcp_fleet_owner_name =
     ngx_string("mcp_fleet_owner");
 
 
-/* the worker's: set in init_process */
-static ngx_http_mcp_fleet_conf_t  *ngx_http_mcp_fleet_conf;
-static ngx_http_mcp_main_conf_t   *ngx_http_mcp_fleet_main;
-static ngx_event_t                 ngx_http_mcp_fleet_timer;
-static ngx_msec_t                  ngx_http_mcp_fleet_period;
-static ngx_msec_t                  ngx_http_mcp_fleet_ttl;
+/* the worker's fleet: see ngx_http_mcp_fleet_worker_t */
+static ngx_http_mcp_fleet_worker_t  ngx_http_mcp_fleet_worker;
 
 
 static ngx_int_t
@@ -611,10 +595,11 @@ ngx_http_mcp_fleet_name_ok(ngx_str_t *name)
 static ngx_int_t
 ngx_http_mcp_fleet_init_process(ngx_cycle_t *cycle)
 {
-    ngx_uint_t                  i;
-    ngx_msec_t                  timeout;
-    ngx_shm_zone_t             *zone;
-    ngx_http_mcp_fleet_conf_t  *fcf;
+    ngx_uint_t                    i;
+    ngx_msec_t                    timeout;
+    ngx_shm_zone_t               *zone;
+    ngx_http_mcp_fleet_conf_t    *fcf;
+    ngx_http_mcp_fleet_worker_t  *fw;
 
     if (ngx_process != NGX_PROCESS_WORKER
         && ngx_process != NGX_PROCESS_SINGLE)
@@ -629,39 +614,41 @@ ngx_http_mcp_fleet_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    ngx_http_mcp_fleet_conf = fcf;
-    ngx_http_mcp_fleet_task_setup(&fcf->prefix, &fcf->node);
-    ngx_http_mcp_fleet_main = ngx_http_cycle_get_module_main_conf(cycle,
-                                                           ngx_http_mcp_module);
+    fw = &ngx_http_mcp_fleet_worker;
+
+    fw->conf = fcf;
+    fw->main = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_mcp_module);
+
+    ngx_http_mcp_fleet_task_setup(fw);
 
     /*
      * The keys are set again every third of the shortest idle timeout
      * (1 s to 60 s), and live for the longest one and two periods more.
      */
-    ngx_http_mcp_fleet_period = 60000;
-    ngx_http_mcp_fleet_ttl = 0;
+    fw->period = 60000;
+    fw->ttl = 0;
 
     for (i = 0; (zone = ngx_http_mcp_fleet_zone(i)) != NULL; i++) {
         timeout = ngx_http_mcp_session_timeout(zone);
 
-        if (timeout / 3 < ngx_http_mcp_fleet_period) {
-            ngx_http_mcp_fleet_period = ngx_max(timeout / 3, 1000);
+        if (timeout / 3 < fw->period) {
+            fw->period = ngx_max(timeout / 3, 1000);
         }
 
-        if (timeout > ngx_http_mcp_fleet_ttl) {
-            ngx_http_mcp_fleet_ttl = timeout;
+        if (timeout > fw->ttl) {
+            fw->ttl = timeout;
         }
     }
 
-    ngx_http_mcp_fleet_ttl += 2 * ngx_http_mcp_fleet_period;
+    fw->ttl += 2 * fw->period;
 
     if (ngx_worker == 0) {
-        ngx_http_mcp_fleet_timer.handler = ngx_http_mcp_fleet_refresh;
-        ngx_http_mcp_fleet_timer.log = cycle->log;
-        ngx_http_mcp_fleet_timer.data = fcf;
-        ngx_http_mcp_fleet_timer.cancelable = 1;
+        fw->refresh.handler = ngx_http_mcp_fleet_refresh;
+        fw->refresh.log = cycle->log;
+        fw->refresh.data = fcf;
+        fw->refresh.cancelable = 1;
 
-        ngx_add_timer(&ngx_http_mcp_fleet_timer, ngx_http_mcp_fleet_period);
+        ngx_add_timer(&fw->refresh, fw->period);
     }
 
     return ngx_http_mcp_redis_start(cycle, &fcf->redis_host, fcf->redis_port,
@@ -672,12 +659,12 @@ ngx_http_mcp_fleet_init_process(ngx_cycle_t *cycle)
 static void
 ngx_http_mcp_fleet_exit_process(ngx_cycle_t *cycle)
 {
-    if (ngx_http_mcp_fleet_conf == NULL) {
+    if (ngx_http_mcp_fleet_worker.conf == NULL) {
         return;
     }
 
-    if (ngx_http_mcp_fleet_timer.timer_set) {
-        ngx_del_timer(&ngx_http_mcp_fleet_timer);
+    if (ngx_http_mcp_fleet_worker.refresh.timer_set) {
+        ngx_del_timer(&ngx_http_mcp_fleet_worker.refresh);
     }
 
     ngx_http_mcp_redis_stop();
@@ -1160,8 +1147,8 @@ ngx_http_mcp_fleet_release(ngx_str_t *id, ngx_uint_t task)
     argv[3] = (const char *) key;
     argvlen[3] = task ? ngx_http_mcp_fleet_task_key(key, id->data)
                       : ngx_http_mcp_fleet_key(key, id);
-    argv[4] = (const char *) ngx_http_mcp_fleet_conf->node.data;
-    argvlen[4] = ngx_http_mcp_fleet_conf->node.len;
+    argv[4] = (const char *) ngx_http_mcp_fleet_worker.conf->node.data;
+    argvlen[4] = ngx_http_mcp_fleet_worker.conf->node.len;
 
     (void) ngx_http_mcp_redis_command(ngx_http_mcp_fleet_ignore, NULL, 5,
                                       argv, argvlen);
@@ -1177,7 +1164,7 @@ ngx_http_mcp_fleet_set(ngx_str_t *sid, void *data,
     u_char  key[NGX_HTTP_MCP_FLEET_KEY_LEN];
 
     return ngx_http_mcp_fleet_own(key, ngx_http_mcp_fleet_key(key, sid),
-                                  ngx_http_mcp_fleet_ttl + 1000, data,
+                                  ngx_http_mcp_fleet_worker.ttl + 1000, data,
                                   handler);
 }
 
@@ -1189,7 +1176,7 @@ ngx_http_mcp_fleet_key(u_char *buf, ngx_str_t *sid)
     ngx_str_t  *prefix;
 
     /* route() and the store let no other length through */
-    prefix = &ngx_http_mcp_fleet_conf->prefix;
+    prefix = &ngx_http_mcp_fleet_worker.conf->prefix;
     len = ngx_min(sid->len, NGX_HTTP_MCP_SESSION_ID_LEN);
 
     ngx_memcpy(buf, prefix->data, prefix->len);
@@ -1250,7 +1237,7 @@ ngx_http_mcp_fleet_zone(ngx_uint_t i)
 {
     ngx_http_mcp_main_conf_t  *mmcf;
 
-    mmcf = ngx_http_mcp_fleet_main;
+    mmcf = ngx_http_mcp_fleet_worker.main;
 
     if (mmcf == NULL) {
         return NULL;
@@ -1275,5 +1262,5 @@ ngx_http_mcp_fleet_refresh(ngx_event_t *ev)
         ngx_http_mcp_fleet_walk();
     }
 
-    ngx_add_timer(ev, ngx_http_mcp_fleet_period);
+    ngx_add_timer(ev, ngx_http_mcp_fleet_worker.period);
 }

@@ -24,6 +24,40 @@
      + ngx_max(NGX_HTTP_MCP_SESSION_ID_LEN, NGX_HTTP_MCP_TASK_ID_LEN))
 
 
+/* mcp_fleet's parameters (the http block's) */
+typedef struct {
+    ngx_str_t                  redis_host;  /* an IP, NUL-terminated */
+    in_port_t                  redis_port;
+    ngx_str_t                  node;        /* this node's name */
+    ngx_str_t                  forward;     /* "@name" */
+    ngx_str_t                  prefix;
+    ngx_msec_t                 timeout;
+    ngx_int_t                  owner_index;  /* $mcp_fleet_owner */
+    unsigned                   enabled:1;
+} ngx_http_mcp_fleet_conf_t;
+
+
+/*
+ * What mcp_fleet holds in a worker, set at its start (init_process)
+ * when the fleet is on: one instance, ngx_http_mcp_fleet.c's, which
+ * hands it to ngx_http_mcp_fleet_task.c then (that file is called by
+ * the other, never calls it).
+ */
+typedef struct {
+    /* mcp_fleet's: this node's name, the keys' prefix; NULL: no fleet */
+    ngx_http_mcp_fleet_conf_t  *conf;
+    /* the module's: the zones whose sessions the refresh walks */
+    ngx_http_mcp_main_conf_t   *main;
+    /* worker 0's: the node's session keys set again, every period */
+    ngx_event_t                 refresh;
+    /* a third of the shortest idle timeout of the zones, 1 s to 60 s */
+    ngx_msec_t                  period;
+    /* a session key's life: the longest idle timeout and two periods,
+       so that a key outlives its session until the refresh comes */
+    ngx_msec_t                  ttl;
+} ngx_http_mcp_fleet_worker_t;
+
+
 /* a request's wait for Redis: outlives the request if need be */
 typedef struct {
     ngx_http_request_t        *request;     /* NULL once it has gone */
@@ -32,7 +66,7 @@ typedef struct {
 } ngx_http_mcp_fleet_op_t;
 
 
-void ngx_http_mcp_fleet_task_setup(ngx_str_t *prefix, ngx_str_t *node);
+void ngx_http_mcp_fleet_task_setup(ngx_http_mcp_fleet_worker_t *fw);
 ngx_http_mcp_fleet_op_t *ngx_http_mcp_fleet_op(ngx_http_request_t *r);
 void ngx_http_mcp_fleet_op_done(ngx_http_mcp_fleet_op_t *op);
 void ngx_http_mcp_fleet_registered(void *data, ngx_int_t rc,

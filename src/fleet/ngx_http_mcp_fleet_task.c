@@ -34,16 +34,16 @@ static ngx_int_t ngx_http_mcp_fleet_task_set(u_char *id, ngx_msec_t ttl,
     void *data, ngx_http_mcp_redis_pt handler);
 
 
-/* the worker's: set by mcp_fleet's init_process */
-static ngx_str_t  *ngx_http_mcp_fleet_task_prefix;
-static ngx_str_t  *ngx_http_mcp_fleet_task_node;
+/* the worker's fleet, ngx_http_mcp_fleet.c's; NULL: no fleet */
+static ngx_http_mcp_fleet_worker_t  *ngx_http_mcp_fleet_task_worker;
 
+
+/* at the start of a worker of a fleet (mcp_fleet's init_process) */
 
 void
-ngx_http_mcp_fleet_task_setup(ngx_str_t *prefix, ngx_str_t *node)
+ngx_http_mcp_fleet_task_setup(ngx_http_mcp_fleet_worker_t *fw)
 {
-    ngx_http_mcp_fleet_task_prefix = prefix;
-    ngx_http_mcp_fleet_task_node = node;
+    ngx_http_mcp_fleet_task_worker = fw;
 }
 
 
@@ -60,7 +60,7 @@ ngx_http_mcp_fleet_task_register(ngx_http_mcp_call_t *call,
     ngx_http_mcp_ctx_t       *ctx;
     ngx_http_mcp_fleet_op_t  *op;
 
-    if (ngx_http_mcp_fleet_task_node == NULL || !t->stateless) {
+    if (ngx_http_mcp_fleet_task_worker == NULL || !t->stateless) {
         return NGX_OK;
     }
 
@@ -177,7 +177,7 @@ ngx_http_mcp_fleet_task_key(u_char *buf, u_char *id)
     u_char     *p;
     ngx_str_t  *prefix;
 
-    prefix = ngx_http_mcp_fleet_task_prefix;
+    prefix = &ngx_http_mcp_fleet_task_worker->conf->prefix;
 
     p = ngx_cpymem(buf, prefix->data, prefix->len);
     p = ngx_cpymem(p, NGX_HTTP_MCP_FLEET_TASK,
@@ -215,8 +215,8 @@ ngx_http_mcp_fleet_own(u_char *key, size_t len, ngx_msec_t ttl, void *data,
     argvlen[0] = 3;
     argv[1] = (const char *) key;
     argvlen[1] = len;
-    argv[2] = (const char *) ngx_http_mcp_fleet_task_node->data;
-    argvlen[2] = ngx_http_mcp_fleet_task_node->len;
+    argv[2] = (const char *) ngx_http_mcp_fleet_task_worker->conf->node.data;
+    argvlen[2] = ngx_http_mcp_fleet_task_worker->conf->node.len;
     argv[3] = "EX";
     argvlen[3] = 2;
     argv[4] = (const char *) ex;

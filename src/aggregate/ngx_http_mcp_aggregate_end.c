@@ -89,11 +89,7 @@ static void ngx_http_mcp_aggregate_release(
 ngx_int_t
 ngx_http_mcp_aggregate_init(ngx_conf_t *cf)
 {
-    if (ngx_http_mcp_session_on_delete(ngx_http_mcp_aggregate_deleted)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
+    ngx_http_mcp_hooks.session_deleted = ngx_http_mcp_aggregate_deleted;
 
     return ngx_http_mcp_aggregate_listen_init(cf);
 }

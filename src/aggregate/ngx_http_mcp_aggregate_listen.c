@@ -28,8 +28,8 @@
  * (ngx_http_mcp_fetch()), so they hold the GET's
  * request: they are aborted when its stream ends for any reason (the
  * client left, DELETE, the session's end, a resume on another
- * connection, the worker's exit), from the core's GET-stream hook
- * (ngx_http_mcp_stream_on_get()), before the GET's last write; the GET's
+ * connection, the worker's exit), from the edge's GET-stream hook
+ * (ngx_http_mcp_hooks.get_stream), before the GET's last write; the GET's
  * resume, or a new GET, opens them again.  In a worker, the newest
  * GET stream of a session holds them (the older one's are closed first:
  * a backend may take one GET stream a session); across workers, the
@@ -132,7 +132,9 @@ ngx_http_mcp_aggregate_listen_init(ngx_conf_t *cf)
 {
     ngx_queue_init(&ngx_http_mcp_listens);
 
-    return ngx_http_mcp_stream_on_get(ngx_http_mcp_aggregate_listen);
+    ngx_http_mcp_hooks.get_stream = ngx_http_mcp_aggregate_listen;
+
+    return NGX_OK;
 }
 
 

@@ -18,22 +18,6 @@
 #include "ngx_http_mcp_http.h"
 
 
-/*
- * A GET's stream opens (open 1, its connection r, the session, the
- * stream's id) or ends (open 0, the same r, once): the gateway's
- * backend streams live in between (ngx_http_mcp_aggregate_listen.c).
- */
-typedef void (*ngx_http_mcp_get_stream_pt)(ngx_http_request_t *r,
-    ngx_str_t *sid, uint32_t id, ngx_uint_t open);
-/*
- * A client's DELETE of its session, r, just before the store forgets
- * it: the gateway's backend sessions end with it
- * (ngx_http_mcp_aggregate_end.c).
- */
-typedef void (*ngx_http_mcp_delete_pt)(ngx_http_request_t *r,
-    ngx_str_t *sid);
-
-
 /* ---- stream.c: SSE out of the event log ---- */
 
 ngx_int_t ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx);
@@ -49,8 +33,6 @@ ngx_uint_t ngx_http_mcp_streams_live(void);
 void ngx_http_mcp_streams_wake(void);
 ngx_int_t ngx_http_mcp_stream_poke(uint32_t token);
 void ngx_http_mcp_streams_quit(ngx_uint_t deadline);
-ngx_int_t ngx_http_mcp_stream_on_get(ngx_http_mcp_get_stream_pt handler);
-ngx_int_t ngx_http_mcp_session_on_delete(ngx_http_mcp_delete_pt handler);
 ngx_int_t ngx_http_mcp_lists_changed(ngx_cycle_t *cycle);
 
 

@@ -83,9 +83,6 @@ static uint32_t           ngx_http_mcp_stream_tokens;
 static ngx_rbtree_t       ngx_http_mcp_stream_tree;
 static ngx_rbtree_node_t  ngx_http_mcp_stream_sentinel;
 
-/* who is told of GET streams: see ngx_http_mcp_get_stream_pt */
-static ngx_http_mcp_get_stream_pt  ngx_http_mcp_get_handlers[2];
-
 
 /* at worker start */
 
@@ -103,24 +100,6 @@ ngx_uint_t
 ngx_http_mcp_streams_live(void)
 {
     return ngx_http_mcp_nstreams;
-}
-
-
-ngx_int_t
-ngx_http_mcp_stream_on_get(ngx_http_mcp_get_stream_pt handler)
-{
-    ngx_uint_t  i;
-
-    for (i = 0; i < 2; i++) {
-        if (ngx_http_mcp_get_handlers[i] == NULL
-            || ngx_http_mcp_get_handlers[i] == handler)
-        {
-            ngx_http_mcp_get_handlers[i] = handler;
-            return NGX_OK;
-        }
-    }
-
-    return NGX_ERROR;
 }
 
 
@@ -251,7 +230,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     uint64_t                seq;
     ngx_int_t               rc;
     ngx_str_t               sid;
-    ngx_uint_t              i, standalone;
+    ngx_uint_t              standalone;
     ngx_pid_t               prev;
     ngx_table_elt_t        *last;
     ngx_http_mcp_ctx_t     *ctx;
@@ -341,9 +320,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     if (!st->quit && standalone) {
         st->heard = 1;
 
-        for (i = 0; i < 2 && ngx_http_mcp_get_handlers[i]; i++) {
-            ngx_http_mcp_get_handlers[i](r, &sid, id, 1);
-        }
+        ngx_http_mcp_hooks.get_stream(r, &sid, id, 1);
     }
 
     return NGX_DONE;
@@ -1106,8 +1083,7 @@ ngx_http_mcp_stream_last(ngx_http_mcp_stream_t *st)
 static void
 ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st)
 {
-    ngx_str_t   sid;
-    ngx_uint_t  i;
+    ngx_str_t  sid;
 
     sid.data = st->sid;
     sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
@@ -1115,9 +1091,7 @@ ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st)
     if (st->heard) {
         st->heard = 0;
 
-        for (i = 0; i < 2 && ngx_http_mcp_get_handlers[i]; i++) {
-            ngx_http_mcp_get_handlers[i](st->request, &sid, st->id, 0);
-        }
+        ngx_http_mcp_hooks.get_stream(st->request, &sid, st->id, 0);
     }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, st->request->connection->log, 0,

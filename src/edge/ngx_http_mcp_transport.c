@@ -60,25 +60,6 @@ static ngx_http_mcp_call_edge_t  ngx_http_mcp_post_edge = {
     ngx_http_mcp_post_session
 };
 
-/* who is told of a client's DELETE: see ngx_http_mcp_delete_pt */
-static ngx_http_mcp_delete_pt  ngx_http_mcp_delete_handler;
-
-
-ngx_int_t
-ngx_http_mcp_session_on_delete(ngx_http_mcp_delete_pt handler)
-{
-    if (ngx_http_mcp_delete_handler != NULL
-        && ngx_http_mcp_delete_handler != handler)
-    {
-        return NGX_ERROR;
-    }
-
-    ngx_http_mcp_delete_handler = handler;
-
-    return NGX_OK;
-}
-
-
 ngx_int_t
 ngx_http_mcp_handler(ngx_http_request_t *r)
 {
@@ -394,9 +375,7 @@ ngx_http_mcp_delete(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     }
 
     /* while the store still knows what the session has elsewhere */
-    if (ngx_http_mcp_delete_handler != NULL) {
-        ngx_http_mcp_delete_handler(r, &sid);
-    }
+    ngx_http_mcp_hooks.session_deleted(r, &sid);
 
     if (ngx_http_mcp_session_delete(mlcf->zone, &sid, r->connection->log)
         != NGX_OK)

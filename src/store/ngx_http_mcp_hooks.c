@@ -6,7 +6,7 @@
  * below them); until one registers, its entry answers as if it were not
  * configured: a woken or exiting worker holds nothing, every
  * capability is permitted, no input limit applies, format only
- * annotates, a new task is told to nobody.  The entries are
+ * annotates, a new task, a GET's stream, a DELETE are told to nobody.  The entries are
  * functions, never configuration: a reload sets the same ones again.
  */
 
@@ -29,6 +29,10 @@ static ngx_int_t ngx_http_mcp_hooks_check_input(void **loc_conf,
 static ngx_uint_t ngx_http_mcp_hooks_format_assert(void **loc_conf);
 static ngx_int_t ngx_http_mcp_hooks_task_created(ngx_http_mcp_call_t *call,
     ngx_http_mcp_task_t *t);
+static void ngx_http_mcp_hooks_get_stream(ngx_http_request_t *r,
+    ngx_str_t *sid, uint32_t id, ngx_uint_t open);
+static void ngx_http_mcp_hooks_session_deleted(ngx_http_request_t *r,
+    ngx_str_t *sid);
 
 
 ngx_http_mcp_hooks_t  ngx_http_mcp_hooks = {
@@ -45,7 +49,10 @@ ngx_http_mcp_hooks_t  ngx_http_mcp_hooks = {
     ngx_http_mcp_hooks_permits,
     ngx_http_mcp_hooks_check_input,
     ngx_http_mcp_hooks_format_assert,
-    ngx_http_mcp_hooks_task_created
+    ngx_http_mcp_hooks_task_created,
+
+    ngx_http_mcp_hooks_get_stream,
+    ngx_http_mcp_hooks_session_deleted
 };
 
 
@@ -103,4 +110,17 @@ ngx_http_mcp_hooks_task_created(ngx_http_mcp_call_t *call,
     ngx_http_mcp_task_t *t)
 {
     return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_hooks_get_stream(ngx_http_request_t *r, ngx_str_t *sid,
+    uint32_t id, ngx_uint_t open)
+{
+}
+
+
+static void
+ngx_http_mcp_hooks_session_deleted(ngx_http_request_t *r, ngx_str_t *sid)
+{
 }

@@ -59,6 +59,19 @@ typedef struct {
     /* src/fleet: a stateless call's new task, told to the fleet */
     ngx_int_t                (*task_created)(ngx_http_mcp_call_t *call,
                                              ngx_http_mcp_task_t *t);
+
+    /* ---- asked by src/edge ---- */
+
+    /* src/aggregate: a GET's stream opens (open 1, its connection r,
+       the session, the stream's id) or ends (open 0, the same r, once):
+       the gateway's backend streams live in between */
+    void                     (*get_stream)(ngx_http_request_t *r,
+                                           ngx_str_t *sid, uint32_t id,
+                                           ngx_uint_t open);
+    /* src/aggregate: a client's DELETE of its session, r, just before
+       the store forgets it: the gateway's backend sessions end with it */
+    void                     (*session_deleted)(ngx_http_request_t *r,
+                                                ngx_str_t *sid);
 } ngx_http_mcp_hooks_t;
 
 

@@ -282,7 +282,10 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
 
     ngx_http_mcp_variables_used(cf);
 
-    /* what the store's ipc asks of this worker's streams, calls, tasks */
+    /*
+     * What the store's ipc asks of a worker's streams, calls and tasks,
+     * and of mcp_pass's streams (the hook table: src/store)
+     */
     ngx_http_mcp_hooks.streams_wake = ngx_http_mcp_streams_wake;
     ngx_http_mcp_hooks.calls_wake = ngx_http_mcp_calls_wake;
     ngx_http_mcp_hooks.tasks_wake = ngx_http_mcp_tasks_wake;
@@ -400,7 +403,10 @@ ngx_http_mcp_init_module(ngx_cycle_t *cycle)
 }
 
 
-/* each worker gets its wake-up socket (see src/ngx_http_mcp_ipc.c) */
+/*
+ * Each worker starts with no streams, calls or tasks (their owners'
+ * queues) and gets its wake-up socket (see src/store/ngx_http_mcp_ipc.c).
+ */
 
 static ngx_int_t
 ngx_http_mcp_init_process(ngx_cycle_t *cycle)

@@ -20,7 +20,7 @@
  * log holds for it, with a final event: the id of the last event written
  * and the reconnection delay, so that its client resumes on another
  * worker.  A POST's stream ends as usual, with its responses; see
- * src/ngx_http_mcp_ipc.c for the bound.
+ * src/store/ngx_http_mcp_ipc.c for the bound.
  */
 
 
@@ -976,9 +976,9 @@ ngx_http_mcp_stream_keepalive_handler(ngx_event_t *ev)
 
 
 /*
- * The worker exits gracefully (see src/ngx_http_mcp_ipc.c): the streams
- * that never end by themselves end now, after what the log holds for
- * them; at the deadline, every stream does.  A POST's stream ends with
+ * The worker exits gracefully (see src/store/ngx_http_mcp_ipc.c): the
+ * streams that never end by themselves end now, after what the log
+ * holds for them; at the deadline, every stream does.  A POST's stream ends with
  * its calls' responses, when they come.
  */
 

@@ -4,9 +4,9 @@
  * above it, each entry set by the part that answers, at its
  * postconfiguration.  The asking part never names those parts (it sits
  * below them); until one registers, its entry answers as if it were not
- * configured: a woken or exiting worker holds nothing, every
- * capability is permitted, no input limit applies, format only
- * annotates, a new task, a GET's stream, a DELETE are told to nobody.  The entries are
+ * configured: a woken or exiting worker holds nothing, every capability
+ * is permitted, no input limit applies, format only annotates, a new
+ * task, a GET's stream, a DELETE are told to nobody.  The entries are
  * functions, never configuration: a reload sets the same ones again.
  */
 

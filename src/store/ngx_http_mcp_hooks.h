@@ -16,7 +16,11 @@
 
 
 typedef struct {
-    /* ---- asked by src/store (ipc.c), of what this worker holds ---- */
+    /*
+     * ---- asked by src/store (ipc.c), of what this worker holds; set by
+     * ngx_http_mcp_module.c's postconfiguration, for these parts are
+     * its own ----
+     */
 
     /* the worker was woken (or polls): what the zone holds for it is
        taken, in this order: src/edge (stream.c), its streams write
@@ -40,7 +44,7 @@ typedef struct {
     ngx_uint_t               (*calls_live)(void);
     ngx_uint_t               (*streams_live)(void);
 
-    /* ---- asked by src/core ---- */
+    /* ---- asked by src/core; set by src/auth's, src/fleet's ---- */
 
     /* src/auth: whether the caller may use a capability ("tools",
        "resources", "prompts") and the named tool: NGX_OK, or
@@ -60,7 +64,7 @@ typedef struct {
     ngx_int_t                (*task_created)(ngx_http_mcp_call_t *call,
                                              ngx_http_mcp_task_t *t);
 
-    /* ---- asked by src/edge ---- */
+    /* ---- asked by src/edge; set by src/aggregate's ---- */
 
     /* src/aggregate: a GET's stream opens (open 1, its connection r,
        the session, the stream's id) or ends (open 0, the same r, once):

@@ -2,7 +2,7 @@
 /*
  * mcp_pass (src/proxy): what ngx_http_mcp_proxy_module (its directives
  * and configuration: ngx_http_mcp_proxy_module.c), the gateway's edge
- * (ngx_http_mcp_proxy.c) and its upstream side
+ * (ngx_http_mcp_proxy_request.c) and its upstream side
  * (ngx_http_mcp_proxy_upstream.c, _reply.c, _body.c, _stream.c,
  * _sesskey.c, _balancer.c) share, and what the module's HTTP edge asks
  * of it.
@@ -131,7 +131,7 @@ ngx_uint_t ngx_http_mcp_balancer_bypass(ngx_http_upstream_srv_conf_t *uscf);
 ngx_int_t ngx_http_mcp_balancer_note(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *uscf);
 
-/* what the module asks of mcp_pass (ngx_http_mcp_proxy.c, _upstream.c) */
+/* what the module asks of mcp_pass (ngx_http_mcp_proxy_request.c, _upstream.c) */
 
 ngx_int_t ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx);
 ngx_int_t ngx_http_mcp_proxy_other(ngx_http_request_t *r,

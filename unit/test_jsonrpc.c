@@ -74,32 +74,10 @@ static void test_helpers(void);
 static ngx_pool_t  *pool;
 
 
-int
-main(void)
-{
-    pool = ngx_shim_pool_create();
-    if (pool == NULL) {
-        return 2;
-    }
-
-    test_messages();
-    test_ids();
-    test_invalid_messages();
-    test_batches();
-    test_strict();
-    test_string_runs();
-    test_decode();
-    test_numbers();
-    test_replies();
-    test_print_strings();
-    test_print_many();
-    test_print_edges();
-    test_helpers();
-
-    ngx_shim_pool_destroy(pool);
-
-    return ngx_unit_done("test_jsonrpc");
-}
+NGX_UNIT_MAIN("test_jsonrpc", test_messages, test_ids, test_invalid_messages,
+              test_batches, test_strict, test_string_runs, test_decode,
+              test_numbers, test_replies, test_print_strings, test_print_many,
+              test_print_edges, test_helpers)
 
 
 /* an exact-size copy of the body: a read past it is an ASan report */

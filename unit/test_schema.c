@@ -38,29 +38,9 @@ static void test_format(void);
 static ngx_pool_t  *pool;
 
 
-int
-main(void)
-{
-    pool = ngx_shim_pool_create();
-    if (pool == NULL) {
-        return 2;
-    }
-
-    test_type();
-    test_numbers();
-    test_strings();
-    test_objects();
-    test_arrays();
-    test_combinators();
-    test_refs();
-    test_edges();
-    test_2020();
-    test_format();
-
-    ngx_shim_pool_destroy(pool);
-
-    return ngx_unit_done("test_schema");
-}
+NGX_UNIT_MAIN("test_schema", test_type, test_numbers, test_strings,
+              test_objects, test_arrays, test_combinators, test_refs,
+              test_edges, test_2020, test_format)
 
 
 /* -100: the test's own JSON does not parse */

@@ -33,25 +33,8 @@ static void test_vars_array(void);
 static ngx_pool_t  *pool;
 
 
-int
-main(void)
-{
-    pool = ngx_shim_pool_create();
-    if (pool == NULL) {
-        return 2;
-    }
-
-    test_simple();
-    test_operators();
-    test_lists();
-    test_prefix();
-    test_malformed();
-    test_vars_array();
-
-    ngx_shim_pool_destroy(pool);
-
-    return ngx_unit_done("test_uritemplate");
-}
+NGX_UNIT_MAIN("test_uritemplate", test_simple, test_operators, test_lists,
+              test_prefix, test_malformed, test_vars_array)
 
 
 /*

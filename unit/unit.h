@@ -164,4 +164,35 @@ ngx_unit_done(const char *test)
 }
 
 
+/*
+ * main() of a test that needs nothing but a pool: the test's own
+ * "static ngx_pool_t *pool" (fuzz/ngx_shim.h's), made before the tests
+ * run, in the order given, and destroyed after them; then the report of
+ * ngx_unit_done(test).
+ *
+ *     NGX_UNIT_MAIN("test_name", test_one, test_two)
+ */
+
+#define NGX_UNIT_MAIN(test, ...)                                             \
+int                                                                          \
+main(void)                                                                   \
+{                                                                            \
+    size_t   i;                                                              \
+    void   (*tests[])(void) = { __VA_ARGS__ };                               \
+                                                                             \
+    pool = ngx_shim_pool_create();                                           \
+    if (pool == NULL) {                                                      \
+        return 2;                                                            \
+    }                                                                        \
+                                                                             \
+    for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {                 \
+        tests[i]();                                                          \
+    }                                                                        \
+                                                                             \
+    ngx_shim_pool_destroy(pool);                                             \
+                                                                             \
+    return ngx_unit_done(test);                                              \
+}
+
+
 #endif /* _NGX_UNIT_H_INCLUDED_ */

@@ -31,7 +31,7 @@ use Time::HiRes qw(sleep);
 use Digest::SHA qw(sha256_hex);
 use McpTest timeout => 600;
 use McpAssert;
-use McpGateway qw(stop_process node_available);
+use McpGateway qw(stop_process conformance_2025_11_25 served_by);
 
 my $V26 = '2026-07-28';
 my $P   = 'io.modelcontextprotocol/';
@@ -95,8 +95,7 @@ my %gw_of = map { ('127.0.0.1:' . $gw[$_]->port => $_) } 0 .. 2;
 
 # --- the front: plain round robin, no affinity -------------------------------------------
 
-my $front = McpTest->new(workers => 1, http => <<"NGX", server => <<'NGX')->start;
-    log_format fr '\$http_x_tag \$request_method \$upstream_addr \$status';
+my $front = McpTest->new(workers => 1, McpGateway::front_conf(<<"NGX", <<'NGX'))->start;
     upstream gateways {
 @{[ join '', map { "        server 127.0.0.1:" . $_->port . ";\n" } @gw ]}    }
     upstream nodes {
@@ -104,28 +103,10 @@ my $front = McpTest->new(workers => 1, http => <<"NGX", server => <<'NGX')->star
         server 127.0.0.1:@{[ $rep[1]->port ]};
     }
 NGX
-        access_log %%PREFIX%%/logs/front.log fr;
-        proxy_http_version 1.1;
-        proxy_set_header Connection "";
-        proxy_buffering off;
-        proxy_read_timeout 1h;
         location = /mcp   { proxy_pass http://gateways; }
         location = /keyed { proxy_pass http://nodes/mcp; }
         location = /own   { proxy_pass http://nodes/own; }
 NGX
-
-# which node a tagged request went to, by a log's "tag method upstream status"
-sub served_by {
-    my ($inst, $file, $tag, $map) = @_;
-    my $line;
-    McpTest::wait_until(5, sub {
-        ($line) = grep { (split / /)[0] eq $tag } split /\n/, McpTest::_slurp($inst->prefix . "/logs/$file") // '';
-        defined $line;
-    });
-    return undef unless defined $line;
-    my ($up) = $line =~ /^\S+ \S+ (.*) \d+$/;
-    return $map->{ (split /, /, $up)[-1] };
-}
 
 sub tag { (headers => { 'X-Tag' => $_[0] }) }
 
@@ -459,20 +440,7 @@ sub conversation {
 
 # --- (8) the 2025-11-25 conformance suite through the front and keyed gateways ----------------
 
-SKIP: {
-    my $why = node_available('conformance-0.2.0');
-    skip "conformance suite: $why", 2 if $why;
-    my $suite = McpGateway::npm_dir() . '/node_modules/conformance-0.2.0/dist/index.js';
-    my $dir = $front->prefix . '/conformance';
-    mkdir $dir;
-    my $url = 'http://localhost:' . $front->port . '/mcp';
-    my $out = `cd $dir && '@{[ McpGateway::node_bin() ]}' '$suite' server --url '$url' --requirements 2025-11-25 2>&1`;
-    my $rc = $?;
-    my ($total) = $out =~ /^(Total:.*)$/m;
-    is($rc, 0, 'conformance 0.2.0-alpha.12 --requirements 2025-11-25 through the front and three keyed gateways: '
-       . ($total // 'no total')) or diag(substr($out, -4000));
-    like($total // '', qr/^Total: [1-9][0-9]* passed, 0 failed$/, '... nothing failed') or diag($total // $out);
-}
+conformance_2025_11_25($front, 'the front and three keyed gateways');
 
 # --- (9) a gateway node killed mid-run ---------------------------------------------------------
 

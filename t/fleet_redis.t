@@ -29,7 +29,7 @@ use IO::Socket::INET;
 use File::Temp ();
 use McpTest timeout => 600;
 use McpAssert;
-use McpGateway qw(stop_process node_available);
+use McpGateway qw(stop_process node_available conformance_2025_11_25);
 use McpStream;
 
 my $redis_bin = `command -v redis-server 2>/dev/null`;
@@ -107,30 +107,14 @@ for my $i (0 .. 2) {
 }
 my %node_of = map { ('127.0.0.1:' . $node[$_]->port => $_, $name[$_] => $_) } 0 .. 2;
 
-my $front = McpTest->new(workers => 1, http => <<"NGX", server => <<'NGX')->start;
-    log_format fr '\$http_x_tag \$request_method \$upstream_addr \$status';
+my $front = McpTest->new(workers => 1, McpGateway::front_conf(<<"NGX", <<'NGX'))->start;
     upstream nodes {
 @{[ join '', map { "        server 127.0.0.1:" . $_->port . ";\n" } @node ]}    }
 NGX
-        access_log %%PREFIX%%/logs/front.log fr;
-        proxy_http_version 1.1;
-        proxy_set_header Connection "";
-        proxy_buffering off;
-        proxy_read_timeout 1h;
         location = /mcp { proxy_pass http://nodes; }
 NGX
 
-sub served_by {
-    my ($tag) = @_;
-    my $line;
-    McpTest::wait_until(5, sub {
-        ($line) = grep { (split / /)[0] eq $tag } split /\n/, McpTest::_slurp($front->prefix . '/logs/front.log') // '';
-        defined $line;
-    });
-    return undef unless defined $line;
-    my ($up) = $line =~ /^\S+ \S+ (.*) \d+$/;
-    return $node_of{ (split /, /, $up)[-1] };
-}
+sub served_by { McpGateway::served_by($front, 'front.log', $_[0], \%node_of) }
 
 sub tag { (headers => { 'X-Tag' => $_[0] }) }
 sub text_of { ((($_[0] // {})->{result} // {})->{content} // [ {} ])->[0]{text} // '' }
@@ -418,20 +402,7 @@ my @s = map { my $sid = $front->mcp_initialize; { sid => $sid, owner => owner_of
 
 # --- (4) the 2025-11-25 conformance suite through the front -------------------------------
 
-SKIP: {
-    my $why = node_available('conformance-0.2.0');
-    skip "conformance suite: $why", 2 if $why;
-    my $suite = McpGateway::npm_dir() . '/node_modules/conformance-0.2.0/dist/index.js';
-    my $dir = $front->prefix . '/conformance';
-    mkdir $dir;
-    my $url = 'http://localhost:' . $front->port . '/mcp';
-    my $out = `cd $dir && '@{[ McpGateway::node_bin() ]}' '$suite' server --url '$url' --requirements 2025-11-25 2>&1`;
-    my $rc = $?;
-    my ($total) = $out =~ /^(Total:.*)$/m;
-    is($rc, 0, 'conformance 0.2.0-alpha.12 --requirements 2025-11-25 through the front and three Redis nodes: '
-       . ($total // 'no total')) or diag(substr($out, -4000));
-    like($total // '', qr/^Total: [1-9][0-9]* passed, 0 failed$/, '... nothing failed') or diag($total // $out);
-}
+conformance_2025_11_25($front, 'the front and three Redis nodes');
 
 # --- (4b) a 2026-07-28 task across nodes ---------------------------------------------------
 

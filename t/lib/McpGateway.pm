@@ -26,7 +26,8 @@ our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_set
                  npm_dir node_bin node_available spawn stop_process
                  start_everything_node start_everything_nodes fake_upstream silent_listener
                  run_node_script port_open try_initialize start_python_upstream
-                 client_view fake_mcp_server http2_tls);
+                 client_view fake_mcp_server http2_tls conformance_2025_11_25
+                 served_by front_conf);
 
 sub _now { Time::HiRes::time() }
 
@@ -195,6 +196,64 @@ sub node_available {
             unless -d npm_dir() . "/node_modules/$p";
     }
     return undef;
+}
+
+# The 2025-11-25 conformance suite (npm conformance-0.2.0) as a server
+# client of $t's /mcp: two checks, its exit code and "0 failed" in its
+# total; skipped when the package is not there.  $through says what the
+# requests go through, for the first check's name.
+sub conformance_2025_11_25 {
+    my ($t, $through) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+  SKIP: {
+    my $why = node_available('conformance-0.2.0');
+    Test::More::skip("conformance suite: $why", 2) if $why;
+    my $suite = npm_dir() . '/node_modules/conformance-0.2.0/dist/index.js';
+    my $dir = $t->prefix . '/conformance';
+    mkdir $dir;
+    my $url = 'http://localhost:' . $t->port . '/mcp';
+    my $out = `cd $dir && '@{[ node_bin() ]}' '$suite' server --url '$url' --requirements 2025-11-25 2>&1`;
+    my $rc = $?;
+    my ($total) = $out =~ /^(Total:.*)$/m;
+    Test::More::is($rc, 0, "conformance 0.2.0-alpha.12 --requirements 2025-11-25 through $through: "
+       . ($total // 'no total')) or Test::More::diag(substr($out, -4000));
+    Test::More::like($total // '', qr/^Total: [1-9][0-9]* passed, 0 failed$/, '... nothing failed')
+        or Test::More::diag($total // $out);
+  }
+}
+
+# An nginx in front of a fleet, plain round robin with no affinity, as
+# a load balancer before the gateways or nodes: the conf of McpTest->new
+# for the given upstream blocks and locations, with the access log
+# logs/front.log in served_by's format and proxying held open for
+# streams.
+sub front_conf {
+    my ($upstreams, $locations) = @_;
+    return (http => <<"NGX" . $upstreams, server => <<"NGX" . $locations);
+    log_format fr '\$http_x_tag \$request_method \$upstream_addr \$status';
+NGX
+        access_log %%PREFIX%%/logs/front.log fr;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_buffering off;
+        proxy_read_timeout 1h;
+NGX
+}
+
+# Which node a tagged request went to, by a line "tag method upstream
+# status" of logs/$file of $t (a log_format '$http_x_tag $request_method
+# $upstream_addr $status'): $map's value for the last upstream address
+# tried, undef when no line has the tag within 5 s.
+sub served_by {
+    my ($t, $file, $tag, $map) = @_;
+    my $line;
+    McpTest::wait_until(5, sub {
+        ($line) = grep { (split / /)[0] eq $tag } split /\n/, McpTest::_slurp($t->prefix . "/logs/$file") // '';
+        defined $line;
+    });
+    return undef unless defined $line;
+    my ($up) = $line =~ /^\S+ \S+ (.*) \d+$/;
+    return $map->{ (split /, /, $up)[-1] };
 }
 
 # A replica of @modelcontextprotocol/server-everything (streamableHttp) on
@@ -482,6 +541,15 @@ set), started in parallel; returns once all listen.  Each one's stdout
 says "Session initialized with ID: <id>" for each new session.
 
 =item run_node_script($script, [@args], timeout => 60) -> ($rc, $output)
+
+=item front_conf($upstream_blocks, $locations) -> (http => .., server => ..)
+
+=item served_by($t, $file, $tag, \%node_of) -> node | undef
+
+=item conformance_2025_11_25($t, $through)
+
+The conformance suite's 2025-11-25 requirements against $t's /mcp: two
+checks (skipped without node or the package).
 
 =item silent_listener -> socket (accepts in the kernel, never answers)
 

@@ -20,20 +20,9 @@ use McpGateway;
 
 my $t = McpTest->new(
     ports => 2,
-    http  => join("\n",
-        'mcp_session_zone zone=gw:1m;',
-        'mcp_session_zone zone=up:1m;',
-        upstream_log_format(),
-        <<'NGX'),
+    http  => everything_upstream_http(<<'NGX'),
     upstream everything {
         server 127.0.0.1:%%PORT2%%;
-    }
-
-    # the upstream: the built-in Everything set
-    server {
-        listen 127.0.0.1:%%PORT2%%;
-        access_log %%PREFIX%%/logs/upstream.log mcp_upstream;
-        location = /mcp { mcp on; mcp_session up; mcp_builtin everything; }
     }
 NGX
     server => <<'NGX',

@@ -16,17 +16,7 @@ use McpGateway;
 
 my $t = McpTest->new(
     ports => 2,
-    http  => join("\n",
-        'mcp_session_zone zone=gw:1m;',
-        'mcp_session_zone zone=up:1m;',
-        upstream_log_format(),
-        <<'NGX'),
-    server {
-        listen 127.0.0.1:%%PORT2%%;
-        access_log %%PREFIX%%/logs/upstream.log mcp_upstream;
-        location = /mcp { mcp on; mcp_session up; mcp_builtin everything; }
-    }
-NGX
+    http  => everything_upstream_http(),
     server => <<'NGX',
         mcp_session gw;
         location = /mcp   { mcp_pass http://127.0.0.1:%%PORT2%%/mcp; }

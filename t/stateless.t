@@ -28,7 +28,7 @@ use Time::HiRes qw(sleep time);
 use McpTest timeout => 300;
 use McpAssert;
 use McpStream qw(pids_by_tag);
-use McpGateway qw(upstream_log_format upstream_log wait_upstream);
+use McpGateway qw(upstream_log wait_upstream everything_upstream_http);
 
 my $V    = '2026-07-28';
 my $P    = 'io.modelcontextprotocol/';
@@ -48,18 +48,8 @@ my $t = McpTest->new(
         'client_body_buffer_size 2m;',
         'client_max_body_size 4m;',
         'mcp_session_zone zone=tiny:64k;',
-        'mcp_session_zone zone=gw:1m;',
-        'mcp_session_zone zone=up:1m;',
         q{log_format t63 '$pid $http_x_tag $request $status';},
-        upstream_log_format(),
-        <<'NGX'),
-    # the upstream of /gw: the Everything set, its own zone (and key)
-    server {
-        listen 127.0.0.1:%%PORT2%%;
-        access_log %%PREFIX%%/logs/upstream.log mcp_upstream;
-        location = /mcp { mcp on; mcp_session up; mcp_builtin everything; }
-    }
-NGX
+        everything_upstream_http()),
     server => <<'NGX',
         access_log %%PREFIX%%/logs/pids.log t63;
         location = /mcp   { mcp on; mcp_builtin everything; }

@@ -26,11 +26,7 @@ NGX
 
 my $t = McpTest->new(
     ports => 2,
-    http  => join("\n",
-        'mcp_session_zone zone=gw:1m;',
-        'mcp_session_zone zone=up:1m;',
-        upstream_log_format(),
-        <<'NGX'),
+    http  => everything_upstream_http(<<'NGX'),
     log_format mcpvars escape=json '{"uri":"$uri","method":"$request_method","status":"$status",'
         '"m":"$mcp_method","tool":"$mcp_tool","sid":"$mcp_session_id","rid":"$mcp_request_id",'
         '"pv":"$mcp_protocol_version","client":"$mcp_client_name","cls":"$tool_class","branch":"$branch"}';
@@ -45,12 +41,6 @@ my $t = McpTest->new(
     limit_req_zone $mcp_tool zone=bi_tool:1m rate=1r/m;
     limit_req_zone $mcp_tool zone=gw_tool:1m rate=1r/m;
     limit_req_zone $mcp_tool zone=bi_tool503:1m rate=1r/m;
-
-    server {
-        listen 127.0.0.1:%%PORT2%%;
-        access_log %%PREFIX%%/logs/upstream.log mcp_upstream;
-        location = /mcp { mcp on; mcp_session up; mcp_builtin everything; }
-    }
 NGX
     server => <<"NGX",
         mcp_session gw;

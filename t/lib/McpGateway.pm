@@ -27,7 +27,7 @@ our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_set
                  start_everything_node start_everything_nodes fake_upstream silent_listener
                  run_node_script port_open try_initialize start_python_upstream
                  client_view fake_mcp_server http2_tls conformance_2025_11_25
-                 served_by front_conf);
+                 served_by front_conf everything_upstream_http);
 
 sub _now { Time::HiRes::time() }
 
@@ -220,6 +220,28 @@ sub conformance_2025_11_25 {
     Test::More::like($total // '', qr/^Total: [1-9][0-9]* passed, 0 failed$/, '... nothing failed')
         or Test::More::diag($total // $out);
   }
+}
+
+# The http{} conf of a gateway test whose upstream is the module's
+# built-in Everything set: the zones "gw" (for the gateway's locations)
+# and "up", upstream_log_format(), then @more (more http{} lines), then
+# the upstream's server on %%PORT2%%, its /mcp logged to
+# logs/upstream.log (upstream_log reads it).
+sub everything_upstream_http {
+    my (@more) = @_;
+    return join("\n",
+        'mcp_session_zone zone=gw:1m;',
+        'mcp_session_zone zone=up:1m;',
+        upstream_log_format(),
+        @more,
+        <<'NGX');
+    # the upstream: the built-in Everything set, its own zone (and key)
+    server {
+        listen 127.0.0.1:%%PORT2%%;
+        access_log %%PREFIX%%/logs/upstream.log mcp_upstream;
+        location = /mcp { mcp on; mcp_session up; mcp_builtin everything; }
+    }
+NGX
 }
 
 # An nginx in front of a fleet, plain round robin with no affinity, as
@@ -541,6 +563,8 @@ set), started in parallel; returns once all listen.  Each one's stdout
 says "Session initialized with ID: <id>" for each new session.
 
 =item run_node_script($script, [@args], timeout => 60) -> ($rc, $output)
+
+=item everything_upstream_http(@more_http_lines) -> http{} conf: zones gw and up, the upstream on %%PORT2%%
 
 =item front_conf($upstream_blocks, $locations) -> (http => .., server => ..)
 

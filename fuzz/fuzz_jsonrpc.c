@@ -37,13 +37,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    /* an exact-size copy: reading past the body is an ASan report */
-    body = ngx_pnalloc(pool, size);
+    body = ngx_shim_copy(pool, data, size);
     if (body == NULL) {
         goto done;
     }
-
-    ngx_memcpy(body, data, size);
 
     if (ngx_array_init(&msgs, pool, 1, sizeof(ngx_http_mcp_msg_t))
         != NGX_OK)

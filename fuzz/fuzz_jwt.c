@@ -65,13 +65,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    /* an exact-size copy: reading past the input is an ASan report */
-    copy = ngx_pnalloc(pool, size);
+    copy = ngx_shim_copy(pool, data, size);
     if (copy == NULL) {
         goto done;
     }
-
-    ngx_memcpy(copy, data, size);
 
     nl = memchr(copy, '\n', size);
 

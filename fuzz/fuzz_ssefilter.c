@@ -67,14 +67,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pat->regex = NULL;
     }
 
-    /* an exact-size copy: reading past the body is an ASan report */
     in.len = size;
-    in.data = ngx_pnalloc(pool, size);
+    in.data = ngx_shim_copy(pool, data, size);
     if (in.data == NULL) {
         goto done;
     }
-
-    ngx_memcpy(in.data, data, size);
 
     tf.allowed = ngx_fuzz_allowed;
     tf.data = &mlcf;

@@ -42,12 +42,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    copy = ngx_pnalloc(pool, size);
+    copy = ngx_shim_copy(pool, data, size);
     if (copy == NULL) {
         goto done;
     }
-
-    ngx_memcpy(copy, data, size);
 
     nl = ngx_strlchr(copy, copy + size, '\n');
 

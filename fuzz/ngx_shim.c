@@ -32,6 +32,24 @@ ngx_shim_pool_create(void)
 }
 
 
+/* an exact-size copy of the input: reading past it is an ASan report */
+
+u_char *
+ngx_shim_copy(ngx_pool_t *pool, const uint8_t *data, size_t size)
+{
+    u_char  *p;
+
+    p = ngx_pnalloc(pool, size);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    ngx_memcpy(p, data, size);
+
+    return p;
+}
+
+
 void
 ngx_shim_pool_destroy(ngx_pool_t *pool)
 {

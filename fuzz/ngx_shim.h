@@ -14,6 +14,7 @@
 
 ngx_pool_t *ngx_shim_pool_create(void);
 void ngx_shim_pool_destroy(ngx_pool_t *pool);
+u_char *ngx_shim_copy(ngx_pool_t *pool, const uint8_t *data, size_t size);
 
 
 #endif /* _NGX_SHIM_H_INCLUDED_ */

@@ -19,19 +19,9 @@ my %key = (
     other => McpJwt->new_key(type => 'RSA', kid => 'rsa-1'),    # same kid, not published
 );
 
-my $t = McpTest->new(server => <<'NGX');
-        mcp_auth_resource http://127.0.0.1:%%PORT%%/mcp;
-        mcp_auth_jwt_issuer https://issuer.test;
-        mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;
-        mcp_auth_authorization_servers https://issuer.test;
-        mcp_auth_scopes_supported mcp:tools mcp:resources mcp:prompts;
-
-        location = /mcp { mcp on; mcp_builtin everything; mcp_auth_jwt "MCP"; }
-        location = /.well-known/oauth-protected-resource/mcp { mcp_auth_metadata; }
+my $t = McpJwt::resource_server([ @key{qw(rsa p256 p384 ed)} ], server => <<'NGX');
         location = /.well-known/oauth-protected-resource { mcp_auth_metadata; }
 NGX
-$t->write_file('conf/jwks.json', McpJwt::jwks(@key{qw(rsa p256 p384 ed)}));
-$t->start;
 
 my $port     = $t->port;
 my $resource = "http://127.0.0.1:$port/mcp";

@@ -16,18 +16,7 @@ plan skip_all => 'the TypeScript SDK is not installed (scripts/lib.sh: mcp_insta
     unless -x $node && -d "$npm/node_modules/\@modelcontextprotocol/sdk";
 
 my $key = McpJwt->new_key(type => 'P-256', kid => 'sdk');
-my $t = McpTest->new(server => <<'NGX');
-        mcp_auth_resource http://127.0.0.1:%%PORT%%/mcp;
-        mcp_auth_jwt_issuer https://issuer.test;
-        mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;
-        mcp_auth_authorization_servers https://issuer.test;
-        mcp_auth_scopes_supported mcp:tools mcp:resources mcp:prompts;
-
-        location = /mcp { mcp on; mcp_builtin everything; mcp_auth_jwt "MCP"; }
-        location = /.well-known/oauth-protected-resource/mcp { mcp_auth_metadata; }
-NGX
-$t->write_file('conf/jwks.json', McpJwt::jwks($key));
-$t->start;
+my $t = McpJwt::resource_server([ $key ]);
 
 my $url = 'http://127.0.0.1:' . $t->port . '/mcp';
 my $tok = $key->token(claims => McpJwt::claims(aud => $url, scope => 'mcp:tools'));

@@ -182,6 +182,27 @@ sub initialize {
     return ($sid, $r);
 }
 
+# A started instance that is an OAuth protected resource: /mcp (the
+# Everything set) takes JWTs of https://issuer.test signed by @$keys
+# (conf/jwks.json), and publishes its metadata at
+# /.well-known/oauth-protected-resource/mcp; $o{server}: more lines of
+# the server{} block.
+sub resource_server {
+    my ($keys, %o) = @_;
+    my $t = McpTest->new(server => <<'NGX' . ($o{server} // ''));
+        mcp_auth_resource http://127.0.0.1:%%PORT%%/mcp;
+        mcp_auth_jwt_issuer https://issuer.test;
+        mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;
+        mcp_auth_authorization_servers https://issuer.test;
+        mcp_auth_scopes_supported mcp:tools mcp:resources mcp:prompts;
+
+        location = /mcp { mcp on; mcp_builtin everything; mcp_auth_jwt "MCP"; }
+        location = /.well-known/oauth-protected-resource/mcp { mcp_auth_metadata; }
+NGX
+    $t->write_file('conf/jwks.json', jwks(@$keys));
+    return $t->start;
+}
+
 # Parses a WWW-Authenticate Bearer challenge into a hashref.
 sub challenge {
     my ($value) = @_;
@@ -214,7 +235,8 @@ C<< $key->token(claims, alg, header, sign => 0, hmac_secret) >> (RS*, PS*,
 ES256, ES384, EdDSA; DER ECDSA signatures become JWS r || s),
 C<claims(%override)> (iss https://issuer.test, sub alice, exp now+900;
 undef removes), C<api_key_line($key, $subject, @rest)> (SHA-256 hex),
-C<initialize($t, $token, headers, path)>, C<challenge($www_authenticate)>,
+C<initialize($t, $token, headers, path)>,
+C<resource_server([@keys], server => $more_lines)> (a started instance), C<challenge($www_authenticate)>,
 C<b64url($bytes)>.
 
 =cut

@@ -24,17 +24,6 @@ my $t = McpTest->new(
             . ' add_header X-Worker $pid always; }',
 )->start;
 
-# the next JSON-RPC request on stream $s, or undef
-sub next_request {
-    my ($s, $timeout) = @_;
-    my $deadline = Time::HiRes::time() + ($timeout // 5);
-    while ((my $left = $deadline - Time::HiRes::time()) > 0) {
-        my $ev = take($s, $left) // return undef;
-        my $m = $ev->{json};
-        return $m if ref $m eq 'HASH' && defined $m->{method} && defined $m->{id};
-    }
-    return undef;
-}
 
 # a client's answer POSTed on a connection of its own, not yet read
 sub send_answer {

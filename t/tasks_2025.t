@@ -185,18 +185,6 @@ sub start_task {
 
 # --- input during a task ------------------------------------------------------------
 
-# the next JSON-RPC request (method and id) on stream $s, or undef
-sub next_request {
-    my ($s, $timeout) = @_;
-    my $deadline = Time::HiRes::time() + ($timeout // 5);
-    while ((my $left = $deadline - Time::HiRes::time()) > 0) {
-        my $ev = take($s, $left) // return undef;
-        my $m = $ev->{json};
-        return $m if ref $m eq 'HASH' && defined $m->{method} && defined $m->{id};
-    }
-    return undef;
-}
-
 my $YES = { action => 'accept', content => { confirm => \1 } };
 
 # asked on the GET stream (no tasks/result open), answered from any worker

@@ -17,7 +17,7 @@ use McpTest ();
 
 our @EXPORT = qw(streaming_server call_msg call_stream take take_all rpc_of
                  id_parts priming_ok ended_ok answer sampling_answer
-                 pids_by_tag worker_of quiet_for);
+                 pids_by_tag worker_of quiet_for next_request);
 
 # A started instance serving the Everything set at /mcp, with
 #   - listen ... reuseport: every worker has its own listening socket and
@@ -85,6 +85,19 @@ sub take_all {
         push @ev, $ev;
     }
     return @ev;
+}
+
+# The next JSON-RPC request (a message with a method and an id) on
+# stream $s within $timeout (5 s), or undef; other events are passed over.
+sub next_request {
+    my ($s, $timeout) = @_;
+    my $deadline = Time::HiRes::time() + ($timeout // 5);
+    while ((my $left = $deadline - Time::HiRes::time()) > 0) {
+        my $ev = take($s, $left) // return undef;
+        my $m = $ev->{json};
+        return $m if ref $m eq 'HASH' && defined $m->{method} && defined $m->{id};
+    }
+    return undef;
 }
 
 # The JSON-RPC messages carried by a list of events (priming events and
@@ -232,6 +245,8 @@ logs/pids.log (C<$pid $http_x_tag $request $status>), C<X-Worker: $pid>.
 =item call_stream($t, $sid, $id, $name, $args, token => .., tag => .., %mcp_post_opts) -> $sse
 
 =item take($sse, $timeout) -> $ev (with C<at>), take_all($sse, $timeout) -> @ev
+
+=item next_request($sse, $timeout) -> the next request on the stream | undef
 
 =item rpc_of(@events) -> @messages, id_parts($id) -> ($stream, $seq)
 

@@ -195,10 +195,7 @@ for my $case (
     [ "mcp_prompt \"\" $p/conf/plain.txt { }",                 qr/invalid prompt name ""/,       'an empty name' ],
 ) {
     my ($conf, $re, $what) = @$case;
-    my $bad = McpTest->new(server => "location = /mcp { mcp on; $conf }");
-    my ($rc, $out) = $bad->nginx_t;
-    isnt($rc, 0, "nginx -t fails: $what");
-    like($out, $re, '... saying so') or diag($out);
+    conf_refused("location = /mcp { mcp on; $conf }", $re, $what);
 }
 
 done_testing;

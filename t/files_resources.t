@@ -430,10 +430,7 @@ for my $case (
       'two trees on one prefix' ],
 ) {
     my ($conf, $re, $what) = @$case;
-    my $bad = McpTest->new(server => "location = /mcp { mcp on; $conf }");
-    my ($rc, $out) = $bad->nginx_t;
-    isnt($rc, 0, "nginx -t fails: $what");
-    like($out, $re, '... saying so') or diag($out);
+    conf_refused("location = /mcp { mcp on; $conf }", $re, $what);
 }
 
 done_testing;

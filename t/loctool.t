@@ -716,10 +716,7 @@ NGX
     );
     for my $b (@bad) {
         my ($conf, $re) = @$b;
-        my $c = McpTest->new(server => "$conf\n        location = /mcp { mcp on; }");
-        my ($rc, $out) = $c->nginx_t;
-        isnt($rc, 0, "nginx -t fails: $conf");
-        like($out, $re, '... saying why') or diag($out);
+        conf_refused("$conf\n        location = /mcp { mcp on; }", $re, $conf);
     }
     my $c = McpTest->new(server => 'mcp_tool x { description d; pass /a?b=1; } location = /mcp { mcp on; }');
     my ($rc, $out) = $c->nginx_t;

@@ -100,10 +100,7 @@ for my $b (
     [ 'mcp_schema_format strict;', qr/invalid value "strict"/ ],
 ) {
     my ($conf, $re) = @$b;
-    my $c = McpTest->new(server => "$conf\n        location = /mcp { mcp on; }");
-    my ($rc, $out) = $c->nginx_t;
-    isnt($rc, 0, "nginx -t fails: $conf");
-    like($out, $re, '... saying why') or diag($out);
+    conf_refused("$conf\n        location = /mcp { mcp on; }", $re, $conf);
 }
 my $c = McpTest->new(server => q{mcp_tool x { description d; pass /a; input_schema '{"$schema":"https://json-schema.org/draft/2020-12/schema"}'; }}
                              . "\n        location = /mcp { mcp on; }");

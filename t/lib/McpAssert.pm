@@ -13,7 +13,7 @@ use Test::More ();
 use McpTest ();
 
 our @EXPORT = qw(everything is_error is_result is_rpc_error_body no_internal_detail
-                 correlation_logged_once png_ok wav_ok $PNG_B64 $WAV_B64
+                 correlation_logged_once png_ok wav_ok $PNG_B64 $WAV_B64 conf_refused
                  %SEED_CAPABILITIES);
 
 # The Everything set's 1x1 PNG and silent WAV (base64).
@@ -31,6 +31,16 @@ our %SEED_CAPABILITIES = (
     # a tool of the set may run as a task (2025-11-25's experimental tasks)
     tasks       => { list => {}, cancel => {}, requests => { tools => { call => {} } } },
 );
+
+# Two checks: nginx -t refuses the server{} conf $server ("nginx -t
+# fails: $what") and says why, its output matching $re.
+sub conf_refused {
+    my ($server, $re, $what) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    my ($rc, $out) = McpTest->new(server => $server)->nginx_t;
+    Test::More::isnt($rc, 0, "nginx -t fails: $what");
+    Test::More::like($out, $re, '... saying why') or Test::More::diag($out);
+}
 
 # A started instance serving the Everything set at /mcp.  Options: location
 # (extra directives inside the location), plus McpTest->new options.
@@ -210,6 +220,8 @@ Status, Content-Type application/json, no HTML, and is_error on the body.
 =item no_internal_detail($msg, $name)
 
 =item correlation_logged_once($t, $correlation_id, $level = 'info', $name) -> $line
+
+=item conf_refused($server_conf, qr/why/, $what)  (two assertions: nginx -t fails, and says why)
 
 =item png_ok($base64, $name), wav_ok($base64, $name)
 

@@ -472,9 +472,33 @@ test_expiry(void)
 static void
 test_malformed(void)
 {
-    char       *big, *forged;
-    size_t      len;
-    ngx_str_t   token;
+    char        *big, *forged;
+    size_t       len;
+    ngx_str_t    token;
+    ngx_uint_t   i;
+
+    /* tokens the syntax check refuses, each with a correct MAC */
+    static const struct {
+        const char  *text;
+        const char  *name;
+    }  syntax[] = {
+        { "2.1750000000.eA.", "version 2" },
+        { "01.1750000000.eA.", "version 01" },
+        { "1..eA.", "empty expires" },
+        { "1.17500x0000.eA.", "non-digit in expires" },
+        { "1.+1750000000.eA.", "expires with '+'" },
+        { "1.-1.eA.", "expires with '-'" },
+        { "1.01750000000.eA.", "expires with a leading zero" },
+        { "1. 1750000000.eA.", "expires with a leading space" },
+        { "1.9223372036854775808.eA.", "expires past time_t" },
+        { "1.99999999999999999999999999999.eA.", "expires of 29 digits" },
+        { "1.1750000000.eA==.", "payload padded with '='" },
+        { "1.1750000000.eA=x.", "payload with '=' inside" },
+        { "1.1750000000.e+/A.", "payload in base64, not base64url" },
+        { "1.1750000000.e\xff.", "payload with a byte over 0x7f" },
+        { "1.1750000000.eAAAA.", "payload of 4n+1 characters" },
+    };
+
 
     CHECK_INT(ngx_unit_open_str(""), NGX_DECLINED, "empty token");
     CHECK_INT(ngx_unit_open_str("1"), NGX_DECLINED, "version only");
@@ -498,50 +522,11 @@ test_malformed(void)
     CHECK_INT(ngx_unit_open_str(big), NGX_DECLINED,
               "5 parts, a part after a good MAC");
 
-    /* each with a correct MAC: the syntax check refuses them */
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("2.1750000000.eA.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "version 2");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("01.1750000000.eA.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "version 01");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1..eA.", NGX_UNIT_BIND)),
-              NGX_DECLINED, "empty expires");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1.17500x0000.eA.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "non-digit in expires");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1.+1750000000.eA.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "expires with '+'");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1.-1.eA.", NGX_UNIT_BIND)),
-              NGX_DECLINED, "expires with '-'");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1.01750000000.eA.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "expires with a leading zero");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1. 1750000000.eA.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "expires with a leading space");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1.9223372036854775808.eA.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "expires past time_t");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge(
-                  "1.99999999999999999999999999999.eA.", NGX_UNIT_BIND)),
-              NGX_DECLINED, "expires of 29 digits");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1.1750000000.eA==.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "payload padded with '='");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1.1750000000.eA=x.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "payload with '=' inside");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1.1750000000.e+/A.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "payload in base64, not base64url");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1.1750000000.e\xff.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "payload with a byte over 0x7f");
-    CHECK_INT(ngx_unit_open_str(ngx_unit_forge("1.1750000000.eAAAA.",
-                                               NGX_UNIT_BIND)),
-              NGX_DECLINED, "payload of 4n+1 characters");
+    for (i = 0; i < sizeof(syntax) / sizeof(syntax[0]); i++) {
+        CHECK_INT(ngx_unit_open_str(ngx_unit_forge(syntax[i].text,
+                                                   NGX_UNIT_BIND)),
+                  NGX_DECLINED, syntax[i].name);
+    }
 
     forged = ngx_unit_forge("1.1750000000.eA.", NGX_UNIT_BIND);
     CHECK_INT(ngx_unit_open_str(forged), NGX_OK,
@@ -595,14 +580,25 @@ test_malformed(void)
 static void
 test_unterminated(void)
 {
-    u_char     *buf;
-    size_t      len;
-    ngx_str_t   token, payload, bind;
+    u_char      *buf;
+    size_t       len;
+    ngx_str_t    token, payload, bind;
+    ngx_uint_t   i;
 
     ngx_str_set(&bind, NGX_UNIT_BIND);
 
     token = ngx_unit_seal(NGX_UNIT_BIND, (u_char *) "data", 4, NGX_UNIT_NOW);
     len = token.len;
+
+    struct {
+        size_t       len;
+        const char  *name;
+    }  cuts[] = {
+        { len - 1, "length one short, the last byte in the buffer" },
+        { 13, "length up to the payload: NGX_DECLINED" },
+        { 12, "length up to the expires' last digit" },
+        { 0, "length 0 of a full buffer" },
+    };
 
     buf = ngx_pnalloc(pool, len + 8);
     if (buf == NULL || token.data == NULL) {
@@ -621,24 +617,12 @@ test_unterminated(void)
     CHECK_MEM(payload.data, payload.len, "data",
               "token followed by text: its payload");
 
-    token.len = len - 1;
-    CHECK_INT(ngx_http_mcp_state_open(pool, key, &bind, &token,
-                                      NGX_UNIT_NOW, &payload),
-              NGX_DECLINED, "length one short, the last byte in the buffer");
-
-    /* a 3-part prefix of the buffer: the rest is past its length */
-    token.len = 13;
-    CHECK_INT(ngx_http_mcp_state_open(pool, key, &bind, &token,
-                                      NGX_UNIT_NOW, &payload),
-              NGX_DECLINED, "length up to the payload: NGX_DECLINED");
-
-    token.len = 12;
-    CHECK_INT(ngx_http_mcp_state_open(pool, key, &bind, &token,
-                                      NGX_UNIT_NOW, &payload),
-              NGX_DECLINED, "length up to the expires' last digit");
-
-    token.len = 0;
-    CHECK_INT(ngx_http_mcp_state_open(pool, key, &bind, &token,
-                                      NGX_UNIT_NOW, &payload),
-              NGX_DECLINED, "length 0 of a full buffer");
+    /* lengths short of the token (13: a 3-part prefix of the buffer):
+     * the rest is past the length */
+    for (i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+        token.len = cuts[i].len;
+        CHECK_INT(ngx_http_mcp_state_open(pool, key, &bind, &token,
+                                          NGX_UNIT_NOW, &payload),
+                  NGX_DECLINED, cuts[i].name);
+    }
 }

@@ -20,7 +20,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use McpTest timeout => 180;
 use McpStream;
-use McpGateway qw(start_everything_node stop_process node_available fake_upstream);
+use McpGateway qw(start_everything_node stop_process node_available fake_mcp_server);
 
 my $why = node_available('@modelcontextprotocol/server-everything');
 plan skip_all => "node: $why" if $why;
@@ -34,65 +34,44 @@ my $alpha = McpTest->new(server => <<'NGX')->start;
 NGX
 
 # a backend that misbehaves in its streams, one way a tool
-my $fake = fake_upstream(sub {
-    my ($c, $head, $body) = @_;
-    my ($id) = $body =~ /"id":(\d+)/;
-    my $json = sub {
-        my ($s) = @_;
-        print $c "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-               . "Mcp-Session-Id: fake-session\r\nContent-Length: " . length($s)
-               . "\r\nConnection: close\r\n\r\n$s";
-    };
+my $fake = fake_mcp_server(tools => [ qw(dup big cut other fine many flood pings) ], listen => 512, call => sub {
+    my ($c, $name, $id) = @_;
     my $sse = sub {
         print $c "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                . "Connection: close\r\n\r\n";
         print $c "data: $_\n\n" for @_;
     };
-    my $final = qq({"jsonrpc":"2.0","id":$id,"result":{"content":[{"type":"text","text":"done"}]}})
-        if defined $id;
+    my $final = qq({"jsonrpc":"2.0","id":$id,"result":{"content":[{"type":"text","text":"done"}]}});
 
-    if ($body =~ /"method":"initialize"/) {
-        $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"protocolVersion":"2025-11-25",)
-                . qq("capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}}));
-    }
-    elsif (!defined $id) {
-        print $c "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-    }
-    elsif ($body =~ /"method":"tools\/list"/) {
-        $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[)
-                . join(',', map { qq({"name":"$_","inputSchema":{"type":"object"}}) }
-                            qw(dup big cut other fine many flood pings))
-                . ']}}');
-    }
-    elsif ($body =~ /"name":"dup"/) {
+    if ($name eq 'dup') {
         $sse->(qq({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1},"params":{"progressToken":2,"progress":2}}),
                $final);
     }
-    elsif ($body =~ /"name":"big"/) {
+    elsif ($name eq 'big') {
         $sse->(qq({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","data":") . ('x' x 9000) . '"}}',
                $final);
     }
-    elsif ($body =~ /"name":"cut"/) {
+    elsif ($name eq 'cut') {
         $sse->(qq({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}));
         sleep 0.2;
     }
-    elsif ($body =~ /"name":"many"/) {
+    elsif ($name eq 'many') {
         # 60 events, 6 KB in all, in one write: more than the bound, none past it
         $sse->((map { qq({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":$_,"message":"step $_ of sixty"}}) } 1 .. 60),
                $final);
     }
-    elsif ($body =~ /"name":"flood"/) {
+    elsif ($name eq 'flood') {
         $sse->((map { qq({"jsonrpc":"2.0","id":"f$_","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}) } 1 .. 24));
         sleep 0.5;
         print $c "data: $final\n\n";
     }
-    elsif ($body =~ /"name":"pings"/) {
+    elsif ($name eq 'pings') {
         $sse->((map { qq({"jsonrpc":"2.0","id":"p$_","method":"ping"}) } 1 .. 300), $final);
     }
-    elsif ($body =~ /"name":"other"/) {
+    elsif ($name eq 'other') {
         $sse->(qq({"jsonrpc":"2.0","id":424242,"result":{"content":[]}}));
     }
-    elsif ($body =~ /"name":"fine"/) {
+    elsif ($name eq 'fine') {
         # one event split over several writes, a comment, CRLF lines
         print $c "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
         print $c ": a comment\r\nid: 7\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",";
@@ -101,10 +80,7 @@ my $fake = fake_upstream(sub {
         sleep 0.1;
         print $c "data: $final\r\n\r\n";
     }
-    else {
-        $json->(qq({"jsonrpc":"2.0","id":$id,"error":{"code":-32601,"message":"no"}}));
-    }
-}, listen => 512);
+});
 my $fport = $fake->{port};
 
 my $proxy = 'proxy_http_version 1.1; proxy_set_header Connection "";';

@@ -15,7 +15,7 @@ use Test::More;
 use McpTest;
 use McpAssert;
 use McpStream;
-use McpGateway qw(fake_mcp_server);
+use McpGateway qw(fake_mcp_server aggregate_gateway);
 
 my $P = 'io.modelcontextprotocol/';
 my $V = '2026-07-28';
@@ -96,22 +96,7 @@ my $fake = fake_mcp_server(log => $log, tools => [ 'form', 'url' ], call => sub 
     print $c qq(data: {"jsonrpc":"2.0","id":$id,"result":{"content":[{"type":"text","text":"done"}]}}\n\n);
 });
 
-my $g = McpTest->new(
-    http   => "    mcp_session_zone zone=modes:4m;\n",
-    server => <<"NGX")->start;
-        mcp_session modes;
-
-        location = /mcp {
-            mcp_backend fake /_b/fake;
-        }
-
-        location /_b/fake {
-            internal;
-            proxy_pass http://127.0.0.1:$fake->{port}/mcp;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-NGX
+my $g = aggregate_gateway(zone => 'modes', backends => [ fake => $fake->{port} ]);
 
 sub fake_bodies { open my $fh, '<', $log or return (); my @l = <$fh>; chomp @l; @l }
 

@@ -18,7 +18,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use McpTest;
 use McpStream;
-use McpGateway qw(fake_mcp_server);
+use McpGateway qw(fake_mcp_server aggregate_gateway);
 
 my $t = streaming_server(location => 'mcp_request_timeout 2s;');
 
@@ -136,23 +136,8 @@ my $alpha = McpTest->new(server => <<'NGX')->start;
         }
 NGX
 
-my $g = McpTest->new(
-    http   => "    mcp_session_zone zone=hold:4m;\n",
-    server => <<"NGX")->start;
-        mcp_session hold;
-
-        location = /mcp {
-            mcp_backend alpha /_b/alpha;
-            mcp_request_timeout 2s;
-        }
-
-        location /_b/alpha {
-            internal;
-            proxy_pass http://127.0.0.1:@{[ $alpha->port ]}/mcp;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-NGX
+my $g = aggregate_gateway(zone => 'hold', backends => [ alpha => $alpha->port ],
+                          mcp => [ 'mcp_request_timeout 2s;' ]);
 
 {
     my ($sid) = $g->mcp_initialize(capabilities => \%CAPS, skip_initialized => 1);
@@ -211,24 +196,8 @@ my $fake = fake_mcp_server(log => $log, tools => [ 'busy' ], call => sub {
     print $c qq(data: {"jsonrpc":"2.0","id":$id,"result":{"content":[{"type":"text","text":"done"}]}}\n\n);
 });
 
-my $m = McpTest->new(
-    http   => "    mcp_session_zone zone=maxt:4m;\n",
-    server => <<"NGX")->start;
-        mcp_session maxt;
-
-        location = /mcp {
-            mcp_backend fake /_b/fake;
-            mcp_backend_timeout 1s;
-            mcp_backend_max_time 2s;
-        }
-
-        location /_b/fake {
-            internal;
-            proxy_pass http://127.0.0.1:$fake->{port}/mcp;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-NGX
+my $m = aggregate_gateway(zone => 'maxt', backends => [ fake => $fake->{port} ],
+                          mcp => [ 'mcp_backend_timeout 1s;', 'mcp_backend_max_time 2s;' ]);
 
 {
     my ($sid) = $m->mcp_initialize;

@@ -27,7 +27,8 @@ our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_set
                  start_everything_node start_everything_nodes fake_upstream silent_listener
                  run_node_script port_open try_initialize start_python_upstream
                  client_view fake_mcp_server http2_tls conformance_2025_11_25
-                 served_by front_conf everything_upstream_http);
+                 served_by front_conf everything_upstream_http
+                 aggregate_gateway);
 
 sub _now { Time::HiRes::time() }
 
@@ -220,6 +221,38 @@ sub conformance_2025_11_25 {
     Test::More::like($total // '', qr/^Total: [1-9][0-9]* passed, 0 failed$/, '... nothing failed')
         or Test::More::diag($total // $out);
   }
+}
+
+# A started aggregation gateway: its own session zone $o{zone} (4m),
+# /mcp with an mcp_backend for each name => port of $o{backends} (in
+# order) and the directives of $o{mcp}, each backend reached at
+# internal /_b/<name> over kept HTTP/1.1 connections to
+# 127.0.0.1:<port>/mcp.
+sub aggregate_gateway {
+    my (%o) = @_;
+    my @b = @{ $o{backends} };
+    my ($mcp, $internal) = ('', '');
+    while (my ($name, $port) = splice @b, 0, 2) {
+        $mcp .= "            mcp_backend $name /_b/$name;\n";
+        $internal .= <<"NGX";
+
+        location /_b/$name {
+            internal;
+            proxy_pass http://127.0.0.1:$port/mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+NGX
+    }
+    $mcp .= join '', map { "            $_\n" } @{ $o{mcp} // [] };
+    return McpTest->new(
+        http   => "    mcp_session_zone zone=$o{zone}:4m;\n",
+        server => <<"NGX" . $internal)->start;
+        mcp_session $o{zone};
+
+        location = /mcp {
+$mcp        }
+NGX
 }
 
 # The http{} conf of a gateway test whose upstream is the module's
@@ -563,6 +596,8 @@ set), started in parallel; returns once all listen.  Each one's stdout
 says "Session initialized with ID: <id>" for each new session.
 
 =item run_node_script($script, [@args], timeout => 60) -> ($rc, $output)
+
+=item aggregate_gateway(zone => $name, backends => [ name => port, .. ], mcp => [ directives ]) -> started McpTest
 
 =item everything_upstream_http(@more_http_lines) -> http{} conf: zones gw and up, the upstream on %%PORT2%%
 

@@ -40,25 +40,22 @@ sub copy_tree {
     return $dir;
 }
 
-sub append {
-    my ($file, $text) = @_;
-    open my $fh, '>>', $file or die "$file: $!";
+# write ('>') or append ('>>') $text to $file
+sub put {
+    my ($mode, $file, $text) = @_;
+    open my $fh, $mode, $file or die "$file: $!";
     print $fh $text;
     close $fh or die "$file: $!";
 }
+
+sub append { put('>>', @_) }
+sub spew   { put('>', @_) }
 
 sub slurp {
     my ($file) = @_;
     open my $fh, '<', $file or die "$file: $!";
     local $/;
     return scalar <$fh>;
-}
-
-sub spew {
-    my ($file, $text) = @_;
-    open my $fh, '>', $file or die "$file: $!";
-    print $fh $text;
-    close $fh or die "$file: $!";
 }
 
 # the report's short name (parse/json.c) to a path in a tree

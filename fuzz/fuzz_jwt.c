@@ -56,8 +56,9 @@ static char  ngx_fuzz_token[] =
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    u_char      *copy, *nl;
-    size_t       tlen;
+    u_char      *copy;
+    ngx_int_t    rc;
+    ngx_str_t    token, jwks;
     ngx_pool_t  *pool;
 
     pool = ngx_shim_pool_create();
@@ -65,18 +66,23 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
+    rc = ngx_shim_split(pool, data, size, &token, &jwks);
+
+    if (rc == NGX_OK) {
+        ngx_fuzz_jwt(pool, token.data, token.len, jwks.data, jwks.len);
+        goto done;
+    }
+
+    if (rc == NGX_ERROR) {
+        goto done;
+    }
+
     copy = ngx_shim_copy(pool, data, size);
     if (copy == NULL) {
         goto done;
     }
 
-    nl = memchr(copy, '\n', size);
-
-    if (nl != NULL) {
-        tlen = nl - copy;
-        ngx_fuzz_jwt(pool, copy, tlen, nl + 1, size - tlen - 1);
-
-    } else if (size && copy[0] == '{') {
+    if (size && copy[0] == '{') {
         ngx_fuzz_jwt(pool, (u_char *) ngx_fuzz_token,
                      sizeof(ngx_fuzz_token) - 1, copy, size);
 

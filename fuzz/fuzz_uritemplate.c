@@ -32,7 +32,7 @@ static char  *ngx_fuzz_templates[] = {
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    u_char      *copy, *nl;
+    ngx_int_t    rc;
     ngx_str_t    tmpl, uri;
     ngx_uint_t   i;
     ngx_pool_t  *pool;
@@ -42,33 +42,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    copy = ngx_shim_copy(pool, data, size);
-    if (copy == NULL) {
-        goto done;
-    }
+    rc = ngx_shim_split(pool, data, size, &tmpl, &uri);
 
-    nl = ngx_strlchr(copy, copy + size, '\n');
-
-    if (nl != NULL) {
-        /* separate allocations: an overrun of either is seen */
-        tmpl.len = nl - copy;
-        tmpl.data = ngx_pnalloc(pool, tmpl.len);
-        uri.len = copy + size - nl - 1;
-        uri.data = ngx_pnalloc(pool, uri.len);
-
-        if (tmpl.data == NULL || uri.data == NULL) {
-            goto done;
-        }
-
-        ngx_memcpy(tmpl.data, copy, tmpl.len);
-        ngx_memcpy(uri.data, nl + 1, uri.len);
-
+    if (rc == NGX_OK) {
         ngx_fuzz_match(pool, &tmpl, &uri);
         goto done;
     }
 
-    uri.data = copy;
+    if (rc == NGX_ERROR) {
+        goto done;
+    }
+
     uri.len = size;
+    uri.data = ngx_shim_copy(pool, data, size);
+    if (uri.data == NULL) {
+        goto done;
+    }
 
     for (i = 0; ngx_fuzz_templates[i]; i++) {
         tmpl.data = (u_char *) ngx_fuzz_templates[i];

@@ -50,6 +50,37 @@ ngx_shim_copy(ngx_pool_t *pool, const uint8_t *data, size_t size)
 }
 
 
+/*
+ * the input split at its first LF into two exact-size copies, each an
+ * allocation of its own (an overrun of either is an ASan report): NGX_OK,
+ * NGX_DECLINED when there is no LF, NGX_ERROR when out of memory
+ */
+
+ngx_int_t
+ngx_shim_split(ngx_pool_t *pool, const uint8_t *data, size_t size,
+    ngx_str_t *first, ngx_str_t *rest)
+{
+    const uint8_t  *nl;
+
+    nl = memchr(data, '\n', size);
+    if (nl == NULL) {
+        return NGX_DECLINED;
+    }
+
+    first->len = nl - data;
+    first->data = ngx_shim_copy(pool, data, first->len);
+
+    rest->len = size - first->len - 1;
+    rest->data = ngx_shim_copy(pool, nl + 1, rest->len);
+
+    if (first->data == NULL || rest->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
 void
 ngx_shim_pool_destroy(ngx_pool_t *pool)
 {

@@ -167,21 +167,10 @@ my $keys_file = 'conf/keys';
 
 my $t = McpTest->new(
     ports => 2,
-    http  => join("\n",
-        'mcp_session_zone zone=gw:1m;',
+    http  => everything_upstream_http({ up => '4m' },
         'mcp_session_zone zone=short:1m timeout=1s;',
         'mcp_session_zone zone=quota:1m per_client=$http_x_client:2;',
-        'mcp_session_zone zone=one:1m per_client=$http_x_client:1;',
-        'mcp_session_zone zone=up:4m;',
-        upstream_log_format(),
-        <<'NGX'),
-    server {
-        listen 127.0.0.1:%%PORT2%%;
-        access_log %%PREFIX%%/logs/upstream.log mcp_upstream;
-        mcp_session up;
-        location = /mcp { mcp on; mcp_builtin everything; }
-    }
-NGX
+        'mcp_session_zone zone=one:1m per_client=$http_x_client:1;'),
     server => <<"NGX",
         mcp_session gw;
         location = /echo       { mcp_pass http://127.0.0.1:$fake->{port}/echo; }

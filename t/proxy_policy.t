@@ -73,19 +73,8 @@ my $fake = fake_upstream(sub {
 
 my $t = McpTest->new(
     ports => 3,    # 3: server-everything (node)
-    http  => join("\n",
-        'mcp_session_zone zone=gw:1m;',
-        'mcp_session_zone zone=up:1m;',
-        'mcp_session_zone zone=bi:1m;',
-        upstream_log_format(),
-        <<'NGX'),
-    server {
-        listen 127.0.0.1:%%PORT2%%;
-        access_log %%PREFIX%%/logs/upstream.log mcp_upstream;
-        mcp_session up;
-        location = /mcp   { mcp on; mcp_builtin everything; }
+    http  => everything_upstream_http({ locations => <<'NGX' }, 'mcp_session_zone zone=bi:1m;'),
         location = /paged { mcp on; mcp_builtin everything; mcp_page_size 4; }
-    }
 NGX
     server => <<"NGX",
         mcp_session gw;

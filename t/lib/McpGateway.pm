@@ -259,21 +259,27 @@ NGX
 # built-in Everything set: the zones "gw" (for the gateway's locations)
 # and "up", upstream_log_format(), then @more (more http{} lines), then
 # the upstream's server on %%PORT2%%, its /mcp logged to
-# logs/upstream.log (upstream_log reads it).
+# logs/upstream.log (upstream_log reads it).  A hash first: options,
+# up => the size of the zone "up" (1m), locations => more locations of
+# the upstream's server.
 sub everything_upstream_http {
+    my $o = ref $_[0] eq 'HASH' ? shift : {};
     my (@more) = @_;
+    my $size = $o->{up} // '1m';
+    my $locations = $o->{locations} // '';
     return join("\n",
         'mcp_session_zone zone=gw:1m;',
-        'mcp_session_zone zone=up:1m;',
+        "mcp_session_zone zone=up:$size;",
         upstream_log_format(),
         @more,
-        <<'NGX');
+        <<"NGX");
     # the upstream: the built-in Everything set, its own zone (and key)
     server {
         listen 127.0.0.1:%%PORT2%%;
         access_log %%PREFIX%%/logs/upstream.log mcp_upstream;
-        location = /mcp { mcp on; mcp_session up; mcp_builtin everything; }
-    }
+        mcp_session up;
+        location = /mcp { mcp on; mcp_builtin everything; }
+$locations    }
 NGX
 }
 
@@ -599,7 +605,7 @@ says "Session initialized with ID: <id>" for each new session.
 
 =item aggregate_gateway(zone => $name, backends => [ name => port, .. ], mcp => [ directives ]) -> started McpTest
 
-=item everything_upstream_http(@more_http_lines) -> http{} conf: zones gw and up, the upstream on %%PORT2%%
+=item everything_upstream_http({ up => '1m', locations => '...' }, @more_http_lines) -> http{} conf: zones gw and up, the upstream on %%PORT2%%
 
 =item front_conf($upstream_blocks, $locations) -> (http => .., server => ..)
 

@@ -156,8 +156,6 @@ void ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
     ngx_http_mcp_aggregate_leg_t *leg);
 
 /* ngx_http_mcp_aggregate_relay.c */
-ngx_int_t ngx_http_mcp_aggregate_post(ngx_http_mcp_aggregate_leg_t *leg,
-    u_char *text, size_t len);
 ngx_int_t ngx_http_mcp_aggregate_headers(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_http_request_t *r, ngx_uint_t init, ngx_http_mcp_fetch_t *f);
 cJSON *ngx_http_mcp_aggregate_response(ngx_pool_t *pool, u_char *p,

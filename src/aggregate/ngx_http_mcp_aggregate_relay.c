@@ -47,6 +47,8 @@ typedef struct {
 } ngx_http_mcp_aggregate_ask_t;
 
 
+static ngx_int_t ngx_http_mcp_aggregate_post(ngx_http_mcp_aggregate_leg_t *leg,
+    u_char *text, size_t len);
 static void ngx_http_mcp_aggregate_restart(ngx_http_mcp_aggregate_op_t *op);
 static void ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last,
     ngx_str_t *id);
@@ -960,7 +962,7 @@ ngx_http_mcp_aggregate_header(ngx_pool_t *pool, ngx_table_elt_t *h,
 
 /* a message (a notification, an answer) to the backend, in its session */
 
-ngx_int_t
+static ngx_int_t
 ngx_http_mcp_aggregate_post(ngx_http_mcp_aggregate_leg_t *leg, u_char *text,
     size_t len)
 {

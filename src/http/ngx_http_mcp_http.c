@@ -40,6 +40,7 @@ typedef struct {
 } ngx_http_mcp_session_end_t;
 
 
+static ngx_uint_t ngx_http_mcp_accepts(ngx_http_request_t *r, const char *type);
 static ngx_uint_t ngx_http_mcp_localhost_origin(ngx_str_t *origin);
 static void ngx_http_mcp_accepts_types(ngx_http_request_t *r,
     ngx_str_t *types, ngx_uint_t n, ngx_uint_t *ok);
@@ -330,15 +331,6 @@ ngx_http_mcp_localhost_origin(ngx_str_t *origin)
 }
 
 
-/* a GET: the client takes an event stream */
-
-ngx_uint_t
-ngx_http_mcp_accepts_sse(ngx_http_request_t *r)
-{
-    return ngx_http_mcp_accepts(r, "text/event-stream");
-}
-
-
 /* a POST: the client takes both a JSON reply and an event stream */
 
 ngx_uint_t
@@ -374,7 +366,7 @@ ngx_http_mcp_accepts_post(ngx_http_request_t *r)
 }
 
 
-ngx_uint_t
+static ngx_uint_t
 ngx_http_mcp_accepts(ngx_http_request_t *r, const char *type)
 {
     ngx_str_t   t;

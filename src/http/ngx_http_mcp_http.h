@@ -98,8 +98,6 @@ ngx_http_mcp_ctx_t *ngx_http_mcp_ctx_create(ngx_http_request_t *r,
 ngx_int_t ngx_http_mcp_check_origin(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 u_char *ngx_http_mcp_origin_host(ngx_str_t *origin);
-ngx_uint_t ngx_http_mcp_accepts(ngx_http_request_t *r, const char *type);
-ngx_uint_t ngx_http_mcp_accepts_sse(ngx_http_request_t *r);
 ngx_uint_t ngx_http_mcp_accepts_post(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_version_check(ngx_table_elt_t *h);
 ngx_int_t ngx_http_mcp_session_preamble(ngx_http_request_t *r,

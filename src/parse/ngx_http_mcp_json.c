@@ -85,6 +85,8 @@ typedef struct {
 } ngx_http_mcp_json_scan_t;
 
 
+static ngx_int_t ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p,
+    size_t len, ngx_array_t *ids, const char **error);
 static ngx_inline u_char *ngx_http_mcp_json_plain_run(u_char *p,
     u_char *end);
 #if (NGX_HAVE_LITTLE_ENDIAN && defined __GNUC__)
@@ -1243,7 +1245,9 @@ ngx_http_mcp_json_decode(u_char *p, size_t len, u_char *dst)
 }
 
 
-ngx_int_t
+/* the scan without a tree; ids as ngx_http_mcp_json_parse() takes them */
+
+static ngx_int_t
 ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p, size_t len,
     ngx_array_t *ids, const char **error)
 {

@@ -17,17 +17,13 @@
 
 
 /*
- * Scans p whole; with ids, collects the raw text of the "id" member of
- * the top-level object, or of each object of a top-level array
- * (ngx_str_t, an empty one when absent).  NGX_OK, NGX_DECLINED (*error
- * says why) or NGX_ERROR.
- */
-ngx_int_t ngx_http_mcp_json_check(ngx_pool_t *pool, u_char *p, size_t len,
-    ngx_array_t *ids, const char **error);
-/*
- * The same scan, building the tree cJSON_Parse() would make of p; but a
+ * Scans p whole, building the tree cJSON_Parse() would make of it; but a
  * number that is the value of a member named "progressToken" keeps its
  * text as written in valuestring, NUL-terminated (cJSON leaves it NULL).
+ * With ids, collects the raw text of the "id" member of the top-level
+ * object, or of each object of a top-level array (ngx_str_t, an empty
+ * one when absent).  NGX_OK, NGX_DECLINED (*error says why) or
+ * NGX_ERROR.
  */
 ngx_int_t ngx_http_mcp_json_parse(ngx_pool_t *pool, u_char *p, size_t len,
     ngx_array_t *ids, cJSON **root, const char **error);

@@ -29,6 +29,8 @@ typedef struct {
 } ngx_http_mcp_loctool_block_t;
 
 
+static ngx_int_t ngx_http_mcp_loctool_find_args(ngx_conf_t *cf,
+    ngx_array_t *args);
 static ngx_int_t ngx_http_mcp_loctool_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_mcp_loctool_postconfiguration(ngx_conf_t *cf);
 static void *ngx_http_mcp_loctool_create_main_conf(ngx_conf_t *cf);
@@ -904,7 +906,7 @@ ngx_http_mcp_loctool_set_string(cJSON *desc, const char *key,
 
 /* the NAMEs of the $mcp_arg_NAME variables the configuration indexed */
 
-ngx_int_t
+static ngx_int_t
 ngx_http_mcp_loctool_find_args(ngx_conf_t *cf, ngx_array_t *args)
 {
     ngx_str_t                  *name;

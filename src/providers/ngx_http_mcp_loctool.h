@@ -73,8 +73,6 @@ void ngx_http_mcp_loctool_event(ngx_event_t *ev);
 ngx_int_t ngx_http_mcp_loctool_add_variables(ngx_conf_t *cf);
 
 /* ngx_http_mcp_loctool.c */
-ngx_int_t ngx_http_mcp_loctool_find_args(ngx_conf_t *cf,
-    ngx_array_t *args);
 
 /* ngx_http_mcp_loctool_reply.c */
 cJSON *ngx_http_mcp_loctool_tool_result(ngx_http_mcp_loctool_state_t *st,

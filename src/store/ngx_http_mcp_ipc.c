@@ -54,6 +54,7 @@ typedef struct {
 } ngx_http_mcp_worker_t;
 
 
+static ngx_int_t ngx_http_mcp_ipc_wake(ngx_pid_t pid, ngx_log_t *log);
 static ngx_int_t ngx_http_mcp_ipc_addr(struct sockaddr_un *sun,
     socklen_t *len, ngx_pid_t pid);
 static ngx_int_t ngx_http_mcp_ipc_dir_ok(ngx_log_t *log);
@@ -410,7 +411,7 @@ ngx_http_mcp_notify_stream(ngx_pid_t pid, uint32_t token, ngx_log_t *log)
 }
 
 
-ngx_int_t
+static ngx_int_t
 ngx_http_mcp_ipc_wake(ngx_pid_t pid, ngx_log_t *log)
 {
     u_char              byte;

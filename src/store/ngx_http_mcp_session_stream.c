@@ -1,9 +1,9 @@
 
 /*
- * The session store, second part: the streams, event log and waits of a
- * session in the shared zone.  Each function here is a whole operation
- * that takes the zone's lock itself; the stream and call code above ask
- * for what they need and never see the zone.
+ * A session's streams, event log and waits in the shared zone (the
+ * sessions themselves: ngx_http_mcp_session.c).  Each function here is
+ * a whole operation that takes the zone's lock itself; the stream and
+ * call code above ask for what they need and never see the zone.
  *
  * Streams.  Every message a session sends on a stream (a POST's SSE
  * reply or a standalone GET) goes into the session's event log first;

@@ -1,13 +1,12 @@
 
 /*
- * The session store, third part: tasks.  A task is a tools/call that
- * goes on after its reply; any worker may be asked about it, so its
- * record lives in the zone: status, times, and what it keeps as JSON
- * texts (its request, the input it waits for, the answers, the outcome).
- * Each function is a whole operation that takes the zone's lock; the
- * JSON itself is the business of ngx_http_mcp_task.c, which reads a copy
- * and writes back with a version check, so nothing is parsed under the
- * lock.
+ * Tasks in the shared zone.  A task is a tools/call that goes on after
+ * its reply; any worker may be asked about it, so its record lives in
+ * the zone: status, times, and what it keeps as JSON texts (its request,
+ * the input it waits for, the answers, the outcome).  Each function is a
+ * whole operation that takes the zone's lock; the JSON itself is the
+ * business of ngx_http_mcp_task.c, which reads a copy and writes back
+ * with a version check, so nothing is parsed under the lock.
  *
  * A task belongs to its owner (a digest of the auth subject, the session
  * or the client key): a task of another owner is not found.  Tasks live

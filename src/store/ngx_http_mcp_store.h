@@ -302,7 +302,6 @@ void ngx_http_mcp_ipc_exit(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_mcp_notify_pid(ngx_pid_t pid, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_notify_stream(ngx_pid_t pid, uint32_t token,
     ngx_log_t *log);
-ngx_int_t ngx_http_mcp_ipc_wake(ngx_pid_t pid, ngx_log_t *log);
 
 
 #endif /* _NGX_HTTP_MCP_STORE_H_INCLUDED_ */

@@ -68,6 +68,7 @@ typedef struct {
 /* which of the arguments' variables the configuration uses */
 #define NGX_HTTP_MCP_AUDIT_DIGEST      0x01
 #define NGX_HTTP_MCP_AUDIT_ARGUMENTS   0x02
+#define NGX_HTTP_MCP_AUDIT_OUTCOME     0x04    /* mcp_pass reads replies */
 
 
 /*
@@ -128,8 +129,17 @@ typedef struct {
 typedef ngx_uint_t (*ngx_http_mcp_tool_allowed_pt)(void *data,
     ngx_str_t *name);
 
+/*
+ * What else reads each message of a reply the policy filters: mcp_pass's
+ * outcomes and checks (ngx_http_mcp_proxy_check.c), or NULL.  It may
+ * change the message and set *changed; NGX_ERROR ends the reply.
+ */
+typedef ngx_int_t (*ngx_http_mcp_reply_message_pt)(void *data,
+    cJSON *message, ngx_uint_t *changed);
+
 typedef struct {
     ngx_http_mcp_tool_allowed_pt   allowed;
+    ngx_http_mcp_reply_message_pt  message;
     void                          *data;
 } ngx_http_mcp_tool_filter_t;
 

@@ -569,6 +569,7 @@ ngx_http_mcp_list(ngx_http_mcp_call_t *call)
         }
 
         filter.allowed = ngx_http_mcp_policy_allows;
+        filter.message = NULL;
         filter.data = mlcf;
         f = &filter;
     }

@@ -26,13 +26,29 @@
 ngx_int_t
 ngx_http_mcp_output_check(ngx_http_mcp_call_t *call, cJSON *result)
 {
+    return ngx_http_mcp_output_conform(call->pool, call->log,
+               &call->entry->name,
+               ngx_http_mcp_json_get(call->entry->desc, "outputSchema"),
+               result, ngx_http_mcp_hooks.format_assert(call->loc_conf));
+}
+
+
+/*
+ * The check itself, for any tool: the module's own, and an upstream's
+ * whose result mcp_pass_check_results holds to the outputSchema the
+ * upstream listed (ngx_http_mcp_proxy_check.c).
+ */
+
+ngx_int_t
+ngx_http_mcp_output_conform(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_str_t *name, cJSON *schema, cJSON *result, ngx_uint_t format_assert)
+{
     u_char                      *error, *text;
-    cJSON                       *schema, *sc, *type, *content, *item;
+    cJSON                       *sc, *type, *content, *item;
     size_t                       len;
     ngx_int_t                    rc;
     ngx_http_mcp_schema_opts_t   opts;
 
-    schema = ngx_http_mcp_json_get(call->entry->desc, "outputSchema");
     type = ngx_http_mcp_json_get(result, "resultType");
 
     /* an error of the tool's own, a task begun, input asked for */
@@ -52,12 +68,12 @@ ngx_http_mcp_output_check(ngx_http_mcp_call_t *call, cJSON *result)
 
     } else {
         ngx_memzero(&opts, sizeof(ngx_http_mcp_schema_opts_t));
-        opts.format_assert = ngx_http_mcp_hooks.format_assert(call->loc_conf);
+        opts.format_assert = format_assert;
         opts.path = "structuredContent";
 
         error = NULL;
 
-        rc = ngx_http_mcp_schema_validate_opts(call->pool, schema, sc, &opts,
+        rc = ngx_http_mcp_schema_validate_opts(pool, schema, sc, &opts,
                                                &error);
         if (rc == NGX_OK) {
             return NGX_OK;
@@ -68,13 +84,13 @@ ngx_http_mcp_output_check(ngx_http_mcp_call_t *call, cJSON *result)
         }
     }
 
-    ngx_log_error(NGX_LOG_WARN, call->log, 0,
+    ngx_log_error(NGX_LOG_WARN, log, 0,
                   "mcp: tool \"%V\" result breaks its outputSchema: %s",
-                  &call->entry->name, error);
+                  name, error);
 
     len = sizeof(NGX_HTTP_MCP_OUTPUT_PREFIX) - 1 + ngx_strlen(error);
 
-    text = ngx_pnalloc(call->pool, len + 1);
+    text = ngx_pnalloc(pool, len + 1);
     if (text == NULL) {
         return NGX_ERROR;
     }

@@ -2,7 +2,8 @@
 /*
  * A tool's result held to the outputSchema it declares (MCP: a server
  * MUST return structuredContent that conforms to it).  The module's own
- * tools only: the Everything set, the C API's, mcp_tool.
+ * tools: the Everything set, the C API's, mcp_tool; and an upstream's
+ * under mcp_pass_check_results.
  */
 
 
@@ -21,6 +22,13 @@
  */
 ngx_int_t ngx_http_mcp_output_check(ngx_http_mcp_call_t *call,
     cJSON *result);
+
+/*
+ * The same for tool name's result against schema (NULL: none declared),
+ * the fault logged to log; format_assert: "format" is an assertion.
+ */
+ngx_int_t ngx_http_mcp_output_conform(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_str_t *name, cJSON *schema, cJSON *result, ngx_uint_t format_assert);
 
 
 #endif /* _NGX_HTTP_MCP_OUTPUT_H_INCLUDED_ */

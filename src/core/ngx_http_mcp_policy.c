@@ -23,7 +23,7 @@ static ngx_uint_t ngx_http_mcp_policy_match(ngx_array_t *patterns,
     ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_policy_filter_message(cJSON *message,
     ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed);
-static void ngx_http_mcp_policy_filter_json(cJSON *json,
+static ngx_int_t ngx_http_mcp_policy_filter_json(cJSON *json,
     ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed);
 static ngx_int_t ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
     ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out,
@@ -199,10 +199,9 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
     }
 
     changed = 0;
-    rc = NGX_OK;
-    ngx_http_mcp_policy_filter_json(json, tf, &changed);
+    rc = ngx_http_mcp_policy_filter_json(json, tf, &changed);
 
-    if (changed) {
+    if (rc == NGX_OK && changed) {
         out->data = ngx_http_mcp_json_print(pool, json, &out->len);
         rc = (out->data != NULL) ? NGX_OK : NGX_ERROR;
     }
@@ -213,9 +212,9 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
 }
 
 
-/* a message, or each message of a batch */
+/* a message, or each message of a batch; then what else reads them */
 
-static void
+static ngx_int_t
 ngx_http_mcp_policy_filter_json(cJSON *json, ngx_http_mcp_tool_filter_t *tf,
     ngx_uint_t *changed)
 {
@@ -223,12 +222,22 @@ ngx_http_mcp_policy_filter_json(cJSON *json, ngx_http_mcp_tool_filter_t *tf,
 
     if (!cJSON_IsArray(json)) {
         (void) ngx_http_mcp_policy_filter_message(json, tf, changed);
-        return;
+
+        return (tf->message != NULL) ? tf->message(tf->data, json, changed)
+                                     : NGX_OK;
     }
 
     cJSON_ArrayForEach(item, json) {
         (void) ngx_http_mcp_policy_filter_message(item, tf, changed);
+
+        if (tf->message != NULL
+            && tf->message(tf->data, item, changed) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
+
+    return NGX_OK;
 }
 
 
@@ -370,8 +379,11 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
 
     changed = 0;
 
-    if (json != NULL) {
-        ngx_http_mcp_policy_filter_json(json, tf, &changed);
+    if (json != NULL
+        && ngx_http_mcp_policy_filter_json(json, tf, &changed) != NGX_OK)
+    {
+        cJSON_Delete(json);
+        return NGX_ERROR;
     }
 
     if (!changed) {

@@ -48,7 +48,6 @@ ngx_int_t ngx_http_mcp_rewrite_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx);
 void ngx_http_mcp_variables_used(ngx_conf_t *cf);
-void ngx_http_mcp_variables_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply);
 
 ngx_int_t ngx_http_mcp_filter_init(ngx_conf_t *cf);
 

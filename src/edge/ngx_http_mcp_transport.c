@@ -829,7 +829,7 @@ ngx_http_mcp_post_end(ngx_http_mcp_call_t *call, cJSON *reply)
 
     if (ctx->stream != NULL) {
         /* the reply goes to the stream: $mcp_outcome hears of it now */
-        ngx_http_mcp_variables_outcome(&msg[call->index], reply);
+        ngx_http_mcp_jsonrpc_outcome(&msg[call->index], reply);
         return NGX_DECLINED;
     }
 

@@ -695,39 +695,6 @@ ngx_http_mcp_variables_arguments(ngx_http_mcp_ctx_t *ctx)
 
 
 /*
- * What a message's reply says: a result (isError or not) or an error
- * and its code.  Called as each call ends, and for the replies the edge
- * made itself when a variable asks.
- */
-
-void
-ngx_http_mcp_variables_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply)
-{
-    cJSON  *error, *code, *result;
-
-    error = ngx_http_mcp_json_get(reply, "error");
-
-    if (error != NULL) {
-        code = ngx_http_mcp_json_get(error, "code");
-
-        msg->outcome = NGX_HTTP_MCP_OUTCOME_ERROR;
-        msg->code = cJSON_IsNumber(code) ? (ngx_int_t) code->valuedouble : 0;
-        return;
-    }
-
-    result = ngx_http_mcp_json_get(reply, "result");
-
-    if (result == NULL) {
-        return;
-    }
-
-    msg->outcome = cJSON_IsTrue(ngx_http_mcp_json_get(result, "isError"))
-                   ? NGX_HTTP_MCP_OUTCOME_IS_ERROR
-                   : NGX_HTTP_MCP_OUTCOME_OK;
-}
-
-
-/*
  * $mcp_outcome (ok, is_error, error) or $mcp_error_code of every message
  * that gets a reply.  When none has one, the POST was refused whole (a
  * parse error, an unknown session, a missing token): its error is the
@@ -769,7 +736,7 @@ ngx_http_mcp_variable_outcomes(ngx_http_request_t *r,
         if (msg[i].outcome == NGX_HTTP_MCP_OUTCOME_NONE
             && msg[i].reply != NULL)
         {
-            ngx_http_mcp_variables_outcome(&msg[i], msg[i].reply);
+            ngx_http_mcp_jsonrpc_outcome(&msg[i], msg[i].reply);
         }
 
         if (p != start) {
@@ -813,13 +780,21 @@ ngx_http_mcp_variable_outcomes(ngx_http_request_t *r,
 void
 ngx_http_mcp_variables_used(ngx_conf_t *cf)
 {
-    ngx_uint_t                  i;
+    ngx_uint_t                  i, j;
     ngx_http_variable_t        *v;
     ngx_http_mcp_main_conf_t   *mmcf;
     ngx_http_core_main_conf_t  *cmcf;
 
-    static ngx_str_t  digest = ngx_string("mcp_arguments_digest");
-    static ngx_str_t  arguments = ngx_string("mcp_arguments");
+    static struct {
+        ngx_str_t               name;
+        ngx_uint_t              flag;
+    } costly[] = {
+        { ngx_string("mcp_arguments_digest"), NGX_HTTP_MCP_AUDIT_DIGEST },
+        { ngx_string("mcp_arguments"), NGX_HTTP_MCP_AUDIT_ARGUMENTS },
+        /* mcp_pass reads the replies it relays for them */
+        { ngx_string("mcp_outcome"), NGX_HTTP_MCP_AUDIT_OUTCOME },
+        { ngx_string("mcp_error_code"), NGX_HTTP_MCP_AUDIT_OUTCOME }
+    };
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
     mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
@@ -827,19 +802,15 @@ ngx_http_mcp_variables_used(ngx_conf_t *cf)
     v = cmcf->variables.elts;
 
     for (i = 0; i < cmcf->variables.nelts; i++) {
+        for (j = 0; j < sizeof(costly) / sizeof(costly[0]); j++) {
 
-        if (v[i].name.len == digest.len
-            && ngx_strncasecmp(v[i].name.data, digest.data, digest.len) == 0)
-        {
-            mmcf->audit |= NGX_HTTP_MCP_AUDIT_DIGEST;
-        }
-
-        if (v[i].name.len == arguments.len
-            && ngx_strncasecmp(v[i].name.data, arguments.data,
-                               arguments.len)
-               == 0)
-        {
-            mmcf->audit |= NGX_HTTP_MCP_AUDIT_ARGUMENTS;
+            if (v[i].name.len == costly[j].name.len
+                && ngx_strncasecmp(v[i].name.data, costly[j].name.data,
+                                   costly[j].name.len)
+                   == 0)
+            {
+                mmcf->audit |= costly[j].flag;
+            }
         }
     }
 }

@@ -634,3 +634,36 @@ ngx_http_mcp_jsonrpc_notification(u_char *buf, const char *method,
 
     return len;
 }
+
+
+/*
+ * What a message's reply says: a result (isError or not) or an error
+ * and its code.  Called as each call ends, for the replies the edge made
+ * itself when a variable asks, and for those mcp_pass relays.
+ */
+
+void
+ngx_http_mcp_jsonrpc_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply)
+{
+    cJSON  *error, *code, *result;
+
+    error = ngx_http_mcp_json_get(reply, "error");
+
+    if (error != NULL) {
+        code = ngx_http_mcp_json_get(error, "code");
+
+        msg->outcome = NGX_HTTP_MCP_OUTCOME_ERROR;
+        msg->code = cJSON_IsNumber(code) ? (ngx_int_t) code->valuedouble : 0;
+        return;
+    }
+
+    result = ngx_http_mcp_json_get(reply, "result");
+
+    if (result == NULL) {
+        return;
+    }
+
+    msg->outcome = cJSON_IsTrue(ngx_http_mcp_json_get(result, "isError"))
+                   ? NGX_HTTP_MCP_OUTCOME_IS_ERROR
+                   : NGX_HTTP_MCP_OUTCOME_OK;
+}

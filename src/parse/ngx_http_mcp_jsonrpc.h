@@ -49,6 +49,9 @@ typedef struct {
 #define NGX_HTTP_MCP_OUTCOME_ERROR     3     /* a JSON-RPC error */
 
 
+/* a message's outcome from its reply, for $mcp_outcome */
+void ngx_http_mcp_jsonrpc_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply);
+
 ngx_int_t ngx_http_mcp_jsonrpc_parse(ngx_pool_t *pool, u_char *body,
     size_t len, cJSON **root, ngx_array_t *msgs, ngx_uint_t *batch,
     const char **error);

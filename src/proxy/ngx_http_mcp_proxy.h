@@ -39,6 +39,11 @@ typedef struct {
     ngx_str_t                  ssl_host;
     size_t                     filter_buffer_size;  /* a reply held for
                                                        tool policy */
+    ngx_flag_t                 check_arguments;  /* against the listed */
+    ngx_flag_t                 check_results;    /* inputSchema, and
+                                                    outputSchema */
+    ngx_str_t                  tools_key;   /* whose tools the zone keeps:
+                                               the upstream and its URI */
 } ngx_http_mcp_proxy_loc_conf_t;
 
 
@@ -88,6 +93,12 @@ typedef struct {
     unsigned                   sse:1;       /* the reply is SSE */
     unsigned                   endless:1;   /* a relayed stream that does
                                                not end by itself */
+    unsigned                   read:1;      /* its messages are read, for
+                                               the outcomes and checks */
+    unsigned                   must_read:1;  /* a reply too large to read
+                                               is refused, not relayed */
+    unsigned                   lax:1;       /* held for the outcomes only:
+                                               too large, it goes unread */
 } ngx_http_mcp_proxy_ctx_t;
 
 
@@ -124,7 +135,13 @@ ngx_str_t *ngx_http_mcp_proxy_uri(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_proxy_stream(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last,
     ngx_str_t *out);
-ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name);
+
+/* what mcp_pass reads of a POST and its reply (ngx_http_mcp_proxy_check.c) */
+void ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx);
+void ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
+    ngx_http_mcp_tool_filter_t *tf);
+ngx_int_t ngx_http_mcp_proxy_check_arguments(ngx_http_mcp_ctx_t *ctx,
+    ngx_str_t *tool, cJSON *arguments, u_char **error);
 
 /* mcp_affinity (ngx_http_mcp_proxy_balancer.c) */
 ngx_uint_t ngx_http_mcp_balancer_bypass(ngx_http_upstream_srv_conf_t *uscf);

@@ -26,6 +26,8 @@ static ngx_int_t ngx_http_mcp_proxy_guarded(ngx_http_request_t *r,
 static ngx_int_t ngx_http_mcp_proxy_guard_end(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 static ngx_int_t ngx_http_mcp_proxy_cut(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_unheld(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
 static ngx_int_t ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
 static ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
@@ -203,7 +205,8 @@ ngx_http_mcp_proxy_output(ngx_http_request_t *r,
         n = last - pos;
 
         if (pctx->acc_len + n > pctx->conf->filter_buffer_size) {
-            return ngx_http_mcp_proxy_too_big(r, pctx);
+            return pctx->lax ? ngx_http_mcp_proxy_unheld(r, pctx, pos, last)
+                             : ngx_http_mcp_proxy_too_big(r, pctx);
         }
 
         if (pctx->acc_len + n > pctx->acc_size) {
@@ -322,6 +325,48 @@ ngx_http_mcp_proxy_cut(ngx_http_request_t *r)
     }
 
     return NGX_ERROR;
+}
+
+
+/*
+ * A reply held for its outcomes alone grew past the buffer: what was
+ * held goes, and the rest as it comes, unread; under the policy, read
+ * for its ids as any JSON reply is.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_unheld(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last)
+{
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "mcp proxy: reply over %uz, relayed unread",
+                   pctx->conf->filter_buffer_size);
+
+    pctx->filter = 0;
+    pctx->lax = 0;
+
+    if (pctx->policy) {
+        pctx->guard = ngx_palloc(r->pool, sizeof(ngx_http_mcp_jsonguard_t));
+        if (pctx->guard == NULL
+            || ngx_http_mcp_jsonguard_init(pctx->guard, r->pool,
+                                           &pctx->ctx->msgs)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    if (pctx->acc_len
+        && ngx_http_mcp_proxy_output(r, pctx, pctx->acc,
+                                     pctx->acc + pctx->acc_len)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    pctx->acc_len = 0;
+
+    return ngx_http_mcp_proxy_output(r, pctx, pos, last);
 }
 
 
@@ -456,8 +501,7 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     in.data = pctx->acc;
     in.len = pctx->acc_len;
 
-    tf.allowed = ngx_http_mcp_proxy_tool_visible;
-    tf.data = pctx->ctx;
+    ngx_http_mcp_proxy_tool_filter(pctx, &tf);
 
     rc = ngx_http_mcp_policy_filter_reply(r->pool, &tf, &in, &out, &error);
 

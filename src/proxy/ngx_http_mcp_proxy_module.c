@@ -61,6 +61,20 @@ static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
       offsetof(ngx_http_mcp_proxy_loc_conf_t, filter_buffer_size),
       NULL },
 
+    { ngx_string("mcp_pass_check_arguments"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_proxy_loc_conf_t, check_arguments),
+      NULL },
+
+    { ngx_string("mcp_pass_check_results"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_proxy_loc_conf_t, check_results),
+      NULL },
+
     { ngx_string("mcp_pass_ssl_verify"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -237,6 +251,9 @@ ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     plcf->proxy_uri = u.uri;
 
+    /* the tools an upstream lists are its URL's, whichever location */
+    plcf->tools_key = url;
+
     /* the name TLS checks the upstream's certificate against, and SNI */
     p = ngx_strlchr(plcf->proxy_host.data,
                     plcf->proxy_host.data + plcf->proxy_host.len, ':');
@@ -285,6 +302,8 @@ ngx_http_mcp_proxy_create_loc_conf(ngx_conf_t *cf)
     conf->upstream.pass_headers = NGX_CONF_UNSET_PTR;
     conf->upstream.intercept_errors = NGX_CONF_UNSET;
     conf->pass_authorization = NGX_CONF_UNSET;
+    conf->check_arguments = NGX_CONF_UNSET;
+    conf->check_results = NGX_CONF_UNSET;
     conf->ssl_verify = NGX_CONF_UNSET;
     conf->ssl_passwords = NGX_CONF_UNSET_PTR;
 
@@ -342,6 +361,8 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                          prev->upstream.intercept_errors, 0);
     ngx_conf_merge_value(conf->pass_authorization, prev->pass_authorization,
                          0);
+    ngx_conf_merge_value(conf->check_arguments, prev->check_arguments, 0);
+    ngx_conf_merge_value(conf->check_results, prev->check_results, 0);
 
     conf->upstream.ignore_headers = NGX_HTTP_UPSTREAM_IGN_XA_REDIRECT
                                     |NGX_HTTP_UPSTREAM_IGN_XA_EXPIRES
@@ -357,6 +378,7 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         conf->upstream.upstream = prev->upstream.upstream;
         conf->proxy_host = prev->proxy_host;
         conf->proxy_uri = prev->proxy_uri;
+        conf->tools_key = prev->tools_key;
         conf->ssl = prev->ssl;
         conf->ssl_host = prev->ssl_host;
         conf->upstream.ssl = prev->upstream.ssl;

@@ -41,6 +41,8 @@ static ngx_int_t ngx_http_mcp_proxy_refuse(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_proxy_refuse_batch(ngx_http_mcp_ctx_t *ctx,
     ngx_uint_t denied, ngx_int_t code, const char *why);
+static ngx_int_t ngx_http_mcp_proxy_refuse_arguments(
+    ngx_http_mcp_ctx_t *ctx, ngx_uint_t bad, ngx_str_t *tool, u_char *error);
 static ngx_int_t ngx_http_mcp_proxy_authorize(ngx_http_mcp_ctx_t *ctx,
     ngx_uint_t i, ngx_int_t *rc);
 
@@ -78,6 +80,8 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
     }
 
     msg = ctx->msgs.elts;
+
+    ngx_http_mcp_proxy_reads(pctx);
 
     if (ctx->stateless) {
         /*
@@ -204,7 +208,7 @@ static ngx_int_t
 ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
     ngx_int_t *rc)
 {
-    cJSON               *name;
+    cJSON               *name, *args;
     u_char               logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end, *error;
     ngx_int_t            limits;
     ngx_str_t            tool;
@@ -256,10 +260,20 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
 
         if (ngx_http_mcp_tool_allowed(ctx->conf, &tool)) {
             /* the input limits hold on every path, mcp_pass too */
+            args = cJSON_GetObjectItemCaseSensitive(msg[i].params,
+                                                    "arguments");
             limits = ngx_http_mcp_auth_check_input(r->loc_conf, r->pool,
-                         cJSON_GetObjectItemCaseSensitive(msg[i].params,
-                                                          "arguments"),
-                         &error);
+                                                   args, &error);
+            if (limits == NGX_OK) {
+                limits = ngx_http_mcp_proxy_check_arguments(ctx, &tool, args,
+                                                            &error);
+                if (limits == NGX_DECLINED) {
+                    *rc = ngx_http_mcp_proxy_refuse_arguments(ctx, i, &tool,
+                                                              error);
+                    return NGX_DECLINED;
+                }
+            }
+
             if (limits == NGX_OK) {
                 continue;
             }
@@ -396,6 +410,37 @@ ngx_http_mcp_proxy_authorize(ngx_http_mcp_ctx_t *ctx, ngx_uint_t i,
 
 
 /*
+ * Arguments the tool's listed inputSchema refuses: the call's result is
+ * an isError result naming the fault, as a built-in tool's is, which a
+ * model can read and correct; the upstream sees nothing of the POST.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_refuse_arguments(ngx_http_mcp_ctx_t *ctx, ngx_uint_t bad,
+    ngx_str_t *tool, u_char *error)
+{
+    u_char              logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end;
+    ngx_http_mcp_msg_t  *msg;
+
+    msg = ctx->msgs.elts;
+
+    end = ngx_http_mcp_log_bounded(logged, sizeof(logged), tool->data,
+                                   tool->len);
+    ngx_log_error(NGX_LOG_INFO, ctx->request->connection->log, 0,
+                  "mcp: tool \"%*s\" arguments refused: %s", end - logged,
+                  logged, error);
+
+    msg[bad].reply = ngx_http_mcp_jsonrpc_result(msg[bad].id,
+                         ngx_http_mcp_text_result((const char *) error, 1));
+    if (msg[bad].reply == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_mcp_proxy_refuse_batch(ctx, bad, 0, NULL);
+}
+
+
+/*
  * A batch is relayed whole or not at all: with a denied call in it, each
  * of its requests gets an error, in an array as any batch's reply.
  */
@@ -411,7 +456,9 @@ ngx_http_mcp_proxy_refuse_batch(ngx_http_mcp_ctx_t *ctx, ngx_uint_t denied,
 
     for (i = 0; i < ctx->msgs.nelts; i++) {
 
-        if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST) {
+        if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST
+            || (i == denied && msg[i].reply != NULL))
+        {
             continue;
         }
 

@@ -218,8 +218,7 @@ ngx_http_mcp_proxy_stream_events(ngx_http_request_t *r,
     const char                  *error;
     ngx_http_mcp_tool_filter_t   tf;
 
-    tf.allowed = ngx_http_mcp_proxy_tool_visible;
-    tf.data = pctx->ctx;
+    ngx_http_mcp_proxy_tool_filter(pctx, &tf);
 
     start = pctx->stream.buf;
     end = start + pctx->stream.len;
@@ -320,21 +319,4 @@ ngx_http_mcp_proxy_stream_cleanup(void *data)
         ngx_destroy_pool(st->pool);
         st->pool = NULL;
     }
-}
-
-
-/* a tool the policy allows and the caller may call */
-
-ngx_uint_t
-ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name)
-{
-    ngx_http_mcp_ctx_t *ctx = data;
-
-    ngx_str_t  scope;
-
-    return ngx_http_mcp_tool_allowed(ctx->conf, name)
-           && (ctx->rctx.auth == NULL
-               || ngx_http_mcp_auth_permits(ctx->rctx.auth, "tools", name,
-                                            &scope)
-                  == NGX_OK);
 }

@@ -574,6 +574,25 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
+    /*
+     * A reply read for its outcomes or checks: an SSE reply event by
+     * event, a JSON reply to a POST held whole, but for one too large to
+     * hold that is read for the outcome alone: it goes on unread.
+     */
+    if (pctx->read && !pctx->filter && !ngx_http_mcp_proxy_read_as_sse(r)
+        && r->method == NGX_HTTP_POST && status >= 200 && status < 300)
+    {
+        pctx->filter = 1;
+        pctx->lax = !pctx->must_read;
+
+        if (pctx->lax
+            && pctx->length > (off_t) pctx->conf->filter_buffer_size)
+        {
+            pctx->filter = 0;
+            pctx->lax = 0;
+        }
+    }
+
     if (pctx->filter && pctx->length > (off_t) pctx->conf->filter_buffer_size)
     {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -584,7 +603,7 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     }
 
     /* else filtered event by event (ngx_http_mcp_proxy_stream.c) */
-    pctx->events = pctx->policy && !pctx->filter
+    pctx->events = (pctx->policy || pctx->read) && !pctx->filter
                    && ngx_http_mcp_proxy_read_as_sse(r);
 
     /*

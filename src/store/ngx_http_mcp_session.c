@@ -115,6 +115,7 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_queue_init(&ctx->sh->queue);
     ngx_queue_init(&ctx->sh->listeners);
     ngx_queue_init(&ctx->sh->backends);
+    ngx_queue_init(&ctx->sh->tools);
     ctx->sh->state_key_made = 0;
 
     ngx_rbtree_init(&ctx->sh->clients, &ctx->sh->clients_sentinel,

@@ -72,6 +72,20 @@ typedef struct {
 } ngx_http_mcp_health_sh_t;
 
 
+/* an upstream's tool as its list declared it, for mcp_pass's checks */
+typedef struct {
+    ngx_queue_t                queue;       /* most recently learnt first */
+    uint32_t                   hash;        /* of the upstream and name */
+    size_t                     size;        /* the whole record's */
+    size_t                     upstream_len;
+    size_t                     name_len;
+    size_t                     input_len;   /* inputSchema as JSON, or 0 */
+    size_t                     output_len;  /* outputSchema */
+    u_char                     data[1];     /* upstream, name, input,
+                                               output */
+} ngx_http_mcp_tooldef_sh_t;
+
+
 /* a client's sessions, for "mcp_session_zone ... per_client=" */
 typedef struct {
     ngx_rbtree_node_t          node;        /* key: the digest's start */
@@ -189,6 +203,9 @@ typedef struct {
     ngx_uint_t                 waiting;     /* server requests pending */
     ngx_uint_t                 dropped;     /* events out of full logs */
     ngx_queue_t                backends;    /* ngx_http_mcp_health_sh_t */
+    ngx_queue_t                tools;       /* ngx_http_mcp_tooldef_sh_t */
+    ngx_uint_t                 ntools;
+    size_t                     tools_size;  /* their bytes */
 } ngx_http_mcp_shctx_t;
 
 

@@ -165,6 +165,13 @@ ngx_int_t ngx_http_mcp_session_backend_health(ngx_shm_zone_t *zone,
 #define NGX_HTTP_MCP_BACKEND_VERSION_LEN  32
 ngx_int_t ngx_http_mcp_session_backend_version(ngx_shm_zone_t *zone,
     ngx_str_t *uri, u_char *version, size_t *len, ngx_uint_t set);
+
+/* an upstream's tools as listed, for mcp_pass's checks (session_tools.c) */
+ngx_int_t ngx_http_mcp_tools_learn(ngx_shm_zone_t *zone, ngx_str_t *upstream,
+    ngx_str_t *name, ngx_str_t *input, ngx_str_t *output);
+ngx_int_t ngx_http_mcp_tools_schemas(ngx_shm_zone_t *zone,
+    ngx_str_t *upstream, ngx_str_t *name, ngx_pool_t *pool, ngx_str_t *input,
+    ngx_str_t *output);
 ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_target_t *target);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);

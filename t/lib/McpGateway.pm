@@ -28,7 +28,7 @@ our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_set
                  run_node_script port_open try_initialize start_python_upstream
                  client_view fake_mcp_server http2_tls conformance_2025_11_25
                  served_by front_conf everything_upstream_http
-                 aggregate_gateway);
+                 aggregate_gateway start_tools_upstream);
 
 sub _now { Time::HiRes::time() }
 
@@ -363,18 +363,42 @@ sub start_everything_nodes {
     return @nodes;
 }
 
-# Copy t/js/$script into build/npm (so that its imports resolve there) and
-# run it with node; returns ($exit_code, $output), -1 on timeout.
-sub run_node_script {
-    my ($script, $args, %o) = @_;
+# t/js/$script where node resolves the SDK: build/npm/.mcp-t/$script
+sub _node_script {
+    my ($script) = @_;
     my $dir = npm_dir() . '/.mcp-t';
     File::Path::make_path($dir);
     my $src = "$McpTest::REPO_ROOT/t/js/$script";
     my $tmp = "$dir/.$script.$$";
     File::Copy::copy($src, $tmp) or croak "copy $src: $!";
     rename $tmp, "$dir/$script" or croak "rename $tmp: $!";
-    return McpTest::_run_capture([ node_bin(), "$dir/$script", @{ $args // [] } ],
+    return "$dir/$script";
+}
+
+# Copy t/js/$script into build/npm (so that its imports resolve there) and
+# run it with node; returns ($exit_code, $output), -1 on timeout.
+sub run_node_script {
+    my ($script, $args, %o) = @_;
+    return McpTest::_run_capture([ node_bin(), _node_script($script), @{ $args // [] } ],
                                  $o{timeout} // 60);
+}
+
+# The SDK server of t/js/tools_upstream.mjs on $port (json => 1: JSON
+# replies, else SSE), its tools/calls appended to logs/$name.calls of
+# the instance; waits until it listens.  Returns (pid, the calls' path).
+sub start_tools_upstream {
+    my ($t, $port, %o) = @_;
+    my $name = $o{name} // 'tools_upstream';
+    my $calls = $t->prefix . "/logs/$name.calls";
+    my $log = $t->prefix . "/logs/$name.log";
+    open my $f, '>', $calls or croak "$calls: $!";
+    close $f;
+    my $pid = spawn(name => $name, cmd => [ node_bin(), _node_script('tools_upstream.mjs') ],
+                    env => { PORT => $port, CAPTURE => $calls, JSON => $o{json} ? 1 : 0 },
+                    cwd => npm_dir(), log => $log);
+    McpTest::wait_until(20, sub { port_open($port) })
+        or croak "tools_upstream on port $port did not listen:\n" . (McpTest::_slurp($log) // '');
+    return ($pid, $calls);
 }
 
 # The TypeScript SDK's reading of a reply body of media type $type

@@ -1,0 +1,434 @@
+
+/*
+ * What mcp_pass reads of the messages it relays, beyond the tool policy:
+ *
+ * - the outcome of each request of a POST (a result, one with isError,
+ *   or a JSON-RPC error and its code), when a log reads $mcp_outcome or
+ *   $mcp_error_code;
+ * - with mcp_pass_check_arguments or mcp_pass_check_results, the tools
+ *   the upstream lists, kept in the zone for every worker
+ *   (ngx_http_mcp_session_tools.c); a tools/call's arguments are then
+ *   checked against the inputSchema listed before it is relayed, and
+ *   its result against the outputSchema, as the module holds its own
+ *   tools to theirs (ngx_http_mcp_output.c).
+ *
+ * A tool no list relayed through the gateway has shown yet is relayed
+ * unchecked: the checks are the gateway's second look, the upstream's
+ * own is the first.  The replies are read where the policy reads them:
+ * a JSON reply held whole (ngx_http_mcp_proxy_body.c), an SSE reply
+ * event by event (ngx_http_mcp_proxy_stream.c).
+ */
+
+
+#include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_schema.h"
+#include "ngx_http_mcp_output.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_auth.h"
+#include "ngx_http_mcp_core.h"
+
+
+static ngx_uint_t ngx_http_mcp_proxy_tool_visible(void *data,
+    ngx_str_t *name);
+static ngx_int_t ngx_http_mcp_proxy_reply_message(void *data,
+    cJSON *message, ngx_uint_t *changed);
+static ngx_http_mcp_msg_t *ngx_http_mcp_proxy_request_of(
+    ngx_http_mcp_ctx_t *ctx, cJSON *id);
+static ngx_int_t ngx_http_mcp_proxy_learn(ngx_http_mcp_proxy_ctx_t *pctx,
+    cJSON *result);
+static ngx_int_t ngx_http_mcp_proxy_learn_schema(ngx_pool_t *pool,
+    cJSON *tool, const char *name, ngx_str_t *text);
+static ngx_int_t ngx_http_mcp_proxy_check_result(
+    ngx_http_mcp_proxy_ctx_t *pctx, ngx_http_mcp_msg_t *msg, cJSON *result,
+    ngx_uint_t *changed);
+static cJSON *ngx_http_mcp_proxy_schema(ngx_http_mcp_proxy_ctx_t *pctx,
+    ngx_str_t *tool, ngx_uint_t output);
+static ngx_uint_t ngx_http_mcp_proxy_is(ngx_http_mcp_msg_t *msg,
+    const char *method, size_t len);
+
+
+#define ngx_http_mcp_proxy_method(msg, m)                                    \
+    ngx_http_mcp_proxy_is(msg, m, sizeof(m) - 1)
+
+
+/*
+ * Which of a POST's replies are read: pctx->read when any message is,
+ * pctx->must_read when a check needs it (a reply too large to read is
+ * then refused as the policy refuses one; for the outcome alone it goes
+ * on unread).
+ */
+
+void
+ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_uint_t                 i, learn;
+    ngx_http_mcp_msg_t        *msg;
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    mmcf = ngx_http_get_module_main_conf(pctx->ctx->request,
+                                         ngx_http_mcp_module);
+    learn = pctx->conf->check_arguments || pctx->conf->check_results;
+    msg = pctx->ctx->msgs.elts;
+
+    for (i = 0; i < pctx->ctx->msgs.nelts; i++) {
+
+        if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST) {
+            continue;
+        }
+
+        if (mmcf->audit & NGX_HTTP_MCP_AUDIT_OUTCOME) {
+            pctx->read = 1;
+        }
+
+        if ((learn && ngx_http_mcp_proxy_method(&msg[i], "tools/list"))
+            || (pctx->conf->check_results
+                && ngx_http_mcp_proxy_method(&msg[i], "tools/call")))
+        {
+            pctx->read = 1;
+            pctx->must_read = 1;
+        }
+    }
+}
+
+
+/* the policy's filter of a reply, and what this file reads of it */
+
+void
+ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
+    ngx_http_mcp_tool_filter_t *tf)
+{
+    tf->allowed = ngx_http_mcp_proxy_tool_visible;
+    tf->message = pctx->read ? ngx_http_mcp_proxy_reply_message : NULL;
+    tf->data = pctx->ctx;
+}
+
+
+/* a tool the policy allows and the caller may call */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name)
+{
+    ngx_http_mcp_ctx_t *ctx = data;
+
+    ngx_str_t  scope;
+
+    return ngx_http_mcp_tool_allowed(ctx->conf, name)
+           && (ctx->rctx.auth == NULL
+               || ngx_http_mcp_auth_permits(ctx->rctx.auth, "tools", name,
+                                            &scope)
+                  == NGX_OK);
+}
+
+
+/*
+ * A tools/call's arguments against the inputSchema its upstream listed:
+ * NGX_OK (valid, or nothing listed to check against), NGX_DECLINED with
+ * *error, or NGX_ERROR.
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_check_arguments(ngx_http_mcp_ctx_t *ctx, ngx_str_t *tool,
+    cJSON *arguments, u_char **error)
+{
+    cJSON                          *schema, empty;
+    ngx_int_t                       rc;
+    ngx_http_request_t             *r;
+    ngx_http_mcp_proxy_ctx_t       *pctx;
+    ngx_http_mcp_schema_opts_t      opts;
+
+    pctx = ctx->proxy;
+
+    if (!pctx->conf->check_arguments) {
+        return NGX_OK;
+    }
+
+    schema = ngx_http_mcp_proxy_schema(pctx, tool, 0);
+
+    if (schema == NULL) {
+        return NGX_OK;
+    }
+
+    r = ctx->request;
+
+    ngx_memzero(&empty, sizeof(cJSON));
+    empty.type = cJSON_Object;
+
+    ngx_memzero(&opts, sizeof(ngx_http_mcp_schema_opts_t));
+    opts.format_assert = ngx_http_mcp_hooks.format_assert(r->loc_conf);
+
+    rc = ngx_http_mcp_schema_validate_opts(r->pool, schema,
+                                           arguments ? arguments : &empty,
+                                           &opts, error);
+    cJSON_Delete(schema);
+
+    return rc;
+}
+
+
+/* one message of a reply read: the reply of one of the POST's requests */
+
+static ngx_int_t
+ngx_http_mcp_proxy_reply_message(void *data, cJSON *message,
+    ngx_uint_t *changed)
+{
+    ngx_http_mcp_ctx_t *ctx = data;
+
+    cJSON                     *result;
+    ngx_http_mcp_msg_t        *msg;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    if (!cJSON_IsObject(message)
+        || cJSON_GetObjectItemCaseSensitive(message, "method") != NULL)
+    {
+        /* a request or notification of the upstream's own */
+        return NGX_OK;
+    }
+
+    msg = ngx_http_mcp_proxy_request_of(ctx,
+              cJSON_GetObjectItemCaseSensitive(message, "id"));
+
+    if (msg == NULL) {
+        return NGX_OK;
+    }
+
+    pctx = ctx->proxy;
+    result = cJSON_GetObjectItemCaseSensitive(message, "result");
+
+    if (cJSON_IsObject(result)
+        && (pctx->conf->check_arguments || pctx->conf->check_results)
+        && ngx_http_mcp_proxy_method(msg, "tools/list")
+        && ngx_http_mcp_proxy_learn(pctx, result) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (cJSON_IsObject(result)
+        && pctx->conf->check_results
+        && ngx_http_mcp_proxy_method(msg, "tools/call")
+        && ngx_http_mcp_proxy_check_result(pctx, msg, result, changed)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_mcp_jsonrpc_outcome(msg, message);
+
+    return NGX_OK;
+}
+
+
+/* the POST's request a reply's id answers, or NULL */
+
+static ngx_http_mcp_msg_t *
+ngx_http_mcp_proxy_request_of(ngx_http_mcp_ctx_t *ctx, cJSON *id)
+{
+    ngx_uint_t           i;
+    ngx_http_mcp_msg_t  *msg;
+
+    if (id == NULL || cJSON_IsNull(id)) {
+        return NULL;
+    }
+
+    msg = ctx->msgs.elts;
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+
+        if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST || msg[i].id == NULL) {
+            continue;
+        }
+
+        /*
+         * a number is kept as the client wrote it (ngx_http_mcp_jsonrpc.c)
+         * and read back here as cJSON reads the reply's: two ids of one
+         * POST that differ past a double's 53 bits are one to this look
+         */
+        if (cJSON_IsRaw(msg[i].id)
+            ? cJSON_IsNumber(id)
+              && strtod(msg[i].id->valuestring, NULL) == id->valuedouble
+            : cJSON_Compare(msg[i].id, id, 1))
+        {
+            return &msg[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * The tools a list shows, kept for every worker's checks.  A zone too
+ * full to keep one is told at "info": its calls go on unchecked.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_learn(ngx_http_mcp_proxy_ctx_t *pctx, cJSON *result)
+{
+    cJSON               *tools, *tool, *name;
+    ngx_str_t            tname, input, output;
+    ngx_http_request_t  *r;
+
+    r = pctx->ctx->request;
+    tools = cJSON_GetObjectItemCaseSensitive(result, "tools");
+
+    cJSON_ArrayForEach(tool, tools) {
+
+        name = cJSON_GetObjectItemCaseSensitive(tool, "name");
+
+        if (!cJSON_IsString(name)) {
+            continue;
+        }
+
+        if (ngx_http_mcp_proxy_learn_schema(r->pool, tool, "inputSchema",
+                                            &input)
+            != NGX_OK
+            || ngx_http_mcp_proxy_learn_schema(r->pool, tool, "outputSchema",
+                                               &output)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        tname.data = (u_char *) name->valuestring;
+        tname.len = ngx_strlen(tname.data);
+
+        if (ngx_http_mcp_tools_learn(pctx->ctx->conf->zone,
+                                     &pctx->conf->tools_key, &tname, &input,
+                                     &output)
+            != NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "mcp: no room in the zone for the tools the "
+                          "upstream lists, their calls are not checked");
+            return NGX_OK;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* a tool's schema as JSON text; none (or no object) is empty */
+
+static ngx_int_t
+ngx_http_mcp_proxy_learn_schema(ngx_pool_t *pool, cJSON *tool,
+    const char *name, ngx_str_t *text)
+{
+    cJSON  *schema;
+
+    ngx_str_null(text);
+
+    schema = cJSON_GetObjectItemCaseSensitive(tool, name);
+
+    if (!cJSON_IsObject(schema)) {
+        return NGX_OK;
+    }
+
+    text->data = ngx_http_mcp_json_print(pool, schema, &text->len);
+
+    return (text->data != NULL) ? NGX_OK : NGX_ERROR;
+}
+
+
+/*
+ * A relayed tools/call result against the outputSchema its tool was
+ * listed with: one that does not conform becomes an isError result that
+ * names the fault, as for the module's own tools.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_check_result(ngx_http_mcp_proxy_ctx_t *pctx,
+    ngx_http_mcp_msg_t *msg, cJSON *result, ngx_uint_t *changed)
+{
+    cJSON               *name, *schema;
+    ngx_int_t            rc;
+    ngx_str_t            tool;
+    ngx_uint_t           was;
+    ngx_http_request_t  *r;
+
+    name = cJSON_GetObjectItemCaseSensitive(msg->params, "name");
+
+    if (!cJSON_IsString(name)) {
+        return NGX_OK;
+    }
+
+    tool.data = (u_char *) name->valuestring;
+    tool.len = ngx_strlen(tool.data);
+
+    schema = ngx_http_mcp_proxy_schema(pctx, &tool, 1);
+
+    if (schema == NULL) {
+        return NGX_OK;
+    }
+
+    r = pctx->ctx->request;
+    was = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"));
+
+    rc = ngx_http_mcp_output_conform(r->pool, r->connection->log, &tool,
+                                     schema, result,
+                                     ngx_http_mcp_hooks.format_assert(
+                                         r->loc_conf));
+    cJSON_Delete(schema);
+
+    if (!was
+        && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError")))
+    {
+        *changed = 1;
+    }
+
+    return rc;
+}
+
+
+/*
+ * The inputSchema (output 0) or outputSchema a tool was last listed
+ * with, parsed; NULL when none is known or declared.
+ */
+
+static cJSON *
+ngx_http_mcp_proxy_schema(ngx_http_mcp_proxy_ctx_t *pctx, ngx_str_t *tool,
+    ngx_uint_t output)
+{
+    cJSON               *schema;
+    ngx_str_t            input, out, *text;
+    const char          *error;
+    ngx_http_request_t  *r;
+
+    r = pctx->ctx->request;
+
+    if (ngx_http_mcp_tools_schemas(pctx->ctx->conf->zone,
+                                   &pctx->conf->tools_key, tool, r->pool,
+                                   &input, &out)
+        != NGX_OK)
+    {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "mcp proxy: tool \"%V\" not listed yet, unchecked",
+                       tool);
+        return NULL;
+    }
+
+    text = output ? &out : &input;
+
+    if (text->len == 0) {
+        return NULL;
+    }
+
+    /* the gateway printed it: it parses, but for a lack of memory */
+    if (ngx_http_mcp_json_parse(r->pool, text->data, text->len, NULL,
+                                &schema, &error)
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return schema;
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_proxy_is(ngx_http_mcp_msg_t *msg, const char *method,
+    size_t len)
+{
+    return msg->method.len == len
+           && ngx_strncmp(msg->method.data, method, len) == 0;
+}

@@ -1,0 +1,229 @@
+
+/*
+ * The store's part of mcp_pass's checks of tools/call
+ * (mcp_pass_check_arguments, mcp_pass_check_results): each upstream's
+ * tools as its tools/list replies declared them, their inputSchema and
+ * outputSchema as JSON text, which every worker sees, so that a list
+ * relayed by one worker checks a call another worker relays.  Learnt
+ * again whenever a list shows a tool; bounded in number, and the oldest
+ * learnt goes first when the zone is short of room: a cache, never a
+ * reason to refuse a session.
+ */
+
+
+#include "ngx_http_mcp_store.h"
+#include "ngx_http_mcp_session_zone.h"
+
+
+/*
+ * At most so many tools are kept, all upstreams together, in at most a
+ * quarter of the zone: an upstream lists what it likes, and the zone's
+ * sessions must not make room for its tools.
+ */
+#define NGX_HTTP_MCP_TOOLS_MAX  1024
+#define NGX_HTTP_MCP_TOOLS_SHARE  4
+
+
+static ngx_http_mcp_tooldef_sh_t *ngx_http_mcp_tools_find(
+    ngx_http_mcp_zone_t *ctx, uint32_t hash, ngx_str_t *upstream,
+    ngx_str_t *name);
+static void ngx_http_mcp_tools_forget(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_tooldef_sh_t *t);
+
+
+static uint32_t
+ngx_http_mcp_tools_hash(ngx_str_t *upstream, ngx_str_t *name)
+{
+    uint32_t  crc;
+
+    ngx_crc32_init(crc);
+    ngx_crc32_update(&crc, upstream->data, upstream->len);
+    ngx_crc32_update(&crc, (u_char *) "", 1);
+    ngx_crc32_update(&crc, name->data, name->len);
+    ngx_crc32_final(crc);
+
+    return crc;
+}
+
+
+static ngx_http_mcp_tooldef_sh_t *
+ngx_http_mcp_tools_find(ngx_http_mcp_zone_t *ctx, uint32_t hash,
+    ngx_str_t *upstream, ngx_str_t *name)
+{
+    ngx_queue_t                *q;
+    ngx_http_mcp_tooldef_sh_t  *t;
+
+    for (q = ngx_queue_head(&ctx->sh->tools);
+         q != ngx_queue_sentinel(&ctx->sh->tools);
+         q = ngx_queue_next(q))
+    {
+        t = ngx_queue_data(q, ngx_http_mcp_tooldef_sh_t, queue);
+
+        if (t->hash == hash
+            && t->upstream_len == upstream->len
+            && t->name_len == name->len
+            && ngx_memcmp(t->data, upstream->data, upstream->len) == 0
+            && ngx_memcmp(t->data + upstream->len, name->data, name->len)
+               == 0)
+        {
+            return t;
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_mcp_tools_forget(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_tooldef_sh_t *t)
+{
+    ngx_queue_remove(&t->queue);
+    ctx->sh->ntools--;
+    ctx->sh->tools_size -= t->size;
+    ngx_slab_free_locked(ctx->shpool, t);
+}
+
+
+/*
+ * A tool of upstream as a list declared it; input and output are its
+ * schemas as JSON text, len 0 when it declares none.  NGX_DECLINED: no
+ * room, even with every other tool forgotten.
+ */
+
+ngx_int_t
+ngx_http_mcp_tools_learn(ngx_shm_zone_t *zone, ngx_str_t *upstream,
+    ngx_str_t *name, ngx_str_t *input, ngx_str_t *output)
+{
+    u_char                     *p;
+    size_t                      size, share;
+    uint32_t                    hash;
+    ngx_queue_t                *q;
+    ngx_http_mcp_zone_t        *ctx;
+    ngx_http_mcp_tooldef_sh_t  *t, *old;
+
+    ctx = zone->data;
+    hash = ngx_http_mcp_tools_hash(upstream, name);
+    size = offsetof(ngx_http_mcp_tooldef_sh_t, data)
+           + upstream->len + name->len + input->len + output->len;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    old = ngx_http_mcp_tools_find(ctx, hash, upstream, name);
+
+    if (old != NULL
+        && old->input_len == input->len && old->output_len == output->len
+        && ngx_memcmp(old->data + old->upstream_len + old->name_len,
+                      input->data, input->len) == 0
+        && ngx_memcmp(old->data + old->upstream_len + old->name_len
+                      + input->len, output->data, output->len) == 0)
+    {
+        /* as it was: the most recently learnt now */
+        ngx_queue_remove(&old->queue);
+        ngx_queue_insert_head(&ctx->sh->tools, &old->queue);
+        ngx_shmtx_unlock(&ctx->shpool->mutex);
+        return NGX_OK;
+    }
+
+    if (old != NULL) {
+        ngx_http_mcp_tools_forget(ctx, old);
+    }
+
+    share = (ctx->shpool->end - (u_char *) ctx->shpool)
+            / NGX_HTTP_MCP_TOOLS_SHARE;
+
+    if (size > share) {
+        ngx_shmtx_unlock(&ctx->shpool->mutex);
+        return NGX_DECLINED;
+    }
+
+    for ( ;; ) {
+        t = (ctx->sh->ntools < NGX_HTTP_MCP_TOOLS_MAX
+             && ctx->sh->tools_size + size <= share)
+            ? ngx_slab_alloc_locked(ctx->shpool, size) : NULL;
+
+        if (t != NULL || ngx_queue_empty(&ctx->sh->tools)) {
+            break;
+        }
+
+        /* the least recently learnt makes room */
+        q = ngx_queue_last(&ctx->sh->tools);
+        ngx_http_mcp_tools_forget(ctx,
+            ngx_queue_data(q, ngx_http_mcp_tooldef_sh_t, queue));
+    }
+
+    if (t == NULL) {
+        ngx_shmtx_unlock(&ctx->shpool->mutex);
+        return NGX_DECLINED;
+    }
+
+    t->hash = hash;
+    t->size = size;
+    t->upstream_len = upstream->len;
+    t->name_len = name->len;
+    t->input_len = input->len;
+    t->output_len = output->len;
+
+    p = ngx_cpymem(t->data, upstream->data, upstream->len);
+    p = ngx_cpymem(p, name->data, name->len);
+    p = ngx_cpymem(p, input->data, input->len);
+    (void) ngx_cpymem(p, output->data, output->len);
+
+    ngx_queue_insert_head(&ctx->sh->tools, &t->queue);
+    ctx->sh->ntools++;
+    ctx->sh->tools_size += size;
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The schemas upstream's tool name was last listed with, copied into
+ * pool (len 0: none declared).  NGX_DECLINED: no list seen shows it.
+ */
+
+ngx_int_t
+ngx_http_mcp_tools_schemas(ngx_shm_zone_t *zone, ngx_str_t *upstream,
+    ngx_str_t *name, ngx_pool_t *pool, ngx_str_t *input, ngx_str_t *output)
+{
+    u_char                     *p;
+    ngx_int_t                   rc;
+    ngx_http_mcp_zone_t        *ctx;
+    ngx_http_mcp_tooldef_sh_t  *t;
+
+    ctx = zone->data;
+    rc = NGX_DECLINED;
+
+    ngx_str_null(input);
+    ngx_str_null(output);
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    t = ngx_http_mcp_tools_find(ctx, ngx_http_mcp_tools_hash(upstream, name),
+                                upstream, name);
+
+    if (t != NULL) {
+        rc = NGX_OK;
+
+        p = ngx_pnalloc(pool, t->input_len + t->output_len + 1);
+
+        if (p == NULL) {
+            rc = NGX_ERROR;
+
+        } else {
+            ngx_memcpy(p, t->data + t->upstream_len + t->name_len,
+                       t->input_len + t->output_len);
+
+            input->data = p;
+            input->len = t->input_len;
+            output->data = p + t->input_len;
+            output->len = t->output_len;
+        }
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}

@@ -76,9 +76,8 @@ static cJSON *ngx_http_mcp_message(cJSON *id, const char *method,
     cJSON *params);
 
 
-/* this worker's live calls, and how many: the store asks (calls_live) */
+/* this worker's live calls: the store asks how many (calls_live) */
 static ngx_queue_t  ngx_http_mcp_calls;
-static ngx_uint_t   ngx_http_mcp_ncalls;
 
 
 /* at worker start */
@@ -87,16 +86,30 @@ void
 ngx_http_mcp_calls_init(void)
 {
     ngx_queue_init(&ngx_http_mcp_calls);
-    ngx_http_mcp_ncalls = 0;
 }
 
 
-/* the hooks' calls_live: a graceful exit waits for none to be left */
+/*
+ * The hooks' calls_live: a graceful exit waits for none to be left, and
+ * its timeout tells how many were; asked at exit only, so counted here.
+ */
 
 ngx_uint_t
 ngx_http_mcp_calls_live(void)
 {
-    return ngx_http_mcp_ncalls;
+    ngx_uint_t    n;
+    ngx_queue_t  *q;
+
+    n = 0;
+
+    for (q = ngx_queue_head(&ngx_http_mcp_calls);
+         q != ngx_queue_sentinel(&ngx_http_mcp_calls);
+         q = ngx_queue_next(q))
+    {
+        n++;
+    }
+
+    return n;
 }
 
 
@@ -502,7 +515,6 @@ ngx_http_mcp_call_free(ngx_http_mcp_call_t *call)
 
     if (call->live) {
         ngx_queue_remove(&call->queue);
-        ngx_http_mcp_ncalls--;
         ngx_http_mcp_call_unwait(call);
 
         /* the last one lets an exiting worker go */
@@ -547,7 +559,6 @@ ngx_http_mcp_call_live(ngx_http_mcp_call_t *call)
 
     call->live = 1;
     ngx_queue_insert_tail(&ngx_http_mcp_calls, &call->queue);
-    ngx_http_mcp_ncalls++;
 
     if (call->rctx->session_id.len == 0) {
         /* stateless, without a stream: nothing can cancel it by id */
@@ -1457,7 +1468,6 @@ ngx_http_mcp_calls_exit(void)
         if (call->done) {
             /* ended inside a handler that has not returned: not here */
             ngx_queue_remove(q);
-            ngx_http_mcp_ncalls--;
             call->live = 0;
             continue;
         }

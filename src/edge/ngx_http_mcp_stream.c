@@ -72,9 +72,8 @@ static ngx_int_t ngx_http_mcp_stream_last_event_id(ngx_str_t *value,
 
 static ngx_str_t  ngx_http_mcp_sse_type = ngx_string("text/event-stream");
 
-/* this worker's streams, and how many: the store asks (streams_live) */
+/* this worker's streams: the store asks whether any is left */
 static ngx_queue_t        ngx_http_mcp_streams;
-static ngx_uint_t         ngx_http_mcp_nstreams;
 
 /* the last stream ownership token this worker gave */
 static uint32_t           ngx_http_mcp_stream_tokens;
@@ -90,7 +89,6 @@ void
 ngx_http_mcp_streams_init(void)
 {
     ngx_queue_init(&ngx_http_mcp_streams);
-    ngx_http_mcp_nstreams = 0;
 }
 
 
@@ -99,7 +97,7 @@ ngx_http_mcp_streams_init(void)
 ngx_uint_t
 ngx_http_mcp_streams_live(void)
 {
-    return ngx_http_mcp_nstreams;
+    return !ngx_queue_empty(&ngx_http_mcp_streams);
 }
 
 
@@ -470,7 +468,6 @@ ngx_http_mcp_stream_create(ngx_http_request_t *r,
     cln->data = st;
 
     ngx_queue_insert_tail(&ngx_http_mcp_streams, &st->queue);
-    ngx_http_mcp_nstreams++;
 
     if (ngx_http_mcp_stream_tree.root == NULL) {
         ngx_rbtree_init(&ngx_http_mcp_stream_tree,
@@ -1113,7 +1110,6 @@ ngx_http_mcp_stream_cleanup(void *data)
     ngx_http_mcp_stream_detach(st);
 
     ngx_queue_remove(&st->queue);
-    ngx_http_mcp_nstreams--;
     ngx_rbtree_delete(&ngx_http_mcp_stream_tree, &st->node);
 
     if (st->keepalive.timer_set) {

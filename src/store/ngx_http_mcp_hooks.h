@@ -39,8 +39,9 @@ typedef struct {
     void                     (*calls_quit)(ngx_uint_t deadline);
     void                     (*streams_quit)(ngx_uint_t deadline);
     void                     (*proxy_quit)(ngx_uint_t deadline);
-    /* how many calls (src/core, call.c) and streams (src/edge,
-       stream.c) the worker holds: its exit waits until none is left */
+    /* how many calls the worker holds (src/core, call.c), and whether
+       it holds streams (src/edge, stream.c, 0 or 1): its exit waits
+       until none is left; asked at exit only */
     ngx_uint_t               (*calls_live)(void);
     ngx_uint_t               (*streams_live)(void);
 

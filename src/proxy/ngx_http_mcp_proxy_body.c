@@ -28,10 +28,6 @@ static ngx_int_t ngx_http_mcp_proxy_guard_end(ngx_http_request_t *r,
 static ngx_int_t ngx_http_mcp_proxy_cut(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
-static ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
-    ngx_http_mcp_proxy_ctx_t *pctx, const char *message);
-static ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r,
-    u_char *pos, u_char *last);
 
 
 ngx_int_t
@@ -348,7 +344,7 @@ ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
  * the reply is over.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, const char *message)
 {
@@ -405,7 +401,7 @@ ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
 
 /* memory for the client, at the end of the upstream's output */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos, u_char *last)
 {
     ngx_chain_t          *cl, **ll;

@@ -10,7 +10,8 @@
 # whenever it likes: its trigger-sampling-request tool exists once it got
 # notifications/initialized, which the test sends it itself (with the
 # upstream's session id, read from the gateway's access log), so that the
-# gateway's client has not sent it yet when it calls the tool.
+# gateway's client has not sent it yet when it calls the tool.  With
+# mcp_session_key the gateway keeps no session record: it relays at once.
 
 use strict;
 use warnings;
@@ -40,8 +41,12 @@ NGX
                             mcp_request_timeout 2s; }
         location = /deny  { mcp_pass http://127.0.0.1:%%PORT2%%/mcp; mcp_session gw;
                             mcp_request_timeout 20s; mcp_tools_deny echo; }
+        location = /keyed { mcp_pass http://127.0.0.1:%%PORT2%%/mcp;
+                            mcp_session_key %%PREFIX%%/conf/s.key; }
 NGX
-)->start;
+);
+$t->write_file('conf/s.key', 'lifecycle-key-' . ('k' x 40) . "\n");
+$t->start;
 
 start_everything_node(port => $t->port(2), log => $t->prefix . '/logs/server-everything.log');
 
@@ -190,6 +195,21 @@ for my $path ('/mcp', '/short') {
            'GET never initialized: roots/list never reaches the client');
         ended_ok($g, 'GET never initialized: the stream ends at mcp_request_timeout');
     }
+}
+
+# --- mcp_session_key: no session record, so nothing to tell by: relayed at once ----------
+
+{
+    my ($sid, $up) = early_session('init-keyed', '/keyed');
+    is($up, 202, 'keyed: the upstream has notifications/initialized itself');
+    my $t0 = time;
+    my $s = call_stream($t, $sid, 'keyed', $TOOL, { prompt => 'k' }, path => '/keyed');
+    my $req = next_request($s, 3) // {};
+    is($req->{method}, 'sampling/createMessage',
+       'keyed ids: the request is relayed as it comes (the gateway cannot tell)');
+    cmp_ok(time - $t0, '<', 0.5, sprintf('... at once (%.2f s)', time - $t0));
+    answer($t, $sid, $req->{id}, sampling_answer('k'), path => '/keyed');
+    like(result_text((rpc_of(take_all($s, 5)))[-1]), qr/"text": "k"/, '... and the call completes');
 }
 
 # --- an initialized session: at once, as before ------------------------------------

@@ -56,6 +56,10 @@ NGX
             mcp_pass http://127.0.0.1:%%PORT3%%/mcp; mcp_session gw;
             mcp_pass_filter_buffer_size 64;
         }
+        location = /small-sse {
+            mcp_pass http://127.0.0.1:%%PORT2%%/mcp; mcp_session gw;
+            mcp_pass_filter_buffer_size 64;
+        }
         location = /small-checked {
             mcp_pass http://127.0.0.1:%%PORT3%%/mcp; mcp_session gw;
             mcp_pass_filter_buffer_size 64; mcp_pass_check_results on;
@@ -197,6 +201,12 @@ is_deeply($msg->{result}{structuredContent}, { city => 'nowhere' },
 ($msg, my $tg) = call('/small', $sid, { city => 'Paris' });
 is_deeply($msg->{result}{structuredContent}, { city => 'Paris', temperature => 21.5 },
           'a reply over the buffer, read for the outcome alone: relayed whole');
+like(audit($tg), qr/^$tg tools\/call - -$/, '... its outcome unknown to the log');
+
+($sid) = $t->mcp_initialize(path => '/small-sse');
+($msg, $tg) = call('/small-sse', $sid, { city => 'Paris' });
+is_deeply($msg->{result}{structuredContent}, { city => 'Paris', temperature => 21.5 },
+          'an SSE event over the buffer, read for the outcome alone: relayed whole');
 like(audit($tg), qr/^$tg tools\/call - -$/, '... its outcome unknown to the log');
 
 $t->expect_log_error(qr/reply of \d+ bytes is over "mcp_pass_filter_buffer_size" 64/);

@@ -4,8 +4,8 @@
  * and configuration: ngx_http_mcp_proxy_module.c), the gateway's edge
  * (ngx_http_mcp_proxy_request.c) and its upstream side
  * (ngx_http_mcp_proxy_upstream.c, _reply.c, _body.c, _stream.c,
- * _sesskey.c, _balancer.c) share, and what the module's HTTP edge asks
- * of it.
+ * _hold.c, _sesskey.c, _balancer.c) share, and what the module's HTTP
+ * edge asks of it.
  */
 
 
@@ -99,7 +99,23 @@ typedef struct {
                                                is refused, not relayed */
     unsigned                   lax:1;       /* held for the outcomes only:
                                                too large, it goes unread */
+
+    /* a server request held until notifications/initialized */
+    ngx_str_t                  held;        /* it, and what came after */
+    size_t                     held_size;
+    ngx_event_t                hold_timer;
+    ngx_msec_t                 hold_start;
+    unsigned                   hold:1;      /* requests are looked for */
+    unsigned                   holding:1;   /* one is held */
 } ngx_http_mcp_proxy_ctx_t;
+
+
+/*
+ * How often a held request looks at the zone (ngx_http_mcp_proxy_hold.c):
+ * a look is one lock, and a tenth of a second is well within what a
+ * person or a client's next step waits.
+ */
+#define NGX_HTTP_MCP_PROXY_HOLD_POLL  100
 
 
 /* a relayed request's state, which its MCP context holds */
@@ -142,6 +158,20 @@ void ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
     ngx_http_mcp_tool_filter_t *tf);
 ngx_int_t ngx_http_mcp_proxy_check_arguments(ngx_http_mcp_ctx_t *ctx,
     ngx_str_t *tool, cJSON *arguments, u_char **error);
+
+/* requests before notifications/initialized (ngx_http_mcp_proxy_hold.c) */
+ngx_int_t ngx_http_mcp_proxy_hold_init(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx);
+void ngx_http_mcp_proxy_hold_end(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, ngx_int_t rc);
+void ngx_http_mcp_proxy_initialized(ngx_http_mcp_ctx_t *ctx,
+    ngx_str_t *sid);
+
+/* the body's output (ngx_http_mcp_proxy_body.c) */
+ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos,
+    u_char *last);
+ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, const char *message);
 
 /* mcp_affinity (ngx_http_mcp_proxy_balancer.c) */
 ngx_uint_t ngx_http_mcp_balancer_bypass(ngx_http_upstream_srv_conf_t *uscf);

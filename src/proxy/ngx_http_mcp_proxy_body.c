@@ -30,10 +30,6 @@ static ngx_int_t ngx_http_mcp_proxy_unheld(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
 static ngx_int_t ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
-static ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
-    ngx_http_mcp_proxy_ctx_t *pctx, const char *message);
-static ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r,
-    u_char *pos, u_char *last);
 
 
 ngx_int_t
@@ -393,7 +389,7 @@ ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
  * the reply is over.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, const char *message)
 {
@@ -450,7 +446,7 @@ ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
 
 /* memory for the client, at the end of the upstream's output */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos, u_char *last)
 {
     ngx_chain_t          *cl, **ll;

@@ -165,6 +165,8 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
     pctx->pinned = 1;
     pctx->client_sid = h->value;
 
+    ngx_http_mcp_proxy_initialized(ctx, &pctx->client_sid);
+
     for (i = 0; i < ctx->msgs.nelts; i++) {
         if (ngx_http_mcp_proxy_filters(ctx, &msg[i])) {
             pctx->filter = 1;

@@ -606,6 +606,11 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
     pctx->events = (pctx->policy || pctx->read) && !pctx->filter
                    && ngx_http_mcp_proxy_read_as_sse(r);
 
+    /* and so when a request may come before notifications/initialized */
+    if (ngx_http_mcp_proxy_hold_init(r, pctx) == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
     /*
      * else a JSON reply to a POST (the tools/call of a large result) goes
      * out as it comes, its messages' ids read on the way
@@ -736,6 +741,8 @@ ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
             r->upstream->out_bufs = NULL;
         }
     }
+
+    ngx_http_mcp_proxy_hold_end(r, pctx, rc);
 
     if (pctx->initialize && !pctx->init_ok) {
         /* no replica took the session: it was never made */

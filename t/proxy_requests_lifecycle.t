@@ -163,7 +163,7 @@ for my $path ('/mcp', '/deny') {
     ok($took >= 1.8 && $took < 4, sprintf('never initialized: the call ends at mcp_request_timeout '
                                           . '2s (%.2f s)', $took));
     is($rpc[-1] && $rpc[-1]{id}, 'never', 'never initialized: a response to the call');
-    is($rpc[-1] && $rpc[-1]{error}{code}, -32000, '... a JSON-RPC error');
+    is($rpc[-1] && $rpc[-1]{error}{code}, -32001, '... a JSON-RPC error, -32001 as for a built-in tool\'s request that timed out');
     like($rpc[-1] && $rpc[-1]{error}{message}, qr/^Request timed out/, '... "Request timed out"');
     ended_ok($s, 'never initialized: the stream ends');
     ok($t->wait_for_log(qr/\[info\].*did not send notifications\/initialized in time/, 2, $mark),

@@ -171,7 +171,7 @@ void ngx_http_mcp_proxy_initialized(ngx_http_mcp_ctx_t *ctx,
 ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos,
     u_char *last);
 ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
-    ngx_http_mcp_proxy_ctx_t *pctx, const char *message);
+    ngx_http_mcp_proxy_ctx_t *pctx, ngx_int_t code, const char *message);
 
 /* mcp_affinity (ngx_http_mcp_proxy_balancer.c) */
 ngx_uint_t ngx_http_mcp_balancer_bypass(ngx_http_upstream_srv_conf_t *uscf);

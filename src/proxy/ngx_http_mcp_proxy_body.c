@@ -377,8 +377,9 @@ ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
                   "\"mcp_pass_filter_buffer_size\" %uz",
                   pctx->conf->filter_buffer_size);
 
-    return ngx_http_mcp_proxy_bad_reply(r, pctx, "Bad gateway: the upstream "
-                                        "MCP server's reply is too large");
+    return ngx_http_mcp_proxy_bad_reply(r, pctx, NGX_HTTP_MCP_SERVER_ERROR,
+                                        "Bad gateway: the upstream MCP "
+                                        "server's reply is too large");
 }
 
 
@@ -391,7 +392,7 @@ ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
 
 ngx_int_t
 ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
-    ngx_http_mcp_proxy_ctx_t *pctx, const char *message)
+    ngx_http_mcp_proxy_ctx_t *pctx, ngx_int_t code, const char *message)
 {
     u_char               *body, *p, *last;
     size_t                len;
@@ -412,8 +413,7 @@ ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
         }
     }
 
-    body = ngx_http_mcp_error_print(r, id, NGX_HTTP_MCP_SERVER_ERROR,
-                                    message, &len);
+    body = ngx_http_mcp_error_print(r, id, code, message, &len);
     if (body == NULL) {
         return NGX_ERROR;
     }
@@ -507,9 +507,10 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
                       "mcp: the upstream's reply to a filtered tools/list "
                       "is refused: %s", error ? error : "Parse error");
 
-        rc = ngx_http_mcp_proxy_bad_reply(r, pctx, "Bad gateway: the "
-                                          "upstream MCP server's reply is "
-                                          "not strict JSON");
+        rc = ngx_http_mcp_proxy_bad_reply(r, pctx, NGX_HTTP_MCP_SERVER_ERROR,
+                                          "Bad gateway: the upstream MCP "
+                                          "server's reply is not strict "
+                                          "JSON");
         return (rc == NGX_DONE) ? NGX_OK : NGX_ERROR;
     }
 

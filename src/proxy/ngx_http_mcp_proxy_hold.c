@@ -167,10 +167,11 @@ ngx_http_mcp_proxy_hold_expire(ngx_http_request_t *r,
     pctx->held.len = 0;
 
     if (r->method == NGX_HTTP_POST
-        && ngx_http_mcp_proxy_bad_reply(r, pctx, "Request timed out: the "
-                                        "upstream MCP server asked the "
-                                        "client before "
-                                        "notifications/initialized")
+        && ngx_http_mcp_proxy_bad_reply(r, pctx,
+                                        NGX_HTTP_MCP_REQUEST_TIMED_OUT,
+                                        "Request timed out: the upstream "
+                                        "MCP server asked the client "
+                                        "before notifications/initialized")
            == NGX_DONE)
     {
         return;

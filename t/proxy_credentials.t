@@ -75,7 +75,7 @@ my $t = McpTest->new(
         }
         location = /b {
             mcp_pass http://127.0.0.1:%%PORT2%%/up/b;
-            mcp_pass_set_header Authorization "Bearer $secret_b";
+            mcp_pass_set_header Authorization "Bearer ${secret_b}";
         }
         location = /passed {
             mcp_pass http://127.0.0.1:%%PORT2%%/up/passed;
@@ -376,6 +376,7 @@ NGX
 
     for my $bad ('Host x', 'Content-Length 1', 'Mcp-Session-Id x',
                  'Transfer-Encoding chunked', '"Bad Name" x',
+                 'X-C $1', 'X-D "${secret"', 'X-E "a$"', 'X-F $no_such_variable',
                  'X-A x;mcp_pass_set_header x-a y')
     {
         ($rc, $out) = conf_t('', <<"NGX");
@@ -385,6 +386,10 @@ NGX
         }
 NGX
         isnt($rc, 0, "nginx -t: mcp_pass_set_header $bad is refused");
+        like($out, qr/regex captures are not taken/, '... saying why')
+            if $bad =~ /\$1/;
+        like($out, qr/invalid variable name in the value of mcp_pass_set_header "X-[DE]"/,
+             '... saying why') if $bad =~ /X-[DE]/;
     }
     like($out, qr/set twice/, '... a name set twice, case aside, says so');
 

@@ -84,10 +84,12 @@ for my $path (@files) {
     }
 
     # ngx_http_add_variable(cf, &name, flags) with a name of its own
-    # (a table's loop passes &v->name: read above)
+    # (a table's loop passes &v->name: read above; a name taken from
+    # the directive's arguments, as mcp_secret's, is the operator's)
     while ($c =~ /ngx_http_add_variable\(\s*\w+\s*,\s*&([\w>.-]+)\s*,\s*([^)]*)\)/g) {
         my ($ident, $flags) = ($1, $2);
         next if $ident =~ /->name\z/;
+        next if $c =~ /\b\Q$ident\E\s*=\s*value\[\d\]\s*;/;
         my ($name) = $c =~ /\b\Q$ident\E\s*=\s*ngx_string\("([^"]+)"\)/;
         die "$rel: ngx_http_add_variable(&$ident): its name not found\n"
             unless defined $name;

@@ -4,8 +4,8 @@
  * and configuration: ngx_http_mcp_proxy_module.c), the gateway's edge
  * (ngx_http_mcp_proxy_request.c) and its upstream side
  * (ngx_http_mcp_proxy_upstream.c, _reply.c, _body.c, _stream.c,
- * _hold.c, _sesskey.c, _balancer.c) share, and what the module's HTTP
- * edge asks of it.
+ * _check.c, _hold.c, _sesskey.c, _balancer.c; its credentials: _cred.c)
+ * share, and what the module's HTTP edge asks of it.
  */
 
 
@@ -44,7 +44,25 @@ typedef struct {
                                                     outputSchema */
     ngx_str_t                  tools_key;   /* whose tools the zone keeps:
                                                the upstream and its URI */
+    ngx_array_t               *set_headers;  /* mcp_pass_set_header:
+                                               ngx_http_mcp_proxy_header_t */
 } ngx_http_mcp_proxy_loc_conf_t;
+
+
+/*
+ * A header mcp_pass sets on the request to the upstream: its value is
+ * parts, each a text and the variable after it (index, or -1 for none).
+ */
+typedef struct {
+    ngx_str_t                  text;
+    ngx_int_t                  index;
+} ngx_http_mcp_proxy_part_t;
+
+typedef struct {
+    ngx_str_t                  name;
+    ngx_str_t                  lowcase;
+    ngx_array_t                parts;       /* ngx_http_mcp_proxy_part_t */
+} ngx_http_mcp_proxy_header_t;
 
 
 /* an SSE reply read event by event for the tool policy */
@@ -172,6 +190,17 @@ ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos,
     u_char *last);
 ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, ngx_int_t code, const char *message);
+
+/* mcp_secret, mcp_pass_set_header (ngx_http_mcp_proxy_cred.c) */
+char *ngx_http_mcp_secret(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_mcp_pass_set_header(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_str_t *ngx_http_mcp_proxy_set_headers(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_loc_conf_t *plcf, size_t *len);
+u_char *ngx_http_mcp_proxy_set_headers_write(
+    ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_str_t *values, u_char *p);
+ngx_uint_t ngx_http_mcp_proxy_set_header_named(
+    ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_table_elt_t *h);
 
 /* mcp_affinity (ngx_http_mcp_proxy_balancer.c) */
 ngx_uint_t ngx_http_mcp_balancer_bypass(ngx_http_upstream_srv_conf_t *uscf);

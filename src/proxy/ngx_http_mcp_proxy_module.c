@@ -117,6 +117,20 @@ static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
       offsetof(ngx_http_mcp_proxy_loc_conf_t, pass_authorization),
       NULL },
 
+    { ngx_string("mcp_pass_set_header"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE2,
+      ngx_http_mcp_pass_set_header,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_secret"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
+      ngx_http_mcp_secret,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -306,6 +320,7 @@ ngx_http_mcp_proxy_create_loc_conf(ngx_conf_t *cf)
     conf->check_results = NGX_CONF_UNSET;
     conf->ssl_verify = NGX_CONF_UNSET;
     conf->ssl_passwords = NGX_CONF_UNSET_PTR;
+    conf->set_headers = NGX_CONF_UNSET_PTR;
 
     /* unbuffered: SSE events go out as they come */
     conf->upstream.cyclic_temp_file = 0;
@@ -363,6 +378,7 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                          0);
     ngx_conf_merge_value(conf->check_arguments, prev->check_arguments, 0);
     ngx_conf_merge_value(conf->check_results, prev->check_results, 0);
+    ngx_conf_merge_ptr_value(conf->set_headers, prev->set_headers, NULL);
 
     conf->upstream.ignore_headers = NGX_HTTP_UPSTREAM_IGN_XA_REDIRECT
                                     |NGX_HTTP_UPSTREAM_IGN_XA_EXPIRES

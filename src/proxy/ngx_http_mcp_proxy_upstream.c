@@ -125,9 +125,9 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
 {
-    size_t                     len;
+    size_t                     len, set_len;
     ngx_buf_t                 *b;
-    ngx_str_t                 *uri, sid;
+    ngx_str_t                 *uri, sid, *set;
     ngx_chain_t               *cl, *body;
     ngx_http_mcp_ctx_t             *ctx;
     ngx_http_mcp_proxy_ctx_t       *pctx;
@@ -153,11 +153,22 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
 
     sid = pctx->target.sid;
 
+    /* mcp_pass_set_header: evaluated once, for the length and the text */
+    set = NULL;
+    set_len = 0;
+
+    if (plcf->set_headers != NULL) {
+        set = ngx_http_mcp_proxy_set_headers(r, plcf, &set_len);
+        if (set == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
     len = r->method_name.len + 1 + uri->len + sizeof(" HTTP/1.1\r\n") - 1
           + sizeof("Host: \r\n") - 1 + plcf->proxy_host.len
           + sizeof("Mcp-Session-Id: \r\n") - 1 + sid.len
           + sizeof("Content-Length: \r\n") - 1 + NGX_OFF_T_LEN
-          + sizeof("\r\n") - 1
+          + sizeof("\r\n") - 1 + set_len
           + ngx_http_mcp_proxy_client_headers(r, plcf, NULL);
 
     b = ngx_create_temp_buf(r->pool, len);
@@ -174,6 +185,10 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     b->last = ngx_cpymem(b->last, CRLF, sizeof(CRLF) - 1);
 
     (void) ngx_http_mcp_proxy_client_headers(r, plcf, b);
+
+    if (set != NULL) {
+        b->last = ngx_http_mcp_proxy_set_headers_write(plcf, set, b->last);
+    }
 
     if (sid.len) {
         b->last = ngx_cpymem(b->last, "Mcp-Session-Id: ",
@@ -240,7 +255,10 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
 
 /*
  * The client's headers the upstream gets, written to b; with b NULL,
- * their length.  One walk of the list, in the client's order.
+ * their length.  One walk of the list, in the client's order.  A name
+ * the location sets (mcp_pass_set_header) is the location's alone: its
+ * Authorization replaces the client's, whatever mcp_pass_authorization
+ * says.
  */
 
 static size_t
@@ -260,7 +278,10 @@ ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
 
     while ((h = ngx_http_mcp_header_walk(&part, &i)) != NULL) {
 
-        if (!ngx_http_mcp_proxy_relayed(h, plcf, &seen)) {
+        if (!ngx_http_mcp_proxy_relayed(h, plcf, &seen)
+            || (plcf->set_headers != NULL
+                && ngx_http_mcp_proxy_set_header_named(plcf, h)))
+        {
             continue;
         }
 

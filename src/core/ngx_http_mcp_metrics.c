@@ -77,6 +77,7 @@ typedef struct {
     ngx_atomic_t               auth[NGX_HTTP_MCP_M_AUTH];
     ngx_atomic_t               timeouts;    /* server requests */
     ngx_atomic_t               backend_failures;  /* mcp_backend's */
+    ngx_atomic_t               pin_changes;  /* mcp_pass_pin's */
     ngx_atomic_t               upstream_errors[NGX_HTTP_MCP_M_UPSTREAM_ERRORS];
     ngx_http_mcp_histogram_t   upstream;    /* time to the reply's header */
     ngx_atomic_t               tools[1];    /* (ntools + 1) * outcomes */
@@ -653,6 +654,21 @@ ngx_http_mcp_metrics_server_timeout(void)
 }
 
 
+/* mcp_pass_pin: a tool not as pinned, told (see proxy_pin.c) */
+
+void
+ngx_http_mcp_metrics_pin_change(void)
+{
+    ngx_http_mcp_metrics_slot_t  *slot;
+
+    slot = ngx_http_mcp_metrics_slot(NULL);
+
+    if (slot != NULL) {
+        (void) ngx_atomic_fetch_add(&slot->pin_changes, 1);
+    }
+}
+
+
 /* mcp_backend: a backend failed a request (see aggregate_leg.c) */
 
 void
@@ -957,6 +973,14 @@ ngx_http_mcp_metrics_counters(u_char *p, ngx_http_mcp_metrics_conf_t *mcf)
             "mcp_backend_failures_total %uL\n",
             ngx_http_mcp_metrics_sum(mcf,
                 ngx_http_mcp_metrics_at(backend_failures)));
+
+    p = ngx_sprintf(p,
+            "# HELP mcp_tool_pin_changes_total Tools an mcp_pass upstream "
+            "listed not as pinned (mcp_pass_pin), each digest once.\n"
+            "# TYPE mcp_tool_pin_changes_total counter\n"
+            "mcp_tool_pin_changes_total %uL\n",
+            ngx_http_mcp_metrics_sum(mcf,
+                ngx_http_mcp_metrics_at(pin_changes)));
 
     p = ngx_sprintf(p,
             "# HELP mcp_upstream_errors_total mcp_pass requests that failed "

@@ -25,6 +25,8 @@ static ngx_int_t ngx_http_mcp_policy_filter_message(cJSON *message,
     ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed);
 static ngx_int_t ngx_http_mcp_policy_filter_json(cJSON *json,
     ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed);
+static ngx_int_t ngx_http_mcp_policy_filter_tool(void *data, cJSON *tool,
+    ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
     ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out,
     const char **error);
@@ -247,35 +249,18 @@ static ngx_int_t
 ngx_http_mcp_policy_filter_message(cJSON *message,
     ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed)
 {
-    cJSON      *tools, *tool, *next, *name;
-    ngx_str_t   s;
+    return ngx_http_mcp_jsonrpc_tools(
+               cJSON_GetObjectItemCaseSensitive(message, "result"),
+               ngx_http_mcp_policy_filter_tool, tf, changed);
+}
 
-    tools = cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(message, "result"), "tools");
 
-    if (!cJSON_IsArray(tools)) {
-        return NGX_OK;
-    }
+static ngx_int_t
+ngx_http_mcp_policy_filter_tool(void *data, cJSON *tool, ngx_str_t *name)
+{
+    ngx_http_mcp_tool_filter_t *tf = data;
 
-    for (tool = tools->child; tool; tool = next) {
-        next = tool->next;
-
-        name = cJSON_GetObjectItemCaseSensitive(tool, "name");
-
-        if (!cJSON_IsString(name)) {
-            continue;
-        }
-
-        s.data = (u_char *) name->valuestring;
-        s.len = ngx_strlen(s.data);
-
-        if (!tf->allowed(tf->data, &s)) {
-            cJSON_Delete(cJSON_DetachItemViaPointer(tools, tool));
-            *changed = 1;
-        }
-    }
-
-    return NGX_OK;
+    return tf->allowed(tf->data, name) ? NGX_OK : NGX_DECLINED;
 }
 
 

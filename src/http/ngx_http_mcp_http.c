@@ -1058,3 +1058,77 @@ ngx_http_mcp_conf_add_variables(ngx_conf_t *cf, ngx_http_variable_t *vars)
 
     return NGX_OK;
 }
+
+
+/*
+ * A file a directive names, read whole at configuration time (relative
+ * to the prefix, as nginx's own): NUL-terminated in cf->temp_pool, at
+ * most max bytes.  NGX_ERROR: told to the configuration's log.
+ */
+
+ngx_int_t
+ngx_http_mcp_conf_file(ngx_conf_t *cf, ngx_str_t *path, size_t max,
+    ngx_str_t *text)
+{
+    ssize_t           n;
+    ngx_int_t         rc;
+    ngx_str_t         name;
+    ngx_file_t        file;
+    ngx_file_info_t   fi;
+
+    name = *path;
+
+    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(&file, sizeof(ngx_file_t));
+    file.name = name;
+    file.log = cf->log;
+
+    file.fd = ngx_open_file(name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+
+    if (file.fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_open_file_n " \"%V\" failed", &name);
+        return NGX_ERROR;
+    }
+
+    rc = NGX_ERROR;
+
+    if (ngx_fd_info(file.fd, &fi) == NGX_FILE_ERROR || !ngx_is_file(&fi)
+        || (size_t) ngx_file_size(&fi) > max)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" is not a readable file of at most %uz "
+                           "bytes", &name, max);
+        goto close;
+    }
+
+    text->len = ngx_file_size(&fi);
+    text->data = ngx_pnalloc(cf->temp_pool, text->len + 1);
+
+    if (text->data == NULL) {
+        goto close;
+    }
+
+    n = ngx_read_file(&file, text->data, text->len, 0);
+
+    if (n != (ssize_t) text->len) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "could not read \"%V\"",
+                           &name);
+        goto close;
+    }
+
+    text->data[n] = '\0';
+    rc = NGX_OK;
+
+close:
+
+    if (ngx_close_file(file.fd) == NGX_FILE_ERROR) {
+        ngx_log_error(NGX_LOG_ALERT, cf->log, ngx_errno,
+                      ngx_close_file_n " \"%V\" failed", &name);
+    }
+
+    return rc;
+}

@@ -124,6 +124,8 @@ u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, size_t *len);
 ngx_int_t ngx_http_mcp_conf_add_variables(ngx_conf_t *cf,
     ngx_http_variable_t *vars);
+ngx_int_t ngx_http_mcp_conf_file(ngx_conf_t *cf, ngx_str_t *path,
+    size_t max, ngx_str_t *text);
 
 
 /* ---- cors.c: CORS and the headers every MCP reply carries ---- */

@@ -667,3 +667,52 @@ ngx_http_mcp_jsonrpc_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply)
                    ? NGX_HTTP_MCP_OUTCOME_IS_ERROR
                    : NGX_HTTP_MCP_OUTCOME_OK;
 }
+
+
+/*
+ * Each tool of a tools/list result that has a name: the handler keeps it
+ * (NGX_OK), takes it out of the list (NGX_DECLINED: *changed), or stops
+ * the walk (NGX_DONE, or NGX_ERROR returned).
+ */
+
+ngx_int_t
+ngx_http_mcp_jsonrpc_tools(cJSON *result, ngx_http_mcp_tool_each_pt each,
+    void *data, ngx_uint_t *changed)
+{
+    cJSON      *tools, *tool, *next, *name;
+    ngx_int_t   rc;
+    ngx_str_t   s;
+
+    tools = cJSON_GetObjectItemCaseSensitive(result, "tools");
+
+    if (!cJSON_IsArray(tools)) {
+        return NGX_OK;
+    }
+
+    for (tool = tools->child; tool; tool = next) {
+        next = tool->next;
+
+        name = cJSON_GetObjectItemCaseSensitive(tool, "name");
+
+        if (!cJSON_IsString(name)) {
+            continue;
+        }
+
+        s.data = (u_char *) name->valuestring;
+        s.len = ngx_strlen(s.data);
+
+        rc = each(data, tool, &s);
+
+        if (rc == NGX_DECLINED) {
+            cJSON_Delete(cJSON_DetachItemViaPointer(tools, tool));
+            *changed = 1;
+            continue;
+        }
+
+        if (rc != NGX_OK) {
+            return (rc == NGX_DONE) ? NGX_OK : NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}

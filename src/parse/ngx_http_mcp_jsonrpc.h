@@ -49,6 +49,13 @@ typedef struct {
 #define NGX_HTTP_MCP_OUTCOME_ERROR     3     /* a JSON-RPC error */
 
 
+/* each named tool of a tools/list result (ngx_http_mcp_jsonrpc_tools()) */
+typedef ngx_int_t (*ngx_http_mcp_tool_each_pt)(void *data, cJSON *tool,
+    ngx_str_t *name);
+
+ngx_int_t ngx_http_mcp_jsonrpc_tools(cJSON *result,
+    ngx_http_mcp_tool_each_pt each, void *data, ngx_uint_t *changed);
+
 /* a message's outcome from its reply, for $mcp_outcome */
 void ngx_http_mcp_jsonrpc_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply);
 

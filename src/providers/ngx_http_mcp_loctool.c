@@ -11,6 +11,7 @@
 
 
 #include "ngx_http_mcp_loctool.h"
+#include "ngx_http_mcp_http.h"
 
 
 #if (NGX_HTTP_MCP_API_VERSION != 1)
@@ -767,12 +768,9 @@ ngx_http_mcp_loctool_pass(ngx_conf_t *cf, ngx_http_mcp_loctool_t *tool,
 static cJSON *
 ngx_http_mcp_loctool_schema(ngx_conf_t *cf, ngx_str_t *value)
 {
-    cJSON            *schema;
-    u_char           *text;
-    ssize_t           n;
-    ngx_str_t         name;
-    ngx_file_t        file;
-    ngx_file_info_t   fi;
+    cJSON      *schema;
+    u_char     *text;
+    ngx_str_t   name, file;
 
     if (value->data[0] == '{') {
         text = value->data;
@@ -782,59 +780,14 @@ ngx_http_mcp_loctool_schema(ngx_conf_t *cf, ngx_str_t *value)
 
     name = *value;
 
-    if (ngx_conf_full_name(cf->cycle, &name, 1) != NGX_OK) {
-        return NULL;
-    }
-
-    ngx_memzero(&file, sizeof(ngx_file_t));
-    file.name = name;
-    file.log = cf->log;
-
-    file.fd = ngx_open_file(name.data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-
-    if (file.fd == NGX_INVALID_FILE) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_open_file_n " \"%V\" failed", &name);
-        return NULL;
-    }
-
-    text = NULL;
-
-    if (ngx_fd_info(file.fd, &fi) == NGX_FILE_ERROR
-        || ngx_file_size(&fi) > NGX_HTTP_MCP_LOCTOOL_SCHEMA_MAX)
+    if (ngx_http_mcp_conf_file(cf, &name, NGX_HTTP_MCP_LOCTOOL_SCHEMA_MAX,
+                               &file)
+        != NGX_OK)
     {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "schema file \"%V\" is not a readable file of "
-                           "at most 1m", &name);
-        goto close;
-    }
-
-    text = ngx_pnalloc(cf->temp_pool, ngx_file_size(&fi) + 1);
-    if (text == NULL) {
-        goto close;
-    }
-
-    n = ngx_read_file(&file, text, ngx_file_size(&fi), 0);
-
-    if (n != (ssize_t) ngx_file_size(&fi)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "could not read schema file \"%V\"", &name);
-        text = NULL;
-        goto close;
-    }
-
-    text[n] = '\0';
-
-close:
-
-    if (ngx_close_file(file.fd) == NGX_FILE_ERROR) {
-        ngx_log_error(NGX_LOG_ALERT, cf->log, ngx_errno,
-                      ngx_close_file_n " \"%V\" failed", &name);
-    }
-
-    if (text == NULL) {
         return NULL;
     }
+
+    text = file.data;
 
 parse:
 

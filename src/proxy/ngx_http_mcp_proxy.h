@@ -44,6 +44,9 @@ typedef struct {
                                                     outputSchema */
     ngx_str_t                  tools_key;   /* whose tools the zone keeps:
                                                the upstream and its URI */
+    ngx_uint_t                 pin;         /* NGX_HTTP_MCP_PIN_* */
+    ngx_array_t               *pins;        /* a pin file's, or NULL:
+                                               learnt in the zone */
     ngx_array_t               *set_headers;  /* mcp_pass_set_header:
                                                ngx_http_mcp_proxy_header_t */
 } ngx_http_mcp_proxy_loc_conf_t;
@@ -169,6 +172,20 @@ ngx_str_t *ngx_http_mcp_proxy_uri(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_proxy_stream(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last,
     ngx_str_t *out);
+
+/* mcp_pass_pin */
+#define NGX_HTTP_MCP_PIN_OFF      0
+#define NGX_HTTP_MCP_PIN_REPORT   1
+#define NGX_HTTP_MCP_PIN_ENFORCE  2
+
+
+/* pinned tool definitions (ngx_http_mcp_proxy_pin.c) */
+char *ngx_http_mcp_pass_pin_file(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_mcp_proxy_pin_list(ngx_http_mcp_proxy_ctx_t *pctx,
+    cJSON *result, ngx_uint_t *changed);
+ngx_int_t ngx_http_mcp_proxy_pin_call(ngx_http_mcp_proxy_ctx_t *pctx,
+    ngx_str_t *tool, const char **why);
 
 /* what mcp_pass reads of a POST and its reply (ngx_http_mcp_proxy_check.c) */
 void ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx);

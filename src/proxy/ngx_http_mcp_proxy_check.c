@@ -37,6 +37,8 @@ static ngx_http_mcp_msg_t *ngx_http_mcp_proxy_request_of(
     ngx_http_mcp_ctx_t *ctx, cJSON *id);
 static ngx_int_t ngx_http_mcp_proxy_learn(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result);
+static ngx_int_t ngx_http_mcp_proxy_learn_tool(void *data, cJSON *tool,
+    ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_proxy_learn_schema(ngx_pool_t *pool,
     cJSON *tool, const char *name, ngx_str_t *text);
 static ngx_int_t ngx_http_mcp_proxy_check_result(
@@ -68,7 +70,8 @@ ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx)
 
     mmcf = ngx_http_get_module_main_conf(pctx->ctx->request,
                                          ngx_http_mcp_module);
-    learn = pctx->conf->check_arguments || pctx->conf->check_results;
+    learn = pctx->conf->check_arguments || pctx->conf->check_results
+            || pctx->conf->pin != NGX_HTTP_MCP_PIN_OFF;
     msg = pctx->ctx->msgs.elts;
 
     for (i = 0; i < pctx->ctx->msgs.nelts; i++) {
@@ -196,6 +199,14 @@ ngx_http_mcp_proxy_reply_message(void *data, cJSON *message,
     result = cJSON_GetObjectItemCaseSensitive(message, "result");
 
     if (cJSON_IsObject(result)
+        && pctx->conf->pin != NGX_HTTP_MCP_PIN_OFF
+        && ngx_http_mcp_proxy_method(msg, "tools/list")
+        && ngx_http_mcp_proxy_pin_list(pctx, result, changed) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (cJSON_IsObject(result)
         && (pctx->conf->check_arguments || pctx->conf->check_results)
         && ngx_http_mcp_proxy_method(msg, "tools/list")
         && ngx_http_mcp_proxy_learn(pctx, result) != NGX_OK)
@@ -264,44 +275,43 @@ ngx_http_mcp_proxy_request_of(ngx_http_mcp_ctx_t *ctx, cJSON *id)
 static ngx_int_t
 ngx_http_mcp_proxy_learn(ngx_http_mcp_proxy_ctx_t *pctx, cJSON *result)
 {
-    cJSON               *tools, *tool, *name;
-    ngx_str_t            tname, input, output;
+    ngx_uint_t  changed;
+
+    changed = 0;
+
+    return ngx_http_mcp_jsonrpc_tools(result, ngx_http_mcp_proxy_learn_tool,
+                                      pctx, &changed);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_learn_tool(void *data, cJSON *tool, ngx_str_t *name)
+{
+    ngx_http_mcp_proxy_ctx_t *pctx = data;
+
+    ngx_str_t            input, output;
     ngx_http_request_t  *r;
 
     r = pctx->ctx->request;
-    tools = cJSON_GetObjectItemCaseSensitive(result, "tools");
 
-    cJSON_ArrayForEach(tool, tools) {
+    if (ngx_http_mcp_proxy_learn_schema(r->pool, tool, "inputSchema", &input)
+        != NGX_OK
+        || ngx_http_mcp_proxy_learn_schema(r->pool, tool, "outputSchema",
+                                           &output)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
-        name = cJSON_GetObjectItemCaseSensitive(tool, "name");
-
-        if (!cJSON_IsString(name)) {
-            continue;
-        }
-
-        if (ngx_http_mcp_proxy_learn_schema(r->pool, tool, "inputSchema",
-                                            &input)
-            != NGX_OK
-            || ngx_http_mcp_proxy_learn_schema(r->pool, tool, "outputSchema",
-                                               &output)
-               != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-
-        tname.data = (u_char *) name->valuestring;
-        tname.len = ngx_strlen(tname.data);
-
-        if (ngx_http_mcp_tools_learn(pctx->ctx->conf->zone,
-                                     &pctx->conf->tools_key, &tname, &input,
-                                     &output)
-            != NGX_OK)
-        {
-            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                          "mcp: no room in the zone for the tools the "
-                          "upstream lists, their calls are not checked");
-            return NGX_OK;
-        }
+    if (ngx_http_mcp_tools_learn(pctx->ctx->conf->zone,
+                                 &pctx->conf->tools_key, name, &input,
+                                 &output)
+        != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "mcp: no room in the zone for the tools the "
+                      "upstream lists, their calls are not checked");
+        return NGX_DONE;
     }
 
     return NGX_OK;

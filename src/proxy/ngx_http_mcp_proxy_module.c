@@ -24,6 +24,14 @@ static char *ngx_http_mcp_pass_ssl_password_file(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 
 
+static ngx_conf_enum_t  ngx_http_mcp_proxy_pin_modes[] = {
+    { ngx_string("off"), NGX_HTTP_MCP_PIN_OFF },
+    { ngx_string("report"), NGX_HTTP_MCP_PIN_REPORT },
+    { ngx_string("enforce"), NGX_HTTP_MCP_PIN_ENFORCE },
+    { ngx_null_string, 0 }
+};
+
+
 static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
 
     { ngx_string("mcp_pass"),
@@ -59,6 +67,20 @@ static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
       ngx_conf_set_size_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_mcp_proxy_loc_conf_t, filter_buffer_size),
+      NULL },
+
+    { ngx_string("mcp_pass_pin"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_proxy_loc_conf_t, pin),
+      &ngx_http_mcp_proxy_pin_modes },
+
+    { ngx_string("mcp_pass_pin_file"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_mcp_pass_pin_file,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
       NULL },
 
     { ngx_string("mcp_pass_check_arguments"),
@@ -318,6 +340,8 @@ ngx_http_mcp_proxy_create_loc_conf(ngx_conf_t *cf)
     conf->pass_authorization = NGX_CONF_UNSET;
     conf->check_arguments = NGX_CONF_UNSET;
     conf->check_results = NGX_CONF_UNSET;
+    conf->pin = NGX_CONF_UNSET_UINT;
+    conf->pins = NGX_CONF_UNSET_PTR;
     conf->ssl_verify = NGX_CONF_UNSET;
     conf->ssl_passwords = NGX_CONF_UNSET_PTR;
     conf->set_headers = NGX_CONF_UNSET_PTR;
@@ -378,6 +402,8 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                          0);
     ngx_conf_merge_value(conf->check_arguments, prev->check_arguments, 0);
     ngx_conf_merge_value(conf->check_results, prev->check_results, 0);
+    ngx_conf_merge_uint_value(conf->pin, prev->pin, NGX_HTTP_MCP_PIN_OFF);
+    ngx_conf_merge_ptr_value(conf->pins, prev->pins, NULL);
     ngx_conf_merge_ptr_value(conf->set_headers, prev->set_headers, NULL);
 
     conf->upstream.ignore_headers = NGX_HTTP_UPSTREAM_IGN_XA_REDIRECT

@@ -210,14 +210,18 @@ static ngx_int_t
 ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
     ngx_int_t *rc)
 {
-    cJSON               *name, *args;
-    u_char               logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end, *error;
-    ngx_int_t            limits;
-    ngx_str_t            tool;
-    ngx_uint_t           i;
-    ngx_http_mcp_msg_t  *msg;
+    cJSON                     *name, *args;
+    u_char                     logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end;
+    u_char                    *error;
+    ngx_int_t                  limits;
+    ngx_str_t                  tool;
+    ngx_uint_t                 i;
+    const char                *why;
+    ngx_http_mcp_msg_t        *msg;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
 
     msg = ctx->msgs.elts;
+    pctx = ctx->proxy;
 
     if (ctx->batch && ctx->msgs.nelts == 0) {
         *rc = ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
@@ -266,6 +270,16 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
                                                     "arguments");
             limits = ngx_http_mcp_auth_check_input(r->loc_conf, r->pool,
                                                    args, &error);
+            if (ngx_http_mcp_proxy_pin_call(pctx, &tool, &why) != NGX_OK) {
+                ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                              "mcp: tools/call refused: %s", why);
+
+                *rc = ngx_http_mcp_proxy_refuse_batch(ctx, i,
+                                                   NGX_HTTP_MCP_INVALID_PARAMS,
+                                                   why);
+                return NGX_DECLINED;
+            }
+
             if (limits == NGX_OK) {
                 limits = ngx_http_mcp_proxy_check_arguments(ctx, &tool, args,
                                                             &error);

@@ -1,13 +1,15 @@
 
 /*
  * The store's part of mcp_pass's checks of tools/call
- * (mcp_pass_check_arguments, mcp_pass_check_results): each upstream's
- * tools as its tools/list replies declared them, their inputSchema and
- * outputSchema as JSON text, which every worker sees, so that a list
- * relayed by one worker checks a call another worker relays.  Learnt
- * again whenever a list shows a tool; bounded in number, and the oldest
- * learnt goes first when the zone is short of room: a cache, never a
- * reason to refuse a session.
+ * (mcp_pass_check_arguments, mcp_pass_check_results) and of its pins
+ * (mcp_pass_pin): each upstream's tools as its tools/list replies
+ * declared them, their inputSchema and outputSchema as JSON text, the
+ * digest last listed and the pin, which every worker sees, so that a
+ * list relayed by one worker checks a call another worker relays.
+ * Learnt again whenever a list shows a tool; bounded in number, and the
+ * oldest learnt goes first when the zone is short of room: a cache,
+ * never a reason to refuse a session.  The zone outlives a reload, and
+ * so do the pins learnt in it.
  */
 
 
@@ -29,6 +31,9 @@ static ngx_http_mcp_tooldef_sh_t *ngx_http_mcp_tools_find(
     ngx_str_t *name);
 static void ngx_http_mcp_tools_forget(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_tooldef_sh_t *t);
+static ngx_http_mcp_tooldef_sh_t *ngx_http_mcp_tools_add(
+    ngx_http_mcp_zone_t *ctx, uint32_t hash, ngx_str_t *upstream,
+    ngx_str_t *name, ngx_str_t *input, ngx_str_t *output);
 
 
 static uint32_t
@@ -95,52 +100,100 @@ ngx_int_t
 ngx_http_mcp_tools_learn(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_str_t *name, ngx_str_t *input, ngx_str_t *output)
 {
-    u_char                     *p;
-    size_t                      size, share;
+    u_char                     *p, seen[32], told[32];
     uint32_t                    hash;
-    ngx_queue_t                *q;
+    ngx_uint_t                  keep, pinned, listed;
+    ngx_http_mcp_pin_t          pin;
     ngx_http_mcp_zone_t        *ctx;
     ngx_http_mcp_tooldef_sh_t  *t, *old;
 
     ctx = zone->data;
     hash = ngx_http_mcp_tools_hash(upstream, name);
-    size = offsetof(ngx_http_mcp_tooldef_sh_t, data)
-           + upstream->len + name->len + input->len + output->len;
+    pinned = 0;
+    listed = 0;
+    ngx_memzero(&pin, sizeof(ngx_http_mcp_pin_t));
+    ngx_memzero(seen, sizeof(seen));
+    ngx_memzero(told, sizeof(told));
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
     old = ngx_http_mcp_tools_find(ctx, hash, upstream, name);
 
     if (old != NULL
-        && old->input_len == input->len && old->output_len == output->len
-        && ngx_memcmp(old->data + old->upstream_len + old->name_len,
-                      input->data, input->len) == 0
-        && ngx_memcmp(old->data + old->upstream_len + old->name_len
-                      + input->len, output->data, output->len) == 0)
+        && old->input_len == input->len && old->output_len == output->len)
     {
-        /* as it was: the most recently learnt now */
-        ngx_queue_remove(&old->queue);
-        ngx_queue_insert_head(&ctx->sh->tools, &old->queue);
-        ngx_shmtx_unlock(&ctx->shpool->mutex);
-        return NGX_OK;
+        p = old->data + old->upstream_len + old->name_len;
+
+        if (ngx_memcmp(p, input->data, input->len) == 0
+            && ngx_memcmp(p + input->len, output->data, output->len) == 0)
+        {
+            /* as it was: the most recently learnt now */
+            ngx_queue_remove(&old->queue);
+            ngx_queue_insert_head(&ctx->sh->tools, &old->queue);
+            ngx_shmtx_unlock(&ctx->shpool->mutex);
+            return NGX_OK;
+        }
     }
 
-    if (old != NULL) {
+    /* the new schemas in a record of their size, the pin kept */
+    keep = (old != NULL);
+
+    if (keep) {
+        pin = old->pin;
+        ngx_memcpy(seen, old->seen, sizeof(seen));
+        ngx_memcpy(told, old->told, sizeof(told));
+        pinned = old->pinned;
+        listed = old->listed;
+
         ngx_http_mcp_tools_forget(ctx, old);
     }
+
+    t = ngx_http_mcp_tools_add(ctx, hash, upstream, name, input, output);
+
+    if (t != NULL && keep) {
+        t->pin = pin;
+        ngx_memcpy(t->seen, seen, sizeof(seen));
+        ngx_memcpy(t->told, told, sizeof(told));
+        t->pinned = pinned;
+        t->listed = listed;
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return (t != NULL) ? NGX_OK : NGX_DECLINED;
+}
+
+
+/*
+ * A new record, the most recently learnt, room made by forgetting the
+ * least recently learnt; NULL: no room even so.  The caller holds the
+ * zone's lock.
+ */
+
+static ngx_http_mcp_tooldef_sh_t *
+ngx_http_mcp_tools_add(ngx_http_mcp_zone_t *ctx, uint32_t hash,
+    ngx_str_t *upstream, ngx_str_t *name, ngx_str_t *input,
+    ngx_str_t *output)
+{
+    u_char                     *p;
+    size_t                      size, share;
+    ngx_queue_t                *q;
+    ngx_http_mcp_tooldef_sh_t  *t;
+
+    size = offsetof(ngx_http_mcp_tooldef_sh_t, data)
+           + upstream->len + name->len + input->len + output->len;
 
     share = (ctx->shpool->end - (u_char *) ctx->shpool)
             / NGX_HTTP_MCP_TOOLS_SHARE;
 
     if (size > share) {
-        ngx_shmtx_unlock(&ctx->shpool->mutex);
-        return NGX_DECLINED;
+        return NULL;
     }
 
     for ( ;; ) {
         t = (ctx->sh->ntools < NGX_HTTP_MCP_TOOLS_MAX
              && ctx->sh->tools_size + size <= share)
-            ? ngx_slab_alloc_locked(ctx->shpool, size) : NULL;
+            ? ngx_slab_calloc_locked(ctx->shpool, size) : NULL;
 
         if (t != NULL || ngx_queue_empty(&ctx->sh->tools)) {
             break;
@@ -153,8 +206,7 @@ ngx_http_mcp_tools_learn(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     }
 
     if (t == NULL) {
-        ngx_shmtx_unlock(&ctx->shpool->mutex);
-        return NGX_DECLINED;
+        return NULL;
     }
 
     t->hash = hash;
@@ -173,9 +225,7 @@ ngx_http_mcp_tools_learn(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ctx->sh->ntools++;
     ctx->sh->tools_size += size;
 
-    ngx_shmtx_unlock(&ctx->shpool->mutex);
-
-    return NGX_OK;
+    return t;
 }
 
 
@@ -221,6 +271,112 @@ ngx_http_mcp_tools_schemas(ngx_shm_zone_t *zone, ngx_str_t *upstream,
             output->data = p + t->input_len;
             output->len = t->output_len;
         }
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * A tool as a list shows it now (seen) against its pin: with learn, the
+ * zone's, made of what was seen first (and copied to *pin); else *pin,
+ * a pin file's, or NULL: the file has none for it.  NGX_OK: as pinned;
+ * NGX_DECLINED: changed, or new to the file; NGX_AGAIN: no room to
+ * keep it.  *tell: a change not told before (told once per digest).
+ */
+
+ngx_int_t
+ngx_http_mcp_tools_pin(ngx_shm_zone_t *zone, ngx_str_t *upstream,
+    ngx_str_t *name, ngx_http_mcp_pin_t *seen, ngx_http_mcp_pin_t *pin,
+    ngx_uint_t learn, ngx_uint_t *tell)
+{
+    uint32_t                    hash;
+    ngx_int_t                   rc;
+    ngx_str_t                   none;
+    ngx_http_mcp_zone_t        *ctx;
+    ngx_http_mcp_tooldef_sh_t  *t;
+
+    ctx = zone->data;
+    hash = ngx_http_mcp_tools_hash(upstream, name);
+    ngx_str_null(&none);
+    *tell = 0;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    t = ngx_http_mcp_tools_find(ctx, hash, upstream, name);
+
+    if (t == NULL) {
+        t = ngx_http_mcp_tools_add(ctx, hash, upstream, name, &none, &none);
+
+        if (t == NULL) {
+            ngx_shmtx_unlock(&ctx->shpool->mutex);
+            return NGX_AGAIN;
+        }
+    }
+
+    if (learn) {
+        if (!t->pinned) {
+            t->pin = *seen;
+            t->pinned = 1;
+        }
+
+        *pin = t->pin;
+    }
+
+    ngx_memcpy(t->seen, seen->digest, sizeof(t->seen));
+    t->listed = 1;
+
+    if (pin != NULL && ngx_memcmp(pin->digest, seen->digest, 32) == 0) {
+        /* a change back is told again when it comes again */
+        ngx_memzero(t->told, sizeof(t->told));
+        rc = NGX_OK;
+
+    } else {
+        *tell = ngx_memcmp(t->told, seen->digest, 32) != 0;
+        ngx_memcpy(t->told, seen->digest, sizeof(t->told));
+        rc = NGX_DECLINED;
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * The digest a tool was last listed with, and its learnt pin (zeros:
+ * none); NGX_AGAIN: no list relayed has shown it.
+ */
+
+ngx_int_t
+ngx_http_mcp_tools_seen(ngx_shm_zone_t *zone, ngx_str_t *upstream,
+    ngx_str_t *name, u_char *seen, u_char *pin)
+{
+    ngx_int_t                   rc;
+    ngx_http_mcp_zone_t        *ctx;
+    ngx_http_mcp_tooldef_sh_t  *t;
+
+    ctx = zone->data;
+    rc = NGX_AGAIN;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    t = ngx_http_mcp_tools_find(ctx, ngx_http_mcp_tools_hash(upstream, name),
+                                upstream, name);
+
+    if (t != NULL && t->listed) {
+        ngx_memcpy(seen, t->seen, 32);
+
+        if (t->pinned) {
+            ngx_memcpy(pin, t->pin.digest, 32);
+
+        } else {
+            ngx_memzero(pin, 32);
+        }
+
+        rc = NGX_OK;
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);

@@ -72,7 +72,8 @@ typedef struct {
 } ngx_http_mcp_health_sh_t;
 
 
-/* an upstream's tool as its list declared it, for mcp_pass's checks */
+/* an upstream's tool as its list declared it, for mcp_pass's checks
+   and pins */
 typedef struct {
     ngx_queue_t                queue;       /* most recently learnt first */
     uint32_t                   hash;        /* of the upstream and name */
@@ -81,6 +82,11 @@ typedef struct {
     size_t                     name_len;
     size_t                     input_len;   /* inputSchema as JSON, or 0 */
     size_t                     output_len;  /* outputSchema */
+    ngx_http_mcp_pin_t         pin;         /* learnt on first sight */
+    u_char                     seen[32];    /* the digest last listed */
+    u_char                     told[32];    /* the change last logged */
+    unsigned                   pinned:1;
+    unsigned                   listed:1;    /* seen is set */
     u_char                     data[1];     /* upstream, name, input,
                                                output */
 } ngx_http_mcp_tooldef_sh_t;

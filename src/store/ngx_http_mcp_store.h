@@ -166,12 +166,29 @@ ngx_int_t ngx_http_mcp_session_backend_health(ngx_shm_zone_t *zone,
 ngx_int_t ngx_http_mcp_session_backend_version(ngx_shm_zone_t *zone,
     ngx_str_t *uri, u_char *version, size_t *len, ngx_uint_t set);
 
-/* an upstream's tools as listed, for mcp_pass's checks (session_tools.c) */
+/*
+ * An upstream's tools as listed, for mcp_pass's checks and pins
+ * (session_tools.c).  A pin: the SHA-256 of a tool's definition, and of
+ * each of its fields (name, title, description, inputSchema,
+ * outputSchema, annotations; zeros: absent), to tell which changed.
+ */
+#define NGX_HTTP_MCP_PIN_FIELDS  6
+
+typedef struct {
+    u_char                     digest[32];
+    u_char                     fields[NGX_HTTP_MCP_PIN_FIELDS][32];
+} ngx_http_mcp_pin_t;
+
 ngx_int_t ngx_http_mcp_tools_learn(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_str_t *name, ngx_str_t *input, ngx_str_t *output);
 ngx_int_t ngx_http_mcp_tools_schemas(ngx_shm_zone_t *zone,
     ngx_str_t *upstream, ngx_str_t *name, ngx_pool_t *pool, ngx_str_t *input,
     ngx_str_t *output);
+ngx_int_t ngx_http_mcp_tools_pin(ngx_shm_zone_t *zone, ngx_str_t *upstream,
+    ngx_str_t *name, ngx_http_mcp_pin_t *seen, ngx_http_mcp_pin_t *pin,
+    ngx_uint_t learn, ngx_uint_t *tell);
+ngx_int_t ngx_http_mcp_tools_seen(ngx_shm_zone_t *zone, ngx_str_t *upstream,
+    ngx_str_t *name, u_char *seen, u_char *pin);
 ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_target_t *target);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);

@@ -384,8 +384,9 @@ sub run_node_script {
 }
 
 # The SDK server of t/js/tools_upstream.mjs on $port (json => 1: JSON
-# replies, else SSE), its tools/calls appended to logs/$name.calls of
-# the instance; waits until it listens.  Returns (pid, the calls' path).
+# replies, else SSE; describe => file, extra => file: see the script),
+# its tools/calls appended to logs/$name.calls of the instance; waits
+# until it listens.  Returns (pid, the calls' path).
 sub start_tools_upstream {
     my ($t, $port, %o) = @_;
     my $name = $o{name} // 'tools_upstream';
@@ -394,7 +395,8 @@ sub start_tools_upstream {
     open my $f, '>', $calls or croak "$calls: $!";
     close $f;
     my $pid = spawn(name => $name, cmd => [ node_bin(), _node_script('tools_upstream.mjs') ],
-                    env => { PORT => $port, CAPTURE => $calls, JSON => $o{json} ? 1 : 0 },
+                    env => { PORT => $port, CAPTURE => $calls, JSON => $o{json} ? 1 : 0,
+                             map { defined $o{lc $_} ? ($_ => $o{lc $_}) : () } qw(DESCRIBE EXTRA) },
                     cwd => npm_dir(), log => $log);
     McpTest::wait_until(20, sub { port_open($port) })
         or croak "tools_upstream on port $port did not listen:\n" . (McpTest::_slurp($log) // '');

@@ -1,0 +1,425 @@
+
+/*
+ * mcp_pass_pin: tool definitions pinned at the gateway.  A definition is
+ * a tool's name, title, description, inputSchema, outputSchema and
+ * annotations; its digest the SHA-256 of their canonical JSON (RFC 8785,
+ * ngx_http_mcp_jcs.c), and each field's digest too, to tell which one
+ * changed.  The pins come from a file (mcp_pass_pin_file, as
+ * tools/mcp-pin.mjs writes it from an upstream's list), or are learnt
+ * in the zone from the first list that shows a tool.
+ *
+ * Every tools/list the gateway relays is read (ngx_http_mcp_proxy_check.c
+ * calls here for each list): a tool whose digest is not its pin (changed,
+ * or new to the file) is logged once per digest at "warn", with both
+ * digests and the fields that changed, and counted; under "enforce" it
+ * is taken out of the list, and a tools/call of it is refused until the
+ * upstream lists it as pinned again.  Lists from replicas that disagree
+ * are changes too: the zone is one for all of them.
+ */
+
+
+#include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_jcs.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_metrics.h"
+
+
+/* a pin file's pins: at most this big */
+#define NGX_HTTP_MCP_PIN_FILE_MAX  (4 * 1024 * 1024)
+
+
+typedef struct {
+    ngx_str_t                  name;
+    ngx_http_mcp_pin_t         pin;
+} ngx_http_mcp_pin_entry_t;
+
+
+static const char  *ngx_http_mcp_pin_fields[NGX_HTTP_MCP_PIN_FIELDS] = {
+    "name", "title", "description", "inputSchema", "outputSchema",
+    "annotations"
+};
+
+
+static ngx_int_t ngx_http_mcp_pin_hex(cJSON *value, u_char *digest);
+static ngx_int_t ngx_http_mcp_pin_entry(ngx_conf_t *cf, cJSON *tool,
+    ngx_http_mcp_pin_entry_t *e);
+static ngx_http_mcp_pin_t *ngx_http_mcp_pin_find(
+    ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_str_t *name);
+static ngx_int_t ngx_http_mcp_pin_tool(void *data, cJSON *tool,
+    ngx_str_t *name);
+static ngx_int_t ngx_http_mcp_pin_of(ngx_pool_t *pool, cJSON *tool,
+    ngx_http_mcp_pin_t *pin);
+static void ngx_http_mcp_pin_tell(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_http_mcp_pin_t *seen, ngx_http_mcp_pin_t *pin, ngx_uint_t enforce);
+
+
+/*
+ * mcp_pass_pin_file path: {"tools": {"<name>": {"digest": "<hex>",
+ * "fields": {"description": "<hex>", ...}}}}, read at configuration.
+ */
+
+char *
+ngx_http_mcp_pass_pin_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_proxy_loc_conf_t  *plcf = conf;
+
+    cJSON                     *root, *tools, *tool;
+    ngx_str_t                 *value, text;
+    const char                *error;
+    ngx_http_mcp_pin_entry_t  *e;
+
+    if (plcf->pins != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_http_mcp_conf_file(cf, &value[1], NGX_HTTP_MCP_PIN_FILE_MAX,
+                               &text)
+        != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    error = NULL;
+
+    if (ngx_http_mcp_json_parse(cf->temp_pool, text.data, text.len, NULL,
+                                &root, &error)
+        != NGX_OK)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "pin file \"%V\" is not strict JSON: %s",
+                           &value[1], error ? error : "no memory");
+        return NGX_CONF_ERROR;
+    }
+
+    tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
+
+    if (!cJSON_IsObject(tools)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "pin file \"%V\" has no \"tools\" object",
+                           &value[1]);
+        cJSON_Delete(root);
+        return NGX_CONF_ERROR;
+    }
+
+    plcf->pins = ngx_array_create(cf->pool, 16,
+                                  sizeof(ngx_http_mcp_pin_entry_t));
+    if (plcf->pins == NULL) {
+        cJSON_Delete(root);
+        return NGX_CONF_ERROR;
+    }
+
+    cJSON_ArrayForEach(tool, tools) {
+
+        e = ngx_array_push(plcf->pins);
+
+        if (e == NULL || ngx_http_mcp_pin_entry(cf, tool, e) != NGX_OK) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "pin file \"%V\": the pin of tool \"%s\" is "
+                               "not {\"digest\": 64 hex digits, \"fields\": "
+                               "{...}}", &value[1], tool->string);
+            cJSON_Delete(root);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    cJSON_Delete(root);
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_pin_entry(ngx_conf_t *cf, cJSON *tool,
+    ngx_http_mcp_pin_entry_t *e)
+{
+    cJSON       *fields, *f;
+    ngx_uint_t   i;
+
+    ngx_memzero(e, sizeof(ngx_http_mcp_pin_entry_t));
+
+    e->name.len = ngx_strlen(tool->string);
+    e->name.data = ngx_pnalloc(cf->pool, e->name.len);
+
+    if (e->name.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(e->name.data, tool->string, e->name.len);
+
+    if (ngx_http_mcp_pin_hex(cJSON_GetObjectItemCaseSensitive(tool,
+                                                                 "digest"),
+                                e->pin.digest)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* the fields' digests tell which changed; without them, only that */
+    fields = cJSON_GetObjectItemCaseSensitive(tool, "fields");
+
+    for (i = 0; i < NGX_HTTP_MCP_PIN_FIELDS && cJSON_IsObject(fields); i++) {
+        f = cJSON_GetObjectItemCaseSensitive(fields,
+                                             ngx_http_mcp_pin_fields[i]);
+
+        if (f != NULL
+            && ngx_http_mcp_pin_hex(f, e->pin.fields[i]) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_pin_hex(cJSON *value, u_char *digest)
+{
+    u_char      *p;
+    ngx_int_t    hi, lo;
+    ngx_uint_t   i;
+
+    if (!cJSON_IsString(value)
+        || ngx_strlen(value->valuestring) != NGX_HTTP_MCP_JCS_DIGEST_LEN)
+    {
+        return NGX_ERROR;
+    }
+
+    p = (u_char *) value->valuestring;
+
+    for (i = 0; i < 32; i++) {
+        hi = ngx_hextoi(p + 2 * i, 1);
+        lo = ngx_hextoi(p + 2 * i + 1, 1);
+
+        if (hi == NGX_ERROR || lo == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+
+        digest[i] = (u_char) (hi << 4 | lo);
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_http_mcp_pin_t *
+ngx_http_mcp_pin_find(ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_str_t *name)
+{
+    ngx_uint_t                 i;
+    ngx_http_mcp_pin_entry_t  *e;
+
+    e = plcf->pins->elts;
+
+    for (i = 0; i < plcf->pins->nelts; i++) {
+        if (e[i].name.len == name->len
+            && ngx_memcmp(e[i].name.data, name->data, name->len) == 0)
+        {
+            return &e[i].pin;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * A tools/list result relayed: each tool against its pin; under enforce,
+ * one that is not as pinned leaves the list (*changed).
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_pin_list(ngx_http_mcp_proxy_ctx_t *pctx, cJSON *result,
+    ngx_uint_t *changed)
+{
+    return ngx_http_mcp_jsonrpc_tools(result, ngx_http_mcp_pin_tool, pctx,
+                                      changed);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_pin_tool(void *data, cJSON *tool, ngx_str_t *name)
+{
+    ngx_http_mcp_proxy_ctx_t *pctx = data;
+
+    ngx_int_t                       rc;
+    ngx_uint_t                      tell, learn, enforce;
+    ngx_http_request_t             *r;
+    ngx_http_mcp_pin_t              seen, pin, *file;
+    ngx_http_mcp_proxy_loc_conf_t  *plcf;
+
+    r = pctx->ctx->request;
+    plcf = pctx->conf;
+    learn = (plcf->pins == NULL);
+    enforce = (plcf->pin == NGX_HTTP_MCP_PIN_ENFORCE);
+
+    if (ngx_http_mcp_pin_of(r->pool, tool, &seen) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    file = learn ? &pin : ngx_http_mcp_pin_find(plcf, name);
+
+    rc = ngx_http_mcp_tools_pin(pctx->ctx->conf->zone, &plcf->tools_key,
+                                name, &seen, file, learn, &tell);
+
+    if (rc == NGX_OK) {
+        return NGX_OK;
+    }
+
+    if (rc == NGX_AGAIN) {
+        /* the zone has no room to keep it: no pin to hold it to */
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mcp: no room in the zone to pin tool \"%V\"%s",
+                      name, enforce ? ", left out of the list" : "");
+
+    } else if (tell) {
+        ngx_http_mcp_pin_tell(r, name, &seen, file, enforce);
+    }
+
+    return enforce ? NGX_DECLINED : NGX_OK;
+}
+
+
+/* a tool's definition and its fields, digested */
+
+static ngx_int_t
+ngx_http_mcp_pin_of(ngx_pool_t *pool, cJSON *tool, ngx_http_mcp_pin_t *pin)
+{
+    cJSON       *def, *field;
+    ngx_int_t    rc;
+    ngx_uint_t   i;
+
+    ngx_memzero(pin, sizeof(ngx_http_mcp_pin_t));
+
+    def = cJSON_CreateObject();
+    if (def == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = NGX_OK;
+
+    for (i = 0; i < NGX_HTTP_MCP_PIN_FIELDS && rc == NGX_OK; i++) {
+        field = cJSON_GetObjectItemCaseSensitive(tool,
+                                                 ngx_http_mcp_pin_fields[i]);
+        if (field == NULL) {
+            continue;
+        }
+
+        /* a reference: the list keeps its items */
+        if (!cJSON_AddItemReferenceToObject(def, ngx_http_mcp_pin_fields[i],
+                                            field)
+            || ngx_http_mcp_jcs_digest(pool, field, pin->fields[i])
+               != NGX_OK)
+        {
+            rc = NGX_ERROR;
+        }
+    }
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_mcp_jcs_digest(pool, def, pin->digest);
+    }
+
+    cJSON_Delete(def);
+
+    return rc;
+}
+
+
+/* a change, told once: both digests, and which fields changed */
+
+static void
+ngx_http_mcp_pin_tell(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_http_mcp_pin_t *seen, ngx_http_mcp_pin_t *pin, ngx_uint_t enforce)
+{
+    u_char      now[NGX_HTTP_MCP_JCS_DIGEST_LEN];
+    u_char      was[NGX_HTTP_MCP_JCS_DIGEST_LEN];
+    u_char      fields[128], *p, *last;
+    ngx_uint_t  i;
+
+    static u_char  zero[32];
+
+    ngx_http_mcp_metrics_pin_change();
+
+    (void) ngx_hex_dump(now, seen->digest, 32);
+
+    if (pin == NULL) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mcp: tool \"%V\" is not pinned (digest %*s)%s",
+                      name, (size_t) NGX_HTTP_MCP_JCS_DIGEST_LEN, now,
+                      enforce ? ", left out" : "");
+        return;
+    }
+
+    (void) ngx_hex_dump(was, pin->digest, 32);
+
+    p = fields;
+    last = fields + sizeof(fields);
+
+    for (i = 0; i < NGX_HTTP_MCP_PIN_FIELDS; i++) {
+        if (ngx_memcmp(pin->fields[i], zero, 32) == 0
+            && ngx_memcmp(seen->fields[i], zero, 32) == 0)
+        {
+            continue;
+        }
+
+        if (ngx_memcmp(pin->fields[i], seen->fields[i], 32) != 0) {
+            p = ngx_slprintf(p, last, "%s%s", p == fields ? "" : ",",
+                             ngx_http_mcp_pin_fields[i]);
+        }
+    }
+
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "mcp: tool \"%V\" changed since pinned: %*s, now %*s, "
+                  "fields %*s%s", name,
+                  (size_t) NGX_HTTP_MCP_JCS_DIGEST_LEN, was,
+                  (size_t) NGX_HTTP_MCP_JCS_DIGEST_LEN, now,
+                  p == fields ? (size_t) 1 : (size_t) (p - fields),
+                  p == fields ? (u_char *) "?" : fields,
+                  enforce ? ", left out" : "");
+}
+
+
+/*
+ * Under enforce, a tools/call of a tool not as pinned: NGX_DECLINED with
+ * *why.  A tool no list has shown yet goes on when a file pins its name
+ * (or pins are learnt: the first list pins it); its definition is held
+ * to the pin as soon as a list shows it.
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_pin_call(ngx_http_mcp_proxy_ctx_t *pctx, ngx_str_t *tool,
+    const char **why)
+{
+    u_char                          seen[32], learnt[32];
+    ngx_http_mcp_pin_t             *pin;
+    ngx_http_mcp_proxy_loc_conf_t  *plcf;
+
+    plcf = pctx->conf;
+
+    if (plcf->pin != NGX_HTTP_MCP_PIN_ENFORCE) {
+        return NGX_OK;
+    }
+
+    pin = (plcf->pins != NULL) ? ngx_http_mcp_pin_find(plcf, tool) : NULL;
+
+    if (plcf->pins != NULL && pin == NULL) {
+        *why = "Tool not allowed: it is not pinned";
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_mcp_tools_seen(pctx->ctx->conf->zone, &plcf->tools_key,
+                                tool, seen, learnt)
+        != NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    if (ngx_memcmp(seen, pin ? pin->digest : learnt, 32) == 0) {
+        return NGX_OK;
+    }
+
+    *why = "Tool not allowed: its definition changed since it was pinned";
+
+    return NGX_DECLINED;
+}

@@ -32,7 +32,8 @@ ngx_http_mcp_output_check(ngx_http_mcp_call_t *call, cJSON *result)
     ngx_int_t                    rc;
     ngx_http_mcp_schema_opts_t   opts;
 
-    schema = ngx_http_mcp_json_get(call->entry->desc, "outputSchema");
+    schema = (call->entry->output_schema != NULL)
+             ? call->entry->output_schema->root : NULL;
     type = ngx_http_mcp_json_get(result, "resultType");
 
     /* an error of the tool's own, a task begun, input asked for */
@@ -54,6 +55,7 @@ ngx_http_mcp_output_check(ngx_http_mcp_call_t *call, cJSON *result)
         ngx_memzero(&opts, sizeof(ngx_http_mcp_schema_opts_t));
         opts.format_assert = ngx_http_mcp_hooks.format_assert(call->loc_conf);
         opts.path = "structuredContent";
+        opts.compiled = call->entry->output_schema;
 
         error = NULL;
 

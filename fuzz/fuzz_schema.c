@@ -8,7 +8,8 @@
  *
  * Besides memory errors, it checks what the validator promises: a
  * failure (NGX_DECLINED) comes with a NUL-terminated, printable message
- * of at most 255 characters.
+ * of at most 255 characters; and the schema compiled (as a tool's is)
+ * gives the same verdict.
  */
 
 
@@ -39,7 +40,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cJSON                       *schema, *instance;
     u_char                      *error, *sep;
     size_t                       slen;
-    ngx_int_t                    rc;
+    ngx_int_t                    rc, crc;
     ngx_pool_t                  *pool;
     ngx_http_mcp_schema_opts_t   opts;
 
@@ -77,6 +78,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (rc != NGX_OK && rc != NGX_ERROR) {
             fprintf(stderr, "schema_validate() returned %d\n", (int) rc);
             abort();
+        }
+
+        opts.compiled = ngx_http_mcp_schema_compile(pool, schema);
+
+        if (rc != NGX_ERROR && opts.compiled != NULL) {
+            crc = ngx_http_mcp_schema_validate_opts(pool, schema, instance,
+                                                    &opts, &error);
+
+            if (crc != rc && crc != NGX_ERROR) {
+                fprintf(stderr, "compiled: %d, not %d\n", (int) crc,
+                        (int) rc);
+                abort();
+            }
         }
     }
 

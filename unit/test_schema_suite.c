@@ -337,8 +337,9 @@ ngx_unit_file(const char *path, const char *name, ngx_uint_t required,
     cJSON                       *groups, *group, *schema, *tests, *test;
     cJSON                       *data, *valid, *desc, *gdesc;
     u_char                      *error;
-    ngx_int_t                    rc;
-    ngx_pool_t                  *pool;
+    ngx_int_t                    rc, crc;
+    ngx_pool_t                  *pool, *cpool;
+    ngx_http_mcp_schema_t       *compiled;
     ngx_http_mcp_schema_opts_t   opts;
 
     text = ngx_unit_read(path);
@@ -359,6 +360,14 @@ ngx_unit_file(const char *path, const char *name, ngx_uint_t required,
         schema = cJSON_GetObjectItemCaseSensitive(group, "schema");
         tests = cJSON_GetObjectItemCaseSensitive(group, "tests");
 
+        /* the module compiles a tool's schema once: the same verdicts */
+        cpool = ngx_shim_pool_create();
+        compiled = ngx_http_mcp_schema_compile(cpool, schema);
+
+        CHECK(compiled != NULL && compiled->root == schema
+              && (compiled->slots != NULL) == cJSON_IsObject(schema),
+              "the group's schema compiles");
+
         cJSON_ArrayForEach(test, tests) {
             desc = cJSON_GetObjectItemCaseSensitive(test, "description");
             data = cJSON_GetObjectItemCaseSensitive(test, "data");
@@ -375,6 +384,22 @@ ngx_unit_file(const char *path, const char *name, ngx_uint_t required,
             snprintf(what, sizeof(what), "%s: %s: %s", name,
                      cJSON_GetStringValue(gdesc),
                      cJSON_GetStringValue(desc));
+
+            if (compiled != NULL) {
+                pool = ngx_shim_pool_create();
+                opts.compiled = compiled;
+
+                crc = ngx_http_mcp_schema_validate_opts(pool, schema, data,
+                                                        &opts, &error);
+                opts.compiled = NULL;
+                ngx_shim_pool_destroy(pool);
+
+                if (crc != rc) {
+                    CHECK(0, what);
+                    printf("#   compiled: rc %d, not %d\n", (int) crc,
+                           (int) rc);
+                }
+            }
 
             count->total++;
 
@@ -399,6 +424,8 @@ ngx_unit_file(const char *path, const char *name, ngx_uint_t required,
             printf("#   rc %d, want %s\n", (int) rc,
                    cJSON_IsTrue(valid) ? "valid" : "invalid");
         }
+
+        ngx_shim_pool_destroy(cpool);
     }
 
     cJSON_Delete(groups);

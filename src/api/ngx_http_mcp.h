@@ -159,6 +159,9 @@ typedef struct {
     unsigned                   params:1; /* a tool whose inputSchema
                                             mirrors arguments into
                                             Mcp-Param-* (x-mcp-header) */
+    /* a tool's schemas compiled when it is added (NULL: none given) */
+    struct ngx_http_mcp_schema_s  *input_schema;
+    struct ngx_http_mcp_schema_s  *output_schema;
 } ngx_http_mcp_entry_t;
 
 

@@ -1102,13 +1102,17 @@ ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
         return NGX_DECLINED;
     }
 
-    schema = ngx_http_mcp_json_get(call->entry->desc, "inputSchema");
+    ngx_memzero(&opts, sizeof(ngx_http_mcp_schema_opts_t));
+    opts.format_assert = ngx_http_mcp_hooks.format_assert(call->loc_conf);
+    opts.compiled = call->entry->input_schema;
+
+    /* a tool added otherwise than by ngx_http_mcp_add() is not compiled */
+    schema = (opts.compiled != NULL)
+             ? opts.compiled->root
+             : ngx_http_mcp_json_get(call->entry->desc, "inputSchema");
 
     ngx_memzero(&empty, sizeof(cJSON));
     empty.type = cJSON_Object;
-
-    ngx_memzero(&opts, sizeof(ngx_http_mcp_schema_opts_t));
-    opts.format_assert = ngx_http_mcp_hooks.format_assert(call->loc_conf);
 
     rc = ngx_http_mcp_schema_validate_opts(call->pool, schema,
                                            call->arguments ? call->arguments
@@ -1116,9 +1120,7 @@ ngx_http_mcp_check_arguments(ngx_http_mcp_call_t *call)
                                            &opts, &error);
     if (rc == NGX_OK) {
         /* what the tool gives back is held to its outputSchema */
-        if (call->finish == NULL
-            && ngx_http_mcp_json_get(call->entry->desc, "outputSchema"))
-        {
+        if (call->finish == NULL && call->entry->output_schema != NULL) {
             call->finish = ngx_http_mcp_output_check;
         }
 

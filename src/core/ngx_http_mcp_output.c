@@ -26,10 +26,18 @@
 ngx_int_t
 ngx_http_mcp_output_check(ngx_http_mcp_call_t *call, cJSON *result)
 {
+    ngx_http_mcp_schema_t  *compiled;
+
+    compiled = call->entry->output_schema;
+
+    /* a tool added otherwise than by ngx_http_mcp_add() is not compiled */
     return ngx_http_mcp_output_conform(call->pool, call->log,
                &call->entry->name,
-               ngx_http_mcp_json_get(call->entry->desc, "outputSchema"),
-               result, ngx_http_mcp_hooks.format_assert(call->loc_conf));
+               compiled ? compiled->root
+                        : ngx_http_mcp_json_get(call->entry->desc,
+                                                "outputSchema"),
+               compiled, result,
+               ngx_http_mcp_hooks.format_assert(call->loc_conf));
 }
 
 
@@ -41,7 +49,8 @@ ngx_http_mcp_output_check(ngx_http_mcp_call_t *call, cJSON *result)
 
 ngx_int_t
 ngx_http_mcp_output_conform(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_str_t *name, cJSON *schema, cJSON *result, ngx_uint_t format_assert)
+    ngx_str_t *name, cJSON *schema, ngx_http_mcp_schema_t *compiled,
+    cJSON *result, ngx_uint_t format_assert)
 {
     u_char                      *error, *text;
     cJSON                       *sc, *type, *content, *item;
@@ -70,6 +79,7 @@ ngx_http_mcp_output_conform(ngx_pool_t *pool, ngx_log_t *log,
         ngx_memzero(&opts, sizeof(ngx_http_mcp_schema_opts_t));
         opts.format_assert = format_assert;
         opts.path = "structuredContent";
+        opts.compiled = compiled;
 
         error = NULL;
 

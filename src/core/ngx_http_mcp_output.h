@@ -12,6 +12,7 @@
 
 
 #include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_schema.h"
 
 
 /*
@@ -24,11 +25,13 @@ ngx_int_t ngx_http_mcp_output_check(ngx_http_mcp_call_t *call,
     cJSON *result);
 
 /*
- * The same for tool name's result against schema (NULL: none declared),
- * the fault logged to log; format_assert: "format" is an assertion.
+ * The same for tool name's result against schema (NULL: none declared;
+ * compiled: its compiled form, or NULL), the fault logged to log;
+ * format_assert: "format" is an assertion.
  */
 ngx_int_t ngx_http_mcp_output_conform(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_str_t *name, cJSON *schema, cJSON *result, ngx_uint_t format_assert);
+    ngx_str_t *name, cJSON *schema, ngx_http_mcp_schema_t *compiled,
+    cJSON *result, ngx_uint_t format_assert);
 
 
 #endif /* _NGX_HTTP_MCP_OUTPUT_H_INCLUDED_ */

@@ -23,6 +23,8 @@ static ngx_int_t ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     ngx_http_mcp_handler_pt handler, void *data);
 static ngx_int_t ngx_http_mcp_registry_dialect(ngx_conf_t *cf,
     ngx_http_mcp_set_t *set, ngx_str_t *name, cJSON *desc, const char *key);
+static ngx_int_t ngx_http_mcp_registry_compile(ngx_conf_t *cf, cJSON *desc,
+    const char *key, ngx_http_mcp_schema_t **schema);
 static void ngx_http_mcp_json_cleanup(void *data);
 static ngx_int_t ngx_http_mcp_cursor_parse(cJSON *cursor, ngx_uint_t *offset);
 static char *ngx_http_mcp_cursor_make(ngx_pool_t *pool, ngx_uint_t offset);
@@ -279,12 +281,13 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     ngx_array_t *entries, const char *json, const char *key,
     ngx_http_mcp_handler_pt handler, void *data)
 {
-    u_char                *error;
-    cJSON                 *desc, *name;
-    ngx_int_t              rc;
-    ngx_str_t              s;
-    ngx_uint_t             params;
-    ngx_http_mcp_entry_t  *e;
+    u_char                 *error;
+    cJSON                  *desc, *name;
+    ngx_int_t               rc;
+    ngx_str_t               s;
+    ngx_uint_t              params;
+    ngx_http_mcp_entry_t   *e;
+    ngx_http_mcp_schema_t  *schemas[2];
 
     desc = ngx_http_mcp_parse_json(cf, json);
     if (desc == NULL) {
@@ -317,6 +320,8 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     /* a client drops a tool whose x-mcp-header breaks the rules */
 
     params = 0;
+    schemas[0] = NULL;
+    schemas[1] = NULL;
 
     if (entries == &set->tools) {
         if (ngx_http_mcp_registry_dialect(cf, set, &s, desc, "inputSchema")
@@ -341,6 +346,17 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
         if (rc != NGX_OK) {
             return NGX_ERROR;
         }
+
+        /* once here, not on every call */
+        if (ngx_http_mcp_registry_compile(cf, desc, "inputSchema",
+                                          &schemas[0])
+               != NGX_OK
+            || ngx_http_mcp_registry_compile(cf, desc, "outputSchema",
+                                             &schemas[1])
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
     e = ngx_array_push(entries);
@@ -353,8 +369,31 @@ ngx_http_mcp_add(ngx_conf_t *cf, ngx_http_mcp_set_t *set,
     e->handler = handler;
     e->data = data;
     e->params = (params != 0);
+    e->input_schema = schemas[0];
+    e->output_schema = schemas[1];
 
     return NGX_OK;
+}
+
+
+/* a tool's schema compiled for its calls; *schema NULL: none given */
+
+static ngx_int_t
+ngx_http_mcp_registry_compile(ngx_conf_t *cf, cJSON *desc, const char *key,
+    ngx_http_mcp_schema_t **schema)
+{
+    cJSON  *s;
+
+    s = ngx_http_mcp_json_get(desc, key);
+
+    if (s == NULL) {
+        *schema = NULL;
+        return NGX_OK;
+    }
+
+    *schema = ngx_http_mcp_schema_compile(cf->pool, s);
+
+    return (*schema != NULL) ? NGX_OK : NGX_ERROR;
 }
 
 

@@ -36,7 +36,15 @@ static ngx_uint_t ngx_http_mcp_cors_has_header(ngx_http_request_t *r,
     const char *name, size_t len);
 
 
+static ngx_int_t ngx_http_mcp_cors_add(ngx_http_request_t *r,
+    ngx_table_elt_t *header);
+
+
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+
+/* the two headers of every reply, made once (ngx_http_mcp_cors_init()) */
+static ngx_table_elt_t  ngx_http_mcp_cors_nosniff;
+static ngx_table_elt_t  ngx_http_mcp_cors_no_store;
 
 
 /* the request headers an MCP client sends that CORS does not let pass */
@@ -52,6 +60,18 @@ static ngx_str_t  ngx_http_mcp_cors_expose = ngx_string(
 ngx_int_t
 ngx_http_mcp_cors_init(ngx_conf_t *cf)
 {
+    ngx_table_elt_t  *h;
+
+    h = &ngx_http_mcp_cors_nosniff;
+    h->hash = 1;
+    ngx_str_set(&h->key, "X-Content-Type-Options");
+    ngx_str_set(&h->value, "nosniff");
+
+    h = &ngx_http_mcp_cors_no_store;
+    h->hash = 1;
+    ngx_str_set(&h->key, "Cache-Control");
+    ngx_str_set(&h->value, "no-store");
+
     ngx_http_next_header_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = ngx_http_mcp_cors_header_filter;
 
@@ -141,8 +161,6 @@ ngx_http_mcp_cors_is_preflight(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_mcp_cors_header_filter(ngx_http_request_t *r)
 {
-    ngx_str_t                 nosniff = ngx_string("nosniff");
-    ngx_str_t                 no_store = ngx_string("no-store");
     ngx_str_t                 vary = ngx_string("Origin");
     ngx_table_elt_t          *origin;
     ngx_http_mcp_ctx_t       *ctx;
@@ -156,9 +174,7 @@ ngx_http_mcp_cors_header_filter(ngx_http_request_t *r)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
 
-    if (ngx_http_mcp_header_out(r, "X-Content-Type-Options", &nosniff)
-        != NGX_OK)
-    {
+    if (ngx_http_mcp_cors_add(r, &ngx_http_mcp_cors_nosniff) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -171,7 +187,7 @@ ngx_http_mcp_cors_header_filter(ngx_http_request_t *r)
              && !mlcf->pass)
             || !ngx_http_mcp_cors_has_header(r, "cache-control",
                                              sizeof("cache-control") - 1))
-        && ngx_http_mcp_header_out(r, "Cache-Control", &no_store) != NGX_OK)
+        && ngx_http_mcp_cors_add(r, &ngx_http_mcp_cors_no_store) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -196,6 +212,24 @@ ngx_http_mcp_cors_header_filter(ngx_http_request_t *r)
     }
 
     return ngx_http_next_header_filter(r);
+}
+
+
+/* a header made once, added to the reply: a copy, nothing to build */
+
+static ngx_int_t
+ngx_http_mcp_cors_add(ngx_http_request_t *r, ngx_table_elt_t *header)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = *header;
+
+    return NGX_OK;
 }
 
 

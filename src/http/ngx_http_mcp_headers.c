@@ -12,7 +12,7 @@
 #include "ngx_http_mcp_param.h"
 
 
-static ngx_uint_t ngx_http_mcp_header_named(ngx_table_elt_t *h,
+static ngx_inline ngx_uint_t ngx_http_mcp_header_named(ngx_table_elt_t *h,
     const char *name, size_t len);
 static ngx_table_elt_t *ngx_http_mcp_header_next(ngx_http_request_t *r,
     ngx_table_elt_t *prev, const char *name, size_t len, ngx_uint_t whole);
@@ -146,13 +146,18 @@ ngx_http_mcp_headers_name(ngx_pool_t *pool, ngx_http_mcp_headers_t *hs,
 }
 
 
-/* whether h's name starts with name (len bytes, in lower case) */
+/*
+ * whether h's name starts with name (len bytes, in lower case); the
+ * first byte before a call: names of a length are mostly other names
+ * (Accept is Origin's length, Content-Length Mcp-Session-Id's)
+ */
 
-static ngx_uint_t
+static ngx_inline ngx_uint_t
 ngx_http_mcp_header_named(ngx_table_elt_t *h, const char *name, size_t len)
 {
     return h->lowcase_key != NULL
-           ? ngx_memcmp(h->lowcase_key, name, len) == 0
+           ? h->lowcase_key[0] == (u_char) name[0]
+             && ngx_memcmp(h->lowcase_key, name, len) == 0
            : ngx_strncasecmp(h->key.data, (u_char *) name, len) == 0;
 }
 

@@ -203,20 +203,32 @@ ngx_int_t
 ngx_http_mcp_check_origin(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf)
 {
-    ngx_str_t        *allowed, origin;
-    ngx_uint_t        i;
-    ngx_table_elt_t  *h;
+    ngx_str_t           *allowed, origin;
+    ngx_uint_t           i, twice;
+    ngx_table_elt_t     *h;
+    ngx_http_mcp_ctx_t  *ctx;
 
-    h = ngx_http_mcp_header_in(r, "origin", sizeof("origin") - 1);
+    /* a context has read the request's headers (each POST's has) */
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    if (ctx != NULL) {
+        h = ctx->headers.origin;
+        twice = ctx->headers.twice & NGX_HTTP_MCP_HDR_ORIGIN;
+
+    } else {
+        h = ngx_http_mcp_header_in(r, "origin", sizeof("origin") - 1);
+        twice = (h != NULL
+                 && ngx_http_mcp_header_in_after(r, h, "origin",
+                                                 sizeof("origin") - 1)
+                    != NULL);
+    }
 
     if (h == NULL) {
         return NGX_OK;
     }
 
     /* two Origins: which one a browser meant is anybody's guess */
-    if (ngx_http_mcp_header_in_after(r, h, "origin", sizeof("origin") - 1)
-        != NULL)
-    {
+    if (twice) {
         return NGX_DECLINED;
     }
 

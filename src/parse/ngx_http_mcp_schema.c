@@ -92,7 +92,14 @@ ngx_http_mcp_schema_validate_opts(ngx_pool_t *pool, cJSON *schema,
     ctx.pool = pool;
     ctx.root = schema;
     ctx.opts = opts;
-    ctx.format = (opts != NULL && opts->format_assert);
+
+    if (opts != NULL) {
+        ctx.format = opts->format_assert;
+
+        if (opts->compiled != NULL && opts->compiled->slots != NULL) {
+            ctx.compiled = opts->compiled;
+        }
+    }
 
     if (opts != NULL && opts->path != NULL) {
         path.data = (u_char *) opts->path;
@@ -104,7 +111,9 @@ ngx_http_mcp_schema_validate_opts(ngx_pool_t *pool, cJSON *schema,
     ctx.scope[0].base = (u_char *) "";
 
     /* the root's $id, if any, is read as check() finds it */
-    if (opts != NULL && opts->load != NULL && cJSON_IsObject(schema)) {
+    if (opts != NULL && opts->load != NULL
+        && ngx_http_mcp_schema_is(schema, cJSON_Object))
+    {
         ngx_http_mcp_schema_vocabulary(&ctx);
     }
 
@@ -147,7 +156,7 @@ ngx_http_mcp_schema_dialect(cJSON *schema)
         return NULL;
     }
 
-    if (!cJSON_IsString(s)) {
+    if (!ngx_http_mcp_schema_is(s, cJSON_String)) {
         return "(not a string)";
     }
 
@@ -181,14 +190,14 @@ ngx_http_mcp_schema_vocabulary(ngx_http_mcp_schema_ctx_t *ctx)
 
     s = ngx_http_mcp_json_get(ctx->root, "$schema");
 
-    if (!cJSON_IsString(s)) {
+    if (!ngx_http_mcp_schema_is(s, cJSON_String)) {
         return;
     }
 
     meta = ctx->opts->load(ctx->opts->data, s->valuestring);
     vocab = ngx_http_mcp_json_get(meta, "$vocabulary");
 
-    if (!cJSON_IsObject(vocab)) {
+    if (!ngx_http_mcp_schema_is(vocab, cJSON_Object)) {
         return;
     }
 
@@ -217,19 +226,13 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
     u_char                      *base;
     ngx_int_t                    rc;
     ngx_uint_t                   entered;
-    ngx_http_mcp_schema_kw_t     k;
+    ngx_http_mcp_schema_kw_t     own_k, *k;
     ngx_http_mcp_schema_eval_t  *own;
 
-    if (cJSON_IsTrue(schema)) {
-        return NGX_OK;
-    }
-
-    if (cJSON_IsFalse(schema)) {
-        return ngx_http_mcp_schema_fail(ctx, path, "is not allowed");
-    }
-
-    if (!cJSON_IsObject(schema)) {
-        return NGX_OK;
+    if (!ngx_http_mcp_schema_is(schema, cJSON_Object)) {
+        return ngx_http_mcp_schema_is(schema, cJSON_False)
+               ? ngx_http_mcp_schema_fail(ctx, path, "is not allowed")
+               : NGX_OK;
     }
 
     if (ctx->exhausted || ++ctx->steps > NGX_HTTP_MCP_SCHEMA_MAX_STEPS) {
@@ -243,14 +246,22 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
                                         "the schema");
     }
 
-    ngx_http_mcp_schema_keywords(schema, &k);
+    k = (ctx->compiled != NULL)
+        ? ngx_http_mcp_schema_compiled(ctx->compiled, schema) : NULL;
+
+    if (k == NULL) {
+        ngx_http_mcp_schema_keywords(schema, &own_k);
+        k = &own_k;
+    }
 
     entered = 0;
 
     /* the root's $id: the base of the document */
-    if (cJSON_IsString(k.id) && schema == ctx->root && ctx->depth == 1) {
+    if (ngx_http_mcp_schema_is(k->id, cJSON_String)
+        && schema == ctx->root && ctx->depth == 1)
+    {
         ctx->scope[0].base = ngx_http_mcp_schema_id(ctx, (u_char *) "",
-                                                    k.id->valuestring);
+                                                    k->id->valuestring);
         if (ctx->scope[0].base == NULL) {
             ctx->depth--;
             return NGX_ERROR;
@@ -258,9 +269,11 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
     }
 
     /* a resource of its own: the base of the references inside */
-    if (cJSON_IsString(k.id) && schema != ctx->scope[ctx->nscope - 1].res) {
+    if (ngx_http_mcp_schema_is(k->id, cJSON_String)
+        && schema != ctx->scope[ctx->nscope - 1].res)
+    {
         base = ngx_http_mcp_schema_id(ctx, ctx->scope[ctx->nscope - 1].base,
-                                      k.id->valuestring);
+                                      k->id->valuestring);
         if (base == NULL) {
             ctx->depth--;
             return NGX_ERROR;
@@ -278,8 +291,10 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
     /* the annotations unevaluated* read are this object's own */
     own = ev;
 
-    if ((k.unevaluated_properties != NULL && cJSON_IsObject(v))
-        || (k.unevaluated_items != NULL && cJSON_IsArray(v)))
+    if ((k->unevaluated_properties != NULL
+         && ngx_http_mcp_schema_is(v, cJSON_Object))
+        || (k->unevaluated_items != NULL
+            && ngx_http_mcp_schema_is(v, cJSON_Array)))
     {
         own = ngx_http_mcp_schema_eval(ctx, v);
         if (own == NULL) {
@@ -290,42 +305,46 @@ ngx_http_mcp_schema_check(ngx_http_mcp_schema_ctx_t *ctx, cJSON *schema,
 
     rc = NGX_OK;
 
-    if (cJSON_IsString(k.ref)) {
-        rc = ngx_http_mcp_schema_follow(ctx, k.ref->valuestring, 0, v, path,
+    if (ngx_http_mcp_schema_is(k->ref, cJSON_String)) {
+        rc = ngx_http_mcp_schema_follow(ctx, k->ref->valuestring, 0, v, path,
                                         own);
     }
 
-    if (rc == NGX_OK && cJSON_IsString(k.dynamic_ref)) {
-        rc = ngx_http_mcp_schema_follow(ctx, k.dynamic_ref->valuestring, 1,
+    if (rc == NGX_OK
+        && ngx_http_mcp_schema_is(k->dynamic_ref, cJSON_String))
+    {
+        rc = ngx_http_mcp_schema_follow(ctx, k->dynamic_ref->valuestring, 1,
                                         v, path, own);
     }
 
     if (rc == NGX_OK && !ctx->novalidation) {
-        rc = ngx_http_mcp_schema_type(ctx, &k, v, path);
+        rc = ngx_http_mcp_schema_type(ctx, k, v, path);
     }
 
-    if (rc == NGX_OK && cJSON_IsNumber(v) && !ctx->novalidation) {
-        rc = ngx_http_mcp_schema_number(ctx, &k, v, path);
+    if (rc == NGX_OK && ngx_http_mcp_schema_is(v, cJSON_Number)
+        && !ctx->novalidation)
+    {
+        rc = ngx_http_mcp_schema_number(ctx, k, v, path);
     }
 
-    if (rc == NGX_OK && cJSON_IsString(v)) {
-        rc = ngx_http_mcp_schema_string(ctx, &k, v, path);
+    if (rc == NGX_OK && ngx_http_mcp_schema_is(v, cJSON_String)) {
+        rc = ngx_http_mcp_schema_string(ctx, k, v, path);
     }
 
-    if (rc == NGX_OK && cJSON_IsObject(v)) {
-        rc = ngx_http_mcp_schema_object(ctx, &k, v, path, own);
+    if (rc == NGX_OK && ngx_http_mcp_schema_is(v, cJSON_Object)) {
+        rc = ngx_http_mcp_schema_object(ctx, k, v, path, own);
     }
 
-    if (rc == NGX_OK && cJSON_IsArray(v)) {
-        rc = ngx_http_mcp_schema_array(ctx, &k, v, path, own);
+    if (rc == NGX_OK && ngx_http_mcp_schema_is(v, cJSON_Array)) {
+        rc = ngx_http_mcp_schema_array(ctx, k, v, path, own);
     }
 
     if (rc == NGX_OK) {
-        rc = ngx_http_mcp_schema_combine(ctx, &k, v, path, own);
+        rc = ngx_http_mcp_schema_combine(ctx, k, v, path, own);
     }
 
     if (rc == NGX_OK && own != ev) {
-        rc = ngx_http_mcp_schema_unevaluated(ctx, &k, v, path, own);
+        rc = ngx_http_mcp_schema_unevaluated(ctx, k, v, path, own);
 
         if (rc == NGX_OK && ev != NULL) {
             rc = ngx_http_mcp_schema_merge(ctx, ev, own);
@@ -355,7 +374,7 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
 
     if (!ctx->novalidation) {
         cJSON_ArrayForEach(kw, k->required) {
-            if (cJSON_IsString(kw)
+            if (ngx_http_mcp_schema_is(kw, cJSON_String)
                 && ngx_http_mcp_json_get(v, kw->valuestring) == NULL)
             {
                 return ngx_http_mcp_schema_fail(ctx, path,
@@ -364,8 +383,8 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
             }
         }
 
-        kw = cJSON_IsObject(k->dependent_required) ? k->dependent_required
-                                                   : NULL;
+        kw = ngx_http_mcp_schema_is(k->dependent_required, cJSON_Object)
+             ? k->dependent_required : NULL;
 
         cJSON_ArrayForEach(dep, kw) {
             if (ngx_http_mcp_json_get(v, dep->string) == NULL) {
@@ -373,7 +392,7 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
             }
 
             cJSON_ArrayForEach(name, dep) {
-                if (cJSON_IsString(name)
+                if (ngx_http_mcp_schema_is(name, cJSON_String)
                     && ngx_http_mcp_json_get(v, name->valuestring) == NULL)
                 {
                     return ngx_http_mcp_schema_fail(ctx, path,
@@ -419,7 +438,8 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
         }
     }
 
-    kw = cJSON_IsObject(k->dependent_schemas) ? k->dependent_schemas : NULL;
+    kw = ngx_http_mcp_schema_is(k->dependent_schemas, cJSON_Object)
+         ? k->dependent_schemas : NULL;
 
     cJSON_ArrayForEach(dep, kw) {
         if (ngx_http_mcp_json_get(v, dep->string) == NULL) {
@@ -442,13 +462,17 @@ ngx_http_mcp_schema_object(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->min_properties;
 
-    if (cJSON_IsNumber(kw) && (double) n < kw->valuedouble) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Number)
+        && (double) n < kw->valuedouble)
+    {
         return ngx_http_mcp_schema_fail(ctx, path, "has too few properties");
     }
 
     kw = k->max_properties;
 
-    if (cJSON_IsNumber(kw) && (double) n > kw->valuedouble) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Number)
+        && (double) n > kw->valuedouble)
+    {
         return ngx_http_mcp_schema_fail(ctx, path,
                                         "has too many properties");
     }
@@ -474,7 +498,7 @@ ngx_http_mcp_schema_members(ngx_http_mcp_schema_ctx_t *ctx,
     addl = k->additional_properties;
 
     /* the entries of an array have no names to compile */
-    if (!cJSON_IsObject(pprops)) {
+    if (!ngx_http_mcp_schema_is(pprops, cJSON_Object)) {
         pprops = NULL;
     }
 
@@ -484,7 +508,7 @@ ngx_http_mcp_schema_members(ngx_http_mcp_schema_ctx_t *ctx,
         matched = 0;
         child = NULL;
 
-        sub = cJSON_IsObject(props)
+        sub = ngx_http_mcp_schema_is(props, cJSON_Object)
               ? ngx_http_mcp_json_get(props, item->string)
               : NULL;
 
@@ -530,7 +554,7 @@ ngx_http_mcp_schema_members(ngx_http_mcp_schema_ctx_t *ctx,
         }
 
         if (!matched && addl != NULL) {
-            if (cJSON_IsFalse(addl)) {
+            if (ngx_http_mcp_schema_is(addl, cJSON_False)) {
                 return ngx_http_mcp_schema_fail(ctx, path,
                                                 "unknown property \"%s\"",
                                                 item->string);
@@ -574,7 +598,7 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
     items = k->items;
     prefix = k->prefix_items;
 
-    p = cJSON_IsArray(prefix) ? prefix->child : NULL;
+    p = ngx_http_mcp_schema_is(prefix, cJSON_Array) ? prefix->child : NULL;
     i = 0;
 
     cJSON_ArrayForEach(item, v) {
@@ -619,7 +643,9 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->min_items;
 
-    if (cJSON_IsNumber(kw) && (double) n < kw->valuedouble) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Number)
+        && (double) n < kw->valuedouble)
+    {
         return ngx_http_mcp_schema_fail(ctx, path,
                                         "must have at least %s items",
                                         ngx_http_mcp_schema_num(nbuf,
@@ -628,7 +654,9 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->max_items;
 
-    if (cJSON_IsNumber(kw) && (double) n > kw->valuedouble) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Number)
+        && (double) n > kw->valuedouble)
+    {
         return ngx_http_mcp_schema_fail(ctx, path,
                                         "must have at most %s items",
                                         ngx_http_mcp_schema_num(nbuf,
@@ -637,7 +665,7 @@ ngx_http_mcp_schema_array(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->unique_items;
 
-    if (cJSON_IsTrue(kw)) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_True)) {
         cJSON_ArrayForEach(item, v) {
             for (other = item->next; other; other = other->next) {
                 if (ngx_http_mcp_schema_equal(item, other)) {
@@ -689,7 +717,9 @@ ngx_http_mcp_schema_contains(ngx_http_mcp_schema_ctx_t *ctx,
 
     min = 1;
 
-    if (!ctx->novalidation && cJSON_IsNumber(k->min_contains)) {
+    if (!ctx->novalidation
+        && ngx_http_mcp_schema_is(k->min_contains, cJSON_Number))
+    {
         min = k->min_contains->valuedouble;
     }
 
@@ -700,7 +730,8 @@ ngx_http_mcp_schema_contains(ngx_http_mcp_schema_ctx_t *ctx,
                                         ngx_http_mcp_schema_num(nbuf, min));
     }
 
-    if (!ctx->novalidation && cJSON_IsNumber(k->max_contains)
+    if (!ctx->novalidation
+        && ngx_http_mcp_schema_is(k->max_contains, cJSON_Number)
         && (double) n > k->max_contains->valuedouble)
     {
         return ngx_http_mcp_schema_fail(ctx, path,
@@ -737,7 +768,7 @@ ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->any_of;
 
-    if (cJSON_IsArray(kw)) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Array)) {
         n = 0;
 
         cJSON_ArrayForEach(sub, kw) {
@@ -775,7 +806,7 @@ ngx_http_mcp_schema_combine(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->one_of;
 
-    if (cJSON_IsArray(kw)) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Array)) {
         n = 0;
         one = NULL;
 
@@ -862,7 +893,7 @@ ngx_http_mcp_schema_unevaluated(ngx_http_mcp_schema_ctx_t *ctx,
     ngx_str_t   *child;
     ngx_uint_t   i, object;
 
-    object = cJSON_IsObject(v);
+    object = ngx_http_mcp_schema_is(v, cJSON_Object);
     kw = object ? k->unevaluated_properties : k->unevaluated_items;
 
     if (kw == NULL || ev->all) {
@@ -877,7 +908,7 @@ ngx_http_mcp_schema_unevaluated(ngx_http_mcp_schema_ctx_t *ctx,
             continue;
         }
 
-        if (cJSON_IsFalse(kw)) {
+        if (ngx_http_mcp_schema_is(kw, cJSON_False)) {
             if (object) {
                 return ngx_http_mcp_schema_fail(ctx, path,
                                                 "unknown property \"%s\"",
@@ -1005,14 +1036,16 @@ ngx_http_mcp_schema_check_limits(cJSON *json, ngx_uint_t depth,
 {
     cJSON  *item;
 
-    if (cJSON_IsString(json)
+    if (ngx_http_mcp_schema_is(json, cJSON_String)
         && ngx_strlen(json->valuestring) > max_string)
     {
         *error = "hold a string that is too long";
         return NGX_DECLINED;
     }
 
-    if (!cJSON_IsObject(json) && !cJSON_IsArray(json)) {
+    if (!ngx_http_mcp_schema_is(json, cJSON_Object)
+        && !ngx_http_mcp_schema_is(json, cJSON_Array))
+    {
         return NGX_OK;
     }
 

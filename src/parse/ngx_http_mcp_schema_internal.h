@@ -81,6 +81,7 @@ typedef struct {
     ngx_pool_t                *pool;
     cJSON                     *root;
     ngx_http_mcp_schema_opts_t *opts;
+    ngx_http_mcp_schema_t     *compiled;    /* NULL: none */
     u_char                    *error;
     ngx_uint_t                 depth;
     ngx_uint_t                 steps;       /* subschemas checked */
@@ -101,8 +102,24 @@ typedef struct {
 } ngx_http_mcp_schema_ctx_t;
 
 
+/*
+ * The types a "type" keyword allows, as bits: the bit of a value's type
+ * (and INTEGER for a number that is one) against them, instead of a
+ * string compare a call.
+ */
+#define NGX_HTTP_MCP_SCHEMA_T_NULL     0x01
+#define NGX_HTTP_MCP_SCHEMA_T_BOOLEAN  0x02
+#define NGX_HTTP_MCP_SCHEMA_T_OBJECT   0x04
+#define NGX_HTTP_MCP_SCHEMA_T_ARRAY    0x08
+#define NGX_HTTP_MCP_SCHEMA_T_NUMBER   0x10
+#define NGX_HTTP_MCP_SCHEMA_T_STRING   0x20
+#define NGX_HTTP_MCP_SCHEMA_T_INTEGER  0x40
+
+
 /* a schema object's keywords, found in one walk of its members */
-typedef struct {
+struct ngx_http_mcp_schema_kw_s {
+    cJSON                     *object;      /* the schema object itself */
+    ngx_uint_t                 types;       /* T_* bits "type" allows */
     cJSON                     *dynamic_ref;
     cJSON                     *id;
     cJSON                     *ref;
@@ -144,13 +161,42 @@ typedef struct {
     cJSON                     *unevaluated_items;
     cJSON                     *unevaluated_properties;
     cJSON                     *unique_items;
-} ngx_http_mcp_schema_kw_t;
+};
 
 
 typedef struct {
     const char                *name;
     size_t                     offset;
 } ngx_http_mcp_schema_keyword_t;
+
+
+/* whether v is of cJSON type t (a call into libcjson costs more) */
+static ngx_inline ngx_uint_t
+ngx_http_mcp_schema_is(cJSON *v, int t)
+{
+    return v != NULL && (v->type & 0xff) == t;
+}
+
+
+/* a compiled schema's keywords of the object schema; NULL: not there */
+static ngx_inline ngx_http_mcp_schema_kw_t *
+ngx_http_mcp_schema_compiled(ngx_http_mcp_schema_t *c, cJSON *schema)
+{
+    ngx_uint_t                 i;
+    ngx_http_mcp_schema_kw_t  *k;
+
+    /* cJSON's nodes are 64 bytes apart at least */
+    for (i = ((uintptr_t) schema >> 6) & c->mask;
+         (k = c->slots[i]) != NULL;
+         i = (i + 1) & c->mask)
+    {
+        if (k->object == schema) {
+            return k;
+        }
+    }
+
+    return NULL;
+}
 
 
 /* schema_value.c */

@@ -19,7 +19,11 @@
 #include "ngx_http_mcp_json.h"
 
 
-static ngx_uint_t ngx_http_mcp_schema_is_type(cJSON *v, const char *type);
+static ngx_uint_t ngx_http_mcp_schema_type_bit(const char *type);
+static ngx_uint_t ngx_http_mcp_schema_objects(cJSON *node);
+static ngx_int_t ngx_http_mcp_schema_compile_node(ngx_pool_t *pool,
+    ngx_http_mcp_schema_t *c, cJSON *node);
+static ngx_uint_t ngx_http_mcp_schema_value_type(cJSON *v);
 
 
 /* sorted by name (strcmp), for the binary search */
@@ -135,6 +139,152 @@ ngx_http_mcp_schema_keywords(cJSON *schema, ngx_http_mcp_schema_kw_t *k)
             break;
         }
     }
+
+    k->object = schema;
+
+    if (ngx_http_mcp_schema_is(k->type, cJSON_String)) {
+        k->types = ngx_http_mcp_schema_type_bit(k->type->valuestring);
+
+    } else if (ngx_http_mcp_schema_is(k->type, cJSON_Array)) {
+        cJSON_ArrayForEach(m, k->type) {
+            if (ngx_http_mcp_schema_is(m, cJSON_String)) {
+                k->types |= ngx_http_mcp_schema_type_bit(m->valuestring);
+            }
+        }
+    }
+}
+
+
+/* a type's name as a T_* bit; 0: no type of 2020-12 */
+
+static ngx_uint_t
+ngx_http_mcp_schema_type_bit(const char *type)
+{
+    ngx_uint_t  i;
+
+    static struct {
+        const char  *name;
+        ngx_uint_t   bit;
+    } types[] = {
+        { "object", NGX_HTTP_MCP_SCHEMA_T_OBJECT },
+        { "array", NGX_HTTP_MCP_SCHEMA_T_ARRAY },
+        { "string", NGX_HTTP_MCP_SCHEMA_T_STRING },
+        { "boolean", NGX_HTTP_MCP_SCHEMA_T_BOOLEAN },
+        { "null", NGX_HTTP_MCP_SCHEMA_T_NULL },
+        { "number", NGX_HTTP_MCP_SCHEMA_T_NUMBER },
+        { "integer", NGX_HTTP_MCP_SCHEMA_T_INTEGER }
+    };
+
+    for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        if (ngx_strcmp(type, types[i].name) == 0) {
+            return types[i].bit;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * Compiling: the keywords of every object of the schema's tree, a table
+ * by address.  Objects that are no schema (a const's, the "properties"
+ * map) cost a record each and are never looked up; a $ref may name any
+ * of them.  Past the cap a schema is validated as it is: its records
+ * would weigh more than the walks they save.
+ */
+
+#define NGX_HTTP_MCP_SCHEMA_COMPILE_MAX  4096
+
+
+ngx_http_mcp_schema_t *
+ngx_http_mcp_schema_compile(ngx_pool_t *pool, cJSON *schema)
+{
+    ngx_uint_t              n, size;
+    ngx_http_mcp_schema_t  *c;
+
+    c = ngx_pcalloc(pool, sizeof(ngx_http_mcp_schema_t));
+    if (c == NULL) {
+        return NULL;
+    }
+
+    c->root = schema;
+
+    if (!ngx_http_mcp_schema_is(schema, cJSON_Object)) {
+        return c;
+    }
+
+    n = ngx_http_mcp_schema_objects(schema);
+
+    if (n > NGX_HTTP_MCP_SCHEMA_COMPILE_MAX) {
+        return c;
+    }
+
+    /* at most half full: a miss ends soon */
+    for (size = 2; size < 2 * n; size <<= 1) { /* void */ }
+
+    c->slots = ngx_pcalloc(pool, size * sizeof(ngx_http_mcp_schema_kw_t *));
+    if (c->slots == NULL) {
+        return NULL;
+    }
+
+    c->mask = size - 1;
+
+    if (ngx_http_mcp_schema_compile_node(pool, c, schema) != NGX_OK) {
+        return NULL;
+    }
+
+    return c;
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_schema_objects(cJSON *node)
+{
+    cJSON       *m;
+    ngx_uint_t   n;
+
+    n = ngx_http_mcp_schema_is(node, cJSON_Object);
+
+    for (m = node->child; m != NULL; m = m->next) {
+        n += ngx_http_mcp_schema_objects(m);
+    }
+
+    return n;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_schema_compile_node(ngx_pool_t *pool, ngx_http_mcp_schema_t *c,
+    cJSON *node)
+{
+    cJSON                     *m;
+    ngx_uint_t                 i;
+    ngx_http_mcp_schema_kw_t  *k;
+
+    if (ngx_http_mcp_schema_is(node, cJSON_Object)) {
+        k = ngx_palloc(pool, sizeof(ngx_http_mcp_schema_kw_t));
+        if (k == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_http_mcp_schema_keywords(node, k);
+
+        i = ((uintptr_t) node >> 6) & c->mask;
+
+        while (c->slots[i] != NULL) {
+            i = (i + 1) & c->mask;
+        }
+
+        c->slots[i] = k;
+    }
+
+    for (m = node->child; m != NULL; m = m->next) {
+        if (ngx_http_mcp_schema_compile_node(pool, c, m) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
 }
 
 
@@ -149,29 +299,21 @@ ngx_http_mcp_schema_type(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->type;
 
-    if (cJSON_IsString(kw)) {
-        if (!ngx_http_mcp_schema_is_type(v, kw->valuestring)) {
+    if ((ngx_http_mcp_schema_is(kw, cJSON_String)
+         || ngx_http_mcp_schema_is(kw, cJSON_Array))
+        && (k->types & ngx_http_mcp_schema_value_type(v)) == 0)
+    {
+        if (ngx_http_mcp_schema_is(kw, cJSON_String)) {
             return ngx_http_mcp_schema_fail(ctx, path, "must be of type %s",
                                             kw->valuestring);
         }
 
-    } else if (cJSON_IsArray(kw)) {
-        cJSON_ArrayForEach(t, kw) {
-            if (cJSON_IsString(t)
-                && ngx_http_mcp_schema_is_type(v, t->valuestring))
-            {
-                break;
-            }
-        }
-
-        if (t == NULL) {
-            return ngx_http_mcp_schema_fail(ctx, path, "has the wrong type");
-        }
+        return ngx_http_mcp_schema_fail(ctx, path, "has the wrong type");
     }
 
     kw = k->enum_;
 
-    if (cJSON_IsArray(kw)) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Array)) {
         cJSON_ArrayForEach(t, kw) {
             if (ngx_http_mcp_schema_equal(t, v)) {
                 break;
@@ -195,40 +337,37 @@ ngx_http_mcp_schema_type(ngx_http_mcp_schema_ctx_t *ctx,
 }
 
 
+/* the T_* bits of a value's type: a number that is an integer has two */
+
 static ngx_uint_t
-ngx_http_mcp_schema_is_type(cJSON *v, const char *type)
+ngx_http_mcp_schema_value_type(cJSON *v)
 {
     double  d;
 
-    switch (type[0]) {
+    switch (v->type & 0xff) {
 
-    case 'o':
-        return cJSON_IsObject(v) && ngx_strcmp(type, "object") == 0;
+    case cJSON_NULL:
+        return NGX_HTTP_MCP_SCHEMA_T_NULL;
 
-    case 'a':
-        return cJSON_IsArray(v) && ngx_strcmp(type, "array") == 0;
+    case cJSON_True:
+    case cJSON_False:
+        return NGX_HTTP_MCP_SCHEMA_T_BOOLEAN;
 
-    case 's':
-        return cJSON_IsString(v) && ngx_strcmp(type, "string") == 0;
+    case cJSON_Object:
+        return NGX_HTTP_MCP_SCHEMA_T_OBJECT;
 
-    case 'b':
-        return cJSON_IsBool(v) && ngx_strcmp(type, "boolean") == 0;
+    case cJSON_Array:
+        return NGX_HTTP_MCP_SCHEMA_T_ARRAY;
 
-    case 'n':
-        if (ngx_strcmp(type, "null") == 0) {
-            return cJSON_IsNull(v);
-        }
+    case cJSON_String:
+        return NGX_HTTP_MCP_SCHEMA_T_STRING;
 
-        return cJSON_IsNumber(v) && ngx_strcmp(type, "number") == 0;
-
-    case 'i':
-        if (!cJSON_IsNumber(v) || ngx_strcmp(type, "integer") != 0) {
-            return 0;
-        }
-
+    case cJSON_Number:
         d = v->valuedouble;
 
-        return isfinite(d) && floor(d) == d;
+        return (isfinite(d) && floor(d) == d)
+               ? NGX_HTTP_MCP_SCHEMA_T_NUMBER | NGX_HTTP_MCP_SCHEMA_T_INTEGER
+               : NGX_HTTP_MCP_SCHEMA_T_NUMBER;
 
     default:
         return 0;
@@ -303,7 +442,7 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->minimum;
 
-    if (cJSON_IsNumber(kw) && d < kw->valuedouble) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Number) && d < kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path, "must be >= %s",
                                         ngx_http_mcp_schema_num(nbuf,
                                             kw->valuedouble));
@@ -311,7 +450,7 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->maximum;
 
-    if (cJSON_IsNumber(kw) && d > kw->valuedouble) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Number) && d > kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path, "must be <= %s",
                                         ngx_http_mcp_schema_num(nbuf,
                                             kw->valuedouble));
@@ -319,7 +458,7 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->exclusive_minimum;
 
-    if (cJSON_IsNumber(kw) && d <= kw->valuedouble) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Number) && d <= kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path, "must be > %s",
                                         ngx_http_mcp_schema_num(nbuf,
                                             kw->valuedouble));
@@ -327,7 +466,7 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->exclusive_maximum;
 
-    if (cJSON_IsNumber(kw) && d >= kw->valuedouble) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Number) && d >= kw->valuedouble) {
         return ngx_http_mcp_schema_fail(ctx, path, "must be < %s",
                                         ngx_http_mcp_schema_num(nbuf,
                                             kw->valuedouble));
@@ -335,7 +474,7 @@ ngx_http_mcp_schema_number(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->multiple_of;
 
-    if (cJSON_IsNumber(kw) && kw->valuedouble > 0) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Number) && kw->valuedouble > 0) {
         q = d / kw->valuedouble;
 
         /*
@@ -373,7 +512,7 @@ ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->format;
 
-    if (ctx->format && cJSON_IsString(kw)) {
+    if (ctx->format && ngx_http_mcp_schema_is(kw, cJSON_String)) {
         rc = ngx_http_mcp_schema_format(ctx->pool, kw->valuestring,
                                         v->valuestring);
 
@@ -401,7 +540,9 @@ ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->min_length;
 
-    if (cJSON_IsNumber(kw) && (double) n < kw->valuedouble) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Number)
+        && (double) n < kw->valuedouble)
+    {
         return ngx_http_mcp_schema_fail(ctx, path,
                                         "must be at least %s characters "
                                         "long",
@@ -411,7 +552,9 @@ ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->max_length;
 
-    if (cJSON_IsNumber(kw) && (double) n > kw->valuedouble) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_Number)
+        && (double) n > kw->valuedouble)
+    {
         return ngx_http_mcp_schema_fail(ctx, path,
                                         "must be at most %s characters "
                                         "long",
@@ -421,7 +564,7 @@ ngx_http_mcp_schema_string(ngx_http_mcp_schema_ctx_t *ctx,
 
     kw = k->pattern;
 
-    if (cJSON_IsString(kw)) {
+    if (ngx_http_mcp_schema_is(kw, cJSON_String)) {
         rc = ngx_http_mcp_schema_match(ctx, kw->valuestring, v->valuestring);
 
         if (rc == NGX_DECLINED) {

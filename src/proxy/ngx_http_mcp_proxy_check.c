@@ -375,7 +375,7 @@ ngx_http_mcp_proxy_check_result(ngx_http_mcp_proxy_ctx_t *pctx,
     was = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "isError"));
 
     rc = ngx_http_mcp_output_conform(r->pool, r->connection->log, &tool,
-                                     schema, result,
+                                     schema, NULL, result,
                                      ngx_http_mcp_hooks.format_assert(
                                          r->loc_conf));
     cJSON_Delete(schema);

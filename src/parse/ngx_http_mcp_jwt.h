@@ -65,5 +65,18 @@ ngx_int_t ngx_http_mcp_jwt_check_claims(ngx_http_mcp_jwt_t *jwt,
 
 ngx_int_t ngx_http_mcp_sha256(u_char *data, size_t len, u_char *digest);
 
+/* whether alg names an algorithm that ngx_http_mcp_jwt_verify() knows */
+ngx_uint_t ngx_http_mcp_jwt_alg_known(ngx_str_t *alg);
+
+/*
+ * A JWK that must be a public key and nothing more (a DPoP proof's, RFC
+ * 9449 4.2): the key, and its RFC 7638 SHA-256 thumbprint into
+ * thumbprint (32 bytes).  NGX_DECLINED with *error for a private member,
+ * a type or curve not known, a key not usable; the key is freed with the
+ * pool.
+ */
+ngx_int_t ngx_http_mcp_jwk_public(ngx_pool_t *pool, cJSON *jwk,
+    ngx_http_mcp_jwk_t *key, u_char *thumbprint, const char **error);
+
 
 #endif /* _NGX_HTTP_MCP_JWT_H_INCLUDED_ */

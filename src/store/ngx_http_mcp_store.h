@@ -172,6 +172,13 @@ ngx_int_t ngx_http_mcp_tools_learn(ngx_shm_zone_t *zone, ngx_str_t *upstream,
 ngx_int_t ngx_http_mcp_tools_schemas(ngx_shm_zone_t *zone,
     ngx_str_t *upstream, ngx_str_t *name, ngx_pool_t *pool, ngx_str_t *input,
     ngx_str_t *output);
+/*
+ * A DPoP proof (RFC 9449 11.1) by the SHA-256 digest of its key and jti,
+ * kept until expire (session_dpop.c): NGX_OK the first time, NGX_DECLINED
+ * for a proof seen before, by any worker; NGX_ERROR: no room.
+ */
+ngx_int_t ngx_http_mcp_dpop_record(ngx_shm_zone_t *zone, u_char *digest,
+    time_t expire);
 ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_target_t *target);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);

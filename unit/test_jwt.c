@@ -53,6 +53,8 @@ static void test_verify(void);
 static void test_algorithm_confusion(void);
 static void test_claims(void);
 static void test_sha256(void);
+static ngx_int_t ngx_unit_jwk_public(cJSON *jwk, ngx_http_mcp_jwk_t *key,
+    u_char *digest, const char **error);
 static void test_jwk_public(void);
 
 
@@ -889,6 +891,21 @@ test_sha256(void)
     "d2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw"
 
 
+/* what a DPoP proof's jwk goes through: its thumbprint, then its key */
+
+static ngx_int_t
+ngx_unit_jwk_public(cJSON *jwk, ngx_http_mcp_jwk_t *key, u_char *digest,
+    const char **error)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_mcp_jwk_thumbprint(pool, jwk, digest, error);
+
+    return (rc == NGX_OK) ? ngx_http_mcp_jwk_import(pool, jwk, key, error)
+                          : rc;
+}
+
+
 static void
 test_jwk_public(void)
 {
@@ -920,7 +937,7 @@ test_jwk_public(void)
                       NGX_UNIT_RFC7638_N "\",\"alg\":\"RS256\","
                       "\"e\":\"AQAB\",\"kty\":\"RSA\"}");
 
-    rc = ngx_http_mcp_jwk_public(pool, jwk, &key, digest, &error);
+    rc = ngx_unit_jwk_public(jwk, &key, digest, &error);
     cJSON_Delete(jwk);
 
     src.data = digest;
@@ -930,17 +947,17 @@ test_jwk_public(void)
     text[dst.len] = '\0';
 
     CHECK(rc == NGX_OK && key.type == NGX_HTTP_MCP_JWK_RSA,
-          "jwk_public: the RFC 7638 example key");
+          "jwk_thumbprint, jwk_import: the RFC 7638 example key");
     CHECK_STR(text, "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs",
-              "jwk_public: the RFC 7638 example's thumbprint");
+              "jwk_thumbprint: the RFC 7638 example's thumbprint");
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         jwk = cJSON_Parse(bad[i][0]);
-        rc = ngx_http_mcp_jwk_public(pool, jwk, &key, digest, &error);
+        rc = ngx_unit_jwk_public(jwk, &key, digest, &error);
         cJSON_Delete(jwk);
 
         if (!CHECK(rc == NGX_DECLINED && ngx_unit_streq(error, bad[i][1]),
-                   "jwk_public: refused with its reason"))
+                   "jwk_thumbprint, jwk_import: refused with its reason"))
         {
             printf("#   %s\n", bad[i][0]);
         }

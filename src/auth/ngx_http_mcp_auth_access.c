@@ -601,7 +601,10 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
                                    r->connection->log);
 
         v->bound = bound;
-        ngx_memcpy(v->jkt, jkt, sizeof(jkt));
+
+        if (bound) {
+            ngx_memcpy(v->jkt, jkt, sizeof(jkt));
+        }
     }
 
     return rc;

@@ -23,6 +23,10 @@
 #define NGX_HTTP_MCP_DPOP_JTI_MAX  256
 
 
+static ngx_int_t ngx_http_mcp_auth_dpop_key(ngx_http_request_t *r,
+    ngx_http_mcp_auth_loc_conf_t *alcf, cJSON *jwk, u_char *jkt,
+    ngx_http_mcp_jwk_t *key, const char **error);
+static void ngx_http_mcp_auth_dpop_keys_cleanup(void *data);
 static ngx_int_t ngx_http_mcp_auth_dpop_claims(ngx_http_request_t *r,
     ngx_http_mcp_auth_loc_conf_t *alcf, ngx_http_mcp_jwt_t *jwt,
     ngx_str_t *token, ngx_http_mcp_auth_ctx_t *ctx, const char **error);
@@ -121,7 +125,13 @@ ngx_http_mcp_auth_dpop_proof(ngx_http_request_t *r,
 
     jwk = ngx_http_mcp_json_get(jwt.header, "jwk");
 
-    rc = ngx_http_mcp_jwk_public(r->pool, jwk, &key, ctx->jkt, error);
+    rc = ngx_http_mcp_jwk_thumbprint(r->pool, jwk, ctx->jkt, error);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rc = ngx_http_mcp_auth_dpop_key(r, alcf, jwk, ctx->jkt, &key, error);
 
     if (rc != NGX_OK) {
         return rc;
@@ -147,6 +157,47 @@ ngx_http_mcp_auth_dpop_proof(ngx_http_request_t *r,
     }
 
     return ngx_http_mcp_auth_dpop_claims(r, alcf, &jwt, token, ctx, error);
+}
+
+
+/* the proof's key: the worker's, or imported and kept for next time */
+
+static ngx_int_t
+ngx_http_mcp_auth_dpop_key(ngx_http_request_t *r,
+    ngx_http_mcp_auth_loc_conf_t *alcf, cJSON *jwk, u_char *jkt,
+    ngx_http_mcp_jwk_t *key, const char **error)
+{
+    ngx_int_t                 rc;
+    ngx_http_mcp_dpop_key_t  *k;
+
+    k = &alcf->dpop_keys[jkt[0] & (NGX_HTTP_MCP_AUTH_DPOP_KEYS - 1)];
+
+    if (k->pkey != NULL && ngx_memcmp(k->jkt, jkt, 32) == 0) {
+        ngx_memzero(key, sizeof(ngx_http_mcp_jwk_t));
+        key->type = k->type;
+        key->pkey = k->pkey;
+
+        return NGX_OK;
+    }
+
+    rc = ngx_http_mcp_jwk_import(r->pool, jwk, key, error);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    /* the request's pool frees its reference, the slot keeps one */
+    if (EVP_PKEY_up_ref(key->pkey) == 1) {
+        if (k->pkey != NULL) {
+            EVP_PKEY_free(k->pkey);
+        }
+
+        ngx_memcpy(k->jkt, jkt, 32);
+        k->type = key->type;
+        k->pkey = key->pkey;
+    }
+
+    return NGX_OK;
 }
 
 
@@ -520,11 +571,23 @@ ngx_http_mcp_auth_dpop_merge(ngx_conf_t *cf,
     size_t                     len;
     ngx_str_t                 *alg, *s;
     ngx_uint_t                 i;
+    ngx_pool_cleanup_t        *cln;
     ngx_http_mcp_main_conf_t  *mmcf;
 
     if (conf->dpop == NGX_HTTP_MCP_DPOP_OFF) {
         return NGX_OK;
     }
+
+    conf->dpop_keys = ngx_pcalloc(cf->pool, NGX_HTTP_MCP_AUTH_DPOP_KEYS
+                                            * sizeof(ngx_http_mcp_dpop_key_t));
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+
+    if (conf->dpop_keys == NULL || cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_mcp_auth_dpop_keys_cleanup;
+    cln->data = conf->dpop_keys;
 
     if (conf->dpop_algs == NULL) {
         conf->dpop_algs = ngx_array_create(cf->pool, 9, sizeof(ngx_str_t));
@@ -574,4 +637,20 @@ ngx_http_mcp_auth_dpop_merge(ngx_conf_t *cf,
     }
 
     return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_auth_dpop_keys_cleanup(void *data)
+{
+    ngx_http_mcp_dpop_key_t  *k = data;
+
+    ngx_uint_t  i;
+
+    for (i = 0; i < NGX_HTTP_MCP_AUTH_DPOP_KEYS; i++) {
+        if (k[i].pkey != NULL) {
+            EVP_PKEY_free(k[i].pkey);
+            k[i].pkey = NULL;
+        }
+    }
 }

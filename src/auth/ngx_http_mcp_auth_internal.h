@@ -25,6 +25,9 @@
 #define NGX_HTTP_MCP_AUTH_VERIFIED      1024   /* per location, a power
                                                    of 2 */
 
+#define NGX_HTTP_MCP_AUTH_DPOP_KEYS     64     /* per location, a power
+                                                   of 2 */
+
 #define NGX_HTTP_MCP_DPOP_OFF           0
 #define NGX_HTTP_MCP_DPOP_ALLOWED       1
 #define NGX_HTTP_MCP_DPOP_REQUIRED      2
@@ -104,6 +107,19 @@ typedef struct {
 
 
 /*
+ * A DPoP client signs every proof with the same key: a worker imports
+ * it once and finds it again by its thumbprint, which names it (RFC
+ * 7638: equal thumbprints, equal required members).
+ */
+typedef struct {
+    u_char                     jkt[32];
+    ngx_uint_t                 type;         /* NGX_HTTP_MCP_JWK_* */
+    EVP_PKEY                  *pkey;         /* a reference of its own;
+                                                NULL: empty */
+} ngx_http_mcp_dpop_key_t;
+
+
+/*
  * An mcp_auth_api_keys file as configured: where, and whether a block
  * with mcp_auth_jwt on checks its keys (nginx -t warns when none does).
  */
@@ -150,6 +166,7 @@ typedef struct {
     ngx_str_t                  dpop_algs_text;  /* for algs="" */
     time_t                     dpop_window;
     ngx_shm_zone_t            *dpop_zone;    /* the proofs seen */
+    ngx_http_mcp_dpop_key_t   *dpop_keys;    /* NGX_HTTP_MCP_AUTH_DPOP_KEYS */
     unsigned                   metadata:1;  /* mcp_auth_metadata here;
                                                not inherited */
 } ngx_http_mcp_auth_loc_conf_t;

@@ -583,20 +583,20 @@ ngx_http_mcp_jwk_key(ngx_pool_t *pool, cJSON *jwk, char *kty,
 
 /*
  * RFC 7638: the thumbprint hashes the key's required members alone, in
- * lexicographic order, without white space; their values are the JWK's
- * own strings, which the key's parse proved base64url or a known curve
- * name, so none needs escaping.
+ * lexicographic order, without white space.  Their values are taken as
+ * they are: a key whose values would need escaping is no key the import
+ * below makes (base64url, a known curve), so a thumbprint of one never
+ * matches.
  */
 
 ngx_int_t
-ngx_http_mcp_jwk_public(ngx_pool_t *pool, cJSON *jwk,
-    ngx_http_mcp_jwk_t *key, u_char *thumbprint, const char **error)
+ngx_http_mcp_jwk_thumbprint(ngx_pool_t *pool, cJSON *jwk, u_char *thumbprint,
+    const char **error)
 {
     u_char       *p, *buf;
-    cJSON        *kty, *v;
+    cJSON        *kty, *v[4];
     size_t        len;
-    ngx_int_t     rc;
-    ngx_uint_t    i;
+    ngx_uint_t    i, n;
     const char  **m, *members[4];
 
     static const char  *private[] = {
@@ -622,29 +622,35 @@ ngx_http_mcp_jwk_public(ngx_pool_t *pool, cJSON *jwk,
         return NGX_DECLINED;
     }
 
-    rc = ngx_http_mcp_jwk_key(pool, jwk, kty->valuestring, key);
-
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
     members[0] = "crv";
     members[1] = "kty";
     members[2] = "x";
-    members[3] = (key->type == NGX_HTTP_MCP_JWK_ED25519) ? NULL : "y";
+    members[3] = "y";
+    n = 4;
 
-    if (key->type == NGX_HTTP_MCP_JWK_RSA) {
+    if (ngx_strcmp(kty->valuestring, "RSA") == 0) {
         members[0] = "e";
         members[2] = "n";
-        members[3] = NULL;
+        n = 3;
+
+    } else if (ngx_strcmp(kty->valuestring, "OKP") == 0) {
+        n = 3;
+
+    } else if (ngx_strcmp(kty->valuestring, "EC") != 0) {
+        return NGX_DECLINED;
     }
 
     len = sizeof("{}");
 
-    for (i = 0; i < 4 && members[i]; i++) {
-        v = cJSON_GetObjectItemCaseSensitive(jwk, members[i]);
+    for (i = 0; i < n; i++) {
+        v[i] = cJSON_GetObjectItemCaseSensitive(jwk, members[i]);
+
+        if (!cJSON_IsString(v[i])) {
+            return NGX_DECLINED;
+        }
+
         len += sizeof("\"\":\"\",") + ngx_strlen(members[i])
-               + ngx_strlen(v->valuestring);
+               + ngx_strlen(v[i]->valuestring);
     }
 
     buf = ngx_pnalloc(pool, len);
@@ -655,15 +661,35 @@ ngx_http_mcp_jwk_public(ngx_pool_t *pool, cJSON *jwk,
     p = buf;
     *p++ = '{';
 
-    for (i = 0; i < 4 && members[i]; i++) {
-        v = cJSON_GetObjectItemCaseSensitive(jwk, members[i]);
+    for (i = 0; i < n; i++) {
         p = ngx_sprintf(p, "%s\"%s\":\"%s\"", i ? "," : "", members[i],
-                        v->valuestring);
+                        v[i]->valuestring);
     }
 
     *p++ = '}';
 
     return ngx_http_mcp_sha256(buf, p - buf, thumbprint);
+}
+
+
+ngx_int_t
+ngx_http_mcp_jwk_import(ngx_pool_t *pool, cJSON *jwk,
+    ngx_http_mcp_jwk_t *key, const char **error)
+{
+    cJSON      *kty;
+    ngx_int_t   rc;
+
+    kty = cJSON_GetObjectItemCaseSensitive(jwk, "kty");
+
+    rc = cJSON_IsString(kty)
+         ? ngx_http_mcp_jwk_key(pool, jwk, kty->valuestring, key)
+         : NGX_DECLINED;
+
+    if (rc == NGX_DECLINED) {
+        *error = "the proof's jwk is not a public key";
+    }
+
+    return rc;
 }
 
 

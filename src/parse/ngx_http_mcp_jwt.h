@@ -70,13 +70,16 @@ ngx_uint_t ngx_http_mcp_jwt_alg_known(ngx_str_t *alg);
 
 /*
  * A JWK that must be a public key and nothing more (a DPoP proof's, RFC
- * 9449 4.2): the key, and its RFC 7638 SHA-256 thumbprint into
- * thumbprint (32 bytes).  NGX_DECLINED with *error for a private member,
- * a type or curve not known, a key not usable; the key is freed with the
- * pool.
+ * 9449 4.2): its RFC 7638 SHA-256 thumbprint into thumbprint (32 bytes),
+ * NGX_DECLINED with *error for a private member, a type not known, a
+ * required member missing.  The key itself is a separate step: a worker
+ * that knows the thumbprint knows the key.
  */
-ngx_int_t ngx_http_mcp_jwk_public(ngx_pool_t *pool, cJSON *jwk,
-    ngx_http_mcp_jwk_t *key, u_char *thumbprint, const char **error);
+ngx_int_t ngx_http_mcp_jwk_thumbprint(ngx_pool_t *pool, cJSON *jwk,
+    u_char *thumbprint, const char **error);
 
+/* the key of a JWK (kid and alg aside), freed with the pool */
+ngx_int_t ngx_http_mcp_jwk_import(ngx_pool_t *pool, cJSON *jwk,
+    ngx_http_mcp_jwk_t *key, const char **error);
 
 #endif /* _NGX_HTTP_MCP_JWT_H_INCLUDED_ */

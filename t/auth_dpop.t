@@ -36,6 +36,10 @@ my $t = McpJwt::resource_server([$issuer], server => <<'NGX');
             mcp_auth_dpop required;
             mcp_auth_dpop_algs ES256 EdDSA;
         }
+        location = /mcp-nonce {
+            mcp on; mcp_builtin everything; mcp_auth_jwt "MCP";
+            mcp_auth_dpop_nonce on;
+        }
         location = /mcp-proxy {
             mcp_auth_jwt "MCP";
             proxy_pass http://127.0.0.1:%%PORT%%/seen;
@@ -105,18 +109,26 @@ my %proof = (
     req_rsa    => { key => 'krsa', token => 'tokreq', htu => "$base/mcp-required" },
     off        => { key => 'k1', token => 'tokoff', htu => "$base/mcp-off" },
     proxied    => { key => 'k1', token => 'tok1', htu => "$base/mcp-proxy" },
+    no_nonce   => { key => 'k1', token => 'tok1', htu => "$base/mcp-nonce" },
 );
 
 for my $name (sort keys %proof) {
     push @jobs, { op => 'proof', name => $name, htu => "$base/mcp", %{ $proof{$name} } };
 }
 
-my $spec = $t->write_file('dpop_spec.json', McpTest::encode_json(
-    { issuer => { pem => McpJwt::_slurp($issuer->{pem}), kid => $issuer->kid }, jobs => \@jobs }));
-my ($rc, $out) = McpGateway::run_node_script('dpop_proofs.mjs', [$spec], timeout => 60);
-my ($line) = grep { /^\{/ } split /\n/, $out // '';
-my $made = $rc == 0 ? eval { McpTest::decode_json($line // '') } : undef;
-ok(ref $made eq 'HASH', 'jose made the proofs and tokens') or BAIL_OUT("dpop_proofs.mjs: $out");
+# one run of t/js/dpop_proofs.mjs: name -> token, proof, jwk or thumbprint
+sub make {
+    my (@jobs) = @_;
+    my $spec = $t->write_file('dpop_spec.json', McpTest::encode_json(
+        { issuer => { pem => McpJwt::_slurp($issuer->{pem}), kid => $issuer->kid }, jobs => \@jobs }));
+    my ($rc, $out) = McpGateway::run_node_script('dpop_proofs.mjs', [$spec], timeout => 60);
+    my ($line) = grep { /^\{/ } split /\n/, $out // '';
+    my $made = $rc == 0 ? eval { McpTest::decode_json($line // '') } : undef;
+    ok(ref $made eq 'HASH', 'jose made the proofs and tokens') or BAIL_OUT("dpop_proofs.mjs: $out");
+    return $made;
+}
+
+my $made = make(@jobs);
 
 # --- helpers ------------------------------------------------------------------
 
@@ -264,6 +276,41 @@ for my $case (
     my $r = post(token => 'tok1', proof => 'proxied', path => '/mcp-proxy');
     is($r->{status}, 200, 'DPoP through proxy_pass: passes');
     is($r->{body}, 'auth=[] dpop=[]', 'DPoP through proxy_pass: the upstream sees no token, no proof');
+}
+
+# --- server nonces: use_dpop_nonce and a DPoP-Nonce, then a proof with it --
+
+{
+    my $r = post(token => 'tok1', proof => 'no_nonce', path => '/mcp-nonce');
+    refused($r, 'use_dpop_nonce', 'mcp_auth_dpop_nonce: a proof without a nonce',
+            path => '/mcp', bearer => 1, like => qr/nonce/);
+    my $nonce = $r->{headers}{'dpop-nonce'};
+    like($nonce // '', qr/^[A-Za-z0-9_-]{32}$/, 'mcp_auth_dpop_nonce: a DPoP-Nonce to use');
+
+    my $m = make({ op => 'key', name => 'k3', alg => 'ES256' },
+                 { op => 'token', name => 'tok3', claims => claims('mcp'), key => 'k3' },
+                 map { { op => 'proof', name => $_->[0], key => 'k3', token => 'tok3',
+                         htu => "$base/mcp-nonce", nonce => $_->[1] } }
+                     [with_nonce => $nonce], [forged => 'A' x 32],
+                     [tampered => substr($nonce, 0, 20) . ($nonce =~ /^.{20}A/ ? 'B' : 'A')
+                                  . substr($nonce, 21)]);
+    $made->{$_} = $m->{$_} for keys %$m;
+
+    $r = post(token => 'tok3', proof => 'with_nonce', path => '/mcp-nonce');
+    is($r->{status}, 200, 'mcp_auth_dpop_nonce: a proof with the nonce passes');
+
+    $r = post(token => 'tok3', proof => 'with_nonce', path => '/mcp-nonce');
+    refused($r, 'invalid_dpop_proof', 'mcp_auth_dpop_nonce: that proof again',
+            bearer => 1, like => qr/used before/);
+
+    for my $bad (qw(forged tampered)) {
+        $r = post(token => 'tok3', proof => $bad, path => '/mcp-nonce');
+        refused($r, 'use_dpop_nonce', "mcp_auth_dpop_nonce: a $bad nonce", bearer => 1);
+        ok($r->{headers}{'dpop-nonce'}, "mcp_auth_dpop_nonce: a $bad nonce: a DPoP-Nonce to use");
+    }
+
+    $r = post(token => 'tok1', proof => 'init');
+    ok(!defined $r->{headers}{'dpop-nonce'}, 'no DPoP-Nonce where mcp_auth_dpop_nonce is off');
 }
 
 # --- allowed: bearer tokens still pass, a bound one presented as Bearer not ---

@@ -309,6 +309,7 @@ ngx_http_mcp_auth_dpop(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     ngx_str_t *token, ngx_uint_t apikey)
 {
     ngx_int_t                      rc;
+    ngx_str_t                      nonce;
     const char                    *error;
     ngx_http_mcp_auth_loc_conf_t  *alcf;
 
@@ -332,6 +333,18 @@ ngx_http_mcp_auth_dpop(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     }
 
     rc = ngx_http_mcp_auth_dpop_proof(r, ctx, token, &error);
+
+    if (rc == NGX_DECLINED && ctx->use_nonce) {
+        if (ngx_http_mcp_auth_dpop_nonce(r, alcf, &nonce) != NGX_OK
+            || ngx_http_mcp_header_out(r, "DPoP-Nonce", &nonce) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        return ngx_http_mcp_auth_refuse(r, &ctx->auth,
+                                        NGX_HTTP_UNAUTHORIZED, "invalid",
+                                        "use_dpop_nonce", error);
+    }
 
     if (rc == NGX_DECLINED) {
         return ngx_http_mcp_auth_refuse(r, &ctx->auth,
@@ -1020,7 +1033,7 @@ ngx_http_mcp_auth_challenges(ngx_http_request_t *r,
 
     dpop = (alcf->dpop == NGX_HTTP_MCP_DPOP_REQUIRED)
            || (ctx != NULL && ctx->dpop)
-           || (error != NULL && ngx_strcmp(error, "invalid_dpop_proof") == 0);
+           || (error != NULL && ngx_strstr(error, "dpop") != NULL);
 
     if (alcf->dpop == NGX_HTTP_MCP_DPOP_ALLOWED
         && ngx_http_mcp_auth_scheme(r, alcf, "Bearer", status,

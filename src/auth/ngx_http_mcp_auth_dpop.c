@@ -17,16 +17,24 @@
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_http.h"
 
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 
 
 #define NGX_HTTP_MCP_DPOP_JTI_MAX  256
+
+/* a nonce: 8 bytes of its period, 16 of their MAC; base64url, 32 bytes */
+#define NGX_HTTP_MCP_DPOP_NONCE    24
 
 
 static ngx_int_t ngx_http_mcp_auth_dpop_key(ngx_http_request_t *r,
     ngx_http_mcp_auth_loc_conf_t *alcf, cJSON *jwk, u_char *jkt,
     ngx_http_mcp_jwk_t *key, const char **error);
 static void ngx_http_mcp_auth_dpop_keys_cleanup(void *data);
+static ngx_int_t ngx_http_mcp_auth_dpop_nonce_check(
+    ngx_http_mcp_auth_loc_conf_t *alcf, cJSON *nonce);
+static ngx_int_t ngx_http_mcp_auth_dpop_nonce_mac(
+    ngx_http_mcp_auth_loc_conf_t *alcf, uint64_t period, u_char *nonce);
 static ngx_int_t ngx_http_mcp_auth_dpop_claims(ngx_http_request_t *r,
     ngx_http_mcp_auth_loc_conf_t *alcf, ngx_http_mcp_jwt_t *jwt,
     ngx_str_t *token, ngx_http_mcp_auth_ctx_t *ctx, const char **error);
@@ -210,6 +218,7 @@ ngx_http_mcp_auth_dpop_claims(ngx_http_request_t *r,
     cJSON      *htm, *htu, *iat, *jti, *athc;
     size_t      len;
     time_t      now;
+    ngx_int_t   rc;
     ngx_str_t   src, dst;
 
     htm = ngx_http_mcp_json_get(jwt->claims, "htm");
@@ -268,6 +277,20 @@ ngx_http_mcp_auth_dpop_claims(ngx_http_request_t *r,
     {
         *error = "the proof's ath is not the token's hash";
         return NGX_DECLINED;
+    }
+
+    if (alcf->dpop_nonce) {
+        rc = ngx_http_mcp_auth_dpop_nonce_check(alcf,
+                                   ngx_http_mcp_json_get(jwt->claims, "nonce"));
+
+        if (rc == NGX_DECLINED) {
+            ctx->use_nonce = 1;
+            *error = "the proof's nonce is not a recent one of this server";
+        }
+
+        if (rc != NGX_OK) {
+            return rc;
+        }
     }
 
     /* the record: the key's thumbprint and the jti, one digest */
@@ -512,6 +535,127 @@ ngx_http_mcp_auth_dpop_unit(u_char **pp, u_char *end)
     }
 
     return 0x100 + c;
+}
+
+
+/*
+ * Server nonces (RFC 9449 8, 9): made by any worker, checked by any,
+ * with nothing stored: a nonce is a period's number and its MAC under
+ * the zone's key (the one requestState uses, with a label of its own).
+ * A period is the window long; a nonce of this period or the one before
+ * is good, so a nonce lives one to two windows.
+ */
+
+ngx_int_t
+ngx_http_mcp_auth_dpop_nonce(ngx_http_request_t *r,
+    ngx_http_mcp_auth_loc_conf_t *alcf, ngx_str_t *nonce)
+{
+    u_char     raw[NGX_HTTP_MCP_DPOP_NONCE];
+    time_t     period;
+    ngx_str_t  src;
+
+    period = ngx_max(alcf->dpop_window, 1);
+
+    if (ngx_http_mcp_auth_dpop_nonce_mac(alcf, ngx_time() / period, raw)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    nonce->data = ngx_pnalloc(r->pool,
+                              ngx_base64_encoded_length(sizeof(raw)));
+    if (nonce->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    src.data = raw;
+    src.len = sizeof(raw);
+
+    ngx_encode_base64url(nonce, &src);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_auth_dpop_nonce_check(ngx_http_mcp_auth_loc_conf_t *alcf,
+    cJSON *nonce)
+{
+    u_char      raw[NGX_HTTP_MCP_DPOP_NONCE + 3];
+    u_char      want[NGX_HTTP_MCP_DPOP_NONCE];
+    time_t      period;
+    uint64_t    n, now;
+    ngx_str_t   src, dst;
+    ngx_uint_t  i;
+
+    if (!cJSON_IsString(nonce)
+        || ngx_strlen(nonce->valuestring)
+           != ngx_base64_encoded_length(NGX_HTTP_MCP_DPOP_NONCE))
+    {
+        return NGX_DECLINED;
+    }
+
+    src.data = (u_char *) nonce->valuestring;
+    src.len = ngx_strlen(nonce->valuestring);
+    dst.data = raw;
+
+    if (ngx_decode_base64url(&dst, &src) != NGX_OK
+        || dst.len != NGX_HTTP_MCP_DPOP_NONCE)
+    {
+        return NGX_DECLINED;
+    }
+
+    n = 0;
+
+    for (i = 0; i < 8; i++) {
+        n = (n << 8) | raw[i];
+    }
+
+    period = ngx_max(alcf->dpop_window, 1);
+    now = (uint64_t) (ngx_time() / period);
+
+    if (n != now && n + 1 != now) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_mcp_auth_dpop_nonce_mac(alcf, n, want) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return (CRYPTO_memcmp(want, raw, NGX_HTTP_MCP_DPOP_NONCE) == 0)
+           ? NGX_OK : NGX_DECLINED;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_auth_dpop_nonce_mac(ngx_http_mcp_auth_loc_conf_t *alcf,
+    uint64_t period, u_char *nonce)
+{
+    u_char        key[32], md[EVP_MAX_MD_SIZE];
+    u_char        in[sizeof("DPoP-Nonce") - 1 + 8];
+    ngx_uint_t    i;
+    unsigned int  len;
+
+    if (ngx_http_mcp_session_state_key(alcf->dpop_zone, key) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < 8; i++) {
+        nonce[i] = (u_char) (period >> (56 - 8 * i));
+    }
+
+    ngx_memcpy(in, "DPoP-Nonce", sizeof("DPoP-Nonce") - 1);
+    ngx_memcpy(in + sizeof("DPoP-Nonce") - 1, nonce, 8);
+
+    if (HMAC(EVP_sha256(), key, sizeof(key), in, sizeof(in), md, &len)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(nonce + 8, md, NGX_HTTP_MCP_DPOP_NONCE - 8);
+
+    return NGX_OK;
 }
 
 

@@ -165,6 +165,7 @@ typedef struct {
     ngx_array_t               *dpop_algs;    /* ngx_str_t */
     ngx_str_t                  dpop_algs_text;  /* for algs="" */
     time_t                     dpop_window;
+    ngx_flag_t                 dpop_nonce;
     ngx_shm_zone_t            *dpop_zone;    /* the proofs seen */
     ngx_http_mcp_dpop_key_t   *dpop_keys;    /* NGX_HTTP_MCP_AUTH_DPOP_KEYS */
     unsigned                   metadata:1;  /* mcp_auth_metadata here;
@@ -179,6 +180,8 @@ typedef struct {
     u_char                       proof[32];     /* its key and jti */
     u_char                       jkt[32];       /* its key's thumbprint */
     unsigned                     dpop:1;        /* the DPoP scheme */
+    unsigned                     use_nonce:1;   /* the proof's is not
+                                                   this server's */
     unsigned                     fetching:1;
     unsigned                     done:1;
     unsigned                     fetched:1;
@@ -204,6 +207,8 @@ ngx_int_t ngx_http_mcp_auth_dpop_proof(ngx_http_request_t *r,
     ngx_http_mcp_auth_ctx_t *ctx, ngx_str_t *token, const char **error);
 ngx_int_t ngx_http_mcp_auth_dpop_cnf(ngx_http_mcp_jwt_t *jwt, u_char *jkt,
     ngx_uint_t *bound);
+ngx_int_t ngx_http_mcp_auth_dpop_nonce(ngx_http_request_t *r,
+    ngx_http_mcp_auth_loc_conf_t *alcf, ngx_str_t *nonce);
 ngx_int_t ngx_http_mcp_auth_dpop_merge(ngx_conf_t *cf,
     ngx_http_mcp_auth_loc_conf_t *conf);
 

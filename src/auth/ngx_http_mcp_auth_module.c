@@ -183,6 +183,13 @@ static ngx_command_t  ngx_http_mcp_auth_commands[] = {
       offsetof(ngx_http_mcp_auth_loc_conf_t, dpop_window),
       NULL },
 
+    { ngx_string("mcp_auth_dpop_nonce"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_auth_loc_conf_t, dpop_nonce),
+      NULL },
+
     { ngx_string("mcp_auth_metadata"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_mcp_auth_metadata,
@@ -591,6 +598,7 @@ ngx_http_mcp_auth_create_loc_conf(ngx_conf_t *cf)
     conf->dpop = NGX_CONF_UNSET_UINT;
     conf->dpop_algs = NGX_CONF_UNSET_PTR;
     conf->dpop_window = NGX_CONF_UNSET;
+    conf->dpop_nonce = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -628,6 +636,7 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->dpop, prev->dpop, NGX_HTTP_MCP_DPOP_OFF);
     ngx_conf_merge_ptr_value(conf->dpop_algs, prev->dpop_algs, NULL);
     ngx_conf_merge_sec_value(conf->dpop_window, prev->dpop_window, 300);
+    ngx_conf_merge_value(conf->dpop_nonce, prev->dpop_nonce, 0);
 
     if (ngx_http_mcp_auth_dpop_merge(cf, conf) != NGX_OK) {
         return NGX_CONF_ERROR;

@@ -11,7 +11,8 @@
 //                                         issuer with cnf.jkt of key (if
 //                                         given)
 //   { op: "proof", name, key, token, htm, htu, iat, jti, alg, typ,
-//     private_jwk, ath, hmac, omit }      a proof by key for token; alg
+//     private_jwk, ath, hmac, nonce, omit }
+//                                         a proof by key for token; alg
 //                                         "none" unsigned, hmac: HS256
 //                                         with that secret
 // prints one JSON object: name -> value
@@ -63,6 +64,9 @@ for (const job of spec.jobs) {
                  ?? base64url.encode(createHash("sha256").update(token)
                                      .digest()),
         };
+        if (job.nonce !== undefined) {
+            claims.nonce = job.nonce;
+        }
         for (const m of job.omit || []) {
             delete claims[m];
         }

@@ -1,7 +1,8 @@
 
 /*
  * libFuzzer target: the JWT and JWKS parsers of the auth module, and
- * signature and claim checks over what they return.  The input is a
+ * signature and claim checks over what they return; a header's "jwk" (a
+ * DPoP proof's key) is thumbprinted and imported too.  The input is a
  * token and a JWK set split at the first newline; without one, an input
  * that starts with '{' is a JWK set, checked with a fixed token, and
  * anything else a token, checked against a fixed set.  The fixed set
@@ -103,10 +104,13 @@ static void
 ngx_fuzz_jwt(ngx_pool_t *pool, u_char *token, size_t tlen, u_char *jwks,
     size_t jlen)
 {
+    u_char               digest[32];
+    cJSON               *jwk;
     ngx_int_t            rc;
     ngx_str_t            t, *iss;
     const char          *error;
     ngx_array_t         *keys, issuers;
+    ngx_http_mcp_jwk_t   key;
     ngx_http_mcp_jwt_t   jwt;
 
     static ngx_str_t     audience = ngx_string("mcp");
@@ -126,6 +130,23 @@ ngx_fuzz_jwt(ngx_pool_t *pool, u_char *token, size_t tlen, u_char *jwks,
     if (rc != NGX_OK) {
         ngx_fuzz_check_error("jwt_parse", error);
         return;
+    }
+
+    /* a DPoP proof's key (RFC 9449): its thumbprint, then the key */
+    jwk = cJSON_GetObjectItemCaseSensitive(jwt.header, "jwk");
+
+    if (jwk != NULL) {
+        error = NULL;
+        rc = ngx_http_mcp_jwk_thumbprint(pool, jwk, digest, &error);
+
+        if (rc == NGX_OK) {
+            error = NULL;
+            rc = ngx_http_mcp_jwk_import(pool, jwk, &key, &error);
+        }
+
+        if (rc == NGX_DECLINED) {
+            ngx_fuzz_check_error("jwk_thumbprint, jwk_import", error);
+        }
     }
 
     if (keys == NULL) {

@@ -3,7 +3,8 @@
  * Unit tests of src/ngx_http_mcp_jwt.c: tokens split and decoded (and
  * refused, each with its reason), JWK sets read, signatures verified
  * with keys the test makes with OpenSSL (RSA, P-256, Ed25519: RS256,
- * PS256, ES256, EdDSA), the claims checks, SHA-256.
+ * PS256, ES256, EdDSA), the claims checks, SHA-256, a DPoP proof's
+ * public JWK and its RFC 7638 thumbprint.
  *
  * HS256 is signed here too, with a real HMAC, but only to show that it
  * is refused: the file knows asymmetric algorithms only, so that a
@@ -52,6 +53,9 @@ static void test_verify(void);
 static void test_algorithm_confusion(void);
 static void test_claims(void);
 static void test_sha256(void);
+static ngx_int_t ngx_unit_jwk_public(cJSON *jwk, ngx_http_mcp_jwk_t *key,
+    u_char *digest, const char **error);
+static void test_jwk_public(void);
 
 
 static ngx_pool_t   *pool;
@@ -87,6 +91,7 @@ main(void)
     test_algorithm_confusion();
     test_claims();
     test_sha256();
+    test_jwk_public();
 
     ngx_shim_pool_destroy(pool);
 
@@ -874,4 +879,87 @@ test_sha256(void)
 
     CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223"
               "b00361a396177a9cb410ff61f20015ad", "sha256(\"abc\")");
+}
+
+
+/* RFC 7638 3.1: the example key and its thumbprint */
+#define NGX_UNIT_RFC7638_N                                                   \
+    "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7" \
+    "aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXA" \
+    "rwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7" \
+    "d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lF" \
+    "d2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw"
+
+
+/* what a DPoP proof's jwk goes through: its thumbprint, then its key */
+
+static ngx_int_t
+ngx_unit_jwk_public(cJSON *jwk, ngx_http_mcp_jwk_t *key, u_char *digest,
+    const char **error)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_mcp_jwk_thumbprint(pool, jwk, digest, error);
+
+    return (rc == NGX_OK) ? ngx_http_mcp_jwk_import(pool, jwk, key, error)
+                          : rc;
+}
+
+
+static void
+test_jwk_public(void)
+{
+    u_char               digest[32], text[64];
+    cJSON               *jwk;
+    ngx_str_t            src, dst;
+    ngx_int_t            rc;
+    ngx_uint_t           i;
+    const char          *error;
+    ngx_http_mcp_jwk_t   key;
+
+    static const char  *bad[][2] = {
+        { "{\"kty\":\"RSA\",\"e\":\"AQAB\",\"n\":\"" NGX_UNIT_RFC7638_N
+          "\",\"d\":\"AQAB\"}", "the proof's jwk holds a private key" },
+        { "{\"kty\":\"oct\",\"k\":\"c2VjcmV0\"}",
+          "the proof's jwk holds a private key" },
+        { "{\"kty\":\"EC\",\"crv\":\"P-256\",\"x\":\"AQAB\","
+          "\"y\":\"AQAB\",\"p\":\"AQAB\"}",
+          "the proof's jwk holds a private key" },
+        { "{\"kty\":\"DSA\",\"y\":\"AQAB\"}",
+          "the proof's jwk is not a public key" },
+        { "{\"kty\":\"EC\",\"crv\":\"P-256\",\"x\":\"AQAB\","
+          "\"y\":\"AQAB\"}", "the proof's jwk is not a public key" },
+        { "[1]", "the proof's jwk is not a public key" }
+    };
+
+    /* members not in the thumbprint, and in another order, change nothing */
+    jwk = cJSON_Parse("{\"kid\":\"2011-04-29\",\"n\":\""
+                      NGX_UNIT_RFC7638_N "\",\"alg\":\"RS256\","
+                      "\"e\":\"AQAB\",\"kty\":\"RSA\"}");
+
+    rc = ngx_unit_jwk_public(jwk, &key, digest, &error);
+    cJSON_Delete(jwk);
+
+    src.data = digest;
+    src.len = 32;
+    dst.data = text;
+    ngx_encode_base64url(&dst, &src);
+    text[dst.len] = '\0';
+
+    CHECK(rc == NGX_OK && key.type == NGX_HTTP_MCP_JWK_RSA,
+          "jwk_thumbprint, jwk_import: the RFC 7638 example key");
+    CHECK_STR(text, "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs",
+              "jwk_thumbprint: the RFC 7638 example's thumbprint");
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        jwk = cJSON_Parse(bad[i][0]);
+        rc = ngx_unit_jwk_public(jwk, &key, digest, &error);
+        cJSON_Delete(jwk);
+
+        if (!CHECK(rc == NGX_DECLINED && ngx_unit_streq(error, bad[i][1]),
+                   "jwk_thumbprint, jwk_import: refused with its reason"))
+        {
+            printf("#   %s\n", bad[i][0]);
+        }
+    }
 }

@@ -22,7 +22,11 @@
 static ngx_int_t ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,
     ngx_http_mcp_auth_ctx_t *ctx);
 static ngx_int_t ngx_http_mcp_auth_token(ngx_http_request_t *r,
-    ngx_str_t *token, ngx_uint_t *apikey);
+    ngx_str_t *token, ngx_uint_t *apikey, ngx_uint_t *dpop);
+static ngx_int_t ngx_http_mcp_auth_dpop(ngx_http_request_t *r,
+    ngx_http_mcp_auth_ctx_t *ctx, ngx_str_t *token, ngx_uint_t apikey);
+static ngx_int_t ngx_http_mcp_auth_bound(ngx_http_request_t *r,
+    ngx_http_mcp_auth_ctx_t *ctx, ngx_uint_t bound, u_char *jkt);
 static ngx_int_t ngx_http_mcp_auth_apikey(ngx_http_request_t *r,
     ngx_http_mcp_auth_ctx_t *ctx, ngx_str_t *key);
 static ngx_int_t ngx_http_mcp_auth_jwt(ngx_http_request_t *r,
@@ -43,6 +47,12 @@ static ngx_int_t ngx_http_mcp_auth_done(ngx_http_request_t *r,
 static ngx_int_t ngx_http_mcp_auth_refuse(ngx_http_request_t *r,
     ngx_http_mcp_auth_t *auth, ngx_uint_t status, const char *result,
     const char *error, const char *description);
+static ngx_int_t ngx_http_mcp_auth_challenges(ngx_http_request_t *r,
+    ngx_http_mcp_auth_loc_conf_t *alcf, ngx_uint_t status, const char *error,
+    const char *description);
+static ngx_int_t ngx_http_mcp_auth_scheme(ngx_http_request_t *r,
+    ngx_http_mcp_auth_loc_conf_t *alcf, const char *scheme,
+    ngx_uint_t status, const char *error, const char *description);
 static void ngx_http_mcp_auth_strip(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_mcp_auth_has_scope(ngx_http_mcp_auth_t *auth,
     ngx_str_t *scope);
@@ -138,9 +148,12 @@ ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,
 {
     ngx_int_t   rc;
     ngx_str_t   token;
-    ngx_uint_t  apikey;
+    ngx_uint_t  apikey, mode, dpop;
 
-    rc = ngx_http_mcp_auth_token(r, &token, &apikey);
+    mode = ((ngx_http_mcp_auth_loc_conf_t *) ctx->auth.conf)->dpop;
+    dpop = mode;
+
+    rc = ngx_http_mcp_auth_token(r, &token, &apikey, &dpop);
 
     if (rc == NGX_DECLINED) {
         return ngx_http_mcp_auth_refuse(r, &ctx->auth, NGX_HTTP_BAD_REQUEST,
@@ -160,6 +173,15 @@ ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,
                                         NULL, NULL);
     }
 
+    if (mode != NGX_HTTP_MCP_DPOP_OFF) {
+        ctx->dpop = dpop;
+
+        rc = ngx_http_mcp_auth_dpop(r, ctx, &token, apikey);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
     if (apikey) {
         return ngx_http_mcp_auth_apikey(r, ctx, &token);
     }
@@ -169,7 +191,9 @@ ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,
 
 
 /*
- * The token of the Authorization header ("Bearer"), or of X-API-Key.
+ * The token of the Authorization header ("Bearer", or "DPoP" where
+ * *dpop, the location's mcp_auth_dpop, is not off: then *dpop says
+ * which), or of X-API-Key.
  * NGX_DECLINED when the query string carries one: RFC 6750's URI query
  * method is forbidden by the MCP authorization spec.  NGX_ABORT for two
  * X-API-Key headers: which one counts is a guess another proxy may make
@@ -178,14 +202,18 @@ ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,
 
 static ngx_int_t
 ngx_http_mcp_auth_token(ngx_http_request_t *r, ngx_str_t *token,
-    ngx_uint_t *apikey)
+    ngx_uint_t *apikey, ngx_uint_t *dpop)
 {
     u_char           *p, *end;
+    size_t            skip;
     ngx_str_t         value;
+    ngx_uint_t        mode;
     ngx_table_elt_t  *h;
 
     ngx_str_null(token);
     *apikey = 0;
+    mode = *dpop;
+    *dpop = 0;
 
     if (r->args.len) {
         p = r->args.data;
@@ -213,15 +241,26 @@ ngx_http_mcp_auth_token(ngx_http_request_t *r, ngx_str_t *token,
     if (h != NULL) {
         value = h->value;
 
-        if (value.len < sizeof("Bearer ") - 1
-            || ngx_strncasecmp(value.data, (u_char *) "Bearer ",
-                               sizeof("Bearer ") - 1) != 0)
+        if (value.len >= sizeof("Bearer ") - 1
+            && ngx_strncasecmp(value.data, (u_char *) "Bearer ",
+                               sizeof("Bearer ") - 1) == 0)
         {
+            skip = sizeof("Bearer ") - 1;
+
+        } else if (mode != NGX_HTTP_MCP_DPOP_OFF
+                   && value.len >= sizeof("DPoP ") - 1
+                   && ngx_strncasecmp(value.data, (u_char *) "DPoP ",
+                                      sizeof("DPoP ") - 1) == 0)
+        {
+            skip = sizeof("DPoP ") - 1;
+            *dpop = 1;
+
+        } else {
             return NGX_OK;
         }
 
-        value.data += sizeof("Bearer ") - 1;
-        value.len -= sizeof("Bearer ") - 1;
+        value.data += skip;
+        value.len -= skip;
 
         while (value.len && value.data[0] == ' ') {
             value.data++;
@@ -253,6 +292,138 @@ ngx_http_mcp_auth_token(ngx_http_request_t *r, ngx_str_t *token,
 
         *token = h->value;
         *apikey = 1;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Where mcp_auth_dpop is not off: a request with the DPoP scheme needs a
+ * good proof, "required" wants nothing else.  NGX_OK to go on with the
+ * token, NGX_DONE (refused), NGX_ERROR.
+ */
+
+static ngx_int_t
+ngx_http_mcp_auth_dpop(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
+    ngx_str_t *token, ngx_uint_t apikey)
+{
+    ngx_int_t                      rc;
+    ngx_str_t                      nonce;
+    const char                    *error;
+    ngx_http_mcp_auth_loc_conf_t  *alcf;
+
+    alcf = ctx->auth.conf;
+
+    if (!ctx->dpop) {
+        if (alcf->dpop == NGX_HTTP_MCP_DPOP_REQUIRED) {
+            return ngx_http_mcp_auth_refuse(r, &ctx->auth,
+                       NGX_HTTP_UNAUTHORIZED, "invalid", "invalid_token",
+                       "a DPoP-bound token with a DPoP proof is required");
+        }
+
+        return NGX_OK;
+    }
+
+    if (apikey) {
+        return ngx_http_mcp_auth_refuse(r, &ctx->auth,
+                                        NGX_HTTP_UNAUTHORIZED, "invalid",
+                                        "invalid_token",
+                                        "an API key is not DPoP-bound");
+    }
+
+    rc = ngx_http_mcp_auth_dpop_proof(r, ctx, token, &error);
+
+    if (rc == NGX_DECLINED && ctx->use_nonce) {
+        if (ngx_http_mcp_auth_dpop_nonce(r, alcf, &nonce) != NGX_OK
+            || ngx_http_mcp_header_out(r, "DPoP-Nonce", &nonce) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        return ngx_http_mcp_auth_refuse(r, &ctx->auth,
+                                        NGX_HTTP_UNAUTHORIZED, "invalid",
+                                        "use_dpop_nonce", error);
+    }
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_mcp_auth_refuse(r, &ctx->auth,
+                                        NGX_HTTP_UNAUTHORIZED, "invalid",
+                                        "invalid_dpop_proof", error);
+    }
+
+    return rc;
+}
+
+
+/*
+ * A good token and how it was presented (RFC 9449 7.1, 7.2): a token
+ * bound to a key (cnf.jkt) only with a proof by that key, a proof only
+ * with a bound token, and a proof only once.
+ */
+
+static ngx_int_t
+ngx_http_mcp_auth_bound(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
+    ngx_uint_t bound, u_char *jkt)
+{
+    ngx_int_t                      rc;
+    ngx_table_elt_t               *h;
+    ngx_http_mcp_auth_loc_conf_t  *alcf;
+
+    alcf = ctx->auth.conf;
+
+    if (!ctx->dpop) {
+        if (bound) {
+            return ngx_http_mcp_auth_refuse(r, &ctx->auth,
+                       NGX_HTTP_UNAUTHORIZED, "invalid", "invalid_token",
+                       "a DPoP-bound token presented as a bearer token");
+        }
+
+        return NGX_OK;
+    }
+
+    if (!bound) {
+        return ngx_http_mcp_auth_refuse(r, &ctx->auth,
+                                        NGX_HTTP_UNAUTHORIZED, "invalid",
+                                        "invalid_token",
+                                        "the token is not DPoP-bound");
+    }
+
+    if (CRYPTO_memcmp(jkt, ctx->jkt, sizeof(ctx->jkt)) != 0) {
+        return ngx_http_mcp_auth_refuse(r, &ctx->auth,
+                   NGX_HTTP_UNAUTHORIZED, "invalid", "invalid_dpop_proof",
+                   "the proof's key is not the token's (cnf.jkt)");
+    }
+
+    rc = ngx_http_mcp_dpop_record(alcf->dpop_zone, ctx->proof,
+                                  ctx->proof_expire);
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_mcp_auth_refuse(r, &ctx->auth,
+                                        NGX_HTTP_UNAUTHORIZED, "invalid",
+                                        "invalid_dpop_proof",
+                                        "the proof was used before (jti)");
+    }
+
+    if (rc != NGX_OK) {
+        /* a replay let through would be worse than a retry */
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "mcp auth: no room for DPoP proofs in the zone");
+
+        ngx_str_set(&ctx->auth.result, "unavailable");
+        ngx_http_mcp_metrics_auth(r, &ctx->auth.result);
+
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    /* upstreams see the proof no more than the token it goes with */
+    if (!alcf->passthrough) {
+        h = ngx_http_mcp_header_in(r, "dpop", sizeof("dpop") - 1);
+
+        if (h != NULL) {
+            h->value.len = 0;
+            h->value.data = (u_char *) "";
+        }
     }
 
     return NGX_OK;
@@ -308,11 +479,12 @@ static ngx_int_t
 ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     ngx_str_t *token)
 {
+    u_char                         jkt[32];
     time_t                         until;
     uint32_t                       hash;
     cJSON                         *exp;
     ngx_int_t                      rc;
-    ngx_uint_t                     stale, refetch, gen;
+    ngx_uint_t                     stale, refetch, gen, bound;
     const char                    *error;
     ngx_array_t                   *keys;
     ngx_http_mcp_jwt_t             jwt;
@@ -330,6 +502,13 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
         && v->gen == ((alcf->cache != NULL) ? alcf->cache->gen : 0)
         && CRYPTO_memcmp(v->token, token->data, token->len) == 0)
     {
+        if (alcf->dpop != NGX_HTTP_MCP_DPOP_OFF) {
+            rc = ngx_http_mcp_auth_bound(r, ctx, v->bound, v->jkt);
+            if (rc != NGX_OK) {
+                return rc;
+            }
+        }
+
         return ngx_http_mcp_auth_recall(r, auth, v);
     }
 
@@ -394,6 +573,21 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
                    "invalid_token", error);
     }
 
+    bound = 0;
+
+    if (alcf->dpop != NGX_HTTP_MCP_DPOP_OFF) {
+        if (ngx_http_mcp_auth_dpop_cnf(&jwt, jkt, &bound) != NGX_OK) {
+            return ngx_http_mcp_auth_refuse(r, auth, NGX_HTTP_UNAUTHORIZED,
+                                            "invalid", "invalid_token",
+                                            "malformed cnf.jkt");
+        }
+
+        rc = ngx_http_mcp_auth_bound(r, ctx, bound, jkt);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
     if (ngx_http_mcp_auth_claims(r, auth, &jwt) != NGX_OK) {
         return NGX_ERROR;
     }
@@ -418,6 +612,12 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
 
         ngx_http_mcp_auth_remember(v, hash, token, auth, until, gen,
                                    r->connection->log);
+
+        v->bound = bound;
+
+        if (bound) {
+            ngx_memcpy(v->jkt, jkt, sizeof(jkt));
+        }
     }
 
     return rc;
@@ -760,11 +960,8 @@ ngx_http_mcp_auth_refuse(ngx_http_request_t *r, ngx_http_mcp_auth_t *auth,
     ngx_uint_t status, const char *result, const char *error,
     const char *description)
 {
-    u_char                        *p, *msg;
-    size_t                         len;
+    u_char                        *msg;
     ngx_int_t                      rc;
-    ngx_str_t                      value, *s;
-    ngx_uint_t                     i;
     ngx_http_mcp_auth_loc_conf_t  *alcf;
 
     alcf = auth->conf;
@@ -774,9 +971,99 @@ ngx_http_mcp_auth_refuse(ngx_http_request_t *r, ngx_http_mcp_auth_t *auth,
 
     ngx_http_mcp_metrics_auth(r, &auth->result);
 
-    len = sizeof("Bearer realm=\"\", error=\"\", error_description=\"\", "
-                 "resource_metadata=\"\", scope=\"\"") - 1
+    if (ngx_http_mcp_auth_challenges(r, alcf, status, error, description)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    msg = ngx_pnalloc(r->pool, 128 + (description ? ngx_strlen(description)
+                                                   : 0));
+    if (msg == NULL) {
+        return NGX_ERROR;
+    }
+
+    (void) ngx_sprintf(msg, "%s%s%s%Z",
+                       (status == NGX_HTTP_BAD_REQUEST) ? "Bad Request"
+                                                        : "Unauthorized",
+                       description ? ": " : ": a bearer token is required",
+                       description ? description : "");
+
+    rc = ngx_http_discard_request_body(r);
+
+    if (rc != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    rc = ngx_http_mcp_send_error(r, status, NULL,
+                                 NGX_HTTP_MCP_INVALID_REQUEST,
+                                 (const char *) msg);
+
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+/*
+ * The WWW-Authenticate challenges of a refusal: Bearer; where
+ * mcp_auth_dpop is not off, DPoP too ("required": DPoP alone).  The
+ * error goes with the scheme the client used, a proof's with DPoP.
+ */
+
+static ngx_int_t
+ngx_http_mcp_auth_challenges(ngx_http_request_t *r,
+    ngx_http_mcp_auth_loc_conf_t *alcf, ngx_uint_t status, const char *error,
+    const char *description)
+{
+    ngx_uint_t                dpop;
+    ngx_http_mcp_auth_ctx_t  *ctx;
+
+    if (alcf->dpop == NGX_HTTP_MCP_DPOP_OFF) {
+        return ngx_http_mcp_auth_scheme(r, alcf, "Bearer", status, error,
+                                        description);
+    }
+
+    if (description != NULL) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "mcp auth: refused: %s", description);
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_auth_module);
+
+    dpop = (alcf->dpop == NGX_HTTP_MCP_DPOP_REQUIRED)
+           || (ctx != NULL && ctx->dpop)
+           || (error != NULL && ngx_strstr(error, "dpop") != NULL);
+
+    if (alcf->dpop == NGX_HTTP_MCP_DPOP_ALLOWED
+        && ngx_http_mcp_auth_scheme(r, alcf, "Bearer", status,
+                                    dpop ? NULL : error,
+                                    dpop ? NULL : description)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_auth_scheme(r, alcf, "DPoP", status,
+                                    dpop ? error : NULL,
+                                    dpop ? description : NULL);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_auth_scheme(ngx_http_request_t *r,
+    ngx_http_mcp_auth_loc_conf_t *alcf, const char *scheme,
+    ngx_uint_t status, const char *error, const char *description)
+{
+    u_char      *p;
+    size_t       len;
+    ngx_str_t    value, *s;
+    ngx_uint_t   i;
+
+    len = sizeof("DPoP realm=\"\", error=\"\", error_description=\"\", "
+                 "resource_metadata=\"\", scope=\"\", algs=\"\"") - 1
           + alcf->realm.len + alcf->metadata_url.len + 64
+          + alcf->dpop_algs_text.len
           + (description ? ngx_strlen(description) : 0);
 
     s = alcf->scopes ? alcf->scopes->elts : NULL;
@@ -790,7 +1077,7 @@ ngx_http_mcp_auth_refuse(ngx_http_request_t *r, ngx_http_mcp_auth_t *auth,
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(value.data, "Bearer realm=\"%V\"", &alcf->realm);
+    p = ngx_sprintf(value.data, "%s realm=\"%V\"", scheme, &alcf->realm);
 
     if (error != NULL) {
         p = ngx_sprintf(p, ", error=\"%s\"", error);
@@ -816,37 +1103,13 @@ ngx_http_mcp_auth_refuse(ngx_http_request_t *r, ngx_http_mcp_auth_t *auth,
         *p++ = '"';
     }
 
+    if (scheme[0] == 'D') {
+        p = ngx_sprintf(p, ", algs=\"%V\"", &alcf->dpop_algs_text);
+    }
+
     value.len = p - value.data;
 
-    if (ngx_http_mcp_header_out(r, "WWW-Authenticate", &value) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    msg = ngx_pnalloc(r->pool, 128 + (description ? ngx_strlen(description)
-                                                   : 0));
-    if (msg == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_sprintf(msg, "%s%s%s%Z",
-                    (status == NGX_HTTP_BAD_REQUEST) ? "Bad Request"
-                                                     : "Unauthorized",
-                    description ? ": " : ": a bearer token is required",
-                    description ? description : "");
-
-    rc = ngx_http_discard_request_body(r);
-
-    if (rc != NGX_OK) {
-        r->keepalive = 0;
-    }
-
-    rc = ngx_http_mcp_send_error(r, status, NULL,
-                                 NGX_HTTP_MCP_INVALID_REQUEST,
-                                 (const char *) msg);
-
-    ngx_http_finalize_request(r, rc);
-
-    return NGX_DONE;
+    return ngx_http_mcp_header_out(r, "WWW-Authenticate", &value);
 }
 
 
@@ -1020,9 +1283,11 @@ ngx_http_mcp_auth_challenge(ngx_http_request_t *r, ngx_str_t *scope)
         return NGX_ERROR;
     }
 
-    value.len = ngx_sprintf(value.data, "Bearer realm=\"%V\", "
+    /* RFC 9449 7.1: the scheme the token came with */
+    value.len = ngx_sprintf(value.data, "%s realm=\"%V\", "
                             "error=\"insufficient_scope\", scope=\"%V\", "
                             "resource_metadata=\"%V\"",
+                            (ctx != NULL && ctx->dpop) ? "DPoP" : "Bearer",
                             &alcf->realm, scope, &alcf->metadata_url)
                 - value.data;
 

@@ -2,8 +2,9 @@
 /*
  * ngx_http_mcp_auth_module: the handlers of its directives that take
  * more than a slot (the realm, key files and key requests, the key
- * cache, tool scopes, API key files, lists of strings); the module's
- * command table (ngx_http_mcp_auth_module.c) points at them.
+ * cache, tool scopes, API key files, lists of strings, DPoP algorithms);
+ * the module's command table (ngx_http_mcp_auth_module.c) points at
+ * them.
  */
 
 
@@ -319,6 +320,40 @@ ngx_http_mcp_auth_str_array(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         *s = value[i];
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* mcp_auth_dpop_algs: asymmetric algorithms only, never "none" or HS* */
+
+char *
+ngx_http_mcp_auth_dpop_algs(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_auth_loc_conf_t *alcf = conf;
+
+    char        *rv;
+    ngx_str_t   *alg;
+    ngx_uint_t   i;
+
+    rv = ngx_http_mcp_auth_str_array(cf, cmd, conf);
+
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    alg = alcf->dpop_algs->elts;
+
+    for (i = 0; i < alcf->dpop_algs->nelts; i++) {
+        if (!ngx_http_mcp_jwt_alg_known(&alg[i])) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid DPoP algorithm \"%V\": an "
+                               "asymmetric JWS algorithm (RS256, RS384, "
+                               "RS512, PS256, PS384, PS512, ES256, ES384, "
+                               "EdDSA)", &alg[i]);
+            return NGX_CONF_ERROR;
+        }
     }
 
     return NGX_CONF_OK;

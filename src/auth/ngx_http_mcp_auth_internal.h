@@ -25,6 +25,13 @@
 #define NGX_HTTP_MCP_AUTH_VERIFIED      1024   /* per location, a power
                                                    of 2 */
 
+#define NGX_HTTP_MCP_AUTH_DPOP_KEYS     64     /* per location, a power
+                                                   of 2 */
+
+#define NGX_HTTP_MCP_DPOP_OFF           0
+#define NGX_HTTP_MCP_DPOP_ALLOWED       1
+#define NGX_HTTP_MCP_DPOP_REQUIRED      2
+
 #define NGX_HTTP_MCP_ROLE_NONE          0
 #define NGX_HTTP_MCP_ROLE_SERVICE       1
 #define NGX_HTTP_MCP_ROLE_VIEWER        2
@@ -94,7 +101,22 @@ typedef struct {
     ngx_str_t                 *scopes;
     ngx_uint_t                 nscopes;
     u_char                     binding[NGX_HTTP_MCP_AUTH_BINDING_LEN];
+    u_char                     jkt[32];      /* cnf.jkt, decoded */
+    unsigned                   bound:1;      /* the token has cnf.jkt */
 } ngx_http_mcp_verified_t;
+
+
+/*
+ * A DPoP client signs every proof with the same key: a worker imports
+ * it once and finds it again by its thumbprint, which names it (RFC
+ * 7638: equal thumbprints, equal required members).
+ */
+typedef struct {
+    u_char                     jkt[32];
+    ngx_uint_t                 type;         /* NGX_HTTP_MCP_JWK_* */
+    EVP_PKEY                  *pkey;         /* a reference of its own;
+                                                NULL: empty */
+} ngx_http_mcp_dpop_key_t;
 
 
 /*
@@ -139,6 +161,13 @@ typedef struct {
     size_t                     max_string;
     ngx_uint_t                 schema_format; /* mcp_schema_format:
                                                  1 assertion */
+    ngx_uint_t                 dpop;         /* NGX_HTTP_MCP_DPOP_* */
+    ngx_array_t               *dpop_algs;    /* ngx_str_t */
+    ngx_str_t                  dpop_algs_text;  /* for algs="" */
+    time_t                     dpop_window;
+    ngx_flag_t                 dpop_nonce;
+    ngx_shm_zone_t            *dpop_zone;    /* the proofs seen */
+    ngx_http_mcp_dpop_key_t   *dpop_keys;    /* NGX_HTTP_MCP_AUTH_DPOP_KEYS */
     unsigned                   metadata:1;  /* mcp_auth_metadata here;
                                                not inherited */
 } ngx_http_mcp_auth_loc_conf_t;
@@ -147,6 +176,12 @@ typedef struct {
 typedef struct {
     ngx_http_mcp_auth_t          auth;
     ngx_http_mcp_fetch_state_t  *fetch;        /* the key request's */
+    time_t                       proof_expire;  /* DPoP: its record's */
+    u_char                       proof[32];     /* its key and jti */
+    u_char                       jkt[32];       /* its key's thumbprint */
+    unsigned                     dpop:1;        /* the DPoP scheme */
+    unsigned                     use_nonce:1;   /* the proof's is not
+                                                   this server's */
     unsigned                     fetching:1;
     unsigned                     done:1;
     unsigned                     fetched:1;
@@ -167,6 +202,16 @@ ngx_int_t ngx_http_mcp_auth_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_auth_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 
+/* ngx_http_mcp_auth_dpop.c: RFC 9449 proofs */
+ngx_int_t ngx_http_mcp_auth_dpop_proof(ngx_http_request_t *r,
+    ngx_http_mcp_auth_ctx_t *ctx, ngx_str_t *token, const char **error);
+ngx_int_t ngx_http_mcp_auth_dpop_cnf(ngx_http_mcp_jwt_t *jwt, u_char *jkt,
+    ngx_uint_t *bound);
+ngx_int_t ngx_http_mcp_auth_dpop_nonce(ngx_http_request_t *r,
+    ngx_http_mcp_auth_loc_conf_t *alcf, ngx_str_t *nonce);
+ngx_int_t ngx_http_mcp_auth_dpop_merge(ngx_conf_t *cf,
+    ngx_http_mcp_auth_loc_conf_t *conf);
+
 /* ngx_http_mcp_auth_conf.c: the directives' handlers */
 extern ngx_conf_post_t  ngx_http_mcp_auth_token_post;
 
@@ -186,6 +231,8 @@ char *ngx_http_mcp_auth_tool_scope(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_mcp_auth_str_array(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_mcp_auth_api_keys(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_mcp_auth_dpop_algs(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 

@@ -54,6 +54,14 @@ static ngx_conf_enum_t  ngx_http_mcp_auth_schema_formats[] = {
 };
 
 
+static ngx_conf_enum_t  ngx_http_mcp_auth_dpop_modes[] = {
+    { ngx_string("off"), NGX_HTTP_MCP_DPOP_OFF },
+    { ngx_string("allowed"), NGX_HTTP_MCP_DPOP_ALLOWED },
+    { ngx_string("required"), NGX_HTTP_MCP_DPOP_REQUIRED },
+    { ngx_null_string, 0 }
+};
+
+
 static ngx_command_t  ngx_http_mcp_auth_commands[] = {
 
     { ngx_string("mcp_auth_jwt"),
@@ -152,6 +160,34 @@ static ngx_command_t  ngx_http_mcp_auth_commands[] = {
       ngx_conf_set_flag_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_mcp_auth_loc_conf_t, passthrough),
+      NULL },
+
+    { ngx_string("mcp_auth_dpop"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_auth_loc_conf_t, dpop),
+      &ngx_http_mcp_auth_dpop_modes },
+
+    { ngx_string("mcp_auth_dpop_algs"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_auth_dpop_algs,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_auth_loc_conf_t, dpop_algs),
+      NULL },
+
+    { ngx_string("mcp_auth_dpop_window"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_auth_loc_conf_t, dpop_window),
+      NULL },
+
+    { ngx_string("mcp_auth_dpop_nonce"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_auth_loc_conf_t, dpop_nonce),
       NULL },
 
     { ngx_string("mcp_auth_metadata"),
@@ -259,8 +295,8 @@ ngx_http_mcp_auth_metadata_handler(ngx_http_request_t *r)
     ngx_int_t                      rc;
     ngx_str_t                     *s;
     ngx_uint_t                     i, k;
-    ngx_array_t                   *arrays[2];
-    const char                    *names[2];
+    ngx_array_t                   *arrays[3];
+    const char                    *names[3];
     ngx_http_mcp_auth_loc_conf_t  *alcf;
 
     /* a browser client finds its authorization server here too */
@@ -301,8 +337,10 @@ ngx_http_mcp_auth_metadata_handler(ngx_http_request_t *r)
     names[0] = "authorization_servers";
     arrays[1] = alcf->scopes;
     names[1] = "scopes_supported";
+    arrays[2] = alcf->dpop ? alcf->dpop_algs : NULL;
+    names[2] = "dpop_signing_alg_values_supported";
 
-    for (k = 0; k < 2; k++) {
+    for (k = 0; k < 3; k++) {
         if (arrays[k] == NULL) {
             continue;
         }
@@ -327,6 +365,14 @@ ngx_http_mcp_auth_metadata_handler(ngx_http_request_t *r)
 
     if (list == NULL
         || !cJSON_AddItemToArray(list, cJSON_CreateString("header")))
+    {
+        goto failed;
+    }
+
+    if (alcf->dpop != NGX_HTTP_MCP_DPOP_OFF
+        && cJSON_AddBoolToObject(doc, "dpop_bound_access_tokens_required",
+                                 alcf->dpop == NGX_HTTP_MCP_DPOP_REQUIRED)
+           == NULL)
     {
         goto failed;
     }
@@ -549,6 +595,10 @@ ngx_http_mcp_auth_create_loc_conf(ngx_conf_t *cf)
     conf->max_depth = NGX_CONF_UNSET_UINT;
     conf->max_string = NGX_CONF_UNSET_SIZE;
     conf->schema_format = NGX_CONF_UNSET_UINT;
+    conf->dpop = NGX_CONF_UNSET_UINT;
+    conf->dpop_algs = NGX_CONF_UNSET_PTR;
+    conf->dpop_window = NGX_CONF_UNSET;
+    conf->dpop_nonce = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -583,6 +633,14 @@ ngx_http_mcp_auth_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->max_depth, prev->max_depth, 5);
     ngx_conf_merge_size_value(conf->max_string, prev->max_string, 10000);
     ngx_conf_merge_uint_value(conf->schema_format, prev->schema_format, 0);
+    ngx_conf_merge_uint_value(conf->dpop, prev->dpop, NGX_HTTP_MCP_DPOP_OFF);
+    ngx_conf_merge_ptr_value(conf->dpop_algs, prev->dpop_algs, NULL);
+    ngx_conf_merge_sec_value(conf->dpop_window, prev->dpop_window, 300);
+    ngx_conf_merge_value(conf->dpop_nonce, prev->dpop_nonce, 0);
+
+    if (ngx_http_mcp_auth_dpop_merge(cf, conf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->key_request.data == NGX_CONF_UNSET_PTR) {
         if (prev->key_request.data == NGX_CONF_UNSET_PTR) {

@@ -35,6 +35,7 @@ typedef struct {
 } ngx_http_mcp_jwa_t;
 
 
+static ngx_http_mcp_jwa_t *ngx_http_mcp_jwa_find(ngx_str_t *alg);
 static cJSON *ngx_http_mcp_jwt_decode_json(ngx_pool_t *pool, u_char *p,
     size_t len);
 static ngx_int_t ngx_http_mcp_jwt_b64(ngx_pool_t *pool, u_char *p,
@@ -43,6 +44,8 @@ static ngx_int_t ngx_http_mcp_jwk_string(ngx_pool_t *pool, cJSON *jwk,
     const char *name, ngx_str_t *out);
 static ngx_int_t ngx_http_mcp_jwk_bytes(ngx_pool_t *pool, cJSON *jwk,
     const char *name, ngx_str_t *out);
+static ngx_int_t ngx_http_mcp_jwk_key(ngx_pool_t *pool, cJSON *jwk,
+    char *kty, ngx_http_mcp_jwk_t *key);
 static EVP_PKEY *ngx_http_mcp_jwk_rsa(ngx_pool_t *pool, cJSON *jwk);
 static EVP_PKEY *ngx_http_mcp_jwk_ec(ngx_pool_t *pool, cJSON *jwk,
     ngx_uint_t *type);
@@ -75,10 +78,8 @@ ngx_array_t *
 ngx_http_mcp_jwks_parse(ngx_pool_t *pool, u_char *data, size_t len)
 {
     cJSON               *root, *keys, *jwk, *kty, *use;
-    EVP_PKEY            *pkey;
-    ngx_uint_t           type;
+    ngx_int_t            rc;
     ngx_array_t         *set;
-    ngx_pool_cleanup_t  *cln;
     ngx_http_mcp_jwk_t  *k;
 
     root = ngx_http_mcp_jwt_decode_json(pool, data, len);
@@ -108,41 +109,21 @@ ngx_http_mcp_jwks_parse(ngx_pool_t *pool, u_char *data, size_t len)
             continue;
         }
 
-        type = 0;
-        pkey = NULL;
-
-        if (ngx_strcmp(kty->valuestring, "RSA") == 0) {
-            type = NGX_HTTP_MCP_JWK_RSA;
-            pkey = ngx_http_mcp_jwk_rsa(pool, jwk);
-
-        } else if (ngx_strcmp(kty->valuestring, "EC") == 0) {
-            pkey = ngx_http_mcp_jwk_ec(pool, jwk, &type);
-
-        } else if (ngx_strcmp(kty->valuestring, "OKP") == 0) {
-            type = NGX_HTTP_MCP_JWK_ED25519;
-            pkey = ngx_http_mcp_jwk_okp(pool, jwk);
-        }
-
-        if (pkey == NULL) {
-            continue;
-        }
-
-        cln = ngx_pool_cleanup_add(pool, 0);
-        if (cln == NULL) {
-            EVP_PKEY_free(pkey);
-            return NULL;
-        }
-
-        cln->handler = ngx_http_mcp_pkey_cleanup;
-        cln->data = pkey;
-
         k = ngx_array_push(set);
         if (k == NULL) {
             return NULL;
         }
 
-        k->type = type;
-        k->pkey = pkey;
+        rc = ngx_http_mcp_jwk_key(pool, jwk, kty->valuestring, k);
+
+        if (rc == NGX_DECLINED) {
+            set->nelts--;
+            continue;
+        }
+
+        if (rc != NGX_OK) {
+            return NULL;
+        }
 
         if (ngx_http_mcp_jwk_string(pool, jwk, "kid", &k->kid) != NGX_OK
             || ngx_http_mcp_jwk_string(pool, jwk, "alg", &k->alg) != NGX_OK)
@@ -260,15 +241,9 @@ ngx_http_mcp_jwt_verify(ngx_http_mcp_jwt_t *jwt, ngx_array_t *keys,
     ngx_http_mcp_jwa_t  *jwa;
     ngx_http_mcp_jwk_t  *k;
 
-    for (jwa = ngx_http_mcp_jwas; jwa->name.len; jwa++) {
-        if (jwa->name.len == jwt->alg.len
-            && ngx_strncmp(jwa->name.data, jwt->alg.data, jwt->alg.len) == 0)
-        {
-            break;
-        }
-    }
+    jwa = ngx_http_mcp_jwa_find(&jwt->alg);
 
-    if (jwa->name.len == 0) {
+    if (jwa == NULL) {
         *error = "unsupported algorithm";
         return NGX_DECLINED;
     }
@@ -317,6 +292,30 @@ ngx_http_mcp_jwt_verify(ngx_http_mcp_jwt_t *jwt, ngx_array_t *keys,
     *error = found ? "bad signature" : "no key for the token";
 
     return NGX_DECLINED;
+}
+
+
+static ngx_http_mcp_jwa_t *
+ngx_http_mcp_jwa_find(ngx_str_t *alg)
+{
+    ngx_http_mcp_jwa_t  *jwa;
+
+    for (jwa = ngx_http_mcp_jwas; jwa->name.len; jwa++) {
+        if (jwa->name.len == alg->len
+            && ngx_strncmp(jwa->name.data, alg->data, alg->len) == 0)
+        {
+            return jwa;
+        }
+    }
+
+    return NULL;
+}
+
+
+ngx_uint_t
+ngx_http_mcp_jwt_alg_known(ngx_str_t *alg)
+{
+    return ngx_http_mcp_jwa_find(alg) != NULL;
 }
 
 
@@ -530,6 +529,167 @@ ngx_http_mcp_sha256(u_char *data, size_t len, u_char *digest)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The public key of one JWK of type kty into key (its kid and alg aside):
+ * NGX_DECLINED for a type, curve or key not usable.
+ */
+
+static ngx_int_t
+ngx_http_mcp_jwk_key(ngx_pool_t *pool, cJSON *jwk, char *kty,
+    ngx_http_mcp_jwk_t *key)
+{
+    EVP_PKEY            *pkey;
+    ngx_uint_t           type;
+    ngx_pool_cleanup_t  *cln;
+
+    type = 0;
+    pkey = NULL;
+
+    if (ngx_strcmp(kty, "RSA") == 0) {
+        type = NGX_HTTP_MCP_JWK_RSA;
+        pkey = ngx_http_mcp_jwk_rsa(pool, jwk);
+
+    } else if (ngx_strcmp(kty, "EC") == 0) {
+        pkey = ngx_http_mcp_jwk_ec(pool, jwk, &type);
+
+    } else if (ngx_strcmp(kty, "OKP") == 0) {
+        type = NGX_HTTP_MCP_JWK_ED25519;
+        pkey = ngx_http_mcp_jwk_okp(pool, jwk);
+    }
+
+    if (pkey == NULL) {
+        return NGX_DECLINED;
+    }
+
+    cln = ngx_pool_cleanup_add(pool, 0);
+    if (cln == NULL) {
+        EVP_PKEY_free(pkey);
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_mcp_pkey_cleanup;
+    cln->data = pkey;
+
+    ngx_memzero(key, sizeof(ngx_http_mcp_jwk_t));
+    key->type = type;
+    key->pkey = pkey;
+
+    return NGX_OK;
+}
+
+
+/*
+ * RFC 7638: the thumbprint hashes the key's required members alone, in
+ * lexicographic order, without white space.  Their values are taken as
+ * they are: a key whose values would need escaping is no key the import
+ * below makes (base64url, a known curve), so a thumbprint of one never
+ * matches.
+ */
+
+ngx_int_t
+ngx_http_mcp_jwk_thumbprint(ngx_pool_t *pool, cJSON *jwk, u_char *thumbprint,
+    const char **error)
+{
+    u_char       *p, *buf;
+    cJSON        *kty, *v[4];
+    size_t        len;
+    ngx_uint_t    i, n;
+    const char  **m, *members[4];
+
+    static const char  *private[] = {
+        "d", "p", "q", "dp", "dq", "qi", "oth", "k", NULL
+    };
+
+    *error = "the proof's jwk is not a public key";
+
+    if (!cJSON_IsObject(jwk)) {
+        return NGX_DECLINED;
+    }
+
+    for (m = private; *m; m++) {
+        if (cJSON_HasObjectItem(jwk, *m)) {
+            *error = "the proof's jwk holds a private key";
+            return NGX_DECLINED;
+        }
+    }
+
+    kty = cJSON_GetObjectItemCaseSensitive(jwk, "kty");
+
+    if (!cJSON_IsString(kty)) {
+        return NGX_DECLINED;
+    }
+
+    members[0] = "crv";
+    members[1] = "kty";
+    members[2] = "x";
+    members[3] = "y";
+    n = 4;
+
+    if (ngx_strcmp(kty->valuestring, "RSA") == 0) {
+        members[0] = "e";
+        members[2] = "n";
+        n = 3;
+
+    } else if (ngx_strcmp(kty->valuestring, "OKP") == 0) {
+        n = 3;
+
+    } else if (ngx_strcmp(kty->valuestring, "EC") != 0) {
+        return NGX_DECLINED;
+    }
+
+    len = sizeof("{}");
+
+    for (i = 0; i < n; i++) {
+        v[i] = cJSON_GetObjectItemCaseSensitive(jwk, members[i]);
+
+        if (!cJSON_IsString(v[i])) {
+            return NGX_DECLINED;
+        }
+
+        len += sizeof("\"\":\"\",") + ngx_strlen(members[i])
+               + ngx_strlen(v[i]->valuestring);
+    }
+
+    buf = ngx_pnalloc(pool, len);
+    if (buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = buf;
+    *p++ = '{';
+
+    for (i = 0; i < n; i++) {
+        p = ngx_sprintf(p, "%s\"%s\":\"%s\"", i ? "," : "", members[i],
+                        v[i]->valuestring);
+    }
+
+    *p++ = '}';
+
+    return ngx_http_mcp_sha256(buf, p - buf, thumbprint);
+}
+
+
+ngx_int_t
+ngx_http_mcp_jwk_import(ngx_pool_t *pool, cJSON *jwk,
+    ngx_http_mcp_jwk_t *key, const char **error)
+{
+    cJSON      *kty;
+    ngx_int_t   rc;
+
+    kty = cJSON_GetObjectItemCaseSensitive(jwk, "kty");
+
+    rc = cJSON_IsString(kty)
+         ? ngx_http_mcp_jwk_key(pool, jwk, kty->valuestring, key)
+         : NGX_DECLINED;
+
+    if (rc == NGX_DECLINED) {
+        *error = "the proof's jwk is not a public key";
+    }
+
+    return rc;
 }
 
 

@@ -65,5 +65,21 @@ ngx_int_t ngx_http_mcp_jwt_check_claims(ngx_http_mcp_jwt_t *jwt,
 
 ngx_int_t ngx_http_mcp_sha256(u_char *data, size_t len, u_char *digest);
 
+/* whether alg names an algorithm that ngx_http_mcp_jwt_verify() knows */
+ngx_uint_t ngx_http_mcp_jwt_alg_known(ngx_str_t *alg);
+
+/*
+ * A JWK that must be a public key and nothing more (a DPoP proof's, RFC
+ * 9449 4.2): its RFC 7638 SHA-256 thumbprint into thumbprint (32 bytes),
+ * NGX_DECLINED with *error for a private member, a type not known, a
+ * required member missing.  The key itself is a separate step: a worker
+ * that knows the thumbprint knows the key.
+ */
+ngx_int_t ngx_http_mcp_jwk_thumbprint(ngx_pool_t *pool, cJSON *jwk,
+    u_char *thumbprint, const char **error);
+
+/* the key of a JWK (kid and alg aside), freed with the pool */
+ngx_int_t ngx_http_mcp_jwk_import(ngx_pool_t *pool, cJSON *jwk,
+    ngx_http_mcp_jwk_t *key, const char **error);
 
 #endif /* _NGX_HTTP_MCP_JWT_H_INCLUDED_ */

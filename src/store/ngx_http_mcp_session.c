@@ -25,6 +25,8 @@ static void ngx_http_mcp_session_client_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
 static void ngx_http_mcp_session_task_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static void ngx_http_mcp_session_dpop_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
 static void ngx_http_mcp_session_rbtree_link(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel, size_t off,
     size_t len);
@@ -125,6 +127,12 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                     ngx_http_mcp_session_task_insert);
     ngx_queue_init(&ctx->sh->task_queue);
     ctx->sh->ntasks = 0;
+
+    ngx_rbtree_init(&ctx->sh->dpop, &ctx->sh->dpop_sentinel,
+                    ngx_http_mcp_session_dpop_insert);
+    ngx_queue_init(&ctx->sh->dpop_queue);
+    ctx->sh->ndpop = 0;
+
     ctx->sh->streams = 0;
     ctx->sh->waiting = 0;
     ctx->sh->dropped = 0;
@@ -182,6 +190,16 @@ ngx_http_mcp_session_task_insert(ngx_rbtree_node_t *temp,
     ngx_http_mcp_session_rbtree_link(temp, node, sentinel,
                                      offsetof(ngx_http_mcp_task_sh_t, id),
                                      NGX_HTTP_MCP_TASK_ID_LEN);
+}
+
+
+static void
+ngx_http_mcp_session_dpop_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_http_mcp_session_rbtree_link(temp, node, sentinel,
+                                     offsetof(ngx_http_mcp_dpop_sh_t, digest),
+                                     SHA256_DIGEST_LENGTH);
 }
 
 

@@ -186,6 +186,15 @@ typedef struct {
 } ngx_http_mcp_task_sh_t;
 
 
+/* a DPoP proof seen (ngx_http_mcp_session_dpop.c) */
+typedef struct {
+    ngx_rbtree_node_t          node;        /* key: the digest's start */
+    ngx_queue_t                queue;       /* the zone's, oldest first */
+    time_t                     expire;      /* when its iat is too old */
+    u_char                     digest[32];  /* of its key and jti */
+} ngx_http_mcp_dpop_sh_t;
+
+
 typedef struct {
     ngx_rbtree_t               rbtree;
     ngx_rbtree_node_t          sentinel;
@@ -212,6 +221,10 @@ typedef struct {
     ngx_queue_t                tools;       /* ngx_http_mcp_tooldef_sh_t */
     ngx_uint_t                 ntools;
     size_t                     tools_size;  /* their bytes */
+    ngx_rbtree_t               dpop;        /* ngx_http_mcp_dpop_sh_t */
+    ngx_rbtree_node_t          dpop_sentinel;
+    ngx_queue_t                dpop_queue;
+    ngx_uint_t                 ndpop;
 } ngx_http_mcp_shctx_t;
 
 

@@ -189,6 +189,14 @@ ngx_int_t ngx_http_mcp_tools_pin(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_uint_t learn, ngx_uint_t *tell);
 ngx_int_t ngx_http_mcp_tools_seen(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_str_t *name, u_char *seen, u_char *pin);
+
+/*
+ * A DPoP proof (RFC 9449 11.1) by the SHA-256 digest of its key and jti,
+ * kept until expire (session_dpop.c): NGX_OK the first time, NGX_DECLINED
+ * for a proof seen before, by any worker; NGX_ERROR: no room.
+ */
+ngx_int_t ngx_http_mcp_dpop_record(ngx_shm_zone_t *zone, u_char *digest,
+    time_t expire);
 ngx_int_t ngx_http_mcp_session_target_set(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_http_mcp_target_t *target);
 u_char *ngx_http_mcp_session_log_id(u_char *id, size_t len);

@@ -108,7 +108,7 @@ sub count_header {
     ok($methods{GET} && $methods{POST} && $methods{DELETE}, '... GET, POST, DELETE allowed')
         or diag(explain_response($r));
     my %allow = map { lc $_ => 1 } split /\s*,\s*/, $h->{'access-control-allow-headers'} // '';
-    for my $name (qw(content-type authorization mcp-session-id mcp-protocol-version mcp-method
+    for my $name (qw(content-type authorization dpop mcp-session-id mcp-protocol-version mcp-method
                      mcp-name last-event-id mcp-param-region mcp-param-x.y)) {
         ok($allow{$name}, "... Allow-Headers has $name") or diag($h->{'access-control-allow-headers'});
     }
@@ -168,8 +168,9 @@ my ($sid) = $t->mcp_initialize;
     is($r->{headers}{'access-control-allow-origin'}, $ORIGIN, '... Allow-Origin echoed');
     my %expose = map { lc $_ => 1 } split /\s*,\s*/,
                  $r->{headers}{'access-control-expose-headers'} // '';
-    ok($expose{'mcp-session-id'} && $expose{'www-authenticate'} && $expose{'mcp-protocol-version'},
-       '... Expose-Headers: Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate')
+    ok($expose{'mcp-session-id'} && $expose{'www-authenticate'} && $expose{'mcp-protocol-version'}
+       && $expose{'dpop-nonce'},
+       '... Expose-Headers: Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, DPoP-Nonce')
         or diag(explain_response($r));
     like($r->{headers}{vary} // '', qr/\bOrigin\b/, '... Vary: Origin');
     is($r->{headers}{'x-content-type-options'}, 'nosniff', '... nosniff');

@@ -49,12 +49,13 @@ static ngx_table_elt_t  ngx_http_mcp_cors_no_store;
 
 /* the request headers an MCP client sends that CORS does not let pass */
 static u_char  ngx_http_mcp_cors_headers[] =
-    "Content-Type, Authorization, X-API-Key, Mcp-Session-Id, "
+    "Content-Type, Authorization, X-API-Key, DPoP, Mcp-Session-Id, "
     "MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID";
 
-/* the reply headers a client must read */
+/* the reply headers a client must read (DPoP-Nonce: RFC 9449 8) */
 static ngx_str_t  ngx_http_mcp_cors_expose = ngx_string(
-    "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After");
+    "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After, "
+    "DPoP-Nonce");
 
 
 ngx_int_t

@@ -13,8 +13,8 @@
  * enum ("other" for the rest), tools are the names the built-in sets
  * registered (at most NGX_HTTP_MCP_METRICS_TOOLS, then "other"), so that
  * label cardinality is bounded whatever clients send.  What the session
- * store owns (sessions, streams, dropped events, pending server
- * requests, zone bytes) is asked of the store at scrape time.
+ * store owns (sessions, streams, dropped events, event log bytes, pending
+ * server requests, zone bytes) is asked of the store at scrape time.
  */
 
 
@@ -811,10 +811,10 @@ ngx_http_mcp_metrics_handler(ngx_http_request_t *r)
     zp = mmcf->store.zones.elts;
 
     for (i = 0; i < mmcf->store.zones.nelts; i++) {
-        size += 8 * (NGX_HTTP_MCP_METRICS_LINE + 2 * zp[i]->shm.name.len);
+        size += 9 * (NGX_HTTP_MCP_METRICS_LINE + 2 * zp[i]->shm.name.len);
     }
 
-    size += nzones * 8 * (NGX_HTTP_MCP_METRICS_LINE + 64);
+    size += nzones * 9 * (NGX_HTTP_MCP_METRICS_LINE + 64);
 
     b = ngx_create_temp_buf(r->pool, size);
     if (b == NULL) {
@@ -1110,6 +1110,9 @@ ngx_http_mcp_metrics_zones(u_char *p, ngx_http_mcp_main_conf_t *mmcf)
             "# HELP mcp_events_dropped_total Events dropped from full "
             "session event logs.\n"
             "# TYPE mcp_events_dropped_total counter\n"
+            "# HELP mcp_session_events_bytes Bytes of messages in the "
+            "session event logs of a zone.\n"
+            "# TYPE mcp_session_events_bytes gauge\n"
             "# HELP mcp_zone_size_bytes A session zone's slab pages.\n"
             "# TYPE mcp_zone_size_bytes gauge\n"
             "# HELP mcp_zone_used_bytes Bytes of a session zone's pages "
@@ -1154,11 +1157,13 @@ ngx_http_mcp_metrics_zone(u_char *p, ngx_shm_zone_t *zone)
                        "mcp_server_requests_pending{zone=\"%s\"} %ui\n"
                        "mcp_tasks{zone=\"%s\"} %ui\n"
                        "mcp_events_dropped_total{zone=\"%s\"} %ui\n"
+                       "mcp_session_events_bytes{zone=\"%s\"} %uz\n"
                        "mcp_zone_size_bytes{zone=\"%s\"} %uz\n"
                        "mcp_zone_used_bytes{zone=\"%s\"} %uz\n"
                        "mcp_zone_free_bytes{zone=\"%s\"} %uz\n",
                        name, st.sessions, name, st.streams, name, st.waiting,
-                       name, st.tasks, name, st.dropped, name, st.size,
+                       name, st.tasks, name, st.dropped, name, st.events,
+                       name, st.size,
                        name, st.used, name, st.free);
 }
 

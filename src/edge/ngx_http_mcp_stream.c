@@ -8,7 +8,8 @@
  * (see ngx_http_mcp_session_send()); the worker that holds the stream's
  * connection, its owner, is woken and writes what it has not written
  * yet.  Event ids are "<stream>-<seq>": unique in the session, and they
- * name the stream that Last-Event-ID resumes.
+ * name the stream that Last-Event-ID resumes; the resume acknowledges
+ * that stream's events up to seq, which the store then frees.
  *
  * Output memory is one buffer per stream, there only while events are
  * written: new events are read from the log only once the previous
@@ -125,7 +126,8 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 
     rc = ngx_http_mcp_session_stream_open(ctx->conf->zone,
                                           &ctx->rctx.session_id, &standalone,
-                                          ctx->pending, 0, token, &id, &prev);
+                                          ctx->pending, 0, 0, token, &id,
+                                          &prev);
 
     if (rc != NGX_OK) {
         /* the session's streams at their cap, or the session gone */
@@ -255,7 +257,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     standalone = 1;
 
     rc = ngx_http_mcp_session_stream_open(mlcf->zone, &sid, &standalone, 0,
-                                          resume, token, &id, &prev);
+                                          resume, seq, token, &id, &prev);
 
     if (prev) {
         /* the former owner, maybe this worker, finds it taken: lets go */

@@ -324,6 +324,8 @@ ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
         ngx_slab_free_locked(ctx->shpool, s->listen);
     }
 
+    ctx->sh->events_size -= s->events_size;
+
     while (!ngx_queue_empty(&s->events)) {
         q = ngx_queue_head(&s->events);
         ngx_queue_remove(q);

@@ -479,6 +479,7 @@ ngx_http_mcp_session_zone_stats(ngx_shm_zone_t *zone,
     st->waiting = ctx->sh->waiting;
     st->dropped = ctx->sh->dropped;
     st->tasks = ctx->sh->ntasks;
+    st->events = ctx->sh->events_size;
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 

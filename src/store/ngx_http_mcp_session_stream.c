@@ -54,6 +54,10 @@ static void ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
 static void ngx_http_mcp_session_stream_owner(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s,
     ngx_http_mcp_stream_sh_t *st, ngx_pid_t owner);
+static void ngx_http_mcp_session_stream_ack(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, uint32_t id, uint64_t seq);
+static void ngx_http_mcp_session_event_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, ngx_http_mcp_event_t *ev);
 static ngx_http_mcp_event_t *ngx_http_mcp_session_event_add(
     ngx_http_mcp_zone_t *ctx, ngx_http_mcp_session_node_t *s, size_t len,
     ngx_log_t *log);
@@ -105,17 +109,17 @@ ngx_http_mcp_session_wait_lock(ngx_http_mcp_zone_t *ctx, ngx_str_t *sid,
 /*
  * A stream for this worker's connection, with token telling its
  * connections apart.  resume: the stream of a Last-Event-ID, taken over
- * when it is still there (*prev: its former owner, to wake); else a new
- * stream (*id differs from resume), standalone (a GET's) if *standalone
- * is set; *standalone is then what the stream is.  A POST stream waits
- * for pending responses.  NGX_OK, NGX_DECLINED (no such session),
- * NGX_BUSY (no room for another stream).
+ * when it is still there (*prev: its former owner, to wake), its events
+ * up to seq "acked" freed; else a new stream (*id differs from resume),
+ * standalone (a GET's) if *standalone is set; *standalone is then what
+ * the stream is.  A POST stream waits for pending responses.  NGX_OK,
+ * NGX_DECLINED (no such session), NGX_BUSY (no room for another stream).
  */
 
 ngx_int_t
 ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ngx_uint_t *standalone, uint32_t pending, uint32_t resume,
-    uint32_t token, uint32_t *id, ngx_pid_t *prev)
+    uint64_t acked, uint32_t token, uint32_t *id, ngx_pid_t *prev)
 {
     ngx_int_t                     rc;
     ngx_http_mcp_zone_t          *ctx;
@@ -142,6 +146,15 @@ ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
         /* resumed: this connection replaces the lost one */
         *prev = st->owner;
         ngx_http_mcp_session_stream_owner(ctx, s, st, ngx_pid);
+
+        /*
+         * SSE delivers a stream's events in order: the client that names
+         * one got every earlier event of that stream, which the spec lets
+         * the server forget.  Writers copy events under the lock, the
+         * former one gives the stream up at its next pull and the new one
+         * starts after "acked": none of them reads what goes here.
+         */
+        ngx_http_mcp_session_stream_ack(ctx, s, st->id, acked);
 
     } else {
         st = ngx_http_mcp_session_stream_add(ctx, s, *standalone, pending);
@@ -698,6 +711,21 @@ static void
 ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s, ngx_http_mcp_stream_sh_t *st)
 {
+    ngx_http_mcp_session_stream_ack(ctx, s, st->id, (uint64_t) -1);
+
+    ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
+
+    ngx_queue_remove(&st->queue);
+    ngx_slab_free_locked(ctx->shpool, st);
+}
+
+
+/* frees the events of stream id up to seq: the client has them */
+
+static void
+ngx_http_mcp_session_stream_ack(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, uint32_t id, uint64_t seq)
+{
     ngx_queue_t           *q, *next;
     ngx_http_mcp_event_t  *ev;
 
@@ -708,17 +736,26 @@ ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
         next = ngx_queue_next(q);
         ev = ngx_queue_data(q, ngx_http_mcp_event_t, queue);
 
-        if (ev->stream == st->id) {
-            ngx_queue_remove(q);
-            s->events_size -= ev->len;
-            ngx_slab_free_locked(ctx->shpool, ev);
+        /* the log is in seq order: nothing later is acknowledged */
+        if (ev->seq > seq) {
+            break;
+        }
+
+        if (ev->stream == id) {
+            ngx_http_mcp_session_event_free(ctx, s, ev);
         }
     }
+}
 
-    ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
 
-    ngx_queue_remove(&st->queue);
-    ngx_slab_free_locked(ctx->shpool, st);
+static void
+ngx_http_mcp_session_event_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, ngx_http_mcp_event_t *ev)
+{
+    ngx_queue_remove(&ev->queue);
+    s->events_size -= ev->len;
+    ctx->sh->events_size -= ev->len;
+    ngx_slab_free_locked(ctx->shpool, ev);
 }
 
 
@@ -802,9 +839,7 @@ ngx_http_mcp_session_event_add(ngx_http_mcp_zone_t *ctx,
                       ev->response ? "response" : "event",
                       ev->stream, ev->seq);
 
-        ngx_queue_remove(q);
-        s->events_size -= ev->len;
-        ngx_slab_free_locked(ctx->shpool, ev);
+        ngx_http_mcp_session_event_free(ctx, s, ev);
     }
 
     ngx_memzero(ev, offsetof(ngx_http_mcp_event_t, data));
@@ -814,6 +849,7 @@ ngx_http_mcp_session_event_add(ngx_http_mcp_zone_t *ctx,
 
     ngx_queue_insert_tail(&s->events, &ev->queue);
     s->events_size += len;
+    ctx->sh->events_size += len;
 
     return ev;
 }

@@ -225,6 +225,8 @@ typedef struct {
     ngx_rbtree_node_t          dpop_sentinel;
     ngx_queue_t                dpop_queue;
     ngx_uint_t                 ndpop;
+    size_t                     events_size;  /* the sessions' event logs:
+                                                their messages' bytes */
 } ngx_http_mcp_shctx_t;
 
 

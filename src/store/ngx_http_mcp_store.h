@@ -66,6 +66,7 @@ typedef struct {
     ngx_uint_t                 waiting;     /* server requests pending */
     ngx_uint_t                 dropped;     /* events out of full logs */
     ngx_uint_t                 tasks;
+    size_t                     events;      /* bytes of event logs */
 } ngx_http_mcp_zone_stats_t;
 
 
@@ -211,7 +212,8 @@ ngx_uint_t ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone,
 
 ngx_int_t ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone,
     ngx_str_t *sid, ngx_uint_t *standalone, uint32_t pending,
-    uint32_t resume, uint32_t token, uint32_t *id, ngx_pid_t *prev);
+    uint32_t resume, uint64_t acked, uint32_t token, uint32_t *id,
+    ngx_pid_t *prev);
 void ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone,
     ngx_str_t *sid, uint32_t id, uint32_t token, ngx_uint_t park);
 ngx_int_t ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone,

@@ -1,0 +1,346 @@
+# Token exchange (RFC 8693, issue 37 item 2) against a real authorization
+# server: oidc-provider (npm) in t/js/oidc_as.mjs, which issues the
+# callers' tokens (client credentials, audience the gateway) and
+# exchanges them (its registered token-exchange grant) for JWTs whose
+# audience is the upstream.  The upstream is the module's Everything set
+# on another port that takes only tokens of its own audience (the AS's
+# keys); its access log shows the token that arrived.  The AS counts the
+# exchanges it was asked for; the gateway's token location logs every
+# attempt (log_subrequest), also when the AS is down.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use MIME::Base64 qw(encode_base64 decode_base64);
+use Time::HiRes qw(time sleep);
+use POSIX ();
+use McpTest;
+use McpGateway;
+
+my $why = node_available('oidc-provider');
+plan skip_all => $why if $why;
+
+my $GW = 'https://gateway.test/mcp';
+my $UP = 'https://upstream.test/mcp';
+my $SHORT = 'https://upstream.test/short';
+my $N = $ENV{MCP_EXCHANGE_CALLS} // 1000;
+
+# --- the authorization server ---------------------------------------------------
+
+my $as_log = "/tmp/mcptest-oidc-as.$$.log";
+my $as_pid = spawn(name => 'oidc_as', cwd => npm_dir(), log => $as_log,
+                   cmd => [ node_bin(), McpGateway::_node_script('oidc_as.mjs') ]);
+my $as_port;
+McpTest::wait_until(30, sub {
+    ($as_port) = (McpTest::_slurp($as_log) // '') =~ /"port":(\d+)/;
+    return $as_port;
+}) or BAIL_OUT('oidc_as.mjs did not start: ' . (McpTest::_slurp($as_log) // ''));
+
+my $ISS = "http://127.0.0.1:$as_port";
+
+sub as_request {
+    my ($t, %o) = @_;
+    return $t->request(port => $as_port, %o);
+}
+
+sub caller_token {
+    my ($t, $who) = @_;
+    my $r = as_request($t, method => 'POST', path => '/token',
+        headers => { Authorization => 'Basic ' . encode_base64("$who:$who-secret", ''),
+                     'Content-Type' => 'application/x-www-form-urlencoded' },
+        body => "grant_type=client_credentials&scope=mcp%3Atools&resource="
+                . 'https%3A%2F%2Fgateway.test%2Fmcp');
+    my $j = eval { McpTest::decode_json($r->{body}) } // {};
+    diag("token: $r->{status} $r->{body} " . ($r->{error} // "")) unless $j->{access_token};
+    return $j->{access_token};
+}
+
+sub counts {
+    my ($t) = @_;
+    my $r = as_request($t, path => '/count');
+    return eval { McpTest::decode_json($r->{body}) } // {};
+}
+
+sub claims {
+    my ($jwt) = @_;
+    my (undef, $p) = split /\./, $jwt // '';
+    return {} unless defined $p;
+    $p =~ tr{-_}{+/};
+    $p .= '=' x ((4 - length($p) % 4) % 4);
+    return eval { McpTest::decode_json(decode_base64($p)) } // {};
+}
+
+# --- the gateway and the upstream ----------------------------------------------------
+
+my $jwks = <<"NGX";
+        location = /_jwks {
+            internal;
+            proxy_pass $ISS/jwks;
+            proxy_pass_request_headers off;
+            proxy_pass_request_body off;
+        }
+NGX
+
+my $t = McpTest->new(
+    ports => 2,
+    http  => everything_upstream_http({ locations => <<"NGX" . $jwks },
+        mcp_auth_jwt_issuer $ISS;
+        mcp_auth_jwt_key_request /_jwks;
+        mcp_auth_token_passthrough on;
+
+        location = /up/mcp {
+            mcp on; mcp_builtin everything;
+            mcp_auth_resource http://127.0.0.1:%%PORT2%%/up/mcp;
+            mcp_auth_jwt_audience $UP;
+            mcp_auth_jwt "UP";
+            access_log %%PREFIX%%/logs/up.log uplog;
+        }
+        location = /up/short {
+            mcp on; mcp_builtin everything;
+            mcp_auth_resource http://127.0.0.1:%%PORT2%%/up/short;
+            mcp_auth_jwt_audience $SHORT;
+            mcp_auth_jwt "UP";
+            access_log %%PREFIX%%/logs/up.log uplog;
+        }
+NGX
+        'log_format uplog escape=json \'{"uri":"$uri","auth":"$http_authorization",'
+        . '"status":$status}\';',
+        'log_format tok \'$msec $status\';',
+        'mcp_secret $gw_secret %%PREFIX%%/conf/gw_secret;',
+        'mcp_secret $post_secret %%PREFIX%%/conf/post_secret;'),
+    server => <<"NGX" . $jwks);
+        mcp_session gw;
+        mcp_auth_resource http://127.0.0.1:%%PORT%%/mcp;
+        mcp_auth_jwt_audience $GW;
+        mcp_auth_jwt_issuer $ISS;
+        mcp_auth_jwt_key_request /_jwks;
+        mcp_token_exchange_client_id gateway;
+        mcp_token_exchange_client_secret \$gw_secret;
+
+        location = /mcp {
+            mcp_pass http://127.0.0.1:%%PORT2%%/up/mcp;
+            mcp_auth_jwt "GW";
+            mcp_pass_authorization on;
+            mcp_token_exchange /_token audience=$UP;
+        }
+        location = /short {
+            mcp_pass http://127.0.0.1:%%PORT2%%/up/short;
+            mcp_auth_jwt "GW";
+            mcp_token_exchange /_token resource=$SHORT margin=30s;
+        }
+        location = /post {
+            mcp_pass http://127.0.0.1:%%PORT2%%/up/mcp;
+            mcp_auth_jwt "GW";
+            mcp_token_exchange /_token audience=$UP scope=mcp:tools;
+            mcp_token_exchange_client_id gateway-post;
+            mcp_token_exchange_client_secret \$post_secret;
+            mcp_token_exchange_client_auth client_secret_post;
+        }
+        location = /var {
+            mcp_auth_jwt "GW";
+            mcp_token_exchange /_token audience=$UP;
+            add_header X-Upstream-Token \$mcp_upstream_token always;
+            alias %%PREFIX%%/html/ok.txt;
+        }
+        location = /_token {
+            internal;
+            proxy_pass $ISS/token;
+            log_subrequest on;
+            access_log %%PREFIX%%/logs/token.log tok;
+        }
+NGX
+$t->write_file('conf/gw_secret', "gateway-secret\n");
+$t->write_file('html/ok.txt', "ok\n");
+chmod 0600, $t->prefix . '/conf/gw_secret';
+$t->write_file('conf/post_secret', "gateway-post-secret\n");
+chmod 0600, $t->prefix . '/conf/post_secret';
+$t->start;
+
+my $UPLOG = 'up.log';
+
+sub up_auths {
+    return map { $_->{auth} } grep { ($_->{uri} // '') =~ m{^/up/} } upstream_log($t, $UPLOG);
+}
+
+sub call_echo {
+    my ($sid, $tok, %o) = @_;
+    my ($v, $msg, $r) = $t->mcp_call($sid, 'tools/call',
+        { name => 'test_simple_text', arguments => {} },
+        headers => { Authorization => "Bearer $tok" }, path => $o{path} // '/mcp');
+    return ($v, $msg, $r);
+}
+
+sub init {
+    my ($tok, %o) = @_;
+    my %h = (headers => { Authorization => "Bearer $tok" }, path => $o{path} // '/mcp');
+    my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 'init', method => 'initialize',
+            params => { protocolVersion => '2025-11-25', capabilities => {},
+                        clientInfo => { name => 'tx-test', version => '1' } } }, %h);
+    my $sid = $r->{headers}{'mcp-session-id'};
+    diag("initialize: $r->{status} $r->{body}") unless $r->{status} == 200 && $sid;
+    return undef unless $sid;
+    my $n = $t->mcp_post($sid, { jsonrpc => '2.0', method => 'notifications/initialized' }, %h);
+    diag("initialized: $n->{status} $n->{body}") unless $n->{status} == 202;
+    return $n->{status} == 202 ? $sid : undef;
+}
+
+# --- works, and the upstream sees the exchanged token only --------------------------
+
+my $tok1 = caller_token($t, 'caller1');
+ok($tok1, 'the AS issued caller1 a token for the gateway');
+is(claims($tok1)->{aud}, $GW, '... its audience is the gateway');
+
+my $sid = init($tok1);
+ok($sid, 'initialize through the gateway with token exchange');
+my ($v) = call_echo($sid, $tok1, text => 'through');
+like(McpTest::encode_json($v // {}), qr/simple text response/, 'tools/call works through the exchange');
+is(counts($t)->{issued}, 1, 'one exchange so far');
+
+sleep 0.3;
+my @auths = up_auths();
+ok(@auths >= 3, 'the upstream logged the relayed requests (' . scalar(@auths) . ')');
+ok(!(grep { index($_, $tok1) >= 0 } @auths),
+   "the caller's token never reached the upstream (mcp_pass_authorization on notwithstanding)");
+my %up = map { $_ => 1 } @auths;
+is(scalar keys %up, 1, 'one token at the upstream for caller1');
+my ($x1) = map { /^Bearer (\S+)$/ ? $1 : () } keys %up;
+ok($x1, 'the upstream got Authorization: Bearer <exchanged>');
+is(claims($x1)->{aud}, $UP, "... whose audience is the upstream's");
+is(claims($x1)->{act}{sub}, 'caller1', '... on behalf of caller1 (act.sub)');
+
+# --- N calls, one exchange ------------------------------------------------------------
+
+my $bad = 0;
+my $t0 = time;
+for my $i (1 .. $N) {
+    my ($res) = call_echo($sid, $tok1);
+    $bad++ unless McpTest::encode_json($res // {}) =~ /simple text response/;
+}
+my $dt = time - $t0;
+is($bad, 0, "$N tools/calls by one caller all answered");
+is(counts($t)->{issued}, 1, "$N calls by one caller: still exactly 1 exchange at the AS");
+diag(sprintf('%d calls in %.1f s with the cached exchanged token', $N, $dt));
+
+# --- two callers, two tokens ------------------------------------------------------------
+
+my $tok2 = caller_token($t, 'caller2');
+my $sid2 = init($tok2);
+ok($sid2, 'caller2 initializes');
+($v) = call_echo($sid2, $tok2, text => 'second');
+like(McpTest::encode_json($v // {}), qr/simple text response/, 'caller2 calls a tool');
+is(counts($t)->{issued}, 2, 'two callers: two exchanges');
+sleep 0.3;
+my %up2 = map { $_ => 1 } up_auths();
+is(scalar keys %up2, 2, 'two distinct tokens reached the upstream');
+my ($x2) = grep { $_ ne "Bearer $x1" } keys %up2;
+$x2 =~ s/^Bearer //;
+is(claims($x2)->{act}{sub}, 'caller2', "the second is caller2's");
+
+# --- client_secret_post and $mcp_upstream_token -----------------------------------------
+
+my $r = $t->request(path => '/var', headers => { Authorization => "Bearer $tok1" });
+is($r->{status}, 200, 'a plain location with mcp_token_exchange serves');
+is($r->{headers}{'x-upstream-token'}, $x1,
+   '$mcp_upstream_token is the cached exchanged token (same key: same token)');
+is(counts($t)->{issued}, 2, '... no new exchange for it');
+
+my $sidp = init($tok2, path => '/post');
+ok($sidp, 'client_secret_post: initialize');
+($v) = call_echo($sidp, $tok2, path => '/post', text => 'posted');
+like(McpTest::encode_json($v // {}), qr/simple text response/, 'client_secret_post: a call');
+is(counts($t)->{issued}, 3, '... one more exchange (another key: scope, client)');
+
+# --- expiry: a token past its time is exchanged again ----------------------------------------
+
+my $sid3 = init($tok1, path => '/short');
+ok($sid3, 'initialize on the short-lived audience');
+($v) = call_echo($sid3, $tok1, path => '/short', text => 'short1');
+like(McpTest::encode_json($v // {}), qr/simple text response/, 'a call with the short-lived token');
+my $c3 = counts($t)->{issued};
+is($c3, 4, 'one exchange for the new audience');
+($v) = call_echo($sid3, $tok1, path => '/short', text => 'short2');
+is(counts($t)->{issued}, 4, 'within its life (4 s, kept 2 s): no new exchange');
+sleep 2.5;
+($v) = call_echo($sid3, $tok1, path => '/short', text => 'short3');
+like(McpTest::encode_json($v // {}), qr/simple text response/, 'a call after it expired (in the cache) works');
+is(counts($t)->{issued}, 5, 'the expired token was exchanged again');
+
+# --- the AS refuses --------------------------------------------------------------------------
+
+as_request($t, method => 'POST', path => '/refuse?on=1');
+my $tok4 = caller_token($t, 'caller1');
+isnt($tok4, $tok1, 'a fresh caller1 token (another key)');
+my $m = $t->log_mark;
+$r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 'init-refused', method => 'initialize',
+        params => { protocolVersion => '2025-11-25', capabilities => {},
+                    clientInfo => { name => 'x', version => '1' } } },
+    headers => { Authorization => "Bearer $tok4" });
+is($r->{status}, 403, 'the AS refusing: 403');
+my $err = eval { McpTest::decode_json($r->{body}) } // {};
+ok($err->{error} && $err->{error}{code}, '... with a JSON-RPC error');
+like($t->log_since($m), qr/\[warn\].*token exchange at "\/_token" refused \(status 400, error "invalid_grant"\)/,
+     '... the reason in error.log at [warn]');
+unlike($t->error_log, qr/\Q$tok4\E|\Q$tok1\E|\Q$x1\E/, 'no token in error.log');
+as_request($t, method => 'POST', path => '/refuse?on=0');
+
+# --- the AS stopped: 503 + Retry-After, at most one attempt a second ---------------------------
+
+my $tok5 = caller_token($t, 'caller2');
+stop_process($as_pid);
+$as_pid = undef;
+
+my $lines0 = () = (McpTest::_slurp($t->prefix . '/logs/token.log') // '') =~ /\n/g;
+my $out = $t->prefix . '/storm';
+my @kids;
+my $span = 2.5;
+for my $k (1 .. 4) {
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        my ($n, $ok, $ra) = (0, 0, 0);
+        my $end = time + $span;
+        while (time < $end) {
+            my $rr = $t->mcp_post(undef, { jsonrpc => '2.0', id => "s$k-$n", method => 'initialize',
+                    params => { protocolVersion => '2025-11-25', capabilities => {},
+                                clientInfo => { name => 'x', version => '1' } } },
+                headers => { Authorization => "Bearer $tok5" }, keepalive => 0);
+            $n++;
+            $ok++ if $rr->{status} == 503;
+            $ra++ if ($rr->{headers}{'retry-after'} // '') eq '1';
+            sleep 0.02;
+        }
+        open my $f, '>>', $out; print $f "$n $ok $ra\n"; close $f;
+        POSIX::_exit(0);
+    }
+    push @kids, $pid;
+}
+waitpid $_, 0 for @kids;
+my ($sent, $s503, $sra) = (0, 0, 0);
+for (split /\n/, McpTest::_slurp($out) // '') {
+    my @f = split ' ';
+    $sent += $f[0]; $s503 += $f[1]; $sra += $f[2];
+}
+ok($sent > 20, "$sent requests from 4 clients over $span s");
+is($s503, $sent, 'all got 503 while the AS is down');
+is($sra, $sent, '... each with Retry-After: 1');
+my @attempts = grep { length } split /\n/, McpTest::_slurp($t->prefix . '/logs/token.log') // '';
+splice @attempts, 0, $lines0;
+my @per_s;
+my ($first) = split ' ', $attempts[0] // '0 0';
+my $bunched = 0;
+for my $i (1 .. $#attempts) {
+    my ($a) = split ' ', $attempts[$i - 1];
+    my ($b) = split ' ', $attempts[$i];
+    $bunched++ if $b - $a < 0.95;
+}
+ok(@attempts >= 1 && @attempts <= int($span) + 2,
+   scalar(@attempts) . " exchange attempts reached the AS location for $sent requests across workers");
+is($bunched, 0, 'no two attempts less than a second apart');
+diag("AS down: $sent requests, " . scalar(@attempts) . ' attempts: '
+     . join(', ', map { (split ' ')[0] - $first } @attempts));
+
+$t->expect_log_error(qr/connect\(\) failed/);
+$t->stop;
+unlink $as_log;
+done_testing;

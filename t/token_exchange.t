@@ -40,6 +40,10 @@ McpTest::wait_until(30, sub {
 
 my $ISS = "http://127.0.0.1:$as_port";
 
+# an AS that accepts and never answers
+my $hung = silent_listener();
+my $HUNG = $hung->sockport;
+
 sub as_request {
     my ($t, %o) = @_;
     return $t->request(port => $as_port, %o);
@@ -105,7 +109,8 @@ my $t = McpTest->new(
             access_log %%PREFIX%%/logs/up.log uplog;
         }
 NGX
-        'log_format uplog escape=json \'{"uri":"$uri","auth":"$http_authorization",'
+        'log_format uplog escape=json \'{"uri":"$uri","method":"$request_method",'
+        . '"auth":"$http_authorization",'
         . '"status":$status}\';',
         'log_format tok \'$msec $status\';',
         'mcp_secret $gw_secret %%PREFIX%%/conf/gw_secret;',
@@ -137,6 +142,15 @@ NGX
             mcp_token_exchange_client_id gateway-post;
             mcp_token_exchange_client_secret \$post_secret;
             mcp_token_exchange_client_auth client_secret_post;
+        }
+        location = /hung {
+            mcp_pass http://127.0.0.1:%%PORT2%%/up/mcp;
+            mcp_auth_jwt "GW";
+            mcp_token_exchange /_token_hung audience=$UP timeout=1s;
+        }
+        location = /_token_hung {
+            internal;
+            proxy_pass http://127.0.0.1:$HUNG/token;
         }
         location = /var {
             mcp_auth_jwt "GW";
@@ -238,9 +252,18 @@ my ($x2) = grep { $_ ne "Bearer $x1" } keys %up2;
 $x2 =~ s/^Bearer //;
 is(claims($x2)->{act}{sub}, 'caller2', "the second is caller2's");
 
+# --- GET and DELETE go with the exchanged token too ---------------------------------------------
+
+my $r = $t->mcp_delete($sid2, headers => { Authorization => "Bearer $tok2" });
+ok($r->{status} == 200 || $r->{status} == 204, "DELETE through the gateway ($r->{status})");
+sleep 0.3;
+my @del = grep { ($_->{method} // '') eq 'DELETE' } upstream_log($t, $UPLOG);
+is(scalar @del, 1, 'the DELETE reached the upstream');
+is($del[0]{auth}, "Bearer $x2", '... with the exchanged token');
+
 # --- client_secret_post and $mcp_upstream_token -----------------------------------------
 
-my $r = $t->request(path => '/var', headers => { Authorization => "Bearer $tok1" });
+$r = $t->request(path => '/var', headers => { Authorization => "Bearer $tok1" });
 is($r->{status}, 200, 'a plain location with mcp_token_exchange serves');
 is($r->{headers}{'x-upstream-token'}, $x1,
    '$mcp_upstream_token is the cached exchanged token (same key: same token)');
@@ -280,10 +303,56 @@ $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 'init-refused', method => 'in
 is($r->{status}, 403, 'the AS refusing: 403');
 my $err = eval { McpTest::decode_json($r->{body}) } // {};
 ok($err->{error} && $err->{error}{code}, '... with a JSON-RPC error');
+is($err->{id}, 'init-refused', "... carrying the request's id");
 like($t->log_since($m), qr/\[warn\].*token exchange at "\/_token" refused \(status 400, error "invalid_grant"\)/,
      '... the reason in error.log at [warn]');
 unlike($t->error_log, qr/\Q$tok4\E|\Q$tok1\E|\Q$x1\E/, 'no token in error.log');
 as_request($t, method => 'POST', path => '/refuse?on=0');
+
+# --- concurrent first requests: one exchange, the others wait for it ---------------------------
+
+my $tok6 = caller_token($t, 'caller1');
+my $c6 = counts($t)->{issued};
+as_request($t, method => 'POST', path => '/delay?ms=400');
+my $start = time + 0.5;
+my $out6 = $t->prefix . '/burst';
+my @burst;
+for my $k (1 .. 6) {
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        sleep($start - time) if $start > time;
+        my $rr = $t->mcp_post(undef, { jsonrpc => '2.0', id => "b$k", method => 'initialize',
+                params => { protocolVersion => '2025-11-25', capabilities => {},
+                            clientInfo => { name => 'x', version => '1' } } },
+            headers => { Authorization => "Bearer $tok6" }, keepalive => 0);
+        open my $f, '>>', $out6; print $f "$rr->{status}\n"; close $f;
+        POSIX::_exit(0);
+    }
+    push @burst, $pid;
+}
+waitpid $_, 0 for @burst;
+my @st6 = split /\n/, McpTest::_slurp($out6) // '';
+is(scalar(grep { $_ == 200 } @st6), 6, '6 simultaneous first requests of one caller all succeed');
+is(counts($t)->{issued}, $c6 + 1,
+   '... with one exchange between them (the AS answering 400 ms late: the others waited)');
+as_request($t, method => 'POST', path => '/delay?ms=0');
+
+# --- the AS hangs: 503 within the timeout ----------------------------------------------------------
+
+my $t1 = time;
+$r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 'hung', method => 'initialize',
+        params => { protocolVersion => '2025-11-25', capabilities => {},
+                    clientInfo => { name => 'x', version => '1' } } },
+    headers => { Authorization => "Bearer $tok1" }, path => '/hung', timeout => 10);
+my $waited = time - $t1;
+is($r->{status}, 503, 'the AS hanging: 503');
+is($r->{headers}{'retry-after'}, '1', '... with Retry-After: 1');
+ok($waited >= 0.9 && $waited < 3, sprintf('... after the exchange timeout (1 s): %.2f s', $waited));
+$r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 'hung2', method => 'initialize',
+        params => { protocolVersion => '2025-11-25', capabilities => {},
+                    clientInfo => { name => 'x', version => '1' } } },
+    headers => { Authorization => "Bearer $tok1" }, path => '/hung', timeout => 10);
+is($r->{status}, 503, 'at once after it: 503 from the hold-off, no new attempt');
 
 # --- the AS stopped: 503 + Retry-After, at most one attempt a second ---------------------------
 
@@ -305,9 +374,10 @@ for my $k (1 .. 4) {
                     params => { protocolVersion => '2025-11-25', capabilities => {},
                                 clientInfo => { name => 'x', version => '1' } } },
                 headers => { Authorization => "Bearer $tok5" }, keepalive => 0);
-            $n++;
-            $ok++ if $rr->{status} == 503;
+            my $e = eval { McpTest::decode_json($rr->{body}) } // {};
+            $ok++ if $rr->{status} == 503 && ($e->{id} // '') eq "s$k-$n";
             $ra++ if ($rr->{headers}{'retry-after'} // '') eq '1';
+            $n++;
             sleep 0.02;
         }
         open my $f, '>>', $out; print $f "$n $ok $ra\n"; close $f;
@@ -322,7 +392,7 @@ for (split /\n/, McpTest::_slurp($out) // '') {
     $sent += $f[0]; $s503 += $f[1]; $sra += $f[2];
 }
 ok($sent > 20, "$sent requests from 4 clients over $span s");
-is($s503, $sent, 'all got 503 while the AS is down');
+is($s503, $sent, 'all got 503 while the AS is down, a JSON-RPC error with their id');
 is($sra, $sent, '... each with Retry-After: 1');
 my @attempts = grep { length } split /\n/, McpTest::_slurp($t->prefix . '/logs/token.log') // '';
 splice @attempts, 0, $lines0;

@@ -228,6 +228,10 @@ ngx_int_t ngx_http_mcp_exchange_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_exchange_init(ngx_conf_t *cf);
 /* the token exchanged for r's main request, or NULL */
 ngx_str_t *ngx_http_mcp_exchange_token(ngx_http_request_t *r);
+/* mcp_pass's POST: the status its exchange failed with (0: none) */
+ngx_uint_t ngx_http_mcp_exchange_refused(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_exchange_error(ngx_http_request_t *r, cJSON *id,
+    ngx_uint_t status);
 char *ngx_http_mcp_pass_set_header(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_str_t *ngx_http_mcp_proxy_set_headers(ngx_http_request_t *r,

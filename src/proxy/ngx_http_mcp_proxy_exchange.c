@@ -45,6 +45,8 @@ typedef struct {
     ngx_msec_t                    deadline;
     ngx_str_t                     token;       /* the exchanged one */
     u_char                        key[NGX_HTTP_MCP_EXCHANGE_KEY_LEN];
+    ngx_uint_t                    refused;     /* the status mcp_pass's
+                                                  POST answers with */
     unsigned                      fetching:1;
     unsigned                      fetched:1;
     unsigned                      waiting:1;
@@ -868,23 +870,33 @@ ngx_http_mcp_exchange_lifetime(ngx_pool_t *pool, ngx_str_t *token)
 
 
 /*
- * The refusal: a JSON-RPC error (its id null: the body is not read yet),
- * 403 when the AS refused, 503 with Retry-After when it could not answer.
+ * The refusal: 403 when the AS refused, 503 with Retry-After when it
+ * could not answer.  mcp_pass's POST is refused once its body is read,
+ * so that the JSON-RPC error carries the request's id (its relay checks
+ * first: ngx_http_mcp_exchange_refused()); any other request now, its
+ * error's id null.
  */
 
 static ngx_int_t
 ngx_http_mcp_exchange_refuse(ngx_http_request_t *r, ngx_uint_t status)
 {
-    ngx_int_t  rc, code;
-    ngx_str_t  after = ngx_string("1");
+    ngx_int_t                       rc;
+    ngx_http_mcp_exchange_ctx_t    *ctx;
+    ngx_http_mcp_proxy_loc_conf_t  *plcf;
 
-    if (status == NGX_HTTP_SERVICE_UNAVAILABLE
-        && ngx_http_mcp_header_out(r, "Retry-After", &after) != NGX_OK)
+    plcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_proxy_module);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_proxy_module);
+
+    if (ctx != NULL && r->method == NGX_HTTP_POST
+        && plcf->upstream.upstream != NULL)
     {
-        return NGX_ERROR;
-    }
+        ctx->refused = status;
+        ctx->decided = 1;
+        ctx->waiting = 0;
+        ngx_str_null(&ctx->token);
 
-    (void) ngx_http_mcp_status_error(status, &code);
+        return NGX_DECLINED;
+    }
 
     rc = ngx_http_discard_request_body(r);
 
@@ -892,15 +904,49 @@ ngx_http_mcp_exchange_refuse(ngx_http_request_t *r, ngx_uint_t status)
         r->keepalive = 0;
     }
 
-    rc = ngx_http_mcp_send_error(r, status, NULL, code,
-             (status == NGX_HTTP_FORBIDDEN)
-             ? "Forbidden: no token for the upstream (token exchange "
-               "refused)"
-             : "Service Unavailable: token exchange failed, retry later");
+    rc = ngx_http_mcp_exchange_error(r, NULL, status);
 
     ngx_http_finalize_request(r, rc);
 
     return NGX_DONE;
+}
+
+
+/* the JSON-RPC error of a refusal, sent; what to finalize with */
+
+ngx_int_t
+ngx_http_mcp_exchange_error(ngx_http_request_t *r, cJSON *id,
+    ngx_uint_t status)
+{
+    ngx_int_t  code;
+    ngx_str_t  after = ngx_string("1");
+
+    if (status == NGX_HTTP_SERVICE_UNAVAILABLE
+        && ngx_http_mcp_header_out(r, "Retry-After", &after) != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    (void) ngx_http_mcp_status_error(status, &code);
+
+    return ngx_http_mcp_send_error(r, status, id, code,
+               (status == NGX_HTTP_FORBIDDEN)
+               ? "Forbidden: no token for the upstream (token exchange "
+                 "refused)"
+               : "Service Unavailable: token exchange failed, retry later");
+}
+
+
+/* the status mcp_pass's POST is refused with, or 0 */
+
+ngx_uint_t
+ngx_http_mcp_exchange_refused(ngx_http_request_t *r)
+{
+    ngx_http_mcp_exchange_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_mcp_proxy_module);
+
+    return (ctx != NULL) ? ctx->refused : 0;
 }
 
 

@@ -165,8 +165,18 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     }
 
     /* mcp_token_exchange: the exchanged token, never the caller's */
-    token = (plcf->exchange != NULL) ? ngx_http_mcp_exchange_token(r)
-                                     : NULL;
+    token = NULL;
+
+    if (plcf->exchange != NULL) {
+        token = ngx_http_mcp_exchange_token(r);
+
+        /* no exchanged token: nothing goes, the caller's least of all */
+        if (token == NULL) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "mcp: no exchanged token to relay with");
+            return NGX_ERROR;
+        }
+    }
 
     len = r->method_name.len + 1 + uri->len + sizeof(" HTTP/1.1\r\n") - 1
           + (token ? sizeof("Authorization: Bearer \r\n") - 1 + token->len

@@ -11,7 +11,8 @@
 // SHORT_RESOURCE and SHORT_TTL: the audiences and their tokens' lives)
 // Prints {"port":N} once listening.  GET /count: the exchanges asked for
 // (every request of the grant, answered or refused) and issued.  POST
-// /refuse?on=1|0: refuse every exchange with invalid_grant.
+// /refuse?on=1|0: refuse every exchange with invalid_grant; POST
+// /delay?ms=N: answer each exchange N ms late (requests that overlap).
 
 import * as crypto from 'node:crypto';
 import * as net from 'node:net';
@@ -31,6 +32,7 @@ const publicKey = crypto.createPublicKey(privateKey);
 
 const counts = { asked: 0, issued: 0, refused: 0 };
 let refuseAll = false;
+let delayMs = 0;
 
 const servers = {
   [gwResource]: { scope: 'mcp:tools', audience: gwResource, accessTokenTTL: 3600,
@@ -99,6 +101,7 @@ const { InvalidGrant, InvalidTarget, InvalidRequest } = errors;
 async function exchange(ctx) {
   counts.asked++;
   const { params, client: cl } = ctx.oidc;
+  if (delayMs) await new Promise((resolve) => { setTimeout(resolve, delayMs); });
 
   if (refuseAll) { counts.refused++; throw new InvalidGrant('refused by the test'); }
   if (params.subject_token_type !== AT) throw new InvalidRequest('unsupported subject_token_type');
@@ -132,6 +135,11 @@ provider.registerGrantType(TE, exchange,
 provider.use(async (ctx, next) => {
   if (ctx.path === '/count') {
     ctx.body = counts;
+    return;
+  }
+  if (ctx.path === '/delay') {
+    delayMs = Number(ctx.query.ms || 0);
+    ctx.body = { delay: delayMs };
     return;
   }
   if (ctx.path === '/refuse') {

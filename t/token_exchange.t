@@ -410,6 +410,29 @@ is($bunched, 0, 'no two attempts less than a second apart');
 diag("AS down: $sent requests, " . scalar(@attempts) . ' attempts: '
      . join(', ', map { (split ' ')[0] - $first } @attempts));
 
+# --- nginx -t -----------------------------------------------------------------------------------
+
+for my $case (
+    [ 'mcp_token_exchange /_t;', qr/needs "audience=" or "resource="/ ],
+    [ 'mcp_token_exchange _t audience=x;', qr/needs the URI of a location/ ],
+    [ 'mcp_token_exchange /_t audience=x bogus=1;', qr/invalid parameter "bogus=1"/ ],
+    [ 'mcp_token_exchange /_t audience=x timeout=soon;', qr/invalid "timeout=soon"/ ],
+    [ 'mcp_token_exchange /_t audience=;', qr/empty "audience="/ ],
+    [ 'mcp_token_exchange /_t audience=x;', qr/needs "mcp_token_exchange_client_id"/, 1 ],
+    [ 'mcp_token_exchange /_t audience=x; mcp_token_exchange_client_id g; '
+      . 'mcp_token_exchange_client_secret plain;', qr/takes a variable/ ],
+    [ 'mcp_token_exchange /_t audience=x; mcp_token_exchange_client_id g; '
+      . 'mcp_token_exchange_client_auth private_key_jwt;', qr/invalid value "private_key_jwt"/ ],
+    [ 'mcp_token_exchange /_t audience=x; mcp_token_exchange_client_id g; '
+      . 'mcp_pass_set_header Authorization "Bearer x";',
+      qr/"mcp_pass_set_header Authorization" and "mcp_token_exchange" in one location/ ],
+) {
+    my ($line, $re) = @$case;
+    my $c = McpTest->new(server => "location = /x { mcp_pass http://127.0.0.1:1/mcp; $line }");
+    my ($rc, $text) = $c->nginx_t;
+    ok($rc != 0 && $text =~ $re, "nginx -t refuses: $line") or diag($text);
+}
+
 $t->expect_log_error(qr/connect\(\) failed/);
 $t->stop;
 unlink $as_log;

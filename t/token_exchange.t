@@ -101,6 +101,13 @@ my $t = McpTest->new(
             mcp_auth_jwt "UP";
             access_log %%PREFIX%%/logs/up.log uplog;
         }
+        location = /up/plain {
+            mcp on; mcp_builtin everything;
+            mcp_auth_resource http://127.0.0.1:%%PORT2%%/up/plain;
+            mcp_auth_jwt_audience $GW;
+            mcp_auth_jwt "UP";
+            access_log %%PREFIX%%/logs/plain.log uplog;
+        }
         location = /up/short {
             mcp on; mcp_builtin everything;
             mcp_auth_resource http://127.0.0.1:%%PORT2%%/up/short;
@@ -128,6 +135,7 @@ NGX
             mcp_pass http://127.0.0.1:%%PORT2%%/up/mcp;
             mcp_auth_jwt "GW";
             mcp_pass_authorization on;
+            mcp_auth_token_passthrough on;
             mcp_token_exchange /_token audience=$UP;
         }
         location = /short {
@@ -142,6 +150,12 @@ NGX
             mcp_token_exchange_client_id gateway-post;
             mcp_token_exchange_client_secret \$post_secret;
             mcp_token_exchange_client_auth client_secret_post;
+        }
+        location = /plain {
+            mcp_pass http://127.0.0.1:%%PORT2%%/up/plain;
+            mcp_auth_jwt "GW";
+            mcp_pass_authorization on;
+            mcp_auth_token_passthrough on;
         }
         location = /hung {
             mcp_pass http://127.0.0.1:%%PORT2%%/up/mcp;
@@ -216,7 +230,8 @@ sleep 0.3;
 my @auths = up_auths();
 ok(@auths >= 3, 'the upstream logged the relayed requests (' . scalar(@auths) . ')');
 ok(!(grep { index($_, $tok1) >= 0 } @auths),
-   "the caller's token never reached the upstream (mcp_pass_authorization on notwithstanding)");
+   "the caller's token never reached the upstream (mcp_pass_authorization and "
+   . "mcp_auth_token_passthrough on notwithstanding)");
 my %up = map { $_ => 1 } @auths;
 is(scalar keys %up, 1, 'one token at the upstream for caller1');
 my ($x1) = map { /^Bearer (\S+)$/ ? $1 : () } keys %up;
@@ -226,16 +241,29 @@ is(claims($x1)->{act}{sub}, 'caller1', '... on behalf of caller1 (act.sub)');
 
 # --- N calls, one exchange ------------------------------------------------------------
 
-my $bad = 0;
-my $t0 = time;
+# each call of the caller through the exchange, beside one through a
+# plain mcp_pass that passes the caller's token on (an upstream that
+# takes the gateway's audience): the cost of the cached exchange
+my $sidq = init($tok1, path => '/plain');
+my ($bad, $badq, $dt, $dq) = (0, 0, 0, 0);
 for my $i (1 .. $N) {
+    my $t0 = time;
     my ($res) = call_echo($sid, $tok1);
+    $dt += time - $t0;
     $bad++ unless McpTest::encode_json($res // {}) =~ /simple text response/;
+    $t0 = time;
+    ($res) = call_echo($sidq, $tok1, path => '/plain');
+    $dq += time - $t0;
+    $badq++ unless McpTest::encode_json($res // {}) =~ /simple text response/;
 }
-my $dt = time - $t0;
 is($bad, 0, "$N tools/calls by one caller all answered");
+is($badq, 0, '... and as many through the plain mcp_pass');
 is(counts($t)->{issued}, 1, "$N calls by one caller: still exactly 1 exchange at the AS");
-diag(sprintf('%d calls in %.1f s with the cached exchanged token', $N, $dt));
+my @plain = map { $_->{auth} } upstream_log($t, 'plain.log');
+is(scalar(grep { $_ eq "Bearer $tok1" } @plain), scalar(@plain),
+   "the plain location passed the caller's own token (the baseline)");
+diag(sprintf('%d calls: %.2f s with the cached exchanged token, %.2f s through a plain '
+             . 'mcp_pass passing the token: %.2fx', $N, $dt, $dq, $dq / ($dt || 1)));
 
 # --- two callers, two tokens ------------------------------------------------------------
 

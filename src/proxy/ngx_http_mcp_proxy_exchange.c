@@ -56,6 +56,8 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_mcp_exchange_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_exchange_key(ngx_http_request_t *r,
+    ngx_http_mcp_exchange_conf_t *ex, ngx_str_t *subject, u_char *key);
 static ngx_int_t ngx_http_mcp_exchange_look(ngx_http_request_t *r,
     ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_http_mcp_exchange_ctx_t *ctx);
 static ngx_int_t ngx_http_mcp_exchange_start(ngx_http_request_t *r,
@@ -78,6 +80,10 @@ static ngx_int_t ngx_http_mcp_exchange_variable(ngx_http_request_t *r,
 
 
 static ngx_str_t  ngx_http_mcp_exchange_var = ngx_string("mcp_upstream_token");
+static ngx_str_t  ngx_http_mcp_exchange_grant =
+    ngx_string(NGX_HTTP_MCP_GRANT_TOKEN_EXCHANGE);
+static ngx_str_t  ngx_http_mcp_exchange_type =
+    ngx_string(NGX_HTTP_MCP_TOKEN_TYPE_ACCESS);
 
 
 /* ------------------------------------------------------------------------
@@ -337,7 +343,6 @@ ngx_http_mcp_exchange_init(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_mcp_exchange_handler(ngx_http_request_t *r)
 {
-    ngx_str_t                       subject;
     ngx_pool_cleanup_t             *cln;
     ngx_http_mcp_auth_t            *auth;
     ngx_http_mcp_exchange_ctx_t    *ctx;
@@ -409,47 +414,56 @@ ngx_http_mcp_exchange_handler(ngx_http_request_t *r)
 
     ngx_http_set_ctx(r, ctx, ngx_http_mcp_proxy_module);
 
-    /* the key: the caller's token and all that is asked for it */
-    subject = auth->token;
-
+    if (ngx_http_mcp_exchange_key(r, plcf->exchange, &auth->token,
+                                  ctx->key)
+        != NGX_OK)
     {
-        u_char     *p, *buf;
-        size_t      len;
-        ngx_str_t  *s[5];
-        ngx_uint_t  i;
-
-        s[0] = &subject;
-        s[1] = &plcf->exchange->audience;
-        s[2] = &plcf->exchange->resource;
-        s[3] = &plcf->exchange->scope;
-        s[4] = &plcf->exchange->uri;
-
-        len = 0;
-
-        for (i = 0; i < 5; i++) {
-            len += s[i]->len + 1;
-        }
-
-        buf = ngx_pnalloc(r->pool, len);
-        if (buf == NULL) {
-            return NGX_ERROR;
-        }
-
-        p = buf;
-
-        for (i = 0; i < 5; i++) {
-            p = ngx_cpymem(p, s[i]->data, s[i]->len);
-            *p++ = '\0';
-        }
-
-        if (ngx_http_mcp_sha256(buf, len, ctx->key) != NGX_OK) {
-            return NGX_ERROR;
-        }
+        return NGX_ERROR;
     }
 
     ctx->deadline = ngx_current_msec + plcf->exchange->timeout + 1000;
 
     return ngx_http_mcp_exchange_look(r, plcf, ctx);
+}
+
+
+/* the key: SHA-256 of the caller's token and all that is asked for it */
+
+static ngx_int_t
+ngx_http_mcp_exchange_key(ngx_http_request_t *r,
+    ngx_http_mcp_exchange_conf_t *ex, ngx_str_t *subject, u_char *key)
+{
+    u_char      *p, *buf;
+    size_t       len;
+    ngx_str_t   *s[5];
+    ngx_uint_t   i;
+
+    s[0] = subject;
+    s[1] = &ex->audience;
+    s[2] = &ex->resource;
+    s[3] = &ex->scope;
+    s[4] = &ex->uri;
+
+    len = 0;
+
+    for (i = 0; i < 5; i++) {
+        len += s[i]->len + 1;
+    }
+
+    buf = ngx_pnalloc(r->pool, len);
+    if (buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = buf;
+
+    /* a NUL after each: no two lists give the same text */
+    for (i = 0; i < 5; i++) {
+        p = ngx_cpymem(p, s[i]->data, s[i]->len);
+        *p++ = '\0';
+    }
+
+    return ngx_http_mcp_sha256(buf, len, key);
 }
 
 
@@ -507,7 +521,7 @@ ngx_http_mcp_exchange_start(ngx_http_request_t *r,
 {
     u_char                        *p, *b;
     size_t                         len;
-    ngx_str_t                      id, secret, cred, basic;
+    ngx_str_t                      id, secret, cred, basic, enc;
     ngx_table_elt_t               *h;
     ngx_http_mcp_fetch_t           f;
     ngx_http_variable_value_t     *vv;
@@ -540,14 +554,11 @@ ngx_http_mcp_exchange_start(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    {
-        ngx_str_t  grant = ngx_string(NGX_HTTP_MCP_GRANT_TOKEN_EXCHANGE);
-        ngx_str_t  type = ngx_string(NGX_HTTP_MCP_TOKEN_TYPE_ACCESS);
-
-        p = ngx_http_mcp_exchange_form(b, "grant_type=", &grant);
-        p = ngx_http_mcp_exchange_form(p, "&subject_token=", subject);
-        p = ngx_http_mcp_exchange_form(p, "&subject_token_type=", &type);
-    }
+    p = ngx_http_mcp_exchange_form(b, "grant_type=",
+                                   &ngx_http_mcp_exchange_grant);
+    p = ngx_http_mcp_exchange_form(p, "&subject_token=", subject);
+    p = ngx_http_mcp_exchange_form(p, "&subject_token_type=",
+                                   &ngx_http_mcp_exchange_type);
 
     if (ex->audience.len) {
         p = ngx_http_mcp_exchange_form(p, "&audience=", &ex->audience);
@@ -594,13 +605,9 @@ ngx_http_mcp_exchange_start(ngx_http_request_t *r,
                                                  &secret);
 
         ngx_memcpy(basic.data, "Basic ", sizeof("Basic ") - 1);
-        {
-            ngx_str_t  enc;
-
-            enc.data = basic.data + sizeof("Basic ") - 1;
-            ngx_encode_base64(&enc, &cred);
-            basic.len = sizeof("Basic ") - 1 + enc.len;
-        }
+        enc.data = basic.data + sizeof("Basic ") - 1;
+        ngx_encode_base64(&enc, &cred);
+        basic.len = sizeof("Basic ") - 1 + enc.len;
 
         h->hash = 1;
         ngx_str_set(&h->key, "Authorization");

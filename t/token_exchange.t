@@ -108,6 +108,10 @@ my $t = McpTest->new(
             mcp_auth_jwt "UP";
             access_log %%PREFIX%%/logs/plain.log uplog;
         }
+        location = /up/tool {
+            access_log %%PREFIX%%/logs/tool.log uplog;
+            return 200 "tool ok";
+        }
         location = /up/short {
             mcp on; mcp_builtin everything;
             mcp_auth_resource http://127.0.0.1:%%PORT2%%/up/short;
@@ -165,6 +169,21 @@ NGX
         location = /_token_hung {
             internal;
             proxy_pass http://127.0.0.1:$HUNG/token;
+        }
+        location = /tools {
+            mcp on;
+            mcp_auth_jwt "GW";
+            mcp_token_exchange /_token audience=$UP;
+            mcp_tool whoami {
+                description "what the upstream got";
+                pass /_tool;
+                method GET;
+            }
+        }
+        location = /_tool {
+            internal;
+            proxy_pass http://127.0.0.1:%%PORT2%%/up/tool;
+            proxy_set_header Authorization "Bearer \$mcp_upstream_token";
         }
         location = /var {
             mcp_auth_jwt "GW";
@@ -302,6 +321,18 @@ ok($sidp, 'client_secret_post: initialize');
 ($v) = call_echo($sidp, $tok2, path => '/post', text => 'posted');
 like(McpTest::encode_json($v // {}), qr/simple text response/, 'client_secret_post: a call');
 is(counts($t)->{issued}, 3, '... one more exchange (another key: scope, client)');
+
+my $sidt = init($tok1, path => '/tools');
+ok($sidt, 'an MCP location with a location tool and the exchange');
+($v) = $t->mcp_call($sidt, 'tools/call', { name => 'whoami', arguments => {} },
+    headers => { Authorization => "Bearer $tok1" }, path => '/tools');
+like(McpTest::encode_json($v // {}), qr/tool ok/, 'the location tool answered');
+sleep 0.3;
+my @tool = upstream_log($t, 'tool.log');
+is(scalar @tool, 1, "the tool's upstream got one request");
+is($tool[0]{auth}, "Bearer $x1",
+   "... with proxy_set_header Authorization \"Bearer \$mcp_upstream_token\": the exchanged token");
+is(counts($t)->{issued}, 3, '... the cached one: no new exchange');
 
 # --- expiry: a token past its time is exchanged again ----------------------------------------
 

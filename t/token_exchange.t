@@ -18,6 +18,7 @@ use Time::HiRes qw(time sleep);
 use POSIX ();
 use McpTest;
 use McpGateway;
+use McpJwt;
 
 my $why = node_available('oidc-provider');
 plan skip_all => $why if $why;
@@ -30,7 +31,10 @@ my $N = $ENV{MCP_EXCHANGE_CALLS} // 1000;
 # --- the authorization server ---------------------------------------------------
 
 my $as_log = "/tmp/mcptest-oidc-as.$$.log";
+# the gateway's private_key_jwt key; the AS knows its public half
+my $gwkey = McpJwt->new_key(type => 'P-256', kid => 'gw-pk1');
 my $as_pid = spawn(name => 'oidc_as', cwd => npm_dir(), log => $as_log,
+                   env => { PKJWT_JWKS => McpJwt::jwks($gwkey) },
                    cmd => [ node_bin(), McpGateway::_node_script('oidc_as.mjs') ]);
 my $as_port;
 McpTest::wait_until(30, sub {
@@ -185,6 +189,14 @@ NGX
             proxy_pass http://127.0.0.1:%%PORT2%%/up/tool;
             proxy_set_header Authorization "Bearer \$mcp_upstream_token";
         }
+        location = /pkjwt {
+            mcp_pass http://127.0.0.1:%%PORT2%%/up/mcp;
+            mcp_auth_jwt "GW";
+            mcp_token_exchange /_token audience=$UP;
+            mcp_token_exchange_client_id gateway-pkjwt;
+            mcp_token_exchange_client_key $gwkey->{pem} audience=$ISS kid=gw-pk1;
+            mcp_token_exchange_client_auth private_key_jwt;
+        }
         location = /var {
             mcp_auth_jwt "GW";
             mcp_token_exchange /_token audience=$UP;
@@ -334,6 +346,14 @@ is($tool[0]{auth}, "Bearer $x1",
    "... with proxy_set_header Authorization \"Bearer \$mcp_upstream_token\": the exchanged token");
 is(counts($t)->{issued}, 3, '... the cached one: no new exchange');
 
+my $sidk = init($tok2, path => '/pkjwt');
+ok($sidk, 'private_key_jwt (ES256): initialize')
+    or diag(join "\n", grep { /grant\.error/ } split /\n/, McpTest::_slurp($as_log) // '');
+($v) = call_echo($sidk, $tok2, path => '/pkjwt');
+like(McpTest::encode_json($v // {}), qr/simple text response/, 'private_key_jwt: a call');
+is(counts($t)->{issued}, 4, '... one more exchange (another client)');
+is(counts($t)->{pkjwt}, 1, '... authenticated by the AS as gateway-pkjwt');
+
 # --- expiry: a token past its time is exchanged again ----------------------------------------
 
 my $sid3 = init($tok1, path => '/short');
@@ -341,13 +361,13 @@ ok($sid3, 'initialize on the short-lived audience');
 ($v) = call_echo($sid3, $tok1, path => '/short', text => 'short1');
 like(McpTest::encode_json($v // {}), qr/simple text response/, 'a call with the short-lived token');
 my $c3 = counts($t)->{issued};
-is($c3, 4, 'one exchange for the new audience');
+is($c3, 5, 'one exchange for the new audience');
 ($v) = call_echo($sid3, $tok1, path => '/short', text => 'short2');
-is(counts($t)->{issued}, 4, 'within its life (4 s, kept 2 s): no new exchange');
+is(counts($t)->{issued}, 5, 'within its life (4 s, kept 2 s): no new exchange');
 sleep 2.5;
 ($v) = call_echo($sid3, $tok1, path => '/short', text => 'short3');
 like(McpTest::encode_json($v // {}), qr/simple text response/, 'a call after it expired (in the cache) works');
-is(counts($t)->{issued}, 5, 'the expired token was exchanged again');
+is(counts($t)->{issued}, 6, 'the expired token was exchanged again');
 
 # --- the AS refuses --------------------------------------------------------------------------
 
@@ -481,7 +501,13 @@ for my $case (
     [ 'mcp_token_exchange /_t audience=x; mcp_token_exchange_client_id g; '
       . 'mcp_token_exchange_client_secret plain;', qr/takes a variable/ ],
     [ 'mcp_token_exchange /_t audience=x; mcp_token_exchange_client_id g; '
-      . 'mcp_token_exchange_client_auth private_key_jwt;', qr/invalid value "private_key_jwt"/ ],
+      . 'mcp_token_exchange_client_auth private_key_jwt;', qr/private_key_jwt" and "mcp_token_exchange_client_key" go together/ ],
+    [ 'mcp_token_exchange /_t audience=x; mcp_token_exchange_client_id g; '
+      . "mcp_token_exchange_client_key $gwkey->{pem} audience=https://as;",
+      qr/private_key_jwt" and "mcp_token_exchange_client_key" go together/ ],
+    [ "mcp_token_exchange_client_key $gwkey->{pem};", qr/needs "audience="/ ],
+    [ 'mcp_token_exchange_client_key /nonexistent.pem audience=https://as;', qr/cannot read/ ],
+    [ "mcp_token_exchange_client_key $gwkey->{pem}.pub audience=https://as;", qr/no PEM private key/ ],
     [ 'mcp_token_exchange /_t audience=x; mcp_token_exchange_client_id g; '
       . 'mcp_pass_set_header Authorization "Bearer x";',
       qr/"mcp_pass_set_header Authorization" and "mcp_token_exchange" in one location/ ],

@@ -38,6 +38,20 @@ typedef struct {
 
 
 /*
+ * mcp_token_exchange_client_key (ngx_http_mcp_proxy_exchange_key.c): the
+ * private_key_jwt key, read at configuration time.
+ */
+typedef struct {
+    void                      *pkey;        /* EVP_PKEY */
+    const void                *md;          /* EVP_MD, NULL: EdDSA */
+    ngx_str_t                  alg;
+    ngx_str_t                  kid;
+    ngx_str_t                  audience;    /* the assertion's aud */
+    size_t                     part;        /* ECDSA: r's and s's bytes */
+} ngx_http_mcp_exchange_key_t;
+
+
+/*
  * mcp_pass's location configuration: ngx_http_mcp_proxy_module's
  * (ngx_http_mcp_proxy_module.c).  The core's loc conf says only that a
  * location is a gateway (pass), which the module sets with mcp_pass.
@@ -67,7 +81,9 @@ typedef struct {
     ngx_http_mcp_exchange_conf_t  *exchange;  /* mcp_token_exchange */
     ngx_str_t                  exchange_client_id;
     ngx_int_t                  exchange_secret;  /* a variable's index */
-    ngx_uint_t                 exchange_auth;  /* 0 basic, 1 post */
+    ngx_uint_t                 exchange_auth;  /* 0 basic, 1 post,
+                                                  2 private_key_jwt */
+    ngx_http_mcp_exchange_key_t  *exchange_key;
 } ngx_http_mcp_proxy_loc_conf_t;
 
 
@@ -224,6 +240,10 @@ char *ngx_http_mcp_token_exchange_secret(ngx_conf_t *cf,
 char *ngx_http_mcp_exchange_merge(ngx_conf_t *cf,
     ngx_http_mcp_proxy_loc_conf_t *prev,
     ngx_http_mcp_proxy_loc_conf_t *conf);
+char *ngx_http_mcp_token_exchange_key(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_mcp_exchange_assertion(ngx_http_request_t *r,
+    ngx_http_mcp_exchange_key_t *key, ngx_str_t *client_id, ngx_str_t *out);
 ngx_int_t ngx_http_mcp_exchange_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_exchange_init(ngx_conf_t *cf);
 /* the token exchanged for r's main request, or NULL */

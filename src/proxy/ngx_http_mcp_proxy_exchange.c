@@ -36,6 +36,8 @@
     "urn:ietf:params:oauth:grant-type:token-exchange"
 #define NGX_HTTP_MCP_TOKEN_TYPE_ACCESS                                        \
     "urn:ietf:params:oauth:token-type:access_token"
+#define NGX_HTTP_MCP_ASSERTION_TYPE                                           \
+    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
 typedef struct {
@@ -57,7 +59,7 @@ typedef struct {
 
 static ngx_int_t ngx_http_mcp_exchange_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_exchange_key(ngx_http_request_t *r,
-    ngx_http_mcp_exchange_conf_t *ex, ngx_str_t *subject, u_char *key);
+    ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_str_t *subject, u_char *key);
 static ngx_int_t ngx_http_mcp_exchange_look(ngx_http_request_t *r,
     ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_http_mcp_exchange_ctx_t *ctx);
 static ngx_int_t ngx_http_mcp_exchange_start(ngx_http_request_t *r,
@@ -84,6 +86,8 @@ static ngx_str_t  ngx_http_mcp_exchange_grant =
     ngx_string(NGX_HTTP_MCP_GRANT_TOKEN_EXCHANGE);
 static ngx_str_t  ngx_http_mcp_exchange_type =
     ngx_string(NGX_HTTP_MCP_TOKEN_TYPE_ACCESS);
+static ngx_str_t  ngx_http_mcp_exchange_assertion_type =
+    ngx_string(NGX_HTTP_MCP_ASSERTION_TYPE);
 
 
 /* ------------------------------------------------------------------------
@@ -268,6 +272,7 @@ ngx_http_mcp_exchange_merge(ngx_conf_t *cf,
                              prev->exchange_client_id, "");
     ngx_conf_merge_value(conf->exchange_secret, prev->exchange_secret,
                          NGX_CONF_UNSET);
+    ngx_conf_merge_ptr_value(conf->exchange_key, prev->exchange_key, NULL);
     ngx_conf_merge_uint_value(conf->exchange_auth, prev->exchange_auth, 0);
 
     if (conf->exchange == NULL) {
@@ -278,6 +283,15 @@ ngx_http_mcp_exchange_merge(ngx_conf_t *cf,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"mcp_token_exchange\" needs "
                            "\"mcp_token_exchange_client_id\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if ((conf->exchange_auth == 2) != (conf->exchange_key != NULL)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"mcp_token_exchange_client_auth "
+                           "private_key_jwt\" and "
+                           "\"mcp_token_exchange_client_key\" go "
+                           "together");
         return NGX_CONF_ERROR;
     }
 
@@ -414,8 +428,7 @@ ngx_http_mcp_exchange_handler(ngx_http_request_t *r)
 
     ngx_http_set_ctx(r, ctx, ngx_http_mcp_proxy_module);
 
-    if (ngx_http_mcp_exchange_key(r, plcf->exchange, &auth->token,
-                                  ctx->key)
+    if (ngx_http_mcp_exchange_key(r, plcf, &auth->token, ctx->key)
         != NGX_OK)
     {
         return NGX_ERROR;
@@ -427,26 +440,30 @@ ngx_http_mcp_exchange_handler(ngx_http_request_t *r)
 }
 
 
-/* the key: SHA-256 of the caller's token and all that is asked for it */
+/*
+ * The key: SHA-256 of the caller's token and all that is asked for it,
+ * by whom (the gateway's client_id)
+ */
 
 static ngx_int_t
 ngx_http_mcp_exchange_key(ngx_http_request_t *r,
-    ngx_http_mcp_exchange_conf_t *ex, ngx_str_t *subject, u_char *key)
+    ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_str_t *subject, u_char *key)
 {
     u_char      *p, *buf;
     size_t       len;
-    ngx_str_t   *s[5];
+    ngx_str_t   *s[6];
     ngx_uint_t   i;
 
     s[0] = subject;
-    s[1] = &ex->audience;
-    s[2] = &ex->resource;
-    s[3] = &ex->scope;
-    s[4] = &ex->uri;
+    s[1] = &plcf->exchange->audience;
+    s[2] = &plcf->exchange->resource;
+    s[3] = &plcf->exchange->scope;
+    s[4] = &plcf->exchange->uri;
+    s[5] = &plcf->exchange_client_id;
 
     len = 0;
 
-    for (i = 0; i < 5; i++) {
+    for (i = 0; i < 6; i++) {
         len += s[i]->len + 1;
     }
 
@@ -458,7 +475,7 @@ ngx_http_mcp_exchange_key(ngx_http_request_t *r,
     p = buf;
 
     /* a NUL after each: no two lists give the same text */
-    for (i = 0; i < 5; i++) {
+    for (i = 0; i < 6; i++) {
         p = ngx_cpymem(p, s[i]->data, s[i]->len);
         *p++ = '\0';
     }
@@ -521,7 +538,8 @@ ngx_http_mcp_exchange_start(ngx_http_request_t *r,
 {
     u_char                        *p, *b;
     size_t                         len;
-    ngx_str_t                      id, secret, cred, basic, enc;
+    ngx_str_t                      id, secret, cred, basic, enc,
+                                   assertion;
     ngx_table_elt_t               *h;
     ngx_http_mcp_fetch_t           f;
     ngx_http_variable_value_t     *vv;
@@ -540,10 +558,24 @@ ngx_http_mcp_exchange_start(ngx_http_request_t *r,
         }
     }
 
+    ngx_str_null(&assertion);
+
+    if (plcf->exchange_auth == 2
+        && ngx_http_mcp_exchange_assertion(r, plcf->exchange_key, &id,
+                                           &assertion)
+           != NGX_OK)
+    {
+        ngx_http_mcp_exchange_fail(ex->zone, ctx->key, 0);
+        return NGX_ERROR;
+    }
+
     len = sizeof("grant_type=&subject_token=&subject_token_type="
                  "&audience=&resource=&scope=&requested_token_type="
-                 "&client_id=&client_secret=") - 1
-          + 3 * (sizeof(NGX_HTTP_MCP_GRANT_TOKEN_EXCHANGE)
+                 "&client_id=&client_secret=&client_assertion_type="
+                 "&client_assertion=") - 1
+          + assertion.len
+          + 3 * (sizeof(NGX_HTTP_MCP_ASSERTION_TYPE)
+                 + sizeof(NGX_HTTP_MCP_GRANT_TOKEN_EXCHANGE)
                  + sizeof(NGX_HTTP_MCP_TOKEN_TYPE_ACCESS)
                  + subject->len + ex->audience.len + ex->resource.len
                  + ex->scope.len + ex->requested_type.len + id.len
@@ -579,7 +611,16 @@ ngx_http_mcp_exchange_start(ngx_http_request_t *r,
 
     ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
 
-    if (plcf->exchange_auth == 1) {
+    if (plcf->exchange_auth == 2) {
+        /* private_key_jwt (RFC 7523 2.2) */
+        p = ngx_http_mcp_exchange_form(p, "&client_id=", &id);
+        p = ngx_http_mcp_exchange_form(p, "&client_assertion_type=",
+                                       &ngx_http_mcp_exchange_assertion_type);
+        p = ngx_cpymem(p, "&client_assertion=",
+                       sizeof("&client_assertion=") - 1);
+        p = ngx_cpymem(p, assertion.data, assertion.len);
+
+    } else if (plcf->exchange_auth == 1) {
         /* client_secret_post */
         p = ngx_http_mcp_exchange_form(p, "&client_id=", &id);
 

@@ -28,6 +28,7 @@ static char *ngx_http_mcp_pass_ssl_password_file(ngx_conf_t *cf,
 static ngx_conf_enum_t  ngx_http_mcp_exchange_client_auth[] = {
     { ngx_string("client_secret_basic"), 0 },
     { ngx_string("client_secret_post"), 1 },
+    { ngx_string("private_key_jwt"), 2 },
     { ngx_null_string, 0 }
 };
 
@@ -159,6 +160,13 @@ static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_mcp_proxy_loc_conf_t, exchange_auth),
       &ngx_http_mcp_exchange_client_auth },
+
+    { ngx_string("mcp_token_exchange_client_key"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_token_exchange_key,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
 
     { ngx_string("mcp_secret"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
@@ -360,6 +368,7 @@ ngx_http_mcp_proxy_create_loc_conf(ngx_conf_t *cf)
     conf->exchange = NGX_CONF_UNSET_PTR;
     conf->exchange_secret = NGX_CONF_UNSET;
     conf->exchange_auth = NGX_CONF_UNSET_UINT;
+    conf->exchange_key = NGX_CONF_UNSET_PTR;
 
     /* unbuffered: SSE events go out as they come */
     conf->upstream.cyclic_temp_file = 0;

@@ -8,7 +8,8 @@
 // machinery (resource indicators, JWT format).
 //
 // Usage: node oidc_as.mjs (env: GW_RESOURCE, UP_RESOURCE and UP_TTL,
-// SHORT_RESOURCE and SHORT_TTL: the audiences and their tokens' lives)
+// SHORT_RESOURCE and SHORT_TTL: the audiences and their tokens' lives;
+// PKJWT_JWKS: the JWK set of the private_key_jwt client gateway-pkjwt)
 // Prints {"port":N} once listening.  GET /count: the exchanges asked for
 // (every request of the grant, answered or refused) and issued.  POST
 // /refuse?on=1|0: refuse every exchange with invalid_grant; POST
@@ -30,7 +31,7 @@ const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }
 const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'as1', use: 'sig', alg: 'RS256' };
 const publicKey = crypto.createPublicKey(privateKey);
 
-const counts = { asked: 0, issued: 0, refused: 0 };
+const counts = { asked: 0, issued: 0, refused: 0, pkjwt: 0 };
 let refuseAll = false;
 let delayMs = 0;
 
@@ -71,8 +72,15 @@ function verifySubject(token) {
   return aud.includes(gwResource) ? claims : null;
 }
 
+// PKJWT_JWKS: the public keys of a private_key_jwt client, gateway-pkjwt
+const pkjwt = process.env.PKJWT_JWKS
+  ? [{ ...client('gateway-pkjwt', 'private_key_jwt', [TE]), client_secret: undefined,
+       jwks: JSON.parse(process.env.PKJWT_JWKS) }]
+  : [];
+
 const provider = new Provider(issuer, {
   clients: [
+    ...pkjwt,
     client('gateway', 'client_secret_basic', [TE]),
     client('gateway-post', 'client_secret_post', [TE]),
     client('caller1', 'client_secret_basic', ['client_credentials']),
@@ -118,6 +126,7 @@ async function exchange(ctx) {
   ctx.exchangedFor = subject.sub;
   const value = await token.save();
   counts.issued++;
+  if (cl.clientId === 'gateway-pkjwt') counts.pkjwt++;
 
   ctx.body = {
     access_token: value,
@@ -131,6 +140,12 @@ async function exchange(ctx) {
 provider.registerGrantType(TE, exchange,
   ['subject_token', 'subject_token_type', 'audience', 'resource', 'requested_token_type', 'scope'],
   ['audience', 'resource']);
+
+// why a request of the token endpoint failed, in the AS's log
+provider.on('grant.error', (ctx, err) => {
+  console.error(`grant.error: ${err.error || err.name}: ${err.error_description || err.message}`
+                + (err.error_detail ? ` (${err.error_detail})` : ''));
+});
 
 provider.use(async (ctx, next) => {
   if (ctx.path === '/count') {

@@ -197,6 +197,11 @@ NGX
             mcp_token_exchange_client_key $gwkey->{pem} audience=$ISS kid=gw-pk1;
             mcp_token_exchange_client_auth private_key_jwt;
         }
+        location = /open {
+            mcp_token_exchange /_token audience=$UP;
+            add_header X-Upstream-Token "[\$mcp_upstream_token]" always;
+            alias %%PREFIX%%/html/ok.txt;
+        }
         location = /var {
             mcp_auth_jwt "GW";
             mcp_token_exchange /_token audience=$UP;
@@ -327,6 +332,9 @@ is($r->{status}, 200, 'a plain location with mcp_token_exchange serves');
 is($r->{headers}{'x-upstream-token'}, $x1,
    '$mcp_upstream_token is the cached exchanged token (same key: same token)');
 is(counts($t)->{issued}, 2, '... no new exchange for it');
+$r = $t->request(path => '/open');
+is($r->{status}, 200, 'a location without authorization: the exchange has no caller, the file is served');
+is($r->{headers}{'x-upstream-token'}, '[]', '... and $mcp_upstream_token is empty');
 
 my $sidp = init($tok2, path => '/post');
 ok($sidp, 'client_secret_post: initialize');

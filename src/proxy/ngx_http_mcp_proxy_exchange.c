@@ -404,6 +404,15 @@ ngx_http_mcp_exchange_handler(ngx_http_request_t *r)
 
     auth = ngx_http_mcp_auth_get(r);
 
+    /*
+     * No caller here (authorization off: a metadata document, a file of
+     * a server with the exchange at its level): nothing to exchange.  An
+     * mcp_pass location relays nothing without a token.
+     */
+    if (auth == NULL && plcf->upstream.upstream == NULL) {
+        return NGX_DECLINED;
+    }
+
     if (auth == NULL || auth->token.len == 0) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "mcp: no access token to exchange (the location "
@@ -777,6 +786,16 @@ ngx_http_mcp_exchange_reply(ngx_http_request_t *r,
         if (cJSON_IsString(item) && ngx_strlen(item->valuestring) < 64) {
             type.data = (u_char *) item->valuestring;
             type.len = ngx_strlen(item->valuestring);
+
+            /* an error code is a word (RFC 6749 5.2): nothing else shown */
+            for (i = 0; i < type.len; i++) {
+                if (type.data[i] < 0x21 || type.data[i] > 0x7e
+                    || type.data[i] == '"' || type.data[i] == '\\')
+                {
+                    type.len = 0;
+                    break;
+                }
+            }
         }
 
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,

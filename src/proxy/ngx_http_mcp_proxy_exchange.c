@@ -485,7 +485,10 @@ ngx_http_mcp_exchange_key(ngx_http_request_t *r,
 
     /* a NUL after each: no two lists give the same text */
     for (i = 0; i < 6; i++) {
-        p = ngx_cpymem(p, s[i]->data, s[i]->len);
+        if (s[i]->len) {
+            p = ngx_cpymem(p, s[i]->data, s[i]->len);
+        }
+
         *p++ = '\0';
     }
 

@@ -138,6 +138,9 @@ NGX
         mcp_auth_jwt_key_request /_jwks;
         mcp_token_exchange_client_id gateway;
         mcp_token_exchange_client_secret \$gw_secret;
+        mcp_auth_authorization_servers $ISS;
+
+        location = /.well-known/oauth-protected-resource/mcp { mcp_auth_metadata; }
 
         location = /mcp {
             mcp_pass http://127.0.0.1:%%PORT2%%/up/mcp;
@@ -353,6 +356,17 @@ is(scalar @tool, 1, "the tool's upstream got one request");
 is($tool[0]{auth}, "Bearer $x1",
    "... with proxy_set_header Authorization \"Bearer \$mcp_upstream_token\": the exchanged token");
 is(counts($t)->{issued}, 3, '... the cached one: no new exchange');
+
+# the official TypeScript SDK client, discovery to tools/call, through the exchange
+my $url = 'http://127.0.0.1:' . $t->port . '/mcp';
+my ($src, $sdk) = run_node_script('auth_discovery.mjs', [ $url, $tok1 ], timeout => 60);
+my $o = eval { McpTest::decode_json((grep { /^\{/ } split /\n/, $sdk // '')[-1] // '') } // {};
+is_deeply($o->{authorization_servers}, [ $ISS ], 'SDK: the metadata names the AS');
+is($o->{unauthenticated_status}, 401, 'SDK: without a token, 401');
+is($o->{session}, 'yes', 'SDK: with the AS-issued token, a session through the exchange')
+    or diag($sdk);
+is($o->{call_text}, 'This is a simple text response for testing.', 'SDK: tools/call');
+is(counts($t)->{issued}, 3, 'SDK: the same caller token, the cached exchanged token');
 
 my $sidk = init($tok2, path => '/pkjwt');
 ok($sidk, 'private_key_jwt (ES256): initialize')

@@ -186,6 +186,9 @@ ngx_http_mcp_auth_authenticate(ngx_http_request_t *r,
         return ngx_http_mcp_auth_apikey(r, ctx, &token);
     }
 
+    /* the header's text stays when the header is stripped */
+    ctx->auth.token = token;
+
     return ngx_http_mcp_auth_jwt(r, ctx, &token);
 }
 

@@ -359,7 +359,12 @@ ngx_http_mcp_fetch_headers(ngx_http_request_t *r, ngx_http_request_t *sr,
     ngx_memzero(n, sizeof(ngx_table_elt_t));
     n->hash = 1;
     ngx_str_set(&n->key, "Content-Type");
-    ngx_str_set(&n->value, "application/json");
+    if (f->content_type.len) {
+        n->value = f->content_type;
+
+    } else {
+        ngx_str_set(&n->value, "application/json");
+    }
     n->lowcase_key = (u_char *) "content-type";
 
     sr->headers_in.content_type = n;

@@ -34,6 +34,8 @@ typedef struct {
     ngx_uint_t                    method;
     ngx_str_t                     method_name;
     ngx_str_t                     body;         /* in the request's pool */
+    ngx_str_t                     content_type;  /* the body's; empty:
+                                                    application/json */
     ngx_table_elt_t              *headers;      /* added, in the
                                                    request's pool */
     ngx_uint_t                    nheaders;

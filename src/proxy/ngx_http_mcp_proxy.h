@@ -20,6 +20,38 @@
 
 
 /*
+ * mcp_token_exchange (ngx_http_mcp_proxy_exchange.c): where and what for
+ * the caller's token is exchanged.
+ */
+typedef struct {
+    ngx_str_t                  uri;         /* the token endpoint's
+                                               location */
+    ngx_str_t                  audience;
+    ngx_str_t                  resource;
+    ngx_str_t                  scope;
+    ngx_str_t                  requested_type;
+    ngx_msec_t                 timeout;
+    ngx_msec_t                 margin;      /* s: kept until this much
+                                               before expiry */
+    ngx_shm_zone_t            *zone;
+} ngx_http_mcp_exchange_conf_t;
+
+
+/*
+ * mcp_token_exchange_client_key (ngx_http_mcp_proxy_exchange_key.c): the
+ * private_key_jwt key, read at configuration time.
+ */
+typedef struct {
+    void                      *pkey;        /* EVP_PKEY */
+    const void                *md;          /* EVP_MD, NULL: EdDSA */
+    ngx_str_t                  alg;
+    ngx_str_t                  kid;
+    ngx_str_t                  audience;    /* the assertion's aud */
+    size_t                     part;        /* ECDSA: r's and s's bytes */
+} ngx_http_mcp_exchange_key_t;
+
+
+/*
  * mcp_pass's location configuration: ngx_http_mcp_proxy_module's
  * (ngx_http_mcp_proxy_module.c).  The core's loc conf says only that a
  * location is a gateway (pass), which the module sets with mcp_pass.
@@ -49,6 +81,12 @@ typedef struct {
                                                learnt in the zone */
     ngx_array_t               *set_headers;  /* mcp_pass_set_header:
                                                ngx_http_mcp_proxy_header_t */
+    ngx_http_mcp_exchange_conf_t  *exchange;  /* mcp_token_exchange */
+    ngx_str_t                  exchange_client_id;
+    ngx_int_t                  exchange_secret;  /* a variable's index */
+    ngx_uint_t                 exchange_auth;  /* 0 basic, 1 post,
+                                                  2 private_key_jwt */
+    ngx_http_mcp_exchange_key_t  *exchange_key;
 } ngx_http_mcp_proxy_loc_conf_t;
 
 
@@ -210,6 +248,27 @@ ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
 
 /* mcp_secret, mcp_pass_set_header (ngx_http_mcp_proxy_cred.c) */
 char *ngx_http_mcp_secret(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+/* mcp_token_exchange (ngx_http_mcp_proxy_exchange.c) */
+char *ngx_http_mcp_token_exchange(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_mcp_token_exchange_secret(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+char *ngx_http_mcp_exchange_merge(ngx_conf_t *cf,
+    ngx_http_mcp_proxy_loc_conf_t *prev,
+    ngx_http_mcp_proxy_loc_conf_t *conf);
+char *ngx_http_mcp_token_exchange_key(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_mcp_exchange_assertion(ngx_http_request_t *r,
+    ngx_http_mcp_exchange_key_t *key, ngx_str_t *client_id, ngx_str_t *out);
+ngx_int_t ngx_http_mcp_exchange_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_exchange_init(ngx_conf_t *cf);
+/* the token exchanged for r's main request, or NULL */
+ngx_str_t *ngx_http_mcp_exchange_token(ngx_http_request_t *r);
+/* mcp_pass's POST: the status its exchange failed with (0: none) */
+ngx_uint_t ngx_http_mcp_exchange_refused(ngx_http_request_t *r);
+ngx_int_t ngx_http_mcp_exchange_error(ngx_http_request_t *r, cJSON *id,
+    ngx_uint_t status);
 char *ngx_http_mcp_pass_set_header(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_str_t *ngx_http_mcp_proxy_set_headers(ngx_http_request_t *r,

@@ -32,6 +32,15 @@ static ngx_conf_enum_t  ngx_http_mcp_proxy_pin_modes[] = {
 };
 
 
+/* mcp_token_exchange_client_auth */
+static ngx_conf_enum_t  ngx_http_mcp_exchange_client_auth[] = {
+    { ngx_string("client_secret_basic"), 0 },
+    { ngx_string("client_secret_post"), 1 },
+    { ngx_string("private_key_jwt"), 2 },
+    { ngx_null_string, 0 }
+};
+
+
 static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
 
     { ngx_string("mcp_pass"),
@@ -146,6 +155,41 @@ static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
       0,
       NULL },
 
+    { ngx_string("mcp_token_exchange"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_token_exchange,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_token_exchange_client_id"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_proxy_loc_conf_t, exchange_client_id),
+      NULL },
+
+    { ngx_string("mcp_token_exchange_client_secret"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_mcp_token_exchange_secret,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_token_exchange_client_auth"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_proxy_loc_conf_t, exchange_auth),
+      &ngx_http_mcp_exchange_client_auth },
+
+    { ngx_string("mcp_token_exchange_client_key"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_token_exchange_key,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("mcp_secret"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
       ngx_http_mcp_secret,
@@ -158,8 +202,8 @@ static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
 
 
 static ngx_http_module_t  ngx_http_mcp_proxy_module_ctx = {
-    NULL,                                  /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_mcp_exchange_add_variables,   /* preconfiguration */
+    ngx_http_mcp_exchange_init,            /* postconfiguration */
 
     NULL,                                  /* create main configuration */
     NULL,                                  /* init main configuration */
@@ -345,6 +389,10 @@ ngx_http_mcp_proxy_create_loc_conf(ngx_conf_t *cf)
     conf->ssl_verify = NGX_CONF_UNSET;
     conf->ssl_passwords = NGX_CONF_UNSET_PTR;
     conf->set_headers = NGX_CONF_UNSET_PTR;
+    conf->exchange = NGX_CONF_UNSET_PTR;
+    conf->exchange_secret = NGX_CONF_UNSET;
+    conf->exchange_auth = NGX_CONF_UNSET_UINT;
+    conf->exchange_key = NGX_CONF_UNSET_PTR;
 
     /* unbuffered: SSE events go out as they come */
     conf->upstream.cyclic_temp_file = 0;
@@ -405,6 +453,10 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->pin, prev->pin, NGX_HTTP_MCP_PIN_OFF);
     ngx_conf_merge_ptr_value(conf->pins, prev->pins, NULL);
     ngx_conf_merge_ptr_value(conf->set_headers, prev->set_headers, NULL);
+
+    if (ngx_http_mcp_exchange_merge(cf, prev, conf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     conf->upstream.ignore_headers = NGX_HTTP_UPSTREAM_IGN_XA_REDIRECT
                                     |NGX_HTTP_UPSTREAM_IGN_XA_EXPIRES

@@ -57,7 +57,7 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
 {
     ngx_int_t                  rc;
     ngx_str_t                  retry = ngx_string("1");
-    ngx_uint_t                 i;
+    ngx_uint_t                 i, status;
     ngx_table_elt_t           *h;
     ngx_http_request_t        *r;
     ngx_http_mcp_msg_t        *msg;
@@ -80,6 +80,14 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
     }
 
     msg = ctx->msgs.elts;
+
+    /* mcp_token_exchange failed: the refusal now carries the id */
+    status = ngx_http_mcp_exchange_refused(r);
+
+    if (status) {
+        return ngx_http_mcp_exchange_error(r, ctx->batch ? NULL : msg[0].id,
+                                           status);
+    }
 
     ngx_http_mcp_proxy_reads(pctx);
 

@@ -127,7 +127,7 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
 {
     size_t                     len, set_len;
     ngx_buf_t                 *b;
-    ngx_str_t                 *uri, sid, *set;
+    ngx_str_t                 *uri, sid, *set, *token;
     ngx_chain_t               *cl, *body;
     ngx_http_mcp_ctx_t             *ctx;
     ngx_http_mcp_proxy_ctx_t       *pctx;
@@ -164,7 +164,23 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
         }
     }
 
+    /* mcp_token_exchange: the exchanged token, never the caller's */
+    token = NULL;
+
+    if (plcf->exchange != NULL) {
+        token = ngx_http_mcp_exchange_token(r);
+
+        /* no exchanged token: nothing goes, the caller's least of all */
+        if (token == NULL) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "mcp: no exchanged token to relay with");
+            return NGX_ERROR;
+        }
+    }
+
     len = r->method_name.len + 1 + uri->len + sizeof(" HTTP/1.1\r\n") - 1
+          + (token ? sizeof("Authorization: Bearer \r\n") - 1 + token->len
+                   : 0)
           + sizeof("Host: \r\n") - 1 + plcf->proxy_host.len
           + sizeof("Mcp-Session-Id: \r\n") - 1 + sid.len
           + sizeof("Content-Length: \r\n") - 1 + NGX_OFF_T_LEN
@@ -188,6 +204,13 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
 
     if (set != NULL) {
         b->last = ngx_http_mcp_proxy_set_headers_write(plcf, set, b->last);
+    }
+
+    if (token != NULL) {
+        b->last = ngx_cpymem(b->last, "Authorization: Bearer ",
+                             sizeof("Authorization: Bearer ") - 1);
+        b->last = ngx_cpymem(b->last, token->data, token->len);
+        b->last = ngx_cpymem(b->last, CRLF, sizeof(CRLF) - 1);
     }
 
     if (sid.len) {
@@ -368,7 +391,7 @@ ngx_http_mcp_proxy_relayed(ngx_table_elt_t *h,
 
     if (ngx_memcmp(h->lowcase_key, relayed[k].data, relayed[k].len) != 0
         || (*seen & (1 << k))
-        || (k == 5 && !plcf->pass_authorization))
+        || (k == 5 && (!plcf->pass_authorization || plcf->exchange)))
     {
         return 0;
     }

@@ -38,6 +38,8 @@ typedef struct {
     ngx_str_t                  role;
     ngx_array_t               *scopes;       /* ngx_str_t */
     ngx_str_t                  result;       /* for $mcp_auth_result */
+    ngx_str_t                  token;        /* the JWT presented, for
+                                                mcp_token_exchange */
     void                      *conf;         /* the location's */
     u_char                     binding[NGX_HTTP_MCP_AUTH_BINDING_LEN];
     unsigned                   authenticated:1;

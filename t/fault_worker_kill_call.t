@@ -152,6 +152,32 @@ my @sids = (lost_call(0), lost_call(1.2));
     push @sids, $sid;
 }
 
+# An old worker still running a call after a reload is killed: nginx
+# starts no worker in its place, and the new ones find it gone on their
+# check every second.
+{
+    my ($sid) = $t->mcp_initialize(capabilities => { sampling => {} });
+    my $s = call_stream($t, $sid, 'old', 'test_sampling', { prompt => 'p' });
+    my $pid = worker_of($s);
+    my $req = next_request($s, 5);
+    ok($req, 'after a reload: the sampling request arrives');
+    ok($t->reload(wait_old => 0), 'after a reload: a new generation of workers');
+    ok(kill(0, $pid), "after a reload: the old worker $pid still runs the call");
+    my @ev = take_all($s, 0.3);
+    ok(!$s->is_done, 'after a reload: the call\'s stream is still open');
+    ok(kill('KILL', $pid), "after a reload: worker $pid killed with SIGKILL");
+    my $killed = time;
+    take_all($s, 1);
+
+    my $g = $t->mcp_get_stream($sid, last_event_id => $s->last_id, timeout => 5);
+    my @got = rpc_of(take_all($g, 3));
+    my $waited = time - $killed;
+    ended_ok($g, 'after a reload: the resumed stream ends');
+    is_error($got[0], -32603, 'old', 'after a reload: the call\'s error');
+    cmp_ok($waited, '<', 2.5, sprintf('after a reload: it came %.2f s after the kill', $waited));
+    push @sids, $sid;
+}
+
 # idle again: the sessions expire after their 3 s (the zone frees the
 # least recently used one when a request comes: the oldest first)
 sleep 3.5;

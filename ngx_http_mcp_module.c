@@ -438,6 +438,9 @@ ngx_http_mcp_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
+    /* what a killed worker left in the zones is answered */
+    ngx_http_mcp_session_lost_start(cycle, &mmcf->store);
+
     /* one worker of the new generation tells of changed lists */
     return (ngx_worker == 0) ? ngx_http_mcp_lists_changed(cycle) : NGX_OK;
 }

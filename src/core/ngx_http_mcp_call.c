@@ -580,7 +580,46 @@ ngx_http_mcp_call_live(ngx_http_mcp_call_t *call)
         ngx_log_error(NGX_LOG_INFO, call->log, 0,
                       "mcp: call \"%V\" cannot be cancelled: no room in the "
                       "zone", &call->method);
+        return;
     }
+
+    if (call->stream) {
+        (void) ngx_http_mcp_session_wait_stream(mlcf->zone,
+                                                &call->rctx->session_id,
+                                                id, len, call->stream);
+    }
+}
+
+
+/*
+ * The call answers on a stream from now on.  A live call tells the zone,
+ * so that another worker answers it with an error should this one die
+ * (see src/store/ngx_http_mcp_session_lost.c).
+ */
+
+void
+ngx_http_mcp_call_set_stream(ngx_http_mcp_call_t *call, uint32_t stream)
+{
+    u_char                   *id;
+    size_t                    len;
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    call->stream = stream;
+
+    if (!call->live || call->rctx->session_id.len == 0) {
+        return;
+    }
+
+    id = ngx_http_mcp_call_id_text(call, &len);
+    if (id == NULL) {
+        return;
+    }
+
+    mlcf = call->conf;
+
+    (void) ngx_http_mcp_session_wait_stream(mlcf->zone,
+                                            &call->rctx->session_id, id, len,
+                                            stream);
 }
 
 

@@ -236,6 +236,8 @@ ngx_uint_t ngx_http_mcp_client_can(ngx_http_mcp_reqctx_t *rctx,
 ngx_int_t ngx_http_mcp_client_required(cJSON *caps, const char *cap,
     const char *mode);
 ngx_int_t ngx_http_mcp_call_stream(ngx_http_mcp_call_t *call);
+void ngx_http_mcp_call_set_stream(ngx_http_mcp_call_t *call,
+    uint32_t stream);
 ngx_str_t *ngx_http_mcp_call_correlation(ngx_http_mcp_call_t *call,
     ngx_uint_t going);
 void ngx_http_mcp_call_error_passed(ngx_http_mcp_call_t *call, ngx_int_t code,

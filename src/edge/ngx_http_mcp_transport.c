@@ -922,7 +922,7 @@ ngx_http_mcp_post_stream(ngx_http_mcp_call_t *call)
     for (i = 0; i < ctx->msgs.nelts; i++) {
 
         if (msg[i].call != NULL) {
-            msg[i].call->stream = ctx->stream->id;
+            ngx_http_mcp_call_set_stream(msg[i].call, ctx->stream->id);
             continue;
         }
 

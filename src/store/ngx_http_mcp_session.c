@@ -132,6 +132,7 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                     ngx_http_mcp_session_dpop_insert);
     ngx_queue_init(&ctx->sh->dpop_queue);
     ctx->sh->ndpop = 0;
+    ctx->sh->nworkers = 0;
 
     ctx->sh->streams = 0;
     ctx->sh->waiting = 0;

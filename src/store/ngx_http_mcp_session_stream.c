@@ -44,29 +44,18 @@ static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_lock(
 static ngx_int_t ngx_http_mcp_session_pull_locked(ngx_http_mcp_zone_t *ctx,
     u_char *id_data, uint32_t id, uint32_t token, uint64_t after,
     ngx_http_mcp_event_pt handler, void *data, ngx_uint_t *complete);
-static ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream(
-    ngx_http_mcp_session_node_t *s, uint32_t id);
 static ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream_add(
     ngx_http_mcp_zone_t *ctx, ngx_http_mcp_session_node_t *s,
     ngx_uint_t standalone, uint32_t pending);
 static void ngx_http_mcp_session_stream_free(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s, ngx_http_mcp_stream_sh_t *st);
-static void ngx_http_mcp_session_stream_owner(ngx_http_mcp_zone_t *ctx,
-    ngx_http_mcp_session_node_t *s,
-    ngx_http_mcp_stream_sh_t *st, ngx_pid_t owner);
 static void ngx_http_mcp_session_stream_ack(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s, uint32_t id, uint64_t seq);
 static void ngx_http_mcp_session_event_free(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s, ngx_http_mcp_event_t *ev);
-static ngx_http_mcp_event_t *ngx_http_mcp_session_event_add(
-    ngx_http_mcp_zone_t *ctx, ngx_http_mcp_session_node_t *s, size_t len,
-    ngx_log_t *log);
 static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_add(
     ngx_http_mcp_zone_t *ctx, ngx_http_mcp_session_node_t *s,
     uint64_t request, u_char *id, size_t id_len);
-static ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_find(
-    ngx_http_mcp_session_node_t *s, ngx_pid_t owner, uint64_t request,
-    u_char *id, size_t id_len);
 static ngx_int_t ngx_http_mcp_session_listener_send(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_listen_sh_t *l, const char *method, ngx_str_t *params,
     ngx_pid_t *owner, ngx_log_t *log);
@@ -625,7 +614,7 @@ ngx_http_mcp_session_deliver(ngx_shm_zone_t *zone, ngx_str_t *sid,
 }
 
 
-static ngx_http_mcp_stream_sh_t *
+ngx_http_mcp_stream_sh_t *
 ngx_http_mcp_session_stream(ngx_http_mcp_session_node_t *s, uint32_t id)
 {
     ngx_queue_t               *q;
@@ -761,7 +750,7 @@ ngx_http_mcp_session_event_free(ngx_http_mcp_zone_t *ctx,
 
 /* a session with owned streams is busy: it is not evicted */
 
-static void
+void
 ngx_http_mcp_session_stream_owner(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s, ngx_http_mcp_stream_sh_t *st,
     ngx_pid_t owner)
@@ -787,7 +776,7 @@ ngx_http_mcp_session_stream_owner(ngx_http_mcp_zone_t *ctx,
  * first to make room, and a reader that resumes after them misses them.
  */
 
-static ngx_http_mcp_event_t *
+ngx_http_mcp_event_t *
 ngx_http_mcp_session_event_add(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s, size_t len, ngx_log_t *log)
 {
@@ -887,7 +876,7 @@ ngx_http_mcp_session_wait_add(ngx_http_mcp_zone_t *ctx,
 
 /* owner 0 matches any owner */
 
-static ngx_http_mcp_wait_t *
+ngx_http_mcp_wait_t *
 ngx_http_mcp_session_wait_find(ngx_http_mcp_session_node_t *s,
     ngx_pid_t owner, uint64_t request, u_char *id, size_t id_len)
 {

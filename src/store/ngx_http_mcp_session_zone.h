@@ -45,6 +45,8 @@ typedef struct {
     size_t                     answer_len;
     unsigned                   answered:1;
     unsigned                   cancelled:1;
+    uint32_t                   stream;      /* a call: where it answers,
+                                               or 0 (no stream yet) */
     size_t                     id_len;      /* a call: its JSON-RPC id */
     u_char                     id[1];
 } ngx_http_mcp_wait_t;
@@ -98,6 +100,10 @@ typedef struct {
     ngx_uint_t                 sessions;
     u_char                     digest[32];  /* SHA-256 of the key */
 } ngx_http_mcp_client_t;
+
+
+/* the workers a zone keeps track of, at most (see session_lost.c) */
+#define NGX_HTTP_MCP_LOST_WORKERS  64
 
 
 /* a session as the shm zone keeps it */
@@ -227,6 +233,11 @@ typedef struct {
     ngx_uint_t                 ndpop;
     size_t                     events_size;  /* the sessions' event logs:
                                                 their messages' bytes */
+    ngx_pid_t                  workers[NGX_HTTP_MCP_LOST_WORKERS];
+                                            /* that used the zone: one
+                                               gone is looked for, see
+                                               ngx_http_mcp_session_lost.c */
+    ngx_uint_t                 nworkers;
 } ngx_http_mcp_shctx_t;
 
 
@@ -265,6 +276,16 @@ void ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,
 ngx_int_t ngx_http_mcp_session_push_locked(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s, uint32_t id, u_char *data, size_t len,
     ngx_pid_t *owner, ngx_log_t *log);
+ngx_http_mcp_stream_sh_t *ngx_http_mcp_session_stream(
+    ngx_http_mcp_session_node_t *s, uint32_t id);
+void ngx_http_mcp_session_stream_owner(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, ngx_http_mcp_stream_sh_t *st,
+    ngx_pid_t owner);
+ngx_http_mcp_event_t *ngx_http_mcp_session_event_add(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s, size_t len, ngx_log_t *log);
+ngx_http_mcp_wait_t *ngx_http_mcp_session_wait_find(
+    ngx_http_mcp_session_node_t *s, ngx_pid_t owner, uint64_t request,
+    u_char *id, size_t id_len);
 
 
 #endif /* _NGX_HTTP_MCP_SESSION_ZONE_H_INCLUDED_ */

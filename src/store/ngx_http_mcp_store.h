@@ -243,6 +243,10 @@ ngx_int_t ngx_http_mcp_session_waited(ngx_shm_zone_t *zone, ngx_str_t *sid,
 ngx_int_t ngx_http_mcp_session_deliver(ngx_shm_zone_t *zone,
     ngx_str_t *sid, uint64_t request, u_char *id, size_t len, u_char *text,
     size_t text_len, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_wait_stream(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, u_char *id, size_t len, uint32_t stream);
+void ngx_http_mcp_session_lost_start(ngx_cycle_t *cycle,
+    ngx_http_mcp_store_conf_t *scf);
 
 
 /* ---- tasks: ngx_http_mcp_session_task.c (the call side: _task.h) ---- */

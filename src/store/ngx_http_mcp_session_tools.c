@@ -100,20 +100,15 @@ ngx_int_t
 ngx_http_mcp_tools_learn(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_str_t *name, ngx_str_t *input, ngx_str_t *output)
 {
-    u_char                     *p, seen[32], told[32];
+    u_char                     *p;
     uint32_t                    hash;
-    ngx_uint_t                  keep, pinned, listed;
-    ngx_http_mcp_pin_t          pin;
+    ngx_uint_t                  kept;
     ngx_http_mcp_zone_t        *ctx;
     ngx_http_mcp_tooldef_sh_t  *t, *old;
 
     ctx = zone->data;
     hash = ngx_http_mcp_tools_hash(upstream, name);
-    pinned = 0;
-    listed = 0;
-    ngx_memzero(&pin, sizeof(ngx_http_mcp_pin_t));
-    ngx_memzero(seen, sizeof(seen));
-    ngx_memzero(told, sizeof(told));
+    kept = 0;
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
@@ -135,27 +130,31 @@ ngx_http_mcp_tools_learn(ngx_shm_zone_t *zone, ngx_str_t *upstream,
         }
     }
 
-    /* the new schemas in a record of their size, the pin kept */
-    keep = (old != NULL);
-
-    if (keep) {
-        pin = old->pin;
-        ngx_memcpy(seen, old->seen, sizeof(seen));
-        ngx_memcpy(told, old->told, sizeof(told));
-        pinned = old->pinned;
-        listed = old->listed;
-
-        ngx_http_mcp_tools_forget(ctx, old);
+    /*
+     * The new schemas in a record of their size, the old one's pin state
+     * copied: the old stays until the new is made (no room: it stays as
+     * it was), and cannot be evicted to make room for it meanwhile.
+     */
+    if (old != NULL) {
+        kept = old->kept;
+        old->kept = 1;
     }
 
     t = ngx_http_mcp_tools_add(ctx, hash, upstream, name, input, output);
 
-    if (t != NULL && keep) {
-        t->pin = pin;
-        ngx_memcpy(t->seen, seen, sizeof(seen));
-        ngx_memcpy(t->told, told, sizeof(told));
-        t->pinned = pinned;
-        t->listed = listed;
+    if (old != NULL) {
+        old->kept = kept;
+
+        if (t != NULL) {
+            t->pin = old->pin;
+            ngx_memcpy(t->seen, old->seen, sizeof(t->seen));
+            ngx_memcpy(t->told, old->told, sizeof(t->told));
+            t->pinned = old->pinned;
+            t->listed = old->listed;
+            t->kept = old->kept;
+
+            ngx_http_mcp_tools_forget(ctx, old);
+        }
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
@@ -178,7 +177,7 @@ ngx_http_mcp_tools_add(ngx_http_mcp_zone_t *ctx, uint32_t hash,
     u_char                     *p;
     size_t                      size, share;
     ngx_queue_t                *q;
-    ngx_http_mcp_tooldef_sh_t  *t;
+    ngx_http_mcp_tooldef_sh_t  *t, *old;
 
     size = offsetof(ngx_http_mcp_tooldef_sh_t, data)
            + upstream->len + name->len + input->len + output->len;
@@ -195,14 +194,33 @@ ngx_http_mcp_tools_add(ngx_http_mcp_zone_t *ctx, uint32_t hash,
              && ctx->sh->tools_size + size <= share)
             ? ngx_slab_calloc_locked(ctx->shpool, size) : NULL;
 
-        if (t != NULL || ngx_queue_empty(&ctx->sh->tools)) {
+        if (t != NULL) {
             break;
         }
 
-        /* the least recently learnt makes room */
-        q = ngx_queue_last(&ctx->sh->tools);
-        ngx_http_mcp_tools_forget(ctx,
-            ngx_queue_data(q, ngx_http_mcp_tooldef_sh_t, queue));
+        /*
+         * The least recently learnt makes room, but never a pin: an
+         * upstream that lists ever more tools would push other
+         * upstreams' pins out, to be learnt anew from a changed list.
+         * With only pins left, a new tool gets none (under enforce it is
+         * left out: ngx_http_mcp_tools_pin() says NGX_AGAIN).
+         */
+        for (q = ngx_queue_last(&ctx->sh->tools);
+             q != ngx_queue_sentinel(&ctx->sh->tools);
+             q = ngx_queue_prev(q))
+        {
+            old = ngx_queue_data(q, ngx_http_mcp_tooldef_sh_t, queue);
+
+            if (!old->kept) {
+                break;
+            }
+        }
+
+        if (q == ngx_queue_sentinel(&ctx->sh->tools)) {
+            break;
+        }
+
+        ngx_http_mcp_tools_forget(ctx, old);
     }
 
     if (t == NULL) {
@@ -327,6 +345,7 @@ ngx_http_mcp_tools_pin(ngx_shm_zone_t *zone, ngx_str_t *upstream,
 
     ngx_memcpy(t->seen, seen->digest, sizeof(t->seen));
     t->listed = 1;
+    t->kept = 1;
 
     if (pin != NULL && ngx_memcmp(pin->digest, seen->digest, 32) == 0) {
         /* a change back is told again when it comes again */

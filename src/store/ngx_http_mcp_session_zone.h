@@ -89,6 +89,7 @@ typedef struct {
     u_char                     told[32];    /* the change last logged */
     unsigned                   pinned:1;
     unsigned                   listed:1;    /* seen is set */
+    unsigned                   kept:1;      /* under a pin: never evicted */
     u_char                     data[1];     /* upstream, name, input,
                                                output */
 } ngx_http_mcp_tooldef_sh_t;

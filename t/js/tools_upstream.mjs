@@ -12,6 +12,8 @@
 //   DESCRIBE: while this file exists, "weather" is described by its text
 //   (a definition that changes under a pin)
 //   EXTRA: while this file exists, a tool "stranger" is listed too
+//   FLOOD: while this file exists, as many tools "flood-N" as it says
+//   are listed too (an upstream that lists ever more tools)
 
 import http from "node:http";
 import fs from "node:fs";
@@ -27,6 +29,7 @@ const capture = process.env.CAPTURE;
 const json = process.env.JSON === "1";
 const describe = process.env.DESCRIBE;
 const extra = process.env.EXTRA;
+const flood = process.env.FLOOD;
 
 // the list as it is now: the files say what changed
 function listed() {
@@ -37,6 +40,12 @@ function listed() {
     if (extra && fs.existsSync(extra)) {
         now.push({ name: "stranger", description: "Not pinned",
                    inputSchema: { type: "object" } });
+    }
+    if (flood && fs.existsSync(flood)) {
+        const n = Number(fs.readFileSync(flood, "utf8"));
+        for (let i = 0; i < n; i++) {
+            now.push({ name: `flood-${i}`, inputSchema: { type: "object" } });
+        }
     }
     return now;
 }

@@ -384,7 +384,7 @@ sub run_node_script {
 }
 
 # The SDK server of t/js/tools_upstream.mjs on $port (json => 1: JSON
-# replies, else SSE; describe => file, extra => file: see the script),
+# replies, else SSE; describe, extra, flood => file: see the script),
 # its tools/calls appended to logs/$name.calls of the instance; waits
 # until it listens.  Returns (pid, the calls' path).
 sub start_tools_upstream {
@@ -396,7 +396,7 @@ sub start_tools_upstream {
     close $f;
     my $pid = spawn(name => $name, cmd => [ node_bin(), _node_script('tools_upstream.mjs') ],
                     env => { PORT => $port, CAPTURE => $calls, JSON => $o{json} ? 1 : 0,
-                             map { defined $o{lc $_} ? ($_ => $o{lc $_}) : () } qw(DESCRIBE EXTRA) },
+                             map { defined $o{lc $_} ? ($_ => $o{lc $_}) : () } qw(DESCRIBE EXTRA FLOOD) },
                     cwd => npm_dir(), log => $log);
     McpTest::wait_until(20, sub { port_open($port) })
         or croak "tools_upstream on port $port did not listen:\n" . (McpTest::_slurp($log) // '');

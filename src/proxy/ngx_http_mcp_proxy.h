@@ -158,6 +158,8 @@ typedef struct {
                                                is refused, not relayed */
     unsigned                   lax:1;       /* held for the outcomes only:
                                                too large, it goes unread */
+    ngx_uint_t                 pin_no_room;  /* tools of a list left
+                                               without a pin */
 
     /* a server request held until notifications/initialized */
     ngx_str_t                  held;        /* it, and what came after */

@@ -233,8 +233,24 @@ ngx_int_t
 ngx_http_mcp_proxy_pin_list(ngx_http_mcp_proxy_ctx_t *pctx, cJSON *result,
     ngx_uint_t *changed)
 {
-    return ngx_http_mcp_jsonrpc_tools(result, ngx_http_mcp_pin_tool, pctx,
-                                      changed);
+    ngx_int_t  rc;
+
+    pctx->pin_no_room = 0;
+
+    rc = ngx_http_mcp_jsonrpc_tools(result, ngx_http_mcp_pin_tool, pctx,
+                                    changed);
+
+    if (pctx->pin_no_room) {
+        /* one line a list: an upstream listing ever more tools is one */
+        ngx_log_error(NGX_LOG_WARN, pctx->ctx->request->connection->log, 0,
+                      "mcp: no room in the zone to pin %ui tool%s of the "
+                      "list%s", pctx->pin_no_room,
+                      pctx->pin_no_room == 1 ? "" : "s",
+                      pctx->conf->pin == NGX_HTTP_MCP_PIN_ENFORCE
+                      ? ", left out" : "");
+    }
+
+    return rc;
 }
 
 
@@ -269,9 +285,7 @@ ngx_http_mcp_pin_tool(void *data, cJSON *tool, ngx_str_t *name)
 
     if (rc == NGX_AGAIN) {
         /* the zone has no room to keep it: no pin to hold it to */
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "mcp: no room in the zone to pin tool \"%V\"%s",
-                      name, enforce ? ", left out of the list" : "");
+        pctx->pin_no_room++;
 
     } else if (tell) {
         ngx_http_mcp_pin_tell(r, name, &seen, file, enforce);

@@ -173,7 +173,8 @@ sub py_seen {
     my $sid = $t->mcp_initialize(path => '/py', protocol_version => '2025-03-26');
     my $args = '{"s":"\u00e9\"\\/","x":1.5,"n":[1,-2e3,{"k":null,"t":true}]}';
     my $r = $t->mcp_post($sid, '{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call",'
-                             . '"params":{"name":"safe","arguments":' . $args . '}}', path => '/py');
+                             . '"params":{"name":"safe","_meta":{"progressToken":123456789012345678901},'
+                             . '"arguments":' . $args . '}}', path => '/py');
     like($r->{body} // '', qr/"id":\s*12345678901234567890\b/, '/py: a call of safe answered, the id digit for digit')
         or diag($r->{body});
     like($r->{body} // '', qr/ran harmless/, '... by harmless');
@@ -181,6 +182,8 @@ sub py_seen {
     is(($seen // {})->{tool}, 'harmless', '... the upstream parsed the real name');
     is(McpTest::encode_json(($seen // {})->{id}), '12345678901234567890', '... and the id as the client wrote it');
     is_deeply(($seen // {})->{arguments}, McpTest::decode_json($args), '... and the arguments');
+    like(McpTest::_slurp($py_log) // '', qr/"progressToken": 123456789012345678901\b/,
+         '... and a progress token beyond 2^53, digit for digit');
 
     my $n = @{ py_seen() };
     my $e = $t->mcp_post($sid, { jsonrpc => '2.0', id => 'h', method => 'tools/call',

@@ -24,6 +24,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use McpTest;
 use McpGateway;
+use McpJwt;
 
 my $why = node_available('@modelcontextprotocol/sdk');
 plan skip_all => "node: $why" if $why;
@@ -37,6 +38,8 @@ my $VIEW_A = <<'NGX';
                           annotation=readOnlyHint:true annotation=title:Sky;
             mcp_pass_tool plain hide;
 NGX
+
+my $rsa = McpJwt->new_key(type => 'RSA', kid => 'k1');
 
 my $t = McpTest->new(
     ports => 5,    # 2: the built-in Everything set, 3: SDK (SSE), 4: SDK (JSON),
@@ -68,6 +71,15 @@ $VIEW_A        }
             mcp_pass_tool harmless as=safe;
             mcp_pass_tool delete_everything hide;
         }
+        location = /scoped {
+            mcp_pass http://127.0.0.1:%%PORT5%%/; mcp_session gw;
+            mcp_pass_tool harmless as=safe;
+            mcp_auth_jwt "MCP";
+            mcp_auth_resource http://127.0.0.1:%%PORT%%/scoped;
+            mcp_auth_jwt_issuer https://issuer.test;
+            mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;
+            mcp_auth_tool_scope safe mcp:tools:admin;
+        }
         location = /s26 {
             mcp_pass http://127.0.0.1:%%PORT2%%/mcp; mcp_session gw;
             mcp_pass_tool test_simple_text as=simple;
@@ -79,6 +91,7 @@ my (undef, $calls) = start_tools_upstream($t, $t->port(3), name => 'sse');
 my (undef, $json_calls) = start_tools_upstream($t, $t->port(4), name => 'json', json => 1);
 my (undef, $py_log) = start_python_upstream($t, 'lastkey_upstream', $t->port(5));
 
+$t->write_file('conf/jwks.json', McpJwt::jwks($rsa));
 $t->start;
 
 # the calls the upstream received, by name, in order
@@ -204,6 +217,35 @@ sub py_seen {
     is_deeply([ map { [ $_->{method}, $_->{id}, $_->{tool} ] } @seen ],
               [ [ 'tools/list', 'l', undef ], [ 'notifications/cancelled', undef, undef ], [ 'tools/call', 7, 'harmless' ] ],
               '... the upstream parsed the three messages, the call renamed');
+}
+
+
+# --- the caller's per-tool scopes read the name the client sees ------------------------
+
+{
+    my $res = 'http://127.0.0.1:' . $t->port . '/scoped';
+    my %tok = map { $_ => $rsa->token(claims => McpJwt::claims(aud => $res, scope => $_)) }
+              'mcp:tools', 'mcp:tools mcp:tools:admin';
+    for my $scope (sort keys %tok) {
+        my ($sid) = McpJwt::initialize($t, $tok{$scope}, path => '/scoped');
+        my $h = { Authorization => "Bearer $tok{$scope}" };
+        my $n = @{ py_seen() };
+        my $l = $t->mcp_post($sid, { jsonrpc => '2.0', id => 'l', method => 'tools/list' },
+                             path => '/scoped', headers => $h);
+        my @names = sort map { $_->{name} } @{ ($l->{messages}[0] // {})->{result}{tools} // [] };
+        my $c = $t->mcp_post($sid, { jsonrpc => '2.0', id => 'c', method => 'tools/call',
+                                     params => { name => 'safe', arguments => {} } },
+                             path => '/scoped', headers => $h);
+        if ($scope =~ /admin/) {
+            is_deeply(\@names, [qw(delete_everything safe)], "/scoped, $scope: safe listed");
+            like($c->{body} // '', qr/ran harmless/, '... and its call runs harmless');
+        } else {
+            is_deeply(\@names, ['delete_everything'], "/scoped, $scope: safe, which needs mcp:tools:admin, not listed");
+            is($c->{status}, 403, '... its call: 403');
+            is(scalar(grep { ($_->{method} // '') eq 'tools/call' } @{ py_seen() }[ $n .. $#{ py_seen() } ]), 0,
+               '... not relayed');
+        }
+    }
 }
 
 

@@ -4,7 +4,8 @@
  * and configuration: ngx_http_mcp_proxy_module.c), the gateway's edge
  * (ngx_http_mcp_proxy_request.c) and its upstream side
  * (ngx_http_mcp_proxy_upstream.c, _reply.c, _body.c, _stream.c,
- * _check.c, _hold.c, _sesskey.c, _balancer.c; its credentials: _cred.c)
+ * _check.c, _hold.c, _sesskey.c, _balancer.c; its credentials: _cred.c;
+ * its curated views: _view.c)
  * share, and what the module's HTTP edge asks of it.
  */
 
@@ -87,6 +88,8 @@ typedef struct {
     ngx_uint_t                 exchange_auth;  /* 0 basic, 1 post,
                                                   2 private_key_jwt */
     ngx_http_mcp_exchange_key_t  *exchange_key;
+    ngx_array_t               *views;       /* mcp_pass_tool, or NULL
+                                               (ngx_http_mcp_proxy_view.c) */
 } ngx_http_mcp_proxy_loc_conf_t;
 
 
@@ -168,6 +171,10 @@ typedef struct {
     ngx_msec_t                 hold_start;
     unsigned                   hold:1;      /* requests are looked for */
     unsigned                   holding:1;   /* one is held */
+
+    /* mcp_pass_tool: a renamed call's body and Mcp-Name, or NULL data */
+    ngx_str_t                  body;
+    ngx_str_t                  mcp_name;
 } ngx_http_mcp_proxy_ctx_t;
 
 
@@ -226,6 +233,16 @@ ngx_int_t ngx_http_mcp_proxy_pin_list(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result, ngx_uint_t *changed);
 ngx_int_t ngx_http_mcp_proxy_pin_call(ngx_http_mcp_proxy_ctx_t *pctx,
     ngx_str_t *tool, const char **why);
+
+/* mcp_pass_tool: curated views (ngx_http_mcp_proxy_view.c) */
+char *ngx_http_mcp_pass_tool(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_mcp_proxy_view_name(ngx_http_mcp_proxy_loc_conf_t *plcf,
+    ngx_str_t *real, ngx_str_t *shown);
+ngx_int_t ngx_http_mcp_proxy_view_call(ngx_http_mcp_proxy_loc_conf_t *plcf,
+    ngx_str_t *name, ngx_str_t *real);
+ngx_int_t ngx_http_mcp_proxy_view_list(ngx_http_mcp_proxy_ctx_t *pctx,
+    cJSON *result, ngx_uint_t *changed);
+ngx_int_t ngx_http_mcp_proxy_view_body(ngx_http_mcp_proxy_ctx_t *pctx);
 
 /* what mcp_pass reads of a POST and its reply (ngx_http_mcp_proxy_check.c) */
 void ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx);

@@ -84,7 +84,8 @@ ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx)
             pctx->read = 1;
         }
 
-        if ((learn && ngx_http_mcp_proxy_method(&msg[i], "tools/list"))
+        if (((learn || pctx->conf->views != NULL)
+             && ngx_http_mcp_proxy_method(&msg[i], "tools/list"))
             || (pctx->conf->check_results
                 && ngx_http_mcp_proxy_method(&msg[i], "tools/call")))
         {
@@ -107,18 +108,28 @@ ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
 }
 
 
-/* a tool the policy allows and the caller may call */
+/*
+ * a tool the location's view shows, and, by the name it shows, the
+ * policy allows and the caller may call
+ */
 
 static ngx_uint_t
 ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name)
 {
     ngx_http_mcp_ctx_t *ctx = data;
 
-    ngx_str_t  scope;
+    ngx_str_t                  scope, shown;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
 
-    return ngx_http_mcp_tool_allowed(ctx->conf, name)
+    pctx = ctx->proxy;
+
+    if (ngx_http_mcp_proxy_view_name(pctx->conf, name, &shown) != NGX_OK) {
+        return 0;
+    }
+
+    return ngx_http_mcp_tool_allowed(ctx->conf, &shown)
            && (ctx->rctx.auth == NULL
-               || ngx_http_mcp_auth_permits(ctx->rctx.auth, "tools", name,
+               || ngx_http_mcp_auth_permits(ctx->rctx.auth, "tools", &shown,
                                             &scope)
                   == NGX_OK);
 }
@@ -210,6 +221,15 @@ ngx_http_mcp_proxy_reply_message(void *data, cJSON *message,
         && (pctx->conf->check_arguments || pctx->conf->check_results)
         && ngx_http_mcp_proxy_method(msg, "tools/list")
         && ngx_http_mcp_proxy_learn(pctx, result) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* the view rewrites what the pins and the checks read as listed */
+    if (cJSON_IsObject(result)
+        && pctx->conf->views != NULL
+        && ngx_http_mcp_proxy_method(msg, "tools/list")
+        && ngx_http_mcp_proxy_view_list(pctx, result, changed) != NGX_OK)
     {
         return NGX_ERROR;
     }

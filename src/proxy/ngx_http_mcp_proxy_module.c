@@ -92,6 +92,13 @@ static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
       0,
       NULL },
 
+    { ngx_string("mcp_pass_tool"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_pass_tool,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("mcp_pass_check_arguments"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -393,6 +400,7 @@ ngx_http_mcp_proxy_create_loc_conf(ngx_conf_t *cf)
     conf->exchange_secret = NGX_CONF_UNSET;
     conf->exchange_auth = NGX_CONF_UNSET_UINT;
     conf->exchange_key = NGX_CONF_UNSET_PTR;
+    conf->views = NGX_CONF_UNSET_PTR;
 
     /* unbuffered: SSE events go out as they come */
     conf->upstream.cyclic_temp_file = 0;
@@ -453,6 +461,7 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->pin, prev->pin, NGX_HTTP_MCP_PIN_OFF);
     ngx_conf_merge_ptr_value(conf->pins, prev->pins, NULL);
     ngx_conf_merge_ptr_value(conf->set_headers, prev->set_headers, NULL);
+    ngx_conf_merge_ptr_value(conf->views, prev->views, NULL);
 
     if (ngx_http_mcp_exchange_merge(cf, prev, conf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;

@@ -198,7 +198,8 @@ ngx_http_mcp_proxy_filters(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
 
 
 /*
- * The policy or the caller's scopes hide tools: a tools/list reply is
+ * The policy, the caller's scopes or the location's view (mcp_pass_tool)
+ * hide tools: a tools/list reply is
  * filtered, and so is every SSE stream relayed, as an upstream may put
  * such a reply on any of them
  */
@@ -206,7 +207,13 @@ ngx_http_mcp_proxy_filters(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg)
 static ngx_uint_t
 ngx_http_mcp_proxy_policy(ngx_http_mcp_ctx_t *ctx)
 {
-    return ngx_http_mcp_policy_on(ctx->conf)
+    ngx_http_mcp_proxy_loc_conf_t  *plcf;
+
+    plcf = ngx_http_get_module_loc_conf(ctx->request,
+                                        ngx_http_mcp_proxy_module);
+
+    /* a view hides and renames as the policy hides */
+    return ngx_http_mcp_policy_on(ctx->conf) || plcf->views != NULL
            || (ctx->rctx.auth != NULL
                && ngx_http_mcp_auth_tool_scoped(ctx->rctx.auth));
 }
@@ -222,7 +229,7 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
     u_char                     logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end;
     u_char                    *error;
     ngx_int_t                  limits;
-    ngx_str_t                  tool;
+    ngx_str_t                  tool, real;
     ngx_uint_t                 i;
     const char                *why;
     ngx_http_mcp_msg_t        *msg;
@@ -272,13 +279,32 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
         tool.data = (u_char *) name->valuestring;
         tool.len = ngx_strlen(tool.data);
 
+        /*
+         * the policy and the scopes read the name the client sees; the
+         * pins and the listed schemas are the upstream's, of its name
+         */
+        if (ngx_http_mcp_proxy_view_call(pctx->conf, &tool, &real)
+            != NGX_OK)
+        {
+            end = ngx_http_mcp_log_bounded(logged, sizeof(logged),
+                                           tool.data, tool.len);
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "mcp: tool \"%*s\" is not in the location's view",
+                          end - logged, logged);
+
+            *rc = ngx_http_mcp_proxy_refuse_batch(ctx, i,
+                                                  NGX_HTTP_MCP_INVALID_PARAMS,
+                                                  "Unknown tool");
+            return NGX_DECLINED;
+        }
+
         if (ngx_http_mcp_tool_allowed(ctx->conf, &tool)) {
             /* the input limits hold on every path, mcp_pass too */
             args = cJSON_GetObjectItemCaseSensitive(msg[i].params,
                                                     "arguments");
             limits = ngx_http_mcp_auth_check_input(r->loc_conf, r->pool,
                                                    args, &error);
-            if (ngx_http_mcp_proxy_pin_call(pctx, &tool, &why) != NGX_OK) {
+            if (ngx_http_mcp_proxy_pin_call(pctx, &real, &why) != NGX_OK) {
                 ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                               "mcp: tools/call refused: %s", why);
 
@@ -289,7 +315,7 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
             }
 
             if (limits == NGX_OK) {
-                limits = ngx_http_mcp_proxy_check_arguments(ctx, &tool, args,
+                limits = ngx_http_mcp_proxy_check_arguments(ctx, &real, args,
                                                             &error);
                 if (limits == NGX_DECLINED) {
                     *rc = ngx_http_mcp_proxy_refuse_arguments(ctx, i, &tool,
@@ -583,6 +609,11 @@ static ngx_int_t
 ngx_http_mcp_proxy_go(ngx_http_request_t *r, ngx_http_mcp_proxy_ctx_t *pctx)
 {
     ngx_int_t  rc;
+
+    /* after every check of the client's message: a view's real names */
+    if (ngx_http_mcp_proxy_view_body(pctx) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     r->main->count++;
 

@@ -127,7 +127,7 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
 {
     size_t                     len, set_len;
     ngx_buf_t                 *b;
-    ngx_str_t                 *uri, sid, *set, *token;
+    ngx_str_t                 *uri, sid, *set, *token, *content;
     ngx_chain_t               *cl, *body;
     ngx_http_mcp_ctx_t             *ctx;
     ngx_http_mcp_proxy_ctx_t       *pctx;
@@ -152,6 +152,9 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     }
 
     sid = pctx->target.sid;
+
+    /* a view's renamed call: the body printed with the real name */
+    content = pctx->body.data ? &pctx->body : &ctx->body;
 
     /* mcp_pass_set_header: evaluated once, for the length and the text */
     set = NULL;
@@ -222,7 +225,7 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
 
     if (r->method == NGX_HTTP_POST) {
         b->last = ngx_sprintf(b->last, "Content-Length: %uz" CRLF,
-                              ctx->body.len);
+                              content->len);
     }
 
     *b->last++ = CR;
@@ -242,10 +245,13 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
      * another parser could read differently (duplicate names, escapes
      * that cJSON and others decode apart, numbers beyond a double), so
      * the upstream reads what was checked; printing the message again
-     * would cost a print per request and change ids' spelling.
+     * would cost a print per request and change ids' spelling.  A call a
+     * view renames is the exception: printed from the parsed messages,
+     * what the edge checked, with the ids as the client wrote them
+     * (ngx_http_mcp_proxy_view.c).
      */
 
-    if (r->method == NGX_HTTP_POST && ctx->body.len) {
+    if (r->method == NGX_HTTP_POST && content->len) {
         body = ngx_alloc_chain_link(r->pool);
         b = ngx_calloc_buf(r->pool);
 
@@ -253,8 +259,8 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
             return NGX_ERROR;
         }
 
-        b->pos = ctx->body.data;
-        b->last = ctx->body.data + ctx->body.len;
+        b->pos = content->data;
+        b->last = content->data + content->len;
         b->memory = 1;
 
         body->buf = b;
@@ -288,13 +294,16 @@ static size_t
 ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
     ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_buf_t *b)
 {
-    size_t            len;
-    ngx_uint_t        i, seen;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    size_t                     len;
+    ngx_str_t                 *value;
+    ngx_uint_t                 i, seen;
+    ngx_list_part_t           *part;
+    ngx_table_elt_t           *h;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
 
     len = 0;
     seen = 0;
+    pctx = ngx_http_mcp_proxy_get_ctx(r);
 
     part = &r->headers_in.headers.part;
     i = 0;
@@ -308,15 +317,22 @@ ngx_http_mcp_proxy_client_headers(ngx_http_request_t *r,
             continue;
         }
 
+        /* a renamed call's Mcp-Name says the body's real name */
+        value = (pctx->mcp_name.data != NULL
+                 && h->key.len == sizeof("mcp-name") - 1
+                 && ngx_strncmp(h->lowcase_key, "mcp-name",
+                                sizeof("mcp-name") - 1) == 0)
+                ? &pctx->mcp_name : &h->value;
+
         if (b == NULL) {
-            len += h->key.len + sizeof(": " CRLF) - 1 + h->value.len;
+            len += h->key.len + sizeof(": " CRLF) - 1 + value->len;
             continue;
         }
 
         b->last = ngx_cpymem(b->last, h->key.data, h->key.len);
         *b->last++ = ':';
         *b->last++ = ' ';
-        b->last = ngx_cpymem(b->last, h->value.data, h->value.len);
+        b->last = ngx_cpymem(b->last, value->data, value->len);
         b->last = ngx_cpymem(b->last, CRLF, sizeof(CRLF) - 1);
     }
 

@@ -25,7 +25,8 @@ def record(msg):
     with open(LOG, "a") as f:
         f.write(json.dumps({"method": msg.get("method"), "id": msg.get("id"),
                             "tool": params.get("name"),
-                            "arguments": params.get("arguments")}) + "\n")
+                            "arguments": params.get("arguments"),
+                            "meta": params.get("_meta")}) + "\n")
 
 
 def answer(msg):

@@ -8,6 +8,14 @@
 -- own instead, and "@ID@" in BENCH_BODY becomes an id unique in the
 -- session: for tools that reply with a stream, since a session holds a
 -- bounded number of streams and a request id names a cancellable call.
+--
+-- BENCH_PROOFS: a file of DPoP proofs, one a line (bench/dpop-proofs.mjs),
+-- each sent once in a DPoP header: thread k of BENCH_STRIDE takes the
+-- lines k, k + BENCH_STRIDE, ...  A thread that runs out stops and counts
+-- an error (a proof sent twice would be refused as a replay): the run
+-- then needs more proofs (BENCH_DPOP_RATE).  BENCH_BUILD=1 builds every
+-- request in Lua as the proofs' case does, without them: the bearer
+-- case beside it, so that wrk spends the same on both.
 
 local common = dofile(os.getenv("BENCH_LUA") .. "/common.lua")
 
@@ -35,11 +43,17 @@ for s in string.gmatch(os.getenv("BENCH_SIDS") or "", "%S+") do
     table.insert(sids, s)
 end
 
+local file = os.getenv("BENCH_PROOFS") or ""
+local stride = tonumber(os.getenv("BENCH_STRIDE") or "1")
+local proofs = {}
+local next_proof = 1
+
 local main_setup = setup
 local nthreads = 0
 
 function setup(thread)
     main_setup(thread)
+    thread:set("tid", nthreads)
     nthreads = nthreads + 1
     if #sids > 0 then
         thread:set("thread_sid", sids[(nthreads - 1) % #sids + 1])
@@ -50,13 +64,37 @@ function init(args)
     if thread_sid ~= nil then
         wrk.headers["Mcp-Session-Id"] = thread_sid
     end
+    if file ~= "" then
+        local n = 0
+        for line in io.lines(file) do
+            if n % stride == tid then
+                proofs[#proofs + 1] = line
+            end
+            n = n + 1
+        end
+    end
 end
 
-if string.find(wrk.body, "@ID@", 1, true) then
+local with_id = string.find(wrk.body, "@ID@", 1, true)
+
+if with_id or file ~= "" or os.getenv("BENCH_BUILD") == "1" then
     local n = 0
     function request()
-        n = n + 1
-        local body = string.gsub(wrk.body, "@ID@", tostring(n))
+        local body = nil
+        if with_id then
+            n = n + 1
+            body = string.gsub(wrk.body, "@ID@", tostring(n))
+        end
+        if file ~= "" then
+            local p = proofs[next_proof]
+            if p == nil then
+                errors = errors + 1
+                wrk.thread:stop()
+                p = ""
+            end
+            next_proof = next_proof + 1
+            wrk.headers["DPoP"] = p
+        end
         return wrk.format(nil, nil, nil, body)
     end
 end

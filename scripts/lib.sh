@@ -92,17 +92,93 @@ mcp_bench_conf() {
         "$@" "$repo/bench/nginx.conf.in" > "$out"
 }
 
-# mcp_bench_session URL: initialize + notifications/initialized; prints
-# the session id
+# mcp_bench_dpop_conf OUT MODULE WORKERS PORT DIR [sed args...]:
+# bench/dpop.conf.in filled in to OUT, its keys in DIR (bench/dpop-proofs.mjs
+# setup DIR)
+mcp_bench_dpop_conf() {
+    local out=$1 mod=$2 workers=$3 port=$4 dir=$5 repo
+    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    shift 5
+    sed -e "s|@MODULE@|$mod|" -e "s|@WORKERS@|$workers|" \
+        -e "s|^@LOAD_FIXTURES@$|$(mcp_fixtures_load "$mod")|" \
+        -e "s|@PORT@|$port|" -e "s|@DIR@|$dir|" \
+        "$@" "$repo/bench/dpop.conf.in" > "$out"
+}
+
+# mcp_bench_js DIR: DIR with the identity cases' node scripts
+# (bench/dpop-proofs.mjs, t/js/oidc_as.mjs) and the npm clients'
+# node_modules (mcp_install_npm_clients first)
+mcp_bench_js() {
+    local repo
+    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    mkdir -p "$1"
+    ln -sfn "$MCP_NPM_DIR/node_modules" "$1/node_modules"
+    cp "$repo/bench/dpop-proofs.mjs" "$repo/t/js/oidc_as.mjs" "$1/"
+}
+
+# mcp_bench_as DIR JS: the token-exchange cases' authorization server,
+# oidc-provider (JS/oidc_as.mjs, as t/token_exchange.t runs it), its
+# exchanged tokens good for a day; in DIR the caller's token (caller),
+# the AS's keys (as-jwks.json) and the gateway's client secret
+# (gw_secret).  Sets MCP_BENCH_AS_PID and MCP_BENCH_ISSUER.
+mcp_bench_as() {
+    local dir=$1 asport="" caller
+    GW_RESOURCE=https://gateway.bench/mcp \
+    UP_RESOURCE=https://upstream.bench/mcp UP_TTL=86400 \
+        "$MCP_NODE" "$2/oidc_as.mjs" > "$dir/as.log" 2>&1 &
+    MCP_BENCH_AS_PID=$!
+    for _ in $(seq 100); do
+        asport=$(sed -n 's/^{"port":\([0-9]*\)}$/\1/p' "$dir/as.log" \
+                 2>/dev/null)
+        [ -z "$asport" ] || break
+        sleep 0.1
+    done
+    [ -n "$asport" ] \
+        || { cat "$dir/as.log" >&2; echo "bench: no AS" >&2; return 1; }
+    MCP_BENCH_ISSUER=http://127.0.0.1:$asport
+    export MCP_BENCH_AS_PID MCP_BENCH_ISSUER
+    caller=$(curl -s -u caller1:caller1-secret "$MCP_BENCH_ISSUER/token" \
+        -d 'grant_type=client_credentials&scope=mcp%3Atools' \
+        --data-urlencode 'resource=https://gateway.bench/mcp' \
+        | sed -n 's/.*"access_token":"\([^"]*\)".*/\1/p')
+    [ -n "$caller" ] || { echo "bench: no token from the AS" >&2; return 1; }
+    echo "$caller" > "$dir/caller"
+    curl -s -o "$dir/as-jwks.json" "$MCP_BENCH_ISSUER/jwks"
+    echo gateway-secret > "$dir/gw_secret"
+    chmod 600 "$dir/gw_secret"
+}
+
+# mcp_bench_exchange_conf OUT MODULE WORKERS PORT UPPORT DIR [sed args...]:
+# bench/exchange.conf.in filled in to OUT, before the endpoint at UPPORT,
+# with mcp_bench_as DIR's AS
+mcp_bench_exchange_conf() {
+    local out=$1 mod=$2 workers=$3 port=$4 upport=$5 dir=$6 repo
+    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    shift 6
+    sed -e "s|@MODULE@|$mod|" -e "s|@WORKERS@|$workers|" \
+        -e "s|@PORT@|$port|" -e "s|@UPPORT@|$upport|" -e "s|@DIR@|$dir|" \
+        -e "s|@ISSUER@|$MCP_BENCH_ISSUER|g" \
+        -e "s|@GW_RESOURCE@|https://gateway.bench/mcp|" \
+        -e "s|@UP_RESOURCE@|https://upstream.bench/mcp|" \
+        "$@" "$repo/bench/exchange.conf.in" > "$out"
+}
+
+# mcp_bench_session URL [AUTH [PROOFS]]: initialize +
+# notifications/initialized; prints the session id.  AUTH: an
+# Authorization header's value for both; PROOFS: a file whose first two
+# lines are the DPoP proofs of the two requests
 mcp_bench_session() {
-    local url=$1 sid
+    local url=$1 auth=${2:-} p1="" p2="" sid
+    [ -z "${3:-}" ] || { p1=$(sed -n 1p "$3"); p2=$(sed -n 2p "$3"); }
     sid=$(curl -s -D - -o /dev/null "$url" \
+        ${auth:+-H "Authorization: $auth"} ${p1:+-H "DPoP: $p1"} \
         -H 'Content-Type: application/json' \
         -H 'Accept: application/json, text/event-stream' \
         -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' \
         | tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
     [ -n "$sid" ] || { echo "bench: no session from $url" >&2; return 1; }
     curl -s -o /dev/null "$url" -H "Mcp-Session-Id: $sid" \
+        ${auth:+-H "Authorization: $auth"} ${p2:+-H "DPoP: $p2"} \
         -H 'MCP-Protocol-Version: 2025-11-25' \
         -H 'Content-Type: application/json' \
         -H 'Accept: application/json, text/event-stream' \

@@ -35,6 +35,8 @@ static ngx_int_t ngx_http_mcp_proxy_reply_message(void *data,
     cJSON *message, ngx_uint_t *changed);
 static ngx_http_mcp_msg_t *ngx_http_mcp_proxy_request_of(
     ngx_http_mcp_ctx_t *ctx, cJSON *id);
+static ngx_int_t ngx_http_mcp_proxy_foreign_list(
+    ngx_http_mcp_proxy_ctx_t *pctx, cJSON *result, ngx_uint_t *changed);
 static ngx_int_t ngx_http_mcp_proxy_learn(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result);
 static ngx_int_t ngx_http_mcp_proxy_learn_tool(void *data, cJSON *tool,
@@ -103,7 +105,11 @@ ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
     ngx_http_mcp_tool_filter_t *tf)
 {
     tf->allowed = ngx_http_mcp_proxy_tool_visible;
-    tf->message = pctx->read ? ngx_http_mcp_proxy_reply_message : NULL;
+
+    /* pins and views read the tools/list answers of every stream too */
+    tf->message = (pctx->read || pctx->conf->pin != NGX_HTTP_MCP_PIN_OFF
+                   || pctx->conf->views != NULL)
+                  ? ngx_http_mcp_proxy_reply_message : NULL;
     tf->data = pctx->ctx;
 }
 
@@ -202,12 +208,20 @@ ngx_http_mcp_proxy_reply_message(void *data, cJSON *message,
     msg = ngx_http_mcp_proxy_request_of(ctx,
               cJSON_GetObjectItemCaseSensitive(message, "id"));
 
-    if (msg == NULL) {
-        return NGX_OK;
-    }
-
     pctx = ctx->proxy;
     result = cJSON_GetObjectItemCaseSensitive(message, "result");
+
+    if (msg == NULL) {
+        /*
+         * another request's answer (a GET stream's, or one put in this
+         * POST's reply): the client takes it by its id, so a tools/list
+         * answer is held to the pins and shown through the view as the
+         * POST's own; nothing is learnt from it
+         */
+        return cJSON_IsObject(result)
+               ? ngx_http_mcp_proxy_foreign_list(pctx, result, changed)
+               : NGX_OK;
+    }
 
     if (cJSON_IsObject(result)
         && pctx->conf->pin != NGX_HTTP_MCP_PIN_OFF
@@ -244,6 +258,30 @@ ngx_http_mcp_proxy_reply_message(void *data, cJSON *message,
     }
 
     ngx_http_mcp_jsonrpc_outcome(msg, message);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_proxy_foreign_list(ngx_http_mcp_proxy_ctx_t *pctx,
+    cJSON *result, ngx_uint_t *changed)
+{
+    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(result, "tools"))) {
+        return NGX_OK;
+    }
+
+    if (pctx->conf->pin != NGX_HTTP_MCP_PIN_OFF
+        && ngx_http_mcp_proxy_pin_list(pctx, result, changed) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (pctx->conf->views != NULL
+        && ngx_http_mcp_proxy_view_list(pctx, result, changed) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     return NGX_OK;
 }

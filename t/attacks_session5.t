@@ -11,6 +11,11 @@
 # leaves a POSTed tools/list, and a location's view (mcp_pass_tool) must
 # show them as it shows its own lists: the operator overrode the
 # upstream's description because it is not trusted.
+#
+# The same upstream answers a tools/call under its id as a string ("41"
+# for 41), which a client that reads ids as numbers takes (the TypeScript
+# SDK: Number(response.id)): mcp_pass_check_results must check that
+# result against the outputSchema as it checks one under the exact id.
 
 use strict;
 use warnings;
@@ -59,6 +64,22 @@ my $fake = fake_upstream(sub {
     my $id = JSON::PP->new->allow_nonref->encode($m->{id});
     my $meth = $m->{method} // '';
 
+    if ($path =~ m{^/c/} && $meth eq 'tools/list') {
+        $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[{"name":"weather",)
+              . qq("inputSchema":{"type":"object"},"outputSchema":{"type":"object",)
+              . qq("properties":{"temp":{"type":"number"}},"required":["temp"]}}]}}));
+        return;
+    }
+    if ($path =~ m{^/c/(sse|json)} && $meth eq 'tools/call') {
+        # the answer under the id as a string: a client that reads ids as
+        # numbers (the TypeScript SDK: Number(response.id)) takes it
+        my $answer = qq({"jsonrpc":"2.0","id":"$m->{id}","result":{"content":[],)
+                   . qq("structuredContent":{"temp":"hot"}}});
+        if ($1 eq 'json') { $json->($answer) }
+        else { print $c $sse; $chunk->("event: message\ndata: $answer\n\n") }
+        return;
+    }
+
     if ($meth eq 'initialize') {
         $json->(qq({"jsonrpc":"2.0","id":$id,"result":{"protocolVersion":"$V25",)
               . qq("capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}}));
@@ -81,6 +102,8 @@ my $t = McpTest->new(
         mcp_session gw;
         location /p/ { mcp_pass http://127.0.0.1:$fake->{port}/p/;
                        mcp_pass_pin enforce; }
+        location /c/ { mcp_pass http://127.0.0.1:$fake->{port};
+                       mcp_pass_check_results on; }
         location /v/ { mcp_pass http://127.0.0.1:$fake->{port}/v/;
                        mcp_pass_tool weather as=forecast "description=Curated";
                        mcp_pass_tool plain hide; }
@@ -88,8 +111,8 @@ NGX
 );
 $t->start;
 
-my %sid = map { $_ => (try_initialize($t, path => "/$_/", protocol_version => $V25))[0] } qw(p v);
-ok($sid{p} && $sid{v}, 'sessions through both locations');
+my %sid = map { $_ => (try_initialize($t, path => "/$_/", protocol_version => $V25))[0] } qw(p v c);
+ok($sid{p} && $sid{v} && $sid{c}, 'sessions through every location');
 
 # the tools of every tools/list answer in a stream or reply
 sub tools_of {
@@ -162,6 +185,22 @@ sub call_tools {
         or diag($r->{body});
     is_deeply([ map { $_->{name} } @$tools ], ['forecast'], '/v/: ... weather shown as forecast')
         or diag($r->{body});
+}
+
+
+# --- mcp_pass_check_results: an answer under its id as a string -----------------------
+
+{
+    $t->mcp_request($sid{c}, 'tools/list', {}, path => '/c/');
+    my $n = 40;
+    for my $type (qw(sse json)) {
+        my ($m, $r) = $t->mcp_request($sid{c}, 'tools/call', { name => 'weather', arguments => {} },
+                                      path => "/c/$type", id => ++$n, quiet => 1);
+        is($r->{status}, 200, "/c/$type: a tools/call answered under its id as a string: 200");
+        ok(($m // {})->{result}{isError},
+           "/c/$type: ... its result, which breaks the outputSchema, is checked all the same: isError")
+            or diag($r->{body});
+    }
 }
 
 unlike($t->error_log, qr/\[(?:alert|crit)\]/, 'no alert or crit in the error log');

@@ -35,6 +35,7 @@ static ngx_int_t ngx_http_mcp_proxy_reply_message(void *data,
     cJSON *message, ngx_uint_t *changed);
 static ngx_http_mcp_msg_t *ngx_http_mcp_proxy_request_of(
     ngx_http_mcp_ctx_t *ctx, cJSON *id);
+static ngx_uint_t ngx_http_mcp_proxy_id_number(cJSON *id, double *n);
 static ngx_int_t ngx_http_mcp_proxy_foreign_list(
     ngx_http_mcp_proxy_ctx_t *pctx, cJSON *result, ngx_uint_t *changed);
 static ngx_int_t ngx_http_mcp_proxy_learn(ngx_http_mcp_proxy_ctx_t *pctx,
@@ -292,6 +293,7 @@ ngx_http_mcp_proxy_foreign_list(ngx_http_mcp_proxy_ctx_t *pctx,
 static ngx_http_mcp_msg_t *
 ngx_http_mcp_proxy_request_of(ngx_http_mcp_ctx_t *ctx, cJSON *id)
 {
+    double               n, m;
     ngx_uint_t           i;
     ngx_http_mcp_msg_t  *msg;
 
@@ -321,7 +323,72 @@ ngx_http_mcp_proxy_request_of(ngx_http_mcp_ctx_t *ctx, cJSON *id)
         }
     }
 
+    /*
+     * A client may read an id as a number whatever its type (the
+     * TypeScript SDK takes a reply by Number(id)): a string id answers a
+     * number one, and a number a string one, when they are one number
+     * so; read otherwise, such a reply would reach the client unchecked.
+     */
+
+    if (!ngx_http_mcp_proxy_id_number(id, &n)) {
+        return NULL;
+    }
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+
+        if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST && msg[i].id != NULL
+            && cJSON_IsString(msg[i].id) != cJSON_IsString(id)
+            && ngx_http_mcp_proxy_id_number(msg[i].id, &m) && m == n)
+        {
+            return &msg[i];
+        }
+    }
+
     return NULL;
+}
+
+
+/*
+ * An id as a number, as JavaScript's Number() reads it (white space
+ * around it, an empty string 0, hex); 0: not a number
+ */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_id_number(cJSON *id, double *n)
+{
+    char  *p, *end;
+
+    if (cJSON_IsNumber(id)) {
+        *n = id->valuedouble;
+        return 1;
+    }
+
+    if (!cJSON_IsString(id) && !cJSON_IsRaw(id)) {
+        return 0;
+    }
+
+    p = id->valuestring;
+
+    while (*p == ' ' || (*p >= '\t' && *p <= '\r')) {
+        p++;
+    }
+
+    if (*p == '\0') {
+        *n = 0;
+        return 1;
+    }
+
+    *n = strtod(p, &end);
+
+    if (end == p) {
+        return 0;
+    }
+
+    while (*end == ' ' || (*end >= '\t' && *end <= '\r')) {
+        end++;
+    }
+
+    return *end == '\0';
 }
 
 

@@ -35,6 +35,9 @@ static ngx_int_t ngx_http_mcp_proxy_reply_message(void *data,
     cJSON *message, ngx_uint_t *changed);
 static ngx_http_mcp_msg_t *ngx_http_mcp_proxy_request_of(
     ngx_http_mcp_ctx_t *ctx, cJSON *id);
+static ngx_uint_t ngx_http_mcp_proxy_id_number(cJSON *id, double *n);
+static ngx_int_t ngx_http_mcp_proxy_foreign_list(
+    ngx_http_mcp_proxy_ctx_t *pctx, cJSON *result, ngx_uint_t *changed);
 static ngx_int_t ngx_http_mcp_proxy_learn(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result);
 static ngx_int_t ngx_http_mcp_proxy_learn_tool(void *data, cJSON *tool,
@@ -103,7 +106,11 @@ ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
     ngx_http_mcp_tool_filter_t *tf)
 {
     tf->allowed = ngx_http_mcp_proxy_tool_visible;
-    tf->message = pctx->read ? ngx_http_mcp_proxy_reply_message : NULL;
+
+    /* pins and views read the tools/list answers of every stream too */
+    tf->message = (pctx->read || pctx->conf->pin != NGX_HTTP_MCP_PIN_OFF
+                   || pctx->conf->views != NULL)
+                  ? ngx_http_mcp_proxy_reply_message : NULL;
     tf->data = pctx->ctx;
 }
 
@@ -202,12 +209,20 @@ ngx_http_mcp_proxy_reply_message(void *data, cJSON *message,
     msg = ngx_http_mcp_proxy_request_of(ctx,
               cJSON_GetObjectItemCaseSensitive(message, "id"));
 
-    if (msg == NULL) {
-        return NGX_OK;
-    }
-
     pctx = ctx->proxy;
     result = cJSON_GetObjectItemCaseSensitive(message, "result");
+
+    if (msg == NULL) {
+        /*
+         * another request's answer (a GET stream's, or one put in this
+         * POST's reply): the client takes it by its id, so a tools/list
+         * answer is held to the pins and shown through the view as the
+         * POST's own; nothing is learnt from it
+         */
+        return cJSON_IsObject(result)
+               ? ngx_http_mcp_proxy_foreign_list(pctx, result, changed)
+               : NGX_OK;
+    }
 
     if (cJSON_IsObject(result)
         && pctx->conf->pin != NGX_HTTP_MCP_PIN_OFF
@@ -249,11 +264,36 @@ ngx_http_mcp_proxy_reply_message(void *data, cJSON *message,
 }
 
 
+static ngx_int_t
+ngx_http_mcp_proxy_foreign_list(ngx_http_mcp_proxy_ctx_t *pctx,
+    cJSON *result, ngx_uint_t *changed)
+{
+    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(result, "tools"))) {
+        return NGX_OK;
+    }
+
+    if (pctx->conf->pin != NGX_HTTP_MCP_PIN_OFF
+        && ngx_http_mcp_proxy_pin_list(pctx, result, changed) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (pctx->conf->views != NULL
+        && ngx_http_mcp_proxy_view_list(pctx, result, changed) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
 /* the POST's request a reply's id answers, or NULL */
 
 static ngx_http_mcp_msg_t *
 ngx_http_mcp_proxy_request_of(ngx_http_mcp_ctx_t *ctx, cJSON *id)
 {
+    double               n, m;
     ngx_uint_t           i;
     ngx_http_mcp_msg_t  *msg;
 
@@ -283,7 +323,72 @@ ngx_http_mcp_proxy_request_of(ngx_http_mcp_ctx_t *ctx, cJSON *id)
         }
     }
 
+    /*
+     * A client may read an id as a number whatever its type (the
+     * TypeScript SDK takes a reply by Number(id)): a string id answers a
+     * number one, and a number a string one, when they are one number
+     * so; read otherwise, such a reply would reach the client unchecked.
+     */
+
+    if (!ngx_http_mcp_proxy_id_number(id, &n)) {
+        return NULL;
+    }
+
+    for (i = 0; i < ctx->msgs.nelts; i++) {
+
+        if (msg[i].type == NGX_HTTP_MCP_MSG_REQUEST && msg[i].id != NULL
+            && cJSON_IsString(msg[i].id) != cJSON_IsString(id)
+            && ngx_http_mcp_proxy_id_number(msg[i].id, &m) && m == n)
+        {
+            return &msg[i];
+        }
+    }
+
     return NULL;
+}
+
+
+/*
+ * An id as a number, as JavaScript's Number() reads it (white space
+ * around it, an empty string 0, hex); 0: not a number
+ */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_id_number(cJSON *id, double *n)
+{
+    char  *p, *end;
+
+    if (cJSON_IsNumber(id)) {
+        *n = id->valuedouble;
+        return 1;
+    }
+
+    if (!cJSON_IsString(id) && !cJSON_IsRaw(id)) {
+        return 0;
+    }
+
+    p = id->valuestring;
+
+    while (*p == ' ' || (*p >= '\t' && *p <= '\r')) {
+        p++;
+    }
+
+    if (*p == '\0') {
+        *n = 0;
+        return 1;
+    }
+
+    *n = strtod(p, &end);
+
+    if (end == p) {
+        return 0;
+    }
+
+    while (*end == ' ' || (*end >= '\t' && *end <= '\r')) {
+        end++;
+    }
+
+    return *end == '\0';
 }
 
 

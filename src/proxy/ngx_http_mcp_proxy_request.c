@@ -212,8 +212,12 @@ ngx_http_mcp_proxy_policy(ngx_http_mcp_ctx_t *ctx)
     plcf = ngx_http_get_module_loc_conf(ctx->request,
                                         ngx_http_mcp_proxy_module);
 
-    /* a view hides and renames as the policy hides */
+    /*
+     * a view hides and renames as the policy hides; pins take a changed
+     * tool out of a list, whichever stream it comes on
+     */
     return ngx_http_mcp_policy_on(ctx->conf) || plcf->views != NULL
+           || plcf->pin != NGX_HTTP_MCP_PIN_OFF
            || (ctx->rctx.auth != NULL
                && ngx_http_mcp_auth_tool_scoped(ctx->rctx.auth));
 }

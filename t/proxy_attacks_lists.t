@@ -1,4 +1,4 @@
-# Attacks on what landed in session 5 (pins, views, checks), kept as
+# A hostile upstream against pins, views and result checks, kept as
 # tests: each case here is an attack a hostile upstream or client made,
 # and what the gateway must do about it.
 #

@@ -158,8 +158,13 @@ ngx_http_mcp_exchange_lookup(ngx_shm_zone_t *zone, u_char *key,
         found = NGX_HTTP_MCP_EXCHANGE_WAIT;
 
     } else if (n != NULL && n->has_failed
-               && ngx_current_msec - n->failed < 1000)
+               && (ngx_msec_int_t) (ngx_current_msec - n->failed) < 1000)
     {
+        /*
+         * signed: this worker's clock was read at its last event and may
+         * be a little behind the one that failed; unsigned, the hold-off
+         * read as long past, and a second attempt went 1 ms after it
+         */
         found = n->refused ? NGX_HTTP_MCP_EXCHANGE_REFUSED
                            : NGX_HTTP_MCP_EXCHANGE_FAILED;
 

@@ -119,8 +119,10 @@ ngx_http_mcp_tools_learn(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     {
         p = old->data + old->upstream_len + old->name_len;
 
-        if (ngx_memcmp(p, input->data, input->len) == 0
-            && ngx_memcmp(p + input->len, output->data, output->len) == 0)
+        if ((input->len == 0 || ngx_memcmp(p, input->data, input->len) == 0)
+            && (output->len == 0
+                || ngx_memcmp(p + input->len, output->data, output->len)
+                   == 0))
         {
             /* as it was: the most recently learnt now */
             ngx_queue_remove(&old->queue);
@@ -234,10 +236,17 @@ ngx_http_mcp_tools_add(ngx_http_mcp_zone_t *ctx, uint32_t hash,
     t->input_len = input->len;
     t->output_len = output->len;
 
+    /* a schema not declared is an empty string: no bytes, no pointer */
     p = ngx_cpymem(t->data, upstream->data, upstream->len);
     p = ngx_cpymem(p, name->data, name->len);
-    p = ngx_cpymem(p, input->data, input->len);
-    (void) ngx_cpymem(p, output->data, output->len);
+
+    if (input->len) {
+        p = ngx_cpymem(p, input->data, input->len);
+    }
+
+    if (output->len) {
+        (void) ngx_cpymem(p, output->data, output->len);
+    }
 
     ngx_queue_insert_head(&ctx->sh->tools, &t->queue);
     ctx->sh->ntools++;

@@ -207,6 +207,8 @@ ngx_http_mcp_tools_add(ngx_http_mcp_zone_t *ctx, uint32_t hash,
          * With only pins left, a new tool gets none (under enforce it is
          * left out: ngx_http_mcp_tools_pin() says NGX_AGAIN).
          */
+        old = NULL;
+
         for (q = ngx_queue_last(&ctx->sh->tools);
              q != ngx_queue_sentinel(&ctx->sh->tools);
              q = ngx_queue_prev(q))

@@ -74,6 +74,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     tf.allowed = ngx_fuzz_allowed;
+    tf.message = NULL;
     tf.data = &mlcf;
 
     /* NGX_DECLINED: not strict JSON, refused whole (nothing to check) */

@@ -78,6 +78,8 @@ typedef struct {
     ngx_atomic_t               timeouts;    /* server requests */
     ngx_atomic_t               backend_failures;  /* mcp_backend's */
     ngx_atomic_t               pin_changes;  /* mcp_pass_pin's */
+    ngx_atomic_t               guardrails[3];  /* by action: block,
+                                                  redact, log */
     ngx_atomic_t               upstream_errors[NGX_HTTP_MCP_M_UPSTREAM_ERRORS];
     ngx_http_mcp_histogram_t   upstream;    /* time to the reply's header */
     ngx_atomic_t               tools[1];    /* (ntools + 1) * outcomes */
@@ -669,6 +671,21 @@ ngx_http_mcp_metrics_pin_change(void)
 }
 
 
+/* mcp_pass_guardrail: a set matched, by action (see proxy_guard.c) */
+
+void
+ngx_http_mcp_metrics_guardrail(ngx_uint_t action)
+{
+    ngx_http_mcp_metrics_slot_t  *slot;
+
+    slot = ngx_http_mcp_metrics_slot(NULL);
+
+    if (slot != NULL && action < 3) {
+        (void) ngx_atomic_fetch_add(&slot->guardrails[action], 1);
+    }
+}
+
+
 /* mcp_backend: a backend failed a request (see aggregate_leg.c) */
 
 void
@@ -981,6 +998,20 @@ ngx_http_mcp_metrics_counters(u_char *p, ngx_http_mcp_metrics_conf_t *mcf)
             "mcp_tool_pin_changes_total %uL\n",
             ngx_http_mcp_metrics_sum(mcf,
                 ngx_http_mcp_metrics_at(pin_changes)));
+
+    p = ngx_sprintf(p,
+            "# HELP mcp_guardrail_matches_total Guardrail sets that matched "
+            "(mcp_pass_guardrail), by action.\n"
+            "# TYPE mcp_guardrail_matches_total counter\n"
+            "mcp_guardrail_matches_total{action=\"block\"} %uL\n"
+            "mcp_guardrail_matches_total{action=\"redact\"} %uL\n"
+            "mcp_guardrail_matches_total{action=\"log\"} %uL\n",
+            ngx_http_mcp_metrics_sum(mcf,
+                ngx_http_mcp_metrics_at(guardrails[0])),
+            ngx_http_mcp_metrics_sum(mcf,
+                ngx_http_mcp_metrics_at(guardrails[1])),
+            ngx_http_mcp_metrics_sum(mcf,
+                ngx_http_mcp_metrics_at(guardrails[2])));
 
     p = ngx_sprintf(p,
             "# HELP mcp_upstream_errors_total mcp_pass requests that failed "

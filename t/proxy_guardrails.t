@@ -13,8 +13,11 @@
 #   structuredContent, in a JSON reply and in an SSE event, the JSON
 #   staying valid; with "log" it is let through and told in the access
 #   log ($mcp_guardrail, $mcp_guardrail_action);
+# - "redact" on arguments refuses as "block" does; a batch holding a
+#   refused call is refused whole;
 # - a tool whose description holds an injection phrase is left out of
-#   tools/list; the other stays;
+#   tools/list, and a prompt out of prompts/list; the others stay; with
+#   "redact", the phrases are replaced;
 # - a reply over mcp_pass_filter_buffer_size is refused (JSON: a
 #   JSON-RPC error; SSE: the stream is cut), not relayed unread;
 # - mcp_guardrail_matches_total counts by action; nginx -t refuses an
@@ -76,6 +79,14 @@ NGX
             mcp_pass_guardrail personal redact results;
             mcp_pass_filter_buffer_size 512;
         }
+        location = /redact-args {
+            mcp_pass http://127.0.0.1:%%PORT3%%/redact-args; mcp_session gw;
+            mcp_pass_guardrail secrets redact arguments;
+        }
+        location = /redact-lists {
+            mcp_pass http://127.0.0.1:%%PORT3%%/redact-lists; mcp_session gw;
+            mcp_pass_guardrail injection redact lists;
+        }
         location = /open {
             mcp_pass http://127.0.0.1:%%PORT2%%/open; mcp_session gw;
         }
@@ -86,13 +97,16 @@ NGX
 my $describe = $t->prefix . '/describe';
 my (undef, $jcalls) = start_tools_upstream($t, $t->port(2), json => 1, name => 'json_upstream',
                                            describe => $describe);
-my (undef, $scalls) = start_tools_upstream($t, $t->port(3), name => 'sse_upstream', describe => $describe);
+my (undef, $scalls) = start_tools_upstream($t, $t->port(3), name => 'sse_upstream', describe => $describe,
+                                           prompts => 1);
 
 $t->start;
 
 my %calls = (json => $jcalls, sse => $scalls, logged => $jcalls, open => $jcalls, withheld => $scalls,
-             small => $jcalls, 'small-sse' => $scalls);
-my %sid = map { $_ => scalar $t->mcp_initialize(path => "/$_") } qw(json sse logged open withheld small small-sse);
+             small => $jcalls, 'small-sse' => $scalls, 'redact-args' => $scalls,
+             'redact-lists' => $scalls);
+my %sid = map { $_ => scalar $t->mcp_initialize(path => "/$_") }
+          qw(json sse logged open withheld small small-sse redact-args redact-lists);
 
 sub captured { McpTest::_slurp($calls{ $_[0] }) // '' }
 
@@ -119,6 +133,7 @@ sub names {
 my $pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2Bqo\n-----END RSA PRIVATE KEY-----";
 my $email = 'alice.smith@example.com';
 
+my $m;
 for my $p (qw(json sse)) {
     # a clean call goes through
     my ($ok) = call($p, 'weather', { city => 'Oslo' });
@@ -127,7 +142,7 @@ for my $p (qw(json sse)) {
 
     # a private key in an argument: refused, the upstream sees nothing
     my $before = captured($p);
-    my ($m) = call($p, 'weather', { city => $pem });
+    ($m) = call($p, 'weather', { city => $pem });
     is($m->{error}{code}, -32602, "/$p: an argument holding a private key is refused with a JSON-RPC error");
     like($m->{error}{message} // '', qr/guardrail "secrets"/, '... that names the guardrail');
     ok(!exists $m->{result}, '... and no result');
@@ -170,6 +185,25 @@ for my $p (qw(json sse)) {
     unlike($r->{body}, qr/alice|example\.com/, '... nothing of the address in the reply');
 }
 
+# redact on arguments refuses as block does: the call is not rewritten
+my $before = captured('redact-args');
+($m) = call('redact-args', 'plain', { token => 'AKIAABCDEFGHIJKLMNOP' });
+is($m->{error}{code}, -32602, '/redact-args: a matching argument is refused, not rewritten');
+is(captured('redact-args'), $before, '... nothing reached the upstream');
+
+# a batch holding a refused call is refused whole
+# (batches are of 2025-03-26)
+$before = captured('sse');
+my $old = $t->mcp_initialize(path => '/sse', protocol_version => '2025-03-26');
+my $br = $t->mcp_post($old, '[{"jsonrpc":"2.0","id":950,"method":"tools/call","params":{"name":"plain",'
+                             . '"arguments":{"a":"ok"}}},{"jsonrpc":"2.0","id":951,"method":"tools/call",'
+                             . '"params":{"name":"plain","arguments":{"b":"' . 'AKIAABCDEFGHIJKLMNOP' . '"}}}]',
+                      path => '/sse');
+my %byid = map { $_->{id} => $_ } grep { ref $_ eq 'HASH' } @{ $br->{messages} // [] };
+is($byid{951}{error}{code}, -32602, '/sse: in a batch, the call with a secret is refused');
+ok($byid{950}{error}, '... and the other call of the batch is not relayed either');
+is(captured('sse'), $before, '... the upstream saw neither');
+
 # block on results: the result becomes an isError result
 my ($w, $wr) = call('withheld', 'weather', { city => $email });
 ok($w->{result}{isError}, '/withheld: a matching result becomes an isError result');
@@ -188,7 +222,7 @@ for my $p (qw(small small-sse)) {
 }
 
 # log: let through, told in the access log
-my ($m) = call('logged', 'weather', { city => $email });
+($m) = call('logged', 'weather', { city => $email });
 is($m->{result}{structuredContent}{city}, $email, '/logged: a matching result is let through');
 ok(McpTest::wait_until(5, sub { (McpTest::_slurp($t->prefix . '/logs/guard.log') // '') =~ m{^/logged guard=personal action=log$}m }),
    '... $mcp_guardrail and $mcp_guardrail_action say which set and which action');
@@ -207,6 +241,17 @@ for my $p (qw(json sse)) {
 is_deeply(names('open'), [qw(plain weather)], '/open (no guardrail): it is listed');
 unlink $describe;
 is_deeply(names('json'), [qw(plain weather)], 'the phrase gone, the tool is back');
+
+# prompts/list: a prompt described with an injection phrase is left out,
+# or, with redact, shown with the phrase replaced
+my ($pl) = $t->mcp_request($sid{sse}, 'prompts/list', {}, path => '/sse');
+is_deeply([ map { $_->{name} } @{ $pl->{result}{prompts} // [] } ], [qw(greeting)],
+          '/sse: prompts/list leaves out the poisoned prompt');
+($pl) = $t->mcp_request($sid{'redact-lists'}, 'prompts/list', {}, path => '/redact-lists');
+my %pd = map { $_->{name} => $_->{description} } @{ $pl->{result}{prompts} // [] };
+is($pd{greeting}, 'Greets a person', '/redact-lists: a clean description is as listed');
+is($pd{poisoned}, 'Summarises. [redacted:injection] [redacted:injection] [redacted:injection]',
+   '... a poisoned one has its phrases redacted');
 
 # metrics by action
 my $metrics = $t->request(path => '/metrics')->{body} // '';

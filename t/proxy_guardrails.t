@@ -43,6 +43,8 @@ my $t = McpTest->new(
     include $conf/guardrails-secrets.conf;
     include $conf/guardrails-personal.conf;
     include $conf/guardrails-injection.conf;
+    mcp_guardrail_set xs 'x';
+    mcp_guardrail_set edges '\\b';
     log_format guard '\$request_uri guard=\$mcp_guardrail action=\$mcp_guardrail_action';
 NGX
     server => <<'NGX',
@@ -87,6 +89,11 @@ NGX
             mcp_pass http://127.0.0.1:%%PORT3%%/redact-lists; mcp_session gw;
             mcp_pass_guardrail injection redact lists;
         }
+        location = /every {
+            mcp_pass http://127.0.0.1:%%PORT3%%/every; mcp_session gw;
+            mcp_pass_guardrail edges redact results;
+            mcp_pass_guardrail xs redact results;
+        }
         location = /open {
             mcp_pass http://127.0.0.1:%%PORT2%%/open; mcp_session gw;
         }
@@ -104,9 +111,9 @@ $t->start;
 
 my %calls = (json => $jcalls, sse => $scalls, logged => $jcalls, open => $jcalls, withheld => $scalls,
              small => $jcalls, 'small-sse' => $scalls, 'redact-args' => $scalls,
-             'redact-lists' => $scalls);
+             'redact-lists' => $scalls, every => $scalls);
 my %sid = map { $_ => scalar $t->mcp_initialize(path => "/$_") }
-          qw(json sse logged open withheld small small-sse redact-args redact-lists);
+          qw(json sse logged open withheld small small-sse redact-args redact-lists every);
 
 sub captured { McpTest::_slurp($calls{ $_[0] }) // '' }
 
@@ -184,6 +191,12 @@ for my $p (qw(json sse)) {
          '... so is the text content, the marker in place of the address');
     unlike($r->{body}, qr/alice|example\.com/, '... nothing of the address in the reply');
 }
+
+# a pattern that matches every byte, one that matches empty strings
+($m) = call('every', 'weather', { city => ('x' x 300) . ' ab' });
+is($m->{result}{structuredContent}{city},
+   '[redacted:edges]' . ('[redacted:xs]' x 300) . '[redacted:edges] [redacted:edges]ab[redacted:edges]',
+   '/every: each of 300 matches redacted, and each empty match');
 
 # redact on arguments refuses as block does: the call is not rewritten
 my $before = captured('redact-args');

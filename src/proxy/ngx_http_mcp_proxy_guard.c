@@ -50,6 +50,8 @@ static ngx_int_t ngx_http_mcp_guard_match(ngx_http_mcp_guard_set_t *set,
     u_char *s, ngx_log_t *log);
 static u_char *ngx_http_mcp_guard_redact(ngx_pool_t *pool,
     ngx_http_mcp_guard_t *g, u_char *s, ngx_log_t *log);
+static ngx_int_t ngx_http_mcp_guard_next(ngx_regex_t *re, u_char *s,
+    size_t len, size_t off, size_t *start, size_t *end);
 static ngx_int_t ngx_http_mcp_guard_listed(void *data, cJSON *tool,
     ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_guard_item(ngx_http_mcp_proxy_ctx_t *pctx,
@@ -670,17 +672,19 @@ ngx_http_mcp_guard_match(ngx_http_mcp_guard_set_t *set, u_char *s,
 }
 
 
-/* s with every match of every pattern of the set replaced by the marker */
+/*
+ * s with every match of every pattern of the set replaced by the marker;
+ * the copy grows as markers are written (a pattern that matches every
+ * byte would make it marker-long times as long)
+ */
 
 static u_char *
 ngx_http_mcp_guard_redact(ngx_pool_t *pool, ngx_http_mcp_guard_t *g,
     u_char *s, ngx_log_t *log)
 {
-    int               cap[3];
-    u_char           *out, *p;
-    size_t            len, off, n;
+    u_char           *out, *p, *grown;
+    size_t            len, off, start, end, size, need;
     ngx_int_t         rc;
-    ngx_str_t         rest;
     ngx_uint_t        i;
     ngx_regex_elt_t  *re;
 
@@ -689,9 +693,9 @@ ngx_http_mcp_guard_redact(ngx_pool_t *pool, ngx_http_mcp_guard_t *g,
     for (i = 0; i < g->set->regexes.nelts; i++) {
 
         len = ngx_strlen(s);
+        size = len + g->marker.len + 2;
 
-        /* each match is at least a byte but for an empty one: room */
-        out = ngx_pnalloc(pool, (len + 1) * (g->marker.len + 1) + 1);
+        out = ngx_pnalloc(pool, size);
         if (out == NULL) {
             return NULL;
         }
@@ -700,36 +704,49 @@ ngx_http_mcp_guard_redact(ngx_pool_t *pool, ngx_http_mcp_guard_t *g,
         off = 0;
 
         while (off <= len) {
-            rest.data = s + off;
-            rest.len = len - off;
 
-            rc = ngx_regex_exec(re[i].regex, &rest, cap, 3);
+            rc = ngx_http_mcp_guard_next(re[i].regex, s, len, off, &start,
+                                         &end);
 
-            if (rc == NGX_REGEX_NO_MATCHED) {
+            if (rc == NGX_DECLINED) {
                 break;
             }
 
-            if (rc < NGX_REGEX_NO_MATCHED) {
+            if (rc != NGX_OK) {
                 ngx_log_error(NGX_LOG_ALERT, log, 0,
                               ngx_regex_exec_n " failed: %i on \"%s\"",
                               rc, re[i].name);
                 return NULL;
             }
 
-            p = ngx_cpymem(p, rest.data, cap[0]);
-            p = ngx_cpymem(p, g->marker.data, g->marker.len);
-            n = cap[1];
+            /* what is written so far, this match, and the rest as it is */
+            need = (p - out) + (start - off) + g->marker.len
+                   + (len - end) + 2;
 
-            if (cap[1] == cap[0]) {
-                /* an empty match: the next byte stays, the look moves on */
-                if (off + n < len) {
-                    *p++ = rest.data[n];
+            if (need > size) {
+                size = ngx_max(2 * size, need);
+
+                grown = ngx_pnalloc(pool, size);
+                if (grown == NULL) {
+                    return NULL;
                 }
 
-                n++;
+                p = ngx_cpymem(grown, out, p - out);
+                out = grown;
             }
 
-            off += n;
+            p = ngx_cpymem(p, s + off, start - off);
+            p = ngx_cpymem(p, g->marker.data, g->marker.len);
+            off = end;
+
+            if (end == start) {
+                /* an empty match: the next byte stays, the look moves on */
+                if (off < len) {
+                    *p++ = s[off];
+                }
+
+                off++;
+            }
         }
 
         if (off < len) {
@@ -741,6 +758,67 @@ ngx_http_mcp_guard_redact(ngx_pool_t *pool, ngx_http_mcp_guard_t *g,
     }
 
     return s;
+}
+
+
+/*
+ * The first match of re in s at or after off, read in the whole of s
+ * (so that \b or a lookbehind sees what is before off): NGX_OK with its
+ * start and end, NGX_DECLINED, or the library's error code.
+ * ngx_regex_exec() has no start offset, hence the library's own call.
+ */
+
+static ngx_int_t
+ngx_http_mcp_guard_next(ngx_regex_t *re, u_char *s, size_t len, size_t off,
+    size_t *start, size_t *end)
+{
+#if (NGX_PCRE2)
+    int                        rc;
+    PCRE2_SIZE                *ov;
+    static pcre2_match_data   *md;
+
+    /* one pair is all a redaction reads; kept for the process */
+    if (md == NULL) {
+        md = pcre2_match_data_create(1, NULL);
+        if (md == NULL) {
+            return PCRE2_ERROR_NOMEMORY;
+        }
+    }
+
+    rc = pcre2_match(re, s, len, off, 0, md, NULL);
+
+    if (rc == PCRE2_ERROR_NOMATCH) {
+        return NGX_DECLINED;
+    }
+
+    if (rc < 0) {
+        return rc;
+    }
+
+    ov = pcre2_get_ovector_pointer(md);
+
+    *start = ov[0];
+    *end = ngx_max(ov[0], ov[1]);   /* \K may end a match before it */
+
+#else
+    int  rc, cap[3];
+
+    rc = pcre_exec(re->code, re->extra, (const char *) s, len, off, 0,
+                   cap, 3);
+
+    if (rc == PCRE_ERROR_NOMATCH) {
+        return NGX_DECLINED;
+    }
+
+    if (rc < 0) {
+        return rc;
+    }
+
+    *start = cap[0];
+    *end = ngx_max(cap[0], cap[1]);
+#endif
+
+    return NGX_OK;
 }
 
 

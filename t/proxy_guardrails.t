@@ -20,7 +20,7 @@
 #   "redact", the phrases are replaced;
 # - a reply over mcp_pass_filter_buffer_size is refused (JSON: a
 #   JSON-RPC error; SSE: the stream is cut), not relayed unread;
-# - mcp_guardrail_matches_total counts by action; nginx -t refuses an
+# - mcp_guardrail_matches_total counts by set and action; nginx -t refuses an
 #   unknown set, a bad action, a bad pattern.
 
 use strict;
@@ -266,14 +266,22 @@ is($pd{greeting}, 'Greets a person', '/redact-lists: a clean description is as l
 is($pd{poisoned}, 'Summarises. [redacted:injection] [redacted:injection] [redacted:injection]',
    '... a poisoned one has its phrases redacted');
 
-# metrics by action
+# metrics by set and action
 my $metrics = $t->request(path => '/metrics')->{body} // '';
-my ($block) = $metrics =~ /^mcp_guardrail_matches_total\{action="block"\} (\d+)$/m;
-my ($redact) = $metrics =~ /^mcp_guardrail_matches_total\{action="redact"\} (\d+)$/m;
-my ($log) = $metrics =~ /^mcp_guardrail_matches_total\{action="log"\} (\d+)$/m;
-cmp_ok($block // 0, '>=', 10, "mcp_guardrail_matches_total{action=\"block\"}: $block");
-cmp_ok($redact // 0, '>=', 2, "... redact: $redact");
-cmp_ok($log // 0, '>=', 1, "... log: $log");
+sub matches {
+    my ($set, $action) = @_;
+    my ($n) = $metrics =~ /^mcp_guardrail_matches_total\{set="\Q$set\E",action="$action"\} (\d+)$/m;
+    return $n;
+}
+is(matches('secrets', 'block'), 9, 'mcp_guardrail_matches_total{set="secrets",action="block"}: every refused call');
+is(matches('personal', 'redact'), 2, '... personal, redact: the two redacted results');
+is(matches('personal', 'log'), 1, '... personal, log: the one let through');
+is(matches('personal', 'block'), 1, '... personal, block: the withheld result');
+is(matches('injection', 'block'), 3, '... injection, block: the tool left out twice, the prompt once');
+is(matches('injection', 'redact'), 1, '... injection, redact: the prompt rewritten');
+is(matches('secrets', 'redact'), 1, '... secrets, redact (on arguments, a refusal)');
+is(matches('secrets', 'log'), 0, '... and a set and action that never matched: 0');
+unlike($metrics, qr/set="other"/, '... no "other" row with fewer sets than rows');
 
 # nginx -t
 for my $bad ([ 'mcp_pass_guardrail nosuch block;', qr/no mcp_guardrail_set "nosuch"/ ],

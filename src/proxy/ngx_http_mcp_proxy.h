@@ -105,6 +105,7 @@ typedef struct {
 typedef struct {
     ngx_str_t                  name;
     ngx_array_t                regexes;     /* ngx_regex_elt_t */
+    ngx_uint_t                 metric;      /* its row in the metrics */
 } ngx_http_mcp_guard_set_t;
 
 typedef struct {

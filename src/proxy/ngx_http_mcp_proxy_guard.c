@@ -107,6 +107,7 @@ ngx_http_mcp_guardrail_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_mcp_proxy_main_conf_t *pmcf = conf;
 
     u_char                     errstr[NGX_MAX_CONF_ERRSTR], c;
+    ngx_int_t                  n;
     ngx_str_t                 *value;
     ngx_uint_t                 i;
     ngx_regex_elt_t           *re;
@@ -141,6 +142,13 @@ ngx_http_mcp_guardrail_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     set->name = value[1];
+
+    n = ngx_http_mcp_metrics_guard_set(cf, &set->name);
+    if (n == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    set->metric = n;
 
     if (ngx_array_init(&set->regexes, cf->pool, cf->args->nelts - 2,
                        sizeof(ngx_regex_elt_t))
@@ -828,7 +836,7 @@ ngx_http_mcp_guard_told(ngx_http_mcp_proxy_ctx_t *pctx,
 {
     pctx->guard_hit = g;
 
-    ngx_http_mcp_metrics_guardrail(g->action);
+    ngx_http_mcp_metrics_guardrail(g->set->metric, g->action);
 
     /* what matched is not logged: it is what the guard keeps out */
     ngx_log_error(NGX_LOG_INFO, pctx->ctx->request->connection->log, 0,

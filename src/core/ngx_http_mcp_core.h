@@ -53,6 +53,9 @@ typedef struct {
     ngx_http_mcp_set_t        *empty_set;
     void                      *metrics;     /* metrics.c's, or NULL: no
                                                mcp_metrics location */
+    ngx_array_t               *guard_sets;  /* ngx_str_t: the names of
+                                               mcp_guardrail_set, counted
+                                               by name in the metrics */
     ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
     ngx_str_t                  ipc_path;    /* mcp_ipc_path */
     ngx_int_t                  request_id;  /* $request_id's index */

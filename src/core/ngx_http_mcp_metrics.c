@@ -32,6 +32,7 @@
 #define NGX_HTTP_MCP_METRICS_TOOLS    64
 #define NGX_HTTP_MCP_METRICS_BUCKETS  14
 #define NGX_HTTP_MCP_METRICS_LINE     128   /* a line without a name */
+#define NGX_HTTP_MCP_METRICS_GUARDS   32    /* guardrail sets by name */
 
 
 typedef struct {
@@ -78,6 +79,10 @@ typedef struct {
     ngx_atomic_t               timeouts;    /* server requests */
     ngx_atomic_t               backend_failures;  /* mcp_backend's */
     ngx_atomic_t               pin_changes;  /* mcp_pass_pin's */
+    ngx_atomic_t               guardrails[NGX_HTTP_MCP_METRICS_GUARDS + 1]
+                                         [3];  /* by set ("other" first)
+                                                  and action: block,
+                                                  redact, log */
     ngx_atomic_t               upstream_errors[NGX_HTTP_MCP_M_UPSTREAM_ERRORS];
     ngx_http_mcp_histogram_t   upstream;    /* time to the reply's header */
     ngx_atomic_t               tools[1];    /* (ntools + 1) * outcomes */
@@ -119,6 +124,8 @@ static u_char *ngx_http_mcp_metrics_counters(u_char *p,
 static u_char *ngx_http_mcp_metrics_labeled(u_char *p,
     ngx_http_mcp_metrics_conf_t *mcf, const char *name, const char *label,
     ngx_str_t *values, ngx_uint_t n, ngx_uint_t offset);
+static u_char *ngx_http_mcp_metrics_guards(u_char *p,
+    ngx_http_mcp_metrics_conf_t *mcf);
 static u_char *ngx_http_mcp_metrics_histogram(u_char *p, const char *name,
     ngx_http_mcp_metrics_conf_t *mcf, ngx_uint_t offset, const char *label,
     ngx_str_t *value);
@@ -236,6 +243,7 @@ ngx_http_mcp_metrics_init_conf(ngx_conf_t *cf)
 {
     size_t                        size;
     ngx_str_t                     name = ngx_string(NGX_HTTP_MCP_METRICS_ZONE);
+    ngx_str_t                    *gs;
     ngx_uint_t                    i;
     ngx_core_conf_t              *ccf;
     ngx_http_mcp_main_conf_t     *mmcf;
@@ -268,6 +276,13 @@ ngx_http_mcp_metrics_init_conf(ngx_conf_t *cf)
     for (i = 0; i < mcf->ntools; i++) {
         mcf->layout ^= ngx_crc32_short(mcf->tool_names[i].data,
                                        mcf->tool_names[i].len) + i;
+    }
+
+    /* the guardrail sets' rows are theirs by order */
+    gs = (mmcf->guard_sets != NULL) ? mmcf->guard_sets->elts : NULL;
+
+    for (i = 0; gs != NULL && i < mmcf->guard_sets->nelts; i++) {
+        mcf->layout ^= ngx_crc32_short(gs[i].data, gs[i].len) + 1000 + i;
     }
 
     size = 8 * ngx_pagesize + 128 + mcf->nslots * mcf->slot_size;
@@ -669,6 +684,57 @@ ngx_http_mcp_metrics_pin_change(void)
 }
 
 
+/*
+ * mcp_guardrail_set: a set's row in the counters, 1 to
+ * NGX_HTTP_MCP_METRICS_GUARDS in the order of definition, 0 ("other")
+ * past them, or NGX_ERROR
+ */
+
+ngx_int_t
+ngx_http_mcp_metrics_guard_set(ngx_conf_t *cf, ngx_str_t *name)
+{
+    ngx_str_t                 *s;
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);
+
+    if (mmcf->guard_sets == NULL) {
+        mmcf->guard_sets = ngx_array_create(cf->pool, 4, sizeof(ngx_str_t));
+        if (mmcf->guard_sets == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (mmcf->guard_sets->nelts == NGX_HTTP_MCP_METRICS_GUARDS) {
+        return 0;
+    }
+
+    s = ngx_array_push(mmcf->guard_sets);
+    if (s == NULL) {
+        return NGX_ERROR;
+    }
+
+    *s = *name;
+
+    return mmcf->guard_sets->nelts;
+}
+
+
+/* mcp_pass_guardrail: a set matched (see proxy_guard.c) */
+
+void
+ngx_http_mcp_metrics_guardrail(ngx_uint_t set, ngx_uint_t action)
+{
+    ngx_http_mcp_metrics_slot_t  *slot;
+
+    slot = ngx_http_mcp_metrics_slot(NULL);
+
+    if (slot != NULL && set <= NGX_HTTP_MCP_METRICS_GUARDS && action < 3) {
+        (void) ngx_atomic_fetch_add(&slot->guardrails[set][action], 1);
+    }
+}
+
+
 /* mcp_backend: a backend failed a request (see aggregate_leg.c) */
 
 void
@@ -775,6 +841,7 @@ ngx_http_mcp_metrics_handler(ngx_http_request_t *r)
     u_char                       *p;
     ngx_int_t                     rc;
     ngx_buf_t                    *b;
+    ngx_str_t                    *gs;
     ngx_uint_t                    i, nzones;
     ngx_chain_t                   out;
     ngx_shm_zone_t              **zp;
@@ -805,6 +872,14 @@ ngx_http_mcp_metrics_handler(ngx_http_request_t *r)
     for (i = 0; i < mcf->ntools; i++) {
         size += NGX_HTTP_MCP_M_OUTCOMES
                 * (NGX_HTTP_MCP_METRICS_LINE + 2 * mcf->tool_names[i].len);
+    }
+
+    size += 3 * (NGX_HTTP_MCP_METRICS_GUARDS + 1)
+            * (NGX_HTTP_MCP_METRICS_LINE + 64);
+    gs = (mmcf->guard_sets != NULL) ? mmcf->guard_sets->elts : NULL;
+
+    for (i = 0; gs != NULL && i < mmcf->guard_sets->nelts; i++) {
+        size += 3 * 2 * gs[i].len;
     }
 
     nzones = mmcf->store.zones.nelts + (mmcf->store.default_zone != NULL);
@@ -982,6 +1057,8 @@ ngx_http_mcp_metrics_counters(u_char *p, ngx_http_mcp_metrics_conf_t *mcf)
             ngx_http_mcp_metrics_sum(mcf,
                 ngx_http_mcp_metrics_at(pin_changes)));
 
+    p = ngx_http_mcp_metrics_guards(p, mcf);
+
     p = ngx_sprintf(p,
             "# HELP mcp_upstream_errors_total mcp_pass requests that failed "
             "at the upstream, by kind.\n"
@@ -1017,6 +1094,54 @@ ngx_http_mcp_metrics_labeled(u_char *p, ngx_http_mcp_metrics_conf_t *mcf,
         p = ngx_sprintf(p, "%s{%s=\"%V\"} %uL\n", name, label, &values[i],
                         ngx_http_mcp_metrics_sum(mcf,
                             offset + i * sizeof(ngx_atomic_t)));
+    }
+
+    return p;
+}
+
+
+/* mcp_guardrail_matches_total, by set and action */
+
+static u_char *
+ngx_http_mcp_metrics_guards(u_char *p, ngx_http_mcp_metrics_conf_t *mcf)
+{
+    ngx_str_t                  other = ngx_string("other"), *names, *set;
+    ngx_uint_t                 i, j, n;
+    ngx_http_mcp_main_conf_t  *mmcf;
+
+    static ngx_str_t  actions[] = {
+        ngx_string("block"), ngx_string("redact"), ngx_string("log")
+    };
+
+    mmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_mcp_module);
+
+    p = ngx_sprintf(p,
+            "# HELP mcp_guardrail_matches_total Guardrail sets that matched "
+            "(mcp_pass_guardrail), by set and action.\n"
+            "# TYPE mcp_guardrail_matches_total counter\n");
+
+    if (mmcf == NULL || mmcf->guard_sets == NULL) {
+        return p;
+    }
+
+    names = mmcf->guard_sets->elts;
+    n = mmcf->guard_sets->nelts;
+
+    /* "other" only when there are more sets than rows */
+    for (i = (n == NGX_HTTP_MCP_METRICS_GUARDS) ? 0 : 1; i <= n; i++) {
+
+        set = i ? &names[i - 1] : &other;
+
+        for (j = 0; j < 3; j++) {
+            p = ngx_cpymem(p, "mcp_guardrail_matches_total{set=\"",
+                           sizeof("mcp_guardrail_matches_total{set=\"")
+                           - 1);
+            p = ngx_http_mcp_metrics_label(p, set);
+            p = ngx_sprintf(p, "\",action=\"%V\"} %uL\n", &actions[j],
+                            ngx_http_mcp_metrics_sum(mcf,
+                                ngx_http_mcp_metrics_at(guardrails[i][j])));
+        }
     }
 
     return p;

@@ -30,6 +30,8 @@ void ngx_http_mcp_metrics_auth(ngx_http_request_t *r, ngx_str_t *result);
 void ngx_http_mcp_metrics_server_timeout(void);
 void ngx_http_mcp_metrics_backend_failure(void);
 void ngx_http_mcp_metrics_pin_change(void);
+ngx_int_t ngx_http_mcp_metrics_guard_set(ngx_conf_t *cf, ngx_str_t *name);
+void ngx_http_mcp_metrics_guardrail(ngx_uint_t set, ngx_uint_t action);
 void ngx_http_mcp_metrics_upstream_header(uint64_t start);
 void ngx_http_mcp_metrics_gateway(ngx_http_request_t *r, ngx_array_t *msgs,
     uint64_t start, ngx_int_t rc, ngx_uint_t sent);

@@ -5,7 +5,7 @@
  * (ngx_http_mcp_proxy_request.c) and its upstream side
  * (ngx_http_mcp_proxy_upstream.c, _reply.c, _body.c, _stream.c,
  * _check.c, _hold.c, _sesskey.c, _balancer.c; its credentials: _cred.c;
- * its curated views: _view.c)
+ * its curated views: _view.c; its guardrails: _guard.c)
  * share, and what the module's HTTP edge asks of it.
  */
 
@@ -90,7 +90,42 @@ typedef struct {
     ngx_http_mcp_exchange_key_t  *exchange_key;
     ngx_array_t               *views;       /* mcp_pass_tool, or NULL
                                                (ngx_http_mcp_proxy_view.c) */
+    ngx_array_t               *guards;      /* mcp_pass_guardrail, or NULL:
+                                               ngx_http_mcp_guard_t */
+    ngx_uint_t                 guard_where;  /* what any of them reads:
+                                                NGX_HTTP_MCP_GUARD_* */
 } ngx_http_mcp_proxy_loc_conf_t;
+
+
+/*
+ * Guardrails (ngx_http_mcp_proxy_guard.c): a named set of patterns
+ * (mcp_guardrail_set, http level), and what a location does with it
+ * (mcp_pass_guardrail).
+ */
+typedef struct {
+    ngx_str_t                  name;
+    ngx_array_t                regexes;     /* ngx_regex_elt_t */
+    ngx_uint_t                 metric;      /* its row in the metrics */
+} ngx_http_mcp_guard_set_t;
+
+typedef struct {
+    ngx_http_mcp_guard_set_t  *set;
+    ngx_str_t                  marker;      /* [redacted:NAME] */
+    ngx_uint_t                 action;      /* NGX_HTTP_MCP_GUARD_BLOCK.. */
+    ngx_uint_t                 where;       /* NGX_HTTP_MCP_GUARD_ARGS.. */
+} ngx_http_mcp_guard_t;
+
+typedef struct {
+    ngx_array_t                sets;        /* ngx_http_mcp_guard_set_t */
+} ngx_http_mcp_proxy_main_conf_t;
+
+#define NGX_HTTP_MCP_GUARD_BLOCK    0
+#define NGX_HTTP_MCP_GUARD_REDACT   1
+#define NGX_HTTP_MCP_GUARD_LOG      2
+
+#define NGX_HTTP_MCP_GUARD_ARGS     0x01
+#define NGX_HTTP_MCP_GUARD_RESULTS  0x02
+#define NGX_HTTP_MCP_GUARD_LISTS    0x04
 
 
 /*
@@ -172,6 +207,9 @@ typedef struct {
     unsigned                   hold:1;      /* requests are looked for */
     unsigned                   holding:1;   /* one is held */
 
+    /* the last guardrail that matched, for $mcp_guardrail */
+    ngx_http_mcp_guard_t      *guard_hit;
+
     /* mcp_pass_tool: a renamed call's body and Mcp-Name, or NULL data */
     ngx_str_t                  body;
     ngx_str_t                  mcp_name;
@@ -243,6 +281,20 @@ ngx_int_t ngx_http_mcp_proxy_view_call(ngx_http_mcp_proxy_loc_conf_t *plcf,
 ngx_int_t ngx_http_mcp_proxy_view_list(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result, ngx_uint_t *changed);
 ngx_int_t ngx_http_mcp_proxy_view_body(ngx_http_mcp_proxy_ctx_t *pctx);
+
+/* guardrails (ngx_http_mcp_proxy_guard.c) */
+void *ngx_http_mcp_proxy_create_main_conf(ngx_conf_t *cf);
+char *ngx_http_mcp_guardrail_set(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_mcp_pass_guardrail(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_mcp_proxy_guard_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_proxy_guard_arguments(ngx_http_mcp_proxy_ctx_t *pctx,
+    cJSON *arguments, const char **why);
+ngx_int_t ngx_http_mcp_proxy_guard_result(ngx_http_mcp_proxy_ctx_t *pctx,
+    cJSON *result, ngx_uint_t *changed);
+ngx_int_t ngx_http_mcp_proxy_guard_list(ngx_http_mcp_proxy_ctx_t *pctx,
+    cJSON *result, ngx_uint_t *changed);
 
 /* what mcp_pass reads of a POST and its reply (ngx_http_mcp_proxy_check.c) */
 void ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx);

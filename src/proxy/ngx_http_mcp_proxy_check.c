@@ -12,6 +12,9 @@
  *   its result against the outputSchema, as the module holds its own
  *   tools to theirs (ngx_http_mcp_output.c).
  *
+ * With mcp_pass_guardrail, each result and list read is held to the
+ * location's pattern sets too (ngx_http_mcp_proxy_guard.c).
+ *
  * A tool no list relayed through the gateway has shown yet is relayed
  * unchecked: the checks are the gateway's second look, the upstream's
  * own is the first.  The replies are read where the policy reads them:
@@ -89,8 +92,12 @@ ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx)
 
         if (((learn || pctx->conf->views != NULL)
              && ngx_http_mcp_proxy_method(&msg[i], "tools/list"))
-            || (pctx->conf->check_results
-                && ngx_http_mcp_proxy_method(&msg[i], "tools/call")))
+            || ((pctx->conf->check_results
+                 || (pctx->conf->guard_where & NGX_HTTP_MCP_GUARD_RESULTS))
+                && ngx_http_mcp_proxy_method(&msg[i], "tools/call"))
+            || ((pctx->conf->guard_where & NGX_HTTP_MCP_GUARD_LISTS)
+                && (ngx_http_mcp_proxy_method(&msg[i], "tools/list")
+                    || ngx_http_mcp_proxy_method(&msg[i], "prompts/list"))))
         {
             pctx->read = 1;
             pctx->must_read = 1;
@@ -107,9 +114,15 @@ ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
 {
     tf->allowed = ngx_http_mcp_proxy_tool_visible;
 
-    /* pins and views read the tools/list answers of every stream too */
+    /*
+     * pins and views read the tools/list answers of every stream too,
+     * guardrails its results and lists
+     */
     tf->message = (pctx->read || pctx->conf->pin != NGX_HTTP_MCP_PIN_OFF
-                   || pctx->conf->views != NULL)
+                   || pctx->conf->views != NULL
+                   || (pctx->conf->guard_where
+                       & (NGX_HTTP_MCP_GUARD_RESULTS
+                          | NGX_HTTP_MCP_GUARD_LISTS)))
                   ? ngx_http_mcp_proxy_reply_message : NULL;
     tf->data = pctx->ctx;
 }
@@ -258,6 +271,20 @@ ngx_http_mcp_proxy_reply_message(void *data, cJSON *message,
         return NGX_ERROR;
     }
 
+    /* the guardrails read what the client is to see, view and all */
+    if (cJSON_IsObject(result)
+        && pctx->conf->guard_where != 0
+        && (ngx_http_mcp_proxy_method(msg, "tools/call")
+            ? ngx_http_mcp_proxy_guard_result(pctx, result, changed)
+            : (ngx_http_mcp_proxy_method(msg, "tools/list")
+               || ngx_http_mcp_proxy_method(msg, "prompts/list"))
+              ? ngx_http_mcp_proxy_guard_list(pctx, result, changed)
+              : NGX_OK)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     ngx_http_mcp_jsonrpc_outcome(msg, message);
 
     return NGX_OK;
@@ -268,6 +295,21 @@ static ngx_int_t
 ngx_http_mcp_proxy_foreign_list(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result, ngx_uint_t *changed)
 {
+    /* its method unknown: a result is taken for what it holds */
+    if (pctx->conf->guard_where != 0) {
+        if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(result,
+                                                           "content")))
+        {
+            return ngx_http_mcp_proxy_guard_result(pctx, result, changed);
+        }
+
+        if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(result,
+                                                           "prompts")))
+        {
+            return ngx_http_mcp_proxy_guard_list(pctx, result, changed);
+        }
+    }
+
     if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(result, "tools"))) {
         return NGX_OK;
     }
@@ -284,7 +326,7 @@ ngx_http_mcp_proxy_foreign_list(ngx_http_mcp_proxy_ctx_t *pctx,
         return NGX_ERROR;
     }
 
-    return NGX_OK;
+    return ngx_http_mcp_proxy_guard_list(pctx, result, changed);
 }
 
 

@@ -18,6 +18,7 @@ static char *ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static ngx_int_t ngx_http_mcp_proxy_ssl(ngx_conf_t *cf,
     ngx_http_mcp_proxy_loc_conf_t *conf);
+static ngx_int_t ngx_http_mcp_proxy_add_variables(ngx_conf_t *cf);
 static char *ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_mcp_pass_ssl_password_file(ngx_conf_t *cf,
@@ -95,6 +96,20 @@ static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
     { ngx_string("mcp_pass_tool"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
       ngx_http_mcp_pass_tool,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_guardrail_set"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_mcp_guardrail_set,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_pass_guardrail"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_2MORE,
+      ngx_http_mcp_pass_guardrail,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -209,10 +224,10 @@ static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
 
 
 static ngx_http_module_t  ngx_http_mcp_proxy_module_ctx = {
-    ngx_http_mcp_exchange_add_variables,   /* preconfiguration */
+    ngx_http_mcp_proxy_add_variables,      /* preconfiguration */
     ngx_http_mcp_exchange_init,            /* postconfiguration */
 
-    NULL,                                  /* create main configuration */
+    ngx_http_mcp_proxy_create_main_conf,   /* create main configuration */
     NULL,                                  /* init main configuration */
 
     NULL,                                  /* create server configuration */
@@ -366,6 +381,17 @@ ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+static ngx_int_t
+ngx_http_mcp_proxy_add_variables(ngx_conf_t *cf)
+{
+    if (ngx_http_mcp_exchange_add_variables(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_proxy_guard_add_variables(cf);
+}
+
+
 static void *
 ngx_http_mcp_proxy_create_loc_conf(ngx_conf_t *cf)
 {
@@ -401,6 +427,7 @@ ngx_http_mcp_proxy_create_loc_conf(ngx_conf_t *cf)
     conf->exchange_auth = NGX_CONF_UNSET_UINT;
     conf->exchange_key = NGX_CONF_UNSET_PTR;
     conf->views = NGX_CONF_UNSET_PTR;
+    conf->guards = NGX_CONF_UNSET_PTR;
 
     /* unbuffered: SSE events go out as they come */
     conf->upstream.cyclic_temp_file = 0;
@@ -462,6 +489,13 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_ptr_value(conf->pins, prev->pins, NULL);
     ngx_conf_merge_ptr_value(conf->set_headers, prev->set_headers, NULL);
     ngx_conf_merge_ptr_value(conf->views, prev->views, NULL);
+
+    /* a location's guardrails are its own, or all of the level above's */
+    if (conf->guards == NGX_CONF_UNSET_PTR) {
+        conf->guards = (prev->guards == NGX_CONF_UNSET_PTR) ? NULL
+                                                            : prev->guards;
+        conf->guard_where = prev->guard_where;
+    }
 
     if (ngx_http_mcp_exchange_merge(cf, prev, conf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;

@@ -214,10 +214,13 @@ ngx_http_mcp_proxy_policy(ngx_http_mcp_ctx_t *ctx)
 
     /*
      * a view hides and renames as the policy hides; pins take a changed
-     * tool out of a list, whichever stream it comes on
+     * tool out of a list, whichever stream it comes on; guardrails read
+     * the results and lists of every stream
      */
     return ngx_http_mcp_policy_on(ctx->conf) || plcf->views != NULL
            || plcf->pin != NGX_HTTP_MCP_PIN_OFF
+           || (plcf->guard_where
+               & (NGX_HTTP_MCP_GUARD_RESULTS | NGX_HTTP_MCP_GUARD_LISTS))
            || (ctx->rctx.auth != NULL
                && ngx_http_mcp_auth_tool_scoped(ctx->rctx.auth));
 }
@@ -316,6 +319,15 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
                                                    NGX_HTTP_MCP_INVALID_PARAMS,
                                                    why);
                 return NGX_DECLINED;
+            }
+
+            /* a guardrail's refusal: nothing of the POST is relayed */
+            if (limits == NGX_OK) {
+                limits = ngx_http_mcp_proxy_guard_arguments(pctx, args, &why);
+
+                if (limits == NGX_DECLINED) {
+                    error = (u_char *) why;
+                }
             }
 
             if (limits == NGX_OK) {

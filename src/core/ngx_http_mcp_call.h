@@ -53,6 +53,10 @@ struct ngx_http_mcp_call_s {
                                                    it as usual */
     ngx_int_t                (*relay)(ngx_http_mcp_call_t *call,
                                       cJSON *message);
+    void                     (*quit)(ngx_http_mcp_call_t *call);
+                                                /* an endless call's: ends
+                                                   it when the worker
+                                                   exits */
                                                 /* a 2025 task's: its
                                                    requests to the client
                                                    (message) go through
@@ -88,7 +92,8 @@ struct ngx_http_mcp_call_s {
     unsigned                   live:1;          /* in the worker's list */
     unsigned                   endless:1;       /* never ends by itself
                                                    (subscriptions/listen):
-                                                   its stream ends at once
+                                                   its stream ends at once,
+                                                   after what quit sends,
                                                    when the worker exits */
     unsigned                   initialized:1;   /* its session's client
                                                    sent notifications/

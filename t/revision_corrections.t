@@ -138,8 +138,10 @@ ok(exists(((((msg_of($miss)->{error} // {})->{data} // {})->{requiredCapabilitie
 
 # --- #3171: the listen stream a reload ends ends with its result ----------------------
 
-{
-    my $l = post26('lst-1', 'subscriptions/listen',
+# a listen stream, read up to its acknowledgement
+sub listen_open {
+    my ($id) = @_;
+    my $l = post26($id, 'subscriptions/listen',
                    { notifications => { toolsListChanged => JSON::PP::true() } }, stream => 1);
     my $ack;
     while (my $ev = take($l, 5)) {
@@ -148,7 +150,12 @@ ok(exists(((((msg_of($miss)->{error} // {})->{data} // {})->{requiredCapabilitie
             last;
         }
     }
-    ok($ack, 'the listen stream is acknowledged');
+    ok($ack, "the listen stream $id is acknowledged");
+    return $l;
+}
+
+{
+    my $l = listen_open('lst-1');
     my @old = $t->worker_pids;
     ok($t->reload(wait_old => 0), 'reload with the listen stream open');
     my @ev = take_all($l, 10);
@@ -166,8 +173,21 @@ ok(exists(((((msg_of($miss)->{error} // {})->{data} // {})->{requiredCapabilitie
     ok(wait_until(10, sub { !grep { McpTest::_alive($_) } @old }), 'the old workers exit');
 }
 
-$t->stop;
-ok(!(grep { /\[(?:alert|crit|emerg)\]/ } split /\n/, $t->error_log),
-   'no [alert]/[crit]/[emerg]');
+# ... and a fast shutdown (SIGTERM), which waits for nothing, the same
+{
+    my $l = listen_open('lst-2');
+    my $master = $t->master_pid;
+    kill 'TERM', $master;
+    my @rpc = grep { defined $_->{json} } take_all($l, 10);
+    my $m = ($rpc[-1] // {})->{json} // {};
+    is_deeply([ $m->{id}, ($m->{result} // {})->{resultType},
+                (($m->{result} // {})->{_meta} // {})->{"${P}subscriptionId"} ],
+              [ 'lst-2', 'complete', 'lst-2' ],
+              'SIGTERM: the listen stream ends with its result');
+    my $status = McpTest::_wait_pid($master, 10);
+    ok(defined $status && $status == 0, 'SIGTERM: nginx exits with 0');
+    $t->check_log(name => 'the error log is clean', final => 1);
+    delete $t->{pid};
+}
 
 done_testing;

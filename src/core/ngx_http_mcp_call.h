@@ -53,15 +53,15 @@ struct ngx_http_mcp_call_s {
                                                    it as usual */
     ngx_int_t                (*relay)(ngx_http_mcp_call_t *call,
                                       cJSON *message);
-    void                     (*quit)(ngx_http_mcp_call_t *call);
-                                                /* an endless call's: ends
-                                                   it when the worker
-                                                   exits */
                                                 /* a 2025 task's: its
                                                    requests to the client
                                                    (message) go through
                                                    the task, which hears
                                                    of each answer (NULL) */
+    void                     (*quit)(ngx_http_mcp_call_t *call);
+                                                /* an endless call's: ends
+                                                   it when the worker
+                                                   exits */
     void                      *task;            /* the task's own */
     ngx_str_t                  client_key;      /* mcp_session_zone's
                                                    per_client value */

@@ -458,7 +458,7 @@ my ($t26_rpc, $t26_lid);
 
     my ($ack, undef, $uid) = $rpc->(2, 'tasks/update', { taskId => $tid,
         inputResponses => { confirm => { action => 'accept', content => { confirm => \1 } } } });
-    is_deeply($ack->{result}, { resultType => 'complete' }, 'tasks/update via node 2: ack');
+    is_deeply($ack->{result}, $ACK, 'tasks/update via node 2: ack');
     is_deeply($answered_by->($uid), [ 0, 2 ], '... the owner took the answer');
 
     my $done;
@@ -478,7 +478,7 @@ my ($t26_rpc, $t26_lid);
     is(redis_cmd('GET', $task_key->($lid)), $name[1], 'a long task on node 1: Redis names node 1');
     my $cid;
     ($ack, undef, $cid) = $rpc->(2, 'tasks/cancel', { taskId => $lid });
-    is_deeply($ack->{result}, { resultType => 'complete' }, 'tasks/cancel via node 2: ack');
+    is_deeply($ack->{result}, $ACK, 'tasks/cancel via node 2: ack');
     is_deeply($answered_by->($cid), [ 1, 2 ], '... done by its owner');
     ($got) = $rpc->(0, 'tasks/get', { taskId => $lid });
     is((($got->{result} // {})->{status}), 'cancelled', '... cancelled, seen through node 0');
@@ -529,7 +529,7 @@ my ($t26_rpc, $t26_lid);
     ($got) = $rpc->(1, 'tasks/get', { taskId => $pid }, path => '/pc', client => 'alice');
     is((($got->{result} // {})->{status}), 'working', '... alice finds it through node 1, still working');
     ($ack) = $rpc->(2, 'tasks/cancel', { taskId => $pid }, path => '/pc', client => 'alice');
-    is_deeply($ack->{result}, { resultType => 'complete' }, '... and cancels it through node 2');
+    is_deeply($ack->{result}, $ACK, '... and cancels it through node 2');
 
     # Redis down: a task another node holds cannot be found, 503 -32000
     redis_stop();

@@ -1,7 +1,9 @@
 # Graceful shutdown and reload.  When a worker exits gracefully (nginx -s
-# reload, nginx -s quit), each stream that never ends by itself (GET
-# streams, subscriptions/listen) ends at once with a final event (the id
-# of the last event written, retry, empty data) and the old workers exit;
+# reload, nginx -s quit), each stream that never ends by itself ends at
+# once: a GET stream with a final event (the id of the last event
+# written, retry, empty data), a subscriptions/listen stream with the
+# listen request's result (the server ended it: 2026-07-28's #3171), and
+# the old workers exit;
 # the clients resume on the new workers, and a GET stream resumed with
 # Last-Event-ID misses no message sent in between.  Calls in flight
 # finish on their old worker with their own results (a sampling call's
@@ -102,12 +104,17 @@ sub update {
         push @ended, $s->is_done && !$s->{error};
     }
     is(scalar(grep { $_ } @ended), 10, 'every stream ends cleanly (chunked terminator)');
-    is(scalar(grep { ($_ // {})->{retry} } @finals), 10, 'every stream\'s last event carries retry');
+    is(scalar(grep { ($_ // {})->{retry} } @finals[0 .. 7]), 8, 'every GET stream\'s last event carries retry');
     final_ok($finals[0], 'a GET stream\'s last event is the final event');
     is_deeply([ map { $_->{id} } @finals[0 .. 7] ], [ map { $_->{id} } @primes ],
               '... each naming the last event written (nothing after the priming event)');
-    final_ok($finals[8], 'a listen stream\'s last event is the final event');
-    ok(!(grep { defined $_->{json} } @finals), 'the final events carry no message');
+    ok(!(grep { defined $_->{json} } @finals[0 .. 7]), 'the final events carry no message');
+    is_deeply([ map { my $m = ($_ // {})->{json} // {};
+                      [ $m->{id}, ($m->{result} // {})->{resultType},
+                        (($m->{result} // {})->{_meta} // {})->{'io.modelcontextprotocol/subscriptionId'} ] }
+                    @finals[8, 9] ],
+              [ [ 'l1', 'complete', 'l1' ], [ 'l2', 'complete', 'l2' ] ],
+              'each listen stream\'s last message is its listen request\'s result, naming the subscription');
     ok(gone(@old), 'the old workers exit');
     ok(!(grep { /\[(?:alert|crit|emerg)\]/ } split /\n/, $t->log_since($mark)),
        'no [alert]/[crit]/[emerg] (no socket left open at exit)');
@@ -296,7 +303,9 @@ sub update {
     kill 'QUIT', $master;
     my @finals = map { (take_all($_, 10))[-1] } @g, $l;
     is(scalar(grep { $_->is_done && !$_->{error} } @g, $l), 4, 'quit: the GET and listen streams end cleanly');
-    is(scalar(grep { ($_ // {})->{retry} } @finals), 4, '... each with the final event');
+    is(scalar(grep { ($_ // {})->{retry} } @finals[0 .. 2]), 3, '... each GET stream with the final event');
+    is(((($finals[3] // {})->{json} // {})->{result} // {})->{resultType}, 'complete',
+       '... the listen stream with its result');
     my $status = McpTest::_wait_pid($master, 40);
     ok(defined $status && $status == 0, 'quit: nginx exits with 0');
     ok(gone(@workers), 'quit: no worker is left');

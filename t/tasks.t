@@ -17,6 +17,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes ();
 use McpTest;
+use McpAssert qw($ACK);
 
 my $http = <<'NGX';
     mcp_session_zone zone=tasks:1m per_client=$http_x_client:100;
@@ -129,11 +130,11 @@ my ($long) = rpc('tools/call', { name => 'slow_compute', arguments => { seconds 
 my $lid = ($long->{result} // {})->{taskId} // 'none';
 my ($ack, undef, $cseq) = rpc('tasks/cancel', { taskId => $lid }, conn => $conn{$B});
 is(served_by($cseq), $B, 'tasks/cancel served by another worker than the one running it');
-is_deeply($ack->{result}, { resultType => 'complete' }, 'tasks/cancel: an empty ack');
+is_deeply($ack->{result}, $ACK, 'tasks/cancel: an empty ack');
 my ($after) = rpc('tasks/get', { taskId => $lid }, conn => $conn{$C});
 is(($after->{result} // {})->{status}, 'cancelled', 'cancelled at once, seen on a third worker');
 ($ack) = rpc('tasks/cancel', { taskId => $lid }, conn => $conn{$C});
-is_deeply($ack->{result}, { resultType => 'complete' }, 'cancelling again: the same ack');
+is_deeply($ack->{result}, $ACK, 'cancelling again: the same ack');
 ok($t->wait_for_log(qr/mcp task \Q$lid\E cancelled/, 5), 'the cancellation is logged');
 
 # --- input on one worker, answer on another ------------------------------------------
@@ -153,7 +154,7 @@ is_deeply([ keys %{ $wait->{result}{inputRequests} // {} } ], ['confirm'],
                                inputResponses => { confirm => { action => 'accept',
                                                                 content => { confirm => \1 } } } },
              conn => $conn{$C});
-is_deeply($ack->{result}, { resultType => 'complete' }, 'tasks/update on a third worker: ack');
+is_deeply($ack->{result}, $ACK, 'tasks/update on a third worker: ack');
 for (1 .. 50) {
     ($wait) = rpc('tasks/get', { taskId => $aid }, conn => $conn{$A});
     last if (($wait->{result} // {})->{status} // '') eq 'completed';

@@ -363,13 +363,13 @@ sub task_call {
 
     # cancel twice, cancel the finished, get the cancelled
     $m = rpc('tasks/cancel', { taskId => $id }, caps => $TASKS, id => 'c1');
-    is_deeply(res($m), { resultType => 'complete' }, 'cancel: ack');
+    is_deeply(res($m), $ACK, 'cancel: ack');
     $m = rpc('tasks/cancel', { taskId => $id }, caps => $TASKS, id => 'c2');
-    is_deeply(res($m), { resultType => 'complete' }, 'cancel again: the same ack');
+    is_deeply(res($m), $ACK, 'cancel again: the same ack');
     $m = rpc('tasks/get', { taskId => $id }, caps => $TASKS, id => 'c3');
     is(res($m)->{status}, 'cancelled', '... and it stays cancelled');
     $m = rpc('tasks/update', { taskId => $id, inputResponses => confirm() }, caps => $TASKS, id => 'c4');
-    is_deeply(res($m), { resultType => 'complete' }, 'tasks/update of a cancelled task: an ack, nothing resumes');
+    is_deeply(res($m), $ACK, 'tasks/update of a cancelled task: an ack, nothing resumes');
     $m = rpc('tasks/get', { taskId => $id }, caps => $TASKS, id => 'c5');
     is(res($m)->{status}, 'cancelled', '... still cancelled');
 
@@ -378,7 +378,7 @@ sub task_call {
     $done = wait_status($fid, 'completed');
     is(res($done)->{status}, 'completed', 'a short task completes');
     $m = rpc('tasks/cancel', { taskId => $fid }, caps => $TASKS, id => 'c6');
-    is_deeply(res($m), { resultType => 'complete' }, 'cancelling it after the end: an ack');
+    is_deeply(res($m), $ACK, 'cancelling it after the end: an ack');
     $m = rpc('tasks/get', { taskId => $fid }, caps => $TASKS, id => 'c7');
     is(res($m)->{status}, 'completed', '... and it stays completed, its result kept');
     is(((res($m)->{result} // {})->{content} // [ {} ])->[0]{text}, 'Computed x', '... the result intact');
@@ -419,15 +419,15 @@ sub task_call {
     }
     my $yes = { confirm => { action => 'accept', content => { confirm => $TRUE } } };
     $m = rpc('tasks/update', { taskId => $aid, inputResponses => { other => { a => 1 } } }, caps => $TASKS);
-    is_deeply(res($m), { resultType => 'complete' }, 'an answer to nothing asked: acknowledged, ignored');
+    is_deeply(res($m), $ACK, 'an answer to nothing asked: acknowledged, ignored');
     is(res(rpc('tasks/get', { taskId => $aid }, caps => $TASKS))->{status}, 'input_required',
        '... the task still waits');
     $m = rpc('tasks/update', { taskId => $aid, inputResponses => $yes }, caps => $TASKS);
-    is_deeply(res($m), { resultType => 'complete' }, 'the answer: acknowledged');
+    is_deeply(res($m), $ACK, 'the answer: acknowledged');
     $m = rpc('tasks/update', { taskId => $aid,
                                inputResponses => { confirm => { action => 'accept', content => { confirm => JSON::PP::false() } } } },
              caps => $TASKS);
-    is_deeply(res($m), { resultType => 'complete' }, 'a second, other answer: acknowledged');
+    is_deeply(res($m), $ACK, 'a second, other answer: acknowledged');
     $w = wait_status($aid, 'completed');
     is(((res($w)->{result} // {})->{content} // [ {} ])->[0]{text}, 'Deleted f.txt',
        '... the first answer counts, once');
@@ -449,12 +449,12 @@ sub task_call {
     like((($m // {})->{error} // {})->{message} // '', qr/too large/, '... too large to keep');
     $m = rpc('tasks/update', { taskId => $mid, inputResponses => { first => $ans->('y' x 30_000) } },
              caps => $TASKS);
-    is_deeply(res($m), { resultType => 'complete' }, 'a 30 KB one: kept');
+    is_deeply(res($m), $ACK, 'a 30 KB one: kept');
     is(res(rpc('tasks/get', { taskId => $mid }, caps => $TASKS))->{status}, 'input_required',
        '... the task waits for the second');
     $m = rpc('tasks/update', { taskId => $mid, inputResponses => { second => $ans->('z' x 400_000) } },
              caps => $TASKS);
-    is_deeply(res($m), { resultType => 'complete' }, 'the last answer, large: taken (kept nowhere but the call)');
+    is_deeply(res($m), $ACK, 'the last answer, large: taken (kept nowhere but the call)');
     $w = wait_status($mid, 'completed');
     like(((res($w)->{result} // {})->{content} // [ {} ])->[0]{text} // '', qr/^Got y+/,
          '... and the task completes');
@@ -665,7 +665,7 @@ my ($late_id) = do {
     $m = rpc('tasks/update', { taskId => $late_id,
                                inputResponses => { confirm => { action => 'accept', content => { confirm => $TRUE } } } },
              caps => $TASKS, path => '/short');
-    is_deeply(res($m), { resultType => 'complete' }, '... the late answer: acknowledged');
+    is_deeply(res($m), $ACK, '... the late answer: acknowledged');
     $w = wait_status($late_id, qr/^(?!working|input_required)/, path => '/short');
     # confirm_delete keeps no state: nothing to expire but the task (its ttl)
     is(((res($w)->{result} // {})->{content} // [ {} ])->[0]{text} // '', 'Deleted late',

@@ -317,7 +317,9 @@ ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
             && ngx_http_mcp_json_add_literal(result, "resultType",
                                              "complete")
                != NGX_OK)
-        || (call->finish != NULL && call->finish(call, result) != NGX_OK))
+        || (call->finish != NULL && call->finish(call, result) != NGX_OK)
+        || (ngx_http_mcp_call_stateless(call)
+            && ngx_http_mcp_server_meta(result) != NGX_OK))
     {
         cJSON_Delete(result);
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
@@ -334,6 +336,79 @@ ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
     }
 
     ngx_http_mcp_call_end(call, reply);
+}
+
+
+/*
+ * Who we are, in the "_meta" of every 2026-07-28 result (SHOULD, the
+ * spec's #3002): a result's _meta gets a serverInfo beside what it has,
+ * and one that names a serverInfo already (a task's result kept with
+ * it) keeps its own.
+ */
+
+ngx_int_t
+ngx_http_mcp_server_meta(cJSON *result)
+{
+    cJSON  *meta;
+
+    meta = ngx_http_mcp_json_get(result, "_meta");
+
+    if (meta == NULL) {
+        meta = cJSON_CreateObject();
+
+        if (meta == NULL || !cJSON_AddItemToObjectCS(result, "_meta", meta)) {
+            cJSON_Delete(meta);
+            return NGX_ERROR;
+        }
+
+    } else if (!cJSON_IsObject(meta)
+               || ngx_http_mcp_json_get(meta, NGX_HTTP_MCP_SERVER_INFO_META)
+                  != NULL)
+    {
+        return NGX_OK;
+    }
+
+    return ngx_http_mcp_server_info(meta, NGX_HTTP_MCP_SERVER_INFO_META);
+}
+
+
+/*
+ * Who we are: initialize's serverInfo, the results' _meta serverInfo.
+ * A reference to one tree made once a process (key a literal): every
+ * 2026-07-28 result has it, and pays one node for it, not a copy of
+ * the tree.  A reference's children are never freed by its owner.
+ */
+
+ngx_int_t
+ngx_http_mcp_server_info(cJSON *parent, const char *key)
+{
+    cJSON  *ref;
+
+    static cJSON  *info;
+
+    if (info == NULL) {
+        info = cJSON_CreateObject();
+
+        if (info == NULL
+            || cJSON_AddStringToObject(info, "name", "ngx_http_mcp_module")
+               == NULL
+            || cJSON_AddStringToObject(info, "version",
+                                       NGX_HTTP_MCP_MODULE_VERSION) == NULL)
+        {
+            cJSON_Delete(info);
+            info = NULL;
+            return NGX_ERROR;
+        }
+    }
+
+    ref = cJSON_CreateObjectReference(info->child);
+
+    if (ref == NULL || !cJSON_AddItemToObjectCS(parent, key, ref)) {
+        cJSON_Delete(ref);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }
 
 
@@ -1483,15 +1558,38 @@ ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,
 void
 ngx_http_mcp_calls_quit(ngx_uint_t deadline)
 {
+    ngx_queue_t          *q, *next;
+    ngx_http_mcp_call_t  *call;
+
     if (deadline) {
         ngx_http_mcp_calls_exit();
+        return;
+    }
+
+    /*
+     * A call that never ends by itself (subscriptions/listen) ends now
+     * with its result, which tells its client that the server ended it
+     * (the spec's #3171), not the network: its stream ends after it.
+     */
+
+    for (q = ngx_queue_head(&ngx_http_mcp_calls);
+         q != ngx_queue_sentinel(&ngx_http_mcp_calls);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        call = ngx_queue_data(q, ngx_http_mcp_call_t, queue);
+
+        if (call->quit != NULL && !call->done) {
+            call->quit(call);
+        }
     }
 }
 
 
 /*
- * The worker exits: calls still running end with an error, so that
- * their streams end for the clients that resume them.
+ * The worker exits: calls still running end with an error (an endless
+ * one as it ends on a graceful exit), so that their streams end for the
+ * clients that resume them.
  */
 
 void
@@ -1508,6 +1606,12 @@ ngx_http_mcp_calls_exit(void)
             /* ended inside a handler that has not returned: not here */
             ngx_queue_remove(q);
             call->live = 0;
+            continue;
+        }
+
+        if (call->quit != NULL) {
+            /* an endless call: the server ends it, no failure */
+            call->quit(call);
             continue;
         }
 

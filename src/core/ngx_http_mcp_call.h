@@ -58,6 +58,10 @@ struct ngx_http_mcp_call_s {
                                                    (message) go through
                                                    the task, which hears
                                                    of each answer (NULL) */
+    void                     (*quit)(ngx_http_mcp_call_t *call);
+                                                /* an endless call's: ends
+                                                   it when the worker
+                                                   exits */
     void                      *task;            /* the task's own */
     ngx_str_t                  client_key;      /* mcp_session_zone's
                                                    per_client value */
@@ -88,7 +92,8 @@ struct ngx_http_mcp_call_s {
     unsigned                   live:1;          /* in the worker's list */
     unsigned                   endless:1;       /* never ends by itself
                                                    (subscriptions/listen):
-                                                   its stream ends at once
+                                                   its stream ends at once,
+                                                   after what quit sends,
                                                    when the worker exits */
     unsigned                   initialized:1;   /* its session's client
                                                    sent notifications/

@@ -220,6 +220,11 @@ ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
 
 /* ---- call.c: the life of one JSON-RPC request ---- */
 
+/* the _meta keys of who answers, and of a listen stream's messages */
+#define NGX_HTTP_MCP_SERVER_INFO_META   "io.modelcontextprotocol/serverInfo"
+#define NGX_HTTP_MCP_SUBSCRIPTION_META                                       \
+    "io.modelcontextprotocol/subscriptionId"
+
 ngx_http_mcp_call_t *ngx_http_mcp_call_create(ngx_log_t *log, void *conf,
     ngx_http_mcp_reqctx_t *rctx, ngx_http_mcp_msg_t *msg, cJSON *message);
 void ngx_http_mcp_call_run(ngx_http_mcp_call_t *call,
@@ -229,6 +234,8 @@ ngx_uint_t ngx_http_mcp_calls_live(void);
 void ngx_http_mcp_calls_wake(void);
 void ngx_http_mcp_calls_exit(void);
 void ngx_http_mcp_calls_quit(ngx_uint_t deadline);
+ngx_int_t ngx_http_mcp_server_meta(cJSON *result);
+ngx_int_t ngx_http_mcp_server_info(cJSON *parent, const char *key);
 ngx_int_t ngx_http_mcp_client_response(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ngx_http_mcp_msg_t *msg, ngx_pool_t *pool, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,

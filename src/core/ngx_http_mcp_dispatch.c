@@ -44,7 +44,6 @@ typedef struct {
 static ngx_http_mcp_method_t *ngx_http_mcp_method(ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_initialize(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_discover(ngx_http_mcp_call_t *call);
-static ngx_int_t ngx_http_mcp_server_info(cJSON *parent, const char *key);
 static ngx_int_t ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call,
     cJSON *result);
 static cJSON *ngx_http_mcp_capabilities(ngx_http_mcp_set_t *set,
@@ -285,8 +284,9 @@ ngx_http_mcp_initialize(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_discover(ngx_http_mcp_call_t *call)
 {
-    cJSON  *result, *meta;
+    cJSON  *result;
 
+    /* serverInfo is in _meta only (the spec's #3002), as on every result */
     result = cJSON_CreateObject();
 
     if (result == NULL
@@ -296,37 +296,13 @@ ngx_http_mcp_discover(ngx_http_mcp_call_t *call)
                                   ngx_http_mcp_capabilities(
                                       ngx_http_mcp_call_conf(call)->set,
                                       NGX_HTTP_MCP_VSTATELESS))
-        || (meta = cJSON_AddObjectToObject(result, "_meta")) == NULL
-        || ngx_http_mcp_server_info(meta, "io.modelcontextprotocol/serverInfo")
-           != NGX_OK)
+        || ngx_http_mcp_server_meta(result) != NGX_OK)
     {
         cJSON_Delete(result);
         return NGX_ERROR;
     }
 
     ngx_http_mcp_call_result(call, result);
-
-    return NGX_OK;
-}
-
-
-/* who we are: initialize's serverInfo, discover's _meta serverInfo */
-
-static ngx_int_t
-ngx_http_mcp_server_info(cJSON *parent, const char *key)
-{
-    cJSON  *info;
-
-    info = cJSON_AddObjectToObject(parent, key);
-
-    if (info == NULL
-        || cJSON_AddStringToObject(info, "name", "ngx_http_mcp_module")
-           == NULL
-        || cJSON_AddStringToObject(info, "version",
-                                   NGX_HTTP_MCP_MODULE_VERSION) == NULL)
-    {
-        return NGX_ERROR;
-    }
 
     return NGX_OK;
 }

@@ -32,6 +32,7 @@ static ngx_int_t ngx_http_mcp_listen_known(ngx_http_mcp_call_t *call,
     ngx_array_t *uris, ngx_str_t *uri);
 static ngx_int_t ngx_http_mcp_listen_invalid(ngx_http_mcp_call_t *call,
     const char *fmt, ngx_uint_t n);
+static void ngx_http_mcp_listen_quit(ngx_http_mcp_call_t *call);
 
 
 /*
@@ -70,7 +71,7 @@ ngx_http_mcp_listen(ngx_http_mcp_call_t *call)
 
     if (honored == NULL || meta == NULL
         || !cJSON_AddItemToObject(meta,
-                                  "io.modelcontextprotocol/subscriptionId",
+                                  NGX_HTTP_MCP_SUBSCRIPTION_META,
                                   cJSON_Duplicate(call->id, 1)))
     {
         cJSON_Delete(params);
@@ -106,12 +107,41 @@ ngx_http_mcp_listen(ngx_http_mcp_call_t *call)
         return NGX_ERROR;
     }
 
-    /* an exiting worker ends its stream: the client listens anew */
+    /* an exiting worker ends it, then its stream: the client listens anew */
     call->endless = 1;
+    call->quit = ngx_http_mcp_listen_quit;
 
     return ngx_http_mcp_session_listen(ngx_http_mcp_call_conf(call)->zone,
                                        &call->rctx->session_id, call->stream,
                                        lists, &id, &uris, call->log);
+}
+
+
+/*
+ * The server ends the subscription (the worker exits): the listen
+ * request's result, empty but for the subscription's id in its _meta,
+ * is the stream's last message; ngx_http_mcp_call_result() adds the
+ * resultType and who we are.
+ */
+
+static void
+ngx_http_mcp_listen_quit(ngx_http_mcp_call_t *call)
+{
+    cJSON  *result, *meta;
+
+    result = cJSON_CreateObject();
+    meta = cJSON_AddObjectToObject(result, "_meta");
+
+    if (meta == NULL
+        || !cJSON_AddItemToObjectCS(meta, NGX_HTTP_MCP_SUBSCRIPTION_META,
+                                    cJSON_Duplicate(call->id, 1)))
+    {
+        cJSON_Delete(result);
+        result = NULL;
+    }
+
+    /* NULL: the call ends with an internal error, its stream still ends */
+    ngx_http_mcp_call_result(call, result);
 }
 
 

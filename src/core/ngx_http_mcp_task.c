@@ -390,7 +390,8 @@ ngx_http_mcp_task_start(ngx_http_mcp_call_t *call,
 
     if (result != NULL && t->stateless) {
         if (ngx_http_mcp_json_add_literal(result, "resultType", "task")
-            != NGX_OK)
+            != NGX_OK
+            || ngx_http_mcp_server_meta(result) != NGX_OK)
         {
             cJSON_Delete(result);
             result = NULL;

@@ -486,6 +486,7 @@ ngx_http_mcp_proxy_refuse_arguments(ngx_http_mcp_ctx_t *ctx, ngx_uint_t bad,
     ngx_str_t *tool, u_char *error)
 {
     u_char              logged[NGX_HTTP_MCP_LOG_NAME_LEN], *end;
+    cJSON              *result;
     ngx_http_mcp_msg_t  *msg;
 
     msg = ctx->msgs.elts;
@@ -496,8 +497,19 @@ ngx_http_mcp_proxy_refuse_arguments(ngx_http_mcp_ctx_t *ctx, ngx_uint_t bad,
                   "mcp: tool \"%*s\" arguments refused: %s", end - logged,
                   logged, error);
 
-    msg[bad].reply = ngx_http_mcp_jsonrpc_result(msg[bad].id,
-                         ngx_http_mcp_text_result((const char *) error, 1));
+    result = ngx_http_mcp_text_result((const char *) error, 1);
+
+    /* 2026-07-28: the gateway's own result says what it is, and who */
+    if (result != NULL && ctx->stateless
+        && (ngx_http_mcp_json_add_literal(result, "resultType", "complete")
+            != NGX_OK
+            || ngx_http_mcp_server_meta(result) != NGX_OK))
+    {
+        cJSON_Delete(result);
+        result = NULL;
+    }
+
+    msg[bad].reply = ngx_http_mcp_jsonrpc_result(msg[bad].id, result);
     if (msg[bad].reply == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }

@@ -14,7 +14,7 @@ use McpTest ();
 
 our @EXPORT = qw(everything is_error is_result is_rpc_error_body no_internal_detail
                  correlation_logged_once png_ok wav_ok $PNG_B64 $WAV_B64 conf_refused
-                 %SEED_CAPABILITIES);
+                 %SEED_CAPABILITIES %SERVER_META $ACK);
 
 # The Everything set's 1x1 PNG and silent WAV (base64).
 our $PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAF'
@@ -31,6 +31,18 @@ our %SEED_CAPABILITIES = (
     # a tool of the set may run as a task (2025-11-25's experimental tasks)
     tasks       => { list => {}, cancel => {}, requests => { tools => { call => {} } } },
 );
+
+# Who answers, in the _meta of every 2026-07-28 result of the module's
+# (the spec's #3002), and the empty result of such a request (an ack);
+# the version is the one src/api/ngx_http_mcp.h says.
+our %SERVER_META = ('io.modelcontextprotocol/serverInfo' => {
+    name    => 'ngx_http_mcp_module',
+    version => do {
+        my $h = McpTest::_slurp(__FILE__ =~ s{t/lib/[^/]+$}{src/api/ngx_http_mcp.h}r) // '';
+        $h =~ /NGX_HTTP_MCP_MODULE_VERSION\s+"([^"]+)"/ ? $1 : '?';
+    },
+});
+our $ACK = { resultType => 'complete', _meta => \%SERVER_META };
 
 # Two checks: nginx -t refuses the server{} conf $server ("nginx -t
 # fails: $what") and says why, its output matching $re.

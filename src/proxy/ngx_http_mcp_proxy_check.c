@@ -90,6 +90,13 @@ ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx)
             pctx->read = 1;
         }
 
+        /* for the hints of mcp_pass_retry: read when it can be */
+        if (pctx->conf->retry
+            && ngx_http_mcp_proxy_method(&msg[i], "tools/list"))
+        {
+            pctx->read = 1;
+        }
+
         if (((learn || pctx->conf->views != NULL)
              && ngx_http_mcp_proxy_method(&msg[i], "tools/list"))
             || ((pctx->conf->check_results
@@ -249,6 +256,15 @@ ngx_http_mcp_proxy_reply_message(void *data, cJSON *message,
         && (pctx->conf->check_arguments || pctx->conf->check_results)
         && ngx_http_mcp_proxy_method(msg, "tools/list")
         && ngx_http_mcp_proxy_learn(pctx, result) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* the hints a call may go again by (mcp_pass_retry) */
+    if (cJSON_IsObject(result)
+        && pctx->conf->retry
+        && ngx_http_mcp_proxy_method(msg, "tools/list")
+        && ngx_http_mcp_proxy_retry_learn(pctx, result) != NGX_OK)
     {
         return NGX_ERROR;
     }

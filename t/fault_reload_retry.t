@@ -257,4 +257,13 @@ for my $tool (qw(launch plain unlisted)) {
     is_deeply([ got($m, qr/"ol"/) ], [ 1, 0 ], 'retry off: sent once');
 }
 
+# --- nginx -t --------------------------------------------------------------
+
+{
+    my ($rc, $out) = McpTest->new(server => 'location = /m { mcp_pass http://127.0.0.1:1/mcp; mcp_pass_retry maybe; }')
+                           ->nginx_t;
+    isnt($rc, 0, 'nginx -t refuses mcp_pass_retry maybe');
+    like($out, qr/invalid value "maybe" in "mcp_pass_retry" directive/, '... and says why');
+}
+
 done_testing;

@@ -4,8 +4,9 @@
  * and configuration: ngx_http_mcp_proxy_module.c), the gateway's edge
  * (ngx_http_mcp_proxy_request.c) and its upstream side
  * (ngx_http_mcp_proxy_upstream.c, _reply.c, _body.c, _stream.c,
- * _check.c, _hold.c, _sesskey.c, _balancer.c; its credentials: _cred.c;
- * its curated views: _view.c; its guardrails: _guard.c)
+ * _check.c, _hold.c, _sesskey.c, _balancer.c, _retry.c; its
+ * credentials: _cred.c; its curated views: _view.c; its guardrails:
+ * _guard.c)
  * share, and what the module's HTTP edge asks of it.
  */
 

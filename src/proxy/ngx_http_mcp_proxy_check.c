@@ -13,7 +13,10 @@
  *   tools to theirs (ngx_http_mcp_output.c).
  *
  * With mcp_pass_guardrail, each result and list read is held to the
- * location's pattern sets too (ngx_http_mcp_proxy_guard.c).
+ * location's pattern sets too (ngx_http_mcp_proxy_guard.c).  With
+ * mcp_pass_retry (on by default) every tools/list reply that can be is
+ * read for its tools' readOnlyHint and idempotentHint
+ * (ngx_http_mcp_proxy_retry.c).
  *
  * A tool no list relayed through the gateway has shown yet is relayed
  * unchecked: the checks are the gateway's second look, the upstream's

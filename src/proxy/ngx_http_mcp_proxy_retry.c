@@ -10,16 +10,15 @@
  * session requests get no other try at all (next_upstream is off: there
  * is no other replica for them).  The replica may have read the request
  * before it closed, so only what is harmless twice goes again: requests
- * that read (initialize, each list (a method that ends in "/list"),
- * resources/read, prompts/get,
- * ping, completion/complete, tasks/get, server/discover: the 2026-07-28
- * cacheable ones among them), notifications and client answers (a
- * server takes an answer to its request once and drops a second; a
- * second notification tells what the first told), a GET (a stream
- * opens; nothing runs) and a DELETE (HTTP's idempotent method), and a
- * tools/call of a tool whose upstream's list declared it readOnlyHint
- * or idempotentHint.  A POST is sent again only when each of its
- * messages may be.
+ * that read (initialize, the lists: a method that ends in "/list",
+ * resources/read, prompts/get, ping, completion/complete, tasks/get,
+ * server/discover; the 2026-07-28 cacheable ones are among them),
+ * notifications and client answers (a server takes an answer to its
+ * request once and drops a second; a second notification tells what
+ * the first told), a GET (a stream opens; nothing runs) and a DELETE
+ * (HTTP's idempotent method), and a tools/call of a tool whose
+ * upstream's list declared it readOnlyHint or idempotentHint.  A POST
+ * is sent again only when each of its messages may be.
  *
  * Why per connection, not a location's next_upstream: the request's
  * first write on a connection points u->conf at the location's copy
@@ -168,9 +167,10 @@ ngx_http_mcp_proxy_retry_output(void *data, ngx_chain_t *in)
     if (!pctx->replied) {
         u->conf = u->peer.cached ? &pctx->conf->upstream_retry : pctx->uconf;
 
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                       "mcp proxy: %s connection, a failure may go again",
-                       u->peer.cached ? "a cached" : "a new, no");
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "mcp proxy: on a %s connection, %s",
+                       u->peer.cached ? "cached" : "new",
+                       u->peer.cached ? "may go again" : "goes once");
     }
 
     return ngx_chain_writer(&u->writer, in);

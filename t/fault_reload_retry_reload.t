@@ -117,7 +117,7 @@ for my $k (@kids) {
 
 my @died = grep { /prematurely closed|failed \((?:32|104)/ } split /\n/, $t->log_since($mark);
 is($reloads, 16, "the endpoint reloaded 16 times under load");
-cmp_ok($sum{mcp}[0], '>=', 200, "the load went on through the reloads ($sum{mcp}[0] requests)");
+cmp_ok($sum{mcp}[0], '>=', 50, "the load went on through the reloads ($sum{mcp}[0] requests)");
 is($sum{mcp}[1], 0, 'no retry-safe request through the gateway failed at a reload')
     or diag(join "\n", @{ $sum{mcp}[2] });
 # how often the rule was met: the /mcp requests whose kept connection died

@@ -112,6 +112,7 @@ END { kill 'TERM', map { $_->{pid} } grep { defined } $a1, $a2, $b1 }
 my $t = McpTest->new(
     workers => 1,
     http => <<"NGX",
+    log_format retry '\$http_x_case \$upstream_status';
     upstream dying     { server 127.0.0.1:$b1->{port}; keepalive 4; }
     upstream dying_off { server 127.0.0.1:$b1->{port}; keepalive 4; }
     upstream dying_two {
@@ -122,6 +123,7 @@ my $t = McpTest->new(
     }
 NGX
     server => <<'NGX',
+        access_log logs/retry.log retry;
         location = /mcp      { mcp_pass http://dying/mcp; }
         location = /off      { mcp_pass http://dying_off/mcp; mcp_pass_retry off; }
         location = /affinity { mcp_pass http://dying_two/mcp; }
@@ -178,8 +180,16 @@ my ($sid, $res);
 
 {
     my $m = mark();
-    my $r = $t->mcp_post($sid, '{"jsonrpc":"2.0","id":"l1","method":"tools/list"}', path => '/mcp');
+    my $r = $t->mcp_post($sid, '{"jsonrpc":"2.0","id":"l1","method":"tools/list"}', path => '/mcp',
+                         headers => { 'X-Case' => 'list-1' });
     is($r->{status}, 200, 'tools/list on a dying kept connection: 200');
+    my $line;
+    for (1 .. 40) {    # the access log is written as the request ends
+        ($line) = grep { /^list-1 / } split /\n/, (McpTest::_slurp($t->prefix . '/logs/retry.log') // '');
+        last if defined $line;
+        select undef, undef, undef, 0.05;
+    }
+    is($line, 'list-1 502, 200', '$upstream_status: the failed try, then the answer');
     is(scalar @{ ($r->{json}{result} // {})->{tools} // [] }, 4, 'tools/list: the four tools');
     is_deeply([ got($m, qr/"l1"/) ], [ 2, 1 ], 'tools/list: dropped once, sent again, answered');
 }

@@ -115,6 +115,7 @@ my $t = McpTest->new(
     log_format retry '\$http_x_case \$upstream_status';
     upstream dying     { server 127.0.0.1:$b1->{port}; keepalive 4; }
     upstream dying_off { server 127.0.0.1:$b1->{port}; keepalive 4; }
+    upstream dying_view { server 127.0.0.1:$b1->{port}; keepalive 4; }
     upstream dying_two {
         mcp_affinity;
         server 127.0.0.1:$a1->{port};
@@ -126,6 +127,8 @@ NGX
         access_log logs/retry.log retry;
         location = /mcp      { mcp_pass http://dying/mcp; }
         location = /off      { mcp_pass http://dying_off/mcp; mcp_pass_retry off; }
+        location = /view     { mcp_pass http://dying_view/mcp; mcp_pass_tool read_it as=reader;
+                               mcp_pass_tool launch annotation=idempotentHint:true; }
         location = /affinity { mcp_pass http://dying_two/mcp; }
 NGX
 )->start;
@@ -255,6 +258,29 @@ for my $tool (qw(launch plain unlisted)) {
 
     $r = $t->mcp_post($s2, '{"jsonrpc":"2.0","id":"ap","method":"ping"}', path => '/affinity');
     is($r->{status}, 200, 'mcp_affinity: the session is still there after the failed call');
+}
+
+# --- a curated view: the upstream's hints, under its names --------------------
+
+{
+    my ($s4) = $t->mcp_initialize(path => '/view');
+    my $r = $t->mcp_post($s4, '{"jsonrpc":"2.0","id":"vl","method":"tools/list"}', path => '/view');
+    my %shown = map { $_->{name} => $_ } @{ ($r->{json}{result} // {})->{tools} // [] };
+    ok($shown{reader} && $shown{launch}{annotations}{idempotentHint}, 'the view: reader, and launch marked idempotent');
+
+    prime($s4, '/view');
+    my $m = mark();
+    $r = call($s4, 'v-reader', 'reader', path => '/view');
+    is((($r->{json}{result} // {})->{content} // [{}])->[0]{text}, 'called read_it',
+       'a renamed tool listed readOnlyHint by its upstream: sent again, answered');
+    is_deeply([ got($m, qr/"v-reader"/) ], [ 2, 1 ], '... the upstream got it twice');
+
+    # the hints are the upstream's own word, not a view's annotation=
+    prime($s4, '/view');
+    $m = mark();
+    $r = call($s4, 'v-launch', 'launch', path => '/view', quiet => 1);
+    is_rpc_error_body($r, 502, -32000, 'v-launch', 'a view\'s idempotentHint does not make a call go again');
+    is_deeply([ got($m, qr/"v-launch"/) ], [ 1, 0 ], '... the upstream got it once');
 }
 
 # --- mcp_pass_retry off: what every client saw before ------------------------

@@ -79,7 +79,7 @@ ngx_http_mcp_proxy_retry_message(ngx_http_mcp_proxy_ctx_t *pctx,
     ngx_http_mcp_msg_t *msg)
 {
     cJSON        *name;
-    ngx_str_t    *m, tool, real;
+    ngx_str_t    *m, tool;
     ngx_uint_t    i;
 
     static ngx_str_t  reads[] = {
@@ -132,16 +132,15 @@ ngx_http_mcp_proxy_retry_message(ngx_http_mcp_proxy_ctx_t *pctx,
         return 0;
     }
 
+    /*
+     * the upstream's name, as the hints were learnt: a view's renamed
+     * call says it by now (ngx_http_mcp_proxy_view_body())
+     */
     tool.data = (u_char *) name->valuestring;
     tool.len = ngx_strlen(tool.data);
 
-    /* the hints are learnt by the upstream's names, not a view's */
-    if (ngx_http_mcp_proxy_view_call(pctx->conf, &tool, &real) != NGX_OK) {
-        return 0;
-    }
-
     return ngx_http_mcp_tools_hints(pctx->ctx->conf->zone,
-                                    &pctx->conf->tools_key, &real)
+                                    &pctx->conf->tools_key, &tool)
            != 0;
 }
 

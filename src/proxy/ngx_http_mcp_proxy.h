@@ -4,8 +4,9 @@
  * and configuration: ngx_http_mcp_proxy_module.c), the gateway's edge
  * (ngx_http_mcp_proxy_request.c) and its upstream side
  * (ngx_http_mcp_proxy_upstream.c, _reply.c, _body.c, _stream.c,
- * _check.c, _hold.c, _sesskey.c, _balancer.c; its credentials: _cred.c;
- * its curated views: _view.c; its guardrails: _guard.c)
+ * _check.c, _hold.c, _sesskey.c, _balancer.c, _retry.c; its
+ * credentials: _cred.c; its curated views: _view.c; its guardrails:
+ * _guard.c)
  * share, and what the module's HTTP edge asks of it.
  */
 
@@ -60,6 +61,10 @@ typedef struct {
 typedef struct {
     ngx_http_upstream_conf_t   upstream;    /* mcp_pass */
     ngx_http_upstream_conf_t   upstream_init;  /* the same, for initialize */
+    ngx_http_upstream_conf_t   upstream_retry;  /* the same, while a
+                                               request may go again
+                                               (ngx_http_mcp_proxy_retry.c) */
+    ngx_flag_t                 retry;       /* mcp_pass_retry */
     ngx_str_t                  proxy_host;
     ngx_str_t                  proxy_uri;
     ngx_flag_t                 pass_authorization;
@@ -177,6 +182,8 @@ typedef struct {
                                                under the policy */
     uint64_t                   started;     /* for metrics, or 0 */
     ngx_queue_t                relay;       /* in the endless relays */
+    ngx_http_upstream_conf_t  *uconf;       /* u->conf, but while the
+                                               request may go again */
     unsigned                   initialize:1;
     unsigned                   pinned:1;
     unsigned                   stateless:1;  /* 2026-07-28: any replica */
@@ -196,6 +203,8 @@ typedef struct {
                                                is refused, not relayed */
     unsigned                   lax:1;       /* held for the outcomes only:
                                                too large, it goes unread */
+    unsigned                   retry:1;     /* safe to send twice */
+    unsigned                   replied:1;   /* a byte of the reply came */
     ngx_uint_t                 pin_no_room;  /* tools of a list left
                                                without a pin */
 
@@ -302,6 +311,12 @@ void ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
     ngx_http_mcp_tool_filter_t *tf);
 ngx_int_t ngx_http_mcp_proxy_check_arguments(ngx_http_mcp_ctx_t *ctx,
     ngx_str_t *tool, cJSON *arguments, u_char **error);
+
+/* sending a request again (ngx_http_mcp_proxy_retry.c) */
+ngx_uint_t ngx_http_mcp_proxy_retry_safe(ngx_http_mcp_proxy_ctx_t *pctx);
+ngx_int_t ngx_http_mcp_proxy_retry_output(void *data, ngx_chain_t *in);
+ngx_int_t ngx_http_mcp_proxy_retry_learn(ngx_http_mcp_proxy_ctx_t *pctx,
+    cJSON *result);
 
 /* requests before notifications/initialized (ngx_http_mcp_proxy_hold.c) */
 ngx_int_t ngx_http_mcp_proxy_hold_init(ngx_http_request_t *r,

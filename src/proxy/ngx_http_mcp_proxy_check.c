@@ -13,7 +13,10 @@
  *   tools to theirs (ngx_http_mcp_output.c).
  *
  * With mcp_pass_guardrail, each result and list read is held to the
- * location's pattern sets too (ngx_http_mcp_proxy_guard.c).
+ * location's pattern sets too (ngx_http_mcp_proxy_guard.c).  With
+ * mcp_pass_retry (on by default) every tools/list reply that can be is
+ * read for its tools' readOnlyHint and idempotentHint
+ * (ngx_http_mcp_proxy_retry.c).
  *
  * A tool no list relayed through the gateway has shown yet is relayed
  * unchecked: the checks are the gateway's second look, the upstream's
@@ -87,6 +90,13 @@ ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx)
         }
 
         if (mmcf->audit & NGX_HTTP_MCP_AUDIT_OUTCOME) {
+            pctx->read = 1;
+        }
+
+        /* for the hints of mcp_pass_retry: read when it can be */
+        if (pctx->conf->retry
+            && ngx_http_mcp_proxy_method(&msg[i], "tools/list"))
+        {
             pctx->read = 1;
         }
 
@@ -249,6 +259,15 @@ ngx_http_mcp_proxy_reply_message(void *data, cJSON *message,
         && (pctx->conf->check_arguments || pctx->conf->check_results)
         && ngx_http_mcp_proxy_method(msg, "tools/list")
         && ngx_http_mcp_proxy_learn(pctx, result) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* the hints a call may go again by (mcp_pass_retry) */
+    if (cJSON_IsObject(result)
+        && pctx->conf->retry
+        && ngx_http_mcp_proxy_method(msg, "tools/list")
+        && ngx_http_mcp_proxy_retry_learn(pctx, result) != NGX_OK)
     {
         return NGX_ERROR;
     }

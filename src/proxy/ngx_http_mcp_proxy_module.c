@@ -163,6 +163,13 @@ static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
       0,
       NULL },
 
+    { ngx_string("mcp_pass_retry"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_proxy_loc_conf_t, retry),
+      NULL },
+
     { ngx_string("mcp_pass_authorization"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -415,6 +422,7 @@ ngx_http_mcp_proxy_create_loc_conf(ngx_conf_t *cf)
     conf->upstream.pass_headers = NGX_CONF_UNSET_PTR;
     conf->upstream.intercept_errors = NGX_CONF_UNSET;
     conf->pass_authorization = NGX_CONF_UNSET;
+    conf->retry = NGX_CONF_UNSET;
     conf->check_arguments = NGX_CONF_UNSET;
     conf->check_results = NGX_CONF_UNSET;
     conf->pin = NGX_CONF_UNSET_UINT;
@@ -483,6 +491,7 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                          prev->upstream.intercept_errors, 0);
     ngx_conf_merge_value(conf->pass_authorization, prev->pass_authorization,
                          0);
+    ngx_conf_merge_value(conf->retry, prev->retry, 1);
     ngx_conf_merge_value(conf->check_arguments, prev->check_arguments, 0);
     ngx_conf_merge_value(conf->check_results, prev->check_results, 0);
     ngx_conf_merge_uint_value(conf->pin, prev->pin, NGX_HTTP_MCP_PIN_OFF);
@@ -551,6 +560,15 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     conf->upstream_init.next_upstream = NGX_CONF_BITMASK_SET
                                         |NGX_HTTP_UPSTREAM_FT_ERROR
                                         |NGX_HTTP_UPSTREAM_FT_TIMEOUT;
+
+    /*
+     * a request harmless twice, on a reused connection that failed
+     * before its reply began: once more (ngx_http_mcp_proxy_retry.c)
+     */
+    conf->upstream_retry = conf->upstream;
+    conf->upstream_retry.next_upstream = NGX_CONF_BITMASK_SET
+                                         |NGX_HTTP_UPSTREAM_FT_ERROR
+                                         |NGX_HTTP_UPSTREAM_FT_NON_IDEMPOTENT;
 
     return NGX_CONF_OK;
 }

@@ -74,6 +74,15 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
                                                     : &plcf->upstream;
     u->output.tag = (ngx_buf_tag_t) &ngx_http_mcp_module;
 
+    /* one that may go again: its writer chooses, connection by connection */
+    pctx->uconf = u->conf;
+    pctx->retry = ngx_http_mcp_proxy_retry_safe(pctx);
+
+    if (pctx->retry) {
+        u->output.output_filter = ngx_http_mcp_proxy_retry_output;
+        u->output.filter_ctx = r;
+    }
+
     u->create_request = ngx_http_mcp_proxy_create_request;
     u->reinit_request = ngx_http_mcp_proxy_reinit_request;
     u->process_header = ngx_http_mcp_proxy_process_status;
@@ -259,8 +268,11 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
             return NGX_ERROR;
         }
 
-        b->pos = content->data;
+        /* sent again from its start: nginx rewinds pos to start */
+        b->start = content->data;
+        b->pos = b->start;
         b->last = content->data + content->len;
+        b->end = b->last;
         b->memory = 1;
 
         body->buf = b;
@@ -429,6 +441,7 @@ ngx_http_mcp_proxy_reinit_request(ngx_http_request_t *r)
     pctx->sid_seen = 0;
     pctx->sid_header = NULL;
     pctx->acc_len = 0;
+    pctx->replied = 0;
 
     r->upstream->process_header = ngx_http_mcp_proxy_process_status;
     r->state = 0;
@@ -447,6 +460,13 @@ ngx_http_mcp_proxy_process_status(ngx_http_request_t *r)
 
     pctx = ngx_http_mcp_proxy_get_ctx(r);
     u = r->upstream;
+
+    /*
+     * The replica took the request: whatever fails now, it is not sent
+     * again (ngx_http_mcp_proxy_retry.c).
+     */
+    pctx->replied = 1;
+    u->conf = pctx->uconf;
 
     rc = ngx_http_parse_status_line(r, &u->buffer, &pctx->status);
 

@@ -1,10 +1,11 @@
 
 /*
  * The store's part of mcp_pass's checks of tools/call
- * (mcp_pass_check_arguments, mcp_pass_check_results) and of its pins
- * (mcp_pass_pin): each upstream's tools as its tools/list replies
- * declared them, their inputSchema and outputSchema as JSON text, the
- * digest last listed and the pin, which every worker sees, so that a
+ * (mcp_pass_check_arguments, mcp_pass_check_results), of its pins
+ * (mcp_pass_pin) and of its retries (mcp_pass_retry): each upstream's
+ * tools as its tools/list replies declared them, their inputSchema and
+ * outputSchema as JSON text, the digest last listed and the pin, and
+ * two bits of their annotations, which every worker sees, so that a
  * list relayed by one worker checks a call another worker relays.
  * Learnt again whenever a list shows a tool; bounded in number, and the
  * oldest learnt goes first when the zone is short of room: a cache,
@@ -34,6 +35,9 @@ static void ngx_http_mcp_tools_forget(ngx_http_mcp_zone_t *ctx,
 static ngx_http_mcp_tooldef_sh_t *ngx_http_mcp_tools_add(
     ngx_http_mcp_zone_t *ctx, uint32_t hash, ngx_str_t *upstream,
     ngx_str_t *name, ngx_str_t *input, ngx_str_t *output);
+static ngx_http_mcp_tooldef_sh_t *ngx_http_mcp_tools_record(
+    ngx_http_mcp_zone_t *ctx, uint32_t hash, ngx_str_t *upstream,
+    ngx_str_t *name);
 
 
 static uint32_t
@@ -154,6 +158,7 @@ ngx_http_mcp_tools_learn(ngx_shm_zone_t *zone, ngx_str_t *upstream,
             t->pinned = old->pinned;
             t->listed = old->listed;
             t->kept = old->kept;
+            t->hints = old->hints;
 
             ngx_http_mcp_tools_forget(ctx, old);
         }
@@ -259,6 +264,30 @@ ngx_http_mcp_tools_add(ngx_http_mcp_zone_t *ctx, uint32_t hash,
 
 
 /*
+ * The tool's record, a new one without schemas if none is kept; NULL:
+ * no room.  The caller holds the zone's lock.
+ */
+
+static ngx_http_mcp_tooldef_sh_t *
+ngx_http_mcp_tools_record(ngx_http_mcp_zone_t *ctx, uint32_t hash,
+    ngx_str_t *upstream, ngx_str_t *name)
+{
+    ngx_str_t                   none;
+    ngx_http_mcp_tooldef_sh_t  *t;
+
+    t = ngx_http_mcp_tools_find(ctx, hash, upstream, name);
+
+    if (t != NULL) {
+        return t;
+    }
+
+    ngx_str_null(&none);
+
+    return ngx_http_mcp_tools_add(ctx, hash, upstream, name, &none, &none);
+}
+
+
+/*
  * The schemas upstream's tool name was last listed with, copied into
  * pool (len 0: none declared).  NGX_DECLINED: no list seen shows it.
  */
@@ -323,26 +352,20 @@ ngx_http_mcp_tools_pin(ngx_shm_zone_t *zone, ngx_str_t *upstream,
 {
     uint32_t                    hash;
     ngx_int_t                   rc;
-    ngx_str_t                   none;
     ngx_http_mcp_zone_t        *ctx;
     ngx_http_mcp_tooldef_sh_t  *t;
 
     ctx = zone->data;
     hash = ngx_http_mcp_tools_hash(upstream, name);
-    ngx_str_null(&none);
     *tell = 0;
 
     ngx_shmtx_lock(&ctx->shpool->mutex);
 
-    t = ngx_http_mcp_tools_find(ctx, hash, upstream, name);
+    t = ngx_http_mcp_tools_record(ctx, hash, upstream, name);
 
     if (t == NULL) {
-        t = ngx_http_mcp_tools_add(ctx, hash, upstream, name, &none, &none);
-
-        if (t == NULL) {
-            ngx_shmtx_unlock(&ctx->shpool->mutex);
-            return NGX_AGAIN;
-        }
+        ngx_shmtx_unlock(&ctx->shpool->mutex);
+        return NGX_AGAIN;
     }
 
     if (learn) {
@@ -412,4 +435,61 @@ ngx_http_mcp_tools_seen(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
     return rc;
+}
+
+
+/*
+ * The annotations that make upstream's tool name safe to call twice
+ * (NGX_HTTP_MCP_TOOL_*), as a list shows them now.  A tool without
+ * them takes no room: unknown or none, its calls are sent once.
+ * NGX_DECLINED: no room to keep them.
+ */
+
+ngx_int_t
+ngx_http_mcp_tools_hint(ngx_shm_zone_t *zone, ngx_str_t *upstream,
+    ngx_str_t *name, ngx_uint_t hints)
+{
+    uint32_t                    hash;
+    ngx_http_mcp_zone_t        *ctx;
+    ngx_http_mcp_tooldef_sh_t  *t;
+
+    ctx = zone->data;
+    hash = ngx_http_mcp_tools_hash(upstream, name);
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    t = hints ? ngx_http_mcp_tools_record(ctx, hash, upstream, name)
+              : ngx_http_mcp_tools_find(ctx, hash, upstream, name);
+
+    if (t != NULL) {
+        t->hints = hints;
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return (t != NULL || hints == 0) ? NGX_OK : NGX_DECLINED;
+}
+
+
+/* upstream's tool name's hints as last listed; 0: none, or not listed */
+
+ngx_uint_t
+ngx_http_mcp_tools_hints(ngx_shm_zone_t *zone, ngx_str_t *upstream,
+    ngx_str_t *name)
+{
+    ngx_uint_t                  hints;
+    ngx_http_mcp_zone_t        *ctx;
+    ngx_http_mcp_tooldef_sh_t  *t;
+
+    ctx = zone->data;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    t = ngx_http_mcp_tools_find(ctx, ngx_http_mcp_tools_hash(upstream, name),
+                                upstream, name);
+    hints = (t != NULL) ? t->hints : 0;
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return hints;
 }

@@ -90,6 +90,8 @@ typedef struct {
     unsigned                   pinned:1;
     unsigned                   listed:1;    /* seen is set */
     unsigned                   kept:1;      /* under a pin: never evicted */
+    unsigned                   hints:2;     /* NGX_HTTP_MCP_TOOL_READ_ONLY..,
+                                               as last listed */
     u_char                     data[1];     /* upstream, name, input,
                                                output */
 } ngx_http_mcp_tooldef_sh_t;

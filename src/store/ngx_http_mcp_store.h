@@ -193,6 +193,15 @@ ngx_int_t ngx_http_mcp_tools_pin(ngx_shm_zone_t *zone, ngx_str_t *upstream,
 ngx_int_t ngx_http_mcp_tools_seen(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_str_t *name, u_char *seen, u_char *pin);
 
+/* a tool's annotations that let mcp_pass send its call again */
+#define NGX_HTTP_MCP_TOOL_READ_ONLY   0x01    /* readOnlyHint: true */
+#define NGX_HTTP_MCP_TOOL_IDEMPOTENT  0x02    /* idempotentHint: true */
+
+ngx_int_t ngx_http_mcp_tools_hint(ngx_shm_zone_t *zone, ngx_str_t *upstream,
+    ngx_str_t *name, ngx_uint_t hints);
+ngx_uint_t ngx_http_mcp_tools_hints(ngx_shm_zone_t *zone,
+    ngx_str_t *upstream, ngx_str_t *name);
+
 /*
  * A DPoP proof (RFC 9449 11.1) by the SHA-256 digest of its key and jti,
  * kept until expire (session_dpop.c): NGX_OK the first time, NGX_DECLINED

@@ -21,6 +21,7 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_guard.h"
 
 
 #define NGX_HTTP_MCP_CALL_POOL_SIZE     2048
@@ -317,7 +318,8 @@ ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
             && ngx_http_mcp_json_add_literal(result, "resultType",
                                              "complete")
                != NGX_OK)
-        || (call->finish != NULL && call->finish(call, result) != NGX_OK))
+        || (call->finish != NULL && call->finish(call, result) != NGX_OK)
+        || ngx_http_mcp_guard_call_result(call, result) != NGX_OK)
     {
         cJSON_Delete(result);
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,

@@ -33,6 +33,7 @@ use Test::More;
 use McpTest;
 use McpAssert;
 use McpStream;
+use McpGateway ();    # sanitizer runs: suppresses nginx's own PCRE2 leak
 
 my $conf = "$McpTest::REPO_ROOT/conf";
 my $V = '2026-07-28';

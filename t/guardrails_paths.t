@@ -22,6 +22,7 @@
 # - "redact" on arguments rewrites them: the location tool and the
 #   backend read the marker, never the key; a key that matches is
 #   refused;
+# - mcp_guardrail_matches_total counts them by set and action;
 # - mcp_pass_guardrail is mcp_guardrail's other name; nginx -t refuses an
 #   unknown set and a bad action for mcp_guardrail.
 
@@ -103,6 +104,7 @@ NGX
             mcp_backend be /_b/be;
             mcp_guardrail secrets redact arguments;
         }
+        location = /metrics { mcp_metrics; }
         location /_b/be { internal; proxy_pass http://127.0.0.1:@{[ $be->port ]}/mcp; $proxy }
         location /cap/ { internal; access_log %%PREFIX%%/logs/capture.log cap; log_subrequest on;
                          return 200 "got \$mcp_arg_data"; }
@@ -266,6 +268,18 @@ my $sid = $t->mcp_initialize(capabilities => { sampling => {} });
 }
 
 # --- the metrics, nginx -t --------------------------------------------------------
+
+{
+    my $metrics = $t->request(path => '/metrics')->{body} // '';
+    my %n;
+    $n{"$1/$2"} = $3
+        while $metrics =~ /^mcp_guardrail_matches_total\{set="([^"]+)",action="([^"]+)"\} (\d+)$/mg;
+    is($n{'personal/redact'}, 4, 'mcp_guardrail_matches_total: personal, redact: built-in JSON and SSE, '
+                                 . 'a location tool\'s result, a backend\'s');
+    is($n{'secrets/block'}, 5, '... secrets, block: the refused arguments (the duplicate key never parsed)');
+    is($n{'secrets/redact'}, 3, '... secrets, redact: two calls rewritten, a key refused');
+    is($n{'injection/block'}, 2, '... injection, block: a location tool, a backend\'s tool left out');
+}
 
 sub refused_conf {
     my ($http, $server, $re, $what) = @_;

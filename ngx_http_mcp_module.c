@@ -12,6 +12,7 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_guard.h"
 #include "ngx_http_mcp_task.h"
 #include "ngx_http_mcp_http.h"
 #include "ngx_http_mcp_subrequest.h"
@@ -174,6 +175,20 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       offsetof(ngx_http_mcp_loc_conf_t, session_lifetime),
       NULL },
 
+    { ngx_string("mcp_guardrail_set"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_mcp_guard_set_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_guardrail"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_2MORE,
+      ngx_http_mcp_guard_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("mcp_tools_allow"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
       ngx_http_mcp_tools_policy,
@@ -254,6 +269,10 @@ ngx_module_t  ngx_http_mcp_module = {
 static ngx_int_t
 ngx_http_mcp_preconfiguration(ngx_conf_t *cf)
 {
+    if (ngx_http_mcp_guard_add_variables(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_mcp_add_variables(cf);
 }
 
@@ -534,6 +553,7 @@ ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
     mlcf->state_timeout = NGX_CONF_UNSET_MSEC;
     mlcf->task_timeout = NGX_CONF_UNSET_MSEC;
     mlcf->counting = NGX_CONF_UNSET;
+    mlcf->guards = NGX_CONF_UNSET_PTR;
 
     return mlcf;
 }
@@ -552,6 +572,13 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_ptr_value(conf->set, prev->set, NULL);
     ngx_conf_merge_ptr_value(conf->tools_allow, prev->tools_allow, NULL);
     ngx_conf_merge_ptr_value(conf->tools_deny, prev->tools_deny, NULL);
+
+    /* a location's guardrails are its own, or all of the level above's */
+    if (conf->guards == NGX_CONF_UNSET_PTR) {
+        conf->guards = (prev->guards == NGX_CONF_UNSET_PTR) ? NULL
+                                                            : prev->guards;
+        conf->guard_where = prev->guard_where;
+    }
 
     /*
      * A gateway's nested locations are gateways too, as they inherit its

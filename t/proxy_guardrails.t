@@ -13,8 +13,10 @@
 #   structuredContent, in a JSON reply and in an SSE event, the JSON
 #   staying valid; with "log" it is let through and told in the access
 #   log ($mcp_guardrail, $mcp_guardrail_action);
-# - "redact" on arguments refuses as "block" does; a batch holding a
-#   refused call is refused whole;
+# - "redact" on arguments relays the message printed again, the marker
+#   in place of the match (a matching key, or a POST with Mcp-Param-*
+#   headers, is refused instead); a batch holding a refused call is
+#   refused whole;
 # - a tool whose description holds an injection phrase is left out of
 #   tools/list, and a prompt out of prompts/list; the others stay; with
 #   "redact", the phrases are replaced;
@@ -198,11 +200,26 @@ is($m->{result}{structuredContent}{city},
    '[redacted:edges]' . ('[redacted:xs]' x 300) . '[redacted:edges] [redacted:edges]ab[redacted:edges]',
    '/every: each of 300 matches redacted, and each empty match');
 
-# redact on arguments refuses as block does: the call is not rewritten
+# redact on arguments: the upstream gets the parsed message printed again,
+# the marker in place of the match; what the guard read is what it reads
 my $before = captured('redact-args');
-($m) = call('redact-args', 'plain', { token => 'AKIAABCDEFGHIJKLMNOP' });
-is($m->{error}{code}, -32602, '/redact-args: a matching argument is refused, not rewritten');
-is(captured('redact-args'), $before, '... nothing reached the upstream');
+my $rr;
+($m, $rr) = raw('redact-args', '{"jsonrpc":"2.0","id":960,"method":"tools/call","params":'
+                             . '{"name":"plain","arguments":{"token":"id \u0041KIAABCDEFGHIJKLMNOP",'
+                             . '"n":42}}}');
+ok($m && $m->{result} && !$m->{error}, '/redact-args: a matching argument is relayed, redacted')
+    or diag(explain($m));
+my $got = substr(captured('redact-args'), length $before);
+like($got, qr/"token":"id \[redacted:secrets\]"/, '... the upstream reads the marker');
+like($got, qr/"n":42\b/, '... and the other arguments as the client wrote them');
+unlike(captured('redact-args'), qr/AKIA|u0041/, '... never the key, in no spelling');
+$before = captured('redact-args');
+($m) = call('redact-args', 'plain', { AKIAABCDEFGHIJKLMNOP => 'x' });
+is($m->{error}{code}, -32602, '/redact-args: a matching key is refused, not rewritten');
+($m) = call('redact-args', 'plain', { token => 'AKIAABCDEFGHIJKLMNOP' },
+            headers => { 'Mcp-Param-Token' => 'AKIAABCDEFGHIJKLMNOP' });
+is($m->{error}{code}, -32602, '/redact-args: so is a redacted call with an Mcp-Param header');
+is(captured('redact-args'), $before, '... neither reached the upstream');
 
 # a batch holding a refused call is refused whole
 # (batches are of 2025-03-26)
@@ -279,7 +296,7 @@ is(matches('personal', 'log'), 1, '... personal, log: the one let through');
 is(matches('personal', 'block'), 1, '... personal, block: the withheld result');
 is(matches('injection', 'block'), 3, '... injection, block: the tool left out twice, the prompt once');
 is(matches('injection', 'redact'), 1, '... injection, redact: the prompt rewritten');
-is(matches('secrets', 'redact'), 1, '... secrets, redact (on arguments, a refusal)');
+is(matches('secrets', 'redact'), 3, '... secrets, redact: the call rewritten, the key and the Mcp-Param call refused');
 is(matches('secrets', 'log'), 0, '... and a set and action that never matched: 0');
 unlike($metrics, qr/set="other"/, '... no "other" row with fewer sets than rows');
 

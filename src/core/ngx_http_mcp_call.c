@@ -21,6 +21,7 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_guard.h"
 
 
 #define NGX_HTTP_MCP_CALL_POOL_SIZE     2048
@@ -52,6 +53,8 @@ static void ngx_http_mcp_call_error_at(ngx_http_mcp_call_t *call,
     ngx_uint_t level, ngx_int_t code, const char *message, cJSON *data);
 static void ngx_http_mcp_call_end(ngx_http_mcp_call_t *call, cJSON *reply);
 static void ngx_http_mcp_call_free(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_call_result_type(ngx_http_mcp_call_t *call,
+    cJSON *result);
 static void ngx_http_mcp_call_live(ngx_http_mcp_call_t *call);
 static void ngx_http_mcp_call_unwait(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_call_check(ngx_http_mcp_call_t *call);
@@ -301,6 +304,21 @@ ngx_http_mcp_call_auth_copy(ngx_pool_t *pool, ngx_http_mcp_auth_t *auth)
 }
 
 
+/* a 2026-07-28 result says what it is: "complete" unless it says so */
+
+static ngx_int_t
+ngx_http_mcp_call_result_type(ngx_http_mcp_call_t *call, cJSON *result)
+{
+    if (!ngx_http_mcp_call_stateless(call)
+        || ngx_http_mcp_json_get(result, "resultType") != NULL)
+    {
+        return NGX_OK;
+    }
+
+    return ngx_http_mcp_json_add_literal(result, "resultType", "complete");
+}
+
+
 void
 ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
 {
@@ -311,13 +329,17 @@ ngx_http_mcp_call_result(ngx_http_mcp_call_t *call, cJSON *result)
         return;
     }
 
+    /*
+     * the guardrails read the result the finish hook made; a blocked one
+     * is replaced whole, so a 2026-07-28 result's resultType and _meta
+     * are (re)made after them
+     */
+
     if (result == NULL
-        || (ngx_http_mcp_call_stateless(call)
-            && ngx_http_mcp_json_get(result, "resultType") == NULL
-            && ngx_http_mcp_json_add_literal(result, "resultType",
-                                             "complete")
-               != NGX_OK)
+        || ngx_http_mcp_call_result_type(call, result) != NGX_OK
         || (call->finish != NULL && call->finish(call, result) != NGX_OK)
+        || ngx_http_mcp_guard_call_result(call, result) != NGX_OK
+        || ngx_http_mcp_call_result_type(call, result) != NGX_OK
         || (ngx_http_mcp_call_stateless(call)
             && ngx_http_mcp_server_meta(result) != NGX_OK))
     {

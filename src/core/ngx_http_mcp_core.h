@@ -56,6 +56,11 @@ typedef struct {
     ngx_array_t               *guard_sets;  /* ngx_str_t: the names of
                                                mcp_guardrail_set, counted
                                                by name in the metrics */
+    ngx_array_t               *guardrails;  /* mcp_guardrail_set's
+                                               ngx_http_mcp_guard_set_t
+                                               (ngx_http_mcp_guard.h) */
+    ngx_int_t                  guard_vars[2];  /* $mcp_guardrail(_action)'s
+                                                  indexes */
     ngx_msec_t                 shutdown_timeout;  /* mcp_shutdown_timeout */
     ngx_str_t                  ipc_path;    /* mcp_ipc_path */
     ngx_int_t                  request_id;  /* $request_id's index */
@@ -115,6 +120,12 @@ typedef struct {
     ngx_flag_t                 counting;    /* mcp_metrics_counting */
     void                      *health;      /* mcp_health: health.c's */
     ngx_http_mcp_aggregate_pt  aggregate;   /* mcp_backend's, or NULL */
+    ngx_array_t               *guards;      /* mcp_guardrail's
+                                               ngx_http_mcp_guard_t, or
+                                               NULL (every path reads it:
+                                               mcp_pass copies it) */
+    ngx_uint_t                 guard_where;  /* what any of them reads:
+                                                NGX_HTTP_MCP_GUARD_* */
     unsigned                   own_set:1;   /* set: this level's own
                                                (ngx_http_mcp_conf_set) */
     unsigned                   builtin:1;   /* mcp_builtin given here */

@@ -16,6 +16,7 @@
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_output.h"
 #include "ngx_http_mcp_task.h"
+#include "ngx_http_mcp_guard.h"
 
 
 /* which revisions have a method */
@@ -57,6 +58,7 @@ static ngx_int_t ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_resources_read(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_run_entry(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call);
+static ngx_int_t ngx_http_mcp_guarded(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_prompts_get(ngx_http_mcp_call_t *call);
 static ngx_int_t ngx_http_mcp_check_prompt_arguments(
     ngx_http_mcp_call_t *call);
@@ -645,6 +647,11 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
             return NGX_OK;
         }
 
+        /* before a leg is sent: it is printed from these arguments */
+        if (ngx_http_mcp_guarded(call) != NGX_OK) {
+            return NGX_OK;
+        }
+
         return aggregate(call, NULL);
     }
 
@@ -655,12 +662,48 @@ ngx_http_mcp_tools_call(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
+    /*
+     * after the headers (they mirror what the client sent), before the
+     * schema (a redacted value is held to it too) and the tool
+     */
+    if (ngx_http_mcp_guarded(call) != NGX_OK) {
+        return NGX_OK;
+    }
+
     if (ngx_http_mcp_check_arguments(call) != NGX_OK) {
         return NGX_OK;
     }
 
     /* the tool runs, as a task when it goes on (see task.c) */
     return ngx_http_mcp_task_call(call, ngx_http_mcp_run_entry);
+}
+
+
+/* the guardrails on a call's arguments: NGX_OK, or the call answered */
+
+static ngx_int_t
+ngx_http_mcp_guarded(ngx_http_mcp_call_t *call)
+{
+    ngx_int_t    rc;
+    const char  *why;
+
+    rc = ngx_http_mcp_guard_call_arguments(call, &why);
+
+    if (rc == NGX_OK) {
+        return NGX_OK;
+    }
+
+    if (rc == NGX_DECLINED) {
+        ngx_log_error(NGX_LOG_INFO, call->log, 0,
+                      "mcp: tools/call refused: %s", why);
+
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS, why);
+        return NGX_DECLINED;
+    }
+
+    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                            "Internal error");
+    return NGX_DECLINED;
 }
 
 

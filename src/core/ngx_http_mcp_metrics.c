@@ -720,7 +720,7 @@ ngx_http_mcp_metrics_guard_set(ngx_conf_t *cf, ngx_str_t *name)
 }
 
 
-/* mcp_pass_guardrail: a set matched (see proxy_guard.c) */
+/* mcp_guardrail: a set matched (see guard.c) */
 
 void
 ngx_http_mcp_metrics_guardrail(ngx_uint_t set, ngx_uint_t action)
@@ -1118,7 +1118,7 @@ ngx_http_mcp_metrics_guards(u_char *p, ngx_http_mcp_metrics_conf_t *mcf)
 
     p = ngx_sprintf(p,
             "# HELP mcp_guardrail_matches_total Guardrail sets that matched "
-            "(mcp_pass_guardrail), by set and action.\n"
+            "(mcp_guardrail), by set and action.\n"
             "# TYPE mcp_guardrail_matches_total counter\n");
 
     if (mmcf == NULL || mmcf->guard_sets == NULL) {

@@ -18,6 +18,7 @@
 #include "ngx_http_mcp_jsonguard.h"
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_guard.h"
 #include "ngx_http_mcp_http.h"
 
 
@@ -95,42 +96,14 @@ typedef struct {
     ngx_http_mcp_exchange_key_t  *exchange_key;
     ngx_array_t               *views;       /* mcp_pass_tool, or NULL
                                                (ngx_http_mcp_proxy_view.c) */
-    ngx_array_t               *guards;      /* mcp_pass_guardrail, or NULL:
-                                               ngx_http_mcp_guard_t */
+    ngx_array_t               *guards;      /* mcp_guardrail (or its other
+                                               name, mcp_pass_guardrail),
+                                               the core's: ngx_http_mcp_
+                                               guard_t, or NULL */
     ngx_uint_t                 guard_where;  /* what any of them reads:
                                                 NGX_HTTP_MCP_GUARD_* */
 } ngx_http_mcp_proxy_loc_conf_t;
 
-
-/*
- * Guardrails (ngx_http_mcp_proxy_guard.c): a named set of patterns
- * (mcp_guardrail_set, http level), and what a location does with it
- * (mcp_pass_guardrail).
- */
-typedef struct {
-    ngx_str_t                  name;
-    ngx_array_t                regexes;     /* ngx_regex_elt_t */
-    ngx_uint_t                 metric;      /* its row in the metrics */
-} ngx_http_mcp_guard_set_t;
-
-typedef struct {
-    ngx_http_mcp_guard_set_t  *set;
-    ngx_str_t                  marker;      /* [redacted:NAME] */
-    ngx_uint_t                 action;      /* NGX_HTTP_MCP_GUARD_BLOCK.. */
-    ngx_uint_t                 where;       /* NGX_HTTP_MCP_GUARD_ARGS.. */
-} ngx_http_mcp_guard_t;
-
-typedef struct {
-    ngx_array_t                sets;        /* ngx_http_mcp_guard_set_t */
-} ngx_http_mcp_proxy_main_conf_t;
-
-#define NGX_HTTP_MCP_GUARD_BLOCK    0
-#define NGX_HTTP_MCP_GUARD_REDACT   1
-#define NGX_HTTP_MCP_GUARD_LOG      2
-
-#define NGX_HTTP_MCP_GUARD_ARGS     0x01
-#define NGX_HTTP_MCP_GUARD_RESULTS  0x02
-#define NGX_HTTP_MCP_GUARD_LISTS    0x04
 
 
 /*
@@ -215,11 +188,14 @@ typedef struct {
     ngx_msec_t                 hold_start;
     unsigned                   hold:1;      /* requests are looked for */
     unsigned                   holding:1;   /* one is held */
+    unsigned                   redacted:1;  /* a guardrail rewrote an
+                                               argument: the body is
+                                               printed again */
 
-    /* the last guardrail that matched, for $mcp_guardrail */
-    ngx_http_mcp_guard_t      *guard_hit;
-
-    /* mcp_pass_tool: a renamed call's body and Mcp-Name, or NULL data */
+    /*
+     * mcp_pass_tool, a redacted argument: the body printed again, and a
+     * renamed call's Mcp-Name, or NULL data
+     */
     ngx_str_t                  body;
     ngx_str_t                  mcp_name;
 } ngx_http_mcp_proxy_ctx_t;
@@ -292,12 +268,6 @@ ngx_int_t ngx_http_mcp_proxy_view_list(ngx_http_mcp_proxy_ctx_t *pctx,
 ngx_int_t ngx_http_mcp_proxy_view_body(ngx_http_mcp_proxy_ctx_t *pctx);
 
 /* guardrails (ngx_http_mcp_proxy_guard.c) */
-void *ngx_http_mcp_proxy_create_main_conf(ngx_conf_t *cf);
-char *ngx_http_mcp_guardrail_set(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-char *ngx_http_mcp_pass_guardrail(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-ngx_int_t ngx_http_mcp_proxy_guard_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_proxy_guard_arguments(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *arguments, const char **why);
 ngx_int_t ngx_http_mcp_proxy_guard_result(ngx_http_mcp_proxy_ctx_t *pctx,

@@ -1,26 +1,17 @@
 
 /*
- * Guardrails on mcp_pass: named sets of regular expressions (PCRE2
- * through ngx_regex, compiled at configuration time; nginx's "pcre_jit
- * on" JIT-compiles them), held to what a tools/call carries and what
- * comes back:
+ * Guardrails on mcp_pass: the core's engine (ngx_http_mcp_guard.c) held
+ * to what a tools/call carries and what comes back:
  *
- * - arguments: every key and every string value of a call's arguments,
- *   as the module's strict parser read them (escapes undone, duplicate
- *   keys and "\u0000" refused: ngx_http_mcp_json.c), so no spelling of
- *   a value reads otherwise to the guard than to the upstream;
- * - results: the text of a result's content items, the text of an
- *   embedded resource, and every string of structuredContent, in a JSON
- *   reply held whole or an SSE event (ngx_http_mcp_proxy_check.c);
- * - lists: the title and description of each tool of tools/list, and
- *   of each prompt of prompts/list.
- *
- * A match is blocked (a call refused before anything is relayed, a
- * result replaced by an isError result, a listed item left out),
- * redacted (the match replaced by "[redacted:NAME]" in the parsed
- * message, which is printed again, so the JSON stays valid), or logged.
- * An argument is never redacted: a call the gateway rewrote would do
- * what the caller did not ask, so redact refuses it as block does.
+ * - arguments: as the module's strict parser read them, before anything
+ *   is relayed.  "redact" rewrites the parsed message, and the body the
+ *   upstream gets is that message printed again
+ *   (ngx_http_mcp_proxy_view_body()), not the client's bytes: the
+ *   upstream reads what the guard read, one spelling of each value.  A
+ *   POST with Mcp-Param-* headers is refused instead, for they mirror
+ *   arguments and are relayed as they are;
+ * - results and lists: in a JSON reply held whole or an SSE event
+ *   (ngx_http_mcp_proxy_check.c), printed again when changed.
  *
  * A reply is read whole or event by event within mcp_pass_filter_buffer
  * _size: one larger is refused, not relayed unread.
@@ -28,850 +19,128 @@
 
 
 #include "ngx_http_mcp_proxy.h"
-#include "ngx_http_mcp_jsonrpc.h"
-#include "ngx_http_mcp_metrics.h"
-#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_param.h"
 
 
-/* what ngx_http_mcp_jsonrpc_tools() hands each listed tool */
-typedef struct {
-    ngx_http_mcp_proxy_ctx_t  *pctx;
-    ngx_uint_t                *changed;
-} ngx_http_mcp_guard_list_t;
+static void ngx_http_mcp_proxy_guard_ctx(ngx_http_mcp_proxy_ctx_t *pctx,
+    ngx_http_mcp_guard_ctx_t *gc);
+static ngx_uint_t ngx_http_mcp_proxy_guard_params(ngx_http_request_t *r);
 
 
-static ngx_int_t ngx_http_mcp_guard_walk(ngx_http_mcp_proxy_ctx_t *pctx,
-    ngx_http_mcp_guard_t *g, cJSON *item, ngx_uint_t keys,
-    ngx_uint_t *hit, ngx_uint_t *changed);
-static ngx_int_t ngx_http_mcp_guard_string(ngx_http_mcp_proxy_ctx_t *pctx,
-    ngx_http_mcp_guard_t *g, cJSON *item, ngx_uint_t *hit,
-    ngx_uint_t *changed);
-static ngx_int_t ngx_http_mcp_guard_match(ngx_http_mcp_guard_set_t *set,
-    u_char *s, ngx_log_t *log);
-static u_char *ngx_http_mcp_guard_redact(ngx_pool_t *pool,
-    ngx_http_mcp_guard_t *g, u_char *s, ngx_log_t *log);
-static ngx_int_t ngx_http_mcp_guard_next(ngx_regex_t *re, u_char *s,
-    size_t len, size_t off, size_t *start, size_t *end);
-static ngx_int_t ngx_http_mcp_guard_listed(void *data, cJSON *tool,
-    ngx_str_t *name);
-static ngx_int_t ngx_http_mcp_guard_item(ngx_http_mcp_proxy_ctx_t *pctx,
-    cJSON *item, ngx_uint_t *changed);
-static void ngx_http_mcp_guard_told(ngx_http_mcp_proxy_ctx_t *pctx,
-    ngx_http_mcp_guard_t *g, const char *where);
-static ngx_int_t ngx_http_mcp_guard_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
-
-
-static ngx_str_t  ngx_http_mcp_guard_actions[] = {
-    ngx_string("block"),
-    ngx_string("redact"),
-    ngx_string("log")
-};
-
-
-static ngx_http_variable_t  ngx_http_mcp_guard_vars[] = {
-    { ngx_string("mcp_guardrail"), NULL, ngx_http_mcp_guard_variable, 0,
-      NGX_HTTP_VAR_NOCACHEABLE, 0 },
-    { ngx_string("mcp_guardrail_action"), NULL, ngx_http_mcp_guard_variable,
-      1, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-      ngx_http_null_variable
-};
-
-
-void *
-ngx_http_mcp_proxy_create_main_conf(ngx_conf_t *cf)
-{
-    ngx_http_mcp_proxy_main_conf_t  *pmcf;
-
-    pmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_proxy_main_conf_t));
-    if (pmcf == NULL) {
-        return NULL;
-    }
-
-    if (ngx_array_init(&pmcf->sets, cf->pool, 4,
-                       sizeof(ngx_http_mcp_guard_set_t))
-        != NGX_OK)
-    {
-        return NULL;
-    }
-
-    return pmcf;
-}
-
-
-/* mcp_guardrail_set NAME PATTERN...; (http) */
-
-char *
-ngx_http_mcp_guardrail_set(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_mcp_proxy_main_conf_t *pmcf = conf;
-
-    u_char                     errstr[NGX_MAX_CONF_ERRSTR], c;
-    ngx_int_t                  n;
-    ngx_str_t                 *value;
-    ngx_uint_t                 i;
-    ngx_regex_elt_t           *re;
-    ngx_regex_compile_t        rc;
-    ngx_http_mcp_guard_set_t  *set;
-
-    value = cf->args->elts;
-    set = pmcf->sets.elts;
-
-    for (i = 0; i < pmcf->sets.nelts; i++) {
-        if (set[i].name.len == value[1].len
-            && ngx_strncmp(set[i].name.data, value[1].data, value[1].len)
-               == 0)
-        {
-            return "names a set already defined";
-        }
-    }
-
-    for (i = 0; i < value[1].len; i++) {
-        c = value[1].data[i];
-
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-              || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-        {
-            return "has a name not of letters, digits, \"_\" and \"-\"";
-        }
-    }
-
-    set = ngx_array_push(&pmcf->sets);
-    if (set == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    set->name = value[1];
-
-    n = ngx_http_mcp_metrics_guard_set(cf, &set->name);
-    if (n == NGX_ERROR) {
-        return NGX_CONF_ERROR;
-    }
-
-    set->metric = n;
-
-    if (ngx_array_init(&set->regexes, cf->pool, cf->args->nelts - 2,
-                       sizeof(ngx_regex_elt_t))
-        != NGX_OK)
-    {
-        return NGX_CONF_ERROR;
-    }
-
-    for (i = 2; i < cf->args->nelts; i++) {
-
-        ngx_memzero(&rc, sizeof(ngx_regex_compile_t));
-
-        rc.pattern = value[i];
-        rc.pool = cf->pool;
-        rc.err.len = NGX_MAX_CONF_ERRSTR;
-        rc.err.data = errstr;
-
-        if (ngx_regex_compile(&rc) != NGX_OK) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%V", &rc.err);
-            return NGX_CONF_ERROR;
-        }
-
-        re = ngx_array_push(&set->regexes);
-        if (re == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        re->regex = rc.regex;
-        re->name = value[i].data;
-    }
-
-    return NGX_CONF_OK;
-}
-
-
-/*
- * mcp_pass_guardrail SET block|redact|log [arguments] [results]
- * [lists];  with none of the three, all of them
- */
-
-char *
-ngx_http_mcp_pass_guardrail(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_mcp_proxy_loc_conf_t *plcf = conf;
-
-    ngx_str_t                       *value;
-    ngx_uint_t                       i;
-    ngx_http_mcp_guard_t            *g;
-    ngx_http_mcp_guard_set_t        *set;
-    ngx_http_mcp_proxy_main_conf_t  *pmcf;
-
-    value = cf->args->elts;
-    pmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_proxy_module);
-
-    if (plcf->guards == NGX_CONF_UNSET_PTR) {
-        plcf->guards = ngx_array_create(cf->pool, 4,
-                                        sizeof(ngx_http_mcp_guard_t));
-        if (plcf->guards == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        plcf->guard_where = 0;
-    }
-
-    g = ngx_array_push(plcf->guards);
-    if (g == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    g->set = NULL;
-    set = pmcf->sets.elts;
-
-    for (i = 0; i < pmcf->sets.nelts; i++) {
-        if (set[i].name.len == value[1].len
-            && ngx_strncmp(set[i].name.data, value[1].data, value[1].len)
-               == 0)
-        {
-            g->set = &set[i];
-            break;
-        }
-    }
-
-    if (g->set == NULL) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "no mcp_guardrail_set \"%V\" defined before",
-                           &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    for (g->action = 0; g->action < 3; g->action++) {
-        if (ngx_http_mcp_guard_actions[g->action].len == value[2].len
-            && ngx_strncmp(ngx_http_mcp_guard_actions[g->action].data,
-                           value[2].data, value[2].len)
-               == 0)
-        {
-            break;
-        }
-    }
-
-    if (g->action == 3) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid action \"%V\": block, redact or log",
-                           &value[2]);
-        return NGX_CONF_ERROR;
-    }
-
-    g->where = 0;
-
-    for (i = 3; i < cf->args->nelts; i++) {
-
-        if (ngx_strcmp(value[i].data, "arguments") == 0) {
-            g->where |= NGX_HTTP_MCP_GUARD_ARGS;
-
-        } else if (ngx_strcmp(value[i].data, "results") == 0) {
-            g->where |= NGX_HTTP_MCP_GUARD_RESULTS;
-
-        } else if (ngx_strcmp(value[i].data, "lists") == 0) {
-            g->where |= NGX_HTTP_MCP_GUARD_LISTS;
-
-        } else {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid \"%V\": arguments, results or lists",
-                               &value[i]);
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    if (g->where == 0) {
-        g->where = NGX_HTTP_MCP_GUARD_ARGS | NGX_HTTP_MCP_GUARD_RESULTS
-                   | NGX_HTTP_MCP_GUARD_LISTS;
-    }
-
-    plcf->guard_where |= g->where;
-
-    g->marker.len = sizeof("[redacted:]") - 1 + g->set->name.len;
-    g->marker.data = ngx_pnalloc(cf->pool, g->marker.len + 1);
-    if (g->marker.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    (void) ngx_sprintf(g->marker.data, "[redacted:%V]%Z", &g->set->name);
-
-    return NGX_CONF_OK;
-}
-
-
-ngx_int_t
-ngx_http_mcp_proxy_guard_add_variables(ngx_conf_t *cf)
-{
-    return ngx_http_mcp_conf_add_variables(cf, ngx_http_mcp_guard_vars);
-}
-
-
-/*
- * A tools/call's arguments: NGX_OK, NGX_DECLINED (*why: refused before
- * anything is relayed) or NGX_ERROR.  Keys are read too: an object's
- * keys carry data as well as its values do.
- */
+/* NGX_OK, NGX_DECLINED (*why: refused before anything is relayed) */
 
 ngx_int_t
 ngx_http_mcp_proxy_guard_arguments(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *arguments, const char **why)
 {
-    u_char                *text;
-    ngx_uint_t             i, hit;
-    ngx_http_mcp_guard_t  *g;
+    ngx_int_t                 rc;
+    ngx_uint_t                changed;
+    ngx_http_mcp_guard_ctx_t  gc;
 
-    if (!(pctx->conf->guard_where & NGX_HTTP_MCP_GUARD_ARGS)
-        || arguments == NULL)
-    {
+    if (!(pctx->conf->guard_where & NGX_HTTP_MCP_GUARD_ARGS)) {
         return NGX_OK;
     }
 
-    g = pctx->conf->guards->elts;
+    ngx_http_mcp_proxy_guard_ctx(pctx, &gc);
+    changed = 0;
 
-    for (i = 0; i < pctx->conf->guards->nelts; i++) {
+    rc = ngx_http_mcp_guard_arguments(&gc, arguments, 1, &changed, why);
 
-        if (!(g[i].where & NGX_HTTP_MCP_GUARD_ARGS)) {
-            continue;
-        }
+    if (rc != NGX_OK || !changed) {
+        return rc;
+    }
 
-        hit = 0;
-
-        /* matched, not changed: redact is block on arguments */
-        if (ngx_http_mcp_guard_walk(pctx, &g[i], arguments, 1, &hit, NULL)
-            != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-
-        if (!hit) {
-            continue;
-        }
-
-        ngx_http_mcp_guard_told(pctx, &g[i], "arguments");
-
-        if (g[i].action == NGX_HTTP_MCP_GUARD_LOG) {
-            continue;
-        }
-
-        text = ngx_pnalloc(pctx->ctx->request->pool,
-                           64 + g[i].set->name.len);
-        if (text == NULL) {
-            return NGX_ERROR;
-        }
-
-        (void) ngx_sprintf(text, "Arguments refused by guardrail \"%V\"%Z",
-                           &g[i].set->name);
-        *why = (const char *) text;
-
+    if (ngx_http_mcp_proxy_guard_params(pctx->ctx->request)) {
+        *why = "Arguments refused by a guardrail: a redacted call may not "
+               "carry Mcp-Param headers";
         return NGX_DECLINED;
     }
+
+    pctx->redacted = 1;
 
     return NGX_OK;
 }
 
-
-/*
- * A tools/call result (or another request's, read on a stream): its
- * content items, their embedded resources, and structuredContent.
- */
 
 ngx_int_t
 ngx_http_mcp_proxy_guard_result(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result, ngx_uint_t *changed)
 {
-    cJSON                 *content, *item, *resource, *sc, *blocked;
-    ngx_uint_t             i, hit;
-    ngx_http_mcp_guard_t  *g;
+    ngx_http_mcp_guard_ctx_t  gc;
 
     if (!(pctx->conf->guard_where & NGX_HTTP_MCP_GUARD_RESULTS)) {
         return NGX_OK;
     }
 
-    g = pctx->conf->guards->elts;
-    content = cJSON_GetObjectItemCaseSensitive(result, "content");
-    sc = cJSON_GetObjectItemCaseSensitive(result, "structuredContent");
+    ngx_http_mcp_proxy_guard_ctx(pctx, &gc);
 
-    for (i = 0; i < pctx->conf->guards->nelts; i++) {
-
-        if (!(g[i].where & NGX_HTTP_MCP_GUARD_RESULTS)) {
-            continue;
-        }
-
-        hit = 0;
-
-        cJSON_ArrayForEach(item, content) {
-
-            if (!cJSON_IsObject(item)) {
-                continue;
-            }
-
-            if (ngx_http_mcp_guard_string(pctx, &g[i],
-                    cJSON_GetObjectItemCaseSensitive(item, "text"), &hit,
-                    changed)
-                != NGX_OK)
-            {
-                return NGX_ERROR;
-            }
-
-            resource = cJSON_GetObjectItemCaseSensitive(item, "resource");
-
-            if (cJSON_IsObject(resource)
-                && ngx_http_mcp_guard_string(pctx, &g[i],
-                       cJSON_GetObjectItemCaseSensitive(resource, "text"),
-                       &hit, changed)
-                   != NGX_OK)
-            {
-                return NGX_ERROR;
-            }
-        }
-
-        if (sc != NULL
-            && ngx_http_mcp_guard_walk(pctx, &g[i], sc, 0, &hit, changed)
-               != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-
-        if (!hit) {
-            continue;
-        }
-
-        ngx_http_mcp_guard_told(pctx, &g[i], "a result");
-
-        if (g[i].action != NGX_HTTP_MCP_GUARD_BLOCK) {
-            continue;
-        }
-
-        /* the result is withheld whole, as an error the model can read */
-        blocked = ngx_http_mcp_text_result(
-                      "The result was withheld by a guardrail", 1);
-        if (blocked == NULL) {
-            return NGX_ERROR;
-        }
-
-        while (result->child != NULL) {
-            cJSON_Delete(cJSON_DetachItemViaPointer(result, result->child));
-        }
-
-        while (blocked->child != NULL) {
-            item = cJSON_DetachItemViaPointer(blocked, blocked->child);
-
-            /* the key is copied before the item's own is freed */
-            if (!cJSON_AddItemToObject(result, item->string, item)) {
-                cJSON_Delete(item);
-                cJSON_Delete(blocked);
-                return NGX_ERROR;
-            }
-        }
-
-        cJSON_Delete(blocked);
-        *changed = 1;
-
-        return NGX_OK;
-    }
-
-    return NGX_OK;
+    return ngx_http_mcp_guard_result(&gc, result, changed);
 }
 
-
-/* a tools/list or prompts/list result: each item's title, description */
 
 ngx_int_t
 ngx_http_mcp_proxy_guard_list(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result, ngx_uint_t *changed)
 {
-    cJSON                      *prompts, *item, *next;
-    ngx_http_mcp_guard_list_t   list;
+    ngx_http_mcp_guard_ctx_t  gc;
 
     if (!(pctx->conf->guard_where & NGX_HTTP_MCP_GUARD_LISTS)) {
         return NGX_OK;
     }
 
-    if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(result, "tools"))) {
-        list.pctx = pctx;
-        list.changed = changed;
+    ngx_http_mcp_proxy_guard_ctx(pctx, &gc);
 
-        return ngx_http_mcp_jsonrpc_tools(result, ngx_http_mcp_guard_listed,
-                                          &list, changed);
-    }
-
-    prompts = cJSON_GetObjectItemCaseSensitive(result, "prompts");
-
-    if (!cJSON_IsArray(prompts)) {
-        return NGX_OK;
-    }
-
-    for (item = prompts->child; item != NULL; item = next) {
-        next = item->next;
-
-        switch (ngx_http_mcp_guard_item(pctx, item, changed)) {
-
-        case NGX_OK:
-            break;
-
-        case NGX_DECLINED:
-            cJSON_Delete(cJSON_DetachItemViaPointer(prompts, item));
-            *changed = 1;
-            break;
-
-        default:
-            return NGX_ERROR;
-        }
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_mcp_guard_listed(void *data, cJSON *tool, ngx_str_t *name)
-{
-    ngx_http_mcp_guard_list_t *list = data;
-
-    return ngx_http_mcp_guard_item(list->pctx, tool, list->changed);
-}
-
-
-/* a listed item: NGX_DECLINED to leave it out */
-
-static ngx_int_t
-ngx_http_mcp_guard_item(ngx_http_mcp_proxy_ctx_t *pctx, cJSON *item,
-    ngx_uint_t *changed)
-{
-    ngx_uint_t             i, hit;
-    ngx_http_mcp_guard_t  *g;
-
-    g = pctx->conf->guards->elts;
-
-    for (i = 0; i < pctx->conf->guards->nelts; i++) {
-
-        if (!(g[i].where & NGX_HTTP_MCP_GUARD_LISTS)) {
-            continue;
-        }
-
-        hit = 0;
-
-        if (ngx_http_mcp_guard_string(pctx, &g[i],
-                cJSON_GetObjectItemCaseSensitive(item, "description"), &hit,
-                changed)
-            != NGX_OK
-            || ngx_http_mcp_guard_string(pctx, &g[i],
-                   cJSON_GetObjectItemCaseSensitive(item, "title"), &hit,
-                   changed)
-               != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-
-        if (!hit) {
-            continue;
-        }
-
-        ngx_http_mcp_guard_told(pctx, &g[i], "a listed description");
-
-        if (g[i].action == NGX_HTTP_MCP_GUARD_BLOCK) {
-            return NGX_DECLINED;
-        }
-    }
-
-    return NGX_OK;
-}
-
-
-/*
- * Every string under item (and, with keys, every key): *hit when one
- * matches; redacted in place when changed is not NULL and the guard
- * redacts.  The parser bounded the depth of what it read.
- */
-
-static ngx_int_t
-ngx_http_mcp_guard_walk(ngx_http_mcp_proxy_ctx_t *pctx,
-    ngx_http_mcp_guard_t *g, cJSON *item, ngx_uint_t keys, ngx_uint_t *hit,
-    ngx_uint_t *changed)
-{
-    cJSON      *child;
-    ngx_int_t   rc;
-
-    if (cJSON_IsString(item)) {
-        return ngx_http_mcp_guard_string(pctx, g, item, hit, changed);
-    }
-
-    if (!cJSON_IsObject(item) && !cJSON_IsArray(item)) {
-        return NGX_OK;
-    }
-
-    cJSON_ArrayForEach(child, item) {
-
-        if (keys && child->string != NULL) {
-            rc = ngx_http_mcp_guard_match(g->set, (u_char *) child->string,
-                                          pctx->ctx->request->connection->log);
-            if (rc == NGX_ERROR) {
-                return NGX_ERROR;
-            }
-
-            if (rc == NGX_OK) {
-                *hit = 1;
-            }
-        }
-
-        if (ngx_http_mcp_guard_walk(pctx, g, child, keys, hit, changed)
-            != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_mcp_guard_string(ngx_http_mcp_proxy_ctx_t *pctx,
-    ngx_http_mcp_guard_t *g, cJSON *item, ngx_uint_t *hit,
-    ngx_uint_t *changed)
-{
-    u_char              *redacted;
-    ngx_int_t            rc;
-    ngx_http_request_t  *r;
-
-    if (!cJSON_IsString(item)) {
-        return NGX_OK;
-    }
-
-    r = pctx->ctx->request;
-
-    rc = ngx_http_mcp_guard_match(g->set, (u_char *) item->valuestring,
-                                  r->connection->log);
-
-    if (rc != NGX_OK) {
-        return (rc == NGX_DECLINED) ? NGX_OK : NGX_ERROR;
-    }
-
-    *hit = 1;
-
-    if (changed == NULL || g->action != NGX_HTTP_MCP_GUARD_REDACT) {
-        return NGX_OK;
-    }
-
-    redacted = ngx_http_mcp_guard_redact(r->pool, g,
-                                         (u_char *) item->valuestring,
-                                         r->connection->log);
-
-    if (redacted == NULL || cJSON_SetValuestring(item, (char *) redacted)
-                            == NULL)
-    {
-        return NGX_ERROR;
-    }
-
-    *changed = 1;
-
-    return NGX_OK;
-}
-
-
-/* NGX_OK: a pattern of the set matches s; NGX_DECLINED, NGX_ERROR */
-
-static ngx_int_t
-ngx_http_mcp_guard_match(ngx_http_mcp_guard_set_t *set, u_char *s,
-    ngx_log_t *log)
-{
-    ngx_str_t  text;
-
-    text.data = s;
-    text.len = ngx_strlen(s);
-
-    return ngx_regex_exec_array(&set->regexes, &text, log);
-}
-
-
-/*
- * s with every match of every pattern of the set replaced by the marker;
- * the copy grows as markers are written (a pattern that matches every
- * byte would make it marker-long times as long)
- */
-
-static u_char *
-ngx_http_mcp_guard_redact(ngx_pool_t *pool, ngx_http_mcp_guard_t *g,
-    u_char *s, ngx_log_t *log)
-{
-    u_char           *out, *p, *grown;
-    size_t            len, off, start, end, size, need;
-    ngx_int_t         rc;
-    ngx_uint_t        i;
-    ngx_regex_elt_t  *re;
-
-    re = g->set->regexes.elts;
-
-    for (i = 0; i < g->set->regexes.nelts; i++) {
-
-        len = ngx_strlen(s);
-        size = len + g->marker.len + 2;
-
-        out = ngx_pnalloc(pool, size);
-        if (out == NULL) {
-            return NULL;
-        }
-
-        p = out;
-        off = 0;
-
-        while (off <= len) {
-
-            rc = ngx_http_mcp_guard_next(re[i].regex, s, len, off, &start,
-                                         &end);
-
-            if (rc == NGX_DECLINED) {
-                break;
-            }
-
-            if (rc != NGX_OK) {
-                ngx_log_error(NGX_LOG_ALERT, log, 0,
-                              ngx_regex_exec_n " failed: %i on \"%s\"",
-                              rc, re[i].name);
-                return NULL;
-            }
-
-            /* what is written so far, this match, and the rest as it is */
-            need = (p - out) + (start - off) + g->marker.len
-                   + (len - end) + 2;
-
-            if (need > size) {
-                size = ngx_max(2 * size, need);
-
-                grown = ngx_pnalloc(pool, size);
-                if (grown == NULL) {
-                    return NULL;
-                }
-
-                p = ngx_cpymem(grown, out, p - out);
-                out = grown;
-            }
-
-            p = ngx_cpymem(p, s + off, start - off);
-            p = ngx_cpymem(p, g->marker.data, g->marker.len);
-            off = end;
-
-            if (end == start) {
-                /* an empty match: the next byte stays, the look moves on */
-                if (off < len) {
-                    *p++ = s[off];
-                }
-
-                off++;
-            }
-        }
-
-        if (off < len) {
-            p = ngx_cpymem(p, s + off, len - off);
-        }
-
-        *p = '\0';
-        s = out;
-    }
-
-    return s;
-}
-
-
-/*
- * The first match of re in s at or after off, read in the whole of s
- * (so that \b or a lookbehind sees what is before off): NGX_OK with its
- * start and end, NGX_DECLINED, or the library's error code.
- * ngx_regex_exec() has no start offset, hence the library's own call.
- */
-
-static ngx_int_t
-ngx_http_mcp_guard_next(ngx_regex_t *re, u_char *s, size_t len, size_t off,
-    size_t *start, size_t *end)
-{
-#if (NGX_PCRE2)
-    int                        rc;
-    PCRE2_SIZE                *ov;
-    static pcre2_match_data   *md;
-
-    /* one pair is all a redaction reads; kept for the process */
-    if (md == NULL) {
-        md = pcre2_match_data_create(1, NULL);
-        if (md == NULL) {
-            return PCRE2_ERROR_NOMEMORY;
-        }
-    }
-
-    rc = pcre2_match(re, s, len, off, 0, md, NULL);
-
-    if (rc == PCRE2_ERROR_NOMATCH) {
-        return NGX_DECLINED;
-    }
-
-    if (rc < 0) {
-        return rc;
-    }
-
-    ov = pcre2_get_ovector_pointer(md);
-
-    *start = ov[0];
-    *end = ngx_max(ov[0], ov[1]);   /* \K may end a match before it */
-
-#else
-    int  rc, cap[3];
-
-    rc = pcre_exec(re->code, re->extra, (const char *) s, len, off, 0,
-                   cap, 3);
-
-    if (rc == PCRE_ERROR_NOMATCH) {
-        return NGX_DECLINED;
-    }
-
-    if (rc < 0) {
-        return rc;
-    }
-
-    *start = cap[0];
-    *end = ngx_max(cap[0], cap[1]);
-#endif
-
-    return NGX_OK;
+    return ngx_http_mcp_guard_list(&gc, result, changed);
 }
 
 
 static void
-ngx_http_mcp_guard_told(ngx_http_mcp_proxy_ctx_t *pctx,
-    ngx_http_mcp_guard_t *g, const char *where)
+ngx_http_mcp_proxy_guard_ctx(ngx_http_mcp_proxy_ctx_t *pctx,
+    ngx_http_mcp_guard_ctx_t *gc)
 {
-    pctx->guard_hit = g;
+    ngx_http_request_t  *r;
 
-    ngx_http_mcp_metrics_guardrail(g->set->metric, g->action);
+    r = pctx->ctx->request;
 
-    /* what matched is not logged: it is what the guard keeps out */
-    ngx_log_error(NGX_LOG_INFO, pctx->ctx->request->connection->log, 0,
-                  "mcp: guardrail \"%V\" (%V) matched %s", &g->set->name,
-                  &ngx_http_mcp_guard_actions[g->action], where);
+    gc->guards = pctx->conf->guards;
+    gc->pool = r->pool;
+    gc->log = r->connection->log;
+    gc->request = r;
+    gc->key_hit = 0;
 }
 
 
-/* $mcp_guardrail, $mcp_guardrail_action: the last guardrail matched */
+/* whether the POST carries an Mcp-Param-* header (relayed as it is) */
 
-static ngx_int_t
-ngx_http_mcp_guard_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data)
+static ngx_uint_t
+ngx_http_mcp_proxy_guard_params(ngx_http_request_t *r)
 {
-    ngx_str_t                 *s;
-    ngx_http_mcp_ctx_t        *ctx;
-    ngx_http_mcp_guard_t      *g;
-    ngx_http_mcp_proxy_ctx_t  *pctx;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
-    pctx = (ctx != NULL) ? ctx->proxy : NULL;
+    part = &r->headers_in.headers.part;
+    h = part->elts;
 
-    if (pctx == NULL || pctx->guard_hit == NULL) {
-        v->not_found = 1;
-        return NGX_OK;
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return 0;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len > sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1
+            && ngx_strncasecmp(h[i].key.data,
+                               (u_char *) NGX_HTTP_MCP_PARAM_PREFIX,
+                               sizeof(NGX_HTTP_MCP_PARAM_PREFIX) - 1)
+               == 0)
+        {
+            return 1;
+        }
     }
-
-    g = pctx->guard_hit;
-    s = data ? &ngx_http_mcp_guard_actions[g->action] : &g->set->name;
-
-    v->data = s->data;
-    v->len = s->len;
-    v->valid = 1;
-    v->no_cacheable = 1;
-    v->not_found = 0;
-
-    return NGX_OK;
 }

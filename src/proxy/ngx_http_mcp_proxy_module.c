@@ -100,16 +100,9 @@ static ngx_command_t  ngx_http_mcp_proxy_commands[] = {
       0,
       NULL },
 
-    { ngx_string("mcp_guardrail_set"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
-      ngx_http_mcp_guardrail_set,
-      NGX_HTTP_MAIN_CONF_OFFSET,
-      0,
-      NULL },
-
     { ngx_string("mcp_pass_guardrail"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_2MORE,
-      ngx_http_mcp_pass_guardrail,
+      ngx_http_mcp_guard_directive,         /* mcp_guardrail's other name */
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -234,7 +227,7 @@ static ngx_http_module_t  ngx_http_mcp_proxy_module_ctx = {
     ngx_http_mcp_proxy_add_variables,      /* preconfiguration */
     ngx_http_mcp_exchange_init,            /* postconfiguration */
 
-    ngx_http_mcp_proxy_create_main_conf,   /* create main configuration */
+    NULL,                                  /* create main configuration */
     NULL,                                  /* init main configuration */
 
     NULL,                                  /* create server configuration */
@@ -391,11 +384,7 @@ ngx_http_mcp_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static ngx_int_t
 ngx_http_mcp_proxy_add_variables(ngx_conf_t *cf)
 {
-    if (ngx_http_mcp_exchange_add_variables(cf) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    return ngx_http_mcp_proxy_guard_add_variables(cf);
+    return ngx_http_mcp_exchange_add_variables(cf);
 }
 
 
@@ -435,7 +424,6 @@ ngx_http_mcp_proxy_create_loc_conf(ngx_conf_t *cf)
     conf->exchange_auth = NGX_CONF_UNSET_UINT;
     conf->exchange_key = NGX_CONF_UNSET_PTR;
     conf->views = NGX_CONF_UNSET_PTR;
-    conf->guards = NGX_CONF_UNSET_PTR;
 
     /* unbuffered: SSE events go out as they come */
     conf->upstream.cyclic_temp_file = 0;
@@ -462,7 +450,8 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_mcp_proxy_loc_conf_t *prev = parent;
     ngx_http_mcp_proxy_loc_conf_t *conf = child;
 
-    ngx_hash_init_t  hash;
+    ngx_hash_init_t           hash;
+    ngx_http_mcp_loc_conf_t  *mlcf;
 
     ngx_conf_merge_ptr_value(conf->upstream.local, prev->upstream.local,
                               NULL);
@@ -499,12 +488,10 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_ptr_value(conf->set_headers, prev->set_headers, NULL);
     ngx_conf_merge_ptr_value(conf->views, prev->views, NULL);
 
-    /* a location's guardrails are its own, or all of the level above's */
-    if (conf->guards == NGX_CONF_UNSET_PTR) {
-        conf->guards = (prev->guards == NGX_CONF_UNSET_PTR) ? NULL
-                                                            : prev->guards;
-        conf->guard_where = prev->guard_where;
-    }
+    /* the core's, merged before (mcp_guardrail, mcp_pass_guardrail) */
+    mlcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_mcp_module);
+    conf->guards = mlcf->guards;
+    conf->guard_where = mlcf->guard_where;
 
     if (ngx_http_mcp_exchange_merge(cf, prev, conf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;

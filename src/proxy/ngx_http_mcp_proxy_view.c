@@ -559,11 +559,12 @@ ngx_http_mcp_proxy_view_set(cJSON *object, const char *key, cJSON *value)
 
 
 /*
- * The POST's renamed calls under their real names: the parsed messages
- * printed again as the body the upstream gets (pctx->body), with the
- * client's ids and the numbers whose text was kept as the client wrote
- * them; the Mcp-Name it gets with it (pctx->mcp_name).  Nothing renamed:
- * the client's bytes go on.
+ * The POST's renamed calls under their real names, and the arguments a
+ * guardrail redacted: the parsed messages printed again as the body the
+ * upstream gets (pctx->body), with the client's ids and the numbers
+ * whose text was kept as the client wrote them; the Mcp-Name it gets
+ * with it (pctx->mcp_name).  Nothing renamed or redacted: the client's
+ * bytes go on.
  */
 
 ngx_int_t
@@ -579,7 +580,8 @@ ngx_http_mcp_proxy_view_body(ngx_http_mcp_proxy_ctx_t *pctx)
 
     ctx = pctx->ctx;
 
-    if (pctx->conf->views == NULL || ctx->root == NULL) {
+    if ((pctx->conf->views == NULL && !pctx->redacted) || ctx->root == NULL)
+    {
         return NGX_OK;
     }
 
@@ -590,7 +592,8 @@ ngx_http_mcp_proxy_view_body(ngx_http_mcp_proxy_ctx_t *pctx)
     for (i = 0; i < ctx->msgs.nelts; i++) {
 
         if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST
-            || ngx_strcmp(msg[i].method.data, "tools/call") != 0)
+            || ngx_strcmp(msg[i].method.data, "tools/call") != 0
+            || pctx->conf->views == NULL)
         {
             continue;
         }
@@ -626,7 +629,8 @@ ngx_http_mcp_proxy_view_body(ngx_http_mcp_proxy_ctx_t *pctx)
         renamed = 1;
     }
 
-    if (!renamed) {
+    /* a guardrail's redaction is in the parsed messages already */
+    if (!renamed && !pctx->redacted) {
         return NGX_OK;
     }
 

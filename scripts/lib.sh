@@ -163,6 +163,28 @@ mcp_bench_exchange_conf() {
         "$@" "$repo/bench/exchange.conf.in" > "$out"
 }
 
+# mcp_bench_integrity_conf OUT MODULE WORKERS PORT UPPORT DIR [sed args...]:
+# bench/integrity.conf.in filled in to OUT, before the endpoint at
+# UPPORT (already up), with DIR/pins.json made from that endpoint's
+# tools/list by tools/mcp-pin
+mcp_bench_integrity_conf() {
+    local out=$1 mod=$2 workers=$3 port=$4 upport=$5 dir=$6 repo
+    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    shift 6
+    "$repo/tools/mcp-pin" "http://127.0.0.1:$upport/mcp" > "$dir/pins.json" \
+        || { echo "bench: tools/mcp-pin failed" >&2; return 1; }
+    sed -e "s|@MODULE@|$mod|" -e "s|@WORKERS@|$workers|" \
+        -e "s|@PORT@|$port|" -e "s|@UPPORT@|$upport|" -e "s|@DIR@|$dir|" \
+        -e "s|@REPO@|$repo|" \
+        "$@" "$repo/bench/integrity.conf.in" > "$out"
+}
+
+# the integrity cases' tools/call (issue 38): the bench's call with
+# arguments a guardrail reads (keys and strings at two depths, none a
+# match), the same body with and without the guard
+# shellcheck disable=SC2034
+MCP_BENCH_ARGCALL='{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_simple_text","arguments":{"query":"Summarise the open issues about the release checklist and who owns each one","path":"/home/build/projects/gateway/docs/release-notes.md","options":{"limit":20,"recursive":true,"label":"weekly report, team platform, draft 3"},"tags":["release","docs","triage"]}}}'
+
 # mcp_bench_session URL [AUTH [PROOFS]]: initialize +
 # notifications/initialized; prints the session id.  AUTH: an
 # Authorization header's value for both; PROOFS: a file whose first two

@@ -146,6 +146,10 @@ is($after, $before, '... and the upstream never saw the call');
 ok(call('/enforce', $sid{enforce}, 'plain')->{result}, '... the unchanged tool is callable');
 
 is_deeply(names('/file', $sid{file}), [qw(plain)], 'enforce with the file: the changed tool leaves the list');
+# a list held to a file's pins digests the fields only to tell a change
+my ($fline) = grep { /changed since pinned/ && /POST \/file / } split /\n/, $t->log_since($m);
+like($fline // '', qr/changed since pinned: [0-9a-f]{64}, now [0-9a-f]{64}, fields description, left out while/,
+     '... told with the field that changed, as the file pinned it');
 is_deeply(names('/victim', $sid{victim}), [qw(plain)],
           '... and in a zone another upstream flooded: its pin was not pushed out');
 like(call('/file', $sid{file}, 'weather')->{error}{message} // '', qr/changed since it was pinned/,

@@ -68,15 +68,27 @@ ngx_http_mcp_jcs(ngx_pool_t *pool, cJSON *json, size_t *len)
 ngx_int_t
 ngx_http_mcp_jcs_digest(ngx_pool_t *pool, cJSON *json, u_char *digest)
 {
-    u_char  *text;
-    size_t   len;
+    u_char      *text;
+    size_t       len;
+    SHA256_CTX   sha;
 
     text = ngx_http_mcp_jcs(pool, json, &len);
     if (text == NULL) {
         return NGX_ERROR;
     }
 
-    (void) SHA256(text, len, digest);
+    /*
+     * Not SHA256(): in OpenSSL 3 that fetches the algorithm from the
+     * provider store on every call (locks, a name lookup), some 3,000
+     * instructions a call (callgrind), more than hashing a short field.
+     */
+
+    if (SHA256_Init(&sha) != 1
+        || SHA256_Update(&sha, text, len) != 1
+        || SHA256_Final(digest, &sha) != 1)
+    {
+        return NGX_ERROR;
+    }
 
     return NGX_OK;
 }

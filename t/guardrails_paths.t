@@ -94,6 +94,15 @@ NGX
             mcp_pass_guardrail secrets redact arguments;
             mcp_tool store { description "Stores a thing"; input_schema '{"type":"object","properties":{"data":{}}}'; pass /cap/store; }
         }
+        location = /pass-block {
+            mcp_pass http://127.0.0.1:@{[ $be->port ]}/mcp;
+            mcp_pass_guardrail personal block results;
+        }
+        location = /block {
+            mcp on;
+            mcp_builtin everything;
+            mcp_guardrail personal block results;
+        }
         location = /agg {
             mcp_backend be /_b/be;
             mcp_guardrail secrets block arguments;
@@ -144,6 +153,40 @@ sub unesc { my ($s) = @_; $s =~ s/%([0-9A-Fa-f]{2})/chr hex $1/ge; $s }
     ok(McpTest::wait_until(5, sub { captured($t->prefix . '/logs/guard.log')
                                     =~ m{^/mcp guard=personal action=redact$}m }),
        '... $mcp_guardrail and $mcp_guardrail_action say so in the access log');
+}
+
+{
+    # a blocked 2026-07-28 result is replaced whole, and is still a 2026
+    # result: its resultType and the server's _meta are kept
+    my $meta = { "${P}protocolVersion" => $V, "${P}clientCapabilities" => { elicitation => {} },
+                 "${P}clientInfo" => { name => 'guard', version => '1.0' } };
+    my $params = { name => 'test_input_required_result_elicitation', arguments => {}, _meta => $meta,
+                   inputResponses => { user_name => { action => 'accept', content => { name => $email } } } };
+    my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 12, method => 'tools/call', params => $params },
+                         path => '/block', protocol_version => undef,
+                         headers => { 'MCP-Protocol-Version' => $V, 'Mcp-Method' => 'tools/call',
+                                      'Mcp-Name' => 'test_input_required_result_elicitation' });
+    my $res = ($r->{messages}[0] // {})->{result} // {};
+    ok($res->{isError}, 'built-in block, 2026: the result becomes an isError result');
+    unlike($r->{body}, qr/alice|example\.com/, '... nothing of the blocked text in the reply');
+    is($res->{resultType}, 'complete', '... its resultType kept');
+    is(ref(($res->{_meta} // {})->{"${P}serverInfo"}), 'HASH', '... and the serverInfo in its _meta');
+}
+
+{
+    # the same through mcp_pass: the upstream's resultType and _meta stay
+    my $meta = { "${P}protocolVersion" => $V, "${P}clientCapabilities" => {},
+                 "${P}clientInfo" => { name => 'guard', version => '1.0' } };
+    my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 13, method => 'tools/call',
+                                  params => { name => 'mail', arguments => {}, _meta => $meta } },
+                         path => '/pass-block', protocol_version => undef,
+                         headers => { 'MCP-Protocol-Version' => $V, 'Mcp-Method' => 'tools/call',
+                                      'Mcp-Name' => 'mail' });
+    my $res = ($r->{messages}[0] // {})->{result} // {};
+    ok($res->{isError}, 'mcp_pass block, 2026: the result becomes an isError result');
+    unlike($r->{body}, qr/alice|example\.com/, '... nothing of the blocked text in the reply');
+    is($res->{resultType}, 'complete', '... the upstream\'s resultType kept');
+    is(ref(($res->{_meta} // {})->{"${P}serverInfo"}), 'HASH', '... and its _meta');
 }
 
 my $sid = $t->mcp_initialize(capabilities => { sampling => {} });

@@ -398,7 +398,8 @@ ngx_int_t
 ngx_http_mcp_guard_result(ngx_http_mcp_guard_ctx_t *gc, cJSON *result,
     ngx_uint_t *changed)
 {
-    cJSON                 *content, *item, *resource, *sc, *blocked;
+    cJSON                 *content, *item, *next, *resource, *sc,
+                          *blocked;
     ngx_uint_t             i, hit;
     ngx_http_mcp_guard_t  *g;
 
@@ -468,8 +469,23 @@ ngx_http_mcp_guard_result(ngx_http_mcp_guard_ctx_t *gc, cJSON *result,
             return NGX_ERROR;
         }
 
-        while (result->child != NULL) {
-            cJSON_Delete(cJSON_DetachItemViaPointer(result, result->child));
+        /*
+         * what the result is (a 2026-07-28 resultType) and its _meta
+         * stay: the guard reads neither, and a reply without them is
+         * not a 2026 result
+         */
+
+        for (item = result->child; item != NULL; item = next) {
+            next = item->next;
+
+            if (item->string != NULL
+                && (ngx_strcmp(item->string, "resultType") == 0
+                    || ngx_strcmp(item->string, "_meta") == 0))
+            {
+                continue;
+            }
+
+            cJSON_Delete(cJSON_DetachItemViaPointer(result, item));
         }
 
         while (blocked->child != NULL) {

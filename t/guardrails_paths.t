@@ -45,6 +45,8 @@ my $email = 'alice.smith@example.com';
 my $aws = 'AKIAABCDEFGHIJKLMNOP';
 
 my $guard_sets = <<"NGX";
+    mcp_guardrail_set anchored '^topsecret\$';
+    mcp_guardrail_set across 'a\\sy';
     include $conf/guardrails-secrets.conf;
     include $conf/guardrails-personal.conf;
     include $conf/guardrails-injection.conf;
@@ -93,6 +95,12 @@ NGX
             mcp on;
             mcp_pass_guardrail secrets redact arguments;
             mcp_tool store { description "Stores a thing"; input_schema '{"type":"object","properties":{"data":{}}}'; pass /cap/store; }
+        }
+        location = /context {
+            mcp on;
+            mcp_guardrail anchored block arguments;
+            mcp_guardrail across block arguments;
+            mcp_tool store { description "Stores a thing"; input_schema '{"type":"object","properties":{"data":{},"y":{}}}'; pass /cap/store; }
         }
         location = /pass-block {
             mcp_pass http://127.0.0.1:@{[ $be->port ]}/mcp;
@@ -205,6 +213,26 @@ my $sid = $t->mcp_initialize(capabilities => { sampling => {} });
     is(text_of($res && $res->{json}), 'LLM response: write to [redacted:personal]',
        'built-in SSE: the e-mail address in the result event is redacted');
     unlike(join('', map { $_->{data} // '' } @ev), qr/alice|example\.com/, '... nothing of it in any event');
+}
+
+# --- one pass over the strings joined, and what it must not change ------------------
+
+{
+    # a pattern with an anchor reads a string alone: the joined pass is not
+    # used for its set, and the value that is the whole string is refused
+    my $m = $t->mcp_request($sid, 'tools/call', { name => 'store', arguments => { data => 'topsecret' } },
+                            path => '/context');
+    is(($m->{error} // {})->{code}, -32602, 'an anchored pattern still matches a whole argument');
+    like(($m->{error} // {})->{message} // '', qr/guardrail "anchored"/, '... and names its set');
+    $m = $t->mcp_request($sid, 'tools/call', { name => 'store', arguments => { data => 'not topsecret' } },
+                         path => '/context');
+    is(text_of($m), 'got not topsecret', '... and not a string that only holds it');
+
+    # "a" ending one string and "y" starting the next key match across the
+    # join: a false alarm, looked for string by string, lets the call run
+    $m = $t->mcp_request($sid, 'tools/call', { name => 'store', arguments => { data => 'a', y => 'b' } },
+                         path => '/context');
+    is(text_of($m), 'got a', 'a match across two strings joined is no match');
 }
 
 # --- location tools: arguments before the subrequest, lists --------------------------

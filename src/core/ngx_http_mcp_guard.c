@@ -44,6 +44,10 @@ static ngx_int_t ngx_http_mcp_guard_key(ngx_http_mcp_guard_ctx_t *gc,
 static ngx_int_t ngx_http_mcp_guard_string(ngx_http_mcp_guard_ctx_t *gc,
     ngx_http_mcp_guard_t *g, cJSON *item, ngx_uint_t *hit,
     ngx_uint_t *changed);
+static ngx_uint_t ngx_http_mcp_guard_context_free(ngx_str_t *pattern);
+static ngx_int_t ngx_http_mcp_guard_joined(ngx_http_mcp_guard_ctx_t *gc,
+    cJSON *item, ngx_str_t *text);
+static size_t ngx_http_mcp_guard_join(cJSON *item, u_char *p);
 static ngx_int_t ngx_http_mcp_guard_match(ngx_http_mcp_guard_set_t *set,
     u_char *s, ngx_log_t *log);
 static u_char *ngx_http_mcp_guard_redact(ngx_pool_t *pool,
@@ -144,7 +148,13 @@ ngx_http_mcp_guard_set_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
+    set->joinable = 1;
+
     for (i = 2; i < cf->args->nelts; i++) {
+
+        if (!ngx_http_mcp_guard_context_free(&value[i])) {
+            set->joinable = 0;
+        }
 
         ngx_memzero(&rc, sizeof(ngx_regex_compile_t));
 
@@ -340,6 +350,8 @@ ngx_http_mcp_guard_arguments(ngx_http_mcp_guard_ctx_t *gc, cJSON *arguments,
     ngx_uint_t rewrite, ngx_uint_t *changed, const char **why)
 {
     u_char                *text;
+    ngx_int_t              rc;
+    ngx_str_t              joined;
     ngx_uint_t             i, hit, redact;
     ngx_http_mcp_guard_t  *g;
 
@@ -348,11 +360,39 @@ ngx_http_mcp_guard_arguments(ngx_http_mcp_guard_ctx_t *gc, cJSON *arguments,
     }
 
     g = gc->guards->elts;
+    joined.data = NULL;
 
     for (i = 0; i < gc->guards->nelts; i++) {
 
         if (!(g[i].where & NGX_HTTP_MCP_GUARD_ARGS)) {
             continue;
+        }
+
+        /*
+         * a set none of whose patterns matches the keys and strings
+         * joined matches none of them alone: one pass a pattern, not
+         * one a pattern and a string; a match (perhaps across two
+         * strings) is looked for string by string
+         */
+
+        if (g[i].set->joinable) {
+
+            if (joined.data == NULL
+                && ngx_http_mcp_guard_joined(gc, arguments, &joined)
+                   != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            rc = ngx_regex_exec_array(&g[i].set->regexes, &joined, gc->log);
+
+            if (rc == NGX_DECLINED) {
+                continue;
+            }
+
+            if (rc != NGX_OK) {
+                return NGX_ERROR;
+            }
         }
 
         hit = 0;
@@ -816,6 +856,147 @@ ngx_http_mcp_guard_string(ngx_http_mcp_guard_ctx_t *gc,
     *changed = 1;
 
     return NGX_OK;
+}
+
+
+/*
+ * A pattern that matches a string alone matches it between two others
+ * joined by newlines, unless it reads what is around its match: an
+ * anchor (^ $ \A \Z \z \G), a lookaround, a backtracking verb, \K, a
+ * \Q quote (read conservatively).  \b reads the same: a newline is not
+ * a word character, as a string's edge is not.  A "^" that negates a
+ * class is a class.  A match across two strings is the other way (a
+ * false alarm), and is looked for again string by string.
+ */
+
+static ngx_uint_t
+ngx_http_mcp_guard_context_free(ngx_str_t *pattern)
+{
+    u_char      c, *p, *last;
+    ngx_uint_t  in_class;
+
+    p = pattern->data;
+    last = p + pattern->len;
+    in_class = 0;
+
+    for ( /* void */ ; p < last; p++) {
+        c = *p;
+
+        if (c == '\\') {
+            if (++p == last) {
+                return 0;
+            }
+
+            if (ngx_strchr("AZzGKQ", *p) != NULL) {
+                return 0;
+            }
+
+            continue;
+        }
+
+        if (in_class) {
+            if (c == ']') {
+                in_class = 0;
+            }
+
+            continue;
+        }
+
+        if (c == '[') {
+            in_class = 1;
+
+            /* "[^" and "[]": a negation, a "]" that does not end it */
+            if (p + 1 < last && p[1] == '^') {
+                p++;
+            }
+
+            if (p + 1 < last && p[1] == ']') {
+                p++;
+            }
+
+            continue;
+        }
+
+        if (c == '^' || c == '$') {
+            return 0;
+        }
+
+        if (c == '(' && p + 1 < last
+            && (p[1] == '*'
+                || (p[1] == '?' && p + 2 < last
+                    && ngx_strchr("=!<(", p[2]) != NULL)))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* every key and string under item, a newline after each, once a check */
+
+static ngx_int_t
+ngx_http_mcp_guard_joined(ngx_http_mcp_guard_ctx_t *gc, cJSON *item,
+    ngx_str_t *text)
+{
+    size_t  len;
+
+    len = ngx_http_mcp_guard_join(item, NULL);
+
+    text->data = ngx_pnalloc(gc->pool, len + 1);
+    if (text->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    text->len = ngx_http_mcp_guard_join(item, text->data);
+
+    return NGX_OK;
+}
+
+
+/* the length of what is joined, or, with p, the copy */
+
+static size_t
+ngx_http_mcp_guard_join(cJSON *item, u_char *p)
+{
+    size_t   len, n;
+    cJSON   *child;
+
+    if (cJSON_IsString(item)) {
+        n = ngx_strlen(item->valuestring);
+
+        if (p != NULL) {
+            p = ngx_cpymem(p, item->valuestring, n);
+            *p = '\n';
+        }
+
+        return n + 1;
+    }
+
+    if (!cJSON_IsObject(item) && !cJSON_IsArray(item)) {
+        return 0;
+    }
+
+    len = 0;
+
+    cJSON_ArrayForEach(child, item) {
+
+        if (child->string != NULL) {
+            n = ngx_strlen(child->string);
+
+            if (p != NULL) {
+                ngx_memcpy(p + len, child->string, n);
+                p[len + n] = '\n';
+            }
+
+            len += n + 1;
+        }
+
+        len += ngx_http_mcp_guard_join(child, p ? p + len : NULL);
+    }
+
+    return len;
 }
 
 

@@ -32,6 +32,10 @@ typedef struct {
     ngx_str_t                  name;
     ngx_array_t                regexes;     /* ngx_regex_elt_t */
     ngx_uint_t                 metric;      /* its row in the metrics */
+    ngx_uint_t                 joinable;    /* no pattern reads the
+                                               context of a match: one
+                                               pass over all the strings
+                                               tells whether any matches */
 } ngx_http_mcp_guard_set_t;
 
 typedef struct {

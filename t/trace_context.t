@@ -22,6 +22,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use File::Temp qw(tempdir);
+use Time::HiRes ();
 use McpTest;
 use McpStream;
 use McpGateway qw(fake_upstream);
@@ -87,6 +88,7 @@ NGX
             return 200 "tp=\$http_traceparent ts=\$http_tracestate bg=\$http_baggage";
         }
         location = /gw { mcp_pass http://127.0.0.1:$uport/up; mcp_session gw; }
+        location = /gen { mcp_pass http://127.0.0.1:$uport/gen; mcp_session gw; mcp_trace_generate on; }
         location = /agg { mcp_backend cap /_b/cap; }
         location /_b/cap {
             internal;
@@ -229,6 +231,34 @@ my $sid = $t->mcp_initialize(capabilities => { sampling => {} });
     take_all($s, 3);
 }
 
+# --- a 2025-11-25 task's status notifications ----------------------------------------
+
+{
+    my $g = $t->mcp_get_stream($sid);
+    take($g, 3);    # priming
+    my ($m) = $t->mcp_request($sid, 'tools/call', { name => 'slow_compute',
+                                                    arguments => { seconds => 1, label => 't' },
+                                                    task => { ttl => 60000 },
+                                                    _meta => { traceparent => $TP1 } },
+                              headers => { traceparent => $TP2 });
+    my $tid = ((($m // {})->{result} // {})->{task} // {})->{taskId} // '';
+    ok(length $tid, 'a task of a traced call');
+    my @n;
+    my $deadline = Time::HiRes::time() + 5;
+    while ((my $left = $deadline - Time::HiRes::time()) > 0) {
+        my $ev = take($g, $left) // last;
+        my $j = $ev->{json};
+        next unless ref $j eq 'HASH' && ($j->{method} // '') eq 'notifications/tasks/status'
+                    && ($j->{params}{taskId} // '') eq $tid;
+        push @n, $j;
+        last if $j->{params}{status} eq 'completed';
+    }
+    ok(@n && $n[-1]{params}{status} eq 'completed', 'its status notifications came, to completed');
+    is_deeply([ map { ($_->{params}{_meta} // {})->{traceparent} // '' } @n ], [ ($TP1) x @n ],
+              '... each carries the call\'s traceparent');
+    $g->close if $g->can('close');
+}
+
 # --- mcp_pass: headers and _meta agree -----------------------------------------------
 
 {
@@ -269,6 +299,26 @@ my $sid = $t->mcp_initialize(capabilities => { sampling => {} });
     call('/gw', $gsid, 'cap', undef, {}, arguments => { n => 5 });
     ($u) = captured(qr/"n":5\b/);
     ok($u && !exists(($u->{json}{params} // {})->{_meta}), 'mcp_pass, no trace: nothing added');
+}
+
+# --- mcp_trace_generate: a trace for a request without one -------------------------
+
+{
+    my $gsid = $t->mcp_initialize(path => '/gen');
+    my (undef, undef, $l) = call('/gen', $gsid, 'cap', undef, {}, arguments => { n => 8 });
+    like($l->[1], qr/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/, 'mcp_trace_generate on: a new traceparent logged');
+    my ($u) = captured(qr/"n":8\b/);
+    is_deeply([ header_of($u->{head}, 'traceparent') ], [ $l->[1] ], '... the upstream\'s header says it');
+    is($u->{json}{params}{_meta}{traceparent}, $l->[1], '... and so does its _meta');
+
+    my (undef, undef, $l2) = call('/gen', $gsid, 'cap', undef, {}, arguments => { n => 9 });
+    isnt($l2->[1], $l->[1], '... another for the next request');
+
+    (undef, undef, $l) = call('/gen', $gsid, 'cap', { traceparent => $TP1 }, {}, arguments => { n => 10 });
+    is($l->[1], $TP1, '... a request with its own keeps it');
+
+    (undef, undef, $l) = call('/gen', $gsid, 'cap', undef, { traceparent => $TP2 }, arguments => { n => 11 });
+    is($l->[1], $TP2, '... and so does one with a header');
 }
 
 # --- mcp_backend: a leg carries the trace ----------------------------------------------

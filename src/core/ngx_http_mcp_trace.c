@@ -19,8 +19,12 @@
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_trace.h"
 
+#include <openssl/rand.h>
+
 
 static ngx_int_t ngx_http_mcp_trace_headers(ngx_http_request_t *r,
+    ngx_http_mcp_trace_t *t);
+static ngx_int_t ngx_http_mcp_trace_new(ngx_pool_t *pool,
     ngx_http_mcp_trace_t *t);
 static ngx_int_t ngx_http_mcp_trace_join(ngx_pool_t *pool, ngx_str_t *to,
     ngx_str_t *value);
@@ -31,7 +35,7 @@ static ngx_int_t ngx_http_mcp_trace_msg(ngx_http_mcp_msg_t *msg,
 
 ngx_int_t
 ngx_http_mcp_trace_read(ngx_http_request_t *r, ngx_array_t *msgs,
-    ngx_http_mcp_trace_t *trace, ngx_uint_t *changed)
+    ngx_uint_t generate, ngx_http_mcp_trace_t *trace, ngx_uint_t *changed)
 {
     ngx_uint_t             i, first;
     ngx_http_mcp_msg_t    *msg;
@@ -40,7 +44,10 @@ ngx_http_mcp_trace_read(ngx_http_request_t *r, ngx_array_t *msgs,
     ngx_memzero(trace, sizeof(ngx_http_mcp_trace_t));
     *changed = 0;
 
-    if (ngx_http_mcp_trace_headers(r, &from) != NGX_OK) {
+    if (ngx_http_mcp_trace_headers(r, &from) != NGX_OK
+        || (generate && from.traceparent.len == 0
+            && ngx_http_mcp_trace_new(r->pool, &from) != NGX_OK))
+    {
         return NGX_ERROR;
     }
 
@@ -206,6 +213,46 @@ ngx_http_mcp_trace_headers(ngx_http_request_t *r, ngx_http_mcp_trace_t *t)
     {
         ngx_str_null(&t->baggage);
     }
+
+    return NGX_OK;
+}
+
+
+/*
+ * mcp_trace_generate: a trace for a request that came without one, so
+ * that its log line and what the upstream records share an id.  Sampled:
+ * an upstream that samples by its parent records it.  A header's
+ * baggage, if any, stays.
+ */
+
+static ngx_int_t
+ngx_http_mcp_trace_new(ngx_pool_t *pool, ngx_http_mcp_trace_t *t)
+{
+    u_char  *p, rnd[24];
+
+    if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
+        return NGX_ERROR;
+    }
+
+    /* an all-zero id is invalid: one bit set keeps it an id */
+    rnd[0] |= 0x01;
+    rnd[16] |= 0x01;
+
+    p = ngx_pnalloc(pool, sizeof("00-") - 1 + 32 + 1 + 16 + sizeof("-01") - 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    t->traceparent.data = p;
+
+    p = ngx_cpymem(p, "00-", 3);
+    p = ngx_hex_dump(p, rnd, 16);
+    *p++ = '-';
+    p = ngx_hex_dump(p, rnd + 16, 8);
+    p = ngx_cpymem(p, "-01", 3);
+
+    t->traceparent.len = p - t->traceparent.data;
+    ngx_str_null(&t->tracestate);
 
     return NGX_OK;
 }

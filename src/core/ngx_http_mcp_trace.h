@@ -17,11 +17,12 @@
 /*
  * The POST's trace into *trace (r's pool), its messages' _meta made to
  * say it: each message's own, its malformed values taken out; a message
- * with none gets the headers' (their malformed values ignored).  *changed:
- * a message's _meta changed.  NGX_OK, NGX_ERROR.
+ * with none gets the headers' (their malformed values ignored), or with
+ * generate and no traceparent in the headers, a new one.  *changed: a
+ * message's _meta changed.  NGX_OK, NGX_ERROR.
  */
 ngx_int_t ngx_http_mcp_trace_read(ngx_http_request_t *r, ngx_array_t *msgs,
-    ngx_http_mcp_trace_t *trace, ngx_uint_t *changed);
+    ngx_uint_t generate, ngx_http_mcp_trace_t *trace, ngx_uint_t *changed);
 
 /* the call's trace (its message's, read when it was made) */
 ngx_http_mcp_trace_t *ngx_http_mcp_call_trace(ngx_http_mcp_call_t *call);

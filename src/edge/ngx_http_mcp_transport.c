@@ -224,8 +224,10 @@ ngx_http_mcp_body_handler(ngx_http_request_t *r)
 
         if (ctx->parse == NGX_ERROR
             || (ctx->parse == NGX_OK
-                && (ngx_http_mcp_trace_read(r, &ctx->msgs, &ctx->trace,
-                                            &changed) != NGX_OK
+                && (ngx_http_mcp_trace_read(r, &ctx->msgs,
+                                            ctx->conf->trace_generate,
+                                            &ctx->trace, &changed)
+                    != NGX_OK
                     || ngx_http_mcp_variables_capture(ctx) != NGX_OK)))
         {
             ctx->refused = NGX_HTTP_INTERNAL_SERVER_ERROR;

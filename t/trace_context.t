@@ -333,6 +333,15 @@ my $sid = $t->mcp_initialize(capabilities => { sampling => {} });
     is_deeply([ header_of($u->{head}, 'tracestate') ], [ $TS ], '... its tracestate header');
     is($u->{json}{params}{_meta}{traceparent}, $TP2, '... and the leg\'s _meta');
 
+    my $before = () = captured(qr/"method":"tools\/list"/);
+    my ($list) = $t->mcp_request($asid, 'tools/list', {}, path => '/agg',
+                                 headers => { traceparent => $TP2 });
+    ok(grep({ $_->{name} eq 'cap__cap' } @{ ($list // {})->{result}{tools} // [] }), 'mcp_backend: tools/list merged');
+    my @lists = captured(qr/"method":"tools\/list"/);
+    my ($leg) = @lists[$before .. $#lists];
+    is(($leg->{json}{params}{_meta} // {})->{traceparent}, $TP2, '... its leg carries the trace in _meta');
+    is_deeply([ header_of($leg->{head}, 'traceparent') ], [ $TP2 ], '... and as a header');
+
     ($m) = call('/agg', $asid, 'cap__cap', { traceparent => $TP1 }, { traceparent => $BAD },
                 arguments => { n => 7 });
     ($u) = captured(qr/"n":7\b/);

@@ -88,6 +88,7 @@ NGX
             return 200 "tp=\$http_traceparent ts=\$http_tracestate bg=\$http_baggage";
         }
         location = /gw { mcp_pass http://127.0.0.1:$uport/up; mcp_session gw; }
+        location = /gw26 { mcp_pass http://127.0.0.1:%%PORT%%/mcp; mcp_session gw; }
         location = /gen { mcp_pass http://127.0.0.1:$uport/gen; mcp_session gw; mcp_trace_generate on; }
         location = /agg { mcp_backend cap /_b/cap; }
         location /_b/cap {
@@ -299,6 +300,31 @@ my $sid = $t->mcp_initialize(capabilities => { sampling => {} });
     call('/gw', $gsid, 'cap', undef, {}, arguments => { n => 5 });
     ($u) = captured(qr/"n":5\b/);
     ok($u && !exists(($u->{json}{params} // {})->{_meta}), 'mcp_pass, no trace: nothing added');
+}
+
+# --- mcp_pass, 2026-07-28: the body printed again still passes the upstream's checks -
+
+{
+    my $TP3 = '00-11111111111111111111111111111111-2222222222222222-01';
+    my $P = 'io.modelcontextprotocol/';
+    my $body = { jsonrpc => '2.0', id => 'sl1', method => 'tools/call',
+                 params => { name => 'test_simple_text', arguments => {},
+                             _meta => { "${P}protocolVersion" => '2026-07-28',
+                                        "${P}clientCapabilities" => {},
+                                        "${P}clientInfo" => { name => 'trace', version => '1' } } } };
+    my $r = $t->mcp_post(undef, $body, path => '/gw26', protocol_version => undef,
+                         headers => { 'MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => 'tools/call',
+                                      'Mcp-Name' => 'test_simple_text', traceparent => $TP3 });
+    my ($m) = grep { ref $_ eq 'HASH' && ($_->{id} // '') eq 'sl1' } @{ $r->{messages} // [] };
+    ok($m && $m->{result}, "stateless through mcp_pass, header-only trace: the upstream answered ($r->{status})")
+        or diag($r->{body});
+    my $lines = 0;
+    for (1 .. 30) {
+        $lines = () = (McpTest::_slurp($t->prefix . '/logs/trace.log') // '') =~ /\|tools\/call\|\Q$TP3\E\|/g;
+        last if $lines >= 2;
+        select undef, undef, undef, 0.1;
+    }
+    is($lines, 2, '... the gateway and the upstream both logged the trace');
 }
 
 # --- mcp_trace_generate: a trace for a request without one -------------------------

@@ -300,6 +300,15 @@ my $sid = $t->mcp_initialize(capabilities => { sampling => {} });
     call('/gw', $gsid, 'cap', undef, {}, arguments => { n => 5 });
     ($u) = captured(qr/"n":5\b/);
     ok($u && !exists(($u->{json}{params} // {})->{_meta}), 'mcp_pass, no trace: nothing added');
+
+    my $before = () = grep { $_->{head} =~ /^DELETE / } captured(qr/^/);
+    my $r = $t->mcp_delete($gsid, path => '/gw', headers => { traceparent => $TP2 });
+    my @del = grep { $_->{head} =~ /^DELETE / } captured(qr/^/);
+    my $d = $del[$before];
+    ok($d, "mcp_pass: the DELETE went upstream ($r->{status})");
+    is_deeply([ header_of(($d // {})->{head} // '', 'traceparent') ], [ $TP2 ],
+              '... with the client\'s trace header, checked');
+    is(logged($r->{headers}{'x-request-id'} // '')->[1], $TP2, '... and logged');
 }
 
 # --- mcp_pass, 2026-07-28: the body printed again still passes the upstream's checks -

@@ -110,10 +110,12 @@ ngx_http_mcp_trace_msg(ngx_http_mcp_msg_t *msg,
         return NGX_OK;
     }
 
-    /* params that are not an object (null) are for dispatch to refuse */
+    /* params or _meta not an object: for dispatch to refuse, untouched */
     params = cJSON_GetObjectItemCaseSensitive(msg->json, "params");
 
-    if (params != NULL && !cJSON_IsObject(params)) {
+    if ((params != NULL && !cJSON_IsObject(params))
+        || (meta != NULL && !cJSON_IsObject(meta)))
+    {
         return NGX_OK;
     }
 

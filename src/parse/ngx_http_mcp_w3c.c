@@ -406,6 +406,7 @@ ngx_uint_t
 ngx_http_mcp_w3c_meta(cJSON *meta, ngx_http_mcp_trace_t *t,
     ngx_uint_t *dropped)
 {
+    char        *name;
     cJSON       *item;
     ngx_str_t   *value;
     ngx_int_t    rc;
@@ -420,8 +421,8 @@ ngx_http_mcp_w3c_meta(cJSON *meta, ngx_http_mcp_trace_t *t,
     }
 
     for (k = 0; k < 3; k++) {
-        item = cJSON_GetObjectItemCaseSensitive(meta,
-                                                (char *) ngx_http_mcp_w3c_names[k].data);
+        name = (char *) ngx_http_mcp_w3c_names[k].data;
+        item = cJSON_GetObjectItemCaseSensitive(meta, name);
         if (item == NULL) {
             continue;
         }
@@ -463,6 +464,7 @@ ngx_http_mcp_w3c_meta(cJSON *meta, ngx_http_mcp_trace_t *t,
 ngx_int_t
 ngx_http_mcp_w3c_meta_set(cJSON *obj, ngx_http_mcp_trace_t *t)
 {
+    char        *name;
     cJSON       *meta, *item;
     ngx_str_t   *value;
     ngx_uint_t   k;
@@ -501,13 +503,11 @@ ngx_http_mcp_w3c_meta_set(cJSON *obj, ngx_http_mcp_trace_t *t)
         ngx_memcpy(item->valuestring, value->data, value->len);
         item->valuestring[value->len] = '\0';
 
-        cJSON_DeleteItemFromObjectCaseSensitive(meta,
-                                                (char *) ngx_http_mcp_w3c_names[k].data);
+        name = (char *) ngx_http_mcp_w3c_names[k].data;
 
-        if (!cJSON_AddItemToObject(meta,
-                                   (char *) ngx_http_mcp_w3c_names[k].data,
-                                   item))
-        {
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, name);
+
+        if (!cJSON_AddItemToObject(meta, name, item)) {
             cJSON_Delete(item);
             return NGX_ERROR;
         }

@@ -234,6 +234,32 @@ my $sid = $t->mcp_initialize(capabilities => { sampling => {} });
     take_all($s, 3);
 }
 
+# --- 2026-07-28: an input_required result's requests ----------------------------------
+
+{
+    my $P = 'io.modelcontextprotocol/';
+    my $meta = { "${P}protocolVersion" => '2026-07-28',
+                 "${P}clientCapabilities" => { elicitation => {} },
+                 "${P}clientInfo" => { name => 'trace', version => '1' } };
+    my $h = { 'MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => 'tools/call',
+              'Mcp-Name' => 'test_input_required_result_elicitation' };
+    my ($m) = $t->mcp_request(undef, 'tools/call',
+                              { name => 'test_input_required_result_elicitation', arguments => {},
+                                _meta => { %$meta, traceparent => $TP1 } },
+                              protocol_version => undef, headers => { %$h, traceparent => $TP2 });
+    my $req = ((($m // {})->{result} // {})->{inputRequests} // {})->{user_name} // {};
+    is($req->{method}, 'elicitation/create', 'input_required: the elicitation request');
+    is(($req->{params}{_meta} // {})->{traceparent}, $TP1, '... carries the call\'s traceparent');
+
+    ($m) = $t->mcp_request(undef, 'tools/call',
+                           { name => 'test_input_required_result_elicitation', arguments => {},
+                             _meta => $meta },
+                           protocol_version => undef, headers => $h);
+    $req = ((($m // {})->{result} // {})->{inputRequests} // {})->{user_name} // {};
+    ok($req->{method} && !exists(($req->{params}{_meta} // {})->{traceparent}),
+       '... and an untraced call\'s has none');
+}
+
 # --- a 2025-11-25 task's status notifications ----------------------------------------
 
 {

@@ -224,6 +224,13 @@ static ngx_command_t  ngx_http_mcp_commands[] = {
       0,
       NULL },
 
+    { ngx_string("mcp_trace_generate"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_loc_conf_t, trace_generate),
+      NULL },
+
     { ngx_string("mcp_metrics_counting"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -554,6 +561,7 @@ ngx_http_mcp_create_loc_conf(ngx_conf_t *cf)
     mlcf->task_timeout = NGX_CONF_UNSET_MSEC;
     mlcf->counting = NGX_CONF_UNSET;
     mlcf->guards = NGX_CONF_UNSET_PTR;
+    mlcf->trace_generate = NGX_CONF_UNSET;
 
     return mlcf;
 }
@@ -623,6 +631,7 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_msec_value(conf->task_timeout, prev->task_timeout,
                               3600000);
     ngx_conf_merge_value(conf->counting, prev->counting, 1);
+    ngx_conf_merge_value(conf->trace_generate, prev->trace_generate, 0);
 
     if (conf->enable && conf->zone == NULL) {
         mmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_module);

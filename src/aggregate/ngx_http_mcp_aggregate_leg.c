@@ -33,6 +33,7 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_trace.h"
 #include "ngx_http_mcp_subrequest.h"
 
 
@@ -309,6 +310,14 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
             cJSON_Delete(p);
             goto failed;
         }
+    }
+
+    /* every leg of a traced call, a list's and an initialize's too */
+    if (ngx_http_mcp_trace_message(ngx_http_mcp_call_trace(leg->op->call),
+                                   msg)
+        != NGX_OK)
+    {
+        goto failed;
     }
 
     json = cJSON_PrintUnformatted(msg);

@@ -38,6 +38,7 @@
 #include "ngx_http_mcp_sse_read.h"
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_trace.h"
 #include "ngx_http_mcp_subrequest.h"
 
 
@@ -933,6 +934,7 @@ ngx_http_mcp_aggregate_headers(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_str_set(&f->method_name, "POST");
     f->headers = h;
     f->nheaders = n;
+    f->trace = ngx_http_mcp_call_trace(leg->op->call);
     f->max = leg->op->conf->max_size;
 
     return NGX_OK;

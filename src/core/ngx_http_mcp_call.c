@@ -22,6 +22,7 @@
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_metrics.h"
 #include "ngx_http_mcp_guard.h"
+#include "ngx_http_mcp_trace.h"
 
 
 #define NGX_HTTP_MCP_CALL_POOL_SIZE     2048
@@ -165,8 +166,10 @@ ngx_http_mcp_call_create(ngx_log_t *clog, void *conf,
 {
     cJSON                  *meta;
     ngx_log_t              *log;
+    ngx_uint_t              dropped;
     ngx_pool_t             *pool;
     ngx_http_mcp_call_t    *call;
+    ngx_http_mcp_trace_t    trace;
     ngx_http_mcp_reqctx_t  *rctx;
 
     pool = ngx_create_pool(NGX_HTTP_MCP_CALL_POOL_SIZE, clog);
@@ -224,6 +227,15 @@ ngx_http_mcp_call_create(ngx_log_t *clog, void *conf,
 
     meta = ngx_http_mcp_json_get(msg->params, "_meta");
     call->progress_token = ngx_http_mcp_json_get(meta, "progressToken");
+
+    /* the edge left a well-formed trace there, or none */
+    dropped = 0;
+    (void) ngx_http_mcp_w3c_meta(meta, &trace, &dropped);
+
+    if (ngx_http_mcp_trace_copy(pool, &call->trace, &trace) != NGX_OK) {
+        ngx_http_mcp_call_free(call);
+        return NULL;
+    }
 
     if ((cJSON_IsNumber(call->progress_token)
          && ngx_http_mcp_call_raw_token(call) != NGX_OK)
@@ -1219,6 +1231,12 @@ ngx_http_mcp_call_request(ngx_http_mcp_call_t *call, const char *method,
     message = ngx_http_mcp_message(id, method, params);
 
     if (message == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* the client's trace goes on with what is asked on its behalf */
+    if (ngx_http_mcp_trace_message(&call->trace, message) != NGX_OK) {
+        cJSON_Delete(message);
         return NGX_ERROR;
     }
 

@@ -12,6 +12,7 @@
 
 
 #include "ngx_http_mcp.h"
+#include "ngx_http_mcp_w3c.h"
 
 
 typedef struct ngx_http_mcp_ctx_s   ngx_http_mcp_ctx_t;
@@ -86,6 +87,9 @@ struct ngx_http_mcp_call_s {
     cJSON                     *token_raw;       /* an integer token, as
                                                    the client wrote it */
     size_t                     id_len;
+    ngx_http_mcp_trace_t       trace;           /* its message's, in its
+                                                   pool: for what it asks
+                                                   on its behalf */
     uint64_t                   started;         /* for metrics, or 0 */
     unsigned                   done:1;
     unsigned                   running:1;

@@ -118,6 +118,7 @@ typedef struct {
                                                one configuration */
     ngx_msec_t                 task_timeout;   /* a task's ttl */
     ngx_flag_t                 counting;    /* mcp_metrics_counting */
+    ngx_flag_t                 trace_generate;  /* mcp_trace_generate */
     void                      *health;      /* mcp_health: health.c's */
     ngx_http_mcp_aggregate_pt  aggregate;   /* mcp_backend's, or NULL */
     ngx_array_t               *guards;      /* mcp_guardrail's

@@ -25,6 +25,7 @@
 #include "ngx_http_mcp_state.h"
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_call.h"
+#include "ngx_http_mcp_trace.h"
 
 
 static ngx_int_t ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call,
@@ -298,8 +299,19 @@ static ngx_int_t
 ngx_http_mcp_mrtr_result(ngx_http_mcp_call_t *call, cJSON *requests,
     cJSON *state, cJSON **resultp)
 {
-    cJSON      *result;
+    cJSON      *result, *request;
     ngx_int_t   rc;
+
+    /* each a request to the client on the call's behalf: its trace too */
+    for (request = requests->child; request; request = request->next) {
+        if (cJSON_IsObject(request)
+            && ngx_http_mcp_trace_message(&call->trace, request) != NGX_OK)
+        {
+            cJSON_Delete(requests);
+            cJSON_Delete(state);
+            return NGX_ERROR;
+        }
+    }
 
     result = cJSON_CreateObject();
 

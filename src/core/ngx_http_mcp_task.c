@@ -39,6 +39,7 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_trace.h"
 
 #include <openssl/rand.h>
 
@@ -527,7 +528,7 @@ ngx_http_mcp_task_divert(ngx_http_mcp_call_t *call, cJSON *reply)
     t.pid = 0;
     t.updated = ngx_http_mcp_session_task_now();
 
-    if (ngx_http_mcp_task_notice(&t, call->pool) != NGX_OK
+    if (ngx_http_mcp_task_notice(&t, call->pool, &call->trace) != NGX_OK
         || ngx_http_mcp_session_task_set(ngx_http_mcp_call_conf(call)->zone,
                                          &t, 0, call->log)
            == NGX_ERROR)
@@ -594,7 +595,7 @@ ngx_http_mcp_task_relay(ngx_http_mcp_call_t *call, cJSON *message)
     t.pid = ngx_pid;
     t.updated = ngx_http_mcp_session_task_now();
 
-    if (ngx_http_mcp_task_notice(&t, call->pool) != NGX_OK) {
+    if (ngx_http_mcp_task_notice(&t, call->pool, &call->trace) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -1067,7 +1068,8 @@ ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
  */
 
 ngx_int_t
-ngx_http_mcp_task_notice(ngx_http_mcp_task_t *t, ngx_pool_t *pool)
+ngx_http_mcp_task_notice(ngx_http_mcp_task_t *t, ngx_pool_t *pool,
+    ngx_http_mcp_trace_t *trace)
 {
     cJSON      *message, *params;
     ngx_int_t   rc;
@@ -1088,6 +1090,12 @@ ngx_http_mcp_task_notice(ngx_http_mcp_task_t *t, ngx_pool_t *pool)
         || !cJSON_AddItemToObject(message, "params", params))
     {
         cJSON_Delete(params);
+        cJSON_Delete(message);
+        return NGX_ERROR;
+    }
+
+    /* the trace of the request that changed it: a span joins its trace */
+    if (ngx_http_mcp_trace_message(trace, message) != NGX_OK) {
         cJSON_Delete(message);
         return NGX_ERROR;
     }

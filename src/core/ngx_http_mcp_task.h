@@ -42,7 +42,7 @@ cJSON *ngx_http_mcp_task_json(ngx_http_mcp_task_t *t, ngx_uint_t stateless,
     ngx_uint_t detailed);
 cJSON *ngx_http_mcp_task_blob(ngx_http_mcp_task_t *t, ngx_uint_t n);
 ngx_int_t ngx_http_mcp_task_notice(ngx_http_mcp_task_t *t,
-    ngx_pool_t *pool);
+    ngx_pool_t *pool, ngx_http_mcp_trace_t *trace);
 ngx_int_t ngx_http_mcp_task_relate(cJSON *obj, u_char *id);
 ngx_int_t ngx_http_mcp_task_text(ngx_pool_t *pool, cJSON *json,
     ngx_str_t *text);

@@ -288,7 +288,7 @@ ngx_http_mcp_tasks_cancel(ngx_http_mcp_call_t *call)
     t.tool_error = 0;
     t.updated = ngx_http_mcp_session_task_now();
 
-    if (ngx_http_mcp_task_notice(&t, call->pool) != NGX_OK) {
+    if (ngx_http_mcp_task_notice(&t, call->pool, &call->trace) != NGX_OK) {
         return NGX_ERROR;
     }
 

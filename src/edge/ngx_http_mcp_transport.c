@@ -13,6 +13,7 @@
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_trace.h"
 #include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_fleet.h"
 #include "ngx_http_mcp_proxy.h"
@@ -202,10 +203,11 @@ static void
 ngx_http_mcp_body_handler(ngx_http_request_t *r)
 {
     ngx_str_t            body;
-    ngx_uint_t           batch;
+    ngx_uint_t           batch, changed;
     ngx_http_mcp_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    changed = 0;
 
     if (ngx_http_mcp_read_body(r, &body) != NGX_OK) {
         ctx->refused = NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -222,13 +224,18 @@ ngx_http_mcp_body_handler(ngx_http_request_t *r)
 
         if (ctx->parse == NGX_ERROR
             || (ctx->parse == NGX_OK
-                && ngx_http_mcp_variables_capture(ctx) != NGX_OK))
+                && (ngx_http_mcp_trace_read(r, &ctx->msgs,
+                                            ctx->conf->trace_generate,
+                                            &ctx->trace, &changed)
+                    != NGX_OK
+                    || ngx_http_mcp_variables_capture(ctx) != NGX_OK)))
         {
             ctx->refused = NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
         ctx->body = body;
         ctx->parsed = 1;
+        ctx->trace_changed = changed;
     }
 
     r->write_event_handler = ngx_http_core_run_phases;

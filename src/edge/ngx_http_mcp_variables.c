@@ -44,7 +44,10 @@ typedef enum {
     NGX_HTTP_MCP_VAR_OUTCOME,
     NGX_HTTP_MCP_VAR_ERROR_CODE,
     NGX_HTTP_MCP_VAR_DIGEST,
-    NGX_HTTP_MCP_VAR_ARGUMENTS
+    NGX_HTTP_MCP_VAR_ARGUMENTS,
+    NGX_HTTP_MCP_VAR_TRACEPARENT,
+    NGX_HTTP_MCP_VAR_TRACESTATE,
+    NGX_HTTP_MCP_VAR_BAGGAGE
 } ngx_http_mcp_var_e;
 
 
@@ -105,6 +108,15 @@ static ngx_http_variable_t  ngx_http_mcp_vars[] = {
 
     { ngx_string("mcp_arguments"), NULL, ngx_http_mcp_variable,
       NGX_HTTP_MCP_VAR_ARGUMENTS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_traceparent"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_TRACEPARENT, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_tracestate"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_TRACESTATE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("mcp_baggage"), NULL, ngx_http_mcp_variable,
+      NGX_HTTP_MCP_VAR_BAGGAGE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
 };
@@ -224,6 +236,28 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     case NGX_HTTP_MCP_VAR_ARGUMENTS:
         if (ctx != NULL) {
             value = ctx->var_arguments;
+        }
+
+        break;
+
+    /* the trace the module took and passes on, never a malformed one */
+    case NGX_HTTP_MCP_VAR_TRACEPARENT:
+        if (ctx != NULL) {
+            value = ctx->trace.traceparent;
+        }
+
+        break;
+
+    case NGX_HTTP_MCP_VAR_TRACESTATE:
+        if (ctx != NULL) {
+            value = ctx->trace.tracestate;
+        }
+
+        break;
+
+    case NGX_HTTP_MCP_VAR_BAGGAGE:
+        if (ctx != NULL) {
+            value = ctx->trace.baggage;
         }
 
         break;

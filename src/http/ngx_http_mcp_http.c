@@ -20,6 +20,7 @@
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_trace.h"
 
 
 #define NGX_HTTP_MCP_ACCEPT_TYPES       2  /* at most, read at once */
@@ -616,6 +617,7 @@ ngx_http_mcp_ctx_t *
 ngx_http_mcp_ctx_create(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf,
     ngx_http_mcp_auth_t *auth)
 {
+    ngx_uint_t           changed;
     ngx_http_mcp_ctx_t  *ctx;
     ngx_pool_cleanup_t  *cln;
 
@@ -637,6 +639,15 @@ ngx_http_mcp_ctx_create(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf,
 
     if (ngx_array_init(&ctx->msgs, r->pool, 1, sizeof(ngx_http_mcp_msg_t))
         != NGX_OK)
+    {
+        return NULL;
+    }
+
+    /* a POST's trace is read with its body; a GET's, a DELETE's here */
+    if (r->method != NGX_HTTP_POST
+        && ngx_http_mcp_trace_read(r, &ctx->msgs, mlcf->trace_generate,
+                                   &ctx->trace, &changed)
+           != NGX_OK)
     {
         return NULL;
     }

@@ -79,6 +79,8 @@ struct ngx_http_mcp_ctx_s {
                                                code sent: of the whole
                                                POST when no message has
                                                an outcome */
+    ngx_http_mcp_trace_t       trace;       /* of the first message, or
+                                               the headers' (SEP-414) */
     const char                *parse_error;  /* why, or NULL */
     void                     (*detach)(ngx_http_mcp_ctx_t *ctx);
                                             /* its calls, when it goes */
@@ -88,6 +90,8 @@ struct ngx_http_mcp_ctx_s {
     unsigned                   waiting:1;
     unsigned                   stateless:1;  /* 2026-07-28: no session */
     unsigned                   busy:1;      /* no room: 503 */
+    unsigned                   trace_changed:1;  /* the body's _meta: a
+                                               trace dropped or added */
 };
 
 

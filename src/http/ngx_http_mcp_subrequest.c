@@ -47,6 +47,8 @@
 
 static ngx_http_mcp_fetch_link_t *ngx_http_mcp_fetch_subrequest(
     ngx_http_request_t *r, ngx_http_mcp_fetch_t *f);
+static ngx_int_t ngx_http_mcp_fetch_trace(ngx_http_request_t *r,
+    ngx_http_request_t *sr, ngx_http_mcp_trace_t *t);
 static ngx_int_t ngx_http_mcp_fetch_headers(ngx_http_request_t *r,
     ngx_http_request_t *sr, ngx_str_t *body, ngx_http_mcp_fetch_t *f);
 static void ngx_http_mcp_fetch_cleanup(void *data);
@@ -78,6 +80,9 @@ static ngx_str_t  ngx_http_mcp_fetch_hidden[] = {
     ngx_string("expect"),
     ngx_string("accept"),
     ngx_string("last-event-id"),
+    ngx_string("traceparent"),              /* the call's trace goes: */
+    ngx_string("tracestate"),               /* the edge chose it, and */
+    ngx_string("baggage"),                  /* dropped what was wrong */
     ngx_null_string
 };
 
@@ -337,6 +342,12 @@ ngx_http_mcp_fetch_headers(ngx_http_request_t *r, ngx_http_request_t *sr,
         *n = f->headers[k];
     }
 
+    if (f->trace != NULL
+        && ngx_http_mcp_fetch_trace(r, sr, f->trace) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     rb = ngx_pcalloc(r->pool, sizeof(ngx_http_request_body_t));
     if (rb == NULL) {
         return NGX_ERROR;
@@ -380,6 +391,45 @@ ngx_http_mcp_fetch_headers(ngx_http_request_t *r, ngx_http_request_t *sr,
     cl->buf = b;
     cl->next = NULL;
     rb->bufs = cl;
+
+    return NGX_OK;
+}
+
+
+/* the call's trace, well-formed (the edge checked it), in r's pool */
+
+static ngx_int_t
+ngx_http_mcp_fetch_trace(ngx_http_request_t *r, ngx_http_request_t *sr,
+    ngx_http_mcp_trace_t *t)
+{
+    ngx_str_t        *value;
+    ngx_uint_t        k;
+    ngx_table_elt_t  *n;
+
+    for (k = 0; k < 3; k++) {
+        value = ngx_http_mcp_trace_value(t, k);
+
+        if (value->len == 0) {
+            continue;
+        }
+
+        n = ngx_list_push(&sr->headers_in.headers);
+        if (n == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memzero(n, sizeof(ngx_table_elt_t));
+
+        n->hash = 1;
+        n->key = ngx_http_mcp_w3c_names[k];
+        n->lowcase_key = ngx_http_mcp_w3c_names[k].data;
+        n->value.len = value->len;
+        n->value.data = ngx_pstrdup(r->pool, value);
+
+        if (n->value.data == NULL) {
+            return NGX_ERROR;
+        }
+    }
 
     return NGX_OK;
 }

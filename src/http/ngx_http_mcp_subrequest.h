@@ -18,6 +18,7 @@
 
 
 #include "ngx_http_mcp.h"
+#include "ngx_http_mcp_w3c.h"
 
 
 /* a stream's unread events, at most, in multiples of the fetch's bound */
@@ -39,6 +40,8 @@ typedef struct {
     ngx_table_elt_t              *headers;      /* added, in the
                                                    request's pool */
     ngx_uint_t                    nheaders;
+    ngx_http_mcp_trace_t         *trace;        /* the call's, as headers;
+                                                   the client's never go */
     size_t                        max;          /* the reply's bound; 0:
                                                    the location's
                                                    subrequest_output_

@@ -10,6 +10,7 @@
 
 
 #include "ngx_http_mcp_loctool.h"
+#include "ngx_http_mcp_trace.h"
 
 
 static ngx_int_t ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call,
@@ -139,6 +140,7 @@ ngx_http_mcp_loctool_start(ngx_http_mcp_call_t *call, ngx_http_request_t *r,
     f.size = sizeof(ngx_http_mcp_loctool_state_t);
     f.handler = ngx_http_mcp_loctool_event;
     f.copy_headers = 1;
+    f.trace = ngx_http_mcp_call_trace(call);
 
     /* its news is posted, never told from here: the tool is set in time */
     st = (ngx_http_mcp_loctool_state_t *) ngx_http_mcp_fetch_call(call, &f);

@@ -17,6 +17,7 @@
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_trace.h"
 #include "ngx_http_mcp_http.h"
 
 
@@ -197,6 +198,7 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
           + sizeof("Mcp-Session-Id: \r\n") - 1 + sid.len
           + sizeof("Content-Length: \r\n") - 1 + NGX_OFF_T_LEN
           + sizeof("\r\n") - 1 + set_len
+          + ngx_http_mcp_trace_lines_len(&ctx->trace)
           + ngx_http_mcp_proxy_client_headers(r, plcf, NULL);
 
     b = ngx_create_temp_buf(r->pool, len);
@@ -213,6 +215,9 @@ ngx_http_mcp_proxy_create_request(ngx_http_request_t *r)
     b->last = ngx_cpymem(b->last, CRLF, sizeof(CRLF) - 1);
 
     (void) ngx_http_mcp_proxy_client_headers(r, plcf, b);
+
+    /* the trace the body says (the edge made it so), not the client's */
+    b->last = ngx_http_mcp_trace_lines(&ctx->trace, b->last);
 
     if (set != NULL) {
         b->last = ngx_http_mcp_proxy_set_headers_write(plcf, set, b->last);

@@ -580,20 +580,23 @@ ngx_http_mcp_proxy_view_body(ngx_http_mcp_proxy_ctx_t *pctx)
 
     ctx = pctx->ctx;
 
-    if ((pctx->conf->views == NULL && !pctx->redacted) || ctx->root == NULL)
+    if (ctx->root == NULL
+        || (pctx->conf->views == NULL && !pctx->redacted
+            && !ctx->trace_changed))
     {
         return NGX_OK;
     }
 
     r = ctx->request;
     msg = ctx->msgs.elts;
-    renamed = 0;
 
-    for (i = 0; i < ctx->msgs.nelts; i++) {
+    /* a trace the edge dropped or added: the upstream reads what it took */
+    renamed = ctx->trace_changed;
+
+    for (i = 0; pctx->conf->views != NULL && i < ctx->msgs.nelts; i++) {
 
         if (msg[i].type != NGX_HTTP_MCP_MSG_REQUEST
-            || ngx_strcmp(msg[i].method.data, "tools/call") != 0
-            || pctx->conf->views == NULL)
+            || ngx_strcmp(msg[i].method.data, "tools/call") != 0)
         {
             continue;
         }

@@ -124,9 +124,12 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     ngx_int_t            rc;
     ngx_str_t            value;
     ngx_table_elt_t     *h;
+    ngx_http_request_t  *mr;
     ngx_http_mcp_ctx_t  *ctx;
 
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_mcp_module);
+    /* a subrequest's are its call's, or its own when it is a backend's */
+    mr = ngx_http_mcp_message_request(r);
+    ctx = ngx_http_get_module_ctx(mr, ngx_http_mcp_module);
 
     ngx_str_null(&value);
     rc = NGX_OK;
@@ -139,7 +142,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        ngx_http_mcp_variable_header(r->main, ctx, NGX_HTTP_MCP_HDR_METHOD,
+        ngx_http_mcp_variable_header(mr, ctx, NGX_HTTP_MCP_HDR_METHOD,
                                      &value);
         break;
 
@@ -149,7 +152,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        ngx_http_mcp_variable_header(r->main, ctx, NGX_HTTP_MCP_HDR_NAME,
+        ngx_http_mcp_variable_header(mr, ctx, NGX_HTTP_MCP_HDR_NAME,
                                      &value);
         break;
 
@@ -166,7 +169,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        h = ngx_http_mcp_header_in(r->main, "mcp-session-id",
+        h = ngx_http_mcp_header_in(mr, "mcp-session-id",
                                    sizeof("mcp-session-id") - 1);
         if (h != NULL) {
             value = h->value;
@@ -189,7 +192,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        h = ngx_http_mcp_header_in(r->main, "mcp-protocol-version",
+        h = ngx_http_mcp_header_in(mr, "mcp-protocol-version",
                                    sizeof("mcp-protocol-version") - 1);
         if (h != NULL) {
             value = h->value;
@@ -229,7 +232,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
         break;
 
     default: /* NGX_HTTP_MCP_VAR_CLIENT_NAME */
-        rc = ngx_http_mcp_variable_client_name(r, ctx, &value);
+        rc = ngx_http_mcp_variable_client_name(mr, ctx, &value);
         break;
     }
 
@@ -837,9 +840,9 @@ ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
     }
 
     /* before the content handler looked: ask the zone */
-    mlcf = ngx_http_get_module_loc_conf(r->main, ngx_http_mcp_module);
+    mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
 
-    h = ngx_http_mcp_header_in(r->main, "mcp-session-id",
+    h = ngx_http_mcp_header_in(r, "mcp-session-id",
                                sizeof("mcp-session-id") - 1);
 
     if (h == NULL || mlcf->zone == NULL) {

@@ -84,6 +84,9 @@ mcp_bench_conf() {
             && grep -qa mcp_health "$mod" \
             || drop='mcp_metrics\|mcp_tool\|mcp_health'
         shift
+        # before the empty prefix: the aggregate case's calls fail
+        grep -qa 'the empty prefix already' "$mod" \
+            || set -- -e 's|prefix=;|prefix=bench;|' "$@"
     fi
     sed -e "/$drop/d" -e "s|@MODULE@|$mod|" -e "s|@WORKERS@|$workers|" \
         -e "s|^@LOAD_FIXTURES@$|$(mcp_fixtures_load "$mod")|" \

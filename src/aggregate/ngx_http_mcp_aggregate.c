@@ -12,8 +12,10 @@
  * the methods it routes (ngx_http_mcp_loc_conf_t's aggregate hook):
  *
  *   - tools/list, prompts/list: every backend's, each name prefixed
- *     with the backend's prefix and the separator ("github__search");
- *     the tool policy and the scopes see the prefixed names;
+ *     with the backend's prefix and the separator ("github__search"),
+ *     but for the one backend whose prefix may be empty ("prefix="),
+ *     whose names are its own; the tool policy and the scopes see the
+ *     names the client sees;
  *   - resources/list, resources/templates/list: every backend's, URIs
  *     as they are;
  *   - a list's page holds the pages of every backend asked; its cursor
@@ -294,6 +296,11 @@ ngx_http_mcp_aggregate_merge_prefixes(ngx_conf_t *cf,
 
     for (i = 0; i < conf->backends->nelts; i++) {
 
+        if (b[i].prefix.len == 0) {
+            /* its names are the backend's own */
+            continue;
+        }
+
         /* a prefix with the separator in it would make names ambiguous */
 
         if (ngx_strnstr(b[i].prefix.data, (char *) conf->separator.data,
@@ -326,7 +333,9 @@ ngx_http_mcp_aggregate_merge_prefixes(ngx_conf_t *cf,
 
 /*
  * "a__" begins "a___": a tool "_x" of backend "a" and a tool "x" of
- * backend "a_" would both be "a___x", and a call could only go to one
+ * backend "a_" would both be "a___x", and a call could only go to one.
+ * The empty prefix begins every name: the backend that has it gets the
+ * names no other prefix claims (ngx_http_mcp_aggregate_owner()).
  */
 
 static ngx_int_t
@@ -340,7 +349,8 @@ ngx_http_mcp_aggregate_merge_distinct(ngx_conf_t *cf,
 
     for (i = 0; i < conf->backends->nelts; i++) {
         for (k = 0; k < conf->backends->nelts; k++) {
-            if (k != i && b[i].prefix.len <= b[k].prefix.len
+            if (k != i && b[i].prefix.len != 0
+                && b[i].prefix.len <= b[k].prefix.len
                 && ngx_strncmp(b[i].prefix.data, b[k].prefix.data,
                                b[i].prefix.len) == 0)
             {
@@ -407,7 +417,7 @@ ngx_http_mcp_aggregate_backend(ngx_conf_t *cf, ngx_command_t *cmd,
     prefix = value[1];
 
     if (cf->args->nelts == 4) {
-        if (value[3].len <= 7
+        if (value[3].len < 7
             || ngx_strncmp(value[3].data, "prefix=", 7) != 0)
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter "
@@ -419,10 +429,11 @@ ngx_http_mcp_aggregate_backend(ngx_conf_t *cf, ngx_command_t *cmd,
         prefix.data = value[3].data + 7;
         prefix.len = value[3].len - 7;
 
-        if (!ngx_http_mcp_aggregate_name_ok(&prefix)) {
+        /* "prefix=": the tools keep their names */
+        if (prefix.len && !ngx_http_mcp_aggregate_name_ok(&prefix)) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid prefix \"%V\" "
-                               "of mcp_backend \"%V\": 1 to 64 of A-Z a-z "
-                               "0-9 - _", &prefix, &value[1]);
+                               "of mcp_backend \"%V\": empty, or 1 to 64 "
+                               "of A-Z a-z 0-9 - _", &prefix, &value[1]);
             return NGX_CONF_ERROR;
         }
     }
@@ -438,6 +449,14 @@ ngx_http_mcp_aggregate_backend(ngx_conf_t *cf, ngx_command_t *cmd,
     b = alcf->backends->elts;
 
     for (i = 0; i < alcf->backends->nelts; i++) {
+        if (prefix.len == 0 && b[i].prefix.len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "mcp_backend \"%V\": "
+                               "\"%V\" has the empty prefix already, and "
+                               "a location has at most one",
+                               &value[1], &b[i].name);
+            return NGX_CONF_ERROR;
+        }
+
         if ((b[i].name.len == value[1].len
              && ngx_strncmp(b[i].name.data, value[1].data, value[1].len) == 0)
             || (b[i].prefix.len == prefix.len
@@ -507,6 +526,38 @@ ngx_http_mcp_aggregate_name_ok(ngx_str_t *s)
     }
 
     return 1;
+}
+
+
+/*
+ * The backend a tool's or prompt's name goes to: the one whose prefix
+ * the name has, else the one with the empty prefix; nelts for none.
+ * Prefixes are distinct (none begins another), so at most one matches.
+ */
+
+ngx_uint_t
+ngx_http_mcp_aggregate_owner(ngx_http_mcp_aggregate_loc_conf_t *conf,
+    const char *name)
+{
+    ngx_uint_t               i, n, bare;
+    ngx_http_mcp_backend_t  *b;
+
+    b = conf->backends->elts;
+    n = conf->backends->nelts;
+    bare = n;
+
+    for (i = 0; i < n; i++) {
+        if (b[i].prefix.len == 0) {
+            bare = i;
+
+        } else if (ngx_strncmp(name, b[i].prefix.data, b[i].prefix.len) == 0
+                   && name[b[i].prefix.len] != '\0')
+        {
+            return i;
+        }
+    }
+
+    return (name[0] != '\0') ? bare : n;
 }
 
 
@@ -798,14 +849,7 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
         return NGX_OK;
     }
 
-    for (i = 0; i < n; i++) {
-        if (ngx_strncmp(name->valuestring, b[i].prefix.data, b[i].prefix.len)
-            == 0
-            && name->valuestring[b[i].prefix.len] != '\0')
-        {
-            break;
-        }
-    }
+    i = ngx_http_mcp_aggregate_owner(op->conf, name->valuestring);
 
     if (i == n) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
@@ -1063,6 +1107,16 @@ ngx_http_mcp_aggregate_merge(ngx_http_mcp_aggregate_op_t *op,
 
             p = ngx_cpymem(full.data, b->prefix.data, b->prefix.len);
             ngx_memcpy(p, name->valuestring, len + 1);
+
+            /*
+             * a name of the backend with the empty prefix that another's
+             * prefix begins would go to that one: it cannot be called
+             */
+            if (ngx_http_mcp_aggregate_owner(op->conf, (char *) full.data)
+                != b->index)
+            {
+                continue;
+            }
 
             if (tools
                 && (!ngx_http_mcp_tool_allowed(

@@ -42,7 +42,8 @@
 typedef struct {
     ngx_str_t                  name;
     ngx_str_t                  uri;
-    ngx_str_t                  prefix;      /* the prefix and separator */
+    ngx_str_t                  prefix;      /* the prefix and separator;
+                                               empty: names as they are */
     ngx_uint_t                 index;
 
     /* worker */
@@ -140,6 +141,10 @@ typedef struct {
     ngx_http_mcp_fetch_state_t  *st;          /* the fetch */
 } ngx_http_mcp_aggregate_wait_t;
 
+
+/* ngx_http_mcp_aggregate.c */
+ngx_uint_t ngx_http_mcp_aggregate_owner(
+    ngx_http_mcp_aggregate_loc_conf_t *conf, const char *name);
 
 /* ngx_http_mcp_aggregate_leg.c */
 ngx_http_mcp_aggregate_op_t *ngx_http_mcp_aggregate_op(

@@ -14,6 +14,7 @@
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_trace.h"
+#include "ngx_http_mcp_subrequest.h"
 #include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_fleet.h"
 #include "ngx_http_mcp_proxy.h"
@@ -70,7 +71,12 @@ ngx_http_mcp_handler(ngx_http_request_t *r)
 
     mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
 
-    if (r != r->main) {
+    /*
+     * A subrequest is served when it is the module's own (mcp_backend's):
+     * nginx runs no access phase for one, and another module's (SSI,
+     * mirror, auth_request) would reach the endpoint past mcp_auth_*.
+     */
+    if (r != r->main && !ngx_http_mcp_fetched(r)) {
         return NGX_DECLINED;
     }
 
@@ -148,7 +154,9 @@ ngx_http_mcp_rewrite_handler(ngx_http_request_t *r)
 
     mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
 
-    if (!mlcf->enable || r != r->main || r->method != NGX_HTTP_POST) {
+    if (!mlcf->enable || r->method != NGX_HTTP_POST
+        || (r != r->main && !ngx_http_mcp_fetched(r)))
+    {
         return NGX_DECLINED;
     }
 

@@ -136,9 +136,12 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     ngx_int_t            rc;
     ngx_str_t            value;
     ngx_table_elt_t     *h;
+    ngx_http_request_t  *mr;
     ngx_http_mcp_ctx_t  *ctx;
 
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_mcp_module);
+    /* a subrequest's are its call's, or its own when it is a backend's */
+    mr = ngx_http_mcp_message_request(r);
+    ctx = ngx_http_get_module_ctx(mr, ngx_http_mcp_module);
 
     ngx_str_null(&value);
     rc = NGX_OK;
@@ -151,7 +154,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        ngx_http_mcp_variable_header(r->main, ctx, NGX_HTTP_MCP_HDR_METHOD,
+        ngx_http_mcp_variable_header(mr, ctx, NGX_HTTP_MCP_HDR_METHOD,
                                      &value);
         break;
 
@@ -161,7 +164,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        ngx_http_mcp_variable_header(r->main, ctx, NGX_HTTP_MCP_HDR_NAME,
+        ngx_http_mcp_variable_header(mr, ctx, NGX_HTTP_MCP_HDR_NAME,
                                      &value);
         break;
 
@@ -178,7 +181,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        h = ngx_http_mcp_header_in(r->main, "mcp-session-id",
+        h = ngx_http_mcp_header_in(mr, "mcp-session-id",
                                    sizeof("mcp-session-id") - 1);
         if (h != NULL) {
             value = h->value;
@@ -201,7 +204,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
             break;
         }
 
-        h = ngx_http_mcp_header_in(r->main, "mcp-protocol-version",
+        h = ngx_http_mcp_header_in(mr, "mcp-protocol-version",
                                    sizeof("mcp-protocol-version") - 1);
         if (h != NULL) {
             value = h->value;
@@ -263,7 +266,7 @@ ngx_http_mcp_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
         break;
 
     default: /* NGX_HTTP_MCP_VAR_CLIENT_NAME */
-        rc = ngx_http_mcp_variable_client_name(r, ctx, &value);
+        rc = ngx_http_mcp_variable_client_name(mr, ctx, &value);
         break;
     }
 
@@ -871,9 +874,9 @@ ngx_http_mcp_variable_client_name(ngx_http_request_t *r,
     }
 
     /* before the content handler looked: ask the zone */
-    mlcf = ngx_http_get_module_loc_conf(r->main, ngx_http_mcp_module);
+    mlcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_module);
 
-    h = ngx_http_mcp_header_in(r->main, "mcp-session-id",
+    h = ngx_http_mcp_header_in(r, "mcp-session-id",
                                sizeof("mcp-session-id") - 1);
 
     if (h == NULL || mlcf->zone == NULL) {

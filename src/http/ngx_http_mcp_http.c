@@ -914,7 +914,8 @@ ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
         ngx_str_null(&rid);
     }
 
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_mcp_module);
+    ctx = ngx_http_get_module_ctx(ngx_http_mcp_message_request(r),
+                                  ngx_http_mcp_module);
 
     if (ctx != NULL) {
         ctx->var_code = code;
@@ -923,6 +924,31 @@ ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id, ngx_int_t code,
     return ngx_http_mcp_error_reply_at(r->connection->log,
                                        ngx_http_mcp_error_level(code), &rid,
                                        id, code, message, method);
+}
+
+
+/*
+ * The request whose MCP message r is about: r, or the nearest of its
+ * parents, that an MCP location serves (a backend of mcp_backend is a
+ * subrequest with a message and a session of its own); else the
+ * client's (a location tool's subrequest is about its call's POST).
+ */
+
+ngx_http_request_t *
+ngx_http_mcp_message_request(ngx_http_request_t *r)
+{
+    ngx_http_request_t       *pr;
+    ngx_http_mcp_loc_conf_t  *mlcf;
+
+    for (pr = r; pr != r->main; pr = pr->parent) {
+        mlcf = ngx_http_get_module_loc_conf(pr, ngx_http_mcp_module);
+
+        if (mlcf->enable) {
+            return pr;
+        }
+    }
+
+    return r->main;
 }
 
 

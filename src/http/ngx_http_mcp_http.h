@@ -123,6 +123,7 @@ ngx_int_t ngx_http_mcp_session_carrier(ngx_http_mcp_ctx_t *ctx);
 const char *ngx_http_mcp_status_error(ngx_uint_t status, ngx_int_t *code);
 cJSON *ngx_http_mcp_error_reply(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, ngx_str_t *method);
+ngx_http_request_t *ngx_http_mcp_message_request(ngx_http_request_t *r);
 
 u_char *ngx_http_mcp_error_print(ngx_http_request_t *r, cJSON *id,
     ngx_int_t code, const char *message, size_t *len);

@@ -953,6 +953,14 @@ ngx_http_mcp_fetch_append(ngx_http_mcp_fetch_state_t *st, ngx_buf_t *b)
 }
 
 
+ngx_uint_t
+ngx_http_mcp_fetched(ngx_http_request_t *r)
+{
+    return r != r->main && r->post_subrequest != NULL
+           && r->post_subrequest->handler == ngx_http_mcp_fetch_done;
+}
+
+
 /*
  * The state of the fetch r is, or is a subrequest of; NULL for any other
  * request, or a fetch nobody waits for (send()).

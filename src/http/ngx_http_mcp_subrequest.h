@@ -126,6 +126,8 @@ ngx_int_t ngx_http_mcp_fetch_send(ngx_http_request_t *r,
 void ngx_http_mcp_fetch_close(ngx_http_mcp_fetch_state_t *st);
 /* the fetch a subrequest (or a subrequest of it) serves, or NULL */
 ngx_http_mcp_fetch_state_t *ngx_http_mcp_fetch_of(ngx_http_request_t *r);
+/* r is a fetch's own subrequest, whether its reply is waited for or not */
+ngx_uint_t ngx_http_mcp_fetched(ngx_http_request_t *r);
 /* the capture filters and the redirect handler, at postconfiguration */
 ngx_int_t ngx_http_mcp_subrequest_init(ngx_conf_t *cf);
 

@@ -60,6 +60,10 @@ static ngx_int_t ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
 static const char *ngx_http_mcp_aggregate_key(ngx_str_t *method);
 static ngx_int_t ngx_http_mcp_aggregate_list(ngx_http_mcp_aggregate_op_t *op);
 static ngx_int_t ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op);
+static ngx_uint_t ngx_http_mcp_aggregate_owner(
+    ngx_http_mcp_aggregate_loc_conf_t *conf, const char *name);
+static ngx_int_t ngx_http_mcp_aggregate_complete(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *alcf);
 static void ngx_http_mcp_aggregate_opened_all(
     ngx_http_mcp_aggregate_op_t *op);
 static ngx_int_t ngx_http_mcp_aggregate_capabilities(
@@ -574,6 +578,12 @@ ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
         return ngx_http_mcp_aggregate_route(op);
     }
 
+    if (method->len == sizeof("completion/complete") - 1
+        && ngx_strncmp(method->data, "completion/complete", method->len) == 0)
+    {
+        return ngx_http_mcp_aggregate_complete(call, alcf);
+    }
+
     /* tools/call, prompts/get */
 
     op = ngx_http_mcp_aggregate_op(call, alcf,
@@ -798,14 +808,7 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
         return NGX_OK;
     }
 
-    for (i = 0; i < n; i++) {
-        if (ngx_strncmp(name->valuestring, b[i].prefix.data, b[i].prefix.len)
-            == 0
-            && name->valuestring[b[i].prefix.len] != '\0')
-        {
-            break;
-        }
-    }
+    i = ngx_http_mcp_aggregate_owner(op->conf, name->valuestring);
 
     if (i == n) {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
@@ -827,6 +830,102 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
     op->target = i;
 
     ngx_http_mcp_aggregate_ask(op, i, method, params);
+    ngx_http_mcp_aggregate_run(op);
+
+    return NGX_OK;
+}
+
+
+/* the backend whose prefix a name has, or the number of backends */
+
+static ngx_uint_t
+ngx_http_mcp_aggregate_owner(ngx_http_mcp_aggregate_loc_conf_t *conf,
+    const char *name)
+{
+    ngx_uint_t               i;
+    ngx_http_mcp_backend_t  *b;
+
+    b = conf->backends->elts;
+
+    for (i = 0; i < conf->backends->nelts; i++) {
+        if (ngx_strncmp(name, b[i].prefix.data, b[i].prefix.len) == 0
+            && name[b[i].prefix.len] != '\0')
+        {
+            break;
+        }
+    }
+
+    return i;
+}
+
+
+/*
+ * completion/complete (dispatch checked its reference): a prompt's to
+ * the backend whose prefix the prompt's name has, without it; a
+ * resource template's to every backend, as resources/read (the URIs
+ * are the backends' own), the first in order with a result answering.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_complete(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *alcf)
+{
+    cJSON                        *ref, *type, *name, *params;
+    ngx_uint_t                    i, n;
+    ngx_http_mcp_backend_t       *b;
+    ngx_http_mcp_aggregate_op_t  *op;
+
+    ref = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
+                                           "ref");
+    type = cJSON_GetObjectItemCaseSensitive(ref, "type");
+    n = alcf->backends->nelts;
+    b = alcf->backends->elts;
+
+    if (ngx_strcmp(type->valuestring, "ref/resource") == 0) {
+        op = ngx_http_mcp_aggregate_op(call, alcf,
+                                       ngx_http_mcp_aggregate_read);
+        if (op == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (i = 0; i < n; i++) {
+            params = ngx_http_mcp_aggregate_params(call);
+            if (params == NULL) {
+                return NGX_ERROR;
+            }
+
+            ngx_http_mcp_aggregate_ask(op, i, "completion/complete", params);
+        }
+
+        ngx_http_mcp_aggregate_run(op);
+        return NGX_OK;
+    }
+
+    name = cJSON_GetObjectItemCaseSensitive(ref, "name");
+    i = ngx_http_mcp_aggregate_owner(alcf, name->valuestring);
+
+    if (i == n) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Invalid params: unknown reference");
+        return NGX_OK;
+    }
+
+    op = ngx_http_mcp_aggregate_op(call, alcf,
+                                   ngx_http_mcp_aggregate_routed);
+    params = ngx_http_mcp_aggregate_params(call);
+
+    if (op == NULL || params == NULL
+        || !cJSON_ReplaceItemInObjectCaseSensitive(
+               cJSON_GetObjectItemCaseSensitive(params, "ref"), "name",
+               cJSON_CreateString(name->valuestring + b[i].prefix.len)))
+    {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    op->target = i;
+
+    ngx_http_mcp_aggregate_ask(op, i, "completion/complete", params);
     ngx_http_mcp_aggregate_run(op);
 
     return NGX_OK;
@@ -867,7 +966,8 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
     ngx_http_mcp_backend_t       *b;
     ngx_http_mcp_aggregate_op_t  *op;
 
-    static const char  *routed[] = { "tools", "resources", "prompts", NULL };
+    static const char  *routed[] = { "tools", "resources", "prompts",
+                                     "completions", NULL };
 
     op = ngx_http_mcp_call_data(call);
     caps = cJSON_GetObjectItemCaseSensitive(result, "capabilities");
@@ -1145,12 +1245,14 @@ static void
 ngx_http_mcp_aggregate_read(ngx_http_mcp_aggregate_op_t *op)
 {
     u_char                        *p, text[512];
+    cJSON                         *refused;
     ngx_uint_t                     i, failed;
     ngx_http_mcp_backend_t        *b;
     ngx_http_mcp_aggregate_leg_t  *leg;
 
     failed = 0;
     b = NULL;
+    refused = NULL;
 
     for (i = 0; i < op->conf->backends->nelts; i++) {
         leg = &op->legs[i];
@@ -1165,6 +1267,19 @@ ngx_http_mcp_aggregate_read(ngx_http_mcp_aggregate_op_t *op)
             ngx_http_mcp_aggregate_relay(op->call, leg->reply);
             return;
         }
+
+        if (refused == NULL) {
+            refused = leg->reply;
+        }
+    }
+
+    if (failed == 0 && refused != NULL
+        && ngx_http_mcp_call_method(op->call)->len
+           == sizeof("completion/complete") - 1)
+    {
+        /* a template no backend has: the first one's refusal says so */
+        ngx_http_mcp_aggregate_relay(op->call, refused);
+        return;
     }
 
     if (failed == 0) {

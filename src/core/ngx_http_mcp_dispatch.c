@@ -471,7 +471,9 @@ ngx_http_mcp_complete(ngx_http_mcp_call_t *call)
 
     set = ngx_http_mcp_call_conf(call)->set;
 
-    if (set->complete == NULL) {
+    if (set->complete == NULL && ngx_http_mcp_call_conf(call)->aggregate
+                                 == NULL)
+    {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_METHOD_NOT_FOUND,
                                 "Method not found");
         return NGX_OK;
@@ -521,6 +523,11 @@ ngx_http_mcp_complete(ngx_http_mcp_call_t *call)
     } else {
         return ngx_http_mcp_invalid_params(call, "Invalid params: unknown "
                                            "reference type%s", "");
+    }
+
+    if (ngx_http_mcp_call_conf(call)->aggregate != NULL) {
+        /* a backend's prompt or template (mcp_backend) */
+        return ngx_http_mcp_call_conf(call)->aggregate(call, NULL);
     }
 
     if (call->entry == NULL) {

@@ -99,4 +99,45 @@ $c = $t->mcp_call($sid, 'completion/complete', {
     ref => { type => 'ref/other', name => 'x' }, argument => { name => 'a', value => '' } });
 is($c->{code}, -32602, 'an unknown reference type: -32602, no backend asked');
 
+# --- resources/subscribe, unsubscribe -----------------------------------------
+
+ok($init->{capabilities}{resources}{subscribe}, 'resources.subscribe: beta has it');
+
+my $g = $t->mcp_get_stream($sid, timeout => 10);
+is($g->status, 200, 'the client\'s GET stream');
+sleep 0.5;
+
+my $r = $t->mcp_call($sid, 'resources/subscribe', { uri => 'test://watched-resource' });
+is_deeply($r, {}, 'resources/subscribe at the gateway');
+ok(wait_upstream($beta, sub { ($_[0]{rpc} // '') eq 'resources/subscribe' }, 5),
+   '... beta, which has the URI, holds the subscription');
+is(rpcs($alpha, 'resources/subscribe'), 0, '... alpha, which has not, was not asked to');
+
+$r = $t->mcp_call($sid, 'tools/call', { name => 'beta__update_watched_resource', arguments => {} });
+like((($r // {})->{content} // [{}])->[0]{text} // '', qr/updated/, 'the resource changes at beta');
+
+my $ev;
+my $deadline = time + 8;
+while (time < $deadline) {
+    my $e = $g->next_event($deadline - time) or last;
+    next unless ref $e->{json} eq 'HASH';
+    if (($e->{json}{method} // '') eq 'notifications/resources/updated') { $ev = $e->{json}; last }
+}
+is($ev && $ev->{params}{uri}, 'test://watched-resource',
+   'beta\'s resources/updated reaches the client\'s GET stream');
+
+$r = $t->mcp_call($sid, 'resources/unsubscribe', { uri => 'test://watched-resource' });
+is_deeply($r, {}, 'resources/unsubscribe at the gateway');
+ok(wait_upstream($beta, sub { ($_[0]{rpc} // '') eq 'resources/unsubscribe' }, 5),
+   '... reaches beta');
+
+$r = $t->mcp_call($sid, 'resources/subscribe', { uri => 'nope://nothing' });
+is($r->{code}, -32002, 'a URI no backend has: -32002');
+is(rpcs($beta, 'resources/subscribe') + rpcs($alpha, 'resources/subscribe'), 1,
+   '... and no backend was asked to subscribe to it');
+
+$r = $t->mcp_call($sid, 'resources/subscribe', {});
+is($r->{code}, -32602, 'no URI: -32602');
+$g->close;
+
 done_testing();

@@ -64,6 +64,7 @@ static ngx_uint_t ngx_http_mcp_aggregate_owner(
     ngx_http_mcp_aggregate_loc_conf_t *conf, const char *name);
 static ngx_int_t ngx_http_mcp_aggregate_complete(ngx_http_mcp_call_t *call,
     ngx_http_mcp_aggregate_loc_conf_t *alcf);
+static void ngx_http_mcp_aggregate_owned(ngx_http_mcp_aggregate_op_t *op);
 static void ngx_http_mcp_aggregate_opened_all(
     ngx_http_mcp_aggregate_op_t *op);
 static ngx_int_t ngx_http_mcp_aggregate_capabilities(
@@ -566,11 +567,18 @@ ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
         return ngx_http_mcp_aggregate_list(op);
     }
 
-    if (method->len == sizeof("resources/read") - 1
-        && ngx_strncmp(method->data, "resources/read", method->len) == 0)
+    if ((method->len == sizeof("resources/read") - 1
+         && ngx_strncmp(method->data, "resources/read", method->len) == 0)
+        || (method->len >= sizeof("resources/subscribe") - 1
+            && ngx_strncmp(method->data, "resources/", 10) == 0
+            && ngx_strncmp(method->data + method->len - 9, "subscribe", 9)
+               == 0))
     {
+        /* a subscription: the read finds the backend that has the URI */
         op = ngx_http_mcp_aggregate_op(call, alcf,
-                                       ngx_http_mcp_aggregate_read);
+                 (method->len == sizeof("resources/read") - 1)
+                 ? ngx_http_mcp_aggregate_read
+                 : ngx_http_mcp_aggregate_owned);
         if (op == NULL) {
             return NGX_ERROR;
         }
@@ -775,7 +783,9 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
 
     (void) ngx_cpystrn((u_char *) method, m->data, m->len + 1);
 
-    if (op->done == ngx_http_mcp_aggregate_read) {
+    if (op->done == ngx_http_mcp_aggregate_read
+        || op->done == ngx_http_mcp_aggregate_owned)
+    {
         uri = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
                                                "uri");
         if (!cJSON_IsString(uri)) {
@@ -793,7 +803,7 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
                 return NGX_ERROR;
             }
 
-            ngx_http_mcp_aggregate_ask(op, i, method, params);
+            ngx_http_mcp_aggregate_ask(op, i, "resources/read", params);
         }
 
         ngx_http_mcp_aggregate_run(op);
@@ -961,7 +971,7 @@ static ngx_int_t
 ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
     cJSON *result)
 {
-    cJSON                        *caps;
+    cJSON                        *caps, *res;
     ngx_uint_t                    i, k;
     ngx_http_mcp_backend_t       *b;
     ngx_http_mcp_aggregate_op_t  *op;
@@ -1003,6 +1013,25 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
             {
                 return NGX_ERROR;
             }
+        }
+    }
+
+    /* a 2025 client's subscriptions go to the backend that has the URI */
+
+    for (i = 0; op->opening && i < op->conf->backends->nelts; i++) {
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(b[i].caps, "resources"),
+                "subscribe")))
+        {
+            res = cJSON_GetObjectItemCaseSensitive(caps, "resources");
+
+            if (cJSON_IsObject(res) && !cJSON_HasObjectItem(res, "subscribe")
+                && cJSON_AddTrueToObject(res, "subscribe") == NULL)
+            {
+                return NGX_ERROR;
+            }
+
+            break;
         }
     }
 
@@ -1236,6 +1265,66 @@ ngx_http_mcp_aggregate_routed(ngx_http_mcp_aggregate_op_t *op)
     }
 
     ngx_http_mcp_aggregate_relay(op->call, leg->reply);
+}
+
+
+/*
+ * resources/subscribe, unsubscribe: every backend was asked to read the
+ * URI; the first, in order, that has it (the one resources/read
+ * answers from) is sent the client's request, with the client's session
+ * there, so that its updates come on that session's GET stream, which
+ * the gateway relays to the client's (ngx_http_mcp_aggregate_listen.c).
+ */
+
+static void
+ngx_http_mcp_aggregate_owned(ngx_http_mcp_aggregate_op_t *op)
+{
+    cJSON                         *params;
+    ngx_str_t                     *m;
+    ngx_uint_t                     i;
+    ngx_http_mcp_call_t           *call;
+    ngx_http_mcp_aggregate_op_t   *sub;
+    ngx_http_mcp_aggregate_leg_t  *leg;
+
+    call = op->call;
+
+    for (i = 0; i < op->conf->backends->nelts; i++) {
+        leg = &op->legs[i];
+
+        if (!leg->failed && leg->reply != NULL
+            && cJSON_HasObjectItem(leg->reply, "result"))
+        {
+            break;
+        }
+    }
+
+    if (i == op->conf->backends->nelts) {
+        /* none has it: the read's error (not found, or who failed) */
+        ngx_http_mcp_aggregate_read(op);
+        return;
+    }
+
+    m = ngx_http_mcp_call_method(call);
+
+    sub = ngx_http_mcp_aggregate_op(call, op->conf,
+                                    ngx_http_mcp_aggregate_routed);
+    params = ngx_http_mcp_aggregate_params(call);
+
+    if (sub == NULL || params == NULL) {
+        cJSON_Delete(params);
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return;
+    }
+
+    sub->target = i;
+
+    ngx_http_mcp_aggregate_ask(sub, i,
+                               (m->len == sizeof("resources/subscribe") - 1)
+                               ? "resources/subscribe"
+                               : "resources/unsubscribe",
+                               params);
+    ngx_http_mcp_aggregate_run(sub);
 }
 
 

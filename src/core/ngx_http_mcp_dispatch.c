@@ -827,6 +827,11 @@ ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call)
         return NGX_OK;
     }
 
+    if (ngx_http_mcp_call_conf(call)->aggregate != NULL) {
+        /* the backend that has the URI holds the subscription */
+        return ngx_http_mcp_call_conf(call)->aggregate(call, NULL);
+    }
+
     if (ngx_http_mcp_find_resource(call) == NULL) {
         return NGX_OK;
     }

@@ -4,9 +4,11 @@
 # template's URI is the backend's own, the first backend that completes
 # it answers), resources/subscribe and unsubscribe to the backend that
 # has the URI (its updates reach the client's GET stream).  Real
-# backends: two nginx instances of this module, "alpha" with one tool
-# only (no resources, no completions) and "beta" the Everything set,
-# each logging the JSON-RPC methods it is sent.
+# backends: three nginx instances of this module, "alpha" with one tool
+# only (no resources, no completions), "beta" and "gamma" the
+# Everything set, each logging the JSON-RPC methods it is sent.  A
+# 2026-07-28 subscriptions/listen is fed by both beta and gamma, each
+# subscribed to what the client named only.
 
 use strict;
 use warnings;
@@ -16,6 +18,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use McpTest timeout => 120;
 use McpGateway qw(upstream_log_format upstream_log wait_upstream);
+use McpStream;
 
 my $V = '2025-11-25';
 
@@ -36,6 +39,17 @@ my $beta = McpTest->new(http => upstream_log_format(), server => <<'NGX')->start
         }
 NGX
 
+my $gamma_conf = <<'NGX';
+        location = /mcp {
+            mcp on;
+            mcp_builtin everything;
+            access_log %%PREFIX%%/logs/upstream.log mcp_upstream;
+%%MORE%%        }
+        location /internal/local { internal; return 200 'local'; }
+NGX
+(my $gc = $gamma_conf) =~ s/%%MORE%%//;
+my $gamma = McpTest->new(http => upstream_log_format(), server => $gc)->start;
+
 my $proxy = 'proxy_http_version 1.1; proxy_set_header Connection "";';
 my $t = McpTest->new(
     http  => "    mcp_session_zone zone=methods:4m;\n",
@@ -45,10 +59,12 @@ my $t = McpTest->new(
         location = /mcp {
             mcp_backend alpha /_b/alpha;
             mcp_backend beta  /_b/beta;
+            mcp_backend gamma /_b/gamma;
         }
 
         location /_b/alpha { internal; proxy_pass http://127.0.0.1:@{[ $alpha->port ]}/mcp; $proxy }
         location /_b/beta  { internal; proxy_pass http://127.0.0.1:@{[ $beta->port ]}/mcp; $proxy }
+        location /_b/gamma { internal; proxy_pass http://127.0.0.1:@{[ $gamma->port ]}/mcp; $proxy }
 NGX
 
 # what a backend was sent, by JSON-RPC method
@@ -139,5 +155,81 @@ is(rpcs($beta, 'resources/subscribe') + rpcs($alpha, 'resources/subscribe'), 1,
 $r = $t->mcp_call($sid, 'resources/subscribe', {});
 is($r->{code}, -32602, 'no URI: -32602');
 $g->close;
+
+# --- subscriptions/listen (2026-07-28) ---------------------------------------
+
+my $SUB = 'io.modelcontextprotocol/subscriptionId';
+sub post26 {
+    my ($id, $method, $params, %o) = @_;
+    my %h = ('MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => $method,
+             (defined $o{name} ? ('Mcp-Name' => $o{name}) : ()));
+    return $t->mcp_post(undef, { jsonrpc => '2.0', id => $id, method => $method,
+                                 params => { %$params, _meta => {
+                                     'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
+                                     'io.modelcontextprotocol/clientCapabilities' => {} } } },
+                        headers => \%h, ($o{stream} ? (stream => 1) : ()),
+                        protocol_version => undef);
+}
+sub next_rpc {
+    my ($s, $pred, $timeout) = @_;
+    my $deadline = time + ($timeout // 8);
+    while (time < $deadline) {
+        my $ev = take($s, $deadline - time) or last;
+        next unless ref $ev->{json} eq 'HASH';
+        return $ev->{json} if !$pred || $pred->($ev->{json});
+    }
+    return undef;
+}
+
+my ($bsubs, $gsubs) = (rpcs($beta, 'resources/subscribe'), rpcs($gamma, 'resources/subscribe'));
+my $l = post26('listen-1', 'subscriptions/listen',
+               { notifications => { toolsListChanged => JSON::PP::true(),
+                                    resourceSubscriptions => [ 'test://watched-resource', 'nope://x' ] } },
+               stream => 1);
+is($l->{status}, 200, 'subscriptions/listen at the gateway: 200');
+my $ack = next_rpc($l);
+is($ack && $ack->{method}, 'notifications/subscriptions/acknowledged', 'the acknowledgement first');
+is_deeply($ack && $ack->{params}{notifications},
+          { toolsListChanged => JSON::PP::true(), resourceSubscriptions => [ 'test://watched-resource' ] },
+          '... it names the tools\' changes and the URI the backends took, not the one none has');
+is($ack && $ack->{params}{_meta}{$SUB}, 'listen-1', '... tagged with the listen\'s id');
+ok(wait_upstream($gamma, sub { ($_[0]{rpc} // '') eq 'resources/subscribe' }, 5),
+   'gamma was asked to subscribe');
+is(rpcs($beta, 'resources/subscribe') - $bsubs, 2, 'beta was asked for the two URIs the client named');
+is(rpcs($alpha, 'resources/subscribe'), 0, 'alpha, without subscriptions, was not asked');
+sleep 0.5;
+
+for my $b (qw(beta gamma)) {
+    my $r = post26("upd-$b", 'tools/call', { name => "${b}__update_watched_resource", arguments => {} },
+                   name => "${b}__update_watched_resource");
+    like($r->{json} ? McpTest::encode_json($r->{json}) : '', qr/updated/, "the resource changes at $b");
+    $ev = next_rpc($l, sub { ($_[0]{method} // '') eq 'notifications/resources/updated' });
+    is($ev && $ev->{params}{uri}, 'test://watched-resource', "$b\'s update reaches the listen's stream");
+    is($ev && $ev->{params}{_meta}{$SUB}, 'listen-1', '... tagged with its id');
+}
+
+(my $more = $gamma_conf) =~ s/%%MORE%%/            mcp_tool added { description "New"; pass \/internal\/local; }\n/;
+ok($gamma->reload(server => $more), 'gamma reloads with one tool more');
+$ev = next_rpc($l, sub { ($_[0]{method} // '') eq 'notifications/tools/list_changed' }, 10);
+ok($ev, 'gamma\'s tools/list_changed reaches the listen\'s stream');
+is($ev && $ev->{params}{_meta}{$SUB}, 'listen-1', '... tagged with its id');
+$l->close;
+ok(wait_upstream($beta, sub { $_[0]{method} eq 'GET' }, 5),
+   'the listen gone, its stream at beta ends too');
+
+my $bad = post26('listen-2', 'subscriptions/listen', { notifications => { resourceSubscriptions => 'x' } });
+is($bad->{json} && $bad->{json}{error}{code}, -32602, 'resourceSubscriptions not an array: -32602');
+
+# listens that leave at once, before or after their acknowledgement
+for my $k (1 .. 10) {
+    my $q = post26("quick-$k", 'subscriptions/listen',
+                   { notifications => { resourceSubscriptions => [ 'test://watched-resource' ] } },
+                   stream => 1);
+    take($q, 0.05 * ($k % 3)) if $k % 2;
+    $q->close;
+}
+sleep 0.5;
+is(ref $t->mcp_call($sid, 'tools/list'), 'HASH', 'the gateway serves on');
+$_->check_log(name => 'no crash, no error') for $t, $alpha, $beta, $gamma;
 
 done_testing();

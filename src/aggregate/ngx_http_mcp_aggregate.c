@@ -537,6 +537,13 @@ ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
         return NGX_OK;
     }
 
+    if (method->len == sizeof("subscriptions/listen") - 1
+        && ngx_strncmp(method->data, "subscriptions/listen", method->len)
+           == 0)
+    {
+        return ngx_http_mcp_aggregate_subscriptions(call, alcf);
+    }
+
     if (next != NULL) {
         /* initialize, server/discover: every backend's session first */
 

@@ -189,6 +189,9 @@ ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg)
     if (op->opening) {
         /* a new client session: a new session at every backend */
 
+    } else if (op->sids != NULL) {
+        sid = op->sids[b->index];
+
     } else if (op->stateless) {
         if (b->opened) {
             sid.data = b->sid;
@@ -687,6 +690,12 @@ ngx_http_mcp_aggregate_sid(ngx_http_mcp_aggregate_leg_t *leg, ngx_str_t *sid)
     ngx_http_mcp_reqctx_t   *rctx;
 
     b = leg->backend;
+
+    if (leg->op->sids != NULL) {
+        /* a session of the op's own: what was lost is forgotten */
+        leg->op->sids[b->index] = *sid;
+        return NGX_OK;
+    }
 
     if (leg->op->stateless) {
         if (sid->len > sizeof(b->sid)) {

@@ -200,9 +200,10 @@ ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call)
 
     if (ngx_http_mcp_call_conf(call)->aggregate != NULL
         && (m->handler == ngx_http_mcp_initialize
-            || m->handler == ngx_http_mcp_discover))
+            || m->handler == ngx_http_mcp_discover
+            || m->handler == ngx_http_mcp_listen))
     {
-        /* the capabilities are the backends' (mcp_backend) */
+        /* the capabilities, the news are the backends' (mcp_backend) */
         return ngx_http_mcp_call_conf(call)->aggregate(call, m->handler);
     }
 

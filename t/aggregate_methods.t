@@ -220,6 +220,57 @@ ok(wait_upstream($beta, sub { $_[0]{method} eq 'GET' }, 5),
 my $bad = post26('listen-2', 'subscriptions/listen', { notifications => { resourceSubscriptions => 'x' } });
 is($bad->{json} && $bad->{json}{error}{code}, -32602, 'resourceSubscriptions not an array: -32602');
 
+# --- tasks (2025-11-25) --------------------------------------------------------
+
+is_deeply($init->{capabilities}{tasks}, { list => {}, cancel => {}, requests => { tools => { call => {} } } },
+          'tasks: the backends\' capability');
+
+my $tg = $t->mcp_get_stream($sid, timeout => 10);
+sleep 0.5;
+
+my $task = $t->mcp_call($sid, 'tools/call', { name => 'beta__slow_compute', task => {},
+                                             arguments => { seconds => 0.3, label => 'agg' } });
+my $tid = (($task // {})->{task} // {})->{taskId} // '';
+like($tid, qr/^beta__./, 'a task-augmented call: the task, its id with beta\'s prefix ('
+     . McpTest::encode_json($task) . ')');
+
+my $got;
+for (1 .. 100) {
+    $got = $t->mcp_call($sid, 'tasks/get', { taskId => $tid });
+    last if ref $got eq 'HASH' && ($got->{status} // '') =~ /^(completed|failed|cancelled)$/;
+    sleep 0.05;
+}
+is($got->{status}, 'completed', 'tasks/get through the gateway: completed');
+is($got->{taskId}, $tid, '... its id as the client knows it');
+
+my $res = $t->mcp_call($sid, 'tasks/result', { taskId => $tid });
+is((($res // {})->{content} // [{}])->[0]{text}, 'Computed agg', 'tasks/result: the tool\'s result');
+is((($res->{_meta} // {})->{'io.modelcontextprotocol/related-task'} // {})->{taskId}, $tid,
+   '... related to the task by the client\'s id');
+
+my $tl = $t->mcp_call($sid, 'tasks/list');
+ok(grep({ ($_->{taskId} // '') eq $tid } @{ ($tl // {})->{tasks} // [] }),
+   'tasks/list merges the backends\', ids prefixed');
+
+my $ev = next_rpc($tg, sub { ($_[0]{method} // '') eq 'notifications/tasks/status'
+                             && ($_[0]{params}{status} // '') eq 'completed' }, 5);
+is($ev && $ev->{params}{taskId}, $tid, 'notifications/tasks/status reaches the GET stream, id prefixed');
+
+my $long = $t->mcp_call($sid, 'tools/call', { name => 'gamma__slow_compute', task => {},
+                                             arguments => { seconds => 30, label => 'long' } });
+my $lid = (($long // {})->{task} // {})->{taskId} // '';
+like($lid, qr/^gamma__./, 'a task at gamma');
+my $c2 = $t->mcp_call($sid, 'tasks/cancel', { taskId => $lid });
+is(($c2 // {})->{status}, 'cancelled', 'tasks/cancel reaches gamma');
+is(($t->mcp_call($sid, 'tasks/get', { taskId => $lid }) // {})->{status}, 'cancelled',
+   '... and the task is cancelled there');
+
+is(($t->mcp_call($sid, 'tasks/get', { taskId => 'nobody__x' }) // {})->{code}, -32602,
+   'a task id no backend\'s prefix names: -32602');
+ok(($t->mcp_call($sid, 'tasks/get', { taskId => 'beta__' . ('0' x 32) }) // {})->{code},
+   'a task beta does not have: beta\'s error');
+$tg->close;
+
 # listens that leave at once, before or after their acknowledgement
 for my $k (1 .. 10) {
     my $q = post26("quick-$k", 'subscriptions/listen',

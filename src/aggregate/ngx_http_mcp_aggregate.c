@@ -65,6 +65,12 @@ static ngx_uint_t ngx_http_mcp_aggregate_owner(
 static ngx_int_t ngx_http_mcp_aggregate_complete(ngx_http_mcp_call_t *call,
     ngx_http_mcp_aggregate_loc_conf_t *alcf);
 static void ngx_http_mcp_aggregate_owned(ngx_http_mcp_aggregate_op_t *op);
+static ngx_int_t ngx_http_mcp_aggregate_task(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *alcf);
+static ngx_int_t ngx_http_mcp_aggregate_task_ids(ngx_pool_t *pool,
+    ngx_http_mcp_backend_t *b, cJSON *result);
+static ngx_int_t ngx_http_mcp_aggregate_prefixed(ngx_pool_t *pool,
+    ngx_http_mcp_backend_t *b, cJSON *obj, const char *key);
 static void ngx_http_mcp_aggregate_opened_all(
     ngx_http_mcp_aggregate_op_t *op);
 static ngx_int_t ngx_http_mcp_aggregate_capabilities(
@@ -599,6 +605,11 @@ ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
         return ngx_http_mcp_aggregate_complete(call, alcf);
     }
 
+    if (ngx_strncmp(method->data, "tasks/", 6) == 0) {
+        /* tasks/get, tasks/result, tasks/cancel: by the task id's prefix */
+        return ngx_http_mcp_aggregate_task(call, alcf);
+    }
+
     /* tools/call, prompts/get */
 
     op = ngx_http_mcp_aggregate_op(call, alcf,
@@ -624,6 +635,7 @@ ngx_http_mcp_aggregate_key(ngx_str_t *method)
         { ngx_string("prompts/list"), "prompts" },
         { ngx_string("resources/list"), "resources" },
         { ngx_string("resources/templates/list"), "resourceTemplates" },
+        { ngx_string("tasks/list"), "tasks" },
         { ngx_null_string, NULL }
     };
 
@@ -772,7 +784,7 @@ static ngx_int_t
 ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
 {
     char                    *method;
-    cJSON                   *params, *name, *uri;
+    cJSON                   *params, *name, *uri, *task;
     ngx_str_t               *m;
     ngx_uint_t               i, n;
     ngx_http_mcp_call_t     *call;
@@ -840,6 +852,17 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
         || !cJSON_ReplaceItemInObjectCaseSensitive(params, "name",
                cJSON_CreateString(name->valuestring + b[i].prefix.len)))
     {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    task = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
+                                            "task");
+
+    if (task != NULL && !op->stateless
+        && !cJSON_AddItemToObject(params, "task", cJSON_Duplicate(task, 1)))
+    {
+        /* a 2025 client's task is the backend's to run */
         cJSON_Delete(params);
         return NGX_ERROR;
     }
@@ -1023,6 +1046,22 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
         }
     }
 
+    /* a 2025 client's tasks are the backends' (the first one's kinds) */
+
+    for (i = 0; op->opening && i < op->conf->backends->nelts; i++) {
+        res = cJSON_GetObjectItemCaseSensitive(b[i].caps, "tasks");
+
+        if (cJSON_IsObject(res) && !cJSON_HasObjectItem(caps, "tasks")) {
+            if (!cJSON_AddItemToObject(caps, "tasks",
+                                       cJSON_Duplicate(res, 1)))
+            {
+                return NGX_ERROR;
+            }
+
+            break;
+        }
+    }
+
     /* a 2025 client's subscriptions go to the backend that has the URI */
 
     for (i = 0; op->opening && i < op->conf->backends->nelts; i++) {
@@ -1176,7 +1215,20 @@ ngx_http_mcp_aggregate_merge(ngx_http_mcp_aggregate_op_t *op,
             continue;
         }
 
-        if (renamed) {
+        if (ngx_strcmp(key, "tasks") == 0) {
+            /* a task's id is the backend's prefixed (see task_ids()) */
+            copy = cJSON_Duplicate(item, 1);
+
+            if (copy == NULL
+                || ngx_http_mcp_aggregate_prefixed(
+                       ngx_http_mcp_call_pool(op->call), b, copy, "taskId")
+                   != NGX_OK)
+            {
+                cJSON_Delete(copy);
+                return NGX_ERROR;
+            }
+
+        } else if (renamed) {
             name = cJSON_GetObjectItemCaseSensitive(item, "name");
 
             if (!cJSON_IsString(name)) {
@@ -1271,7 +1323,145 @@ ngx_http_mcp_aggregate_routed(ngx_http_mcp_aggregate_op_t *op)
         return;
     }
 
+    /* a task's id is the backend's prefixed, as a tool's name */
+    if (ngx_http_mcp_aggregate_task_ids(ngx_http_mcp_call_pool(op->call),
+            leg->backend,
+            cJSON_GetObjectItemCaseSensitive(leg->reply, "result"))
+        != NGX_OK)
+    {
+        ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return;
+    }
+
     ngx_http_mcp_aggregate_relay(op->call, leg->reply);
+}
+
+
+/*
+ * A 2025 client's tasks/get, tasks/result, tasks/cancel: to the backend
+ * whose prefix the task id has (tools/call gave the id so), with the
+ * backend's own id, in the client's session there.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_task(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *alcf)
+{
+    char                         *method;
+    cJSON                        *id, *params;
+    ngx_str_t                    *m;
+    ngx_uint_t                    i;
+    ngx_http_mcp_backend_t       *b;
+    ngx_http_mcp_aggregate_op_t  *op;
+
+    m = ngx_http_mcp_call_method(call);
+    b = alcf->backends->elts;
+
+    id = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
+                                          "taskId");
+    if (!cJSON_IsString(id)) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Invalid params: \"taskId\" is required");
+        return NGX_OK;
+    }
+
+    i = ngx_http_mcp_aggregate_owner(alcf, id->valuestring);
+
+    if (i == alcf->backends->nelts) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Invalid params: unknown task");
+        return NGX_OK;
+    }
+
+    method = ngx_pnalloc(ngx_http_mcp_call_pool(call), m->len + 1);
+    op = ngx_http_mcp_aggregate_op(call, alcf,
+                                   ngx_http_mcp_aggregate_routed);
+    params = ngx_http_mcp_aggregate_params(call);
+
+    if (method == NULL || op == NULL || params == NULL
+        || !cJSON_ReplaceItemInObjectCaseSensitive(params, "taskId",
+               cJSON_CreateString(id->valuestring + b[i].prefix.len)))
+    {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    (void) ngx_cpystrn((u_char *) method, m->data, m->len + 1);
+
+    op->target = i;
+
+    ngx_http_mcp_aggregate_ask(op, i, method, params);
+    ngx_http_mcp_aggregate_run(op);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The task ids of a backend's result, prefixed: a Task's (tasks/get,
+ * tasks/cancel), a CreateTaskResult's task, the related task of a
+ * tasks/result.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_task_ids(ngx_pool_t *pool, ngx_http_mcp_backend_t *b,
+    cJSON *result)
+{
+    cJSON  *meta;
+
+    if (!cJSON_IsObject(result)) {
+        return NGX_OK;
+    }
+
+    meta = cJSON_GetObjectItemCaseSensitive(result, "_meta");
+
+    if (ngx_http_mcp_aggregate_prefixed(pool, b, result, "taskId") != NGX_OK
+        || ngx_http_mcp_aggregate_prefixed(pool, b,
+               cJSON_GetObjectItemCaseSensitive(result, "task"), "taskId")
+           != NGX_OK
+        || ngx_http_mcp_aggregate_prefixed(pool, b,
+               cJSON_GetObjectItemCaseSensitive(meta,
+                   "io.modelcontextprotocol/related-task"),
+               "taskId")
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* obj[key], a string, with the backend's prefix */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_prefixed(ngx_pool_t *pool, ngx_http_mcp_backend_t *b,
+    cJSON *obj, const char *key)
+{
+    u_char  *p, *full;
+    cJSON   *item;
+    size_t   len;
+
+    item = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    if (!cJSON_IsString(item)) {
+        return NGX_OK;
+    }
+
+    len = ngx_strlen(item->valuestring);
+
+    full = ngx_pnalloc(pool, b->prefix.len + len + 1);
+    if (full == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(full, b->prefix.data, b->prefix.len);
+    ngx_memcpy(p, item->valuestring, len + 1);
+
+    return cJSON_ReplaceItemInObjectCaseSensitive(obj, key,
+               cJSON_CreateString((char *) full))
+           ? NGX_OK : NGX_ERROR;
 }
 
 

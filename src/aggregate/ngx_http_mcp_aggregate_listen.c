@@ -131,6 +131,8 @@ static void ngx_http_mcp_listen_tagged(ngx_http_mcp_listen_t *l,
     const char *method, cJSON *params);
 static void ngx_http_mcp_listen_refuse(ngx_http_mcp_listen_backend_t *lb,
     cJSON *id);
+static ngx_int_t ngx_http_mcp_listen_task_id(
+    ngx_http_mcp_listen_backend_t *lb, cJSON *params);
 static ngx_int_t ngx_http_mcp_listen_headers(
     ngx_http_mcp_listen_backend_t *lb, ngx_http_mcp_fetch_t *f,
     ngx_uint_t post);
@@ -578,12 +580,13 @@ ngx_http_mcp_listen_notification(ngx_http_mcp_listen_backend_t *lb,
         "notifications/prompts/list_changed",
         "notifications/resources/list_changed",
         "notifications/resources/updated",
+        "notifications/tasks/status",
         NULL
     };
 
     static ngx_uint_t  listed[] = {
         0, NGX_HTTP_MCP_LISTEN_TOOLS, NGX_HTTP_MCP_LISTEN_PROMPTS,
-        NGX_HTTP_MCP_LISTEN_RESOURCES, 0
+        NGX_HTTP_MCP_LISTEN_RESOURCES, 0, 0
     };
 
     l = lb->listen;
@@ -598,7 +601,7 @@ ngx_http_mcp_listen_notification(ngx_http_mcp_listen_backend_t *lb,
     params = cJSON_GetObjectItemCaseSensitive(json, "params");
 
     if (l->subscription.len && relayed[i] != NULL
-        && (i == 0 || (listed[i] && !(l->lists & listed[i]))))
+        && (i == 0 || i == 5 || (listed[i] && !(l->lists & listed[i]))))
     {
         /* a listen hears no log, and only the list changes it asked for */
         return;
@@ -637,6 +640,12 @@ ngx_http_mcp_listen_notification(ngx_http_mcp_listen_backend_t *lb,
         return;
     }
 
+    if (i == 5
+        && ngx_http_mcp_listen_task_id(lb, params) != NGX_OK)
+    {
+        return;
+    }
+
     /* what the client gets is what was understood, not the bytes */
 
     msg = cJSON_CreateObject();
@@ -670,6 +679,42 @@ ngx_http_mcp_listen_notification(ngx_http_mcp_listen_backend_t *lb,
                                      (u_char *) text, ngx_strlen(text), 0,
                                      log);
     cJSON_free(text);
+}
+
+
+/* a task's status: its id, as the client knows it, has the prefix */
+
+static ngx_int_t
+ngx_http_mcp_listen_task_id(ngx_http_mcp_listen_backend_t *lb, cJSON *params)
+{
+    u_char                  *p, *full;
+    cJSON                   *id;
+    size_t                   len;
+    ngx_http_mcp_backend_t  *b;
+
+    b = lb->backend;
+    id = cJSON_GetObjectItemCaseSensitive(params, "taskId");
+
+    if (!cJSON_IsString(id)) {
+        return NGX_ERROR;
+    }
+
+    len = ngx_strlen(id->valuestring);
+
+    full = ngx_alloc(b->prefix.len + len + 1,
+                     lb->listen->request->connection->log);
+    if (full == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(full, b->prefix.data, b->prefix.len);
+    ngx_memcpy(p, id->valuestring, len + 1);
+
+    id = cJSON_CreateString((char *) full);
+    ngx_free(full);
+
+    return cJSON_ReplaceItemInObjectCaseSensitive(params, "taskId", id)
+           ? NGX_OK : NGX_ERROR;
 }
 
 
@@ -890,7 +935,7 @@ ngx_http_mcp_aggregate_feed(ngx_http_mcp_call_t *call,
 {
     ngx_uint_t                      i, n;
     ngx_pool_t                     *pool;
-    ngx_pool_cleanup_t             *cln;
+    ngx_http_cleanup_t             *cln;
     ngx_http_request_t             *r;
     ngx_http_mcp_listen_t          *l;
     ngx_http_mcp_backend_t         *b;
@@ -911,7 +956,7 @@ ngx_http_mcp_aggregate_feed(ngx_http_mcp_call_t *call,
     l = ngx_pcalloc(pool, sizeof(ngx_http_mcp_listen_t));
     lb = ngx_pcalloc(pool, conf->backends->nelts
                            * sizeof(ngx_http_mcp_listen_backend_t));
-    cln = ngx_pool_cleanup_add(ngx_http_mcp_call_pool(call), 0);
+    cln = ngx_http_cleanup_add(r, 0);
 
     if (l == NULL || lb == NULL || cln == NULL) {
         ngx_destroy_pool(pool);
@@ -964,7 +1009,10 @@ ngx_http_mcp_aggregate_feed(ngx_http_mcp_call_t *call,
 
     l->n = n;
 
-    /* the call's end closes them (not the worker's queue: no GET's) */
+    /*
+     * the POST's end closes them (not the worker's queue: no GET's):
+     * the call may outlive its request a moment, the streams may not
+     */
     cln->handler = ngx_http_mcp_listen_free;
     cln->data = l;
 

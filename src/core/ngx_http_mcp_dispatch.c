@@ -207,6 +207,14 @@ ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call)
         return ngx_http_mcp_call_conf(call)->aggregate(call, m->handler);
     }
 
+    if (ngx_http_mcp_call_conf(call)->aggregate != NULL
+        && era == NGX_HTTP_MCP_SESSIONFUL
+        && ngx_strncmp(call->method.data, "tasks/", 6) == 0)
+    {
+        /* a 2025 client's tasks are the backends' (mcp_backend) */
+        return ngx_http_mcp_call_conf(call)->aggregate(call, NULL);
+    }
+
     return m->handler(call);
 }
 

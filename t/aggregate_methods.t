@@ -252,7 +252,7 @@ my $tl = $t->mcp_call($sid, 'tasks/list');
 ok(grep({ ($_->{taskId} // '') eq $tid } @{ ($tl // {})->{tasks} // [] }),
    'tasks/list merges the backends\', ids prefixed');
 
-my $ev = next_rpc($tg, sub { ($_[0]{method} // '') eq 'notifications/tasks/status'
+$ev = next_rpc($tg, sub { ($_[0]{method} // '') eq 'notifications/tasks/status'
                              && ($_[0]{params}{status} // '') eq 'completed' }, 5);
 is($ev && $ev->{params}{taskId}, $tid, 'notifications/tasks/status reaches the GET stream, id prefixed');
 
@@ -270,6 +270,15 @@ is(($t->mcp_call($sid, 'tasks/get', { taskId => 'nobody__x' }) // {})->{code}, -
 ok(($t->mcp_call($sid, 'tasks/get', { taskId => 'beta__' . ('0' x 32) }) // {})->{code},
    'a task beta does not have: beta\'s error');
 $tg->close;
+
+# a 2025-06-18 client has no tasks: its params.task is not the backend's
+my ($osid, $oinit) = $t->mcp_initialize(protocol_version => '2025-06-18');
+ok(!exists $oinit->{capabilities}{tasks}, '2025-06-18: no tasks capability');
+my $plain = $t->mcp_call($osid, 'tools/call', { name => 'beta__slow_compute', task => {},
+                                              arguments => { seconds => 0.1, label => 'old' } });
+is((($plain // {})->{content} // [{}])->[0]{text}, 'Computed old', '2025-06-18: params.task ignored, the result');
+is(($t->mcp_call($osid, 'tasks/get', { taskId => $tid }) // {})->{code}, -32601,
+   '2025-06-18: tasks/get is no method');
 
 # listens that leave at once, before or after their acknowledgement
 for my $k (1 .. 10) {

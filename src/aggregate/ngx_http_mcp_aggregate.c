@@ -605,7 +605,7 @@ ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
         return ngx_http_mcp_aggregate_complete(call, alcf);
     }
 
-    if (ngx_strncmp(method->data, "tasks/", 6) == 0) {
+    if (method->len > 6 && ngx_strncmp(method->data, "tasks/", 6) == 0) {
         /* tasks/get, tasks/result, tasks/cancel: by the task id's prefix */
         return ngx_http_mcp_aggregate_task(call, alcf);
     }
@@ -860,9 +860,10 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
                                             "task");
 
     if (task != NULL && !op->stateless
+        && ngx_http_mcp_call_client(call)->version >= NGX_HTTP_MCP_V20251125
         && !cJSON_AddItemToObject(params, "task", cJSON_Duplicate(task, 1)))
     {
-        /* a 2025 client's task is the backend's to run */
+        /* a 2025-11-25 client's task is the backend's to run */
         cJSON_Delete(params);
         return NGX_ERROR;
     }
@@ -1002,7 +1003,7 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
     cJSON *result)
 {
     cJSON                        *caps, *res;
-    ngx_uint_t                    i, k;
+    ngx_uint_t                    i, k, tasks;
     ngx_http_mcp_backend_t       *b;
     ngx_http_mcp_aggregate_op_t  *op;
 
@@ -1046,9 +1047,13 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
         }
     }
 
-    /* a 2025 client's tasks are the backends' (the first one's kinds) */
+    /* a 2025-11-25 client's tasks are the backends' (the first one's) */
 
-    for (i = 0; op->opening && i < op->conf->backends->nelts; i++) {
+    res = cJSON_GetObjectItemCaseSensitive(result, "protocolVersion");
+    tasks = op->opening && cJSON_IsString(res)
+            && ngx_strcmp(res->valuestring, "2025-11-25") >= 0;
+
+    for (i = 0; tasks && i < op->conf->backends->nelts; i++) {
         res = cJSON_GetObjectItemCaseSensitive(b[i].caps, "tasks");
 
         if (cJSON_IsObject(res) && !cJSON_HasObjectItem(caps, "tasks")) {

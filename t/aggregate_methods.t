@@ -181,6 +181,12 @@ sub next_rpc {
     return undef;
 }
 
+my $disc = post26('disc', 'server/discover', {});
+my $dcaps = ($disc->{json} // {})->{result}{capabilities} // {};
+ok($dcaps->{resources}{subscribe} && $dcaps->{tools}{listChanged},
+   'server/discover: resources.subscribe and tools.listChanged, which a listen gets ('
+   . McpTest::encode_json($dcaps) . ')');
+
 my ($bsubs, $gsubs) = (rpcs($beta, 'resources/subscribe'), rpcs($gamma, 'resources/subscribe'));
 my $l = post26('listen-1', 'subscriptions/listen',
                { notifications => { toolsListChanged => JSON::PP::true(),

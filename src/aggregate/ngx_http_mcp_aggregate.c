@@ -1030,12 +1030,11 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
             }
 
             /*
-             * a 2025 client's GET stream carries the backends' list
-             * changes (ngx_http_mcp_aggregate_listen.c); a stateless
-             * client's subscriptions/listen does not
+             * a 2025 client's GET stream and a stateless client's
+             * subscriptions/listen carry the backends' list changes
+             * (ngx_http_mcp_aggregate_listen.c, _subscribe.c)
              */
-            if (op->opening
-                && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
                        cJSON_GetObjectItemCaseSensitive(b[i].caps,
                                                         routed[k]),
                        "listChanged"))
@@ -1067,9 +1066,12 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
         }
     }
 
-    /* a 2025 client's subscriptions go to the backend that has the URI */
+    /*
+     * subscriptions go to the backend that has the URI (a 2025 client's)
+     * or to every backend that offers them (subscriptions/listen)
+     */
 
-    for (i = 0; op->opening && i < op->conf->backends->nelts; i++) {
+    for (i = 0; i < op->conf->backends->nelts; i++) {
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
                 cJSON_GetObjectItemCaseSensitive(b[i].caps, "resources"),
                 "subscribe")))

@@ -277,6 +277,34 @@ ok(($t->mcp_call($sid, 'tasks/get', { taskId => 'beta__' . ('0' x 32) }) // {})-
    'a task beta does not have: beta\'s error');
 $tg->close;
 
+# a task that asks its client: the request comes on tasks/result, its
+# answer goes back to the backend, the result follows on the same stream
+{
+    my ($esid) = $t->mcp_initialize(protocol_version => $V, capabilities => { elicitation => {} });
+    my $et = $t->mcp_call($esid, 'tools/call', { name => 'beta__confirm_delete', task => {},
+                                                arguments => { filename => 'b.txt' } });
+    my $etid = (($et // {})->{task} // {})->{taskId} // 'none';
+    my $st;
+    for (1 .. 100) {
+        $st = $t->mcp_call($esid, 'tasks/get', { taskId => $etid });
+        last if (($st // {})->{status} // '') ne 'working';
+        sleep 0.05;
+    }
+    is(($st // {})->{status}, 'input_required', 'a task that asks: input_required, through the gateway');
+    my $s = $t->mcp_post($esid, { jsonrpc => '2.0', id => 'r1', method => 'tasks/result',
+                                  params => { taskId => $etid } }, stream => 1);
+    my $req = next_request($s);
+    is(($req // {})->{method}, 'elicitation/create', '... its request comes on tasks/result');
+    is((((($req // {})->{params} // {})->{_meta} // {})->{'io.modelcontextprotocol/related-task'} // {})->{taskId},
+       $etid, '... related to the task by the client\'s id');
+    answer($t, $esid, $req->{id}, { action => 'decline' }) if $req;
+    my ($end) = grep { ($_->{id} // '') eq 'r1' } rpc_of(take_all($s, 5));
+    is((($end // {})->{result}{content} // [{}])->[0]{text}, 'Kept b.txt',
+       '... the answer reaches beta, the result follows');
+    is(((($end // {})->{result}{_meta} // {})->{'io.modelcontextprotocol/related-task'} // {})->{taskId},
+       $etid, '... related to the task by the client\'s id');
+}
+
 # a 2025-06-18 client has no tasks: its params.task is not the backend's
 my ($osid, $oinit) = $t->mcp_initialize(protocol_version => '2025-06-18');
 ok(!exists $oinit->{capabilities}{tasks}, '2025-06-18: no tasks capability');

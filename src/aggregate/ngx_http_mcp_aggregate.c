@@ -69,8 +69,6 @@ static ngx_int_t ngx_http_mcp_aggregate_task(ngx_http_mcp_call_t *call,
     ngx_http_mcp_aggregate_loc_conf_t *alcf);
 static ngx_int_t ngx_http_mcp_aggregate_task_ids(ngx_pool_t *pool,
     ngx_http_mcp_backend_t *b, cJSON *result);
-static ngx_int_t ngx_http_mcp_aggregate_prefixed(ngx_pool_t *pool,
-    ngx_http_mcp_backend_t *b, cJSON *obj, const char *key);
 static void ngx_http_mcp_aggregate_opened_all(
     ngx_http_mcp_aggregate_op_t *op);
 static ngx_int_t ngx_http_mcp_aggregate_capabilities(
@@ -1439,37 +1437,6 @@ ngx_http_mcp_aggregate_task_ids(ngx_pool_t *pool, ngx_http_mcp_backend_t *b,
     return NGX_OK;
 }
 
-
-/* obj[key], a string, with the backend's prefix */
-
-static ngx_int_t
-ngx_http_mcp_aggregate_prefixed(ngx_pool_t *pool, ngx_http_mcp_backend_t *b,
-    cJSON *obj, const char *key)
-{
-    u_char  *p, *full;
-    cJSON   *item;
-    size_t   len;
-
-    item = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-    if (!cJSON_IsString(item)) {
-        return NGX_OK;
-    }
-
-    len = ngx_strlen(item->valuestring);
-
-    full = ngx_pnalloc(pool, b->prefix.len + len + 1);
-    if (full == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_cpymem(full, b->prefix.data, b->prefix.len);
-    ngx_memcpy(p, item->valuestring, len + 1);
-
-    return cJSON_ReplaceItemInObjectCaseSensitive(obj, key,
-               cJSON_CreateString((char *) full))
-           ? NGX_OK : NGX_ERROR;
-}
 
 
 /*

@@ -180,6 +180,8 @@ ngx_int_t ngx_http_mcp_aggregate_watch(ngx_http_mcp_aggregate_leg_t *leg);
 void ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg);
 ngx_int_t ngx_http_mcp_aggregate_cancelled(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_http_request_t *r, ngx_http_mcp_aggregate_wait_t *wait);
+ngx_int_t ngx_http_mcp_aggregate_prefixed(ngx_pool_t *pool,
+    ngx_http_mcp_backend_t *b, cJSON *obj, const char *key);
 
 /* ngx_http_mcp_aggregate_end.c */
 ngx_int_t ngx_http_mcp_aggregate_init(ngx_conf_t *cf);

@@ -349,7 +349,8 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     f.stream = (leg->step == NGX_HTTP_MCP_LEG_REQUEST && request
                 && (ngx_strcmp(method, "tools/call") == 0
                     || ngx_strcmp(method, "prompts/get") == 0
-                    || ngx_strcmp(method, "resources/read") == 0));
+                    || ngx_strcmp(method, "resources/read") == 0
+                    || ngx_strcmp(method, "tasks/result") == 0));
     leg->routed = f.stream;
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,

@@ -62,6 +62,10 @@ my $t = McpTest->new(
             mcp_backend gamma /_b/gamma;
         }
 
+        location = /one {
+            mcp_backend alpha /_b/alpha;
+        }
+
         location /_b/alpha { internal; proxy_pass http://127.0.0.1:@{[ $alpha->port ]}/mcp; $proxy }
         location /_b/beta  { internal; proxy_pass http://127.0.0.1:@{[ $beta->port ]}/mcp; $proxy }
         location /_b/gamma { internal; proxy_pass http://127.0.0.1:@{[ $gamma->port ]}/mcp; $proxy }
@@ -168,6 +172,7 @@ sub post26 {
                                      'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
                                      'io.modelcontextprotocol/clientCapabilities' => {} } } },
                         headers => \%h, ($o{stream} ? (stream => 1) : ()),
+                        (defined $o{path} ? (path => $o{path}) : ()),
                         protocol_version => undef);
 }
 sub next_rpc {
@@ -222,6 +227,16 @@ is($ev && $ev->{params}{_meta}{$SUB}, 'listen-1', '... tagged with its id');
 $l->close;
 ok(wait_upstream($beta, sub { $_[0]{method} eq 'GET' }, 5),
    'the listen gone, its stream at beta ends too');
+
+# a location whose one backend offers no subscriptions: nothing to ask
+my $one = post26('listen-one', 'subscriptions/listen',
+                 { notifications => { resourceSubscriptions => [ 'test://watched-resource' ] } },
+                 stream => 1, path => '/one');
+my $oack = next_rpc($one);
+is_deeply($oack && $oack->{params}{notifications}, { resourceSubscriptions => [] },
+          'a listen over a backend without subscriptions: none acknowledged');
+$one->close;
+is(rpcs($alpha, 'resources/subscribe'), 0, '... and alpha was not asked');
 
 my $bad = post26('listen-2', 'subscriptions/listen', { notifications => { resourceSubscriptions => 'x' } });
 is($bad->{json} && $bad->{json}{error}{code}, -32602, 'resourceSubscriptions not an array: -32602');

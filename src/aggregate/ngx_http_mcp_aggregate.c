@@ -21,8 +21,14 @@
  *   - tools/call, prompts/get: to the backend whose prefix the name
  *     has, without it; resources/read: to every backend, the first
  *     that has the URI answers (in the configuration's order);
+ *   - completion/complete: a prompt's as prompts/get, a template's as
+ *     resources/read;
+ *   - resources/subscribe, unsubscribe: to the backend resources/read
+ *     would answer from; subscriptions/listen: see _subscribe.c;
+ *   - a 2025-11-25 client's tasks: a task's id is the backend's with
+ *     its prefix, tasks/get, result, cancel go by it, tasks/list merges;
  *   - initialize, server/discover: the capabilities are the union of
- *     the backends' (tools, resources, prompts).
+ *     the backends' (tools, resources, prompts, completions, tasks).
  *
  * A backend that fails is left out of lists; its tools answer a tool
  * error that names it (ngx_http_mcp_aggregate_leg.c).

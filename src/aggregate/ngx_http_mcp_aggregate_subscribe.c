@@ -54,7 +54,7 @@ ngx_http_mcp_aggregate_subscriptions(ngx_http_mcp_call_t *call,
     cJSON                        *filter, *uris, *item;
     size_t                        max_uri;
     ngx_uint_t                    i, max;
-    ngx_http_mcp_subscribe_t    *ls;
+    ngx_http_mcp_subscribe_t     *ls;
     ngx_http_mcp_aggregate_op_t  *op;
 
     static struct {
@@ -158,7 +158,7 @@ static void
 ngx_http_mcp_subscribe_opened(ngx_http_mcp_aggregate_op_t *op)
 {
     ngx_uint_t                     i;
-    ngx_http_mcp_subscribe_t     *ls;
+    ngx_http_mcp_subscribe_t      *ls;
     ngx_http_mcp_aggregate_leg_t  *leg;
 
     ls = op->data;
@@ -191,6 +191,19 @@ ngx_http_mcp_subscribe_next(ngx_http_mcp_subscribe_t *ls)
 
     b = ls->conf->backends->elts;
 
+    for (i = 0; i < ls->conf->backends->nelts; i++) {
+        if (ls->sids[i].len
+            && ngx_http_mcp_subscribe_offers(&b[i], "resources", "subscribe"))
+        {
+            break;
+        }
+    }
+
+    if (i == ls->conf->backends->nelts) {
+        /* no backend takes subscriptions: none is asked */
+        ls->next = cJSON_GetArraySize(ls->uris);
+    }
+
     while ((int) ls->next < cJSON_GetArraySize(ls->uris)) {
         uri = cJSON_GetArrayItem(ls->uris, ls->next++);
 
@@ -207,7 +220,7 @@ ngx_http_mcp_subscribe_next(ngx_http_mcp_subscribe_t *ls)
         for (i = 0; i < ls->conf->backends->nelts; i++) {
             if (ls->sids[i].len == 0
                 || !ngx_http_mcp_subscribe_offers(&b[i], "resources",
-                                               "subscribe"))
+                                                  "subscribe"))
             {
                 continue;
             }
@@ -246,7 +259,7 @@ static void
 ngx_http_mcp_subscribe_subscribed(ngx_http_mcp_aggregate_op_t *op)
 {
     ngx_uint_t                     i;
-    ngx_http_mcp_subscribe_t     *ls;
+    ngx_http_mcp_subscribe_t      *ls;
     ngx_http_mcp_aggregate_leg_t  *leg;
 
     ls = op->data;

@@ -192,6 +192,7 @@ ok($dcaps->{resources}{subscribe} && $dcaps->{tools}{listChanged},
    'server/discover: resources.subscribe and tools.listChanged, which a listen gets ('
    . McpTest::encode_json($dcaps) . ')');
 
+my $gamma_mark = scalar(() = upstream_log($gamma));
 my ($bsubs, $gsubs) = (rpcs($beta, 'resources/subscribe'), rpcs($gamma, 'resources/subscribe'));
 my $l = post26('listen-1', 'subscriptions/listen',
                { notifications => { toolsListChanged => JSON::PP::true(),
@@ -227,6 +228,23 @@ is($ev && $ev->{params}{_meta}{$SUB}, 'listen-1', '... tagged with its id');
 $l->close;
 ok(wait_upstream($beta, sub { $_[0]{method} eq 'GET' }, 5),
    'the listen gone, its stream at beta ends too');
+
+# its session at gamma: the GET streams gamma saw since the listen began
+my $lsid;
+for (1 .. 50) {
+    my @since = (upstream_log($gamma))[$gamma_mark .. 1e6];
+    ($lsid) = map { $_->{sid} } grep { ($_->{method} // '') eq 'GET' } grep { defined } @since;
+    last if $lsid;
+    sleep 0.1;
+}
+ok($lsid, 'the listen had a session of its own at gamma');
+my $deleted;
+for (1 .. 20) {
+    $t->mcp_call($sid, 'tools/list');    # the DELETE waits in its worker
+    last if $deleted = wait_upstream($gamma, sub { $_[0]{method} eq 'DELETE'
+                                                   && $_[0]{sid} eq ($lsid // '') }, 0.2);
+}
+ok($deleted, '... DELETEd there with a later request through the gateway');
 
 # a location whose one backend offers no subscriptions: nothing to ask
 my $one = post26('listen-one', 'subscriptions/listen',

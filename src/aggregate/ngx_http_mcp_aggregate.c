@@ -48,6 +48,7 @@
 #define NGX_HTTP_MCP_AGGREGATE_NAME    1024    /* a prefixed name, at most */
 
 
+static ngx_int_t ngx_http_mcp_aggregate_postconfiguration(ngx_conf_t *cf);
 static void *ngx_http_mcp_aggregate_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf,
     void *parent, void *child);
@@ -137,7 +138,7 @@ static ngx_command_t  ngx_http_mcp_aggregate_commands[] = {
 
 static ngx_http_module_t  ngx_http_mcp_aggregate_module_ctx = {
     NULL,                                  /* preconfiguration */
-    ngx_http_mcp_aggregate_init,           /* postconfiguration */
+    ngx_http_mcp_aggregate_postconfiguration, /* postconfiguration */
 
     NULL,                                  /* create main configuration */
     NULL,                                  /* init main configuration */
@@ -164,6 +165,19 @@ ngx_module_t  ngx_http_mcp_aggregate_module = {
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
+
+
+/* the hooks of the client's end (_end.c) and of its GET streams (_listen.c) */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_postconfiguration(ngx_conf_t *cf)
+{
+    if (ngx_http_mcp_aggregate_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_aggregate_listen_init(cf);
+}
 
 
 static void *
@@ -546,6 +560,9 @@ ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
                                 "the HTTP request");
         return NGX_OK;
     }
+
+    /* the DELETEs of ended listens' backend sessions go with it */
+    ngx_http_mcp_aggregate_unpark(ngx_http_mcp_call_http_request(call));
 
     if (method->len == sizeof("subscriptions/listen") - 1
         && ngx_strncmp(method->data, "subscriptions/listen", method->len)

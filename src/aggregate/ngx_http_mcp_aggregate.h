@@ -187,6 +187,9 @@ ngx_int_t ngx_http_mcp_aggregate_prefixed(ngx_pool_t *pool,
 ngx_int_t ngx_http_mcp_aggregate_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_aggregate_watch_client(
     ngx_http_mcp_aggregate_leg_t *leg);
+void ngx_http_mcp_aggregate_park(ngx_shm_zone_t *zone,
+    ngx_http_mcp_backend_t *b, ngx_str_t *sid);
+void ngx_http_mcp_aggregate_unpark(ngx_http_request_t *r);
 
 /* ngx_http_mcp_aggregate_listen.c */
 ngx_int_t ngx_http_mcp_aggregate_listen_init(ngx_conf_t *cf);

@@ -1033,6 +1033,10 @@ ngx_http_mcp_listen_free(void *data)
 
     for (i = 0; i < l->n; i++) {
         ngx_http_mcp_listen_end(&l->backends[i], 0, NULL);
+
+        /* the listen's own session there: its DELETE with the next request */
+        ngx_http_mcp_aggregate_park(l->zone, l->backends[i].backend,
+                                    &l->backends[i].sid);
     }
 
     ngx_destroy_pool(l->pool);

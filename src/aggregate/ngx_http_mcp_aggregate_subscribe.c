@@ -13,7 +13,8 @@
  * session feeds the listen's stream (ngx_http_mcp_aggregate_feed(), in
  * ngx_http_mcp_aggregate_listen.c): the list changes asked for and
  * resources/updated, tagged with the listen's id.  The streams end with
- * the listen's call; the backend sessions are left to expire there.
+ * the listen's POST; its backend sessions get their DELETE with a later
+ * request of the worker (ngx_http_mcp_aggregate_park(), _end.c).
  */
 
 

@@ -23,8 +23,14 @@
  *   - tools/call, prompts/get: to the backend whose prefix the name
  *     has, without it; resources/read: to every backend, the first
  *     that has the URI answers (in the configuration's order);
+ *   - completion/complete: a prompt's as prompts/get, a template's as
+ *     resources/read;
+ *   - resources/subscribe, unsubscribe: to the backend resources/read
+ *     would answer from; subscriptions/listen: see _subscribe.c;
+ *   - a 2025-11-25 client's tasks: a task's id is the backend's with
+ *     its prefix, tasks/get, result, cancel go by it, tasks/list merges;
  *   - initialize, server/discover: the capabilities are the union of
- *     the backends' (tools, resources, prompts).
+ *     the backends' (tools, resources, prompts, completions, tasks).
  *
  * A backend that fails is left out of lists; its tools answer a tool
  * error that names it (ngx_http_mcp_aggregate_leg.c).
@@ -44,6 +50,7 @@
 #define NGX_HTTP_MCP_AGGREGATE_NAME    1024    /* a prefixed name, at most */
 
 
+static ngx_int_t ngx_http_mcp_aggregate_postconfiguration(ngx_conf_t *cf);
 static void *ngx_http_mcp_aggregate_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_mcp_aggregate_merge_loc_conf(ngx_conf_t *cf,
     void *parent, void *child);
@@ -62,6 +69,13 @@ static ngx_int_t ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
 static const char *ngx_http_mcp_aggregate_key(ngx_str_t *method);
 static ngx_int_t ngx_http_mcp_aggregate_list(ngx_http_mcp_aggregate_op_t *op);
 static ngx_int_t ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op);
+static ngx_int_t ngx_http_mcp_aggregate_complete(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *alcf);
+static void ngx_http_mcp_aggregate_owned(ngx_http_mcp_aggregate_op_t *op);
+static ngx_int_t ngx_http_mcp_aggregate_task(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *alcf);
+static ngx_int_t ngx_http_mcp_aggregate_task_ids(ngx_pool_t *pool,
+    ngx_http_mcp_backend_t *b, cJSON *result);
 static void ngx_http_mcp_aggregate_opened_all(
     ngx_http_mcp_aggregate_op_t *op);
 static ngx_int_t ngx_http_mcp_aggregate_capabilities(
@@ -124,7 +138,7 @@ static ngx_command_t  ngx_http_mcp_aggregate_commands[] = {
 
 static ngx_http_module_t  ngx_http_mcp_aggregate_module_ctx = {
     NULL,                                  /* preconfiguration */
-    ngx_http_mcp_aggregate_init,           /* postconfiguration */
+    ngx_http_mcp_aggregate_postconfiguration, /* postconfiguration */
 
     NULL,                                  /* create main configuration */
     NULL,                                  /* init main configuration */
@@ -151,6 +165,19 @@ ngx_module_t  ngx_http_mcp_aggregate_module = {
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
+
+
+/* the hooks of the client's end (_end.c) and of its GET streams (_listen.c) */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_postconfiguration(ngx_conf_t *cf)
+{
+    if (ngx_http_mcp_aggregate_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_aggregate_listen_init(cf);
+}
 
 
 static void *
@@ -583,6 +610,16 @@ ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
         return NGX_OK;
     }
 
+    /* the DELETEs of ended listens' backend sessions go with it */
+    ngx_http_mcp_aggregate_unpark(ngx_http_mcp_call_http_request(call));
+
+    if (method->len == sizeof("subscriptions/listen") - 1
+        && ngx_strncmp(method->data, "subscriptions/listen", method->len)
+           == 0)
+    {
+        return ngx_http_mcp_aggregate_subscriptions(call, alcf);
+    }
+
     if (next != NULL) {
         /* initialize, server/discover: every backend's session first */
 
@@ -613,16 +650,34 @@ ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
         return ngx_http_mcp_aggregate_list(op);
     }
 
-    if (method->len == sizeof("resources/read") - 1
-        && ngx_strncmp(method->data, "resources/read", method->len) == 0)
+    if ((method->len == sizeof("resources/read") - 1
+         && ngx_strncmp(method->data, "resources/read", method->len) == 0)
+        || (method->len >= sizeof("resources/subscribe") - 1
+            && ngx_strncmp(method->data, "resources/", 10) == 0
+            && ngx_strncmp(method->data + method->len - 9, "subscribe", 9)
+               == 0))
     {
+        /* a subscription: the read finds the backend that has the URI */
         op = ngx_http_mcp_aggregate_op(call, alcf,
-                                       ngx_http_mcp_aggregate_read);
+                 (method->len == sizeof("resources/read") - 1)
+                 ? ngx_http_mcp_aggregate_read
+                 : ngx_http_mcp_aggregate_owned);
         if (op == NULL) {
             return NGX_ERROR;
         }
 
         return ngx_http_mcp_aggregate_route(op);
+    }
+
+    if (method->len == sizeof("completion/complete") - 1
+        && ngx_strncmp(method->data, "completion/complete", method->len) == 0)
+    {
+        return ngx_http_mcp_aggregate_complete(call, alcf);
+    }
+
+    if (method->len > 6 && ngx_strncmp(method->data, "tasks/", 6) == 0) {
+        /* tasks/get, tasks/result, tasks/cancel: by the task id's prefix */
+        return ngx_http_mcp_aggregate_task(call, alcf);
     }
 
     /* tools/call, prompts/get */
@@ -650,6 +705,7 @@ ngx_http_mcp_aggregate_key(ngx_str_t *method)
         { ngx_string("prompts/list"), "prompts" },
         { ngx_string("resources/list"), "resources" },
         { ngx_string("resources/templates/list"), "resourceTemplates" },
+        { ngx_string("tasks/list"), "tasks" },
         { ngx_null_string, NULL }
     };
 
@@ -798,7 +854,7 @@ static ngx_int_t
 ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
 {
     char                    *method;
-    cJSON                   *params, *name, *uri;
+    cJSON                   *params, *name, *uri, *task;
     ngx_str_t               *m;
     ngx_uint_t               i, n;
     ngx_http_mcp_call_t     *call;
@@ -816,7 +872,9 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
 
     (void) ngx_cpystrn((u_char *) method, m->data, m->len + 1);
 
-    if (op->done == ngx_http_mcp_aggregate_read) {
+    if (op->done == ngx_http_mcp_aggregate_read
+        || op->done == ngx_http_mcp_aggregate_owned)
+    {
         uri = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
                                                "uri");
         if (!cJSON_IsString(uri)) {
@@ -834,7 +892,7 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
                 return NGX_ERROR;
             }
 
-            ngx_http_mcp_aggregate_ask(op, i, method, params);
+            ngx_http_mcp_aggregate_ask(op, i, "resources/read", params);
         }
 
         ngx_http_mcp_aggregate_run(op);
@@ -868,9 +926,94 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
         return NGX_ERROR;
     }
 
+    task = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
+                                            "task");
+
+    if (task != NULL && !op->stateless
+        && ngx_http_mcp_call_client(call)->version >= NGX_HTTP_MCP_V20251125
+        && !cJSON_AddItemToObject(params, "task", cJSON_Duplicate(task, 1)))
+    {
+        /* a 2025-11-25 client's task is the backend's to run */
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
     op->target = i;
 
     ngx_http_mcp_aggregate_ask(op, i, method, params);
+    ngx_http_mcp_aggregate_run(op);
+
+    return NGX_OK;
+}
+
+
+/*
+ * completion/complete (dispatch checked its reference): a prompt's to
+ * the backend whose prefix the prompt's name has, without it; a
+ * resource template's to every backend, as resources/read (the URIs
+ * are the backends' own), the first in order with a result answering.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_complete(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *alcf)
+{
+    cJSON                        *ref, *type, *name, *params;
+    ngx_uint_t                    i, n;
+    ngx_http_mcp_backend_t       *b;
+    ngx_http_mcp_aggregate_op_t  *op;
+
+    ref = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
+                                           "ref");
+    type = cJSON_GetObjectItemCaseSensitive(ref, "type");
+    n = alcf->backends->nelts;
+    b = alcf->backends->elts;
+
+    if (ngx_strcmp(type->valuestring, "ref/resource") == 0) {
+        op = ngx_http_mcp_aggregate_op(call, alcf,
+                                       ngx_http_mcp_aggregate_read);
+        if (op == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (i = 0; i < n; i++) {
+            params = ngx_http_mcp_aggregate_params(call);
+            if (params == NULL) {
+                return NGX_ERROR;
+            }
+
+            ngx_http_mcp_aggregate_ask(op, i, "completion/complete", params);
+        }
+
+        ngx_http_mcp_aggregate_run(op);
+        return NGX_OK;
+    }
+
+    name = cJSON_GetObjectItemCaseSensitive(ref, "name");
+    i = ngx_http_mcp_aggregate_owner(alcf, name->valuestring);
+
+    if (i == n) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Invalid params: unknown reference");
+        return NGX_OK;
+    }
+
+    op = ngx_http_mcp_aggregate_op(call, alcf,
+                                   ngx_http_mcp_aggregate_routed);
+    params = ngx_http_mcp_aggregate_params(call);
+
+    if (op == NULL || params == NULL
+        || !cJSON_ReplaceItemInObjectCaseSensitive(
+               cJSON_GetObjectItemCaseSensitive(params, "ref"), "name",
+               cJSON_CreateString(name->valuestring + b[i].prefix.len)))
+    {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    op->target = i;
+
+    ngx_http_mcp_aggregate_ask(op, i, "completion/complete", params);
     ngx_http_mcp_aggregate_run(op);
 
     return NGX_OK;
@@ -906,12 +1049,13 @@ static ngx_int_t
 ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
     cJSON *result)
 {
-    cJSON                        *caps;
-    ngx_uint_t                    i, k;
+    cJSON                        *caps, *res;
+    ngx_uint_t                    i, k, tasks;
     ngx_http_mcp_backend_t       *b;
     ngx_http_mcp_aggregate_op_t  *op;
 
-    static const char  *routed[] = { "tools", "resources", "prompts", NULL };
+    static const char  *routed[] = { "tools", "resources", "prompts",
+                                     "completions", NULL };
 
     op = ngx_http_mcp_call_data(call);
     caps = cJSON_GetObjectItemCaseSensitive(result, "capabilities");
@@ -933,12 +1077,11 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
             }
 
             /*
-             * a 2025 client's GET stream carries the backends' list
-             * changes (ngx_http_mcp_aggregate_listen.c); a stateless
-             * client's subscriptions/listen does not
+             * a 2025 client's GET stream and a stateless client's
+             * subscriptions/listen carry the backends' list changes
+             * (ngx_http_mcp_aggregate_listen.c, _subscribe.c)
              */
-            if (op->opening
-                && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
                        cJSON_GetObjectItemCaseSensitive(b[i].caps,
                                                         routed[k]),
                        "listChanged"))
@@ -947,6 +1090,48 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
             {
                 return NGX_ERROR;
             }
+        }
+    }
+
+    /* a 2025-11-25 client's tasks are the backends' (the first one's) */
+
+    res = cJSON_GetObjectItemCaseSensitive(result, "protocolVersion");
+    tasks = op->opening && cJSON_IsString(res)
+            && ngx_strcmp(res->valuestring, "2025-11-25") >= 0;
+
+    for (i = 0; tasks && i < op->conf->backends->nelts; i++) {
+        res = cJSON_GetObjectItemCaseSensitive(b[i].caps, "tasks");
+
+        if (cJSON_IsObject(res) && !cJSON_HasObjectItem(caps, "tasks")) {
+            if (!cJSON_AddItemToObject(caps, "tasks",
+                                       cJSON_Duplicate(res, 1)))
+            {
+                return NGX_ERROR;
+            }
+
+            break;
+        }
+    }
+
+    /*
+     * subscriptions go to the backend that has the URI (a 2025 client's)
+     * or to every backend that offers them (subscriptions/listen)
+     */
+
+    for (i = 0; i < op->conf->backends->nelts; i++) {
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(b[i].caps, "resources"),
+                "subscribe")))
+        {
+            res = cJSON_GetObjectItemCaseSensitive(caps, "resources");
+
+            if (cJSON_IsObject(res) && !cJSON_HasObjectItem(res, "subscribe")
+                && cJSON_AddTrueToObject(res, "subscribe") == NULL)
+            {
+                return NGX_ERROR;
+            }
+
+            break;
         }
     }
 
@@ -1084,7 +1269,20 @@ ngx_http_mcp_aggregate_merge(ngx_http_mcp_aggregate_op_t *op,
             continue;
         }
 
-        if (renamed) {
+        if (ngx_strcmp(key, "tasks") == 0) {
+            /* a task's id is the backend's prefixed (see task_ids()) */
+            copy = cJSON_Duplicate(item, 1);
+
+            if (copy == NULL
+                || ngx_http_mcp_aggregate_prefixed(
+                       ngx_http_mcp_call_pool(op->call), b, copy, "taskId")
+                   != NGX_OK)
+            {
+                cJSON_Delete(copy);
+                return NGX_ERROR;
+            }
+
+        } else if (renamed) {
             name = cJSON_GetObjectItemCaseSensitive(item, "name");
 
             if (!cJSON_IsString(name)) {
@@ -1189,7 +1387,174 @@ ngx_http_mcp_aggregate_routed(ngx_http_mcp_aggregate_op_t *op)
         return;
     }
 
+    /* a task's id is the backend's prefixed, as a tool's name */
+    if (ngx_http_mcp_aggregate_task_ids(ngx_http_mcp_call_pool(op->call),
+            leg->backend,
+            cJSON_GetObjectItemCaseSensitive(leg->reply, "result"))
+        != NGX_OK)
+    {
+        ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return;
+    }
+
     ngx_http_mcp_aggregate_relay(op->call, leg->reply);
+}
+
+
+/*
+ * A 2025 client's tasks/get, tasks/result, tasks/cancel: to the backend
+ * whose prefix the task id has (tools/call gave the id so), with the
+ * backend's own id, in the client's session there.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_task(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *alcf)
+{
+    char                         *method;
+    cJSON                        *id, *params;
+    ngx_str_t                    *m;
+    ngx_uint_t                    i;
+    ngx_http_mcp_backend_t       *b;
+    ngx_http_mcp_aggregate_op_t  *op;
+
+    m = ngx_http_mcp_call_method(call);
+    b = alcf->backends->elts;
+
+    id = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
+                                          "taskId");
+    if (!cJSON_IsString(id)) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Invalid params: \"taskId\" is required");
+        return NGX_OK;
+    }
+
+    i = ngx_http_mcp_aggregate_owner(alcf, id->valuestring);
+
+    if (i == alcf->backends->nelts) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INVALID_PARAMS,
+                                "Invalid params: unknown task");
+        return NGX_OK;
+    }
+
+    method = ngx_pnalloc(ngx_http_mcp_call_pool(call), m->len + 1);
+    op = ngx_http_mcp_aggregate_op(call, alcf,
+                                   ngx_http_mcp_aggregate_routed);
+    params = ngx_http_mcp_aggregate_params(call);
+
+    if (method == NULL || op == NULL || params == NULL
+        || !cJSON_ReplaceItemInObjectCaseSensitive(params, "taskId",
+               cJSON_CreateString(id->valuestring + b[i].prefix.len)))
+    {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    (void) ngx_cpystrn((u_char *) method, m->data, m->len + 1);
+
+    op->target = i;
+
+    ngx_http_mcp_aggregate_ask(op, i, method, params);
+    ngx_http_mcp_aggregate_run(op);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The task ids of a backend's result, prefixed: a Task's (tasks/get,
+ * tasks/cancel), a CreateTaskResult's task, the related task of a
+ * tasks/result.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_task_ids(ngx_pool_t *pool, ngx_http_mcp_backend_t *b,
+    cJSON *result)
+{
+    cJSON  *meta;
+
+    if (!cJSON_IsObject(result)) {
+        return NGX_OK;
+    }
+
+    meta = cJSON_GetObjectItemCaseSensitive(result, "_meta");
+
+    if (ngx_http_mcp_aggregate_prefixed(pool, b, result, "taskId") != NGX_OK
+        || ngx_http_mcp_aggregate_prefixed(pool, b,
+               cJSON_GetObjectItemCaseSensitive(result, "task"), "taskId")
+           != NGX_OK
+        || ngx_http_mcp_aggregate_prefixed(pool, b,
+               cJSON_GetObjectItemCaseSensitive(meta,
+                   "io.modelcontextprotocol/related-task"),
+               "taskId")
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+
+/*
+ * resources/subscribe, unsubscribe: every backend was asked to read the
+ * URI; the first, in order, that has it (the one resources/read
+ * answers from) is sent the client's request, with the client's session
+ * there, so that its updates come on that session's GET stream, which
+ * the gateway relays to the client's (ngx_http_mcp_aggregate_listen.c).
+ */
+
+static void
+ngx_http_mcp_aggregate_owned(ngx_http_mcp_aggregate_op_t *op)
+{
+    cJSON                         *params;
+    ngx_str_t                     *m;
+    ngx_uint_t                     i;
+    ngx_http_mcp_call_t           *call;
+    ngx_http_mcp_aggregate_op_t   *sub;
+    ngx_http_mcp_aggregate_leg_t  *leg;
+
+    call = op->call;
+
+    for (i = 0; i < op->conf->backends->nelts; i++) {
+        leg = &op->legs[i];
+
+        if (!leg->failed && leg->reply != NULL
+            && cJSON_HasObjectItem(leg->reply, "result"))
+        {
+            break;
+        }
+    }
+
+    if (i == op->conf->backends->nelts) {
+        /* none has it: the read's error (not found, or who failed) */
+        ngx_http_mcp_aggregate_read(op);
+        return;
+    }
+
+    m = ngx_http_mcp_call_method(call);
+
+    sub = ngx_http_mcp_aggregate_op(call, op->conf,
+                                    ngx_http_mcp_aggregate_routed);
+    params = ngx_http_mcp_aggregate_params(call);
+
+    if (sub == NULL || params == NULL) {
+        cJSON_Delete(params);
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return;
+    }
+
+    sub->target = i;
+
+    ngx_http_mcp_aggregate_ask(sub, i,
+                               (m->len == sizeof("resources/subscribe") - 1)
+                               ? "resources/subscribe"
+                               : "resources/unsubscribe",
+                               params);
+    ngx_http_mcp_aggregate_run(sub);
 }
 
 
@@ -1199,12 +1564,14 @@ static void
 ngx_http_mcp_aggregate_read(ngx_http_mcp_aggregate_op_t *op)
 {
     u_char                        *p, text[512];
+    cJSON                         *refused;
     ngx_uint_t                     i, failed;
     ngx_http_mcp_backend_t        *b;
     ngx_http_mcp_aggregate_leg_t  *leg;
 
     failed = 0;
     b = NULL;
+    refused = NULL;
 
     for (i = 0; i < op->conf->backends->nelts; i++) {
         leg = &op->legs[i];
@@ -1219,6 +1586,19 @@ ngx_http_mcp_aggregate_read(ngx_http_mcp_aggregate_op_t *op)
             ngx_http_mcp_aggregate_relay(op->call, leg->reply);
             return;
         }
+
+        if (refused == NULL) {
+            refused = leg->reply;
+        }
+    }
+
+    if (failed == 0 && refused != NULL
+        && ngx_http_mcp_call_method(op->call)->len
+           == sizeof("completion/complete") - 1)
+    {
+        /* a template no backend has: the first one's refusal says so */
+        ngx_http_mcp_aggregate_relay(op->call, refused);
+        return;
     }
 
     if (failed == 0) {

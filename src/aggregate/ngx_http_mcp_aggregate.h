@@ -124,6 +124,11 @@ struct ngx_http_mcp_aggregate_op_s {
     ngx_int_t                         (*finish)(ngx_http_mcp_call_t *call,
                                                 cJSON *result);
     ngx_uint_t                          target; /* the routed backend */
+    ngx_str_t                          *sids;   /* sessions of its own, a
+                                                   backend each (a
+                                                   subscriptions/listen's),
+                                                   or NULL */
+    void                               *data;   /* its done's */
     unsigned                            stateless:1;
     unsigned                            opening:1;  /* initialize */
     unsigned                            cursor:1;   /* a list's later page */
@@ -180,17 +185,30 @@ ngx_int_t ngx_http_mcp_aggregate_watch(ngx_http_mcp_aggregate_leg_t *leg);
 void ngx_http_mcp_aggregate_give_up(ngx_http_mcp_aggregate_leg_t *leg);
 ngx_int_t ngx_http_mcp_aggregate_cancelled(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_http_request_t *r, ngx_http_mcp_aggregate_wait_t *wait);
+ngx_int_t ngx_http_mcp_aggregate_prefixed(ngx_pool_t *pool,
+    ngx_http_mcp_backend_t *b, cJSON *obj, const char *key);
 
 /* ngx_http_mcp_aggregate_end.c */
 ngx_int_t ngx_http_mcp_aggregate_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_aggregate_watch_client(
     ngx_http_mcp_aggregate_leg_t *leg);
+void ngx_http_mcp_aggregate_park(ngx_shm_zone_t *zone,
+    ngx_http_mcp_backend_t *b, ngx_str_t *sid);
+void ngx_http_mcp_aggregate_unpark(ngx_http_request_t *r);
 
 /* ngx_http_mcp_aggregate_listen.c */
 ngx_int_t ngx_http_mcp_aggregate_listen_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_mcp_aggregate_feed(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *conf, ngx_str_t *sids,
+    ngx_uint_t lists, ngx_str_t *id);
 ngx_int_t ngx_http_mcp_aggregate_list_changed(cJSON *caps, const char *list);
 ngx_uint_t ngx_http_mcp_aggregate_ours(ngx_http_mcp_aggregate_leg_t *leg,
     cJSON *json);
+
+
+/* ngx_http_mcp_aggregate_subscribe.c */
+ngx_int_t ngx_http_mcp_aggregate_subscriptions(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *conf);
 
 
 extern ngx_module_t  ngx_http_mcp_aggregate_module;

@@ -12,7 +12,9 @@
  *     session that ends in the store by itself (idle expiry, eviction
  *     from a full zone) ends under the zone's lock, inside another
  *     request's lookup, with nothing to carry a message: its backend
- *     sessions end by their own timeouts.
+ *     sessions end by their own timeouts.  A subscriptions/listen's own
+ *     backend sessions, when its POST goes, wait in the worker for a
+ *     request to carry their DELETEs (ngx_http_mcp_aggregate_park()).
  *
  *   - a client that goes away (its connection closes, a write to it
  *     times out) while a routed request (tools/call, prompts/get,
@@ -51,6 +53,7 @@
 
 #define NGX_HTTP_MCP_AGGREGATE_CANCEL_WAIT  3000   /* ms a POST is held */
 #define NGX_HTTP_MCP_AGGREGATE_HOLDS        32     /* at once, a POST */
+#define NGX_HTTP_MCP_AGGREGATE_PARKED       32     /* DELETEs waiting */
 
 
 /* a routed request's fetch, watched for its client's leaving */
@@ -74,6 +77,15 @@ typedef struct {
 } ngx_http_mcp_aggregate_hold_t;
 
 
+/* a backend session whose DELETE waits for a request to carry it */
+typedef struct {
+    ngx_shm_zone_t                 *zone;
+    ngx_http_mcp_backend_t         *backend;
+    size_t                          len;
+    u_char                          sid[NGX_HTTP_MCP_AGGREGATE_SID_LEN];
+} ngx_http_mcp_aggregate_parked_t;
+
+
 static void ngx_http_mcp_aggregate_deleted(ngx_http_request_t *r,
     ngx_str_t *sid);
 static ngx_int_t ngx_http_mcp_aggregate_end_session(ngx_http_request_t *r,
@@ -86,12 +98,75 @@ static void ngx_http_mcp_aggregate_release(
     ngx_http_mcp_aggregate_hold_t *h);
 
 
+/* the worker's: no allocation, nothing to free at its exit */
+static ngx_http_mcp_aggregate_parked_t
+    ngx_http_mcp_aggregate_parked[NGX_HTTP_MCP_AGGREGATE_PARKED];
+static ngx_uint_t  ngx_http_mcp_aggregate_nparked;
+
+
 ngx_int_t
 ngx_http_mcp_aggregate_init(ngx_conf_t *cf)
 {
     ngx_http_mcp_hooks.session_deleted = ngx_http_mcp_aggregate_deleted;
 
-    return ngx_http_mcp_aggregate_listen_init(cf);
+    return NGX_OK;
+}
+
+
+/*
+ * A backend session whose owner ended with no request left to carry its
+ * DELETE (a subscriptions/listen's, when its POST goes): kept, in the
+ * worker, until a request of an aggregating location can carry it
+ * (ngx_http_mcp_aggregate_unpark()); when too many wait, it is left to
+ * expire at its backend.
+ */
+
+void
+ngx_http_mcp_aggregate_park(ngx_shm_zone_t *zone, ngx_http_mcp_backend_t *b,
+    ngx_str_t *sid)
+{
+    ngx_http_mcp_aggregate_parked_t  *p;
+
+    if (ngx_http_mcp_aggregate_nparked == NGX_HTTP_MCP_AGGREGATE_PARKED
+        || sid->len == 0 || sid->len > NGX_HTTP_MCP_AGGREGATE_SID_LEN)
+    {
+        return;
+    }
+
+    p = &ngx_http_mcp_aggregate_parked[ngx_http_mcp_aggregate_nparked++];
+
+    p->zone = zone;
+    p->backend = b;
+    p->len = sid->len;
+    ngx_memcpy(p->sid, sid->data, sid->len);
+}
+
+
+/* r, a request of an aggregating location, carries the waiting DELETEs */
+
+void
+ngx_http_mcp_aggregate_unpark(ngx_http_request_t *r)
+{
+    ngx_str_t                         sid;
+    ngx_uint_t                        i;
+    ngx_http_mcp_aggregate_parked_t  *p;
+
+    for (i = 0; i < ngx_http_mcp_aggregate_nparked; i++) {
+        p = &ngx_http_mcp_aggregate_parked[i];
+
+        sid.data = p->sid;
+        sid.len = p->len;
+
+        if (ngx_http_mcp_aggregate_end_session(r, p->zone, p->backend, &sid)
+            != NGX_OK)
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "mcp backend \"%V\": a listen's session is "
+                           "left to expire", &p->backend->name);
+        }
+    }
+
+    ngx_http_mcp_aggregate_nparked = 0;
 }
 
 

@@ -190,6 +190,9 @@ ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg)
     if (op->opening) {
         /* a new client session: a new session at every backend */
 
+    } else if (op->sids != NULL) {
+        sid = op->sids[b->index];
+
     } else if (op->stateless) {
         if (b->opened) {
             sid.data = b->sid;
@@ -355,7 +358,8 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     f.stream = (leg->step == NGX_HTTP_MCP_LEG_REQUEST && request
                 && (ngx_strcmp(method, "tools/call") == 0
                     || ngx_strcmp(method, "prompts/get") == 0
-                    || ngx_strcmp(method, "resources/read") == 0));
+                    || ngx_strcmp(method, "resources/read") == 0
+                    || ngx_strcmp(method, "tasks/result") == 0));
     leg->routed = f.stream;
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -696,6 +700,12 @@ ngx_http_mcp_aggregate_sid(ngx_http_mcp_aggregate_leg_t *leg, ngx_str_t *sid)
     ngx_http_mcp_reqctx_t   *rctx;
 
     b = leg->backend;
+
+    if (leg->op->sids != NULL) {
+        /* a session of the op's own: what was lost is forgotten */
+        leg->op->sids[b->index] = *sid;
+        return NGX_OK;
+    }
 
     if (leg->op->stateless) {
         if (sid->len > sizeof(b->sid)) {

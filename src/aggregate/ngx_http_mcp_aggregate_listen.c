@@ -44,6 +44,13 @@
  * then the client's stream ends, as at a graceful exit, and its client
  * resumes it on a fresh request.  405 or any other failure: not
  * relayed, nothing logged above debug.
+ *
+ * A stateless client's subscriptions/listen (2026-07-28) is fed the
+ * same way (ngx_http_mcp_aggregate_feed()), from the backend sessions
+ * opened for it (ngx_http_mcp_aggregate_subscribe.c): only the list
+ * changes it asked for and resources/updated, each tagged with the
+ * listen's id, on the listen's stream.  Those streams are subrequests
+ * of the listen's POST, closed with its call.
  */
 
 
@@ -101,6 +108,10 @@ struct ngx_http_mcp_listen_s {
     ngx_http_mcp_aggregate_loc_conf_t  *conf;
     ngx_http_mcp_listen_backend_t  *backends;
     ngx_uint_t                      n;
+    ngx_str_t                       subscription;  /* a listen's id, as
+                                                      JSON; empty: a GET
+                                                      stream's */
+    ngx_uint_t                      lists;      /* the listen's */
 };
 
 
@@ -116,11 +127,16 @@ static ngx_int_t ngx_http_mcp_listen_message(void *data, u_char *p,
     size_t len);
 static void ngx_http_mcp_listen_notification(
     ngx_http_mcp_listen_backend_t *lb, const char *method, cJSON *json);
+static void ngx_http_mcp_listen_tagged(ngx_http_mcp_listen_t *l,
+    const char *method, cJSON *params);
 static void ngx_http_mcp_listen_refuse(ngx_http_mcp_listen_backend_t *lb,
     cJSON *id);
+static ngx_int_t ngx_http_mcp_listen_task_id(
+    ngx_http_mcp_listen_backend_t *lb, cJSON *params);
 static ngx_int_t ngx_http_mcp_listen_headers(
     ngx_http_mcp_listen_backend_t *lb, ngx_http_mcp_fetch_t *f,
     ngx_uint_t post);
+static void ngx_http_mcp_listen_free(void *data);
 
 
 /* the worker's client streams with backend streams */
@@ -323,6 +339,11 @@ ngx_http_mcp_listen_open(ngx_http_mcp_listen_backend_t *lb)
     }
 
     if (lb->opens++ >= NGX_HTTP_MCP_LISTEN_OPENS) {
+        if (l->subscription.len) {
+            /* a listen's: that backend's news stop */
+            return;
+        }
+
         /* the client's stream ends: its client resumes it afresh */
         ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
 
@@ -559,7 +580,13 @@ ngx_http_mcp_listen_notification(ngx_http_mcp_listen_backend_t *lb,
         "notifications/prompts/list_changed",
         "notifications/resources/list_changed",
         "notifications/resources/updated",
+        "notifications/tasks/status",
         NULL
+    };
+
+    static ngx_uint_t  listed[] = {
+        0, NGX_HTTP_MCP_LISTEN_TOOLS, NGX_HTTP_MCP_LISTEN_PROMPTS,
+        NGX_HTTP_MCP_LISTEN_RESOURCES, 0, 0
     };
 
     l = lb->listen;
@@ -572,6 +599,13 @@ ngx_http_mcp_listen_notification(ngx_http_mcp_listen_backend_t *lb,
     }
 
     params = cJSON_GetObjectItemCaseSensitive(json, "params");
+
+    if (l->subscription.len && relayed[i] != NULL
+        && (i == 0 || i == 5 || (listed[i] && !(l->lists & listed[i]))))
+    {
+        /* a listen hears no log, and only the list changes it asked for */
+        return;
+    }
 
     if (relayed[i] == NULL || (params != NULL && !cJSON_IsObject(params))) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
@@ -599,6 +633,17 @@ ngx_http_mcp_listen_notification(ngx_http_mcp_listen_backend_t *lb,
         if (i > NGX_HTTP_MCP_LOG_EMERGENCY || i < rctx.log_level) {
             return;
         }
+    }
+
+    if (l->subscription.len) {
+        ngx_http_mcp_listen_tagged(l, method, params);
+        return;
+    }
+
+    if (i == 5
+        && ngx_http_mcp_listen_task_id(lb, params) != NGX_OK)
+    {
+        return;
     }
 
     /* what the client gets is what was understood, not the bytes */
@@ -634,6 +679,42 @@ ngx_http_mcp_listen_notification(ngx_http_mcp_listen_backend_t *lb,
                                      (u_char *) text, ngx_strlen(text), 0,
                                      log);
     cJSON_free(text);
+}
+
+
+/* a task's status: its id, as the client knows it, has the prefix */
+
+static ngx_int_t
+ngx_http_mcp_listen_task_id(ngx_http_mcp_listen_backend_t *lb, cJSON *params)
+{
+    u_char                  *p, *full;
+    cJSON                   *id;
+    size_t                   len;
+    ngx_http_mcp_backend_t  *b;
+
+    b = lb->backend;
+    id = cJSON_GetObjectItemCaseSensitive(params, "taskId");
+
+    if (!cJSON_IsString(id)) {
+        return NGX_ERROR;
+    }
+
+    len = ngx_strlen(id->valuestring);
+
+    full = ngx_alloc(b->prefix.len + len + 1,
+                     lb->listen->request->connection->log);
+    if (full == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(full, b->prefix.data, b->prefix.len);
+    ngx_memcpy(p, id->valuestring, len + 1);
+
+    id = cJSON_CreateString((char *) full);
+    ngx_free(full);
+
+    return cJSON_ReplaceItemInObjectCaseSensitive(params, "taskId", id)
+           ? NGX_OK : NGX_ERROR;
 }
 
 
@@ -785,4 +866,178 @@ ngx_http_mcp_listen_headers(ngx_http_mcp_listen_backend_t *lb,
     f->max = lb->listen->conf->max_size;
 
     return NGX_OK;
+}
+
+
+/*
+ * A notification to a listen's stream, as the module's own go there: its
+ * params with the listen's id as _meta's subscriptionId (the backend's
+ * own _meta left out).
+ */
+
+static void
+ngx_http_mcp_listen_tagged(ngx_http_mcp_listen_t *l, const char *method,
+    cJSON *params)
+{
+    char       *text;
+    u_char     *data;
+    size_t      len;
+    ngx_str_t   members;
+
+    ngx_str_null(&members);
+    text = NULL;
+
+    if (params != NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(params, "_meta");
+
+        if (params->child != NULL) {
+            text = cJSON_PrintUnformatted(params);
+            if (text == NULL) {
+                return;
+            }
+
+            /* its members: {...} without the braces */
+            members.data = (u_char *) text + 1;
+            members.len = ngx_strlen(text) - 2;
+        }
+    }
+
+    len = ngx_http_mcp_jsonrpc_notification(NULL, method, &l->subscription,
+                                            members.len ? &members : NULL);
+
+    data = ngx_alloc(len, l->request->connection->log);
+
+    if (data != NULL) {
+        (void) ngx_http_mcp_jsonrpc_notification(data, method,
+                                                 &l->subscription,
+                                                 members.len ? &members
+                                                             : NULL);
+
+        /* DECLINED: the listen's stream is gone; its call's end closes us */
+        (void) ngx_http_mcp_session_send(l->zone, &l->sid, l->stream, data,
+                                         len, 0,
+                                         l->request->connection->log);
+        ngx_free(data);
+    }
+
+    if (text != NULL) {
+        cJSON_free(text);
+    }
+}
+
+
+/* the backends' GET streams in the listen's sessions, for the call */
+
+ngx_int_t
+ngx_http_mcp_aggregate_feed(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *conf, ngx_str_t *sids,
+    ngx_uint_t lists, ngx_str_t *id)
+{
+    ngx_uint_t                      i, n;
+    ngx_pool_t                     *pool;
+    ngx_http_cleanup_t             *cln;
+    ngx_http_request_t             *r;
+    ngx_http_mcp_listen_t          *l;
+    ngx_http_mcp_backend_t         *b;
+    ngx_http_mcp_listen_backend_t  *lb;
+
+    r = ngx_http_mcp_call_http_request(call);
+    b = conf->backends->elts;
+
+    if (r == NULL) {
+        return NGX_ERROR;
+    }
+
+    pool = ngx_create_pool(2048, r->connection->log);
+    if (pool == NULL) {
+        return NGX_ERROR;
+    }
+
+    l = ngx_pcalloc(pool, sizeof(ngx_http_mcp_listen_t));
+    lb = ngx_pcalloc(pool, conf->backends->nelts
+                           * sizeof(ngx_http_mcp_listen_backend_t));
+    cln = ngx_http_cleanup_add(r, 0);
+
+    if (l == NULL || lb == NULL || cln == NULL) {
+        ngx_destroy_pool(pool);
+        return NGX_ERROR;
+    }
+
+    l->pool = pool;
+    l->request = r;
+    l->zone = ngx_http_mcp_call_conf(call)->zone;
+    l->stream = call->stream;
+    l->rctx = *call->rctx;
+    l->conf = conf;
+    l->backends = lb;
+    l->lists = lists;
+
+    l->sid.data = ngx_pstrdup(pool, &call->rctx->session_id);
+    l->sid.len = call->rctx->session_id.len;
+    l->subscription.data = ngx_pstrdup(pool, id);
+    l->subscription.len = id->len;
+
+    if (l->sid.data == NULL || l->subscription.data == NULL) {
+        ngx_destroy_pool(pool);
+        return NGX_ERROR;
+    }
+
+    n = 0;
+
+    for (i = 0; i < conf->backends->nelts; i++) {
+        if (sids[i].len == 0) {
+            continue;
+        }
+
+        lb[n].listen = l;
+        lb[n].backend = &b[i];
+        lb[n].sid.data = ngx_pstrdup(pool, &sids[i]);
+        lb[n].sid.len = sids[i].len;
+        lb[n].last.data = lb[n].last_id;
+        lb[n].reopen.handler = ngx_http_mcp_listen_reopen;
+        lb[n].reopen.data = &lb[n];
+        lb[n].reopen.log = r->connection->log;
+        lb[n].reopen.cancelable = 1;
+
+        if (lb[n].sid.data == NULL) {
+            ngx_destroy_pool(pool);
+            return NGX_ERROR;
+        }
+
+        n++;
+    }
+
+    l->n = n;
+
+    /*
+     * the POST's end closes them (not the worker's queue: no GET's):
+     * the call may outlive its request a moment, the streams may not
+     */
+    cln->handler = ngx_http_mcp_listen_free;
+    cln->data = l;
+
+    for (i = 0; i < n; i++) {
+        ngx_http_mcp_listen_open(&lb[i]);
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_listen_free(void *data)
+{
+    ngx_http_mcp_listen_t *l = data;
+
+    ngx_uint_t  i;
+
+    for (i = 0; i < l->n; i++) {
+        ngx_http_mcp_listen_end(&l->backends[i], 0, NULL);
+
+        /* the listen's own session there: its DELETE with the next request */
+        ngx_http_mcp_aggregate_park(l->zone, l->backends[i].backend,
+                                    &l->backends[i].sid);
+    }
+
+    ngx_destroy_pool(l->pool);
 }

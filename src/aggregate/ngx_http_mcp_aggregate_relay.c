@@ -580,6 +580,23 @@ ngx_http_mcp_aggregate_request(ngx_http_mcp_aggregate_leg_t *leg,
     params = (params != NULL) ? cJSON_DetachItemViaPointer(json, params)
                               : NULL;
 
+    /* a task's request (on tasks/result) names it as the client knows it */
+    if (ngx_http_mcp_aggregate_prefixed(ngx_http_mcp_call_pool(call),
+            leg->backend,
+            cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(params, "_meta"),
+                "io.modelcontextprotocol/related-task"),
+            "taskId")
+        != NGX_OK)
+    {
+        cJSON_Delete(params);
+        ngx_http_mcp_aggregate_answer_backend(leg, ask->id, NULL, NULL,
+                                              NGX_HTTP_MCP_INTERNAL_ERROR,
+                                              "The gateway could not ask "
+                                              "the client");
+        return;
+    }
+
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_http_mcp_call_get_log(call), 0,
                    "mcp backend \"%V\": request %s %s relayed",
                    &leg->backend->name, method, ask->id);
@@ -1012,4 +1029,36 @@ ngx_http_mcp_aggregate_post_to(ngx_http_mcp_aggregate_leg_t *leg,
                                                   r->connection->log, &f);
 
     return (wait->st != NULL) ? NGX_OK : NGX_ERROR;
+}
+
+
+/* obj[key], a string, with the backend's prefix */
+
+ngx_int_t
+ngx_http_mcp_aggregate_prefixed(ngx_pool_t *pool, ngx_http_mcp_backend_t *b,
+    cJSON *obj, const char *key)
+{
+    u_char  *p, *full;
+    cJSON   *item;
+    size_t   len;
+
+    item = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    if (!cJSON_IsString(item)) {
+        return NGX_OK;
+    }
+
+    len = ngx_strlen(item->valuestring);
+
+    full = ngx_pnalloc(pool, b->prefix.len + len + 1);
+    if (full == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(full, b->prefix.data, b->prefix.len);
+    ngx_memcpy(p, item->valuestring, len + 1);
+
+    return cJSON_ReplaceItemInObjectCaseSensitive(obj, key,
+               cJSON_CreateString((char *) full))
+           ? NGX_OK : NGX_ERROR;
 }

@@ -201,10 +201,21 @@ ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call)
 
     if (ngx_http_mcp_call_conf(call)->aggregate != NULL
         && (m->handler == ngx_http_mcp_initialize
-            || m->handler == ngx_http_mcp_discover))
+            || m->handler == ngx_http_mcp_discover
+            || m->handler == ngx_http_mcp_listen))
     {
-        /* the capabilities are the backends' (mcp_backend) */
+        /* the capabilities, the news are the backends' (mcp_backend) */
         return ngx_http_mcp_call_conf(call)->aggregate(call, m->handler);
+    }
+
+    if (ngx_http_mcp_call_conf(call)->aggregate != NULL
+        && era == NGX_HTTP_MCP_SESSIONFUL
+        && call->rctx->version >= NGX_HTTP_MCP_V20251125
+        && call->method.len > 6
+        && ngx_strncmp(call->method.data, "tasks/", 6) == 0)
+    {
+        /* a 2025 client's tasks are the backends' (mcp_backend) */
+        return ngx_http_mcp_call_conf(call)->aggregate(call, NULL);
     }
 
     return m->handler(call);
@@ -449,7 +460,9 @@ ngx_http_mcp_complete(ngx_http_mcp_call_t *call)
 
     set = ngx_http_mcp_call_conf(call)->set;
 
-    if (set->complete == NULL) {
+    if (set->complete == NULL && ngx_http_mcp_call_conf(call)->aggregate
+                                 == NULL)
+    {
         ngx_http_mcp_call_error(call, NGX_HTTP_MCP_METHOD_NOT_FOUND,
                                 "Method not found");
         return NGX_OK;
@@ -499,6 +512,11 @@ ngx_http_mcp_complete(ngx_http_mcp_call_t *call)
     } else {
         return ngx_http_mcp_invalid_params(call, "Invalid params: unknown "
                                            "reference type%s", "");
+    }
+
+    if (ngx_http_mcp_call_conf(call)->aggregate != NULL) {
+        /* a backend's prompt or template (mcp_backend) */
+        return ngx_http_mcp_call_conf(call)->aggregate(call, NULL);
     }
 
     if (call->entry == NULL) {
@@ -837,6 +855,11 @@ ngx_http_mcp_subscribe(ngx_http_mcp_call_t *call)
 
     if (ngx_http_mcp_authorize(call, "resources", NULL) != NGX_OK) {
         return NGX_OK;
+    }
+
+    if (ngx_http_mcp_call_conf(call)->aggregate != NULL) {
+        /* the backend that has the URI holds the subscription */
+        return ngx_http_mcp_call_conf(call)->aggregate(call, NULL);
     }
 
     if (ngx_http_mcp_find_resource(call) == NULL) {

@@ -19,9 +19,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use IO::Socket::INET;
-use JSON::PP ();
-use POSIX ();
 use McpTest;
 use McpAssert;
 use McpGateway;
@@ -30,83 +27,7 @@ my $LOG = "/tmp/mcptest-retry-$$.log";
 unlink $LOG;
 END { unlink $LOG if defined $LOG }
 
-my @TOOLS = (
-    { name => 'read_it',    annotations => { readOnlyHint => JSON::PP::true } },
-    { name => 'same_again', annotations => { idempotentHint => JSON::PP::true,
-                                             readOnlyHint => JSON::PP::false } },
-    { name => 'launch',     annotations => { destructiveHint => JSON::PP::true,
-                                             idempotentHint => JSON::PP::false } },
-    { name => 'plain' },
-);
-
-# one connection: the first request answered, kept; the second read and
-# dropped (closed, unanswered)
-sub serve_connection {
-    my ($c, $tag) = @_;
-    for my $n (1, 2) {
-        my ($head, $body) = McpGateway::_read_request($c);
-        return unless defined $head;
-        my ($method) = $head =~ /^(\w+)/;
-        if (open my $fh, '>>', $LOG) {
-            print $fh join("\t", $n == 1 ? 'served' : 'dropped', $tag, $method, $body), "\n";
-            close $fh;
-        }
-        return if $n == 2;
-        my $msg = eval { JSON::PP->new->decode($body) } // {};
-        my ($status, $out) = (200, '');
-        if ($method eq 'DELETE') {
-            $status = 204;
-        } elsif (!exists $msg->{id} || !exists $msg->{method}) {
-            $status = 202;      # a notification or a client's answer
-        } else {
-            my $m = $msg->{method};
-            my $result = $m eq 'initialize'
-                ? { protocolVersion => '2025-11-25', capabilities => { tools => {} },
-                    serverInfo => { name => "dying-$tag", version => '1' } }
-                : $m eq 'tools/list' ? { tools => [ map { { %$_, inputSchema => { type => 'object' } } } @TOOLS ] }
-                : $m eq 'tools/call' ? { content => [ { type => 'text', text => "called $msg->{params}{name}" } ] }
-                : {};
-            $out = JSON::PP->new->canonical->encode({ jsonrpc => '2.0', id => $msg->{id}, result => $result });
-        }
-        my $reason = { 200 => 'OK', 202 => 'Accepted', 204 => 'No Content' }->{$status};
-        print $c "HTTP/1.1 $status $reason\r\n"
-               . ($status == 200 ? "Content-Type: application/json\r\n" : '')
-               . "Mcp-Session-Id: up-$tag\r\n"
-               . ($status == 204 ? '' : 'Content-Length: ' . length($out) . "\r\n")
-               . "\r\n$out";
-    }
-}
-
-# a listener whose every connection gets a process of its own
-sub dying_upstream {
-    my ($tag) = @_;
-    my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Listen => 16, ReuseAddr => 1) or die "listen: $!";
-    my $port = $l->sockport;
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        $SIG{$_} = 'DEFAULT' for qw(ALRM TERM INT);
-        $SIG{PIPE} = 'IGNORE';
-        $SIG{CHLD} = 'IGNORE';
-        McpTest::_set_parent_death_signal();
-        while (my $c = $l->accept) {
-            my $k = fork;
-            if (defined $k && $k == 0) {
-                close $l;
-                $c->autoflush(1);
-                serve_connection($c, $tag);
-                close $c;
-                POSIX::_exit(0);
-            }
-            close $c;
-        }
-        POSIX::_exit(0);
-    }
-    close $l;
-    return { pid => $pid, port => $port };
-}
-
-my ($a1, $a2, $b1) = map { dying_upstream($_) } qw(a1 a2 b1);
+my ($a1, $a2, $b1) = map { dying_upstream($_, $LOG) } qw(a1 a2 b1);
 END { kill 'TERM', map { $_->{pid} } grep { defined } $a1, $a2, $b1 }
 
 my $t = McpTest->new(
@@ -138,23 +59,11 @@ $t->expect_log_error(
     qr/recv\(\) failed \(104: Connection reset by peer\) while reading response header/,
 );
 
-# what the upstream read since $mark: [kind, tag, http method, body]
-sub upstream_got {
-    my ($mark) = @_;
-    open my $fh, '<', $LOG or return [];
-    seek $fh, $mark, 0;
-    my @l = map { chomp; [ split /\t/, $_, 4 ] } <$fh>;
-    return \@l;
-}
+# what the upstream read since $mark; how often it read and answered a
+# message with this id (or method)
+sub upstream_got { dying_read($LOG, $_[0]) }
 sub mark { -s $LOG // 0 }
-
-# how often the upstream read a message with this id (or method), and
-# how often it answered one
-sub got {
-    my ($m, $re) = @_;
-    my @hits = grep { $_->[3] =~ $re } @{ upstream_got($m) };
-    return (scalar @hits, scalar grep { $_->[0] eq 'served' } @hits);
-}
+sub got { dying_got($LOG, @_) }
 
 # an answered request leaves a kept connection for the next one to meet
 sub prime {

@@ -69,6 +69,7 @@ static void test_print_many(void);
 static cJSON *ngx_unit_edge_item(ngx_uint_t kind);
 static void test_print_edges(void);
 static void test_helpers(void);
+static void test_retry(void);
 
 
 static ngx_pool_t  *pool;
@@ -77,7 +78,7 @@ static ngx_pool_t  *pool;
 NGX_UNIT_MAIN("test_jsonrpc", test_messages, test_ids, test_invalid_messages,
               test_batches, test_strict, test_string_runs, test_decode,
               test_numbers, test_replies, test_print_strings, test_print_many,
-              test_print_edges, test_helpers)
+              test_print_edges, test_helpers, test_retry)
 
 
 /* an exact-size copy of the body: a read past it is an ASan report */
@@ -1388,4 +1389,69 @@ test_helpers(void)
           "json_strict: duplicate names refused");
     CHECK_INT(ngx_http_mcp_json_strict(pool, (u_char *) "{} 1", 4, &error),
               NGX_DECLINED, "json_strict: data after the text refused");
+}
+
+
+/* the rule mcp_pass_retry and mcp_backend's legs share */
+
+static void
+test_retry(void)
+{
+    cJSON       *tool;
+    ngx_str_t    m;
+    ngx_uint_t   i;
+
+    static const char  *safe[] = {
+        "initialize", "ping", "tools/list", "resources/templates/list",
+        "tasks/list", "resources/read", "prompts/get",
+        "completion/complete", "tasks/get", "server/discover"
+    };
+    static const char  *never[] = {
+        "tasks/cancel", "tasks/result", "resources/subscribe",
+        "logging/setLevel", "sampling/createMessage", "/list", "list",
+        "tools/calls", "x/listing"
+    };
+
+    for (i = 0; i < sizeof(safe) / sizeof(safe[0]); i++) {
+        m.data = (u_char *) safe[i];
+        m.len = ngx_strlen(safe[i]);
+        CHECK_INT(ngx_http_mcp_jsonrpc_retry(NGX_HTTP_MCP_MSG_REQUEST, &m),
+                  NGX_HTTP_MCP_RETRY_SAFE, safe[i]);
+    }
+
+    for (i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+        m.data = (u_char *) never[i];
+        m.len = ngx_strlen(never[i]);
+        CHECK_INT(ngx_http_mcp_jsonrpc_retry(NGX_HTTP_MCP_MSG_REQUEST, &m),
+                  NGX_HTTP_MCP_RETRY_NEVER, never[i]);
+    }
+
+    ngx_str_set(&m, "tools/call");
+    CHECK_INT(ngx_http_mcp_jsonrpc_retry(NGX_HTTP_MCP_MSG_REQUEST, &m),
+              NGX_HTTP_MCP_RETRY_TOOL, "tools/call: as its tool's hints say");
+    CHECK_INT(ngx_http_mcp_jsonrpc_retry(NGX_HTTP_MCP_MSG_NOTIFICATION, &m),
+              NGX_HTTP_MCP_RETRY_SAFE, "a notification: safe");
+    CHECK_INT(ngx_http_mcp_jsonrpc_retry(NGX_HTTP_MCP_MSG_RESPONSE, &m),
+              NGX_HTTP_MCP_RETRY_SAFE, "a client's answer: safe");
+    CHECK_INT(ngx_http_mcp_jsonrpc_retry(NGX_HTTP_MCP_MSG_INVALID, &m),
+              NGX_HTTP_MCP_RETRY_NEVER, "an invalid message: never");
+
+    tool = cJSON_Parse("{\"name\":\"a\",\"annotations\":{\"readOnlyHint\":"
+                       "true,\"idempotentHint\":true}}");
+    CHECK_INT(ngx_http_mcp_jsonrpc_tool_hints(tool),
+              NGX_HTTP_MCP_TOOL_READ_ONLY | NGX_HTTP_MCP_TOOL_IDEMPOTENT,
+              "hints: both");
+    cJSON_Delete(tool);
+
+    tool = cJSON_Parse("{\"name\":\"a\",\"annotations\":{\"readOnlyHint\":"
+                       "\"true\",\"idempotentHint\":1,"
+                       "\"destructiveHint\":false}}");
+    CHECK_INT(ngx_http_mcp_jsonrpc_tool_hints(tool), 0,
+              "hints: only a JSON true counts");
+    cJSON_Delete(tool);
+
+    tool = cJSON_Parse("{\"name\":\"a\"}");
+    CHECK_INT(ngx_http_mcp_jsonrpc_tool_hints(tool), 0,
+              "hints: no annotations, none");
+    cJSON_Delete(tool);
 }

@@ -1251,7 +1251,7 @@ ngx_http_mcp_aggregate_merge(ngx_http_mcp_aggregate_op_t *op,
     cJSON                   *result, *items, *item, *copy, *name, *cursor,
                             *pair;
     size_t                   len;
-    ngx_str_t                full, scope;
+    ngx_str_t                full, scope, own;
     ngx_uint_t               tools, renamed;
     ngx_http_mcp_backend_t  *b;
     ngx_http_mcp_reqctx_t   *rctx;
@@ -1305,6 +1305,13 @@ ngx_http_mcp_aggregate_merge(ngx_http_mcp_aggregate_op_t *op,
 
             p = ngx_cpymem(full.data, b->prefix.data, b->prefix.len);
             ngx_memcpy(p, name->valuestring, len + 1);
+
+            if (tools) {
+                /* its hints, for its calls' retries, under its own name */
+                own.data = (u_char *) name->valuestring;
+                own.len = len;
+                ngx_http_mcp_aggregate_learn(op, b, item, &own);
+            }
 
             /*
              * a name of the backend with the empty prefix that another's

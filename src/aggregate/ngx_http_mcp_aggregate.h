@@ -14,7 +14,9 @@
  * ngx_http_mcp_aggregate_relay.c; the backends' own GET streams while
  * the client's is open, ngx_http_mcp_aggregate_listen.c; what the
  * backends are told of the client's end (its DELETE, its leaving in the
- * middle of a call), ngx_http_mcp_aggregate_end.c.
+ * middle of a call), ngx_http_mcp_aggregate_end.c; which requests go
+ * again after a kept connection failed them, the backends' tool hints,
+ * ngx_http_mcp_aggregate_retry.c.
  */
 
 
@@ -36,6 +38,9 @@
                                                    a call */
 #define NGX_HTTP_MCP_AGGREGATE_EVENT_ID 128     /* a backend's event id,
                                                    kept for a resume */
+#define NGX_HTTP_MCP_AGGREGATE_RESENDS  4       /* a request sent again
+                                                   after kept connections
+                                                   failed it, at most */
 
 
 /* one mcp_backend line; the part after "worker" is each worker's own */
@@ -95,6 +100,8 @@ typedef struct {
     ngx_uint_t                     asking;      /* its requests to the
                                                    client, pending */
     ngx_uint_t                     answers;     /* sent it */
+    ngx_uint_t                     resends;     /* kept connections
+                                                   that failed it */
     unsigned                       retried:1;
     unsigned                       done:1;
     unsigned                       failed:1;
@@ -204,6 +211,12 @@ ngx_int_t ngx_http_mcp_aggregate_feed(ngx_http_mcp_call_t *call,
 ngx_int_t ngx_http_mcp_aggregate_list_changed(cJSON *caps, const char *list);
 ngx_uint_t ngx_http_mcp_aggregate_ours(ngx_http_mcp_aggregate_leg_t *leg,
     cJSON *json);
+
+/* ngx_http_mcp_aggregate_retry.c */
+void ngx_http_mcp_aggregate_learn(ngx_http_mcp_aggregate_op_t *op,
+    ngx_http_mcp_backend_t *b, cJSON *tool, ngx_str_t *name);
+ngx_uint_t ngx_http_mcp_aggregate_retry_safe(
+    ngx_http_mcp_aggregate_leg_t *leg, const char *method);
 
 
 /* ngx_http_mcp_aggregate_subscribe.c */

@@ -24,7 +24,10 @@
  * out for mcp_backend_retry after its last failure (the session zone
  * keeps its health), tries it again after, and a [notice] line says when
  * it answers again.  A JSON-RPC error is an answer, not a failure; nor
- * is what is ours (the client gone, no memory).
+ * is what is ours (the client gone, no memory).  Nor, the first times,
+ * a kept connection that failed before any byte of the reply (a
+ * backend's reload) when the request is harmless twice: it goes again
+ * (ngx_http_mcp_aggregate_retry.c).
  */
 
 
@@ -46,6 +49,8 @@ static void ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg);
 static ngx_int_t ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     const char *method, cJSON *params, ngx_uint_t request);
 static void ngx_http_mcp_aggregate_event(ngx_event_t *ev);
+static ngx_int_t ngx_http_mcp_aggregate_again(
+    ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
@@ -438,6 +443,10 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
     }
 
     if (st->done) {
+        if (st->unreplied && ngx_http_mcp_aggregate_again(leg) == NGX_OK) {
+            return;
+        }
+
         if (st->failed) {
             ngx_http_mcp_aggregate_fail(leg, "its location failed");
             return;
@@ -450,6 +459,64 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
     if (st->gone) {
         ngx_http_mcp_aggregate_lost(leg, "the client's request went away");
     }
+}
+
+
+/*
+ * The fetch failed on a kept connection before any byte of the reply (a
+ * backend's reload, see ngx_http_mcp_aggregate_retry.c): the same
+ * message again, on another connection, when it is harmless twice.
+ * Each try that fails so took a kept connection out of the cache (nginx
+ * closes it), so the tries soon come to a new one; a failure there, or
+ * once a byte came, is the leg's failure.  NGX_DECLINED: not again.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_again(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    ngx_uint_t   request;
+    const char  *method;
+
+    switch (leg->step) {
+
+    case NGX_HTTP_MCP_LEG_INIT:
+        method = "initialize";
+        request = 1;
+        break;
+
+    case NGX_HTTP_MCP_LEG_INITIALIZED:
+        method = "notifications/initialized";
+        request = 0;
+        break;
+
+    default:
+        method = leg->method;
+        request = 1;
+    }
+
+    if (leg->resends == NGX_HTTP_MCP_AGGREGATE_RESENDS
+        || !ngx_http_mcp_aggregate_retry_safe(leg, request ? method : NULL))
+    {
+        return NGX_DECLINED;
+    }
+
+    leg->resends++;
+
+    ngx_http_mcp_fetch_close(leg->st);
+    leg->st = NULL;
+
+    ngx_log_error(NGX_LOG_INFO, ngx_http_mcp_call_get_log(leg->op->call), 0,
+                  "mcp: backend \"%V\": %s sent again, a kept connection "
+                  "failed before its reply", &leg->backend->name, method);
+
+    if (ngx_http_mcp_aggregate_send(leg, method,
+                                    request ? leg->params : NULL, request)
+        != NGX_OK)
+    {
+        ngx_http_mcp_aggregate_lost(leg, "could not start a subrequest");
+    }
+
+    return NGX_OK;
 }
 
 

@@ -55,6 +55,7 @@ static void ngx_http_mcp_fetch_cleanup(void *data);
 static void ngx_http_mcp_fetch_timeout(ngx_event_t *ev);
 static ngx_int_t ngx_http_mcp_fetch_done(ngx_http_request_t *sr, void *data,
     ngx_int_t rc);
+static ngx_uint_t ngx_http_mcp_fetch_unreplied(ngx_http_request_t *sr);
 static void ngx_http_mcp_fetch_kick(ngx_event_t *ev);
 static void ngx_http_mcp_fetch_abort(ngx_http_mcp_fetch_state_t *st);
 static void ngx_http_mcp_fetch_request_cleanup(void *data);
@@ -520,6 +521,12 @@ ngx_http_mcp_fetch_done(ngx_http_request_t *sr, void *data, ngx_int_t rc)
                || rc == NGX_HTTP_CREATED || rc == NGX_HTTP_NO_CONTENT)
     {
         if (!sr->header_sent) {
+            st = link->state;
+
+            if (st != NULL && rc == NGX_HTTP_BAD_GATEWAY) {
+                st->unreplied = ngx_http_mcp_fetch_unreplied(sr);
+            }
+
             return rc;
         }
 
@@ -542,6 +549,28 @@ ngx_http_mcp_fetch_done(ngx_http_request_t *sr, void *data, ngx_int_t rc)
     }
 
     return rc;
+}
+
+
+/*
+ * A 502 of nginx's own (no header of the upstream was sent on): whether
+ * the upstream's last try was on a connection the keepalive cache gave
+ * and failed before any byte of the reply, which is how a reload's
+ * closing worker, or a keepalive_timeout met as the request was written,
+ * looks.  nginx tries again such a failure itself, but not a POST once
+ * written (proxy_next_upstream non_idempotent), so the fetch's owner may.
+ * A new connection that fails, or a reply that began, is not this.
+ */
+
+static ngx_uint_t
+ngx_http_mcp_fetch_unreplied(ngx_http_request_t *sr)
+{
+    ngx_http_upstream_t  *u;
+
+    u = sr->upstream;
+
+    return u != NULL && u->peer.cached && u->state != NULL
+           && u->state->bytes_received == 0;
 }
 
 

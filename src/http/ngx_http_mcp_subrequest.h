@@ -100,6 +100,11 @@ typedef struct {
     unsigned                      redirected:1; /* and refused */
     unsigned                      began:1;      /* a stream's start (a
                                                    BOM) is read */
+    unsigned                      unreplied:1;  /* 502: the upstream's
+                                                   connection, a kept
+                                                   one reused, failed
+                                                   before a byte of the
+                                                   reply */
 } ngx_http_mcp_fetch_state_t;
 
 

@@ -670,6 +670,98 @@ ngx_http_mcp_jsonrpc_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply)
 
 
 /*
+ * Whether a message may go twice: its first sending failed before any
+ * byte of the reply came (a kept connection that the server's worker was
+ * closing at a reload), and the server may have read it.  Harmless twice:
+ * what reads (initialize, the lists: a method that ends in "/list",
+ * resources/read, prompts/get, ping, completion/complete, tasks/get,
+ * server/discover; the 2026-07-28 cacheable ones are among them),
+ * notifications and a client's answers (a server takes an answer to its
+ * request once and drops a second; a second notification tells what the
+ * first told).  A tools/call is NGX_HTTP_MCP_RETRY_TOOL: harmless only
+ * when its tool's annotations said so (ngx_http_mcp_jsonrpc_tool_hints()).
+ * Any other request, NGX_HTTP_MCP_RETRY_NEVER, goes once.
+ */
+
+ngx_uint_t
+ngx_http_mcp_jsonrpc_retry(ngx_http_mcp_msg_type_e type, ngx_str_t *method)
+{
+    ngx_uint_t  i;
+
+    static ngx_str_t  reads[] = {
+        ngx_string("initialize"),
+        ngx_string("ping"),
+        ngx_string("resources/read"),
+        ngx_string("prompts/get"),
+        ngx_string("completion/complete"),
+        ngx_string("tasks/get"),
+        ngx_string("server/discover")
+    };
+
+    if (type == NGX_HTTP_MCP_MSG_NOTIFICATION
+        || type == NGX_HTTP_MCP_MSG_RESPONSE)
+    {
+        return NGX_HTTP_MCP_RETRY_SAFE;
+    }
+
+    if (type != NGX_HTTP_MCP_MSG_REQUEST) {
+        return NGX_HTTP_MCP_RETRY_NEVER;
+    }
+
+    if (method->len > sizeof("/list") - 1
+        && ngx_strncmp(method->data + method->len - (sizeof("/list") - 1),
+                       "/list", sizeof("/list") - 1)
+           == 0)
+    {
+        return NGX_HTTP_MCP_RETRY_SAFE;
+    }
+
+    for (i = 0; i < sizeof(reads) / sizeof(ngx_str_t); i++) {
+        if (method->len == reads[i].len
+            && ngx_strncmp(method->data, reads[i].data, method->len) == 0)
+        {
+            return NGX_HTTP_MCP_RETRY_SAFE;
+        }
+    }
+
+    if (method->len == sizeof("tools/call") - 1
+        && ngx_strncmp(method->data, "tools/call", method->len) == 0)
+    {
+        return NGX_HTTP_MCP_RETRY_TOOL;
+    }
+
+    return NGX_HTTP_MCP_RETRY_NEVER;
+}
+
+
+/* a tools/list entry's readOnlyHint and idempotentHint, when true */
+
+ngx_uint_t
+ngx_http_mcp_jsonrpc_tool_hints(cJSON *tool)
+{
+    cJSON       *annotations;
+    ngx_uint_t   hints;
+
+    annotations = cJSON_GetObjectItemCaseSensitive(tool, "annotations");
+    hints = 0;
+
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(annotations,
+                                                      "readOnlyHint")))
+    {
+        hints |= NGX_HTTP_MCP_TOOL_READ_ONLY;
+    }
+
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(annotations,
+                                                      "idempotentHint")))
+    {
+        hints |= NGX_HTTP_MCP_TOOL_IDEMPOTENT;
+    }
+
+    return hints;
+}
+
+
+/*
  * Each tool of a tools/list result that has a name: the handler keeps it
  * (NGX_OK), takes it out of the list (NGX_DECLINED: *changed), or stops
  * the walk (NGX_DONE, or NGX_ERROR returned).

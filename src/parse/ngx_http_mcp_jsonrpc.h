@@ -56,6 +56,24 @@ typedef ngx_int_t (*ngx_http_mcp_tool_each_pt)(void *data, cJSON *tool,
 ngx_int_t ngx_http_mcp_jsonrpc_tools(cJSON *result,
     ngx_http_mcp_tool_each_pt each, void *data, ngx_uint_t *changed);
 
+/*
+ * Whether a message may be sent twice, when its first sending failed
+ * before any byte of the reply (mcp_pass_retry, mcp_backend): see
+ * ngx_http_mcp_jsonrpc_retry().  A tools/call is as its tool's hints
+ * say, which the caller keeps (NGX_HTTP_MCP_TOOL_*).
+ */
+#define NGX_HTTP_MCP_RETRY_NEVER      0
+#define NGX_HTTP_MCP_RETRY_SAFE       1
+#define NGX_HTTP_MCP_RETRY_TOOL       2
+
+/* a tool's annotations that let its call go twice */
+#define NGX_HTTP_MCP_TOOL_READ_ONLY   0x01    /* readOnlyHint: true */
+#define NGX_HTTP_MCP_TOOL_IDEMPOTENT  0x02    /* idempotentHint: true */
+
+ngx_uint_t ngx_http_mcp_jsonrpc_retry(ngx_http_mcp_msg_type_e type,
+    ngx_str_t *method);
+ngx_uint_t ngx_http_mcp_jsonrpc_tool_hints(cJSON *tool);
+
 /* a message's outcome from its reply, for $mcp_outcome */
 void ngx_http_mcp_jsonrpc_outcome(ngx_http_mcp_msg_t *msg, cJSON *reply);
 

@@ -17,8 +17,9 @@
  * request once and drops a second; a second notification tells what
  * the first told), a GET (a stream opens; nothing runs) and a DELETE
  * (HTTP's idempotent method), and a tools/call of a tool whose
- * upstream's list declared it readOnlyHint or idempotentHint.  A POST
- * is sent again only when each of its messages may be.
+ * upstream's list declared it readOnlyHint or idempotentHint (the rule
+ * is ngx_http_mcp_jsonrpc_retry()'s, which mcp_backend's legs follow
+ * too).  A POST is sent again only when each of its messages may be.
  *
  * Why per connection, not a location's next_upstream: the request's
  * first write on a connection points u->conf at the location's copy
@@ -37,8 +38,6 @@
 #include "ngx_http_mcp_store.h"
 
 
-static ngx_uint_t ngx_http_mcp_proxy_retry_message(
-    ngx_http_mcp_proxy_ctx_t *pctx, ngx_http_mcp_msg_t *msg);
 static ngx_int_t ngx_http_mcp_proxy_retry_tool(void *data, cJSON *tool,
     ngx_str_t *name);
 
@@ -65,83 +64,20 @@ ngx_http_mcp_proxy_retry_safe(ngx_http_mcp_proxy_ctx_t *pctx)
     msg = pctx->ctx->msgs.elts;
 
     for (i = 0; i < pctx->ctx->msgs.nelts; i++) {
-        if (!ngx_http_mcp_proxy_retry_message(pctx, &msg[i])) {
+        /*
+         * a tools/call by the upstream's name, as the hints were learnt:
+         * a view's renamed call says it by now
+         * (ngx_http_mcp_proxy_view_body())
+         */
+        if (!ngx_http_mcp_tools_retry(pctx->ctx->conf->zone,
+                                      &pctx->conf->tools_key, msg[i].type,
+                                      &msg[i].method, msg[i].params))
+        {
             return 0;
         }
     }
 
     return pctx->ctx->msgs.nelts != 0;
-}
-
-
-static ngx_uint_t
-ngx_http_mcp_proxy_retry_message(ngx_http_mcp_proxy_ctx_t *pctx,
-    ngx_http_mcp_msg_t *msg)
-{
-    cJSON        *name;
-    ngx_str_t    *m, tool;
-    ngx_uint_t    i;
-
-    static ngx_str_t  reads[] = {
-        ngx_string("initialize"),
-        ngx_string("ping"),
-        ngx_string("resources/read"),
-        ngx_string("prompts/get"),
-        ngx_string("completion/complete"),
-        ngx_string("tasks/get"),
-        ngx_string("server/discover")
-    };
-
-    if (msg->type == NGX_HTTP_MCP_MSG_NOTIFICATION
-        || msg->type == NGX_HTTP_MCP_MSG_RESPONSE)
-    {
-        return 1;
-    }
-
-    if (msg->type != NGX_HTTP_MCP_MSG_REQUEST) {
-        return 0;
-    }
-
-    m = &msg->method;
-
-    if (m->len > sizeof("/list") - 1
-        && ngx_strncmp(m->data + m->len - (sizeof("/list") - 1), "/list",
-                       sizeof("/list") - 1)
-           == 0)
-    {
-        return 1;
-    }
-
-    for (i = 0; i < sizeof(reads) / sizeof(ngx_str_t); i++) {
-        if (m->len == reads[i].len
-            && ngx_strncmp(m->data, reads[i].data, m->len) == 0)
-        {
-            return 1;
-        }
-    }
-
-    if (m->len != sizeof("tools/call") - 1
-        || ngx_strncmp(m->data, "tools/call", m->len) != 0)
-    {
-        return 0;
-    }
-
-    name = cJSON_GetObjectItemCaseSensitive(msg->params, "name");
-
-    if (!cJSON_IsString(name)) {
-        return 0;
-    }
-
-    /*
-     * the upstream's name, as the hints were learnt: a view's renamed
-     * call says it by now (ngx_http_mcp_proxy_view_body())
-     */
-    tool.data = (u_char *) name->valuestring;
-    tool.len = ngx_strlen(tool.data);
-
-    return ngx_http_mcp_tools_hints(pctx->ctx->conf->zone,
-                                    &pctx->conf->tools_key, &tool)
-           != 0;
 }
 
 
@@ -201,26 +137,9 @@ ngx_http_mcp_proxy_retry_tool(void *data, cJSON *tool, ngx_str_t *name)
 {
     ngx_http_mcp_proxy_ctx_t *pctx = data;
 
-    cJSON       *annotations;
-    ngx_uint_t   hints;
-
-    annotations = cJSON_GetObjectItemCaseSensitive(tool, "annotations");
-    hints = 0;
-
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(annotations,
-                                                      "readOnlyHint")))
-    {
-        hints |= NGX_HTTP_MCP_TOOL_READ_ONLY;
-    }
-
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(annotations,
-                                                      "idempotentHint")))
-    {
-        hints |= NGX_HTTP_MCP_TOOL_IDEMPOTENT;
-    }
-
     if (ngx_http_mcp_tools_hint(pctx->ctx->conf->zone,
-                                &pctx->conf->tools_key, name, hints)
+                                &pctx->conf->tools_key, name,
+                                ngx_http_mcp_jsonrpc_tool_hints(tool))
         != NGX_OK)
     {
         /* no room: the calls go once, as for a tool not listed */

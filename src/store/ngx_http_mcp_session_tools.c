@@ -16,6 +16,7 @@
 
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_session_zone.h"
+#include "ngx_http_mcp_jsonrpc.h"
 
 
 /*
@@ -492,4 +493,36 @@ ngx_http_mcp_tools_hints(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 
     return hints;
+}
+
+
+ngx_uint_t
+ngx_http_mcp_tools_retry(ngx_shm_zone_t *zone, ngx_str_t *upstream,
+    ngx_uint_t type, ngx_str_t *method, cJSON *params)
+{
+    cJSON      *name;
+    ngx_str_t   tool;
+
+    switch (ngx_http_mcp_jsonrpc_retry(type, method)) {
+
+    case NGX_HTTP_MCP_RETRY_SAFE:
+        return 1;
+
+    case NGX_HTTP_MCP_RETRY_TOOL:
+        break;
+
+    default:
+        return 0;
+    }
+
+    name = cJSON_GetObjectItemCaseSensitive(params, "name");
+
+    if (!cJSON_IsString(name)) {
+        return 0;
+    }
+
+    tool.data = (u_char *) name->valuestring;
+    tool.len = ngx_strlen(tool.data);
+
+    return ngx_http_mcp_tools_hints(zone, upstream, &tool) != 0;
 }

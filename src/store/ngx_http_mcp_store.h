@@ -193,14 +193,22 @@ ngx_int_t ngx_http_mcp_tools_pin(ngx_shm_zone_t *zone, ngx_str_t *upstream,
 ngx_int_t ngx_http_mcp_tools_seen(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_str_t *name, u_char *seen, u_char *pin);
 
-/* a tool's annotations that let mcp_pass send its call again */
-#define NGX_HTTP_MCP_TOOL_READ_ONLY   0x01    /* readOnlyHint: true */
-#define NGX_HTTP_MCP_TOOL_IDEMPOTENT  0x02    /* idempotentHint: true */
-
+/*
+ * a tool's annotations that let its call go again (NGX_HTTP_MCP_TOOL_*
+ * of ngx_http_mcp_jsonrpc.h), upstream a mcp_pass URL or a mcp_backend
+ * location
+ */
 ngx_int_t ngx_http_mcp_tools_hint(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_str_t *name, ngx_uint_t hints);
 ngx_uint_t ngx_http_mcp_tools_hints(ngx_shm_zone_t *zone,
     ngx_str_t *upstream, ngx_str_t *name);
+/*
+ * whether a message to upstream may go twice: the rule of
+ * ngx_http_mcp_jsonrpc_retry() (type an ngx_http_mcp_msg_type_e), a
+ * tools/call by its tool's hints (params' name: upstream's own)
+ */
+ngx_uint_t ngx_http_mcp_tools_retry(ngx_shm_zone_t *zone,
+    ngx_str_t *upstream, ngx_uint_t type, ngx_str_t *method, cJSON *params);
 
 /*
  * A DPoP proof (RFC 9449 11.1) by the SHA-256 digest of its key and jti,

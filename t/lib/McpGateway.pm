@@ -28,7 +28,7 @@ our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_set
                  run_node_script port_open try_initialize start_python_upstream
                  client_view fake_mcp_server http2_tls conformance_2025_11_25
                  served_by front_conf everything_upstream_http
-                 aggregate_gateway start_tools_upstream);
+                 aggregate_gateway start_tools_upstream dying_upstream dying_read dying_got);
 
 sub _now { Time::HiRes::time() }
 
@@ -503,6 +503,109 @@ sub fake_upstream {
     return { pid => $pid, port => $port };
 }
 
+# A 2025-11-25 MCP server whose connections die as a reloading server's
+# do: each connection's first request is answered with keep-alive, its
+# second read and the connection closed without a byte of reply, so that
+# every request sent on a kept connection meets a dying one
+# (t/fault_reload_retry*.t).  Every request read is appended to $log as
+# "served|dropped <tab> tag <tab> HTTP method <tab> body".  initialize
+# (session "up-TAG"), tools/list of @$tools, a tools/call's text
+# "called NAME"; {} for any other request; 202 for the rest, 204 for a
+# DELETE.  The tools, by default: read_it (readOnlyHint), same_again
+# (idempotentHint), launch (destructive, not idempotent), plain (none).
+# Returns { pid, port }.
+my @DYING_TOOLS = (
+    { name => 'read_it',    annotations => { readOnlyHint => JSON::PP::true } },
+    { name => 'same_again', annotations => { idempotentHint => JSON::PP::true,
+                                             readOnlyHint => JSON::PP::false } },
+    { name => 'launch',     annotations => { destructiveHint => JSON::PP::true,
+                                             idempotentHint => JSON::PP::false } },
+    { name => 'plain' },
+);
+
+sub dying_upstream {
+    my ($tag, $log, $tools) = @_;
+    $tools //= \@DYING_TOOLS;
+    my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Listen => 16, ReuseAddr => 1) or croak "listen: $!";
+    my $port = $l->sockport;
+    my $pid = fork // croak "fork: $!";
+    if (!$pid) {
+        $SIG{$_} = 'DEFAULT' for qw(ALRM TERM INT);
+        $SIG{PIPE} = 'IGNORE';
+        $SIG{CHLD} = 'IGNORE';
+        McpTest::_set_parent_death_signal();
+        while (my $c = $l->accept) {
+            my $k = fork;
+            if (defined $k && $k == 0) {
+                close $l;
+                $c->autoflush(1);
+                _dying_connection($c, $tag, $log, $tools);
+                close $c;
+                POSIX::_exit(0);
+            }
+            close $c;
+        }
+        POSIX::_exit(0);
+    }
+    close $l;
+    $CHILD{$pid} = { name => "dying upstream:$port", owner => $$ };
+    return { pid => $pid, port => $port };
+}
+
+# what a dying_upstream logged past byte $mark of $log: [kind, tag,
+# http method, body] each
+sub dying_read {
+    my ($log, $mark) = @_;
+    open my $fh, '<', $log or return [];
+    seek $fh, $mark, 0;
+    return [ map { chomp; [ split /\t/, $_, 4 ] } <$fh> ];
+}
+
+# how often it read a message whose body matches $re past $mark, and how
+# often it answered one
+sub dying_got {
+    my ($log, $mark, $re) = @_;
+    my @hits = grep { $_->[3] =~ $re } @{ dying_read($log, $mark) };
+    return (scalar @hits, scalar grep { $_->[0] eq 'served' } @hits);
+}
+
+sub _dying_connection {
+    my ($c, $tag, $log, $tools) = @_;
+    for my $n (1, 2) {
+        my ($head, $body) = _read_request($c);
+        return unless defined $head;
+        my ($method) = $head =~ /^(\w+)/;
+        if (open my $fh, '>>', $log) {
+            print $fh join("\t", $n == 1 ? 'served' : 'dropped', $tag, $method, $body), "\n";
+            close $fh;
+        }
+        return if $n == 2;
+        my $msg = eval { JSON::PP->new->decode($body) } // {};
+        my ($status, $out) = (200, '');
+        if ($method eq 'DELETE') {
+            $status = 204;
+        } elsif (!exists $msg->{id} || !exists $msg->{method}) {
+            $status = 202;      # a notification or a client's answer
+        } else {
+            my $m = $msg->{method};
+            my $result = $m eq 'initialize'
+                ? { protocolVersion => '2025-11-25', capabilities => { tools => {} },
+                    serverInfo => { name => "dying-$tag", version => '1' } }
+                : $m eq 'tools/list' ? { tools => [ map { { %$_, inputSchema => { type => 'object' } } } @$tools ] }
+                : $m eq 'tools/call' ? { content => [ { type => 'text', text => "called $msg->{params}{name}" } ] }
+                : {};
+            $out = JSON::PP->new->canonical->encode({ jsonrpc => '2.0', id => $msg->{id}, result => $result });
+        }
+        my $reason = { 200 => 'OK', 202 => 'Accepted', 204 => 'No Content' }->{$status};
+        print $c "HTTP/1.1 $status $reason\r\n"
+               . ($status == 200 ? "Content-Type: application/json\r\n" : '')
+               . "Mcp-Session-Id: up-$tag\r\n"
+               . ($status == 204 ? '' : 'Content-Length: ' . length($out) . "\r\n")
+               . "\r\n$out";
+    }
+}
+
 # A fake 2025-11-25 MCP server on fake_upstream: initialize (session
 # "fake-session"), 202 for notifications and responses, tools/list of the
 # names in tools, and for a tools/call of one of them
@@ -641,6 +744,15 @@ says "Session initialized with ID: <id>" for each new session.
 
 The conformance suite's 2025-11-25 requirements against $t's /mcp: two
 checks (skipped without node or the package).
+
+=item dying_upstream($tag, $log [, \@tools]) -> { pid, port }
+
+an MCP server that answers each connection's first request and drops its
+second unanswered (a reload's closing worker); logs every request read
+
+=item dying_read($log, $mark) -> [[kind, tag, method, body], ...]
+
+=item dying_got($log, $mark, qr/body/) -> (read, answered)
 
 =item silent_listener -> socket (accepts in the kernel, never answers)
 

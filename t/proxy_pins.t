@@ -15,6 +15,14 @@
 #     the unchanged tool is unaffected; the change undone, it is back;
 #   - enforce with the pin file: the same, and a tool the file does not
 #     pin is neither listed nor callable.
+# - A worker's memo of the definitions it digested (a tool listed as
+#   before is not digested again) never keeps a changed tool pinned: an
+#   inputSchema changed by one bit of a number (1 to 1.0000000000000002,
+#   which an epsilon compare like cJSON_Compare()'s takes for 1), by the
+#   case of one letter (a case-blind compare), or by a member added at
+#   the end of an object (a compare that walks the old members only),
+#   listed after the memo holds the original, is left out, under pins
+#   learnt and under the file's.
 
 use strict;
 use warnings;
@@ -66,8 +74,9 @@ NGX
 my $describe = $t->prefix . '/describe';
 my $extra = $t->prefix . '/extra';
 my $flood = $t->prefix . '/flood';
+my $mutate = $t->prefix . '/mutate';
 my (undef, $calls) = start_tools_upstream($t, $t->port(2), describe => $describe, extra => $extra,
-                                          flood => $flood);
+                                          flood => $flood, mutate => $mutate);
 my $node = start_everything_node(port => $t->port(3), log => $t->prefix . '/logs/server-everything.log');
 
 # the pins, made by the tool before nginx reads them
@@ -89,14 +98,14 @@ ok($pinned >= 10, "server-everything: $pinned tools pinned");
 $t->start;
 
 sub names {
-    my ($path, $sid) = @_;
-    my ($list) = $t->mcp_request($sid, 'tools/list', {}, path => $path);
+    my ($path, $sid, $n) = @_;
+    my ($list) = ($n // $t)->mcp_request($sid, 'tools/list', {}, path => $path);
     return [ sort map { $_->{name} } @{ $list->{result}{tools} // [] } ];
 }
 
 sub call {
-    my ($path, $sid, $name) = @_;
-    my ($msg) = $t->mcp_request($sid, 'tools/call', { name => $name, arguments => { city => 'Oslo' } },
+    my ($path, $sid, $name, $n) = @_;
+    my ($msg) = ($n // $t)->mcp_request($sid, 'tools/call', { name => $name, arguments => { city => 'Oslo' } },
                                 path => $path);
     return $msg;
 }
@@ -170,6 +179,61 @@ ok(call('/enforce', $sid{enforce}, 'weather')->{result}, '... and callable');
 my $r = $t->request(path => '/metrics');
 my ($changes) = $r->{body} =~ /^mcp_tool_pin_changes_total (\d+)$/m;
 ok(($changes // 0) >= 4, "mcp_tool_pin_changes_total counts the changes told ($changes)");
+
+# the memo: a tool as listed before keeps its digest, one changed only
+# in a way a strict compare sees does not (weather's inputSchema as
+# t/js/tools_upstream.mjs has it, each time with one change).  One
+# worker, so that its memo is the one that holds the original.
+my $pins_file = $t->prefix . '/pins.json';
+my $upstream = '127.0.0.1:' . $t->port(2);
+my $w = McpTest->new(
+    workers => 1,
+    http    => "mcp_session_zone zone=gw:1m;\n",
+    server  => <<"NGX",
+        location = /strict {
+            mcp_pass http://$upstream/strict; mcp_session gw;
+            mcp_pass_pin enforce;
+        }
+        location = /strictfile {
+            mcp_pass http://$upstream/strictfile; mcp_session gw;
+            mcp_pass_pin enforce; mcp_pass_pin_file $pins_file;
+        }
+NGX
+);
+$w->start;
+my $city = '"city":{"type":"string","minLength":1}';
+my $days = '"days":{"type":"integer","minimum":1,"maximum":7}';
+my $rest = '"required":["city"],"additionalProperties":false';
+my @small = (
+    [ 'a number one bit off', qq({"type":"object","properties":{$city,"days":{"type":"integer","minimum":1.0000000000000002,"maximum":7}},$rest}) ],
+    [ 'a letter\'s case', qq({"type":"object","properties":{"city":{"type":"String","minLength":1},$days},$rest}) ],
+    [ 'a member added', qq({"type":"object","properties":{"city":{"type":"string","minLength":1,"maxLength":64},$days},$rest}) ],
+);
+my %all = (strict => [qw(plain stranger weather)], strictfile => [qw(plain weather)]);
+for my $loc (qw(strict strictfile)) {
+    my $sid = $w->mcp_initialize(path => "/$loc");
+    my @left = grep { $_ ne 'weather' } @{ $all{$loc} };
+    is_deeply(names("/$loc", $sid, $w), $all{$loc}, "/$loc: as pinned, listed again (the memo's)") for 1 .. 2;
+    for my $c (@small) {
+        my ($what, $schema) = @$c;
+        McpTest::_spew($mutate, $schema);
+        is_deeply(names("/$loc", $sid, $w), \@left, "/$loc: $what in the inputSchema: left out");
+        like(call("/$loc", $sid, 'weather', $w)->{error}{message} // '', qr/changed since it was pinned/,
+             '... and not callable');
+        unlink $mutate;
+        is_deeply(names("/$loc", $sid, $w), $all{$loc}, '... back when undone') for 1 .. 2;
+    }
+    ok(call("/$loc", $sid, 'weather', $w)->{result}, '... and callable');
+}
+
+# a reload frees the memo (a pool cleanup); the new one starts empty
+ok($w->reload, 'reloaded');
+my $sid = $w->mcp_initialize(path => '/strict');
+is_deeply(names('/strict', $sid, $w), $all{strict}, 'after a reload: as pinned (the zone kept the pins)');
+McpTest::_spew($mutate, $small[0][1]);
+is_deeply(names('/strict', $sid, $w), [qw(plain stranger)], '... a change one bit small still left out');
+unlink $mutate;
+$w->stop;
 
 $t->stop;
 stop_process($node->{pid});

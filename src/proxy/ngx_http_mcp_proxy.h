@@ -22,6 +22,10 @@
 #include "ngx_http_mcp_http.h"
 
 
+/* a location's memo of definitions digested (ngx_http_mcp_proxy_pin.c) */
+typedef struct ngx_http_mcp_pin_memo_s  ngx_http_mcp_pin_memo_t;
+
+
 /*
  * mcp_token_exchange (ngx_http_mcp_proxy_exchange.c): where and what for
  * the caller's token is exchanged.
@@ -86,6 +90,8 @@ typedef struct {
     ngx_uint_t                 pin;         /* NGX_HTTP_MCP_PIN_* */
     ngx_array_t               *pins;        /* a pin file's, or NULL:
                                                learnt in the zone */
+    ngx_http_mcp_pin_memo_t   *pin_memo;    /* the worker's last
+                                               definitions digested */
     ngx_array_t               *set_headers;  /* mcp_pass_set_header:
                                                ngx_http_mcp_proxy_header_t */
     ngx_http_mcp_exchange_conf_t  *exchange;  /* mcp_token_exchange */
@@ -250,6 +256,8 @@ ngx_int_t ngx_http_mcp_proxy_stream(ngx_http_request_t *r,
 
 
 /* pinned tool definitions (ngx_http_mcp_proxy_pin.c) */
+ngx_int_t ngx_http_mcp_proxy_pin_memo(ngx_conf_t *cf,
+    ngx_http_mcp_proxy_loc_conf_t *plcf);
 char *ngx_http_mcp_pass_pin_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_mcp_proxy_pin_list(ngx_http_mcp_proxy_ctx_t *pctx,

@@ -485,6 +485,13 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->check_results, prev->check_results, 0);
     ngx_conf_merge_uint_value(conf->pin, prev->pin, NGX_HTTP_MCP_PIN_OFF);
     ngx_conf_merge_ptr_value(conf->pins, prev->pins, NULL);
+
+    if (conf->pin != NGX_HTTP_MCP_PIN_OFF
+        && ngx_http_mcp_proxy_pin_memo(cf, conf) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
     ngx_conf_merge_ptr_value(conf->set_headers, prev->set_headers, NULL);
     ngx_conf_merge_ptr_value(conf->views, prev->views, NULL);
 

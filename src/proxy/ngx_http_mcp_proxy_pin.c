@@ -15,6 +15,12 @@
  * is taken out of the list, and a tools/call of it is refused until the
  * upstream lists it as pinned again.  Lists from replicas that disagree
  * are changes too: the zone is one for all of them.
+ *
+ * A worker keeps, for each location, the last definition of each tool
+ * it digested (the memo): a tool listed as it was last time is not
+ * serialised and digested again (three quarters of a pinned list's
+ * instructions, bench-cpu's pin case), but its digest still goes to the
+ * zone, as every list's must.
  */
 
 
@@ -27,11 +33,42 @@
 /* a pin file's pins: at most this big */
 #define NGX_HTTP_MCP_PIN_FILE_MAX  (4 * 1024 * 1024)
 
+/*
+ * A location's memo, in each worker: at most as many tools as the zone
+ * keeps for all upstreams, and about this many bytes of their trees (a
+ * list is bounded by mcp_pass_filter_buffer_size, but the memo outlives
+ * lists: an upstream naming new tools every time would fill it).
+ */
+#define NGX_HTTP_MCP_PIN_MEMO_MAX   1024
+#define NGX_HTTP_MCP_PIN_MEMO_SIZE  (4 * 1024 * 1024)
+
 
 typedef struct {
     ngx_str_t                  name;
     ngx_http_mcp_pin_t         pin;
 } ngx_http_mcp_pin_entry_t;
+
+
+/* a tool as last digested; sn first: the rbtree's node is the entry's */
+typedef struct {
+    ngx_str_node_t             sn;
+    ngx_queue_t                queue;
+    cJSON                     *def[NGX_HTTP_MCP_PIN_FIELDS];  /* copies,
+                                               NULL: absent */
+    size_t                     size;
+    ngx_http_mcp_pin_t         pin;
+    ngx_http_mcp_pin_t        *file;        /* the pin file's, or NULL */
+    ngx_uint_t                 fields;      /* pin.fields digested too */
+} ngx_http_mcp_pin_memo_entry_t;
+
+
+struct ngx_http_mcp_pin_memo_s {
+    ngx_rbtree_t               tree;        /* by tool name */
+    ngx_rbtree_node_t          sentinel;
+    ngx_queue_t                queue;       /* the last used first */
+    ngx_uint_t                 n;
+    size_t                     size;
+};
 
 
 static const char  *ngx_http_mcp_pin_fields[NGX_HTTP_MCP_PIN_FIELDS] = {
@@ -47,8 +84,20 @@ static ngx_http_mcp_pin_t *ngx_http_mcp_pin_find(
     ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_pin_tool(void *data, cJSON *tool,
     ngx_str_t *name);
-static ngx_int_t ngx_http_mcp_pin_of(ngx_pool_t *pool, cJSON *tool,
+static void ngx_http_mcp_pin_def(cJSON *tool, cJSON **def);
+static ngx_int_t ngx_http_mcp_pin_of(ngx_pool_t *pool, cJSON **of,
     ngx_http_mcp_pin_t *pin, ngx_uint_t fields);
+static ngx_http_mcp_pin_memo_entry_t *ngx_http_mcp_pin_memo_find(
+    ngx_http_mcp_pin_memo_t *memo, cJSON **def, ngx_str_t *name,
+    ngx_uint_t fields);
+static ngx_uint_t ngx_http_mcp_pin_same(cJSON *a, cJSON *b);
+static void ngx_http_mcp_pin_memo_keep(ngx_http_mcp_pin_memo_t *memo,
+    ngx_log_t *log, cJSON **def, ngx_str_t *name, ngx_http_mcp_pin_t *seen,
+    ngx_uint_t fields, ngx_http_mcp_pin_t *file);
+static size_t ngx_http_mcp_pin_size(cJSON *json);
+static void ngx_http_mcp_pin_memo_drop(ngx_http_mcp_pin_memo_t *memo,
+    ngx_http_mcp_pin_memo_entry_t *e);
+static void ngx_http_mcp_pin_memo_cleanup(void *data);
 static void ngx_http_mcp_pin_tell(ngx_http_request_t *r, ngx_str_t *name,
     ngx_http_mcp_pin_t *seen, ngx_http_mcp_pin_t *pin, ngx_uint_t enforce);
 
@@ -259,11 +308,13 @@ ngx_http_mcp_pin_tool(void *data, cJSON *tool, ngx_str_t *name)
 {
     ngx_http_mcp_proxy_ctx_t *pctx = data;
 
+    cJSON                          *def[NGX_HTTP_MCP_PIN_FIELDS];
     ngx_int_t                       rc;
     ngx_uint_t                      tell, learn, enforce;
     ngx_http_request_t             *r;
     ngx_http_mcp_pin_t              seen, pin, *file;
     ngx_http_mcp_proxy_loc_conf_t  *plcf;
+    ngx_http_mcp_pin_memo_entry_t  *e;
 
     r = pctx->ctx->request;
     plcf = pctx->conf;
@@ -276,11 +327,28 @@ ngx_http_mcp_pin_tool(void *data, cJSON *tool, ngx_str_t *name)
      * seven times (bench-cpu's pin case).
      */
 
-    if (ngx_http_mcp_pin_of(r->pool, tool, &seen, learn) != NGX_OK) {
-        return NGX_ERROR;
+    ngx_http_mcp_pin_def(tool, def);
+
+    e = ngx_http_mcp_pin_memo_find(plcf->pin_memo, def, name, learn);
+
+    if (e != NULL) {
+        seen = e->pin;
+        file = e->file;
+
+    } else {
+        if (ngx_http_mcp_pin_of(r->pool, def, &seen, learn) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        file = learn ? NULL : ngx_http_mcp_pin_find(plcf, name);
+
+        ngx_http_mcp_pin_memo_keep(plcf->pin_memo, r->connection->log, def,
+                                   name, &seen, learn, file);
     }
 
-    file = learn ? &pin : ngx_http_mcp_pin_find(plcf, name);
+    if (learn) {
+        file = &pin;
+    }
 
     rc = ngx_http_mcp_tools_pin(pctx->ctx->conf->zone, &plcf->tools_key,
                                 name, &seen, file, learn, &tell);
@@ -295,7 +363,7 @@ ngx_http_mcp_pin_tool(void *data, cJSON *tool, ngx_str_t *name)
 
     } else if (tell) {
         if (!learn
-            && ngx_http_mcp_pin_of(r->pool, tool, &seen, 1) != NGX_OK)
+            && ngx_http_mcp_pin_of(r->pool, def, &seen, 1) != NGX_OK)
         {
             return NGX_ERROR;
         }
@@ -307,10 +375,48 @@ ngx_http_mcp_pin_tool(void *data, cJSON *tool, ngx_str_t *name)
 }
 
 
-/* a tool's definition digested, and with fields each of its fields */
+/*
+ * A tool's fields of its definition (NULL: absent), in one walk of its
+ * members: the first of a name, as cJSON_GetObjectItemCaseSensitive()
+ * finds it (the strict parser lets no name come twice).
+ */
+
+static void
+ngx_http_mcp_pin_def(cJSON *tool, cJSON **def)
+{
+    cJSON       *item;
+    ngx_uint_t   i;
+
+    ngx_memzero(def, NGX_HTTP_MCP_PIN_FIELDS * sizeof(cJSON *));
+
+    for (item = tool->child; item != NULL; item = item->next) {
+
+        if (item->string == NULL) {
+            continue;
+        }
+
+        for (i = 0; i < NGX_HTTP_MCP_PIN_FIELDS; i++) {
+            if (item->string[0] == ngx_http_mcp_pin_fields[i][0]
+                && ngx_strcmp(item->string, ngx_http_mcp_pin_fields[i]) == 0)
+            {
+                if (def[i] == NULL) {
+                    def[i] = item;
+                }
+
+                break;
+            }
+        }
+    }
+}
+
+
+/*
+ * A tool's definition (its fields, ngx_http_mcp_pin_def()) digested, and
+ * with fields each of its fields.
+ */
 
 static ngx_int_t
-ngx_http_mcp_pin_of(ngx_pool_t *pool, cJSON *tool, ngx_http_mcp_pin_t *pin,
+ngx_http_mcp_pin_of(ngx_pool_t *pool, cJSON **of, ngx_http_mcp_pin_t *pin,
     ngx_uint_t fields)
 {
     cJSON       *def, *field;
@@ -327,8 +433,7 @@ ngx_http_mcp_pin_of(ngx_pool_t *pool, cJSON *tool, ngx_http_mcp_pin_t *pin,
     rc = NGX_OK;
 
     for (i = 0; i < NGX_HTTP_MCP_PIN_FIELDS && rc == NGX_OK; i++) {
-        field = cJSON_GetObjectItemCaseSensitive(tool,
-                                                 ngx_http_mcp_pin_fields[i]);
+        field = of[i];
         if (field == NULL) {
             continue;
         }
@@ -351,6 +456,307 @@ ngx_http_mcp_pin_of(ngx_pool_t *pool, cJSON *tool, ngx_http_mcp_pin_t *pin,
     cJSON_Delete(def);
 
     return rc;
+}
+
+
+/*
+ * The memo of a location (merged with mcp_pass_pin on): its trees are
+ * the worker's own (cJSON's allocator), freed with the configuration.
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_pin_memo(ngx_conf_t *cf,
+    ngx_http_mcp_proxy_loc_conf_t *plcf)
+{
+    ngx_pool_cleanup_t       *cln;
+    ngx_http_mcp_pin_memo_t  *memo;
+
+    if (plcf->pin_memo != NULL) {
+        return NGX_OK;
+    }
+
+    memo = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_pin_memo_t));
+    if (memo == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_rbtree_init(&memo->tree, &memo->sentinel,
+                    ngx_str_rbtree_insert_value);
+    ngx_queue_init(&memo->queue);
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_mcp_pin_memo_cleanup;
+    cln->data = memo;
+
+    plcf->pin_memo = memo;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_pin_memo_cleanup(void *data)
+{
+    ngx_http_mcp_pin_memo_t *memo = data;
+
+    while (!ngx_queue_empty(&memo->queue)) {
+        ngx_http_mcp_pin_memo_drop(memo,
+            ngx_queue_data(ngx_queue_last(&memo->queue),
+                           ngx_http_mcp_pin_memo_entry_t, queue));
+    }
+}
+
+
+/*
+ * The memo's digests of a tool listed exactly as the memo keeps it:
+ * each of its fields as the copy's, the same types, members in the same
+ * order (an upstream that reorders them only misses), strings byte for
+ * byte, numbers bit for bit.  Not cJSON_Compare(): it takes two numbers
+ * an epsilon apart for one, so a schema's 1 changed to
+ * 1.0000000000000002 would keep the old digest.  NULL: digest it.
+ */
+
+static ngx_http_mcp_pin_memo_entry_t *
+ngx_http_mcp_pin_memo_find(ngx_http_mcp_pin_memo_t *memo, cJSON **def,
+    ngx_str_t *name, ngx_uint_t fields)
+{
+    ngx_uint_t                      i;
+    ngx_str_node_t                 *sn;
+    ngx_http_mcp_pin_memo_entry_t  *e;
+
+    if (memo == NULL) {
+        return NULL;
+    }
+
+    sn = ngx_str_rbtree_lookup(&memo->tree, name,
+                               ngx_crc32_short(name->data, name->len));
+    if (sn == NULL) {
+        return NULL;
+    }
+
+    e = (ngx_http_mcp_pin_memo_entry_t *) sn;
+
+    if (fields && !e->fields) {
+        return NULL;
+    }
+
+    for (i = 0; i < NGX_HTTP_MCP_PIN_FIELDS; i++) {
+        if (!ngx_http_mcp_pin_same(def[i], e->def[i])) {
+            return NULL;
+        }
+    }
+
+    ngx_queue_remove(&e->queue);
+    ngx_queue_insert_head(&memo->queue, &e->queue);
+
+    return e;
+}
+
+
+/*
+ * Two values the same to the last byte and bit.  The recursion ends
+ * with the memo's copy, which JCS walked whole (its depth bounded).
+ */
+
+static ngx_uint_t
+ngx_http_mcp_pin_same(cJSON *a, cJSON *b)
+{
+    uint64_t    x, y;
+    ngx_uint_t  object;
+
+    if (a == NULL || b == NULL) {
+        return a == b;
+    }
+
+    if ((a->type & 0xff) != (b->type & 0xff)) {
+        return 0;
+    }
+
+    switch (a->type & 0xff) {
+
+    case cJSON_NULL:
+    case cJSON_True:
+    case cJSON_False:
+        return 1;
+
+    case cJSON_Number:
+        /* bits: 0 and -0 are two, a miss (JCS would make them one) */
+        ngx_memcpy(&x, &a->valuedouble, sizeof(uint64_t));
+        ngx_memcpy(&y, &b->valuedouble, sizeof(uint64_t));
+        return x == y;
+
+    case cJSON_String:
+        return a->valuestring != NULL && b->valuestring != NULL
+               && ngx_strcmp(a->valuestring, b->valuestring) == 0;
+
+    case cJSON_Array:
+    case cJSON_Object:
+        object = ((a->type & 0xff) == cJSON_Object);
+
+        for (a = a->child, b = b->child;
+             a != NULL && b != NULL;
+             a = a->next, b = b->next)
+        {
+            if (object
+                && (a->string == NULL || b->string == NULL
+                    || ngx_strcmp(a->string, b->string) != 0))
+            {
+                return 0;
+            }
+
+            if (!ngx_http_mcp_pin_same(a, b)) {
+                return 0;
+            }
+        }
+
+        /* a member added or taken away */
+        return a == NULL && b == NULL;
+
+    default:
+        return 0;
+    }
+}
+
+
+/*
+ * A tool just digested: its fields copied, with the digests, in place
+ * of what the memo kept of it; the least recently used make room.  No
+ * memory: no memo of it, the tool is digested next time too.
+ */
+
+static void
+ngx_http_mcp_pin_memo_keep(ngx_http_mcp_pin_memo_t *memo, ngx_log_t *log,
+    cJSON **field, ngx_str_t *name, ngx_http_mcp_pin_t *seen,
+    ngx_uint_t fields, ngx_http_mcp_pin_t *file)
+{
+    size_t                          size;
+    uint32_t                        hash;
+    ngx_uint_t                      i;
+    ngx_str_node_t                 *sn;
+    ngx_http_mcp_pin_memo_entry_t  *e;
+
+    if (memo == NULL) {
+        return;
+    }
+
+    hash = ngx_crc32_short(name->data, name->len);
+    sn = ngx_str_rbtree_lookup(&memo->tree, name, hash);
+
+    if (sn != NULL) {
+        ngx_http_mcp_pin_memo_drop(memo, (ngx_http_mcp_pin_memo_entry_t *) sn);
+    }
+
+    size = sizeof(ngx_http_mcp_pin_memo_entry_t) + name->len;
+
+    for (i = 0; i < NGX_HTTP_MCP_PIN_FIELDS; i++) {
+        size += ngx_http_mcp_pin_size(field[i]);
+    }
+
+    if (size > NGX_HTTP_MCP_PIN_MEMO_SIZE) {
+        return;
+    }
+
+    while (memo->n >= NGX_HTTP_MCP_PIN_MEMO_MAX
+           || memo->size + size > NGX_HTTP_MCP_PIN_MEMO_SIZE)
+    {
+        ngx_http_mcp_pin_memo_drop(memo,
+            ngx_queue_data(ngx_queue_last(&memo->queue),
+                           ngx_http_mcp_pin_memo_entry_t, queue));
+    }
+
+    e = ngx_alloc(sizeof(ngx_http_mcp_pin_memo_entry_t) + name->len, log);
+    if (e == NULL) {
+        return;
+    }
+
+    ngx_memzero(e, sizeof(ngx_http_mcp_pin_memo_entry_t));
+
+    for (i = 0; i < NGX_HTTP_MCP_PIN_FIELDS; i++) {
+        if (field[i] == NULL) {
+            continue;
+        }
+
+        e->def[i] = cJSON_Duplicate(field[i], 1);
+
+        if (e->def[i] == NULL) {
+            while (i--) {
+                cJSON_Delete(e->def[i]);
+            }
+
+            ngx_free(e);
+            return;
+        }
+    }
+
+    e->sn.str.len = name->len;
+    e->sn.str.data = (u_char *) (e + 1);
+    ngx_memcpy(e->sn.str.data, name->data, name->len);
+    e->sn.node.key = hash;
+
+    e->size = size;
+    e->pin = *seen;
+    e->file = file;
+    e->fields = fields;
+
+    ngx_rbtree_insert(&memo->tree, &e->sn.node);
+    ngx_queue_insert_head(&memo->queue, &e->queue);
+    memo->n++;
+    memo->size += size;
+}
+
+
+/* about what a copy of a value takes: its nodes and their strings */
+
+static size_t
+ngx_http_mcp_pin_size(cJSON *json)
+{
+    size_t  size;
+
+    if (json == NULL) {
+        return 0;
+    }
+
+    size = sizeof(cJSON);
+
+    if (json->string != NULL) {
+        size += ngx_strlen(json->string) + 1;
+    }
+
+    if (cJSON_IsString(json) && json->valuestring != NULL) {
+        size += ngx_strlen(json->valuestring) + 1;
+    }
+
+    for (json = json->child; json != NULL; json = json->next) {
+        size += ngx_http_mcp_pin_size(json);
+    }
+
+    return size;
+}
+
+
+static void
+ngx_http_mcp_pin_memo_drop(ngx_http_mcp_pin_memo_t *memo,
+    ngx_http_mcp_pin_memo_entry_t *e)
+{
+    ngx_uint_t  i;
+
+    ngx_rbtree_delete(&memo->tree, &e->sn.node);
+    ngx_queue_remove(&e->queue);
+
+    for (i = 0; i < NGX_HTTP_MCP_PIN_FIELDS; i++) {
+        if (e->def[i] != NULL) {
+            cJSON_Delete(e->def[i]);
+        }
+    }
+
+    memo->n--;
+    memo->size -= e->size;
+
+    ngx_free(e);
 }
 
 

@@ -12,6 +12,8 @@
 //   DESCRIBE: while this file exists, "weather" is described by its text
 //   (a definition that changes under a pin)
 //   EXTRA: while this file exists, a tool "stranger" is listed too
+//   MUTATE: while this file exists, "weather"'s inputSchema is the JSON
+//   it holds (a change as small as one bit of a number)
 //   FLOOD: while this file exists, as many tools "flood-N" as it says
 //   are listed too (an upstream that lists ever more tools)
 //   PROMPTS=1: it offers prompts too, "greeting" and "poisoned" (whose
@@ -32,6 +34,7 @@ const capture = process.env.CAPTURE;
 const json = process.env.JSON === "1";
 const describe = process.env.DESCRIBE;
 const extra = process.env.EXTRA;
+const mutate = process.env.MUTATE;
 const flood = process.env.FLOOD;
 const prompts = process.env.PROMPTS === "1";
 
@@ -40,6 +43,9 @@ function listed() {
     const now = tools.map((t) => ({ ...t }));
     if (describe && fs.existsSync(describe)) {
         now[0].description = fs.readFileSync(describe, "utf8");
+    }
+    if (mutate && fs.existsSync(mutate)) {
+        now[0].inputSchema = JSON.parse(fs.readFileSync(mutate, "utf8"));
     }
     if (extra && fs.existsSync(extra)) {
         now.push({ name: "stranger", description: "Not pinned",

@@ -396,7 +396,7 @@ sub start_tools_upstream {
     close $f;
     my $pid = spawn(name => $name, cmd => [ node_bin(), _node_script('tools_upstream.mjs') ],
                     env => { PORT => $port, CAPTURE => $calls, JSON => $o{json} ? 1 : 0,
-                             map { defined $o{lc $_} ? ($_ => $o{lc $_}) : () } qw(DESCRIBE EXTRA FLOOD PROMPTS) },
+                             map { defined $o{lc $_} ? ($_ => $o{lc $_}) : () } qw(DESCRIBE EXTRA FLOOD MUTATE PROMPTS) },
                     cwd => npm_dir(), log => $log);
     McpTest::wait_until(20, sub { port_open($port) })
         or croak "tools_upstream on port $port did not listen:\n" . (McpTest::_slurp($log) // '');

@@ -19,7 +19,8 @@
  * tool's call, which may just run long, and whose backend is told it was
  * given up on), an HTTP error, a reply that is not a JSON-RPC response or is
  * larger than mcp_backend_max_size, a routed request's SSE stream that
- * breaks off (see ngx_http_mcp_aggregate_relay.c).  The first failure
+ * breaks off (see ngx_http_mcp_aggregate_relay.c) where it cannot be
+ * resumed (ngx_http_mcp_aggregate_resume()).  The first failure
  * of an episode is one [warn] line; every worker then leaves the backend
  * out for mcp_backend_retry after its last failure (the session zone
  * keeps its health), tries it again after, and a [notice] line says when
@@ -41,12 +42,24 @@
 #define NGX_HTTP_MCP_LEG_INITIALIZED  1
 #define NGX_HTTP_MCP_LEG_REQUEST      2
 
+#define NGX_HTTP_MCP_LEG_RESUMES      8     /* of a routed request's
+                                               stream, at most: each is a
+                                               subrequest of the POST */
+#define NGX_HTTP_MCP_LEG_RESUME_WAIT  5000  /* ms: the longest retry:
+                                               honoured */
+#define NGX_HTTP_MCP_LEG_RESUME_DELAY 1000  /* ms, without a retry: */
+
 
 static void ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg);
 static ngx_int_t ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     const char *method, cJSON *params, ngx_uint_t request);
 static void ngx_http_mcp_aggregate_event(ngx_event_t *ev);
 static void ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg);
+static ngx_int_t ngx_http_mcp_aggregate_resume(
+    ngx_http_mcp_aggregate_leg_t *leg);
+static void ngx_http_mcp_aggregate_resume_handler(ngx_event_t *ev);
+static ngx_int_t ngx_http_mcp_aggregate_resume_send(
+    ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
     cJSON *reply);
@@ -437,6 +450,15 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
         return;
     }
 
+    if (st->done && leg->resume != NULL && leg->resume->resuming) {
+        /* no SSE stream: the backend would not resume it */
+        leg->broken = 1;
+        ngx_http_mcp_aggregate_fail(leg, "its stream ended before its "
+                                         "response, and its resume was "
+                                         "refused");
+        return;
+    }
+
     if (st->done) {
         if (st->failed) {
             ngx_http_mcp_aggregate_fail(leg, "its location failed");
@@ -484,9 +506,16 @@ ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg)
     }
 
     if (st->done) {
+        if (ngx_http_mcp_aggregate_resume(leg) == NGX_OK) {
+            return;
+        }
+
         leg->broken = 1;
         ngx_http_mcp_aggregate_fail(leg, st->failed
                                     ? "its location failed"
+                                    : (leg->resume && leg->resume->resumes)
+                                    ? "its resumed stream ended before its "
+                                      "response"
                                     : "its stream ended before its "
                                       "response");
         return;
@@ -495,6 +524,137 @@ ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg)
     if (st->gone) {
         ngx_http_mcp_aggregate_lost(leg, "the client's request went away");
     }
+}
+
+
+/*
+ * A routed request's stream that ended before its response, after an
+ * event with an id: the backend may have ended it on purpose (SEP-1699
+ * polling: a long call's stream closes, and its client resumes it with
+ * a GET and Last-Event-ID once retry: has passed), or lost it.  The leg
+ * resumes it as a client would, and relays what follows; the op's timer
+ * runs on meanwhile.  NGX_DECLINED: not to be resumed (no id, resumed
+ * enough, told to cancel), the stream has failed.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_resume(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    ngx_msec_t                        delay;
+    ngx_http_mcp_aggregate_resume_t  *rs;
+
+    rs = leg->resume;
+
+    if (rs == NULL || rs->last.len == 0
+        || rs->resumes >= NGX_HTTP_MCP_LEG_RESUMES
+        || leg->abandoned || leg->cancelled)
+    {
+        return NGX_DECLINED;
+    }
+
+    rs->resumes++;
+    rs->resuming = 0;
+
+    ngx_http_mcp_fetch_close(leg->st);
+    leg->st = NULL;
+
+    delay = (rs->retry == NGX_CONF_UNSET_MSEC)
+            ? NGX_HTTP_MCP_LEG_RESUME_DELAY
+            : ngx_min(rs->retry, NGX_HTTP_MCP_LEG_RESUME_WAIT);
+
+    rs->timer.handler = ngx_http_mcp_aggregate_resume_handler;
+    rs->timer.data = leg;
+
+    ngx_add_timer(&rs->timer, delay);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP,
+                   ngx_http_mcp_call_get_log(leg->op->call), 0,
+                   "mcp backend \"%V\": its stream ended before its "
+                   "response, resumed after \"%V\" in %M ms",
+                   &leg->backend->name, &rs->last, delay);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_aggregate_resume_handler(ngx_event_t *ev)
+{
+    ngx_http_mcp_aggregate_leg_t *leg = ev->data;
+
+    if (leg->done) {
+        return;
+    }
+
+    if (ngx_http_mcp_aggregate_resume_send(leg) != NGX_OK) {
+        leg->broken = 1;
+        ngx_http_mcp_aggregate_lost(leg, "its stream ended before its "
+                                         "response, and could not be "
+                                         "resumed");
+    }
+}
+
+
+/* GET, in the leg's session, from the last event id on */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_resume_send(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    ngx_table_elt_t                  *h;
+    ngx_http_request_t               *r;
+    ngx_http_mcp_fetch_t              f;
+    ngx_http_mcp_aggregate_resume_t  *rs;
+
+    rs = leg->resume;
+    r = ngx_http_mcp_call_http_request(leg->op->call);
+
+    if (r == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
+
+    if (ngx_http_mcp_aggregate_headers(leg, r, 0, &f) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    h = ngx_palloc(r->pool, (f.nheaders + 1) * sizeof(ngx_table_elt_t));
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(h, f.headers, f.nheaders * sizeof(ngx_table_elt_t));
+
+    if (ngx_http_mcp_aggregate_header(r->pool, &h[f.nheaders],
+                                      "Last-Event-ID", "last-event-id",
+                                      rs->last.data, rs->last.len)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    f.headers = h;
+    f.nheaders++;
+    f.method = NGX_HTTP_GET;
+    ngx_str_set(&f.method_name, "GET");
+    f.handler = ngx_http_mcp_aggregate_event;
+    f.data = leg;
+    f.stream = 1;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "mcp backend \"%V\": GET to %V, resuming",
+                   &leg->backend->name, &leg->backend->uri);
+
+    leg->st = ngx_http_mcp_fetch_call(leg->op->call, &f);
+
+    if (leg->st == NULL || ngx_http_mcp_aggregate_watch_client(leg) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rs->resuming = 1;
+
+    return NGX_OK;
 }
 
 

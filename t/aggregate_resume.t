@@ -2,7 +2,10 @@
 # (issue #39; SEP-1699 polling): the aggregating location resumes it as a
 # client would, with a GET in the backend session carrying Last-Event-ID
 # (the last event id it saw), once the stream's retry: has passed (capped
-# at 5 s), and relays what follows on the client's stream.  A stream that
+# at 5 s).  The client's stream ends as the backend's did, and what
+# follows reaches it when it resumes at the gateway (a stateless client's
+# stays open and carries it), the second and later resumes included,
+# for which the gateway holds the client's POST.  A stream that
 # ends without an event id is a failure as before; so is a resume the
 # backend refuses, and a stream that ends again and again (8 resumes at
 # most).  The backends: the module's own Everything set on an internal
@@ -119,32 +122,49 @@ $t->start;
 
 sub text { (($_[0] // {})->{content} // [ {} ])->[0]{text} // '' }
 
+# A tools/call as a client makes it: its stream, and when that ends before
+# the response, a GET at the gateway with the last event id it had.
+# Returns whether the POST's stream ended so, and the messages of both.
+sub polled_call {
+    my ($sid, $id, $name, %o) = @_;
+    my $s = call_stream($t, $sid, $id, $name, {}, timeout => 15, %o);
+    my ($last, @msgs);
+    my $deadline = time + 15;
+    while ((my $left = $deadline - time) > 0) {
+        my $ev = take($s, $left) // last;
+        $last = $ev->{id} if defined $ev->{id};
+        next unless ref $ev->{json} eq 'HASH';
+        push @msgs, $ev->{json};
+        return (0, @msgs) if defined $ev->{json}{id} && "$ev->{json}{id}" eq "$id";
+    }
+    return (0, @msgs) unless $s->is_done && defined $last;
+    my $g = $t->mcp_get_stream($sid, last_event_id => $last, timeout => 15);
+    return (1, @msgs, until_response($g, $id, 15));
+}
+
 my ($sid) = $t->mcp_initialize(protocol_version => '2025-11-25');
 ok($sid, 'initialize through the aggregating location');
 
 # --- the module's own test_reconnection, through the empty prefix -------------
 
 for my $n (1 .. 2) {
-    my $t0 = time;
-    my $r = $t->mcp_call($sid, 'tools/call', { name => 'test_reconnection', arguments => {} }, timeout => 15);
-    like(text($r), qr/^Reconnection test completed/,
-         "test_reconnection ($n): the result that came on the backend's resumed stream ("
-         . (ref $r eq 'HASH' && $r->{message} ? $r->{message} : sprintf('%.1f s', time - $t0)) . ')');
+    my ($closed, @m) = polled_call($sid, "rc$n", 'test_reconnection');
+    ok($closed, "test_reconnection ($n): the client's stream ends before the response, as the backend's did");
+    like(text($m[-1] && $m[-1]{result}), qr/^Reconnection test completed/,
+         "... and the result comes on the client's resumed stream at the gateway ("
+         . (($m[-1] && $m[-1]{error}) ? $m[-1]{error}{message} : 'a result') . ')');
 }
 
 # --- a fake backend's streams --------------------------------------------------
 
 # one resume: what came before and after the end relayed, in order
 {
-    my $t0 = time;
-    my $s = call_stream($t, $sid, 10, 'fake__polled', {}, token => 'mine');
-    my @m = until_response($s, 10, 15);
+    my ($closed, @m) = polled_call($sid, 10, 'fake__polled', token => 'mine');
     my @p = grep { ($_->{method} // '') eq 'notifications/progress' } @m;
     is_deeply([ map { $_->{params}{progress} } @p ], [ 1, 2 ],
               'polled: the progress before the stream\'s end and after its resume, in order');
-    is($p[0] && $p[0]{params}{progressToken}, 'mine', '... with the client\'s token');
+    is($p[1] && $p[1]{params}{progressToken}, 'mine', '... with the client\'s token');
     is(text($m[-1] && $m[-1]{result}), 'done after 1', '... then the result, from the resumed stream');
-    ended_ok($s, '... and the client\'s stream ends');
 
     my @r = fake_requests();
     my ($post) = grep { $_->{tool} eq 'polled' } @r;
@@ -159,8 +179,8 @@ for my $n (1 .. 2) {
 # two resumes: the second with the id the first stream's events gave
 {
     unlink $flog;
-    my $r = $t->mcp_call($sid, 'tools/call', { name => 'fake__twice', arguments => {} }, timeout => 15);
-    is(text($r), 'done after 2', 'twice: the result after a second resume');
+    my ($closed, @m) = polled_call($sid, 11, 'fake__twice');
+    is(text($m[-1] && $m[-1]{result}), 'done after 2', 'twice: the result after a second resume');
     my @lei = map { $_->{lei} } grep { $_->{method} eq 'GET' } fake_requests();
     is(scalar @lei, 2, '... two GETs');
     like(join(' ', @lei), qr/^twice-\d+-1 twice-\d+-2$/, '... each from the last id seen so far');
@@ -169,8 +189,8 @@ for my $n (1 .. 2) {
 # retry: an hour, honoured up to 5 s
 {
     unlink $flog;
-    my $r = $t->mcp_call($sid, 'tools/call', { name => 'fake__capped', arguments => {} }, timeout => 15);
-    is(text($r), 'done after 1', 'retry: 3600000: the call still ends with its result');
+    my ($closed, @m) = polled_call($sid, 12, 'fake__capped');
+    is(text($m[-1] && $m[-1]{result}), 'done after 1', 'retry: 3600000: the call still ends with its result');
     my @r = fake_requests();
     my ($post) = grep { $_->{tool} eq 'capped' } @r;
     my ($get) = grep { $_->{method} eq 'GET' } @r;
@@ -186,17 +206,32 @@ for my $case ([ 'noid', qr/its stream ended before its response$/, 0, 'a stream 
                 'a stream that ends again after every resume' ]) {
     my ($tool, $re, $gets, $what) = @$case;
     unlink $flog;
-    my $r = $t->mcp_call($sid, 'tools/call', { name => "fake__$tool", arguments => {} }, timeout => 15);
-    ok(ref $r eq 'HASH' && ($r->{code} // 0) == -32000 && ($r->{message} // '') =~ $re,
-       "$what: a JSON-RPC error -32000 (" . ($r->{message} // McpTest::encode_json($r)) . ')');
+    my ($closed, @m) = $tool eq 'noid'
+        ? (0, { error => scalar $t->mcp_call($sid, 'tools/call', { name => 'fake__noid', arguments => {} }) })
+        : polled_call($sid, "x$tool", "fake__$tool");
+    my $e = $m[-1] && $m[-1]{error};
+    ok($e && $e->{code} == -32000 && $e->{message} =~ $re,
+       "$what: a JSON-RPC error -32000 (" . ($e ? $e->{message} : 'none') . ')');
     is(scalar(grep { $_->{method} eq 'GET' } fake_requests()), $gets, "... after $gets GET(s)");
 }
 like($t->log_since($mark), qr/\[warn\].*backend "fake".*stream ended before its response/,
      'a [warn] names the backend');
 
+# a stateless client's stream cannot be resumed: it stays, with the result
+{
+    my $P = 'io.modelcontextprotocol/';
+    my $msg = { jsonrpc => '2.0', id => 7, method => 'tools/call',
+                params => { name => 'fake__polled', arguments => {},
+                            _meta => { "${P}protocolVersion" => '2026-07-28',
+                                       "${P}clientCapabilities" => {} } } };
+    my $res = $t->mcp_post(undef, $msg, protocol_version => '2026-07-28', timeout => 15,
+                           headers => { 'Mcp-Method' => 'tools/call', 'Mcp-Name' => 'fake__polled' });
+    my ($m) = grep { ref $_ eq 'HASH' && defined $_->{id} && $_->{id} == 7 } @{ $res->{messages} // [] };
+    is(text($m && $m->{result}), 'done after 1', 'a stateless (2026-07-28) client: the result on its own stream');
+}
+
 # the gateway and the local backend still answer
 {
-    sleep 0.1;
     my $r = $t->mcp_call($sid, 'tools/call', { name => 'test_simple_text', arguments => {} });
     like(text($r), qr/simple text/i, 'the local backend still answers');
 }

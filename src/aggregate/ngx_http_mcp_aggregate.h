@@ -89,6 +89,7 @@ typedef struct {
                                                    NGX_CONF_UNSET_MSEC */
     ngx_uint_t                     resumes;
     ngx_event_t                    timer;       /* until the next */
+    struct ngx_http_mcp_aggregate_keep_s  *keep;  /* the POST, held */
     unsigned                       resuming:1;  /* the fetch is a GET */
 } ngx_http_mcp_aggregate_resume_t;
 

@@ -50,6 +50,17 @@
 #define NGX_HTTP_MCP_LEG_RESUME_DELAY 1000  /* ms, without a retry: */
 
 
+/*
+ * The client's POST, held (a count of its own) once its stream ended
+ * before the call's response: its subrequests are the call's resumes
+ */
+typedef struct ngx_http_mcp_aggregate_keep_s {
+    ngx_http_request_t               *request;
+    ngx_http_mcp_aggregate_resume_t  *resume;   /* NULL: let go */
+    ngx_event_t                       release;
+} ngx_http_mcp_aggregate_keep_t;
+
+
 static void ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg);
 static ngx_int_t ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     const char *method, cJSON *params, ngx_uint_t request);
@@ -57,6 +68,13 @@ static void ngx_http_mcp_aggregate_event(ngx_event_t *ev);
 static void ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg);
 static ngx_int_t ngx_http_mcp_aggregate_resume(
     ngx_http_mcp_aggregate_leg_t *leg);
+static ngx_int_t ngx_http_mcp_aggregate_hold(
+    ngx_http_mcp_aggregate_leg_t *leg, ngx_http_request_t *r);
+static void ngx_http_mcp_aggregate_let_go(
+    ngx_http_mcp_aggregate_resume_t *rs);
+static void ngx_http_mcp_aggregate_release(ngx_event_t *ev);
+static void ngx_http_mcp_aggregate_resume_cleanup(void *data);
+static void ngx_http_mcp_aggregate_keep_cleanup(void *data);
 static void ngx_http_mcp_aggregate_resume_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_mcp_aggregate_resume_send(
     ngx_http_mcp_aggregate_leg_t *leg);
@@ -480,11 +498,33 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
 static void
 ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg)
 {
-    ngx_int_t                    rc;
-    ngx_http_mcp_fetch_state_t  *st;
+    ngx_int_t                         rc;
+    ngx_pool_t                       *pool;
+    ngx_pool_cleanup_t               *cln;
+    ngx_http_mcp_fetch_state_t       *st;
+    ngx_http_mcp_aggregate_resume_t  *rs;
 
     st = leg->st;
     leg->streamed = 1;
+
+    if (leg->resume == NULL) {
+        /* where the stream is: without memory for it, none to resume */
+        pool = ngx_http_mcp_call_pool(leg->op->call);
+
+        rs = ngx_pcalloc(pool, sizeof(ngx_http_mcp_aggregate_resume_t));
+        cln = ngx_pool_cleanup_add(pool, 0);
+
+        if (rs != NULL && cln != NULL) {
+            rs->last.data = rs->last_id;
+            rs->retry = NGX_CONF_UNSET_MSEC;
+            rs->timer.log = ngx_http_mcp_call_get_log(leg->op->call);
+
+            cln->handler = ngx_http_mcp_aggregate_resume_cleanup;
+            cln->data = rs;
+
+            leg->resume = rs;
+        }
+    }
 
     rc = ngx_http_mcp_aggregate_events(leg, st->done);
 
@@ -654,7 +694,121 @@ ngx_http_mcp_aggregate_resume_send(ngx_http_mcp_aggregate_leg_t *leg)
 
     rs->resuming = 1;
 
+    /*
+     * The client's stream ends as the backend's did (its priming event
+     * said where it is): what follows reaches the client when it resumes
+     * at the gateway.  The POST is held meanwhile: its end would end the
+     * call's subrequests, and the next resume could not be asked.  Not a
+     * stateless client's (it cannot resume), nor an HTTP/2 or HTTP/3
+     * stream (its connection's end frees it whatever its count): their
+     * streams stay, and carry what follows.
+     */
+    if (rs->resumes == 1 && !leg->op->stateless
+        && r->main->http_version < NGX_HTTP_VERSION_20
+        && ngx_http_mcp_aggregate_hold(leg, r->main) == NGX_OK
+        && ngx_http_mcp_call_close_stream(leg->op->call) != NGX_OK)
+    {
+        ngx_http_mcp_aggregate_let_go(rs);
+    }
+
     return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_aggregate_hold(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t             *cln;
+    ngx_http_mcp_aggregate_keep_t  *keep;
+
+    keep = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_aggregate_keep_t));
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (keep == NULL || cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    keep->request = r;
+    keep->resume = leg->resume;
+    keep->release.handler = ngx_http_mcp_aggregate_release;
+    keep->release.data = keep;
+    keep->release.log = r->connection->log;
+
+    cln->handler = ngx_http_mcp_aggregate_keep_cleanup;
+    cln->data = keep;
+
+    r->count++;
+    leg->resume->keep = keep;
+
+    return NGX_OK;
+}
+
+
+/* the call is over: the POST goes its way, from an event of its own */
+
+static void
+ngx_http_mcp_aggregate_let_go(ngx_http_mcp_aggregate_resume_t *rs)
+{
+    ngx_http_mcp_aggregate_keep_t  *keep;
+
+    keep = rs->keep;
+
+    if (keep == NULL) {
+        return;
+    }
+
+    rs->keep = NULL;
+    keep->resume = NULL;
+
+    ngx_post_event(&keep->release, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_mcp_aggregate_release(ngx_event_t *ev)
+{
+    ngx_http_mcp_aggregate_keep_t *keep = ev->data;
+
+    ngx_connection_t  *c;
+
+    c = keep->request->connection;
+
+    ngx_http_finalize_request(keep->request, NGX_DONE);
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* the call ended (a resume may be waiting) */
+
+static void
+ngx_http_mcp_aggregate_resume_cleanup(void *data)
+{
+    ngx_http_mcp_aggregate_resume_t *rs = data;
+
+    if (rs->timer.timer_set) {
+        ngx_del_timer(&rs->timer);
+    }
+
+    ngx_http_mcp_aggregate_let_go(rs);
+}
+
+
+/* the POST went all the same (its connection failed) */
+
+static void
+ngx_http_mcp_aggregate_keep_cleanup(void *data)
+{
+    ngx_http_mcp_aggregate_keep_t *keep = data;
+
+    if (keep->release.posted) {
+        ngx_delete_posted_event(&keep->release);
+    }
+
+    if (keep->resume != NULL) {
+        keep->resume->keep = NULL;
+        keep->resume = NULL;
+    }
 }
 
 

@@ -55,7 +55,6 @@ static ngx_int_t ngx_http_mcp_aggregate_post(ngx_http_mcp_aggregate_leg_t *leg,
 static void ngx_http_mcp_aggregate_restart(ngx_http_mcp_aggregate_op_t *op);
 static void ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last,
     ngx_str_t *id, ngx_msec_t *retry);
-static void ngx_http_mcp_aggregate_resume_cleanup(void *data);
 static ngx_int_t ngx_http_mcp_aggregate_message(void *data, u_char *p,
     size_t len);
 static ngx_uint_t ngx_http_mcp_aggregate_is_response(cJSON *json);
@@ -113,30 +112,13 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
 {
     ngx_int_t                         rc;
     ngx_uint_t                        taken;
-    ngx_pool_cleanup_t               *cln;
     ngx_http_mcp_aggregate_op_t      *op;
     ngx_http_mcp_aggregate_resume_t  *rs;
 
     op = leg->op;
+
+    /* NULL (no memory for it): a stream that ends early fails */
     rs = leg->resume;
-
-    if (rs == NULL) {
-        /* no memory for it: a stream that ends early fails, as it would */
-        rs = ngx_pcalloc(ngx_http_mcp_call_pool(op->call),
-                         sizeof(ngx_http_mcp_aggregate_resume_t));
-        cln = ngx_pool_cleanup_add(ngx_http_mcp_call_pool(op->call), 0);
-
-        if (rs != NULL && cln != NULL) {
-            rs->last.data = rs->last_id;
-            rs->retry = NGX_CONF_UNSET_MSEC;
-            rs->timer.log = ngx_http_mcp_call_get_log(op->call);
-
-            cln->handler = ngx_http_mcp_aggregate_resume_cleanup;
-            cln->data = rs;
-
-            leg->resume = rs;
-        }
-    }
 
     rc = ngx_http_mcp_aggregate_sse(leg->st, last,
                                     ngx_http_mcp_aggregate_message, leg,
@@ -154,19 +136,6 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
     }
 
     return rc;
-}
-
-
-/* the call ended while its stream waits to be resumed */
-
-static void
-ngx_http_mcp_aggregate_resume_cleanup(void *data)
-{
-    ngx_http_mcp_aggregate_resume_t *rs = data;
-
-    if (rs->timer.timer_set) {
-        ngx_del_timer(&rs->timer);
-    }
 }
 
 

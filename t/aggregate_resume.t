@@ -230,6 +230,20 @@ like($t->log_since($mark), qr/\[warn\].*backend "fake".*stream ended before its 
     is(text($m && $m->{result}), 'done after 1', 'a stateless (2026-07-28) client: the result on its own stream');
 }
 
+# a client that goes once its stream has ended, without resuming: the
+# call runs on to its end, the POST it held goes then
+{
+    unlink $flog;
+    my $s = call_stream($t, $sid, 13, 'fake__twice', {}, timeout => 15);
+    my @ev = take_all($s, 5);
+    ok($s->is_done && !grep({ ref $_->{json} eq 'HASH' && defined $_->{json}{id} } @ev),
+       'a client whose stream ended before the response, gone without resuming');
+    $s->close if $s->can('close');
+    McpTest::wait_until(5, sub { 2 == grep { $_->{method} eq 'GET' } fake_requests() });
+    sleep 0.3;
+    is(scalar(grep { $_->{method} eq 'GET' } fake_requests()), 2, '... the gateway still resumed the backend\'s twice');
+}
+
 # the gateway and the local backend still answer
 {
     my $r = $t->mcp_call($sid, 'tools/call', { name => 'test_simple_text', arguments => {} });

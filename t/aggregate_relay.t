@@ -125,21 +125,6 @@ my $node = start_everything_node(port => $t->port(2), log => $node_log);
 
 sub text { (($_[0] // {})->{content} // [ {} ])->[0]{text} // '' }
 
-# the events of a call's stream until its response (or $timeout)
-sub until_response {
-    my ($s, $id, $timeout) = @_;
-    my @msgs;
-    my $deadline = time + ($timeout // 10);
-    while (time < $deadline) {
-        my $ev = take($s, $deadline - time) // last;
-        next unless ref $ev->{json} eq 'HASH';
-        push @msgs, $ev->{json};
-        last if defined $ev->{json}{id} && "$ev->{json}{id}" eq "$id"
-                && (exists $ev->{json}{result} || exists $ev->{json}{error});
-    }
-    return @msgs;
-}
-
 # the first server request on a stream
 sub server_request {
     my ($s, $timeout) = @_;

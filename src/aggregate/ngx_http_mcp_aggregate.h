@@ -83,6 +83,22 @@ typedef void (*ngx_http_mcp_aggregate_done_pt)(
     ngx_http_mcp_aggregate_op_t *op);
 
 
+/*
+ * Where a routed request's SSE stream is, should the backend end it
+ * before its response (SEP-1699 polling): the leg resumes it there
+ */
+typedef struct {
+    ngx_str_t                      last;        /* the last event id */
+    u_char                         last_id[NGX_HTTP_MCP_AGGREGATE_EVENT_ID];
+    ngx_msec_t                     retry;       /* its last retry:, or
+                                                   NGX_CONF_UNSET_MSEC */
+    ngx_uint_t                     resumes;
+    ngx_event_t                    timer;       /* until the next */
+    struct ngx_http_mcp_aggregate_keep_s  *keep;  /* the POST, held */
+    unsigned                       resuming:1;  /* the fetch is a GET */
+} ngx_http_mcp_aggregate_resume_t;
+
+
 /* what one backend is asked, and what it answered */
 typedef struct {
     ngx_http_mcp_aggregate_op_t   *op;
@@ -97,6 +113,8 @@ typedef struct {
                                                    freed with the op */
     const char                    *failure;
     uint64_t                       id;          /* of its request there */
+    ngx_http_mcp_aggregate_resume_t  *resume;   /* a routed request's
+                                                   stream, or NULL */
     ngx_uint_t                     asking;      /* its requests to the
                                                    client, pending */
     ngx_uint_t                     answers;     /* sent it */
@@ -181,7 +199,7 @@ ngx_int_t ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_uint_t last);
 ngx_int_t ngx_http_mcp_aggregate_sse(ngx_http_mcp_fetch_state_t *st,
     ngx_uint_t last, ngx_http_mcp_aggregate_sse_pt handler, void *data,
-    ngx_str_t *id, ngx_uint_t *taken);
+    ngx_str_t *id, ngx_msec_t *retry, ngx_uint_t *taken);
 ngx_uint_t ngx_http_mcp_aggregate_version(ngx_shm_zone_t *zone,
     ngx_http_mcp_backend_t *b);
 ngx_int_t ngx_http_mcp_aggregate_header(ngx_pool_t *pool, ngx_table_elt_t *h,

@@ -19,7 +19,8 @@
  * tool's call, which may just run long, and whose backend is told it was
  * given up on), an HTTP error, a reply that is not a JSON-RPC response or is
  * larger than mcp_backend_max_size, a routed request's SSE stream that
- * breaks off (see ngx_http_mcp_aggregate_relay.c).  The first failure
+ * breaks off (see ngx_http_mcp_aggregate_relay.c) where it cannot be
+ * resumed (ngx_http_mcp_aggregate_resume()).  The first failure
  * of an episode is one [warn] line; every worker then leaves the backend
  * out for mcp_backend_retry after its last failure (the session zone
  * keeps its health), tries it again after, and a [notice] line says when
@@ -44,6 +45,24 @@
 #define NGX_HTTP_MCP_LEG_INITIALIZED  1
 #define NGX_HTTP_MCP_LEG_REQUEST      2
 
+#define NGX_HTTP_MCP_LEG_RESUMES      8     /* of a routed request's
+                                               stream, at most: each is a
+                                               subrequest of the POST */
+#define NGX_HTTP_MCP_LEG_RESUME_WAIT  5000  /* ms: the longest retry:
+                                               honoured */
+#define NGX_HTTP_MCP_LEG_RESUME_DELAY 1000  /* ms, without a retry: */
+
+
+/*
+ * The client's POST, held (a count of its own) once its stream ended
+ * before the call's response: its subrequests are the call's resumes
+ */
+typedef struct ngx_http_mcp_aggregate_keep_s {
+    ngx_http_request_t               *request;
+    ngx_http_mcp_aggregate_resume_t  *resume;   /* NULL: let go */
+    ngx_event_t                       release;
+} ngx_http_mcp_aggregate_keep_t;
+
 
 static void ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg);
 static ngx_int_t ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
@@ -52,6 +71,18 @@ static void ngx_http_mcp_aggregate_event(ngx_event_t *ev);
 static ngx_int_t ngx_http_mcp_aggregate_again(
     ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg);
+static ngx_int_t ngx_http_mcp_aggregate_resume(
+    ngx_http_mcp_aggregate_leg_t *leg);
+static ngx_int_t ngx_http_mcp_aggregate_hold(
+    ngx_http_mcp_aggregate_leg_t *leg, ngx_http_request_t *r);
+static void ngx_http_mcp_aggregate_let_go(
+    ngx_http_mcp_aggregate_resume_t *rs);
+static void ngx_http_mcp_aggregate_release(ngx_event_t *ev);
+static void ngx_http_mcp_aggregate_resume_cleanup(void *data);
+static void ngx_http_mcp_aggregate_keep_cleanup(void *data);
+static void ngx_http_mcp_aggregate_resume_handler(ngx_event_t *ev);
+static ngx_int_t ngx_http_mcp_aggregate_resume_send(
+    ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_opened(ngx_http_mcp_aggregate_leg_t *leg,
     cJSON *reply);
@@ -442,6 +473,15 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
         return;
     }
 
+    if (st->done && leg->resume != NULL && leg->resume->resuming) {
+        /* no SSE stream: the backend would not resume it */
+        leg->broken = 1;
+        ngx_http_mcp_aggregate_fail(leg, "its stream ended before its "
+                                         "response, and its resume was "
+                                         "refused");
+        return;
+    }
+
     if (st->done) {
         if (st->unreplied && ngx_http_mcp_aggregate_again(leg) == NGX_OK) {
             return;
@@ -525,11 +565,33 @@ ngx_http_mcp_aggregate_again(ngx_http_mcp_aggregate_leg_t *leg)
 static void
 ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg)
 {
-    ngx_int_t                    rc;
-    ngx_http_mcp_fetch_state_t  *st;
+    ngx_int_t                         rc;
+    ngx_pool_t                       *pool;
+    ngx_pool_cleanup_t               *cln;
+    ngx_http_mcp_fetch_state_t       *st;
+    ngx_http_mcp_aggregate_resume_t  *rs;
 
     st = leg->st;
     leg->streamed = 1;
+
+    if (leg->resume == NULL) {
+        /* where the stream is: without memory for it, none to resume */
+        pool = ngx_http_mcp_call_pool(leg->op->call);
+
+        rs = ngx_pcalloc(pool, sizeof(ngx_http_mcp_aggregate_resume_t));
+        cln = ngx_pool_cleanup_add(pool, 0);
+
+        if (rs != NULL && cln != NULL) {
+            rs->last.data = rs->last_id;
+            rs->retry = NGX_CONF_UNSET_MSEC;
+            rs->timer.log = ngx_http_mcp_call_get_log(leg->op->call);
+
+            cln->handler = ngx_http_mcp_aggregate_resume_cleanup;
+            cln->data = rs;
+
+            leg->resume = rs;
+        }
+    }
 
     rc = ngx_http_mcp_aggregate_events(leg, st->done);
 
@@ -551,9 +613,16 @@ ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg)
     }
 
     if (st->done) {
+        if (ngx_http_mcp_aggregate_resume(leg) == NGX_OK) {
+            return;
+        }
+
         leg->broken = 1;
         ngx_http_mcp_aggregate_fail(leg, st->failed
                                     ? "its location failed"
+                                    : (leg->resume && leg->resume->resumes)
+                                    ? "its resumed stream ended before its "
+                                      "response"
                                     : "its stream ended before its "
                                       "response");
         return;
@@ -561,6 +630,251 @@ ngx_http_mcp_aggregate_stream(ngx_http_mcp_aggregate_leg_t *leg)
 
     if (st->gone) {
         ngx_http_mcp_aggregate_lost(leg, "the client's request went away");
+    }
+}
+
+
+/*
+ * A routed request's stream that ended before its response, after an
+ * event with an id: the backend may have ended it on purpose (SEP-1699
+ * polling: a long call's stream closes, and its client resumes it with
+ * a GET and Last-Event-ID once retry: has passed), or lost it.  The leg
+ * resumes it as a client would, and relays what follows; the op's timer
+ * runs on meanwhile.  NGX_DECLINED: not to be resumed (no id, resumed
+ * enough, told to cancel), the stream has failed.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_resume(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    ngx_msec_t                        delay;
+    ngx_http_mcp_aggregate_resume_t  *rs;
+
+    rs = leg->resume;
+
+    if (rs == NULL || rs->last.len == 0
+        || rs->resumes >= NGX_HTTP_MCP_LEG_RESUMES
+        || leg->abandoned || leg->cancelled)
+    {
+        return NGX_DECLINED;
+    }
+
+    rs->resumes++;
+    rs->resuming = 0;
+
+    ngx_http_mcp_fetch_close(leg->st);
+    leg->st = NULL;
+
+    delay = (rs->retry == NGX_CONF_UNSET_MSEC)
+            ? NGX_HTTP_MCP_LEG_RESUME_DELAY
+            : ngx_min(rs->retry, NGX_HTTP_MCP_LEG_RESUME_WAIT);
+
+    rs->timer.handler = ngx_http_mcp_aggregate_resume_handler;
+    rs->timer.data = leg;
+
+    ngx_add_timer(&rs->timer, delay);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP,
+                   ngx_http_mcp_call_get_log(leg->op->call), 0,
+                   "mcp backend \"%V\": its stream ended before its "
+                   "response, resumed after \"%V\" in %M ms",
+                   &leg->backend->name, &rs->last, delay);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_aggregate_resume_handler(ngx_event_t *ev)
+{
+    ngx_http_mcp_aggregate_leg_t *leg = ev->data;
+
+    if (leg->done) {
+        return;
+    }
+
+    if (ngx_http_mcp_aggregate_resume_send(leg) != NGX_OK) {
+        leg->broken = 1;
+        ngx_http_mcp_aggregate_lost(leg, "its stream ended before its "
+                                         "response, and could not be "
+                                         "resumed");
+    }
+}
+
+
+/* GET, in the leg's session, from the last event id on */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_resume_send(ngx_http_mcp_aggregate_leg_t *leg)
+{
+    ngx_table_elt_t                  *h;
+    ngx_http_request_t               *r;
+    ngx_http_mcp_fetch_t              f;
+    ngx_http_mcp_aggregate_resume_t  *rs;
+
+    rs = leg->resume;
+    r = ngx_http_mcp_call_http_request(leg->op->call);
+
+    if (r == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
+
+    if (ngx_http_mcp_aggregate_headers(leg, r, 0, &f) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    h = ngx_palloc(r->pool, (f.nheaders + 1) * sizeof(ngx_table_elt_t));
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(h, f.headers, f.nheaders * sizeof(ngx_table_elt_t));
+
+    if (ngx_http_mcp_aggregate_header(r->pool, &h[f.nheaders],
+                                      "Last-Event-ID", "last-event-id",
+                                      rs->last.data, rs->last.len)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    f.headers = h;
+    f.nheaders++;
+    f.method = NGX_HTTP_GET;
+    ngx_str_set(&f.method_name, "GET");
+    f.handler = ngx_http_mcp_aggregate_event;
+    f.data = leg;
+    f.stream = 1;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "mcp backend \"%V\": GET to %V, resuming",
+                   &leg->backend->name, &leg->backend->uri);
+
+    leg->st = ngx_http_mcp_fetch_call(leg->op->call, &f);
+
+    if (leg->st == NULL || ngx_http_mcp_aggregate_watch_client(leg) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rs->resuming = 1;
+
+    /*
+     * The client's stream ends as the backend's did (its priming event
+     * said where it is): what follows reaches the client when it resumes
+     * at the gateway.  The POST is held meanwhile: its end would end the
+     * call's subrequests, and the next resume could not be asked.  Not a
+     * stateless client's (it cannot resume), nor an HTTP/2 or HTTP/3
+     * stream (its connection's end frees it whatever its count): their
+     * streams stay, and carry what follows.
+     */
+    if (rs->resumes == 1 && !leg->op->stateless
+        && r->main->http_version < NGX_HTTP_VERSION_20
+        && ngx_http_mcp_aggregate_hold(leg, r->main) == NGX_OK
+        && ngx_http_mcp_call_close_stream(leg->op->call) != NGX_OK)
+    {
+        ngx_http_mcp_aggregate_let_go(rs);
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_aggregate_hold(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t             *cln;
+    ngx_http_mcp_aggregate_keep_t  *keep;
+
+    keep = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_aggregate_keep_t));
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (keep == NULL || cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    keep->request = r;
+    keep->resume = leg->resume;
+    keep->release.handler = ngx_http_mcp_aggregate_release;
+    keep->release.data = keep;
+    keep->release.log = r->connection->log;
+
+    cln->handler = ngx_http_mcp_aggregate_keep_cleanup;
+    cln->data = keep;
+
+    r->count++;
+    leg->resume->keep = keep;
+
+    return NGX_OK;
+}
+
+
+/* the call is over: the POST goes its way, from an event of its own */
+
+static void
+ngx_http_mcp_aggregate_let_go(ngx_http_mcp_aggregate_resume_t *rs)
+{
+    ngx_http_mcp_aggregate_keep_t  *keep;
+
+    keep = rs->keep;
+
+    if (keep == NULL) {
+        return;
+    }
+
+    rs->keep = NULL;
+    keep->resume = NULL;
+
+    ngx_post_event(&keep->release, &ngx_posted_events);
+}
+
+
+static void
+ngx_http_mcp_aggregate_release(ngx_event_t *ev)
+{
+    ngx_http_mcp_aggregate_keep_t *keep = ev->data;
+
+    ngx_connection_t  *c;
+
+    c = keep->request->connection;
+
+    ngx_http_finalize_request(keep->request, NGX_DONE);
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* the call ended (a resume may be waiting) */
+
+static void
+ngx_http_mcp_aggregate_resume_cleanup(void *data)
+{
+    ngx_http_mcp_aggregate_resume_t *rs = data;
+
+    if (rs->timer.timer_set) {
+        ngx_del_timer(&rs->timer);
+    }
+
+    ngx_http_mcp_aggregate_let_go(rs);
+}
+
+
+/* the POST went all the same (its connection failed) */
+
+static void
+ngx_http_mcp_aggregate_keep_cleanup(void *data)
+{
+    ngx_http_mcp_aggregate_keep_t *keep = data;
+
+    if (keep->release.posted) {
+        ngx_delete_posted_event(&keep->release);
+    }
+
+    if (keep->resume != NULL) {
+        keep->resume->keep = NULL;
+        keep->resume = NULL;
     }
 }
 

@@ -483,7 +483,7 @@ ngx_http_mcp_listen_event(ngx_event_t *ev)
 
     rc = ngx_http_mcp_aggregate_sse(st, st->done,
                                     ngx_http_mcp_listen_message, lb,
-                                    &lb->last, &taken);
+                                    &lb->last, NULL, &taken);
 
     if (rc == NGX_DECLINED) {
         ngx_http_mcp_listen_end(lb, 0, "an event over mcp_backend_max_size");

@@ -17,7 +17,9 @@
  *     that the client's answer reaches this call from whichever worker
  *     it arrives at; the answer goes back to the backend, in its
  *     session, with the backend's own id;
- *   - the response ends the leg, as a JSON reply does.
+ *   - the response ends the leg, as a JSON reply does;
+ *   - an event's id and retry: are kept: a stream that ends before its
+ *     response is resumed from there (ngx_http_mcp_aggregate_leg.c).
  *
  * A client's notifications/cancelled ends the call, and the call's end
  * before its backend's response sends the backend notifications/cancelled
@@ -52,7 +54,7 @@ static ngx_int_t ngx_http_mcp_aggregate_post(ngx_http_mcp_aggregate_leg_t *leg,
     u_char *text, size_t len);
 static void ngx_http_mcp_aggregate_restart(ngx_http_mcp_aggregate_op_t *op);
 static void ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last,
-    ngx_str_t *id);
+    ngx_str_t *id, ngx_msec_t *retry);
 static ngx_int_t ngx_http_mcp_aggregate_message(void *data, u_char *p,
     size_t len);
 static ngx_uint_t ngx_http_mcp_aggregate_is_response(cJSON *json);
@@ -108,15 +110,20 @@ ngx_int_t
 ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_uint_t last)
 {
-    ngx_int_t                     rc;
-    ngx_uint_t                    taken;
-    ngx_http_mcp_aggregate_op_t  *op;
+    ngx_int_t                         rc;
+    ngx_uint_t                        taken;
+    ngx_http_mcp_aggregate_op_t      *op;
+    ngx_http_mcp_aggregate_resume_t  *rs;
 
     op = leg->op;
 
+    /* NULL (no memory for it): a stream that ends early fails */
+    rs = leg->resume;
+
     rc = ngx_http_mcp_aggregate_sse(leg->st, last,
                                     ngx_http_mcp_aggregate_message, leg,
-                                    NULL, &taken);
+                                    rs ? &rs->last : NULL,
+                                    rs ? &rs->retry : NULL, &taken);
 
     if (rc == NGX_DECLINED) {
         leg->failure = "an event of its stream is larger than "
@@ -139,7 +146,8 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
  * taken leaves the buffer, so that the bound (st->max) is an event's,
  * not the stream's.  With id, the last event id seen goes there (a
  * resume's Last-Event-ID; one longer than NGX_HTTP_MCP_AGGREGATE_EVENT_ID
- * or with other than visible ASCII is none).  NGX_AGAIN: more is to
+ * or with other than visible ASCII is none); with retry, the last
+ * retry: field's delay.  NGX_AGAIN: more is to
  * come; NGX_DECLINED: an event is over the bound; else what the handler
  * returned.
  */
@@ -147,7 +155,7 @@ ngx_http_mcp_aggregate_events(ngx_http_mcp_aggregate_leg_t *leg,
 ngx_int_t
 ngx_http_mcp_aggregate_sse(ngx_http_mcp_fetch_state_t *st,
     ngx_uint_t last, ngx_http_mcp_aggregate_sse_pt handler, void *data,
-    ngx_str_t *id, ngx_uint_t *taken)
+    ngx_str_t *id, ngx_msec_t *retry, ngx_uint_t *taken)
 {
     u_char     *p, *end, *ev, *eol, *next;
     size_t      len;
@@ -192,7 +200,7 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_fetch_state_t *st,
         }
 
         if (id != NULL) {
-            ngx_http_mcp_aggregate_event_id(ev, p, id);
+            ngx_http_mcp_aggregate_event_id(ev, p, id, retry);
         }
 
         len = ngx_http_mcp_sse_data(ev, p, ev);
@@ -233,18 +241,46 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_fetch_state_t *st,
 }
 
 
-/* an event's "id:" field, when it has one that fits and is visible */
+/*
+ * An event's "id:" field, when it has one that fits and is visible; and
+ * with retry, its "retry:" field, when it is digits only, as SSE wants
+ */
 
 static void
-ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last, ngx_str_t *id)
+ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last, ngx_str_t *id,
+    ngx_msec_t *retry)
 {
-    size_t     i;
-    ngx_str_t  v;
+    size_t      i;
+    u_char     *line;
+    ngx_int_t   n;
+    ngx_str_t   v;
+    ngx_uint_t  seen;
+
+    seen = 0;
 
     while (p < last) {
-        p = ngx_http_mcp_sse_field(p, last, "id:", &v);
+        line = p;
+        p = ngx_http_mcp_sse_field(line, last, "id:", &v);
 
         if (v.data == NULL) {
+            if (retry == NULL) {
+                continue;
+            }
+
+            (void) ngx_http_mcp_sse_field(line, last, "retry:", &v);
+
+            if (v.data != NULL && v.len) {
+                n = ngx_atoi(v.data, v.len);
+
+                if (n != NGX_ERROR) {
+                    *retry = (ngx_msec_t) n;
+                }
+            }
+
+            continue;
+        }
+
+        if (seen++) {
             continue;
         }
 
@@ -259,7 +295,9 @@ ngx_http_mcp_aggregate_event_id(u_char *p, u_char *last, ngx_str_t *id)
             id->len = v.len;
         }
 
-        return;
+        if (retry == NULL) {
+            return;
+        }
     }
 }
 

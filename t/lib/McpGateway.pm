@@ -611,12 +611,15 @@ sub _dying_connection {
 # names in tools, and for a tools/call of one of them
 # $o{call}->($socket, $name, $id, $body), which writes the whole HTTP
 # reply; any other request gets -32601.  With log, every request body is
-# appended to that file, a line each.  Returns what fake_upstream does.
+# appended to that file, a line each.  With get, a GET is
+# $o{get}->($socket, $head), which writes the whole reply.  Returns what
+# fake_upstream does.
 sub fake_mcp_server {
     my (%o) = @_;
     my $names = join '|', map { quotemeta } @{ $o{tools} };
     return fake_upstream(sub {
         my ($c, $head, $body) = @_;
+        return $o{get}->($c, $head) if $o{get} && $head =~ /^GET /;
         if (defined $o{log} && open my $fh, '>>', $o{log}) {
             print $fh "$body\n";
             close $fh;

@@ -17,7 +17,8 @@ use McpTest ();
 
 our @EXPORT = qw(streaming_server call_msg call_stream take take_all rpc_of
                  id_parts priming_ok ended_ok answer sampling_answer
-                 pids_by_tag worker_of quiet_for next_request);
+                 pids_by_tag worker_of quiet_for next_request
+                 until_response);
 
 # A started instance serving the Everything set at /mcp, with
 #   - listen ... reuseport: every worker has its own listening socket and
@@ -98,6 +99,22 @@ sub next_request {
         return $m if ref $m eq 'HASH' && defined $m->{method} && defined $m->{id};
     }
     return undef;
+}
+
+# The JSON-RPC messages on stream $s up to the response with id $id, that
+# one last, or those that came within $timeout (10 s) without it.
+sub until_response {
+    my ($s, $id, $timeout) = @_;
+    my @msgs;
+    my $deadline = Time::HiRes::time() + ($timeout // 10);
+    while ((my $left = $deadline - Time::HiRes::time()) > 0) {
+        my $ev = take($s, $left) // last;
+        next unless ref $ev->{json} eq 'HASH';
+        push @msgs, $ev->{json};
+        last if defined $ev->{json}{id} && "$ev->{json}{id}" eq "$id"
+                && (exists $ev->{json}{result} || exists $ev->{json}{error});
+    }
+    return @msgs;
 }
 
 # The JSON-RPC messages carried by a list of events (priming events and
@@ -247,6 +264,8 @@ logs/pids.log (C<$pid $http_x_tag $request $status>), C<X-Worker: $pid>.
 =item take($sse, $timeout) -> $ev (with C<at>), take_all($sse, $timeout) -> @ev
 
 =item next_request($sse, $timeout) -> the next request on the stream | undef
+
+=item until_response($sse, $id, $timeout = 10) -> @messages up to the response to $id
 
 =item rpc_of(@events) -> @messages, id_parts($id) -> ($stream, $seq)
 

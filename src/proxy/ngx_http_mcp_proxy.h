@@ -163,6 +163,8 @@ typedef struct {
     ngx_queue_t                relay;       /* in the endless relays */
     ngx_http_upstream_conf_t  *uconf;       /* u->conf, but while the
                                                request may go again */
+    ngx_event_free_peer_pt     peer_free;   /* the peer's own, hooked by
+                                               mcp_pass_retry */
     unsigned                   initialize:1;
     unsigned                   pinned:1;
     unsigned                   stateless:1;  /* 2026-07-28: any replica */
@@ -182,7 +184,6 @@ typedef struct {
                                                is refused, not relayed */
     unsigned                   lax:1;       /* held for the outcomes only:
                                                too large, it goes unread */
-    unsigned                   retry:1;     /* safe to send twice */
     unsigned                   replied:1;   /* a byte of the reply came */
     ngx_uint_t                 pin_no_room;  /* tools of a list left
                                                without a pin */
@@ -291,7 +292,6 @@ ngx_int_t ngx_http_mcp_proxy_check_arguments(ngx_http_mcp_ctx_t *ctx,
     ngx_str_t *tool, cJSON *arguments, u_char **error);
 
 /* sending a request again (ngx_http_mcp_proxy_retry.c) */
-ngx_uint_t ngx_http_mcp_proxy_retry_safe(ngx_http_mcp_proxy_ctx_t *pctx);
 ngx_int_t ngx_http_mcp_proxy_retry_output(void *data, ngx_chain_t *in);
 ngx_int_t ngx_http_mcp_proxy_retry_learn(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result);

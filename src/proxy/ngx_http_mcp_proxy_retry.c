@@ -21,15 +21,20 @@
  * is ngx_http_mcp_jsonrpc_retry()'s, which mcp_backend's legs follow
  * too).  A POST is sent again only when each of its messages may be.
  *
- * Why per connection, not a location's next_upstream: the request's
- * first write on a connection points u->conf at the location's copy
- * whose next_upstream allows the try (upstream_retry: an error, not a
- * timeout: a replica that is slow may be running the call), when that
- * connection came from the cache; on a new connection, or once a byte
- * of the reply came (ngx_http_mcp_proxy_process_status()), u->conf is
- * the request's own again, and a failure is the client's error, as
- * without this.  A session's retry goes to its replica, as any of its
- * requests does; initialize and a stateless request may move on.
+ * Why per connection, not a location's next_upstream: when a try on a
+ * connection that came from the keepalive cache fails before a byte of
+ * the reply came, the free hook of its peer, which nginx calls before
+ * it weighs next_upstream (ngx_http_upstream_next(), 1.22 to 1.31 alike),
+ * points u->conf at the location's copy whose next_upstream allows the
+ * try (upstream_retry: an error, not a timeout: a replica that is slow
+ * may be running the call) when the request is harmless twice.  So the
+ * zone is asked for a tool's hints only on such a failure, not on every
+ * call.  Each write of a try, and the reply's first byte
+ * (ngx_http_mcp_proxy_process_status()), make u->conf the request's own
+ * again: a failure on a new connection, or once the reply began, is the
+ * client's error, as without this.  A session's retry goes to its
+ * replica, as any of its requests does; initialize and a stateless
+ * request may move on.
  */
 
 
@@ -38,13 +43,17 @@
 #include "ngx_http_mcp_store.h"
 
 
+static ngx_uint_t ngx_http_mcp_proxy_retry_safe(
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static void ngx_http_mcp_proxy_retry_free(ngx_peer_connection_t *pc,
+    void *data, ngx_uint_t state);
 static ngx_int_t ngx_http_mcp_proxy_retry_tool(void *data, cJSON *tool,
     ngx_str_t *name);
 
 
 /* whether the request pctx relays may be sent twice */
 
-ngx_uint_t
+static ngx_uint_t
 ngx_http_mcp_proxy_retry_safe(ngx_http_mcp_proxy_ctx_t *pctx)
 {
     ngx_uint_t           i;
@@ -82,10 +91,10 @@ ngx_http_mcp_proxy_retry_safe(ngx_http_mcp_proxy_ctx_t *pctx)
 
 
 /*
- * The request's writer while it may go again: each write on a
- * connection the keepalive cache gave lets a failure there try again
- * (upstream_retry); on a connection of its own, or once the reply
- * began, u->conf is the request's.
+ * The request's writer under mcp_pass_retry: each write of a try, until
+ * the reply began, makes u->conf the request's own, and on a connection
+ * the keepalive cache gave hooks the peer's free, which decides whether
+ * a failure there may try again.
  */
 
 ngx_int_t
@@ -100,15 +109,57 @@ ngx_http_mcp_proxy_retry_output(void *data, ngx_chain_t *in)
     pctx = ngx_http_mcp_proxy_get_ctx(r);
 
     if (!pctx->replied) {
-        u->conf = u->peer.cached ? &pctx->conf->upstream_retry : pctx->uconf;
+        u->conf = pctx->uconf;
 
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                       "mcp proxy: on a %s connection, %s",
-                       u->peer.cached ? "cached" : "new",
-                       u->peer.cached ? "may go again" : "goes once");
+        if (u->peer.cached && u->peer.free != ngx_http_mcp_proxy_retry_free)
+        {
+            pctx->peer_free = u->peer.free;
+            u->peer.free = ngx_http_mcp_proxy_retry_free;
+        }
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "mcp proxy: on a %s connection",
+                       u->peer.cached ? "cached" : "new");
     }
 
     return ngx_chain_writer(&u->writer, in);
+}
+
+
+/*
+ * The peer's free, which ngx_http_upstream_next() calls before it looks
+ * at u->conf->next_upstream: a try on a cached connection that failed
+ * before any byte of the reply may go again when the request is
+ * harmless twice (asked of the zone only now), else it goes once; on a
+ * new connection u->conf stays as it is.  Then the peer's own free.
+ * Wrapped here, not in mcp_affinity's balancer: a gateway without it
+ * (one server, or a URL) has round robin's or keepalive's free.
+ */
+
+static void
+ngx_http_mcp_proxy_retry_free(ngx_peer_connection_t *pc, void *data,
+    ngx_uint_t state)
+{
+    ngx_http_request_t        *r;
+    ngx_http_upstream_t       *u;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    u = (ngx_http_upstream_t *)
+            ((u_char *) pc - offsetof(ngx_http_upstream_t, peer));
+    r = u->output.filter_ctx;
+    pctx = ngx_http_mcp_proxy_get_ctx(r);
+
+    if ((state & NGX_PEER_FAILED) && pc->cached && !pctx->replied) {
+        u->conf = ngx_http_mcp_proxy_retry_safe(pctx)
+                  ? &pctx->conf->upstream_retry : pctx->uconf;
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "mcp proxy: a cached connection failed, %s",
+                       (u->conf == pctx->uconf) ? "goes once"
+                                                : "may go again");
+    }
+
+    pctx->peer_free(pc, data, state);
 }
 
 

@@ -75,11 +75,13 @@ ngx_http_mcp_proxy_start(ngx_http_request_t *r,
                                                     : &plcf->upstream;
     u->output.tag = (ngx_buf_tag_t) &ngx_http_mcp_module;
 
-    /* one that may go again: its writer chooses, connection by connection */
+    /*
+     * one that may go again: its writer and a failed connection's free
+     * choose, connection by connection (ngx_http_mcp_proxy_retry.c)
+     */
     pctx->uconf = u->conf;
-    pctx->retry = ngx_http_mcp_proxy_retry_safe(pctx);
 
-    if (pctx->retry) {
+    if (plcf->retry) {
         u->output.output_filter = ngx_http_mcp_proxy_retry_output;
         u->output.filter_ctx = r;
     }

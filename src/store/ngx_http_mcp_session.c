@@ -118,6 +118,8 @@ ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_queue_init(&ctx->sh->listeners);
     ngx_queue_init(&ctx->sh->backends);
     ngx_queue_init(&ctx->sh->tools);
+    ngx_rbtree_init(&ctx->sh->tools_tree, &ctx->sh->tools_sentinel,
+                    ngx_http_mcp_tools_insert);
     ctx->sh->state_key_made = 0;
 
     ngx_rbtree_init(&ctx->sh->clients, &ctx->sh->clients_sentinel,

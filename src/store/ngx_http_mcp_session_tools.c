@@ -56,28 +56,111 @@ ngx_http_mcp_tools_hash(ngx_str_t *upstream, ngx_str_t *name)
 }
 
 
+/*
+ * The order of the zone's tree of tools after their hash: upstream and
+ * name by length, then by bytes.  Equal hashes (one in 2^32) must not
+ * simply go right, as a rotation can lift a later node above an earlier
+ * one of the same hash, where a lookup going right would not see it.
+ */
+
+static ngx_int_t
+ngx_http_mcp_tools_cmp(ngx_str_t *upstream, ngx_str_t *name,
+    ngx_http_mcp_tooldef_sh_t *t)
+{
+    ngx_int_t  rc;
+
+    if (upstream->len != t->upstream_len) {
+        return (upstream->len < t->upstream_len) ? -1 : 1;
+    }
+
+    if (name->len != t->name_len) {
+        return (name->len < t->name_len) ? -1 : 1;
+    }
+
+    rc = ngx_memcmp(upstream->data, t->data, upstream->len);
+
+    if (rc != 0) {
+        return rc;
+    }
+
+    return ngx_memcmp(name->data, t->data + t->upstream_len, name->len);
+}
+
+
+void
+ngx_http_mcp_tools_insert(ngx_rbtree_node_t *temp, ngx_rbtree_node_t *node,
+    ngx_rbtree_node_t *sentinel)
+{
+    ngx_str_t                   upstream, name;
+    ngx_rbtree_node_t         **p;
+    ngx_http_mcp_tooldef_sh_t  *t;
+
+    t = (ngx_http_mcp_tooldef_sh_t *) node;
+
+    upstream.data = t->data;
+    upstream.len = t->upstream_len;
+    name.data = t->data + t->upstream_len;
+    name.len = t->name_len;
+
+    for ( ;; ) {
+
+        if (node->key != temp->key) {
+            p = (node->key < temp->key) ? &temp->left : &temp->right;
+
+        } else {
+            p = (ngx_http_mcp_tools_cmp(&upstream, &name,
+                                        (ngx_http_mcp_tooldef_sh_t *) temp)
+                 < 0)
+                ? &temp->left : &temp->right;
+        }
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
+
+
+/*
+ * A lookup on every tools/call relayed and on every tool of every list:
+ * by the tree, not a walk of up to NGX_HTTP_MCP_TOOLS_MAX records.
+ */
+
 static ngx_http_mcp_tooldef_sh_t *
 ngx_http_mcp_tools_find(ngx_http_mcp_zone_t *ctx, uint32_t hash,
     ngx_str_t *upstream, ngx_str_t *name)
 {
-    ngx_queue_t                *q;
+    ngx_int_t                   rc;
+    ngx_rbtree_node_t          *node, *sentinel;
     ngx_http_mcp_tooldef_sh_t  *t;
 
-    for (q = ngx_queue_head(&ctx->sh->tools);
-         q != ngx_queue_sentinel(&ctx->sh->tools);
-         q = ngx_queue_next(q))
-    {
-        t = ngx_queue_data(q, ngx_http_mcp_tooldef_sh_t, queue);
+    node = ctx->sh->tools_tree.root;
+    sentinel = ctx->sh->tools_tree.sentinel;
 
-        if (t->hash == hash
-            && t->upstream_len == upstream->len
-            && t->name_len == name->len
-            && ngx_memcmp(t->data, upstream->data, upstream->len) == 0
-            && ngx_memcmp(t->data + upstream->len, name->data, name->len)
-               == 0)
-        {
+    while (node != sentinel) {
+
+        if (hash != node->key) {
+            node = (hash < node->key) ? node->left : node->right;
+            continue;
+        }
+
+        t = (ngx_http_mcp_tooldef_sh_t *) node;
+
+        rc = ngx_http_mcp_tools_cmp(upstream, name, t);
+
+        if (rc == 0) {
             return t;
         }
+
+        node = (rc < 0) ? node->left : node->right;
     }
 
     return NULL;
@@ -89,6 +172,7 @@ ngx_http_mcp_tools_forget(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_tooldef_sh_t *t)
 {
     ngx_queue_remove(&t->queue);
+    ngx_rbtree_delete(&ctx->sh->tools_tree, &t->node);
     ctx->sh->ntools--;
     ctx->sh->tools_size -= t->size;
     ngx_slab_free_locked(ctx->shpool, t);
@@ -237,7 +321,7 @@ ngx_http_mcp_tools_add(ngx_http_mcp_zone_t *ctx, uint32_t hash,
         return NULL;
     }
 
-    t->hash = hash;
+    t->node.key = hash;
     t->size = size;
     t->upstream_len = upstream->len;
     t->name_len = name->len;
@@ -257,6 +341,7 @@ ngx_http_mcp_tools_add(ngx_http_mcp_zone_t *ctx, uint32_t hash,
     }
 
     ngx_queue_insert_head(&ctx->sh->tools, &t->queue);
+    ngx_rbtree_insert(&ctx->sh->tools_tree, &t->node);
     ctx->sh->ntools++;
     ctx->sh->tools_size += size;
 

@@ -77,8 +77,9 @@ typedef struct {
 /* an upstream's tool as its list declared it, for mcp_pass's checks
    and pins */
 typedef struct {
+    ngx_rbtree_node_t          node;        /* key: ngx_http_mcp_tools_hash()
+                                               of the upstream and name */
     ngx_queue_t                queue;       /* most recently learnt first */
-    uint32_t                   hash;        /* of the upstream and name */
     size_t                     size;        /* the whole record's */
     size_t                     upstream_len;
     size_t                     name_len;
@@ -228,6 +229,9 @@ typedef struct {
     ngx_uint_t                 dropped;     /* events out of full logs */
     ngx_queue_t                backends;    /* ngx_http_mcp_health_sh_t */
     ngx_queue_t                tools;       /* ngx_http_mcp_tooldef_sh_t */
+    ngx_rbtree_t               tools_tree;  /* the same, by upstream and
+                                               name */
+    ngx_rbtree_node_t          tools_sentinel;
     ngx_uint_t                 ntools;
     size_t                     tools_size;  /* their bytes */
     ngx_rbtree_t               dpop;        /* ngx_http_mcp_dpop_sh_t */
@@ -261,6 +265,8 @@ typedef struct {
 
 ngx_int_t ngx_http_mcp_session_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
+void ngx_http_mcp_tools_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
 
 /* a session node's id, from its rbtree node (the node ends at color) */
 #define NGX_HTTP_MCP_SESSION_ID_OFF                                          \

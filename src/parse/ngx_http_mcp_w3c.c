@@ -406,8 +406,7 @@ ngx_uint_t
 ngx_http_mcp_w3c_meta(cJSON *meta, ngx_http_mcp_trace_t *t,
     ngx_uint_t *dropped)
 {
-    char        *name;
-    cJSON       *item;
+    cJSON       *item, *found[3];
     ngx_str_t   *value;
     ngx_int_t    rc;
     ngx_uint_t   k, kept;
@@ -420,9 +419,35 @@ ngx_http_mcp_w3c_meta(cJSON *meta, ngx_http_mcp_trace_t *t,
         return 0;
     }
 
+    /*
+     * one walk over _meta's members, not a lookup a name: a request's
+     * _meta mostly holds other keys (a 2026-07-28 one, several), and
+     * this runs for every message (the parser refused duplicate keys)
+     */
+
+    found[0] = NULL;
+    found[1] = NULL;
+    found[2] = NULL;
+
+    for (item = meta->child; item != NULL; item = item->next) {
+        if (item->string == NULL
+            || (item->string[0] != 't' && item->string[0] != 'b'))
+        {
+            continue;
+        }
+
+        for (k = 0; k < 3; k++) {
+            if (ngx_strcmp(item->string, ngx_http_mcp_w3c_names[k].data)
+                == 0)
+            {
+                found[k] = item;
+                break;
+            }
+        }
+    }
+
     for (k = 0; k < 3; k++) {
-        name = (char *) ngx_http_mcp_w3c_names[k].data;
-        item = cJSON_GetObjectItemCaseSensitive(meta, name);
+        item = found[k];
         if (item == NULL) {
             continue;
         }

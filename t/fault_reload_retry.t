@@ -167,6 +167,14 @@ for my $tool (qw(launch plain unlisted)) {
 
     $r = $t->mcp_post($s2, '{"jsonrpc":"2.0","id":"ap","method":"ping"}', path => '/affinity');
     is($r->{status}, 200, 'mcp_affinity: the session is still there after the failed call');
+
+    # the kept connections that died were not the replicas' failures: none
+    # was taken out for fail_timeout, so a request no session pins (a new
+    # session's initialize) finds one
+    my ($s3) = $t->mcp_initialize(path => '/affinity');
+    ok(defined $s3, 'mcp_affinity: a new session after those failures finds a replica');
+    unlike($t->error_log, qr/upstream server temporarily disabled/,
+           'mcp_affinity: no replica was disabled by a dying kept connection');
 }
 
 # --- a curated view: the upstream's hints, under its names --------------------

@@ -157,6 +157,22 @@ ngx_http_mcp_proxy_retry_free(ngx_peer_connection_t *pc, void *data,
                        "mcp proxy: a cached connection failed, %s",
                        (u->conf == pctx->uconf) ? "goes once"
                                                 : "may go again");
+
+        /*
+         * A kept connection closed or reset before a byte of the reply
+         * is the end of that connection (its worker exited at a reload,
+         * or was killed), not of the server: counted as the server's
+         * failure it took every replica out for fail_timeout at each
+         * reload ("no live upstreams" for the requests no session pins,
+         * scripts/soak).  A timeout still counts: a hung server is one.
+         */
+
+        if (pc->connection == NULL
+            || !(pc->connection->read->timedout
+                 || pc->connection->write->timedout))
+        {
+            state &= ~NGX_PEER_FAILED;
+        }
     }
 
     pctx->peer_free(pc, data, state);

@@ -737,6 +737,7 @@ async function newSession(c) {
     record(c.front, 'initialized',
            n.status === 202 ? 'ok' : n.status ? `http ${n.status}`
            : `reset ${n.err}`, t1);
+    s.subscribed = now();
     await rpc(c, s, 'subscribe', 'resources/subscribe',
               { uri: 'test://watched-resource' });
     s.loop = getLoop(c, s);
@@ -752,7 +753,7 @@ function checkNotes(c, s) {
     }
     const t = now();
     const due = triggers.filter((x) => x > s.getOpen + 1 && x < t - 3).length;
-    const most = triggers.filter((x) => x > s.getOpen - 1).length;
+    const most = triggers.filter((x) => x > s.subscribed - 1).length;
     count('sessions checked for notifications');
     count('notifications due (at least)', due);
     count('notifications received', s.notes);
@@ -1030,10 +1031,18 @@ async function sample() {
     });
 }
 
+// at 0 s, then at 7 s past every SAMPLE_S: not at the moment of a reload
+// or a kill (multiples of 15 s), when the old workers may not yet say that
+// they are shutting down
 async function sampleLoop() {
+    await sample();
+    let next = 7;
     while (running) {
-        await sample();
-        await sleep(SAMPLE_S * 1000);
+        await sleep(Math.max(0, next - now()) * 1000);
+        if (running) {
+            await sample();
+        }
+        next += SAMPLE_S;
     }
 }
 

@@ -299,6 +299,22 @@ function windowOf(t0, t1) {
 }
 
 const LOST = /^(reset|timeout|cut|lost)/;
+const gw502 = new Map();    // the gateway's 502s by the endpoint fault before
+
+// the endpoint's last fault before t and how long before
+function after502(t) {
+    let last = null;
+    for (const f of faults) {
+        if (f.type !== 'reload gateway' && f.t0 <= t) {
+            last = f;
+        }
+    }
+    if (!last) {
+        return 'no endpoint fault before';
+    }
+    const d = t - (last.t1 === Infinity ? t : last.t1);
+    return `${last.type} +${d <= 3 ? '0-3' : d <= 13 ? '3-13' : 'over 13'} s`;
+}
 
 function record(front, kind, result, t0, detail) {
     const t1 = now();
@@ -313,6 +329,9 @@ function record(front, kind, result, t0, detail) {
         windows.set(wk, new Map());
     }
     bump(windows.get(wk), result);
+    if (front === 'gateway' && result.startsWith('http 502')) {
+        bump(gw502, after502(t0));
+    }
     if (LOST.test(result) && !kind.startsWith('GET')) {
         bump(counters, `lost: ${result} (${w})`);
         if (lostList.length < 20 && w !== 'endpoint restart') {
@@ -1138,6 +1157,18 @@ function summary(elapsed) {
            + `cross-session: ${violations['cross-session']}; duplicated: `
            + `${violations.duplicated}; error replies with a null id: `
            + `${violations['null id']}`);
+    const sum = (re) => [...counters].filter(([k]) => re.test(k))
+        .reduce((a, [, v]) => a + v, 0);
+    const okOf = (kind) => ['direct', 'gateway'].reduce((a, f) =>
+        a + ((outcomes.get(`${f} ${kind}`) || new Map()).get('ok') || 0), 0);
+    L.push(`gateway 502s by the endpoint fault before them: `
+           + `${fmtMap(gw502) || 'none'}`);
+    L.push(`GET streams: ${okOf('GET stream')} opened, ${okOf('GET resume')} `
+           + `resumed with Last-Event-ID; notifications/resources/updated: `
+           + `${counters.get('notifications received') || 0} received by `
+           + `${counters.get('sessions checked for notifications') || 0} `
+           + `sessions, at least ${counters.get('notifications due (at least)') || 0} `
+           + `due, ${sum(/notifications missing/)} missing`);
     for (const [k, v] of [...counters].sort()) {
         L.push(`  ${k}: ${v}`);
     }

@@ -699,7 +699,13 @@ async function getLoop(c, s) {
                     s.notes++;
                 }
                 if (isReply(m)) {
-                    checkReplies(c, s, [m], undefined);
+                    /* replies go on their POST's stream, not here */
+                    if (typeof m.id === 'string' && m.id.startsWith(s.ns + '.')) {
+                        count(`${c.front}: replies on a GET stream`);
+                    } else {
+                        violation('cross-session',
+                                  `${c.front} GET stream got ${m.id}`);
+                    }
                 }
             },
         });

@@ -27,7 +27,7 @@
 // Settings (environment): SOAK_MINUTES (20), SOAK_CLIENTS (32),
 // SOAK_WORKERS (4), SOAK_HALF_SENT (200), SOAK_RELOAD_SECONDS (30),
 // SOAK_KILL_SECONDS (120), SOAK_RESTART_AT (seconds into the run; default
-// 55% of it; 0: no restart), SOAK_SESSION_SECONDS (60, +-20%: a
+// 55% of it and 8 s, away from a reload; 0: no restart), SOAK_SESSION_SECONDS (60, +-20%: a
 // session's life), SOAK_PAUSE_MS (0,
 // between a client's rounds), SOAK_TIMEOUT (30 s a request),
 // SOAK_RESUME_WAIT (10), SOAK_SAMPLE_SECONDS (10), SOAK_LOG_LEVEL
@@ -52,7 +52,7 @@ const HALF_SENT = num('SOAK_HALF_SENT', 200);
 const RELOAD_S = num('SOAK_RELOAD_SECONDS', 30);
 const KILL_S = num('SOAK_KILL_SECONDS', 120);
 const DURATION = MINUTES * 60;
-const RESTART_AT = num('SOAK_RESTART_AT', Math.round(DURATION * 0.55));
+const RESTART_AT = num('SOAK_RESTART_AT', Math.round(DURATION * 0.55) + 8);
 const SESSION_S = num('SOAK_SESSION_SECONDS', 60);
 const PAUSE_MS = num('SOAK_PAUSE_MS', 0);
 const TIMEOUT = num('SOAK_TIMEOUT', 30) * 1000;
@@ -684,7 +684,7 @@ async function getLoop(c, s) {
                        : r.status === 404 ? 'session gone'
                        : `http ${r.status}`, t0);
             },
-            onEvent: (ev, m) => {
+            onEvent: (ev, m, r) => {
                 if (ev.id !== null && ev.data) {
                     /* a priming or final event (no data) repeats an id */
                     if (s.getIds.has(ev.id)) {
@@ -698,8 +698,9 @@ async function getLoop(c, s) {
                 if (m && m.method === 'notifications/resources/updated') {
                     s.notes++;
                 }
-                if (isReply(m)) {
-                    /* replies go on their POST's stream, not here */
+                if (isReply(m) && r.sse) {
+                    /* replies go on their POST's stream, not here (an
+                       error body of a refused GET is no event) */
                     if (typeof m.id === 'string' && m.id.startsWith(s.ns + '.')) {
                         count(`${c.front}: replies on a GET stream`);
                     } else {
@@ -731,7 +732,7 @@ async function getLoop(c, s) {
     s.getDone = true;
 }
 
-async function newSession(c) {
+async function newSession(c, watch = true) {
     const s = { ns: `${c.i}.${++c.sessions}`, sid: null, rounds: 0,
                 closed: now(),
                 end: now() + SESSION_S * (0.8 + 0.4 * Math.random()),
@@ -762,10 +763,12 @@ async function newSession(c) {
     record(c.front, 'initialized',
            n.status === 202 ? 'ok' : n.status ? `http ${n.status}`
            : `reset ${n.err}`, t1);
-    s.subscribed = now();
-    await rpc(c, s, 'subscribe', 'resources/subscribe',
-              { uri: 'test://watched-resource' });
-    s.loop = getLoop(c, s);
+    if (watch) {
+        s.subscribed = now();
+        await rpc(c, s, 'subscribe', 'resources/subscribe',
+                  { uri: 'test://watched-resource' });
+        s.loop = getLoop(c, s);
+    }
     return s;
 }
 
@@ -895,12 +898,11 @@ async function trigger() {
     while (running) {
         await sleep(TRIGGER_S * 1000);
         if (!s || s.gone) {
-            s = await newSession(c);
+            s = await newSession(c, false);
             if (!s) {
                 continue;
             }
-            s.closing = true;       /* it needs no GET stream */
-            s.ctl && s.ctl.abort && s.ctl.abort();
+            s.closing = true;       /* it neither subscribes nor listens */
         }
         const r = await rpc(c, s, 'trigger', 'tools/call',
                             { name: 'update_watched_resource', arguments: {} });

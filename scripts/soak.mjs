@@ -5,11 +5,11 @@
 // keepalive 16).  SOAK_CLIENTS clients, even ones direct to the endpoint,
 // odd ones through the gateway; each runs 2025-11-25 sessions (initialize,
 // subscribe to test://watched-resource, a GET stream held open for the
-// session's life and resumed with Last-Event-ID whenever it ends, and
-// closed by the client every 15 s and resumed), then rounds of tools/list, a JSON tools/call, an SSE
-// tools/call, a sampling call whose request is answered on a new
-// connection, and two 2026-07-28 stateless calls; DELETE after about
-// SOAK_SESSION_SECONDS).  A trigger session calls
+// session's life, resumed with Last-Event-ID whenever it ends and closed
+// by the client every 15 s and resumed; then rounds of tools/list, a JSON
+// tools/call, an SSE tools/call, a sampling call whose request is
+// answered on a new connection, and two 2026-07-28 stateless calls;
+// DELETE after about SOAK_SESSION_SECONDS).  A trigger session calls
 // update_watched_resource every 5 s: every session must see each one on
 // its GET stream.
 //
@@ -27,8 +27,8 @@
 // Settings (environment): SOAK_MINUTES (20), SOAK_CLIENTS (32),
 // SOAK_WORKERS (4), SOAK_HALF_SENT (200), SOAK_RELOAD_SECONDS (30),
 // SOAK_KILL_SECONDS (120), SOAK_RESTART_AT (seconds into the run; default
-// 55% of it and 8 s, away from a reload; 0: no restart), SOAK_SESSION_SECONDS (60, +-20%: a
-// session's life), SOAK_PAUSE_MS (0,
+// 55% of it and 8 s, away from a reload; 0: no restart),
+// SOAK_SESSION_SECONDS (60, +-20%: a session's life), SOAK_PAUSE_MS (0,
 // between a client's rounds), SOAK_TIMEOUT (30 s a request),
 // SOAK_RESUME_WAIT (10), SOAK_SAMPLE_SECONDS (10), SOAK_LOG_LEVEL
 // (notice), SOAK_KEEP (1: keep the directory with the logs), NGINX
@@ -209,7 +209,8 @@ function workers(n) {
         }
         try {
             const st = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-            const ppid = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
+            const ppid = Number(st.slice(st.lastIndexOf(')') + 2)
+                                  .split(' ')[1]);
             if (ppid !== master) {
                 continue;
             }
@@ -589,7 +590,8 @@ async function rpc(c, s, kind, method, params, hdrs) {
     const onEvent = (ev, m) => {
         if (m && m.method === 'sampling/createMessage' && m.id !== undefined) {
             if (s.samplingSeen.has(m.id)) {
-                violation('duplicated', `${c.front} sampling request ${m.id} again`);
+                violation('duplicated',
+                          `${c.front} sampling request ${m.id} again`);
                 return;
             }
             s.samplingSeen.add(m.id);
@@ -688,7 +690,8 @@ async function getLoop(c, s) {
                 if (ev.id !== null && ev.data) {
                     /* a priming or final event (no data) repeats an id */
                     if (s.getIds.has(ev.id)) {
-                        violation('duplicated', `${c.front} GET event ${ev.id} again`);
+                        violation('duplicated',
+                                  `${c.front} GET event ${ev.id} again`);
                     }
                     s.getIds.add(ev.id);
                 }
@@ -1181,7 +1184,8 @@ function summary(elapsed) {
         L.push(`  ${k}: ${v}`);
     }
     if (lostList.length) {
-        L.push('  the first lost replies outside the restart window:', ...lostList.map((x) => `    ${x}`));
+        L.push('  the first lost replies outside the restart window:',
+               ...lostList.map((x) => `    ${x}`));
     }
     if (examples.length) {
         L.push('  first findings:', ...examples.map((x) => `    ${x}`));

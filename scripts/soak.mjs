@@ -331,7 +331,9 @@ function record(front, kind, result, t0, detail) {
     }
     bump(windows.get(wk), result);
     if (front === 'gateway' && result.startsWith('http 502')) {
-        bump(gw502, after502(t0));
+        // by kind too: a retry-safe kind's 502 at a reload is a fault of
+        // the gateway's retry, an unsafe call's is by design (issue 44)
+        bump(gw502, `${after502(t0)}: ${kind}`);
     }
     if (LOST.test(result) && !kind.startsWith('GET')) {
         bump(counters, `lost: ${result} (${w})`);

@@ -65,18 +65,8 @@ sub upstream_got { dying_read($LOG, $_[0]) }
 sub mark { -s $LOG // 0 }
 sub got { dying_got($LOG, @_) }
 
-# an answered request leaves a kept connection for the next one to meet
-sub prime {
-    my ($sid, $path) = @_;
-    my $r = $t->mcp_post($sid, '{"jsonrpc":"2.0","id":"prime","method":"ping"}', path => $path);
-    die "prime: $r->{status}" unless $r->{status} == 200;
-}
-
-sub call {
-    my ($sid, $id, $name, %o) = @_;
-    return $t->mcp_post($sid, qq({"jsonrpc":"2.0","id":"$id","method":"tools/call",)
-                              . qq("params":{"name":"$name","arguments":{}}}), %o);
-}
+sub prime { dying_prime($t, @_) }
+sub call { dying_call($t, @_) }
 
 # --- mcp_pass_retry on (the default) -----------------------------------------
 

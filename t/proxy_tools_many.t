@@ -55,17 +55,8 @@ $t->expect_log_error(
 sub mark { -s $LOG // 0 }
 sub got { dying_got($LOG, @_) }
 
-sub prime {
-    my ($sid, $path) = @_;
-    my $r = $t->mcp_post($sid, '{"jsonrpc":"2.0","id":"prime","method":"ping"}', path => $path);
-    die "prime: $r->{status}" unless $r->{status} == 200;
-}
-
-sub call {
-    my ($sid, $id, $name, %o) = @_;
-    return $t->mcp_post($sid, qq({"jsonrpc":"2.0","id":"$id","method":"tools/call",)
-                              . qq("params":{"name":"$name","arguments":{}}}), %o);
-}
+sub prime { dying_prime($t, @_) }
+sub call { dying_call($t, @_) }
 
 sub list {
     my ($sid, $path, $id) = @_;

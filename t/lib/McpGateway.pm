@@ -28,7 +28,8 @@ our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_set
                  run_node_script port_open try_initialize start_python_upstream
                  client_view fake_mcp_server http2_tls conformance_2025_11_25
                  served_by front_conf everything_upstream_http
-                 aggregate_gateway start_tools_upstream dying_upstream dying_read dying_got);
+                 aggregate_gateway start_tools_upstream dying_upstream dying_read dying_got
+                 dying_prime dying_call);
 
 sub _now { Time::HiRes::time() }
 
@@ -560,6 +561,20 @@ sub dying_read {
     open my $fh, '<', $log or return [];
     seek $fh, $mark, 0;
     return [ map { chomp; [ split /\t/, $_, 4 ] } <$fh> ];
+}
+
+# an answered ping leaves a kept connection for the next request to meet
+sub dying_prime {
+    my ($t, $sid, $path) = @_;
+    my $r = $t->mcp_post($sid, '{"jsonrpc":"2.0","id":"prime","method":"ping"}', path => $path);
+    die "prime: $r->{status}" unless $r->{status} == 200;
+}
+
+# a tools/call of $name with no arguments, its id $id
+sub dying_call {
+    my ($t, $sid, $id, $name, %o) = @_;
+    return $t->mcp_post($sid, qq({"jsonrpc":"2.0","id":"$id","method":"tools/call",)
+                              . qq("params":{"name":"$name","arguments":{}}}), %o);
 }
 
 # how often it read a message whose body matches $re past $mark, and how

@@ -41,6 +41,8 @@ typedef struct {
     ngx_msec_t                 margin;      /* s: kept until this much
                                                before expiry */
     ngx_shm_zone_t            *zone;
+    struct ngx_http_mcp_exchange_memo_s  *memo;  /* a worker's, made at
+                                                    its first call */
 } ngx_http_mcp_exchange_conf_t;
 
 

@@ -25,12 +25,17 @@
 #include "ngx_http_mcp_subrequest.h"
 #include "ngx_http_mcp_jwt.h"
 #include <cjson/cJSON.h>
+#include <openssl/crypto.h>
 
 
 #define NGX_HTTP_MCP_EXCHANGE_POLL     50       /* ms */
 #define NGX_HTTP_MCP_EXCHANGE_SIZE     (1024 * 1024)
 #define NGX_HTTP_MCP_EXCHANGE_ENTRIES  4096
 #define NGX_HTTP_MCP_EXCHANGE_REPLY    (64 * 1024)
+
+/* the worker's memo of keys: slots, and the longest token it keeps */
+#define NGX_HTTP_MCP_EXCHANGE_MEMO     16
+#define NGX_HTTP_MCP_EXCHANGE_MEMO_MAX 4096
 
 #define NGX_HTTP_MCP_GRANT_TOKEN_EXCHANGE                                     \
     "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -57,8 +62,26 @@ typedef struct {
 } ngx_http_mcp_exchange_ctx_t;
 
 
+/*
+ * A key this worker computed, with the token it was computed from: a
+ * caller who calls again costs a compare, not a SHA-256 of the token
+ * (a few hundred bytes).  The memo hangs off the mcp_token_exchange
+ * conf and lives in its cycle's pool, so a reload's new conf starts
+ * empty; a slot also names the location (its client_id is in the key).
+ */
+
+typedef struct ngx_http_mcp_exchange_memo_s {
+    ngx_http_mcp_proxy_loc_conf_t  *plcf;
+    size_t                          len;
+    u_char                         *token;   /* MEMO_MAX bytes, or NULL */
+    u_char                          key[NGX_HTTP_MCP_EXCHANGE_KEY_LEN];
+} ngx_http_mcp_exchange_memo_t;
+
+
 static ngx_int_t ngx_http_mcp_exchange_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_exchange_key(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_str_t *subject, u_char *key);
+static ngx_int_t ngx_http_mcp_exchange_digest(ngx_http_request_t *r,
     ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_str_t *subject, u_char *key);
 static ngx_int_t ngx_http_mcp_exchange_look(ngx_http_request_t *r,
     ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_http_mcp_exchange_ctx_t *ctx);
@@ -450,12 +473,75 @@ ngx_http_mcp_exchange_handler(ngx_http_request_t *r)
 
 
 /*
+ * The key, from the worker's memo when this location saw the token
+ * before.  The slot comes from the token's last bytes (a JWT's end is
+ * its signature); a crafted token that shares a slot only evicts.  The
+ * compare takes the same time for any two tokens of one length.
+ */
+
+static ngx_int_t
+ngx_http_mcp_exchange_key(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_str_t *subject, u_char *key)
+{
+    u_char                        *end;
+    ngx_uint_t                     slot;
+    ngx_http_mcp_exchange_memo_t  *memo;
+
+    if (subject->len < 2 || subject->len > NGX_HTTP_MCP_EXCHANGE_MEMO_MAX) {
+        return ngx_http_mcp_exchange_digest(r, plcf, subject, key);
+    }
+
+    if (plcf->exchange->memo == NULL) {
+        plcf->exchange->memo = ngx_pcalloc(ngx_cycle->pool,
+                                      sizeof(ngx_http_mcp_exchange_memo_t)
+                                      * NGX_HTTP_MCP_EXCHANGE_MEMO);
+        if (plcf->exchange->memo == NULL) {
+            return ngx_http_mcp_exchange_digest(r, plcf, subject, key);
+        }
+    }
+
+    end = subject->data + subject->len;
+    slot = (end[-1] ^ (end[-2] << 3) ^ subject->len)
+           % NGX_HTTP_MCP_EXCHANGE_MEMO;
+    memo = &plcf->exchange->memo[slot];
+
+    if (memo->plcf == plcf
+        && memo->len == subject->len
+        && CRYPTO_memcmp(memo->token, subject->data, subject->len) == 0)
+    {
+        ngx_memcpy(key, memo->key, NGX_HTTP_MCP_EXCHANGE_KEY_LEN);
+        return NGX_OK;
+    }
+
+    if (ngx_http_mcp_exchange_digest(r, plcf, subject, key) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (memo->token == NULL) {
+        /* the conf's, for its life: at most MEMO x MEMO_MAX bytes */
+        memo->token = ngx_palloc(ngx_cycle->pool,
+                                 NGX_HTTP_MCP_EXCHANGE_MEMO_MAX);
+        if (memo->token == NULL) {
+            return NGX_OK;
+        }
+    }
+
+    memo->plcf = plcf;
+    memo->len = subject->len;
+    ngx_memcpy(memo->token, subject->data, subject->len);
+    ngx_memcpy(memo->key, key, NGX_HTTP_MCP_EXCHANGE_KEY_LEN);
+
+    return NGX_OK;
+}
+
+
+/*
  * The key: SHA-256 of the caller's token and all that is asked for it,
  * by whom (the gateway's client_id)
  */
 
 static ngx_int_t
-ngx_http_mcp_exchange_key(ngx_http_request_t *r,
+ngx_http_mcp_exchange_digest(ngx_http_request_t *r,
     ngx_http_mcp_proxy_loc_conf_t *plcf, ngx_str_t *subject, u_char *key)
 {
     u_char      *p, *buf;

@@ -53,6 +53,7 @@ static void test_verify(void);
 static void test_algorithm_confusion(void);
 static void test_claims(void);
 static void test_sha256(void);
+static void test_secret_equal(void);
 static ngx_int_t ngx_unit_jwk_public(cJSON *jwk, ngx_http_mcp_jwk_t *key,
     u_char *digest, const char **error);
 static void test_jwk_public(void);
@@ -879,6 +880,52 @@ test_sha256(void)
 
     CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223"
               "b00361a396177a9cb410ff61f20015ad", "sha256(\"abc\")");
+
+    test_secret_equal();
+}
+
+
+/* equal or not, whichever byte differs, at every length about a word */
+
+static void
+test_secret_equal(void)
+{
+    u_char      a[40], b[40];
+    size_t      len, at;
+    ngx_uint_t  wrong;
+
+    wrong = 0;
+
+    for (len = 0; len <= sizeof(a); len++) {
+        ngx_memset(a, 'x', sizeof(a));
+        ngx_memset(b, 'x', sizeof(b));
+
+        if (!ngx_http_mcp_secret_equal(a, b, len)) {
+            wrong++;
+        }
+
+        for (at = 0; at < len; at++) {
+            b[at] ^= 0x80;
+
+            if (ngx_http_mcp_secret_equal(a, b, len)) {
+                wrong++;
+            }
+
+            b[at] ^= 0x80;
+        }
+
+        /* a difference past len is not looked at */
+        if (len < sizeof(a)) {
+            b[len] = 'y';
+
+            if (!ngx_http_mcp_secret_equal(a, b, len)) {
+                wrong++;
+            }
+        }
+    }
+
+    CHECK_INT(wrong, 0, "secret_equal: equal, and any one byte differing, "
+              "at lengths 0 to 40");
 }
 
 

@@ -503,7 +503,7 @@ ngx_http_mcp_auth_jwt(ngx_http_request_t *r, ngx_http_mcp_auth_ctx_t *ctx,
     if (v->data != NULL && v->hash == hash && v->token_len == token->len
         && v->until >= ngx_time()
         && v->gen == ((alcf->cache != NULL) ? alcf->cache->gen : 0)
-        && CRYPTO_memcmp(v->token, token->data, token->len) == 0)
+        && ngx_http_mcp_secret_equal(v->token, token->data, token->len))
     {
         if (alcf->dpop != NGX_HTTP_MCP_DPOP_OFF) {
             rc = ngx_http_mcp_auth_bound(r, ctx, v->bound, v->jkt);

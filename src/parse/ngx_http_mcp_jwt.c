@@ -543,6 +543,35 @@ ngx_http_mcp_sha256(u_char *data, size_t len, u_char *digest)
 
 
 /*
+ * Whether two secrets of one length are equal, in a time that depends
+ * on the length alone, eight bytes a step: CRYPTO_memcmp() goes a byte
+ * at a time, about 4,800 instructions for a 600-byte token, on every
+ * call that finds a token in a memo.
+ */
+
+ngx_uint_t
+ngx_http_mcp_secret_equal(const u_char *a, const u_char *b, size_t len)
+{
+    size_t    i;
+    uint64_t  x, y, diff;
+
+    diff = 0;
+
+    for (i = 0; i + 8 <= len; i += 8) {
+        ngx_memcpy(&x, a + i, 8);
+        ngx_memcpy(&y, b + i, 8);
+        diff |= x ^ y;
+    }
+
+    for ( /* void */ ; i < len; i++) {
+        diff |= (uint64_t) (a[i] ^ b[i]);
+    }
+
+    return diff == 0;
+}
+
+
+/*
  * The public key of one JWK of type kty into key (its kid and alg aside):
  * NGX_DECLINED for a type, curve or key not usable.
  */

@@ -64,6 +64,9 @@ ngx_int_t ngx_http_mcp_jwt_check_claims(ngx_http_mcp_jwt_t *jwt,
     const char **error);
 
 ngx_int_t ngx_http_mcp_sha256(u_char *data, size_t len, u_char *digest);
+/* a and b of len bytes equal, in a time that depends on len alone */
+ngx_uint_t ngx_http_mcp_secret_equal(const u_char *a, const u_char *b,
+    size_t len);
 
 /* whether alg names an algorithm that ngx_http_mcp_jwt_verify() knows */
 ngx_uint_t ngx_http_mcp_jwt_alg_known(ngx_str_t *alg);

@@ -25,7 +25,6 @@
 #include "ngx_http_mcp_subrequest.h"
 #include "ngx_http_mcp_jwt.h"
 #include <cjson/cJSON.h>
-#include <openssl/crypto.h>
 
 
 #define NGX_HTTP_MCP_EXCHANGE_POLL     50       /* ms */
@@ -507,7 +506,8 @@ ngx_http_mcp_exchange_key(ngx_http_request_t *r,
 
     if (memo->plcf == plcf
         && memo->len == subject->len
-        && CRYPTO_memcmp(memo->token, subject->data, subject->len) == 0)
+        && ngx_http_mcp_secret_equal(memo->token, subject->data,
+                                     subject->len))
     {
         ngx_memcpy(key, memo->key, NGX_HTTP_MCP_EXCHANGE_KEY_LEN);
         return NGX_OK;

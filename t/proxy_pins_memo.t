@@ -23,7 +23,8 @@
 #   same bytes after a reload to enforce: left out, not callable.
 # - The reply the memo finds answers its own request: string and number
 #   ids, each echoed, through a location that only reads the hints of
-#   mcp_pass_retry (no pins).
+#   mcp_pass_retry (no pins); an id the memo does not take (escapes, a
+#   letter past ASCII) is answered as well, its list read whole.
 
 use strict;
 use warnings;
@@ -145,9 +146,10 @@ unlink $describe;
 
 
 # each reply answers its own request, whatever its id
-for my $id ('list-a', 'list-b', 41, 42, 'list-a', 41) {
+for my $id ('list-a', 'list-b', 41, 42, 'list-a', 41, 'a "quoted" id', 'a "quoted" id', "caf\x{e9}", 0, -7) {
     my ($list) = $t->mcp_request($sid{u}, 'tools/list', {}, path => '/u', id => $id, quiet => 1);
-    is($list->{id} // '', $id, "/u: the reply to id $id carries it");
+    my $said = $id =~ /[^\x20-\x7e]/ ? 'with a letter past ASCII' : $id;
+    is($list->{id} // '', $id, "/u: the reply to id $said carries it");
     is(scalar @{ $list->{result}{tools} // [] }, 2, '... and the list');
 }
 

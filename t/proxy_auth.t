@@ -17,9 +17,10 @@ use McpGateway;
 my $rsa = McpJwt->new_key(type => 'RSA', kid => 'k1');
 
 my $t = McpTest->new(
-    ports  => 2,
-    http   => 'mcp_session_zone zone=gw:1m;',
-    server => <<'NGX',
+    ports   => 2,
+    workers => 1,    # one memo of lists: the one the next list meets
+    http    => 'mcp_session_zone zone=gw:1m;',
+    server  => <<'NGX',
         mcp_session gw;
         location = /mcp {
             mcp_pass http://127.0.0.1:%%PORT2%%/mcp;
@@ -102,6 +103,13 @@ is(scalar arrived(), $before, 'nothing refused reached the upstream');
     $r = post($admin, '{"jsonrpc":"2.0","id":"l3","method":"tools/list"}');
     is_deeply([ map { $_->{name} } @{ $r->{json}{result}{tools} // [] } ], ['harmless', 'delete_everything'],
               'tools/list with mcp:tools:admin: both');
+    # the same list bytes again, then for a caller without the scope: the
+    # memo of lists (ngx_http_mcp_proxy_pin.c) asks of each caller anew
+    $r = post($admin, '{"jsonrpc":"2.0","id":"l4","method":"tools/list"}') for 1 .. 2;
+    is(scalar @{ $r->{json}{result}{tools} // [] }, 2, 'tools/list with mcp:tools:admin again: both');
+    $r = post(token('mcp:tools'), '{"jsonrpc":"2.0","id":"l4","method":"tools/list"}');
+    is_deeply([ map { $_->{name} } @{ $r->{json}{result}{tools} // [] } ], ['harmless'],
+              '... then without mcp:tools:admin, the same reply: delete_everything is not shown');
     $r = post($admin, $call->('delete_everything', 'c4'));
     is($r->{json}{result}{content}[0]{text}, 'ran delete_everything', 'with mcp:tools:admin it runs');
 }

@@ -24,6 +24,8 @@
 
 /* a location's memo of definitions digested (ngx_http_mcp_proxy_pin.c) */
 typedef struct ngx_http_mcp_pin_memo_s  ngx_http_mcp_pin_memo_t;
+/* a location's memo of the lists relayed as they came (the same file) */
+typedef struct ngx_http_mcp_list_memo_s  ngx_http_mcp_list_memo_t;
 
 
 /*
@@ -94,6 +96,8 @@ typedef struct {
                                                learnt in the zone */
     ngx_http_mcp_pin_memo_t   *pin_memo;    /* the worker's last
                                                definitions digested */
+    ngx_http_mcp_list_memo_t  *list_memo;   /* the worker's last lists
+                                               relayed unchanged */
     ngx_array_t               *set_headers;  /* mcp_pass_set_header:
                                                ngx_http_mcp_proxy_header_t */
     ngx_http_mcp_exchange_conf_t  *exchange;  /* mcp_token_exchange */
@@ -189,6 +193,10 @@ typedef struct {
     unsigned                   replied:1;   /* a byte of the reply came */
     ngx_uint_t                 pin_no_room;  /* tools of a list left
                                                without a pin */
+    ngx_atomic_uint_t          memo_version;  /* the zone's tools before
+                                               a list was read */
+    ngx_array_t               *memo_names;  /* the names it listed, or
+                                               NULL: not to be kept */
 
     /* a server request held until notifications/initialized */
     ngx_str_t                  held;        /* it, and what came after */
@@ -267,6 +275,12 @@ ngx_int_t ngx_http_mcp_proxy_pin_list(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result, ngx_uint_t *changed);
 ngx_int_t ngx_http_mcp_proxy_pin_call(ngx_http_mcp_proxy_ctx_t *pctx,
     ngx_str_t *tool, const char **why);
+ngx_int_t ngx_http_mcp_proxy_list_memo(ngx_conf_t *cf,
+    ngx_http_mcp_proxy_loc_conf_t *plcf);
+ngx_int_t ngx_http_mcp_proxy_list_memo_find(ngx_http_mcp_proxy_ctx_t *pctx,
+    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in);
+void ngx_http_mcp_proxy_list_memo_keep(ngx_http_mcp_proxy_ctx_t *pctx,
+    ngx_str_t *in);
 
 /* mcp_pass_tool: curated views (ngx_http_mcp_proxy_view.c) */
 char *ngx_http_mcp_pass_tool(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);

@@ -499,6 +499,12 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
 
     ngx_http_mcp_proxy_tool_filter(pctx, &tf);
 
+    /* a list as a worker relayed it before: as it came, unread */
+    if (ngx_http_mcp_proxy_list_memo_find(pctx, &tf, &in) == NGX_OK) {
+        pctx->acc_len = 0;
+        return ngx_http_mcp_proxy_append(r, in.data, in.data + in.len);
+    }
+
     rc = ngx_http_mcp_policy_filter_reply(r->pool, &tf, &in, &out, &error);
 
     if (rc == NGX_DECLINED) {
@@ -519,6 +525,10 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     }
 
     pctx->acc_len = 0;
+
+    if (out.data == in.data && out.len == in.len) {
+        ngx_http_mcp_proxy_list_memo_keep(pctx, &in);
+    }
 
     return ngx_http_mcp_proxy_append(r, out.data, out.data + out.len);
 }

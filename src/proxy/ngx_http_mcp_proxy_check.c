@@ -140,7 +140,9 @@ ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
 
 /*
  * a tool the location's view shows, and, by the name it shows, the
- * policy allows and the caller may call
+ * policy allows and the caller may call; a list's names are noted for
+ * the memo of lists, which asks again for each caller
+ * (ngx_http_mcp_proxy_list_memo_find())
  */
 
 static ngx_uint_t
@@ -148,10 +150,27 @@ ngx_http_mcp_proxy_tool_visible(void *data, ngx_str_t *name)
 {
     ngx_http_mcp_ctx_t *ctx = data;
 
+    ngx_str_t                 *note;
     ngx_str_t                  scope, shown;
     ngx_http_mcp_proxy_ctx_t  *pctx;
 
     pctx = ctx->proxy;
+
+    if (pctx->memo_names != NULL) {
+        note = ngx_array_push(pctx->memo_names);
+
+        if (note == NULL) {
+            pctx->memo_names = NULL;
+
+        } else {
+            note->len = name->len;
+            note->data = ngx_pstrdup(ctx->request->pool, name);
+
+            if (note->data == NULL) {
+                pctx->memo_names = NULL;
+            }
+        }
+    }
 
     if (ngx_http_mcp_proxy_view_name(pctx->conf, name, &shown) != NGX_OK) {
         return 0;

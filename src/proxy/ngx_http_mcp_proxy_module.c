@@ -492,6 +492,13 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         return NGX_CONF_ERROR;
     }
 
+    /* the lists that pins or hints read, kept as they came */
+    if ((conf->pin != NGX_HTTP_MCP_PIN_OFF || conf->retry)
+        && ngx_http_mcp_proxy_list_memo(cf, conf) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
     ngx_conf_merge_ptr_value(conf->set_headers, prev->set_headers, NULL);
     ngx_conf_merge_ptr_value(conf->views, prev->views, NULL);
 

@@ -21,6 +21,25 @@
  * serialised and digested again (three quarters of a pinned list's
  * instructions, bench-cpu's pin case), but its digest still goes to the
  * zone, as every list's must.
+ *
+ * In front of it, the memo of lists, for pins and for mcp_pass_retry's
+ * hints alike (either reads every list): the last few tools/list
+ * replies a worker relayed for a location as they came, unchanged.  A
+ * JSON reply the same to the byte but for its id's value (the client's
+ * own, echoed) is relayed with no parse, no digest and no write to the
+ * zone (bench-cpu: a pinned list 147k instructions to 38k, an unpinned
+ * one 114k to 38k), while the zone's version of the tools
+ * (ngx_http_mcp_tools_version()) is the one a whole read of those
+ * bytes found unmoved across its own writes: then the zone holds what
+ * the list would write.  Any change of a tool's record, by any worker
+ * (a pin learnt, a replica listing another definition, a change told,
+ * hints, a record evicted), moves it, and every memo's lists are read
+ * whole again.  A reload makes new memos (the pin file and the mode are
+ * the configuration's).  What depends on the caller (mcp_tools_allow,
+ * the token's scopes) is asked anew of each tool the list names.  A list
+ * the gateway changed (a tool left out) is never kept: read whole each
+ * time, as are SSE replies, batches, and the lists of a location that
+ * checks schemas, has views or guards lists.
  */
 
 
@@ -43,10 +62,43 @@
 #define NGX_HTTP_MCP_PIN_MEMO_SIZE  (4 * 1024 * 1024)
 
 
+/*
+ * A location's memo of lists, in each worker: at most so many, of at
+ * most so many bytes together (a list of more than a quarter of them is
+ * not kept: read whole each time).
+ */
+#define NGX_HTTP_MCP_LIST_MEMO_MAX   8
+#define NGX_HTTP_MCP_LIST_MEMO_SIZE  (1024 * 1024)
+
+
 typedef struct {
     ngx_str_t                  name;
     ngx_http_mcp_pin_t         pin;
 } ngx_http_mcp_pin_entry_t;
+
+
+/* a list as it came; the entry, its names and the reply in one block */
+typedef struct {
+    ngx_queue_t                queue;
+    ngx_atomic_uint_t          version;     /* the zone's tools, unmoved
+                                               while the list was read */
+    size_t                     size;
+    u_char                    *data;        /* the reply */
+    size_t                     len;
+    size_t                     prefix;      /* its bytes before the id's */
+    size_t                     suffix;      /* and after the id's */
+    ngx_str_t                 *names;       /* the tools it listed */
+    ngx_uint_t                 nnames;
+    ngx_int_t                  code;        /* the request's outcome */
+    ngx_uint_t                 outcome;
+} ngx_http_mcp_list_memo_entry_t;
+
+
+struct ngx_http_mcp_list_memo_s {
+    ngx_queue_t                queue;       /* the last used first */
+    ngx_uint_t                 n;
+    size_t                     size;
+};
 
 
 /* a tool as last digested; sn first: the rbtree's node is the entry's */
@@ -100,6 +152,17 @@ static void ngx_http_mcp_pin_memo_drop(ngx_http_mcp_pin_memo_t *memo,
 static void ngx_http_mcp_pin_memo_cleanup(void *data);
 static void ngx_http_mcp_pin_tell(ngx_http_request_t *r, ngx_str_t *name,
     ngx_http_mcp_pin_t *seen, ngx_http_mcp_pin_t *pin, ngx_uint_t enforce);
+static void ngx_http_mcp_list_memo_cleanup(void *data);
+static void ngx_http_mcp_list_memo_drop(ngx_http_mcp_list_memo_t *memo,
+    ngx_http_mcp_list_memo_entry_t *e);
+static ngx_http_mcp_msg_t *ngx_http_mcp_list_memo_of(
+    ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_int_t ngx_http_mcp_list_memo_span(u_char *p, u_char *end,
+    u_char **start, u_char **last);
+static u_char *ngx_http_mcp_list_memo_space(u_char *p, u_char *end);
+static u_char *ngx_http_mcp_list_memo_skip(u_char *p, u_char *end);
+static ngx_uint_t ngx_http_mcp_list_memo_id(u_char *p, u_char *last,
+    cJSON *id);
 
 
 /*
@@ -290,6 +353,9 @@ ngx_http_mcp_proxy_pin_list(ngx_http_mcp_proxy_ctx_t *pctx, cJSON *result,
                                     changed);
 
     if (pctx->pin_no_room) {
+        /* told again for the next list: not one of the memo's */
+        pctx->memo_names = NULL;
+
         /* one line a list: an upstream listing ever more tools is one */
         ngx_log_error(NGX_LOG_WARN, pctx->ctx->request->connection->log, 0,
                       "mcp: no room in the zone to pin %ui tool%s of the "
@@ -856,4 +922,493 @@ ngx_http_mcp_proxy_pin_call(ngx_http_mcp_proxy_ctx_t *pctx, ngx_str_t *tool,
     *why = "Tool not allowed: its definition changed since it was pinned";
 
     return NGX_DECLINED;
+}
+
+
+/*
+ * A location's memo of lists (mcp_pass_pin, or mcp_pass_retry, which
+ * reads every list for its tools' hints): its entries the worker's own
+ * memory, freed with the configuration.
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_list_memo(ngx_conf_t *cf,
+    ngx_http_mcp_proxy_loc_conf_t *plcf)
+{
+    ngx_pool_cleanup_t        *cln;
+    ngx_http_mcp_list_memo_t  *memo;
+
+    if (plcf->list_memo != NULL) {
+        return NGX_OK;
+    }
+
+    memo = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_list_memo_t));
+    if (memo == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_queue_init(&memo->queue);
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_mcp_list_memo_cleanup;
+    cln->data = memo;
+
+    plcf->list_memo = memo;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_list_memo_cleanup(void *data)
+{
+    ngx_http_mcp_list_memo_t *memo = data;
+
+    while (!ngx_queue_empty(&memo->queue)) {
+        ngx_http_mcp_list_memo_drop(memo,
+            ngx_queue_data(ngx_queue_last(&memo->queue),
+                           ngx_http_mcp_list_memo_entry_t, queue));
+    }
+}
+
+
+static void
+ngx_http_mcp_list_memo_drop(ngx_http_mcp_list_memo_t *memo,
+    ngx_http_mcp_list_memo_entry_t *e)
+{
+    ngx_queue_remove(&e->queue);
+    memo->n--;
+    memo->size -= e->size;
+    ngx_free(e);
+}
+
+
+/*
+ * The POST's one request, a tools/list whose reply only the pins and
+ * the hints read (and the policy, asked again by name): else NULL, the
+ * reply read whole each time.
+ */
+
+static ngx_http_mcp_msg_t *
+ngx_http_mcp_list_memo_of(ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    ngx_http_mcp_msg_t             *msg;
+    ngx_http_mcp_proxy_loc_conf_t  *plcf;
+
+    plcf = pctx->conf;
+    msg = pctx->ctx->msgs.elts;
+
+    if (plcf->list_memo == NULL
+        || pctx->ctx->conf->zone == NULL
+        || plcf->check_arguments || plcf->check_results
+        || plcf->views != NULL
+        || (plcf->guard_where & NGX_HTTP_MCP_GUARD_LISTS)
+        || pctx->ctx->msgs.nelts != 1
+        || msg[0].type != NGX_HTTP_MCP_MSG_REQUEST
+        || msg[0].method.len != sizeof("tools/list") - 1
+        || ngx_strncmp(msg[0].method.data, "tools/list",
+                       sizeof("tools/list") - 1)
+           != 0)
+    {
+        return NULL;
+    }
+
+    return msg;
+}
+
+
+/*
+ * A reply held whole (in): NGX_OK when the memo has it, to be relayed as
+ * it came (tf's filter, which depends on the caller, allowing each tool
+ * it lists); else NGX_DECLINED, and the reply is read whole, its names
+ * noted (ngx_http_mcp_proxy_tool_visible()) for
+ * ngx_http_mcp_proxy_list_memo_keep().
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_list_memo_find(ngx_http_mcp_proxy_ctx_t *pctx,
+    ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in)
+{
+    u_char                          *id;
+    ngx_uint_t                       i;
+    ngx_queue_t                     *q;
+    ngx_atomic_uint_t                version;
+    ngx_http_mcp_msg_t              *msg;
+    ngx_http_mcp_list_memo_t        *memo;
+    ngx_http_mcp_list_memo_entry_t  *e;
+
+    pctx->memo_names = NULL;
+
+    msg = ngx_http_mcp_list_memo_of(pctx);
+    if (msg == NULL) {
+        return NGX_DECLINED;
+    }
+
+    memo = pctx->conf->list_memo;
+    version = ngx_http_mcp_tools_version(pctx->ctx->conf->zone);
+
+    for (q = ngx_queue_head(&memo->queue);
+         q != ngx_queue_sentinel(&memo->queue);
+         q = ngx_queue_next(q))
+    {
+        e = ngx_queue_data(q, ngx_http_mcp_list_memo_entry_t, queue);
+
+        if (e->version != version
+            || in->len < e->prefix + e->suffix
+            || ngx_memcmp(in->data, e->data, e->prefix) != 0
+            || ngx_memcmp(in->data + in->len - e->suffix,
+                          e->data + e->len - e->suffix, e->suffix)
+               != 0)
+        {
+            continue;
+        }
+
+        /* the reply answers this request, as the one kept answered its */
+        id = in->data + e->prefix;
+
+        if (!ngx_http_mcp_list_memo_id(id, in->data + in->len - e->suffix,
+                                       msg->id))
+        {
+            continue;
+        }
+
+        for (i = 0; i < e->nnames; i++) {
+            if (!tf->allowed(tf->data, &e->names[i])) {
+                /* for this caller the list changes: read it */
+                goto miss;
+            }
+        }
+
+        msg->outcome = e->outcome;
+        msg->code = e->code;
+
+        ngx_queue_remove(&e->queue);
+        ngx_queue_insert_head(&memo->queue, &e->queue);
+
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP,
+                       pctx->ctx->request->connection->log, 0,
+                       "mcp proxy: the list as the memo has it");
+
+        return NGX_OK;
+    }
+
+miss:
+
+    pctx->memo_version = version;
+    pctx->memo_names = ngx_array_create(pctx->ctx->request->pool, 16,
+                                        sizeof(ngx_str_t));
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * A reply read whole and relayed as it came (out the same bytes): kept,
+ * when the zone's version did not move while it was read (nothing the
+ * reading wrote changed anything, nor did any other worker meanwhile),
+ * nothing was short of room, and its id is where it can be found again.
+ * The least recently used make room.  A list read while the version
+ * moved (a change of its own, or a change elsewhere) is kept the next
+ * time it comes: in two reads, the second writing nothing.
+ */
+
+void
+ngx_http_mcp_proxy_list_memo_keep(ngx_http_mcp_proxy_ctx_t *pctx,
+    ngx_str_t *in)
+{
+    u_char                          *p, *start, *last;
+    size_t                           size;
+    ngx_uint_t                       i, n;
+    ngx_str_t                       *names;
+    ngx_queue_t                     *q;
+    ngx_http_mcp_msg_t              *msg;
+    ngx_http_mcp_list_memo_t        *memo;
+    ngx_http_mcp_list_memo_entry_t  *e;
+
+    if (pctx->memo_names == NULL) {
+        return;
+    }
+
+    names = pctx->memo_names->elts;
+    n = pctx->memo_names->nelts;
+    pctx->memo_names = NULL;
+
+    msg = ngx_http_mcp_list_memo_of(pctx);
+
+    if (msg == NULL
+        || ngx_http_mcp_tools_version(pctx->ctx->conf->zone)
+           != pctx->memo_version
+        || ngx_http_mcp_list_memo_span(in->data, in->data + in->len, &start,
+                                       &last)
+           != NGX_OK
+        || !ngx_http_mcp_list_memo_id(start, last, msg->id))
+    {
+        return;
+    }
+
+    memo = pctx->conf->list_memo;
+
+    /* those of an older version can be met no more (it only grows) */
+    q = ngx_queue_head(&memo->queue);
+
+    while (q != ngx_queue_sentinel(&memo->queue)) {
+        e = ngx_queue_data(q, ngx_http_mcp_list_memo_entry_t, queue);
+        q = ngx_queue_next(q);
+
+        if (e->version != pctx->memo_version) {
+            ngx_http_mcp_list_memo_drop(memo, e);
+        }
+    }
+
+    size = sizeof(ngx_http_mcp_list_memo_entry_t) + in->len;
+
+    for (i = 0; i < n; i++) {
+        size += sizeof(ngx_str_t) + names[i].len;
+    }
+
+    if (size > NGX_HTTP_MCP_LIST_MEMO_SIZE / 4) {
+        return;
+    }
+
+    while (memo->n >= NGX_HTTP_MCP_LIST_MEMO_MAX
+           || memo->size + size > NGX_HTTP_MCP_LIST_MEMO_SIZE)
+    {
+        ngx_http_mcp_list_memo_drop(memo,
+            ngx_queue_data(ngx_queue_last(&memo->queue),
+                           ngx_http_mcp_list_memo_entry_t, queue));
+    }
+
+    e = ngx_alloc(size, pctx->ctx->request->connection->log);
+    if (e == NULL) {
+        return;
+    }
+
+    e->version = pctx->memo_version;
+    e->size = size;
+    e->len = in->len;
+    e->prefix = start - in->data;
+    e->suffix = in->data + in->len - last;
+    e->outcome = msg->outcome;
+    e->code = msg->code;
+
+    e->names = (ngx_str_t *) (e + 1);
+    e->nnames = n;
+    p = (u_char *) (e->names + e->nnames);
+
+    for (i = 0; i < e->nnames; i++) {
+        e->names[i].len = names[i].len;
+        e->names[i].data = p;
+        p = ngx_cpymem(p, names[i].data, names[i].len);
+    }
+
+    e->data = p;
+    ngx_memcpy(e->data, in->data, in->len);
+
+    ngx_queue_insert_head(&memo->queue, &e->queue);
+    memo->n++;
+    memo->size += size;
+}
+
+
+/*
+ * The span [*start, *last) of the value of the "id" member of the
+ * object a reply is, spelt plainly (a key with an escape: NGX_DECLINED).
+ * The reply was read strictly already: valid JSON, no key twice.
+ */
+
+static ngx_int_t
+ngx_http_mcp_list_memo_span(u_char *p, u_char *end, u_char **start,
+    u_char **last)
+{
+    u_char      *key;
+    ngx_uint_t   id;
+
+    p = ngx_http_mcp_list_memo_space(p, end);
+
+    if (p == end || *p != '{') {
+        return NGX_DECLINED;
+    }
+
+    p++;
+
+    for ( ;; ) {
+        p = ngx_http_mcp_list_memo_space(p, end);
+
+        if (p == end || *p != '"') {
+            return NGX_DECLINED;
+        }
+
+        key = ++p;
+
+        while (p < end && *p != '"' && *p != '\\') {
+            p++;
+        }
+
+        if (p == end || *p != '"') {
+            return NGX_DECLINED;
+        }
+
+        id = (p - key == 2 && key[0] == 'i' && key[1] == 'd');
+
+        p = ngx_http_mcp_list_memo_space(p + 1, end);
+
+        if (p == end || *p != ':') {
+            return NGX_DECLINED;
+        }
+
+        p = ngx_http_mcp_list_memo_space(p + 1, end);
+
+        *start = p;
+        p = ngx_http_mcp_list_memo_skip(p, end);
+
+        if (p == NULL) {
+            return NGX_DECLINED;
+        }
+
+        if (id) {
+            *last = p;
+            return NGX_OK;
+        }
+
+        p = ngx_http_mcp_list_memo_space(p, end);
+
+        if (p == end || *p != ',') {
+            return NGX_DECLINED;
+        }
+
+        p++;
+    }
+}
+
+
+static u_char *
+ngx_http_mcp_list_memo_space(u_char *p, u_char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+    {
+        p++;
+    }
+
+    return p;
+}
+
+
+/* past one value: NULL when it does not end before end */
+
+static u_char *
+ngx_http_mcp_list_memo_skip(u_char *p, u_char *end)
+{
+    ngx_uint_t  depth, string;
+
+    depth = 0;
+    string = 0;
+
+    for ( /* void */ ; p < end; p++) {
+
+        if (string) {
+            if (*p == '\\') {
+                p++;
+
+            } else if (*p == '"') {
+                string = 0;
+
+                if (depth == 0) {
+                    return p + 1;
+                }
+            }
+
+            continue;
+        }
+
+        switch (*p) {
+
+        case '"':
+            string = 1;
+            break;
+
+        case '{':
+        case '[':
+            depth++;
+            break;
+
+        case '}':
+        case ']':
+            if (depth == 0) {
+                return p;
+            }
+
+            if (--depth == 0) {
+                return p + 1;
+            }
+
+            break;
+
+        case ',':
+        case ' ':
+        case '\t':
+        case '\r':
+        case '\n':
+            if (depth == 0) {
+                return p;
+            }
+
+            break;
+        }
+    }
+
+    return (depth == 0 && !string) ? p : NULL;
+}
+
+
+/*
+ * [p, last) the request's id as the client spelt it (the request keeps
+ * an integer's digits: ngx_http_mcp_jsonrpc.c), or a string of
+ * printable ASCII without escapes; else 0, and the reply is read whole.
+ */
+
+static ngx_uint_t
+ngx_http_mcp_list_memo_id(u_char *p, u_char *last, cJSON *id)
+{
+    u_char  *q;
+    size_t   len;
+
+    if (id == NULL || p == last) {
+        return 0;
+    }
+
+    if (*p == '"') {
+        if (!cJSON_IsString(id) || last - p < 2 || last[-1] != '"') {
+            return 0;
+        }
+
+        for (q = p + 1; q < last - 1; q++) {
+            if (*q < 0x20 || *q > 0x7e || *q == '"' || *q == '\\') {
+                return 0;
+            }
+        }
+
+        len = last - p - 2;
+
+        return ngx_strlen(id->valuestring) == len
+               && ngx_memcmp(id->valuestring, p + 1, len) == 0;
+    }
+
+    if (!cJSON_IsRaw(id)) {
+        return 0;
+    }
+
+    for (q = p; q < last; q++) {
+        if ((*q < '0' || *q > '9') && *q != '-') {
+            return 0;
+        }
+    }
+
+    len = last - p;
+
+    return ngx_strlen(id->valuestring) == len
+           && ngx_memcmp(id->valuestring, p, len) == 0;
 }

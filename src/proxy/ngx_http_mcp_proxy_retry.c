@@ -209,7 +209,12 @@ ngx_http_mcp_proxy_retry_tool(void *data, cJSON *tool, ngx_str_t *name)
                                 ngx_http_mcp_jsonrpc_tool_hints(tool))
         != NGX_OK)
     {
-        /* no room: the calls go once, as for a tool not listed */
+        /*
+         * no room: the calls go once, as for a tool not listed; the
+         * list is read again next time, for the room there may be then
+         */
+        pctx->memo_names = NULL;
+
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP,
                        pctx->ctx->request->connection->log, 0,
                        "mcp proxy: no room for a tool's hints");

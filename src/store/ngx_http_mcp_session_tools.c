@@ -171,6 +171,7 @@ static void
 ngx_http_mcp_tools_forget(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_tooldef_sh_t *t)
 {
+    ctx->sh->tools_version++;
     ngx_queue_remove(&t->queue);
     ngx_rbtree_delete(&ctx->sh->tools_tree, &t->node);
     ctx->sh->ntools--;
@@ -340,6 +341,7 @@ ngx_http_mcp_tools_add(ngx_http_mcp_zone_t *ctx, uint32_t hash,
         (void) ngx_cpymem(p, output->data, output->len);
     }
 
+    ctx->sh->tools_version++;
     ngx_queue_insert_head(&ctx->sh->tools, &t->queue);
     ngx_rbtree_insert(&ctx->sh->tools_tree, &t->node);
     ctx->sh->ntools++;
@@ -441,6 +443,8 @@ ngx_http_mcp_tools_pin(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_http_mcp_zone_t        *ctx;
     ngx_http_mcp_tooldef_sh_t  *t;
 
+    static u_char  zero[32];
+
     ctx = zone->data;
     hash = ngx_http_mcp_tools_hash(upstream, name);
     *tell = 0;
@@ -458,23 +462,39 @@ ngx_http_mcp_tools_pin(ngx_shm_zone_t *zone, ngx_str_t *upstream,
         if (!t->pinned) {
             t->pin = *seen;
             t->pinned = 1;
+            ctx->sh->tools_version++;
         }
 
         *pin = t->pin;
     }
 
-    ngx_memcpy(t->seen, seen->digest, sizeof(t->seen));
-    t->listed = 1;
-    t->kept = 1;
+    /* the version moves only with a change: a list as before writes none */
+    if (!t->listed || !t->kept
+        || ngx_memcmp(t->seen, seen->digest, sizeof(t->seen)) != 0)
+    {
+        ngx_memcpy(t->seen, seen->digest, sizeof(t->seen));
+        t->listed = 1;
+        t->kept = 1;
+        ctx->sh->tools_version++;
+    }
 
     if (pin != NULL && ngx_memcmp(pin->digest, seen->digest, 32) == 0) {
         /* a change back is told again when it comes again */
-        ngx_memzero(t->told, sizeof(t->told));
+        if (ngx_memcmp(t->told, zero, sizeof(t->told)) != 0) {
+            ngx_memzero(t->told, sizeof(t->told));
+            ctx->sh->tools_version++;
+        }
+
         rc = NGX_OK;
 
     } else {
         *tell = ngx_memcmp(t->told, seen->digest, 32) != 0;
-        ngx_memcpy(t->told, seen->digest, sizeof(t->told));
+
+        if (*tell) {
+            ngx_memcpy(t->told, seen->digest, sizeof(t->told));
+            ctx->sh->tools_version++;
+        }
+
         rc = NGX_DECLINED;
     }
 
@@ -547,8 +567,9 @@ ngx_http_mcp_tools_hint(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     t = hints ? ngx_http_mcp_tools_record(ctx, hash, upstream, name)
               : ngx_http_mcp_tools_find(ctx, hash, upstream, name);
 
-    if (t != NULL) {
+    if (t != NULL && t->hints != hints) {
         t->hints = hints;
+        ctx->sh->tools_version++;
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
@@ -610,4 +631,15 @@ ngx_http_mcp_tools_retry(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     tool.len = ngx_strlen(tool.data);
 
     return ngx_http_mcp_tools_hints(zone, upstream, &tool) != 0;
+}
+
+
+ngx_atomic_uint_t
+ngx_http_mcp_tools_version(ngx_shm_zone_t *zone)
+{
+    ngx_http_mcp_zone_t  *ctx;
+
+    ctx = zone->data;
+
+    return ctx->sh->tools_version;
 }

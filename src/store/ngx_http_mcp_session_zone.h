@@ -234,6 +234,8 @@ typedef struct {
     ngx_rbtree_node_t          tools_sentinel;
     ngx_uint_t                 ntools;
     size_t                     tools_size;  /* their bytes */
+    ngx_atomic_t               tools_version;  /* moves with any change
+                                               of them: read unlocked */
     ngx_rbtree_t               dpop;        /* ngx_http_mcp_dpop_sh_t */
     ngx_rbtree_node_t          dpop_sentinel;
     ngx_queue_t                dpop_queue;

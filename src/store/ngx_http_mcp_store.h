@@ -192,6 +192,13 @@ ngx_int_t ngx_http_mcp_tools_pin(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_uint_t learn, ngx_uint_t *tell);
 ngx_int_t ngx_http_mcp_tools_seen(ngx_shm_zone_t *zone, ngx_str_t *upstream,
     ngx_str_t *name, u_char *seen, u_char *pin);
+/*
+ * A number that moves whenever a tool's record does (made, forgotten,
+ * its schemas, pin, digest listed or told, hints): a worker that read it
+ * unmoved across a list it relayed knows the zone holds what that list
+ * writes (ngx_http_mcp_proxy_pin.c's memo of lists)
+ */
+ngx_atomic_uint_t ngx_http_mcp_tools_version(ngx_shm_zone_t *zone);
 
 /*
  * a tool's annotations that let its call go again (NGX_HTTP_MCP_TOOL_*

@@ -1,0 +1,195 @@
+#!/usr/bin/perl
+# 2026-07-28 tasks (the io.modelcontextprotocol/tasks extension) through
+# an aggregating location (mcp_backend, issue #39): a task made on
+# backend "beta" through the gateway is polled from another worker,
+# answered (input_required, tasks/update) and its result fetched from a
+# third; the id the gateway hands out is sealed and bound to the client,
+# so a forged one, one altered to name the other backend, the backend's
+# own id, or another client's (per_client) is -32602 by the request's
+# id; a client without the extension gets -32021.
+#
+# Port 2 listens with reuseport (four workers); each request carries
+# X-Seq and the access log says which worker served it, as in t/tasks.t.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes ();
+use MIME::Base64 qw(encode_base64url decode_base64url);
+use McpTest;
+use McpAssert qw($ACK);
+
+my $http = <<'NGX';
+    mcp_session_zone zone=gw:1m per_client=$http_x_client:100;
+    mcp_session_zone zone=bz:1m;
+    mcp_session_zone zone=gz:1m;
+    log_format spread '$pid $http_x_seq';
+    server {
+        listen 127.0.0.1:%%PORT2%% reuseport;
+        access_log %%PREFIX%%/logs/spread.log spread;
+        keepalive_requests 1000;
+        location = /mcp {
+            mcp_backend beta  /_b/beta;
+            mcp_backend gamma /_b/gamma;
+            mcp_session gw;
+        }
+        location = /_b/beta  { internal; mcp on; mcp_builtin everything;
+                               mcp_session bz; }
+        location = /_b/gamma { internal; mcp on; mcp_builtin everything;
+                               mcp_session gz; }
+    }
+NGX
+
+my $t = McpTest->new(ports => 2, http => $http,
+                     server => 'location = /mcp { mcp on; mcp_builtin everything; }')->start;
+my @w = $t->worker_pids;
+is(scalar @w, 4, 'four workers');
+
+my $EXT = { extensions => { 'io.modelcontextprotocol/tasks' => {} }, elicitation => {} };
+my $seq = 0;
+
+# one 2026-07-28 request to the gateway; returns (message, response, seq)
+sub rpc {
+    my ($method, $params, %o) = @_;
+    my $id = ++$seq;
+    my %p = (%{ $params // {} },
+             _meta => { 'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
+                        'io.modelcontextprotocol/clientCapabilities' => $o{caps} // $EXT });
+    my %h = ('MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => $method,
+             'X-Client' => $o{client} // 'alice', 'X-Seq' => $id);
+    my $name = $method eq 'tools/call' ? $params->{name} : $params->{taskId};
+    $h{'Mcp-Name'} = $name if $method =~ m{^(tools/call|tasks/(get|update|cancel))$};
+    my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => $id, method => $method, params => \%p },
+                         headers => \%h, port => $t->port(2), path => '/mcp',
+                         ($o{conn} ? (conn => $o{conn}, keepalive => 1) : ()));
+    return ($r->{json}, $r, $id);
+}
+
+# the worker that served request $id
+sub served_by {
+    my ($id) = @_;
+    my $deadline = Time::HiRes::time() + 5;
+    while (Time::HiRes::time() < $deadline) {
+        for (split /\n/, McpTest::_slurp($t->prefix . '/logs/spread.log') // '') {
+            return $1 if /^(\d+) \Q$id\E$/;
+        }
+        Time::HiRes::sleep(0.05);
+    }
+    return 0;
+}
+
+# tasks/get on $conn until the task is $status; the last answer
+sub poll {
+    my ($tid, $status, $conn) = @_;
+    my $got;
+    for (1 .. 60) {
+        ($got) = rpc('tasks/get', { taskId => $tid }, conn => $conn);
+        last if (($got->{result} // {})->{status} // '') eq $status;
+        Time::HiRes::sleep(0.1);
+    }
+    return $got;
+}
+
+# keepalive connections, one per worker, found with server/discover
+my (%conn, $disc);
+for (1 .. 60) {
+    last if keys %conn == 4;
+    my $c = $t->connect(port => $t->port(2)) or next;
+    my ($msg, $r, $id) = rpc('server/discover', {}, conn => $c);
+    next unless $r->{status} == 200;
+    $disc //= $msg;
+    my $pid = served_by($id);
+    $conn{$pid} //= $c if $pid;
+}
+my @pids = sort keys %conn;
+cmp_ok(scalar @pids, '>=', 3, 'keepalive connections to at least three workers');
+my ($A, $B, $C) = @pids;
+
+ok(ref $disc->{result}{capabilities}{extensions}{'io.modelcontextprotocol/tasks'} eq 'HASH',
+   'server/discover through the gateway offers the tasks extension');
+
+# --- made on A (backend beta), polled on B, completed seen on C ----------------
+
+my ($created) = rpc('tools/call', { name => 'beta__slow_compute',
+                                    arguments => { seconds => 1, label => 'x' } },
+                    conn => $conn{$A});
+my $res = $created->{result} // {};
+is($res->{resultType}, 'task', 'beta__slow_compute with the extension: a task')
+    or diag(McpTest::encode_json($created));
+my $id = $res->{taskId} // 'none';
+unlike($id, qr/^[0-9a-f]{32}$/, 'the id is the gateway\'s, not the backend\'s');
+is($res->{status}, 'working', 'created working');
+
+my ($got, undef, $gseq) = rpc('tasks/get', { taskId => $id }, conn => $conn{$B});
+is(served_by($gseq), $B, 'tasks/get served by another worker');
+is(($got->{result} // {})->{taskId}, $id, '... finds the task, by the client\'s id')
+    or diag(McpTest::encode_json($got));
+
+my $done = poll($id, 'completed', $conn{$C});
+is($done->{result}{status}, 'completed', 'tasks/get on a third worker: completed');
+ok(ref $done->{result}{result}{content} eq 'ARRAY', '... its result inlined');
+
+# --- input_required on beta, answered through the gateway ---------------------
+
+my ($ask) = rpc('tools/call', { name => 'beta__confirm_delete',
+                                arguments => { filename => 'f.txt' } }, conn => $conn{$A});
+my $aid = ($ask->{result} // {})->{taskId} // 'none';
+my $wait = poll($aid, 'input_required', $conn{$B});
+is_deeply([ keys %{ $wait->{result}{inputRequests} // {} } ], ['confirm'],
+          'confirm_delete: input_required on another worker, one request')
+    or diag(McpTest::encode_json($wait));
+my ($ack, undef, $useq) = rpc('tasks/update', { taskId => $aid,
+        inputResponses => { confirm => { action => 'accept', content => { confirm => \1 } } } },
+    conn => $conn{$C});
+is_deeply($ack->{result}, $ACK, 'tasks/update on a third worker: ack');
+$wait = poll($aid, 'completed', $conn{$A});
+is(($wait->{result}{result}{content} // [{}])->[0]{text}, 'Deleted f.txt',
+   'the task resumed with the answer and completed, fetched on the first worker');
+
+# --- ids that reach no backend ------------------------------------------------
+
+# the sealed id: "1." expires "." base64url(index " " backend id) "." mac
+my ($v, $exp, $payload, $mac) = split /\./, $id;
+my ($index, $bid) = split / /, decode_base64url($payload // '') // '';
+is($index, 0, 'the id carries the backend (beta, the first)');
+
+sub refused {
+    my ($tid, $what, %o) = @_;
+    my ($m, undef, $rid) = rpc('tasks/get', { taskId => $tid }, %o);
+    is(($m->{error} // {})->{code}, -32602, "$what: -32602")
+        or diag(McpTest::encode_json($m));
+    is($m->{id}, $rid, '... by the request\'s id');
+}
+
+refused(join('.', $v, $exp, encode_base64url("1 $bid"), $mac),
+        'the id altered to name the other backend');
+refused($bid, 'the backend\'s own id');
+refused('tasks-nonexistent-12345', 'a made-up id');
+refused(join('.', $v, $exp + 1, $payload, $mac), 'the id with its expiry changed');
+refused($id, 'another client\'s (per_client) id', client => 'bob');
+
+my ($cancel) = rpc('tasks/cancel', { taskId => join('.', $v, $exp, encode_base64url("0 $bid"), 'x' x 43) });
+is(($cancel->{error} // {})->{code}, -32602, 'tasks/cancel with a forged mac: -32602');
+
+# --- a client without the extension -------------------------------------------
+
+my ($no) = rpc('tasks/get', { taskId => $id }, caps => {});
+is(($no->{error} // {})->{code}, -32021, 'tasks/get without the extension: -32021');
+ok(exists $no->{error}{data}{requiredCapabilities}{extensions}{'io.modelcontextprotocol/tasks'},
+   '... naming it');
+($no) = rpc('tools/call', { name => 'beta__failing_job', arguments => {} }, caps => {});
+is(($no->{error} // {})->{code}, -32021,
+   'a tool that must run as a task, called without the extension: -32021')
+    or diag(McpTest::encode_json($no));
+
+my ($sync) = rpc('tools/call', { name => 'gamma__greet', arguments => { name => 'x' } });
+ok(ref(($sync->{result} // {})->{content}) eq 'ARRAY' && !exists $sync->{result}{taskId},
+   'a tool that finishes at once, with the extension: its result, no task')
+    or diag(McpTest::encode_json($sync));
+
+unlike($t->error_log, qr/\[(error|alert|crit|emerg)\]/, 'no [error] or worse')
+    or diag(join "\n", grep { /\[(error|alert|crit|emerg)\]/ } split /\n/, $t->error_log);
+
+done_testing();

@@ -6,7 +6,9 @@
 # third; the id the gateway hands out is sealed and bound to the client,
 # so a forged one, one altered to name the other backend, the backend's
 # own id, or another client's (per_client) is -32602 by the request's
-# id; a client without the extension gets -32021.
+# id; a client without the extension gets -32021.  A backend that does
+# not serve 2026-07-28 (a fake 2025-11-25 server) is asked once a worker
+# (server/discover) and then gets such a client's calls in a session.
 #
 # Port 2 listens with reuseport (four workers); each request carries
 # X-Seq and the access log says which worker served it, as in t/tasks.t.
@@ -21,12 +23,27 @@ use MIME::Base64 qw(encode_base64url decode_base64url);
 use McpTest;
 use McpAssert qw($ACK);
 use McpSpread;
+use McpGateway qw(fake_mcp_server);
 
-my $http = <<'NGX';
-    mcp_session_zone zone=gw:1m per_client=$http_x_client:100;
+my $log = "/tmp/aggregate-tasks-2026-fake-$$.log";
+unlink $log;
+END { unlink $log if defined $log }
+
+# a 2025-11-25 server: initialize, tools/list and old_tool; anything else
+# (server/discover) -32601
+my $fake = fake_mcp_server(log => $log, tools => ['old_tool'], call => sub {
+    my ($c, $name, $id) = @_;
+    my $s = qq({"jsonrpc":"2.0","id":$id,"result":{"content":[{"type":"text","text":"old"}]}});
+    print $c "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+           . length($s) . "\r\nConnection: close\r\n\r\n$s";
+});
+sub fake_bodies { open my $fh, '<', $log or return (); my @l = <$fh>; chomp @l; @l }
+
+my $http = <<"NGX";
+    mcp_session_zone zone=gw:1m per_client=\$http_x_client:100;
     mcp_session_zone zone=bz:1m;
     mcp_session_zone zone=gz:1m;
-    log_format spread '$pid $http_x_seq';
+    log_format spread '\$pid \$http_x_seq';
     server {
         listen 127.0.0.1:%%PORT2%% reuseport;
         access_log %%PREFIX%%/logs/spread.log spread;
@@ -34,8 +51,11 @@ my $http = <<'NGX';
         location = /mcp {
             mcp_backend beta  /_b/beta;
             mcp_backend gamma /_b/gamma;
+            mcp_backend old   /_b/old;
             mcp_session gw;
         }
+        location = /_b/old { internal;
+                             proxy_pass http://127.0.0.1:$fake->{port}/mcp; }
         location = /_b/beta  { internal; mcp on; mcp_builtin everything;
                                mcp_session bz; }
         location = /_b/gamma { internal; mcp on; mcp_builtin everything;
@@ -154,6 +174,22 @@ my ($sync) = rpc('tools/call', { name => 'gamma__greet', arguments => { name => 
 ok(ref(($sync->{result} // {})->{content}) eq 'ARRAY' && !exists $sync->{result}{taskId},
    'a tool that finishes at once, with the extension: its result, no task')
     or diag(McpTest::encode_json($sync));
+
+# --- a backend that serves only 2025-11-25 --------------------------------------
+
+my ($o1) = rpc('tools/call', { name => 'old__old_tool', arguments => {} }, conn => $conn{$A});
+is((($o1->{result} // {})->{content} // [{}])->[0]{text}, 'old',
+   'a 2025-only backend\'s tool, with the extension: its result')
+    or diag(McpTest::encode_json($o1));
+my ($o2) = rpc('tools/call', { name => 'old__old_tool', arguments => {} }, conn => $conn{$A});
+is((($o2->{result} // {})->{content} // [{}])->[0]{text}, 'old', '... again');
+my @bodies = fake_bodies();
+is(scalar(grep { /"method":"server\/discover"/ } @bodies), 1,
+   '... it was asked once whether it serves 2026-07-28');
+my @calls = grep { /"method":"tools\/call"/ } @bodies;
+is(scalar @calls, 2, '... and got both calls');
+is(scalar(grep { /io\.modelcontextprotocol\/protocolVersion/ } @calls), 0,
+   '... the sessions\' way (no 2026-07-28 _meta)');
 
 unlike($t->error_log, qr/\[(error|alert|crit|emerg)\]/, 'no [error] or worse')
     or diag(join "\n", grep { /\[(error|alert|crit|emerg)\]/ } split /\n/, $t->error_log);

@@ -61,6 +61,9 @@ typedef struct {
     size_t                     sid_len;     /* stateless clients' session */
     unsigned                   sessionless:1;  /* gave no session id */
     unsigned                   opened:1;    /* sid is this worker's */
+    unsigned                   stateless:2; /* serves 2026-07-28 without
+                                               a session: 0 not asked
+                                               yet, 1 yes, 2 no */
 } ngx_http_mcp_backend_t;
 
 

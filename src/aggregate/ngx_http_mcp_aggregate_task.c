@@ -10,7 +10,9 @@
  * the stateless requests they are, without a session: the backend (one
  * that serves 2026-07-28, as this module's endpoints do) decides on the
  * task, keeps it in its own store and serves it to whichever worker
- * asks, its multi-round requests included.
+ * asks, its multi-round requests included.  Whether a backend serves
+ * 2026-07-28 each worker asks once (server/discover); one that does
+ * not gets the calls the sessions' way.
  *
  * The task id the client gets is not the backend's: it is sealed
  * (ngx_http_mcp_state_seal(), the key of requestState) over the
@@ -38,6 +40,9 @@
 #define NGX_HTTP_MCP_AGGREGATE_TASK_LIFE  86400  /* s, a task without ttl */
 #define NGX_HTTP_MCP_AGGREGATE_TASK_BIND  "mcp_backend task:"
 
+#define NGX_HTTP_MCP_AGGREGATE_STATELESS     1
+#define NGX_HTTP_MCP_AGGREGATE_SESSIONS      2
+
 
 /* a request to one backend, in the call's pool */
 typedef struct {
@@ -47,9 +52,14 @@ typedef struct {
     ngx_http_mcp_fetch_state_t         *st;
     char                               *token;  /* the client's task id,
                                                    or NULL: a tools/call */
+    unsigned                            probing:1;  /* server/discover */
 } ngx_http_mcp_aggregate_task_t;
 
 
+static ngx_int_t ngx_http_mcp_aggregate_task_forward(
+    ngx_http_mcp_aggregate_task_t *at);
+static void ngx_http_mcp_aggregate_task_probed(
+    ngx_http_mcp_aggregate_task_t *at, cJSON *reply);
 static ngx_int_t ngx_http_mcp_aggregate_task_send(
     ngx_http_mcp_aggregate_task_t *at, const char *method, cJSON *params,
     const char *name);
@@ -77,7 +87,8 @@ ngx_int_t
 ngx_http_mcp_aggregate_task_call(ngx_http_mcp_call_t *call,
     ngx_http_mcp_aggregate_loc_conf_t *conf, ngx_uint_t i)
 {
-    cJSON                          *name, *params;
+    cJSON                          *params;
+    ngx_int_t                       rc;
     ngx_str_t                      *m;
     ngx_http_mcp_backend_t         *b;
     ngx_http_mcp_reqctx_t          *rctx;
@@ -93,11 +104,11 @@ ngx_http_mcp_aggregate_task_call(ngx_http_mcp_call_t *call,
         return NGX_DECLINED;
     }
 
-    /* route() found the backend by it */
-    name = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
-                                            "name");
-
     b = conf->backends->elts;
+
+    if (b[i].stateless == NGX_HTTP_MCP_AGGREGATE_SESSIONS) {
+        return NGX_DECLINED;
+    }
 
     at = ngx_pcalloc(ngx_http_mcp_call_pool(call),
                      sizeof(ngx_http_mcp_aggregate_task_t));
@@ -109,27 +120,122 @@ ngx_http_mcp_aggregate_task_call(ngx_http_mcp_call_t *call,
     at->conf = conf;
     at->backend = &b[i];
 
+    if (b[i].stateless == NGX_HTTP_MCP_AGGREGATE_STATELESS) {
+        return ngx_http_mcp_aggregate_task_forward(at);
+    }
+
+    /*
+     * whether it serves 2026-07-28 at all, this worker's first time:
+     * a 2025-only server refuses a request without a session
+     */
+
+    params = cJSON_CreateObject();
+
+    if (params == NULL
+        || !cJSON_AddItemToObject(params, "_meta",
+               cJSON_Duplicate(ngx_http_mcp_json_get(
+                                   ngx_http_mcp_call_params(call), "_meta"),
+                               1)))
+    {
+        cJSON_Delete(params);
+        return NGX_ERROR;
+    }
+
+    at->probing = 1;
+
+    rc = ngx_http_mcp_aggregate_task_send(at, "server/discover", params,
+                                          NULL);
+    cJSON_Delete(params);
+
+    return rc;
+}
+
+
+/* the client's tools/call, to the backend the name has the prefix of */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_task_forward(ngx_http_mcp_aggregate_task_t *at)
+{
+    cJSON      *name, *params;
+    ngx_int_t   rc;
+    ngx_str_t  *prefix;
+
+    name = cJSON_GetObjectItemCaseSensitive(
+               ngx_http_mcp_call_params(at->call), "name");
+    prefix = &at->backend->prefix;
+
     /* its _meta as it is: the backend reads the client's from it */
-    params = cJSON_Duplicate(ngx_http_mcp_call_params(call), 1);
+    params = cJSON_Duplicate(ngx_http_mcp_call_params(at->call), 1);
 
     if (params == NULL
         || !cJSON_ReplaceItemInObjectCaseSensitive(params, "name",
-               cJSON_CreateString(name->valuestring + b[i].prefix.len)))
+               cJSON_CreateString(name->valuestring + prefix->len)))
     {
         cJSON_Delete(params);
         return NGX_ERROR;
     }
 
-    if (ngx_http_mcp_aggregate_task_send(at, "tools/call", params,
-                                         name->valuestring + b[i].prefix.len)
-        != NGX_OK)
-    {
-        cJSON_Delete(params);
-        return NGX_ERROR;
-    }
-
+    rc = ngx_http_mcp_aggregate_task_send(at, "tools/call", params,
+                                          name->valuestring + prefix->len);
     cJSON_Delete(params);
-    return NGX_OK;
+
+    return rc;
+}
+
+
+/*
+ * The probe's answer: a backend that lists 2026-07-28 gets the call as
+ * it is, else the sessions' way (the location's handler again, which
+ * now declines here).  A backend that did not answer is asked again
+ * with the next call.
+ */
+
+static void
+ngx_http_mcp_aggregate_task_probed(ngx_http_mcp_aggregate_task_t *at,
+    cJSON *reply)
+{
+    cJSON                   *versions, *v;
+    ngx_int_t                rc;
+    ngx_http_mcp_call_t     *call;
+    ngx_http_mcp_backend_t  *b;
+
+    call = at->call;
+    b = at->backend;
+
+    if (reply != NULL) {
+        b->stateless = NGX_HTTP_MCP_AGGREGATE_SESSIONS;
+
+        versions = ngx_http_mcp_json_get(
+                       ngx_http_mcp_json_get(reply, "result"),
+                       "supportedVersions");
+
+        cJSON_ArrayForEach(v, versions) {
+            if (cJSON_IsString(v)
+                && ngx_strcmp(v->valuestring, "2026-07-28") >= 0)
+            {
+                b->stateless = NGX_HTTP_MCP_AGGREGATE_STATELESS;
+                break;
+            }
+        }
+    }
+
+    if (b->stateless == NGX_HTTP_MCP_AGGREGATE_STATELESS) {
+        rc = ngx_http_mcp_aggregate_task_forward(at);
+
+    } else {
+        b->stateless = NGX_HTTP_MCP_AGGREGATE_SESSIONS;
+        rc = ngx_http_mcp_call_conf(call)->aggregate(call, NULL);
+
+        if (reply == NULL) {
+            /* no answer: the sessions' way this once */
+            b->stateless = 0;
+        }
+    }
+
+    if (rc != NGX_OK) {
+        ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+    }
 }
 
 
@@ -468,6 +574,13 @@ ngx_http_mcp_aggregate_task_event(ngx_event_t *ev)
               : "no JSON-RPC response";
 
     ngx_http_mcp_fetch_close(st);
+
+    if (at->probing) {
+        at->probing = 0;
+        ngx_http_mcp_aggregate_task_probed(at, reply);
+        cJSON_Delete(reply);
+        return;
+    }
 
     if (reply == NULL) {
         /* -32000, not -32603: the gateway is fine */

@@ -18,6 +18,7 @@ use Test::More;
 use Time::HiRes ();
 use McpTest;
 use McpAssert qw($ACK);
+use McpSpread;
 
 my $http = <<'NGX';
     mcp_session_zone zone=tasks:1m per_client=$http_x_client:100;
@@ -39,49 +40,14 @@ my $t = McpTest->new(ports => 2, http => $http,
 my @w = $t->worker_pids;
 is(scalar @w, 4, 'four workers');
 
-my $EXT = { extensions => { 'io.modelcontextprotocol/tasks' => {} }, elicitation => {} };
-my $seq = 0;
-
 # one 2026-07-28 request; returns (message, response, seq)
-sub rpc {
-    my ($method, $params, %o) = @_;
-    my $id = ++$seq;
-    my %p = (%{ $params // {} },
-             _meta => { 'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
-                        'io.modelcontextprotocol/clientCapabilities' => $o{caps} // $EXT });
-    my %h = ('MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => $method,
-             'X-Client' => $o{client} // 'alice', 'X-Seq' => $id);
-    my $name = $method eq 'tools/call' ? $params->{name} : $params->{taskId};
-    $h{'Mcp-Name'} = $name if $method =~ m{^(tools/call|tasks/(get|update|cancel))$};
-    my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => $id, method => $method, params => \%p },
-                         headers => \%h, port => $t->port(2), path => $o{path} // '/mcp',
-                         ($o{conn} ? (conn => $o{conn}, keepalive => 1) : ()));
-    return ($r->{json}, $r, $id);
-}
+sub rpc { spread_rpc($t, @_) }
 
 # the worker that served request $id
-sub served_by {
-    my ($id) = @_;
-    my $deadline = Time::HiRes::time() + 5;
-    while (Time::HiRes::time() < $deadline) {
-        for (split /\n/, McpTest::_slurp($t->prefix . '/logs/spread.log') // '') {
-            return $1 if /^(\d+) \Q$id\E$/;
-        }
-        Time::HiRes::sleep(0.05);
-    }
-    return 0;
-}
+sub served_by { spread_served_by($t, @_) }
 
 # keepalive connections, one per worker, found with server/discover
-my %conn;
-for (1 .. 60) {
-    last if keys %conn == 4;
-    my $c = $t->connect(port => $t->port(2)) or next;
-    my ($msg, $r, $id) = rpc('server/discover', {}, conn => $c);
-    next unless $r->{status} == 200;
-    my $pid = served_by($id);
-    $conn{$pid} //= $c if $pid;
-}
+my %conn = %{ (spread_conns($t))[0] };
 my @pids = sort keys %conn;
 cmp_ok(scalar @pids, '>=', 3, 'keepalive connections to at least three workers');
 my ($A, $B, $C) = @pids;

@@ -29,6 +29,7 @@
  *     would answer from; subscriptions/listen: see _subscribe.c;
  *   - a 2025-11-25 client's tasks: a task's id is the backend's with
  *     its prefix, tasks/get, result, cancel go by it, tasks/list merges;
+ *     a 2026-07-28 client's (the extension): see _task.c;
  *   - initialize, server/discover: the capabilities are the union of
  *     the backends' (tools, resources, prompts, completions, tasks).
  *
@@ -676,6 +677,13 @@ ngx_http_mcp_aggregate_handler(ngx_http_mcp_call_t *call,
     }
 
     if (method->len > 6 && ngx_strncmp(method->data, "tasks/", 6) == 0) {
+        if (ngx_http_mcp_call_client(call)->version
+            >= NGX_HTTP_MCP_VSTATELESS)
+        {
+            /* the extension's: by the sealed id (_task.c) */
+            return ngx_http_mcp_aggregate_task_method(call, alcf);
+        }
+
         /* tasks/get, tasks/result, tasks/cancel: by the task id's prefix */
         return ngx_http_mcp_aggregate_task(call, alcf);
     }
@@ -855,6 +863,7 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
 {
     char                    *method;
     cJSON                   *params, *name, *uri, *task;
+    ngx_int_t                rc;
     ngx_str_t               *m;
     ngx_uint_t               i, n;
     ngx_http_mcp_call_t     *call;
@@ -914,6 +923,13 @@ ngx_http_mcp_aggregate_route(ngx_http_mcp_aggregate_op_t *op)
                                 (m->len == sizeof("tools/call") - 1)
                                 ? "Unknown tool" : "Unknown prompt");
         return NGX_OK;
+    }
+
+    /* a stateless client's tools/call that may become a task (_task.c) */
+    rc = ngx_http_mcp_aggregate_task_call(call, op->conf, i);
+
+    if (rc != NGX_DECLINED) {
+        return rc;
     }
 
     params = ngx_http_mcp_aggregate_params(call);
@@ -1111,6 +1127,13 @@ ngx_http_mcp_aggregate_capabilities(ngx_http_mcp_call_t *call,
 
             break;
         }
+    }
+
+    /* a stateless client's: the extension (_task.c) */
+    if (!op->opening && ngx_http_mcp_aggregate_task_extension(op, caps)
+                        != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     /*
@@ -1391,6 +1414,10 @@ ngx_http_mcp_aggregate_routed(ngx_http_mcp_aggregate_op_t *op)
 
     if (leg->failed || leg->reply == NULL) {
         ngx_http_mcp_aggregate_unavailable(op, leg);
+        return;
+    }
+
+    if (ngx_http_mcp_aggregate_task_required(op, leg)) {
         return;
     }
 

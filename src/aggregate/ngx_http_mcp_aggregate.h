@@ -16,7 +16,8 @@
  * backends are told of the client's end (its DELETE, its leaving in the
  * middle of a call), ngx_http_mcp_aggregate_end.c; which requests go
  * again after a kept connection failed them, the backends' tool hints,
- * ngx_http_mcp_aggregate_retry.c.
+ * ngx_http_mcp_aggregate_retry.c; a stateless client's tasks (the
+ * 2026-07-28 extension), ngx_http_mcp_aggregate_task.c.
  */
 
 
@@ -60,6 +61,9 @@ typedef struct {
     size_t                     sid_len;     /* stateless clients' session */
     unsigned                   sessionless:1;  /* gave no session id */
     unsigned                   opened:1;    /* sid is this worker's */
+    unsigned                   stateless:2; /* serves 2026-07-28 without
+                                               a session: 0 not asked
+                                               yet, 1 yes, 2 no */
 } ngx_http_mcp_backend_t;
 
 
@@ -240,6 +244,16 @@ ngx_uint_t ngx_http_mcp_aggregate_retry_safe(
 /* ngx_http_mcp_aggregate_subscribe.c */
 ngx_int_t ngx_http_mcp_aggregate_subscriptions(ngx_http_mcp_call_t *call,
     ngx_http_mcp_aggregate_loc_conf_t *conf);
+
+/* ngx_http_mcp_aggregate_task.c */
+ngx_int_t ngx_http_mcp_aggregate_task_call(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *conf, ngx_uint_t i);
+ngx_int_t ngx_http_mcp_aggregate_task_method(ngx_http_mcp_call_t *call,
+    ngx_http_mcp_aggregate_loc_conf_t *conf);
+ngx_uint_t ngx_http_mcp_aggregate_task_required(
+    ngx_http_mcp_aggregate_op_t *op, ngx_http_mcp_aggregate_leg_t *leg);
+ngx_int_t ngx_http_mcp_aggregate_task_extension(
+    ngx_http_mcp_aggregate_op_t *op, cJSON *caps);
 
 
 extern ngx_module_t  ngx_http_mcp_aggregate_module;

@@ -253,6 +253,7 @@ ngx_int_t ngx_http_mcp_client_response(ngx_shm_zone_t *zone, ngx_str_t *sid,
 ngx_int_t ngx_http_mcp_client_cancel(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ngx_http_mcp_msg_t *msg, ngx_pool_t *pool, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call);
+ngx_int_t ngx_http_mcp_call_state_key(ngx_http_mcp_call_t *call, u_char *key);
 ngx_uint_t ngx_http_mcp_client_can(ngx_http_mcp_reqctx_t *rctx,
     const char *method, cJSON *params, const char **cap, const char **mode);
 ngx_int_t ngx_http_mcp_client_required(cJSON *caps, const char *cap,

@@ -209,12 +209,12 @@ ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call)
     }
 
     if (ngx_http_mcp_call_conf(call)->aggregate != NULL
-        && era == NGX_HTTP_MCP_SESSIONFUL
-        && call->rctx->version >= NGX_HTTP_MCP_V20251125
+        && (era != NGX_HTTP_MCP_SESSIONFUL
+            || call->rctx->version >= NGX_HTTP_MCP_V20251125)
         && call->method.len > 6
         && ngx_strncmp(call->method.data, "tasks/", 6) == 0)
     {
-        /* a 2025 client's tasks are the backends' (mcp_backend) */
+        /* a 2025 client's tasks, the extension's, are the backends' */
         return ngx_http_mcp_call_conf(call)->aggregate(call, NULL);
     }
 

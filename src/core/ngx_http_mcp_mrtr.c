@@ -30,8 +30,6 @@
 
 static ngx_int_t ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call,
     ngx_str_t *bind);
-static ngx_int_t ngx_http_mcp_mrtr_key(ngx_http_mcp_call_t *call,
-    u_char *key);
 static ngx_uint_t ngx_http_mcp_mrtr_declared(cJSON *request,
     ngx_http_mcp_reqctx_t *rctx, const char **cap, const char **mode);
 static ngx_int_t ngx_http_mcp_mrtr_invalid(ngx_http_mcp_call_t *call,
@@ -113,7 +111,7 @@ ngx_http_mcp_call_open_state(ngx_http_mcp_call_t *call)
         return NGX_ERROR;
     }
 
-    if (ngx_http_mcp_mrtr_key(call, key) != NGX_OK) {
+    if (ngx_http_mcp_call_state_key(call, key) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -377,7 +375,7 @@ ngx_http_mcp_mrtr_seal(ngx_http_mcp_call_t *call, cJSON *result,
 
     mlcf = ngx_http_mcp_call_conf(call);
 
-    if (ngx_http_mcp_mrtr_key(call, key) != NGX_OK) {
+    if (ngx_http_mcp_call_state_key(call, key) != NGX_OK) {
         cJSON_free(text);
         return NGX_ERROR;
     }
@@ -604,8 +602,10 @@ ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call, ngx_str_t *bind)
 }
 
 
-static ngx_int_t
-ngx_http_mcp_mrtr_key(ngx_http_mcp_call_t *call, u_char *key)
+/* the key of requestState, and of the task ids mcp_backend hands out */
+
+ngx_int_t
+ngx_http_mcp_call_state_key(ngx_http_mcp_call_t *call, u_char *key)
 {
     ngx_http_mcp_loc_conf_t  *mlcf;
 

@@ -139,6 +139,17 @@ ok($m && $m->{error} && !$m->{result}, 'arguments: a duplicate key hiding an AWS
 is($m->{result}{content}[0]{text}, 'nothing to see here',
    'arguments: a clean call with backslashes in it is relayed');
 
+# the arguments are read from the first "arguments" in the body on: one
+# before the name, a tool named "arguments", one in _meta after them
+for my $params ('{"arguments":{"k":"AKIAABCDEFGHIJKLMNOP"},"name":"x"}',
+                '{"name":"arguments","arguments":{"k":"AKIAABCDEFGHIJKLMNOP"}}',
+                '{"name":"x","arguments":{"k":"AKIAABCDEFGHIJKLMNOP"},"_meta":{"arguments":1}}') {
+    $id++;
+    my $rr = $t->mcp_post($sid, qq({"jsonrpc":"2.0","id":$id,"method":"tools/call","params":$params}),
+                          path => '/g/clean');
+    is($rr->{messages}[0]{error}{code}, -32602, "arguments: an AWS key in $params is refused");
+}
+
 # a match across two values is no match: the call goes on
 ($m) = post('/g/clean', '{"a":"AKIA","b":"ABCDEFGHIJKLMNOP"}');
 ok($m->{result}, 'arguments: a key split over two values is not one');

@@ -28,6 +28,14 @@
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_metrics.h"
 
+/* x86-64 always has SSE2: sixteen bytes of a raw text a step */
+#if (defined __SSE2__ && defined __GNUC__)
+#define NGX_HTTP_MCP_GUARD_SSE2  1
+#include <emmintrin.h>
+#else
+#define NGX_HTTP_MCP_GUARD_SSE2  0
+#endif
+
 
 #define ngx_http_mcp_guard_alnum(c)                                           \
     (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z')                \
@@ -66,8 +74,9 @@ static void ngx_http_mcp_guard_run(ngx_str_t *best, u_char **run,
 static u_char *ngx_http_mcp_guard_skip(u_char *p, u_char *last,
     u_char close);
 static ngx_uint_t ngx_http_mcp_guard_found(ngx_http_mcp_guard_needle_t *nd,
-    u_char *s, size_t len);
+    u_char *s, size_t len, u_char *first);
 static ngx_uint_t ngx_http_mcp_guard_plain(u_char *p, size_t len);
+static void ngx_http_mcp_guard_arguments_text(ngx_str_t *text);
 static u_char *ngx_http_mcp_guard_redact(ngx_pool_t *pool,
     ngx_http_mcp_guard_t *g, u_char *s, ngx_log_t *log);
 static ngx_int_t ngx_http_mcp_guard_next(ngx_regex_t *re, u_char *s,
@@ -443,6 +452,10 @@ ngx_http_mcp_guard_raw(ngx_array_t *guards, ngx_uint_t where, u_char *p,
     text.data = p;
     text.len = len;
 
+    if (where == NGX_HTTP_MCP_GUARD_ARGS) {
+        ngx_http_mcp_guard_arguments_text(&text);
+    }
+
     for (i = 0; i < guards->nelts; i++) {
 
         if (!(g[i].where & where)) {
@@ -472,42 +485,81 @@ ngx_http_mcp_guard_raw(ngx_array_t *guards, ngx_uint_t where, u_char *p,
 
 
 /*
- * Only printable ASCII, tab, CR and LF, no backslash: eight bytes a step,
- * a step with any byte below a space, from DEL, or a backslash looked at
- * byte by byte
+ * A POST's body with no backslash, where arguments are looked for: from
+ * the first "arguments" in quotes on.  With no backslash a quote is a
+ * string's edge, so those bytes are a key or a whole string (a tool's
+ * name), and each message's "arguments" key, spelt so, comes at or after
+ * the first of them; what is before is the envelope (its method, ids, a
+ * tool's name), which the guardrails do not read.  With none, the whole
+ * body.
+ */
+
+static void
+ngx_http_mcp_guard_arguments_text(ngx_str_t *text)
+{
+    u_char  *p, *q, *last;
+
+    p = text->data;
+    last = p + text->len;
+
+    /* the "g", third of the word's letters, is rarer than its quote */
+    for (q = p; q < last; q++) {
+
+        q = memchr(q, 'g', last - q);
+
+        if (q == NULL) {
+            return;
+        }
+
+        if (q - p >= 3 && last - q >= 8
+            && ngx_memcmp(q - 3, "\"arguments\"", 11) == 0)
+        {
+            text->data = q - 3;
+            text->len = last - text->data;
+            return;
+        }
+    }
+}
+
+
+/*
+ * Only printable ASCII, tab, CR and LF, no backslash: sixteen bytes a
+ * step, a step with any byte below a space, from DEL, or a backslash
+ * looked at byte by byte
  */
 
 static ngx_uint_t
 ngx_http_mcp_guard_plain(u_char *p, size_t len)
 {
-    u_char    c, *last, *end;
-    uint64_t  w, x;
+    u_char   c, *last, *end;
+#if (NGX_HTTP_MCP_GUARD_SSE2)
+    __m128i  v, space, del, backslash, bad;
 
-#define NGX_HTTP_MCP_GUARD_ONES  0x0101010101010101ULL
-#define NGX_HTTP_MCP_GUARD_HIGH  0x8080808080808080ULL
+    space = _mm_set1_epi8(0x20);
+    del = _mm_set1_epi8(0x7f);
+    backslash = _mm_set1_epi8('\\');
+#endif
 
     last = p + len;
 
     for ( /* void */ ; p < last; p = end) {
 
-        end = (last - p >= 8) ? p + 8 : last;
+        end = (last - p >= 16) ? p + 16 : last;
 
-        if (end - p == 8) {
-            ngx_memcpy(&w, p, 8);
+#if (NGX_HTTP_MCP_GUARD_SSE2)
+        if (end - p == 16) {
+            v = _mm_loadu_si128((__m128i *) p);
 
-            /* below 0x20, 0x7f and up (+1 carries 0x7f up), a backslash */
-            x = ((w - 0x20 * NGX_HTTP_MCP_GUARD_ONES)
-                 | (w + NGX_HTTP_MCP_GUARD_ONES)
-                 | (((w ^ ('\\' * NGX_HTTP_MCP_GUARD_ONES))
-                     - NGX_HTTP_MCP_GUARD_ONES)
-                    & ~(w ^ ('\\' * NGX_HTTP_MCP_GUARD_ONES)))
-                 | w)
-                & NGX_HTTP_MCP_GUARD_HIGH;
+            /* a signed compare: bytes from 0x80 are below the space too */
+            bad = _mm_or_si128(_mm_cmplt_epi8(v, space),
+                               _mm_or_si128(_mm_cmpeq_epi8(v, del),
+                                            _mm_cmpeq_epi8(v, backslash)));
 
-            if (x == 0) {
+            if (_mm_movemask_epi8(bad) == 0) {
                 continue;
             }
         }
+#endif
 
         for ( /* void */ ; p < end; p++) {
             c = *p;
@@ -1226,7 +1278,7 @@ static ngx_int_t
 ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set, ngx_str_t *text,
     ngx_log_t *log)
 {
-    uint64_t                      present;
+    u_char                       *first[64];
     ngx_int_t                     n;
     ngx_uint_t                    i;
     ngx_regex_elt_t              *re;
@@ -1235,21 +1287,18 @@ ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set, ngx_str_t *text,
     re = set->regexes.elts;
     nd = set->needles.elts;
 
-    /* which of the needles' rare bytes the text holds, one look a byte */
-    present = 0;
-
+    /* where the needles' rare bytes first are, one look a byte */
     for (i = 0; i < set->nrare; i++) {
-        if (memchr(text->data, set->rare[i], text->len) != NULL) {
-            present |= (uint64_t) 1 << i;
-        }
+        first[i] = memchr(text->data, set->rare[i], text->len);
     }
 
     for (i = 0; i < set->regexes.nelts; i++) {
 
         if (nd[i].data != NULL
-            && ((nd[i].bit < 64 && !(present & ((uint64_t) 1 << nd[i].bit)))
-                || !ngx_http_mcp_guard_found(&nd[i], text->data,
-                                             text->len)))
+            && ((nd[i].bit < 64 && first[nd[i].bit] == NULL)
+                || !ngx_http_mcp_guard_found(&nd[i], text->data, text->len,
+                                             (nd[i].bit < 64)
+                                             ? first[nd[i].bit] : NULL)))
         {
             continue;
         }
@@ -1294,8 +1343,11 @@ ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
     uint32_t    type, unit;
 #endif
 
-    /* from the most common in text on; what is not here is rarer */
-    static u_char  common[] = " etaoinsrhldcumfpgwybvkxjqz_-./:,\"0123456789";
+    /*
+     * from the most common in JSON text on (its signs, digits, then
+     * English letters); what is not here (capitals, "@", "=") is rarer
+     */
+    static u_char  common[] = "\":, .0123456789_-/etaoinsrhldcumfpgwybvkxjqz";
 
     ngx_memzero(nd, sizeof(ngx_http_mcp_guard_needle_t));
 
@@ -1616,11 +1668,11 @@ ngx_http_mcp_guard_skip(u_char *p, u_char *last, u_char close)
 }
 
 
-/* whether the needle is in s */
+/* whether the needle is in s; first: where its rare byte first is, if known */
 
 static ngx_uint_t
 ngx_http_mcp_guard_found(ngx_http_mcp_guard_needle_t *nd, u_char *s,
-    size_t len)
+    size_t len, u_char *first)
 {
     u_char  *p, *q, *last;
 
@@ -1631,19 +1683,32 @@ ngx_http_mcp_guard_found(ngx_http_mcp_guard_needle_t *nd, u_char *s,
     /* where the needle's rare byte can be */
     p = s + nd->rare;
     last = s + (len - nd->len) + nd->rare + 1;
+    q = (first != NULL && first >= p) ? first : NULL;
 
     while (p < last) {
-        q = memchr(p, nd->data[nd->rare], last - p);
 
         if (q == NULL) {
+            q = memchr(p, nd->data[nd->rare], last - p);
+
+            if (q == NULL) {
+                return 0;
+            }
+        }
+
+        if (q >= last) {
             return 0;
         }
 
-        if (ngx_memcmp(q - nd->rare, nd->data, nd->len) == 0) {
+        /* its two ends before the rest */
+        if (q[-(off_t) nd->rare] == nd->data[0]
+            && q[nd->len - 1 - nd->rare] == nd->data[nd->len - 1]
+            && ngx_memcmp(q - nd->rare, nd->data, nd->len) == 0)
+        {
             return 1;
         }
 
         p = q + 1;
+        q = NULL;
     }
 
     return 0;

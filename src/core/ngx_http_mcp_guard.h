@@ -95,7 +95,9 @@ ngx_int_t ngx_http_mcp_guard_add_variables(ngx_conf_t *cf);
  * proves that no guard of where (NGX_HTTP_MCP_GUARD_ARGS..) can match a
  * key or a string in it; NGX_OK when the values must be looked at one by
  * one; NGX_ERROR.  parsed: the strict parser has read the text (it is
- * valid UTF-8); else only printable ASCII, tab, CR and LF pass.
+ * valid UTF-8); else only printable ASCII, tab, CR and LF pass.  For
+ * NGX_HTTP_MCP_GUARD_ARGS the text is a POST's body, read from its first
+ * "arguments" on.
  */
 ngx_int_t ngx_http_mcp_guard_raw(ngx_array_t *guards, ngx_uint_t where,
     u_char *p, size_t len, ngx_uint_t parsed, ngx_log_t *log);

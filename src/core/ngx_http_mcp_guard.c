@@ -1170,8 +1170,9 @@ ngx_http_mcp_guard_context_free(ngx_str_t *pattern)
          * follow (a "[" or "^" in a comment)
          */
         if (c == '(' && p + 1 < last && p[1] == '?') {
-            for (q = p + 2; q < last && (ngx_http_mcp_guard_alnum(*q) || *q == '-'
-                                         || *q == '^');
+            for (q = p + 2;
+                 q < last
+                 && (ngx_http_mcp_guard_alnum(*q) || *q == '-' || *q == '^');
                  q++)
             {
                 if (*q == 'x') {
@@ -1494,7 +1495,8 @@ ngx_http_mcp_guard_literal(ngx_str_t *pattern, u_char *buf, ngx_str_t *best)
                 }
 
                 while (p < last
-                       && (ngx_http_mcp_guard_alnum(*p) || *p == '+' || *p == '-'))
+                       && (ngx_http_mcp_guard_alnum(*p)
+                           || *p == '+' || *p == '-'))
                 {
                     p++;
                 }

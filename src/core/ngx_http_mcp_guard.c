@@ -28,6 +28,19 @@
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_metrics.h"
 
+/* x86-64 always has SSE2: sixteen bytes of a raw text a step */
+#if (defined __SSE2__ && defined __GNUC__)
+#define NGX_HTTP_MCP_GUARD_SSE2  1
+#include <emmintrin.h>
+#else
+#define NGX_HTTP_MCP_GUARD_SSE2  0
+#endif
+
+
+#define ngx_http_mcp_guard_alnum(c)                                           \
+    (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z')                \
+     || ((c) >= 'A' && (c) <= 'Z'))
+
 
 /* what ngx_http_mcp_jsonrpc_tools() hands each listed tool */
 typedef struct {
@@ -50,6 +63,20 @@ static ngx_int_t ngx_http_mcp_guard_joined(ngx_http_mcp_guard_ctx_t *gc,
 static size_t ngx_http_mcp_guard_join(cJSON *item, u_char *p);
 static ngx_int_t ngx_http_mcp_guard_match(ngx_http_mcp_guard_set_t *set,
     u_char *s, ngx_log_t *log);
+static ngx_int_t ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set,
+    ngx_str_t *text, ngx_log_t *log);
+static ngx_int_t ngx_http_mcp_guard_needle(ngx_conf_t *cf,
+    ngx_regex_t *re, ngx_str_t *pattern, ngx_http_mcp_guard_needle_t *nd);
+static void ngx_http_mcp_guard_literal(ngx_str_t *pattern, u_char *buf,
+    ngx_str_t *best);
+static void ngx_http_mcp_guard_run(ngx_str_t *best, u_char **run,
+    size_t *n, ngx_uint_t *lit);
+static u_char *ngx_http_mcp_guard_skip(u_char *p, u_char *last,
+    u_char close);
+static ngx_uint_t ngx_http_mcp_guard_found(ngx_http_mcp_guard_needle_t *nd,
+    u_char *s, size_t len, u_char *first);
+static ngx_uint_t ngx_http_mcp_guard_plain(u_char *p, size_t len);
+static void ngx_http_mcp_guard_arguments_text(ngx_str_t *text);
 static u_char *ngx_http_mcp_guard_redact(ngx_pool_t *pool,
     ngx_http_mcp_guard_t *g, u_char *s, ngx_log_t *log);
 static ngx_int_t ngx_http_mcp_guard_next(ngx_regex_t *re, u_char *s,
@@ -88,13 +115,14 @@ ngx_http_mcp_guard_set_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 {
     ngx_http_mcp_main_conf_t *mmcf = conf;
 
-    u_char                     errstr[NGX_MAX_CONF_ERRSTR], c;
-    ngx_int_t                  n;
-    ngx_str_t                 *value;
-    ngx_uint_t                 i;
-    ngx_regex_elt_t           *re;
-    ngx_regex_compile_t        rc;
-    ngx_http_mcp_guard_set_t  *set;
+    u_char                        errstr[NGX_MAX_CONF_ERRSTR], c;
+    ngx_int_t                     n;
+    ngx_str_t                    *value;
+    ngx_uint_t                    i;
+    ngx_regex_elt_t              *re;
+    ngx_regex_compile_t           rc;
+    ngx_http_mcp_guard_set_t     *set;
+    ngx_http_mcp_guard_needle_t  *nd;
 
     value = cf->args->elts;
 
@@ -148,7 +176,15 @@ ngx_http_mcp_guard_set_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
+    if (ngx_array_init(&set->needles, cf->pool, cf->args->nelts - 2,
+                       sizeof(ngx_http_mcp_guard_needle_t))
+        != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
     set->joinable = 1;
+    set->nrare = 0;
 
     for (i = 2; i < cf->args->nelts; i++) {
 
@@ -175,6 +211,33 @@ ngx_http_mcp_guard_set_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 
         re->regex = rc.regex;
         re->name = value[i].data;
+
+        nd = ngx_array_push(&set->needles);
+        if (nd == NULL
+            || ngx_http_mcp_guard_needle(cf, rc.regex, &value[i], nd)
+               != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
+        /* patterns that look for one byte look for it once */
+        nd->bit = 64;
+
+        if (nd->data != NULL) {
+            c = nd->data[nd->rare];
+
+            for (n = 0; n < (ngx_int_t) set->nrare; n++) {
+                if (set->rare[n] == c) {
+                    break;
+                }
+            }
+
+            if (n < 64) {
+                set->rare[n] = c;
+                set->nrare = ngx_max(set->nrare, (ngx_uint_t) n + 1);
+                nd->bit = n;
+            }
+        }
     }
 
     return NGX_CONF_OK;
@@ -345,6 +408,174 @@ ngx_http_mcp_guard_variable(ngx_http_request_t *r,
 }
 
 
+/*
+ * Before the values, their raw JSON text.  With no backslash in it, no
+ * string has an escape, so each key and each string value, unescaped,
+ * is in the text byte for byte between its quotes; a pattern that does
+ * not read what is around its match (the set is joinable) and matches
+ * none of the text matches none of them.  A quote is not a word
+ * character, as a string's edge is not to \b.  The text may hold two
+ * values under one key: both are in it, so a duplicate key hides
+ * nothing from this look either.  A text with a backslash, or with a
+ * byte this cannot read as every client does (unparsed: outside
+ * printable ASCII, tab, CR and LF; a NUL could make a client read
+ * UTF-16), is looked at value by value.
+ */
+
+ngx_int_t
+ngx_http_mcp_guard_raw(ngx_array_t *guards, ngx_uint_t where, u_char *p,
+    size_t len, ngx_uint_t parsed, ngx_log_t *log)
+{
+    ngx_int_t              rc;
+    ngx_str_t              text;
+    ngx_uint_t             i, j;
+    ngx_http_mcp_guard_t  *g;
+
+    if (guards == NULL || p == NULL) {
+        return NGX_OK;
+    }
+
+    g = guards->elts;
+
+    for (i = 0; i < guards->nelts; i++) {
+        if ((g[i].where & where) && !g[i].set->joinable) {
+            return NGX_OK;
+        }
+    }
+
+    if (parsed ? memchr(p, '\\', len) != NULL
+               : !ngx_http_mcp_guard_plain(p, len))
+    {
+        return NGX_OK;
+    }
+
+    text.data = p;
+    text.len = len;
+
+    if (where == NGX_HTTP_MCP_GUARD_ARGS) {
+        ngx_http_mcp_guard_arguments_text(&text);
+    }
+
+    for (i = 0; i < guards->nelts; i++) {
+
+        if (!(g[i].where & where)) {
+            continue;
+        }
+
+        /* a set named twice (block arguments, redact results) is run once */
+        for (j = 0; j < i; j++) {
+            if ((g[j].where & where) && g[j].set == g[i].set) {
+                break;
+            }
+        }
+
+        if (j < i) {
+            continue;
+        }
+
+        rc = ngx_http_mcp_guard_exec(g[i].set, &text, log);
+
+        if (rc != NGX_DECLINED) {
+            return rc;
+        }
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * A POST's body with no backslash, where arguments are looked for: from
+ * the first "arguments" in quotes on.  With no backslash a quote is a
+ * string's edge, so those bytes are a key or a whole string (a tool's
+ * name), and each message's "arguments" key, spelt so, comes at or after
+ * the first of them; what is before is the envelope (its method, ids, a
+ * tool's name), which the guardrails do not read.  With none, the whole
+ * body.
+ */
+
+static void
+ngx_http_mcp_guard_arguments_text(ngx_str_t *text)
+{
+    u_char  *p, *q, *last;
+
+    p = text->data;
+    last = p + text->len;
+
+    /* the "g", third of the word's letters, is rarer than its quote */
+    for (q = p; q < last; q++) {
+
+        q = memchr(q, 'g', last - q);
+
+        if (q == NULL) {
+            return;
+        }
+
+        if (q - p >= 3 && last - q >= 8
+            && ngx_memcmp(q - 3, "\"arguments\"", 11) == 0)
+        {
+            text->data = q - 3;
+            text->len = last - text->data;
+            return;
+        }
+    }
+}
+
+
+/*
+ * Only printable ASCII, tab, CR and LF, no backslash: sixteen bytes a
+ * step, a step with any byte below a space, from DEL, or a backslash
+ * looked at byte by byte
+ */
+
+static ngx_uint_t
+ngx_http_mcp_guard_plain(u_char *p, size_t len)
+{
+    u_char   c, *last, *end;
+#if (NGX_HTTP_MCP_GUARD_SSE2)
+    __m128i  v, space, del, backslash, bad;
+
+    space = _mm_set1_epi8(0x20);
+    del = _mm_set1_epi8(0x7f);
+    backslash = _mm_set1_epi8('\\');
+#endif
+
+    last = p + len;
+
+    for ( /* void */ ; p < last; p = end) {
+
+        end = (last - p >= 16) ? p + 16 : last;
+
+#if (NGX_HTTP_MCP_GUARD_SSE2)
+        if (end - p == 16) {
+            v = _mm_loadu_si128((__m128i *) p);
+
+            /* a signed compare: bytes from 0x80 are below the space too */
+            bad = _mm_or_si128(_mm_cmplt_epi8(v, space),
+                               _mm_or_si128(_mm_cmpeq_epi8(v, del),
+                                            _mm_cmpeq_epi8(v, backslash)));
+
+            if (_mm_movemask_epi8(bad) == 0) {
+                continue;
+            }
+        }
+#endif
+
+        for ( /* void */ ; p < end; p++) {
+            c = *p;
+
+            if ((c < 0x20 && c != '\t' && c != '\r' && c != '\n')
+                || c >= 0x7f || c == '\\')
+            {
+                return 0;
+            }
+        }
+    }
+
+    return 1;
+}
+
+
 ngx_int_t
 ngx_http_mcp_guard_arguments(ngx_http_mcp_guard_ctx_t *gc, cJSON *arguments,
     ngx_uint_t rewrite, ngx_uint_t *changed, const char **why)
@@ -384,7 +615,7 @@ ngx_http_mcp_guard_arguments(ngx_http_mcp_guard_ctx_t *gc, cJSON *arguments,
                 return NGX_ERROR;
             }
 
-            rc = ngx_regex_exec_array(&g[i].set->regexes, &joined, gc->log);
+            rc = ngx_http_mcp_guard_exec(g[i].set, &joined, gc->log);
 
             if (rc == NGX_DECLINED) {
                 continue;
@@ -872,7 +1103,7 @@ ngx_http_mcp_guard_string(ngx_http_mcp_guard_ctx_t *gc,
 static ngx_uint_t
 ngx_http_mcp_guard_context_free(ngx_str_t *pattern)
 {
-    u_char      c, *p, *last;
+    u_char      c, *p, *q, *last;
     ngx_uint_t  in_class;
 
     p = pattern->data;
@@ -888,6 +1119,11 @@ ngx_http_mcp_guard_context_free(ngx_str_t *pattern)
             }
 
             if (ngx_strchr("AZzGKQ", *p) != NULL) {
+                return 0;
+            }
+
+            /* \cX is one character, whatever X is ("\c[" opens nothing) */
+            if (*p == 'c' && ++p == last) {
                 return 0;
             }
 
@@ -924,9 +1160,25 @@ ngx_http_mcp_guard_context_free(ngx_str_t *pattern)
         if (c == '(' && p + 1 < last
             && (p[1] == '*'
                 || (p[1] == '?' && p + 2 < last
-                    && ngx_strchr("=!<(", p[2]) != NULL)))
+                    && ngx_strchr("=!<(#", p[2]) != NULL)))
         {
             return 0;
+        }
+
+        /*
+         * "(?x)": blanks and "#" comments that this reading does not
+         * follow (a "[" or "^" in a comment)
+         */
+        if (c == '(' && p + 1 < last && p[1] == '?') {
+            for (q = p + 2;
+                 q < last
+                 && (ngx_http_mcp_guard_alnum(*q) || *q == '-' || *q == '^');
+                 q++)
+            {
+                if (*q == 'x') {
+                    return 0;
+                }
+            }
         }
     }
 
@@ -1011,7 +1263,457 @@ ngx_http_mcp_guard_match(ngx_http_mcp_guard_set_t *set, u_char *s,
     text.data = s;
     text.len = ngx_strlen(s);
 
-    return ngx_regex_exec_array(&set->regexes, &text, log);
+    return ngx_http_mcp_guard_exec(set, &text, log);
+}
+
+
+/*
+ * NGX_OK: a pattern of the set matches text; NGX_DECLINED; NGX_ERROR.
+ * A pattern whose needle the text lacks cannot match it and is not run:
+ * a pcre2_match() costs some 300 instructions before it reads a byte,
+ * a memchr() over a few hundred bytes a tenth of that.  What the library
+ * says is logged without the text, which is what the guard keeps out.
+ */
+
+static ngx_int_t
+ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set, ngx_str_t *text,
+    ngx_log_t *log)
+{
+    u_char                       *first[64];
+    ngx_int_t                     n;
+    ngx_uint_t                    i;
+    ngx_regex_elt_t              *re;
+    ngx_http_mcp_guard_needle_t  *nd;
+
+    re = set->regexes.elts;
+    nd = set->needles.elts;
+
+    /* where the needles' rare bytes first are, one look a byte */
+    for (i = 0; i < set->nrare; i++) {
+        first[i] = memchr(text->data, set->rare[i], text->len);
+    }
+
+    for (i = 0; i < set->regexes.nelts; i++) {
+
+        if (nd[i].data != NULL
+            && ((nd[i].bit < 64 && first[nd[i].bit] == NULL)
+                || !ngx_http_mcp_guard_found(&nd[i], text->data, text->len,
+                                             (nd[i].bit < 64)
+                                             ? first[nd[i].bit] : NULL)))
+        {
+            continue;
+        }
+
+        n = ngx_regex_exec(re[i].regex, text, NULL, 0);
+
+        if (n == NGX_REGEX_NO_MATCHED) {
+            continue;
+        }
+
+        if (n < 0) {
+            ngx_log_error(NGX_LOG_ALERT, log, 0,
+                          ngx_regex_exec_n " failed: %i using \"%s\"",
+                          n, re[i].name);
+            return NGX_ERROR;
+        }
+
+        return NGX_OK;
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * A pattern's needle: its longest run of literal characters that every
+ * match holds, read from the pattern by ngx_http_mcp_guard_literal();
+ * or, with none, the first byte of every match as the library knows it,
+ * when no "(?" or "(*" can have made it caseless.  The byte of the run
+ * looked for first is the one least often met in text.
+ */
+
+static ngx_int_t
+ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
+    ngx_str_t *pattern, ngx_http_mcp_guard_needle_t *nd)
+{
+    u_char     *buf;
+    size_t      i;
+    ngx_str_t   best;
+    ngx_uint_t  score, rarest;
+#if (NGX_PCRE2)
+    uint32_t    type, unit;
+#endif
+
+    /*
+     * from the most common in JSON text on (its signs, digits, then
+     * English letters); what is not here (capitals, "@", "=") is rarer
+     */
+    static u_char  common[] = "\":, .0123456789_-/etaoinsrhldcumfpgwybvkxjqz";
+
+    ngx_memzero(nd, sizeof(ngx_http_mcp_guard_needle_t));
+
+    buf = ngx_pnalloc(cf->pool, pattern->len + 1);
+    if (buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_mcp_guard_literal(pattern, buf, &best);
+
+#if (NGX_PCRE2)
+    /* an option set in the pattern ("(?i)") may make the byte caseless */
+    for (i = 0; i + 1 < pattern->len; i++) {
+        if (pattern->data[i] == '('
+            && (pattern->data[i + 1] == '?' || pattern->data[i + 1] == '*'))
+        {
+            break;
+        }
+    }
+
+    if (best.len == 0 && i + 1 >= pattern->len
+        && pcre2_pattern_info(re, PCRE2_INFO_FIRSTCODETYPE, &type) == 0
+        && type == 1
+        && pcre2_pattern_info(re, PCRE2_INFO_FIRSTCODEUNIT, &unit) == 0
+        && unit < 256)
+    {
+        buf[0] = (u_char) unit;
+        best.data = buf;
+        best.len = 1;
+    }
+#endif
+
+    if (best.len == 0) {
+        return NGX_OK;
+    }
+
+    nd->data = best.data;
+    nd->len = best.len;
+    rarest = 0;
+
+    for (i = 0; i < best.len; i++) {
+
+        for (score = 0; score < sizeof(common) - 1; score++) {
+            if (common[score] == best.data[i]) {
+                break;
+            }
+        }
+
+        if (score > rarest || i == 0) {
+            rarest = score;
+            nd->rare = i;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The longest run of literal characters at the top level of a pattern,
+ * none of them quantified, into buf: each match holds it.  Read to be
+ * sure, not to find much: any construct this does not follow (a "(?"
+ * other than "(?:", a verb, \Q, \E, an alternation at the top level, a
+ * POSIX class) gives no run at all, and an escape of a letter or digit
+ * ends a run, with what such an escape takes after it (\x41, \p{Lu},
+ * \k<name>, \cA) skipped.  A quantifier takes the character before it
+ * out of its run.  Groups, classes, dots and assertions end a run.
+ */
+
+static void
+ngx_http_mcp_guard_literal(ngx_str_t *pattern, u_char *buf, ngx_str_t *best)
+{
+    u_char      c, *p, *last, *run;
+    size_t      n;
+    ngx_uint_t  depth, lit;
+
+    p = pattern->data;
+    last = p + pattern->len;
+
+    best->data = buf;
+    best->len = 0;
+
+    run = buf;
+    n = 0;
+    depth = 0;
+    lit = 0;
+
+    while (p < last) {
+        c = *p++;
+
+        if (c == '\\') {
+            if (p == last) {
+                goto none;
+            }
+
+            c = *p++;
+
+            if (c < 0x80 && !ngx_http_mcp_guard_alnum(c)) {
+                /* an escaped sign is that sign */
+                if (depth == 0) {
+                    run[n++] = c;
+                    lit = 1;
+                }
+
+                continue;
+            }
+
+            if (c == 'Q' || c == 'E') {
+                goto none;
+            }
+
+            if (depth == 0) {
+                ngx_http_mcp_guard_run(best, &run, &n, &lit);
+            }
+
+            /* what the escape takes after it */
+            switch (c) {
+
+            case 'c':
+                p++;
+                break;
+
+            case 'x':
+            case 'o':
+            case 'N':
+            case 'p':
+            case 'P':
+            case 'g':
+            case 'k':
+                if (p < last && (*p == '{' || *p == '<' || *p == '\'')) {
+                    p = ngx_http_mcp_guard_skip(p + 1, last,
+                                                (*p == '{') ? '}'
+                                                : (*p == '<') ? '>' : '\'');
+                    if (p == NULL) {
+                        goto none;
+                    }
+
+                    break;
+                }
+
+                if (c == 'p' || c == 'P') {
+                    p++;
+                    break;
+                }
+
+                while (p < last
+                       && (ngx_http_mcp_guard_alnum(*p)
+                           || *p == '+' || *p == '-'))
+                {
+                    p++;
+                }
+
+                break;
+
+            default:
+                while (c >= '0' && c <= '9' && p < last
+                       && *p >= '0' && *p <= '9')
+                {
+                    p++;
+                }
+            }
+
+            if (p > last) {
+                goto none;
+            }
+
+            continue;
+        }
+
+        if (c == '[') {
+            if (depth == 0) {
+                ngx_http_mcp_guard_run(best, &run, &n, &lit);
+            }
+
+            if (p < last && *p == '^') {
+                p++;
+            }
+
+            if (p < last && *p == ']') {
+                p++;
+            }
+
+            for ( ;; ) {
+                if (p >= last || *p == '[') {
+                    goto none;
+                }
+
+                if (*p == '\\') {
+                    if (p + 1 >= last || p[1] == 'Q' || p[1] == 'E') {
+                        goto none;
+                    }
+
+                    p += 2;
+                    continue;
+                }
+
+                if (*p++ == ']') {
+                    break;
+                }
+            }
+
+            continue;
+        }
+
+        if (c == '(') {
+            if (p < last && (*p == '*' || (*p == '?' && (p + 1 == last
+                                                         || p[1] != ':'))))
+            {
+                goto none;
+            }
+
+            if (depth == 0) {
+                ngx_http_mcp_guard_run(best, &run, &n, &lit);
+            }
+
+            depth++;
+            continue;
+        }
+
+        if (c == ')') {
+            if (depth == 0) {
+                goto none;
+            }
+
+            depth--;
+            continue;
+        }
+
+        if (c == '|') {
+            if (depth == 0) {
+                goto none;
+            }
+
+            continue;
+        }
+
+        if (depth > 0) {
+            continue;
+        }
+
+        if (c == '*' || c == '+' || c == '?' || c == '{') {
+
+            if (c == '{') {
+                /* {n}, {n,}, {n,m}, {,m}, spaces in them: else a sign */
+                while (p < last
+                       && ((*p >= '0' && *p <= '9') || *p == ','
+                           || *p == ' ' || *p == '\t'))
+                {
+                    p++;
+                }
+
+                if (p == last) {
+                    goto none;
+                }
+
+                if (*p == '}') {
+                    p++;
+
+                } else {
+                    /* "{" as a sign: the run ends, nothing is taken out */
+                    ngx_http_mcp_guard_run(best, &run, &n, &lit);
+                    continue;
+                }
+            }
+
+            if (lit) {
+                n--;
+            }
+
+            ngx_http_mcp_guard_run(best, &run, &n, &lit);
+            continue;
+        }
+
+        if (c == '.' || c == '^' || c == '$') {
+            ngx_http_mcp_guard_run(best, &run, &n, &lit);
+            continue;
+        }
+
+        run[n++] = c;
+        lit = 1;
+    }
+
+    if (depth == 0) {
+        ngx_http_mcp_guard_run(best, &run, &n, &lit);
+        return;
+    }
+
+none:
+
+    best->len = 0;
+}
+
+
+/* the run ends: the longest so far is kept, the next begins after it */
+
+static void
+ngx_http_mcp_guard_run(ngx_str_t *best, u_char **run, size_t *n,
+    ngx_uint_t *lit)
+{
+    if (*n > best->len) {
+        best->data = *run;
+        best->len = *n;
+    }
+
+    *run += *n;
+    *n = 0;
+    *lit = 0;
+}
+
+
+/* past the first close in [p, last), or NULL */
+
+static u_char *
+ngx_http_mcp_guard_skip(u_char *p, u_char *last, u_char close)
+{
+    p = ngx_strlchr(p, last, close);
+
+    return (p != NULL) ? p + 1 : NULL;
+}
+
+
+/* whether the needle is in s; first: where its rare byte first is, if known */
+
+static ngx_uint_t
+ngx_http_mcp_guard_found(ngx_http_mcp_guard_needle_t *nd, u_char *s,
+    size_t len, u_char *first)
+{
+    u_char  *p, *q, *last;
+
+    if (nd->len > len) {
+        return 0;
+    }
+
+    /* where the needle's rare byte can be */
+    p = s + nd->rare;
+    last = s + (len - nd->len) + nd->rare + 1;
+    q = (first != NULL && first >= p) ? first : NULL;
+
+    while (p < last) {
+
+        if (q == NULL) {
+            q = memchr(p, nd->data[nd->rare], last - p);
+
+            if (q == NULL) {
+                return 0;
+            }
+        }
+
+        if (q >= last) {
+            return 0;
+        }
+
+        /* its two ends before the rest */
+        if (q[-(off_t) nd->rare] == nd->data[0]
+            && q[nd->len - 1 - nd->rare] == nd->data[nd->len - 1]
+            && ngx_memcmp(q - nd->rare, nd->data, nd->len) == 0)
+        {
+            return 1;
+        }
+
+        p = q + 1;
+        q = NULL;
+    }
+
+    return 0;
 }
 
 

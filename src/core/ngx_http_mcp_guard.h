@@ -31,12 +31,30 @@
 typedef struct {
     ngx_str_t                  name;
     ngx_array_t                regexes;     /* ngx_regex_elt_t */
+    ngx_array_t                needles;     /* ngx_http_mcp_guard_needle_t,
+                                               one a regex */
+    u_char                     rare[64];    /* the needles' rare bytes,
+                                               each once */
+    ngx_uint_t                 nrare;
     ngx_uint_t                 metric;      /* its row in the metrics */
     ngx_uint_t                 joinable;    /* no pattern reads the
                                                context of a match: one
                                                pass over all the strings
                                                tells whether any matches */
 } ngx_http_mcp_guard_set_t;
+
+/*
+ * Bytes every match of a pattern holds (a run of its literal characters,
+ * or the first byte the library knows of a match): a text without them
+ * is not run through the pattern
+ */
+typedef struct {
+    u_char                    *data;        /* NULL: none known */
+    size_t                     len;
+    size_t                     rare;        /* the byte of it looked for */
+    ngx_uint_t                 bit;         /* that byte in set->rare, or
+                                               64: not there */
+} ngx_http_mcp_guard_needle_t;
 
 typedef struct {
     ngx_http_mcp_guard_set_t  *set;
@@ -70,6 +88,19 @@ char *ngx_http_mcp_guard_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 
 /* $mcp_guardrail, $mcp_guardrail_action (preconfiguration) */
 ngx_int_t ngx_http_mcp_guard_add_variables(ngx_conf_t *cf);
+
+/*
+ * The raw JSON text values are read from (a request's body, a reply, one
+ * SSE event) before or instead of its parse: NGX_DECLINED when the text
+ * proves that no guard of where (NGX_HTTP_MCP_GUARD_ARGS..) can match a
+ * key or a string in it; NGX_OK when the values must be looked at one by
+ * one; NGX_ERROR.  parsed: the strict parser has read the text (it is
+ * valid UTF-8); else only printable ASCII, tab, CR and LF pass.  For
+ * NGX_HTTP_MCP_GUARD_ARGS the text is a POST's body, read from its first
+ * "arguments" on.
+ */
+ngx_int_t ngx_http_mcp_guard_raw(ngx_array_t *guards, ngx_uint_t where,
+    u_char *p, size_t len, ngx_uint_t parsed, ngx_log_t *log);
 
 /*
  * A tools/call's arguments, keys too: NGX_OK, NGX_DECLINED (*why: the

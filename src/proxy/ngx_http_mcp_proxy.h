@@ -299,6 +299,8 @@ ngx_int_t ngx_http_mcp_proxy_guard_result(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result, ngx_uint_t *changed);
 ngx_int_t ngx_http_mcp_proxy_guard_list(ngx_http_mcp_proxy_ctx_t *pctx,
     cJSON *result, ngx_uint_t *changed);
+ngx_int_t ngx_http_mcp_proxy_guard_reply(ngx_http_mcp_proxy_ctx_t *pctx,
+    u_char *start, u_char *end);
 
 /* what mcp_pass reads of a POST and its reply (ngx_http_mcp_proxy_check.c) */
 void ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx);

@@ -497,6 +497,18 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     in.data = pctx->acc;
     in.len = pctx->acc_len;
 
+    /* held for the guardrails alone, and nothing in it they can match */
+    rc = ngx_http_mcp_proxy_guard_reply(pctx, in.data, in.data + in.len);
+
+    if (rc == NGX_DECLINED) {
+        pctx->acc_len = 0;
+        return ngx_http_mcp_proxy_append(r, in.data, in.data + in.len);
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     ngx_http_mcp_proxy_tool_filter(pctx, &tf);
 
     /* a list as a worker relayed it before: as it came, unread */

@@ -352,6 +352,18 @@ ngx_http_mcp_proxy_stream_event(ngx_http_request_t *r,
                                               start, end);
     }
 
+    /* read for the guardrails alone, and nothing in it they can match */
+    rc = ngx_http_mcp_proxy_guard_reply(pctx, start, end);
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_mcp_proxy_stream_copy(pctx->stream.pool, out, size,
+                                              start, end);
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     ngx_http_mcp_proxy_tool_filter(pctx, &tf);
 
     error = NULL;

@@ -60,6 +60,8 @@ typedef struct {
     size_t                     sid_len;     /* stateless clients' session */
     unsigned                   sessionless:1;  /* gave no session id */
     unsigned                   opened:1;    /* sid is this worker's */
+    unsigned                   legacy:1;    /* refused a 2026-07-28
+                                               request: sessions only */
 } ngx_http_mcp_backend_t;
 
 
@@ -133,6 +135,9 @@ typedef struct {
     unsigned                       abandoned:1; /* its client went away:
                                                    only the POST's end
                                                    counts */
+    unsigned                       direct:1;    /* a stateless client's
+                                                   request, sent as such:
+                                                   no session */
 } ngx_http_mcp_aggregate_leg_t;
 
 
@@ -204,6 +209,8 @@ ngx_uint_t ngx_http_mcp_aggregate_version(ngx_shm_zone_t *zone,
     ngx_http_mcp_backend_t *b);
 ngx_int_t ngx_http_mcp_aggregate_header(ngx_pool_t *pool, ngx_table_elt_t *h,
     char *key, char *lowcase, u_char *value, size_t len);
+ngx_int_t ngx_http_mcp_aggregate_direct_params(
+    ngx_http_mcp_aggregate_leg_t *leg, cJSON *p);
 ngx_int_t ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,
     cJSON *caps);
 ngx_int_t ngx_http_mcp_aggregate_watch(ngx_http_mcp_aggregate_leg_t *leg);

@@ -13,9 +13,14 @@
 #   - Mcp-Param-* headers: the client's reach the backend with the
 #     arguments unchanged, and one that differs from its argument is
 #     -32020 with HTTP 400;
-#   - the backend's error data keeps one correlationId (the gateway's).
+#   - the backend's error data keeps one correlationId (the gateway's);
+#   - a backend that refuses the client's headers at the HTTP level (a
+#     page, not JSON-RPC: its header buffers are smaller) fails that call
+#     alone: it is neither left out for others nor taken for a 2025
+#     server, so its next round still passes.
 # A backend that does not speak 2026-07-28 (a 2025 server) is asked in a
-# session as before: t/aggregate.t's stateless node__echo.
+# session as before (here one that refuses as the TypeScript SDK does;
+# t/aggregate.t: the SDK's server-everything).
 
 use strict;
 use warnings;
@@ -27,6 +32,26 @@ use McpTest timeout => 90;
 my $P = 'io.modelcontextprotocol/';
 my $V = '2026-07-28';
 
+# a backend behind proxy_pass whose header buffers are small
+my $far = McpTest->new(server => <<'NGX')->start;
+        large_client_header_buffers 4 1k;
+        location = /mcp {
+            mcp on;
+            mcp_builtin everything;
+        }
+
+        # a 2025 server: a request without a session is refused as the
+        # TypeScript SDK refuses it (the gateway's 2026 ones carry
+        # Mcp-Method)
+        location = /old {
+            if ($http_mcp_method) {
+                return 400 '{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: no session"}}';
+            }
+            proxy_pass http://127.0.0.1:%%PORT%%/mcp;
+        }
+NGX
+my $farport = $far->port;
+
 my $t = McpTest->new(
     http => "    mcp_session_zone zone=agg:4m;\n"
           . "    mcp_session_zone zone=local:4m;\n",
@@ -36,6 +61,8 @@ my $t = McpTest->new(
         location = /mcp {
             mcp_backend local /_b/local prefix=;
             mcp_backend other /_b/other prefix=o;
+            mcp_backend far   /_b/far prefix=f;
+            mcp_backend old   /_b/old prefix=old;
             mcp_backend_timeout 5s;
         }
 
@@ -51,6 +78,20 @@ my $t = McpTest->new(
             mcp on;
             mcp_session local;
             mcp_builtin everything;
+        }
+
+        location = /_b/far {
+            internal;
+            proxy_pass         http://127.0.0.1:$farport/mcp;
+            proxy_http_version 1.1;
+            proxy_set_header   Connection "";
+        }
+
+        location = /_b/old {
+            internal;
+            proxy_pass         http://127.0.0.1:$farport/old;
+            proxy_http_version 1.1;
+            proxy_set_header   Connection "";
         }
 
         location = /direct {
@@ -183,5 +224,28 @@ is($m && $m->{error} && $m->{error}{code}, -32020, 'one left out while its argum
                              'Mcp-Param-Verbose' => 'true' });
 is($res->{status}, 400, 'an invalid Base64 value: HTTP 400');
 
+# --- a refusal of the client's headers is that call's alone ----------------------
+
+my $long = 'r' x 1500;
+($m, $res) = sl('tools/call', { name => 'f__test_custom_header_tool',
+                                arguments => { %args, region => $long } },
+                headers => { 'Mcp-Param-Region' => $long, 'Mcp-Param-Priority' => '3',
+                             'Mcp-Param-Verbose' => 'true' });
+ok($m && $m->{result} && $m->{result}{isError}, 'a header far refuses with a page: a tool error')
+    or diag(explain($m));
+like(text_of($m), qr/"far" .*HTTP 400/, '... that names far and its status');
+($m) = sl('tools/call', { name => "f__$ELICIT", arguments => {} });
+is($m && $m->{result} && $m->{result}{resultType}, 'input_required',
+   '... and far\'s next round still passes: neither left out nor asked in a session')
+    or diag(explain($m));
+
+# --- a 2025 server: its refusal of a request of no session (a JSON-RPC
+# error to no id) has it asked in a session ---------------------------------
+
+($m) = sl('tools/call', { name => 'old__test_simple_text', arguments => {} });
+like(text_of($m), qr/simple text/, 'a backend that refuses the revision: asked in a session')
+    or diag(explain($m));
+
 $t->stop;
+$far->stop;
 done_testing();

@@ -929,10 +929,12 @@ ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg)
     u_char                      *p;
     cJSON                       *reply;
     ngx_str_t                    none = ngx_null_string;
+    ngx_uint_t                   failed;
     ngx_http_mcp_fetch_state_t  *st;
 
     st = leg->st;
     leg->st = NULL;
+    failed = 1;
 
     ngx_http_mcp_fetch_close(st);
 
@@ -1002,10 +1004,19 @@ ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg)
     }
 
     if (leg->direct && st->status != NGX_HTTP_OK
-        && st->status < NGX_HTTP_INTERNAL_SERVER_ERROR
-        && ngx_http_mcp_aggregate_refused(leg, st) == NGX_OK)
+        && st->status < NGX_HTTP_INTERNAL_SERVER_ERROR)
     {
-        return;
+        if (ngx_http_mcp_aggregate_refused(leg, st) == NGX_OK) {
+            return;
+        }
+
+        /*
+         * the client's headers (Mcp-Param-*) reach the backend with such
+         * a request: its refusal of them fails this request alone, as
+         * an answer too big or too late does, not the backend
+         */
+        failed = 0;
+        goto status;
     }
 
     if (st->status != NGX_HTTP_OK) {
@@ -1046,6 +1057,12 @@ status:
 
     if (p != NULL) {
         ngx_sprintf(p, "it answered HTTP %03ui%Z", st->status % 1000);
+    }
+
+    if (!failed) {
+        ngx_http_mcp_aggregate_lost(leg, p ? (const char *) p
+                                           : "it answered an HTTP error");
+        return;
     }
 
     ngx_http_mcp_aggregate_fail(leg, p ? (const char *) p
@@ -1632,37 +1649,43 @@ ngx_http_mcp_aggregate_open_round(ngx_http_mcp_aggregate_op_t *op)
 
 /*
  * A stateless request's reply other than 200: a JSON-RPC error of the
- * revision (a header that differs from the body, a capability the
- * client did not declare: HTTP 400) is the backend's answer; anything
- * else says that it does not speak the revision, and the request goes
- * again in a session, as to a 2025 server.  NGX_DECLINED: neither.
+ * revision to it (a header that differs from the body, a capability the
+ * client did not declare: HTTP 400) is the backend's answer; -32022, or
+ * a JSON-RPC error to no request (a 2025 server's "no session"), says
+ * that it does not speak the revision, and the request goes again in a
+ * session, as to a 2025 server, and so do the worker's next ones there.
+ * Anything else (a page, a 413) is no such sign, and the client's
+ * headers or body may have caused it: NGX_DECLINED, the request fails.
  */
 
 static ngx_int_t
 ngx_http_mcp_aggregate_refused(ngx_http_mcp_aggregate_leg_t *leg,
     ngx_http_mcp_fetch_state_t *st)
 {
-    cJSON  *reply, *code;
+    cJSON       *reply, *code;
+    ngx_uint_t   ours, unsupported;
 
     reply = ngx_http_mcp_aggregate_parse(st);
 
     code = cJSON_GetObjectItemCaseSensitive(
                cJSON_GetObjectItemCaseSensitive(reply, "error"), "code");
 
-    if (reply != NULL && ngx_http_mcp_aggregate_ours(leg, reply)
-        && cJSON_IsNumber(code)
-        && code->valueint != NGX_HTTP_MCP_UNSUPPORTED_VERSION)
-    {
+    ours = (reply != NULL && ngx_http_mcp_aggregate_ours(leg, reply));
+    unsupported = (cJSON_IsNumber(code)
+                   && code->valueint == NGX_HTTP_MCP_UNSUPPORTED_VERSION);
+
+    if (ours && cJSON_IsNumber(code) && !unsupported) {
         leg->reply = reply;
         ngx_http_mcp_aggregate_end(leg);
         return NGX_OK;
     }
 
-    cJSON_Delete(reply);
-
-    if (leg->backend->legacy) {
+    if (reply == NULL || leg->backend->legacy || (ours && !unsupported)) {
+        cJSON_Delete(reply);
         return NGX_DECLINED;
     }
+
+    cJSON_Delete(reply);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_http_mcp_call_get_log(
                    leg->op->call), 0,

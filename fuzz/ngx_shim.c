@@ -600,14 +600,14 @@ ngx_vslprintf(u_char *buf, u_char *last, const char *fmt, va_list args)
 }
 
 
-void
-ngx_encode_base64url(ngx_str_t *dst, ngx_str_t *src)
+/* as nginx's: the alphabet, and whether to pad */
+
+static void
+ngx_shim_encode_base64(ngx_str_t *dst, ngx_str_t *src, const u_char *basis,
+    ngx_uint_t padding)
 {
     u_char  *d, *s;
     size_t   len;
-
-    static u_char  basis[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                             "abcdefghijklmnopqrstuvwxyz0123456789-_";
 
     len = src->len;
     s = src->data;
@@ -629,13 +629,41 @@ ngx_encode_base64url(ngx_str_t *dst, ngx_str_t *src)
         if (len == 1) {
             *d++ = basis[(s[0] & 3) << 4];
 
+            if (padding) {
+                *d++ = '=';
+            }
+
         } else {
             *d++ = basis[((s[0] & 3) << 4) | (s[1] >> 4)];
             *d++ = basis[(s[1] & 0x0f) << 2];
         }
+
+        if (padding) {
+            *d++ = '=';
+        }
     }
 
     dst->len = d - dst->data;
+}
+
+
+void
+ngx_encode_base64(ngx_str_t *dst, ngx_str_t *src)
+{
+    static u_char  basis[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                             "abcdefghijklmnopqrstuvwxyz0123456789+/";
+
+    ngx_shim_encode_base64(dst, src, basis, 1);
+}
+
+
+void
+ngx_encode_base64url(ngx_str_t *dst, ngx_str_t *src)
+{
+    static u_char  basis[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                             "abcdefghijklmnopqrstuvwxyz0123456789-_";
+
+    ngx_shim_encode_base64(dst, src, basis, 0);
 }
 
 

@@ -52,6 +52,7 @@ my $http = <<"NGX";
             mcp_backend beta  /_b/beta;
             mcp_backend gamma /_b/gamma;
             mcp_backend old   /_b/old;
+            mcp_backend delta /_b/delta;
             mcp_session gw;
         }
         location = /_b/old { internal;
@@ -60,6 +61,8 @@ my $http = <<"NGX";
                                mcp_session bz; }
         location = /_b/gamma { internal; mcp on; mcp_builtin everything;
                                mcp_session gz; }
+        location = /_b/delta { internal;
+                               proxy_pass http://127.0.0.1:%%PORT%%/mcp; }
     }
 NGX
 
@@ -174,6 +177,16 @@ my ($sync) = rpc('tools/call', { name => 'gamma__greet', arguments => { name => 
 ok(ref(($sync->{result} // {})->{content}) eq 'ARRAY' && !exists $sync->{result}{taskId},
    'a tool that finishes at once, with the extension: its result, no task')
     or diag(McpTest::encode_json($sync));
+
+# --- a name with CR LF (Base64 in the client's Mcp-Name) reaches a proxied
+# backend in the wrapper, never raw in a header line of its own
+
+my ($inj) = rpc('tools/call', { name => "delta__nope\r\nX-Injected: 1",
+                                arguments => {} });
+is(($inj->{error} // {})->{code}, -32602,
+   'a tool name with CR LF through a proxied backend: its unknown-tool error, '
+   . 'the name\'s header and body agreeing there')
+    or diag(McpTest::encode_json($inj));
 
 # --- a backend that serves only 2025-11-25 --------------------------------------
 

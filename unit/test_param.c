@@ -38,6 +38,7 @@ static ngx_int_t ngx_unit_schema(const char *schema, const char *error,
 static void ngx_unit_verdict(ngx_int_t rc, u_char *msg, const char *error,
     const char *name);
 static void test_decode(void);
+static void test_encode(void);
 static void test_check(void);
 static void test_numbers(void);
 static void test_schema(void);
@@ -61,6 +62,7 @@ main(void)
     }
 
     test_decode();
+    test_encode();
     test_check();
     test_numbers();
     test_schema();
@@ -268,6 +270,40 @@ test_decode(void)
     ngx_unit_decoded("x=?base64?SGVsbG8=?=", "x=?base64?SGVsbG8=?=",
                      "decode: the marker must start the value");
     ngx_unit_decoded("", "", "decode: an empty value");
+}
+
+
+/* encode: as it is when a header can carry it, else wrapped; decodes back */
+
+static void
+test_encode(void)
+{
+    ngx_str_t    in, out, back;
+    ngx_uint_t   k, wrapped;
+    const char  *cases[] = { "get_weather", "a b", "name\r\nX-Injected: 1",
+                             " lead", "trail ", "\tx", "caf\xc3\xa9",
+                             "=?base64?SGVsbG8=?=", "=?", "a\x7f", "" };
+
+    for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        in.data = (u_char *) cases[k];
+        in.len = strlen(cases[k]);
+
+        CHECK_INT(ngx_http_mcp_param_encode(pool, &in, &out), NGX_OK,
+                  "encode: NGX_OK");
+
+        wrapped = (out.len >= 9 && ngx_strncmp(out.data, "=?base64?", 9) == 0);
+
+        CHECK_INT(wrapped, (k >= 2), "encode: wrapped exactly when a "
+                  "header cannot carry the value");
+        CHECK_INT(ngx_strlchr(out.data, out.data + out.len, '\r') == NULL
+                  && ngx_strlchr(out.data, out.data + out.len, '\n') == NULL,
+                  1, "encode: no CR or LF in the header's value");
+        CHECK_INT(ngx_http_mcp_param_decode(pool, &out, &back), NGX_OK,
+                  "encode: decodes");
+        CHECK_INT(back.len == in.len
+                  && ngx_memcmp(back.data, in.data, in.len) == 0, 1,
+                  "encode: decodes to the value");
+    }
 }
 
 

@@ -43,6 +43,11 @@
                                                    after kept connections
                                                    failed it, at most */
 
+/* what a worker knows of a backend's 2026-07-28 (its stateless bits) */
+#define NGX_HTTP_MCP_AGGREGATE_UNKNOWN    0
+#define NGX_HTTP_MCP_AGGREGATE_STATELESS  1
+#define NGX_HTTP_MCP_AGGREGATE_SESSIONS   2
+
 
 /* one mcp_backend line; the part after "worker" is each worker's own */
 typedef struct {
@@ -62,8 +67,12 @@ typedef struct {
     unsigned                   sessionless:1;  /* gave no session id */
     unsigned                   opened:1;    /* sid is this worker's */
     unsigned                   stateless:2; /* serves 2026-07-28 without
-                                               a session: 0 not asked
-                                               yet, 1 yes, 2 no */
+                                               a session (this worker's
+                                               knowledge): ..._UNKNOWN,
+                                               ..._STATELESS, or
+                                               ..._SESSIONS (it refused
+                                               one, or did not list the
+                                               revision) */
 } ngx_http_mcp_backend_t;
 
 
@@ -137,6 +146,9 @@ typedef struct {
     unsigned                       abandoned:1; /* its client went away:
                                                    only the POST's end
                                                    counts */
+    unsigned                       direct:1;    /* a stateless client's
+                                                   request, sent as such:
+                                                   no session */
 } ngx_http_mcp_aggregate_leg_t;
 
 
@@ -208,6 +220,8 @@ ngx_uint_t ngx_http_mcp_aggregate_version(ngx_shm_zone_t *zone,
     ngx_http_mcp_backend_t *b);
 ngx_int_t ngx_http_mcp_aggregate_header(ngx_pool_t *pool, ngx_table_elt_t *h,
     char *key, char *lowcase, u_char *value, size_t len);
+ngx_int_t ngx_http_mcp_aggregate_direct_params(
+    ngx_http_mcp_aggregate_leg_t *leg, cJSON *p);
 ngx_int_t ngx_http_mcp_aggregate_client_caps(ngx_http_mcp_aggregate_op_t *op,
     cJSON *caps);
 ngx_int_t ngx_http_mcp_aggregate_watch(ngx_http_mcp_aggregate_leg_t *leg);

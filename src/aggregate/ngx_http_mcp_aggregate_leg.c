@@ -10,7 +10,13 @@
  * backend.  A 2025 client's session has its own session at each backend,
  * opened at its initialize or the first time the backend is needed, its
  * id kept with the client's session in the zone; stateless (2026-07-28)
- * clients share one session per backend and worker.  A backend that
+ * clients share one session per backend and worker, but for their
+ * routed requests (tools/call, prompts/get, resources/read), which go
+ * as the client's own revision, without a session, to a backend that
+ * speaks it: its input_required rounds, its capabilities and its
+ * Mcp-Param-* headers reach the backend as the client sent them (one
+ * that refuses the revision is asked in a session from then on, by that
+ * worker).  A backend that
  * answers 404 (or 400, as some do) to a request with a session id lost
  * it (it restarted): the leg opens a new one and asks again, once.
  *
@@ -97,6 +103,14 @@ static void ngx_http_mcp_aggregate_lost(ngx_http_mcp_aggregate_leg_t *leg,
 static void ngx_http_mcp_aggregate_end(ngx_http_mcp_aggregate_leg_t *leg);
 static void ngx_http_mcp_aggregate_timeout(ngx_event_t *ev);
 static void ngx_http_mcp_aggregate_cleanup(void *data);
+static ngx_uint_t ngx_http_mcp_aggregate_stateless_method(u_char *p,
+    size_t len);
+static ngx_int_t ngx_http_mcp_aggregate_open_round(
+    ngx_http_mcp_aggregate_op_t *op);
+static ngx_int_t ngx_http_mcp_aggregate_refused(
+    ngx_http_mcp_aggregate_leg_t *leg, ngx_http_mcp_fetch_state_t *st);
+static ngx_int_t ngx_http_mcp_aggregate_input_required(
+    ngx_http_mcp_call_t *call, cJSON *reply, cJSON *result);
 
 
 ngx_http_mcp_aggregate_op_t *
@@ -170,6 +184,11 @@ ngx_http_mcp_aggregate_run(ngx_http_mcp_aggregate_op_t *op)
 
     n = op->conf->backends->nelts;
 
+    if (op->stateless && ngx_http_mcp_aggregate_open_round(op) != NGX_OK) {
+        /* the call ended: its requestState is not this request's */
+        return;
+    }
+
     /* one more, so that a leg that ends at once does not end the op */
     op->pending = 1;
 
@@ -223,6 +242,27 @@ ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg)
 
     ngx_str_null(&sid);
 
+    if (op->stateless
+        && b->stateless != NGX_HTTP_MCP_AGGREGATE_SESSIONS
+        && op->sids == NULL
+        && leg->method != NULL
+        && ngx_http_mcp_aggregate_stateless_method((u_char *) leg->method,
+                                                   ngx_strlen(leg->method)))
+    {
+        /*
+         * the client's own revision, so that what needs it (a round of
+         * input_required, its capabilities, its Mcp-Param-* headers)
+         * reaches the backend as the client sent it
+         */
+        leg->direct = 1;
+        leg->sid = sid;
+        leg->step = NGX_HTTP_MCP_LEG_REQUEST;
+
+        goto request;
+    }
+
+    leg->direct = 0;
+
     if (op->opening) {
         /* a new client session: a new session at every backend */
 
@@ -273,6 +313,8 @@ ngx_http_mcp_aggregate_start(ngx_http_mcp_aggregate_leg_t *leg)
 
         return;
     }
+
+request:
 
     if (ngx_http_mcp_aggregate_send(leg, leg->method, leg->params, 1)
         != NGX_OK)
@@ -345,7 +387,11 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     } else if (params != NULL) {
         p = cJSON_Duplicate(params, 1);
 
-        if (p == NULL || !cJSON_AddItemToObject(msg, "params", p)) {
+        if (p == NULL
+            || (leg->direct
+                && ngx_http_mcp_aggregate_direct_params(leg, p) != NGX_OK)
+            || !cJSON_AddItemToObject(msg, "params", p))
+        {
             cJSON_Delete(p);
             goto failed;
         }
@@ -885,10 +931,12 @@ ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg)
     u_char                      *p;
     cJSON                       *reply;
     ngx_str_t                    none = ngx_null_string;
+    ngx_uint_t                   failed;
     ngx_http_mcp_fetch_state_t  *st;
 
     st = leg->st;
     leg->st = NULL;
+    failed = 1;
 
     ngx_http_mcp_fetch_close(st);
 
@@ -957,6 +1005,22 @@ ngx_http_mcp_aggregate_answer(ngx_http_mcp_aggregate_leg_t *leg)
         return;
     }
 
+    if (leg->direct && st->status != NGX_HTTP_OK
+        && st->status < NGX_HTTP_INTERNAL_SERVER_ERROR)
+    {
+        if (ngx_http_mcp_aggregate_refused(leg, st) == NGX_OK) {
+            return;
+        }
+
+        /*
+         * the client's headers (Mcp-Param-*) reach the backend with such
+         * a request: its refusal of them fails this request alone, as
+         * an answer too big or too late does, not the backend
+         */
+        failed = 0;
+        goto status;
+    }
+
     if (st->status != NGX_HTTP_OK) {
         goto status;
     }
@@ -995,6 +1059,12 @@ status:
 
     if (p != NULL) {
         ngx_sprintf(p, "it answered HTTP %03ui%Z", st->status % 1000);
+    }
+
+    if (!failed) {
+        ngx_http_mcp_aggregate_lost(leg, p ? (const char *) p
+                                           : "it answered an HTTP error");
+        return;
     }
 
     ngx_http_mcp_aggregate_fail(leg, p ? (const char *) p
@@ -1371,7 +1441,9 @@ ngx_http_mcp_aggregate_cleanup(void *data)
  * The client's params as a backend gets them: without what belongs to
  * the client's exchange with the gateway, a 2026-07-28 request's
  * io.modelcontextprotocol/ _meta (the backend speaks 2025-11-25 in a
- * session) and a task (the gateway offers none).
+ * session; a request sent as the client's revision gets it back,
+ * ngx_http_mcp_aggregate_direct_params()) and a task (the gateway
+ * offers none).
  */
 
 cJSON *
@@ -1417,6 +1489,13 @@ ngx_http_mcp_aggregate_relay(ngx_http_mcp_call_t *call, cJSON *reply)
 
     result = cJSON_GetObjectItemCaseSensitive(reply, "result");
 
+    if (result != NULL
+        && ngx_http_mcp_aggregate_input_required(call, reply, result)
+           == NGX_OK)
+    {
+        return;
+    }
+
     if (result != NULL) {
         ngx_http_mcp_call_result(call,
                                  cJSON_DetachItemViaPointer(reply, result));
@@ -1430,6 +1509,9 @@ ngx_http_mcp_aggregate_relay(ngx_http_mcp_call_t *call, cJSON *reply)
 
     if (data != NULL) {
         data = cJSON_DetachItemViaPointer(error, data);
+
+        /* the backend's log's: the gateway adds its own */
+        cJSON_DeleteItemFromObjectCaseSensitive(data, "correlationId");
     }
 
     ngx_http_mcp_call_error_data(call, code->valueint,
@@ -1473,4 +1555,241 @@ ngx_http_mcp_aggregate_unavailable(ngx_http_mcp_aggregate_op_t *op,
     /* -32000, not -32603: the gateway is fine, an [info] line is enough */
     ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_SERVER_ERROR,
                             (const char *) text);
+}
+
+
+/* what a stateless client's request goes to a backend as: its own */
+
+static ngx_uint_t
+ngx_http_mcp_aggregate_stateless_method(u_char *p, size_t len)
+{
+    return (len == sizeof("tools/call") - 1
+            && ngx_strncmp(p, "tools/call", len) == 0)
+           || (len == sizeof("prompts/get") - 1
+               && ngx_strncmp(p, "prompts/get", len) == 0)
+           || (len == sizeof("resources/read") - 1
+               && ngx_strncmp(p, "resources/read", len) == 0);
+}
+
+
+/*
+ * A stateless retry: its requestState is the gateway's, sealed for this
+ * location, method and caller (ngx_http_mcp_call_open_state()), and
+ * holds the backend's with what it was made for; one made for another
+ * name or backend is refused here, so that no round reaches a backend
+ * that did not start it.  NGX_OK, or NGX_DECLINED once the call ended.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_open_round(ngx_http_mcp_aggregate_op_t *op)
+{
+    cJSON                   *params, *state, *name, *backend, *what;
+    ngx_int_t                rc;
+    ngx_str_t               *m;
+    ngx_uint_t               i, n;
+    ngx_http_mcp_backend_t  *b;
+
+    m = ngx_http_mcp_call_method(op->call);
+
+    if (!ngx_http_mcp_aggregate_stateless_method(m->data, m->len)) {
+        return NGX_OK;
+    }
+
+    rc = ngx_http_mcp_call_open_state(op->call);
+
+    if (rc == NGX_DECLINED) {
+        return NGX_DECLINED;
+    }
+
+    if (rc != NGX_OK) {
+        ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return NGX_DECLINED;
+    }
+
+    state = ngx_http_mcp_call_state(op->call);
+
+    if (state == NULL) {
+        return NGX_OK;
+    }
+
+    params = ngx_http_mcp_call_params(op->call);
+    what = cJSON_GetObjectItemCaseSensitive(params, "name");
+
+    if (what == NULL) {
+        what = cJSON_GetObjectItemCaseSensitive(params, "uri");
+    }
+
+    name = cJSON_GetObjectItemCaseSensitive(state, "n");
+    backend = cJSON_GetObjectItemCaseSensitive(state, "b");
+
+    if (cJSON_IsString(what) && cJSON_IsString(name)
+        && cJSON_IsString(backend)
+        && ngx_strcmp(what->valuestring, name->valuestring) == 0)
+    {
+        n = op->conf->backends->nelts;
+        b = op->conf->backends->elts;
+
+        for (i = 0; i < n; i++) {
+            if (op->legs[i].asked
+                && b[i].name.len == ngx_strlen(backend->valuestring)
+                && ngx_strncmp(b[i].name.data, backend->valuestring,
+                               b[i].name.len)
+                   == 0)
+            {
+                return NGX_OK;
+            }
+        }
+    }
+
+    ngx_http_mcp_call_error(op->call, NGX_HTTP_MCP_INVALID_PARAMS,
+                            "Invalid params: requestState is not valid");
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * A stateless request's reply other than 200: a JSON-RPC error of the
+ * revision to it (a header that differs from the body, a capability the
+ * client did not declare: HTTP 400) is the backend's answer; -32022, or
+ * a JSON-RPC error to no request (a 2025 server's "no session"), says
+ * that it does not speak the revision, and the request goes again in a
+ * session, as to a 2025 server, and so do the worker's next ones there.
+ * Anything else (a page, a 413) is no such sign, and the client's
+ * headers or body may have caused it: NGX_DECLINED, the request fails.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_refused(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_http_mcp_fetch_state_t *st)
+{
+    cJSON       *reply, *code;
+    ngx_uint_t   ours, unsupported;
+
+    reply = ngx_http_mcp_aggregate_parse(st);
+
+    code = cJSON_GetObjectItemCaseSensitive(
+               cJSON_GetObjectItemCaseSensitive(reply, "error"), "code");
+
+    ours = (reply != NULL && ngx_http_mcp_aggregate_ours(leg, reply));
+    unsupported = (cJSON_IsNumber(code)
+                   && code->valueint == NGX_HTTP_MCP_UNSUPPORTED_VERSION);
+
+    if (ours && cJSON_IsNumber(code) && !unsupported) {
+        leg->reply = reply;
+        ngx_http_mcp_aggregate_end(leg);
+        return NGX_OK;
+    }
+
+    if (reply == NULL || leg->backend->stateless == NGX_HTTP_MCP_AGGREGATE_SESSIONS
+        || (ours && !unsupported)) {
+        cJSON_Delete(reply);
+        return NGX_DECLINED;
+    }
+
+    cJSON_Delete(reply);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ngx_http_mcp_call_get_log(
+                   leg->op->call), 0,
+                   "mcp backend \"%V\": no 2026-07-28, in a session",
+                   &leg->backend->name);
+
+    /* this worker's: another worker learns it on its own first request */
+    leg->backend->stateless = NGX_HTTP_MCP_AGGREGATE_SESSIONS;
+
+    ngx_http_mcp_aggregate_start(leg);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A backend's input_required result to a stateless request: the client
+ * is asked what it declared it can answer (-32021 if nothing), and the
+ * backend's requestState, opaque to the gateway, goes back sealed in
+ * the gateway's with the backend and the name it was made for.
+ * NGX_DECLINED: not such a result.
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_input_required(ngx_http_mcp_call_t *call,
+    cJSON *reply, cJSON *result)
+{
+    char                          *name;
+    cJSON                         *type, *requests, *state, *inner, *what;
+    ngx_uint_t                     i;
+    ngx_http_mcp_backend_t        *b;
+    ngx_http_mcp_aggregate_op_t   *op;
+
+    type = cJSON_GetObjectItemCaseSensitive(result, "resultType");
+
+    if (!cJSON_IsString(type)
+        || ngx_strcmp(type->valuestring, "input_required") != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    op = ngx_http_mcp_call_data(call);
+    b = NULL;
+
+    for (i = 0; op != NULL && i < op->conf->backends->nelts; i++) {
+        if (op->legs[i].reply == reply && op->legs[i].direct) {
+            b = op->legs[i].backend;
+            break;
+        }
+    }
+
+    if (b == NULL) {
+        /* only a request the gateway sent as the client's revision */
+        return NGX_DECLINED;
+    }
+
+    what = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
+                                            "name");
+    if (what == NULL) {
+        what = cJSON_GetObjectItemCaseSensitive(
+                   ngx_http_mcp_call_params(call), "uri");
+    }
+
+    name = ngx_pnalloc(ngx_http_mcp_call_pool(call), b->name.len + 1);
+    requests = cJSON_DetachItemFromObjectCaseSensitive(result,
+                                                       "inputRequests");
+    if (requests == NULL) {
+        requests = cJSON_CreateObject();
+    }
+
+    inner = cJSON_GetObjectItemCaseSensitive(result, "requestState");
+    state = cJSON_CreateObject();
+
+    if (name == NULL || requests == NULL || state == NULL
+        || !cJSON_IsObject(requests) || !cJSON_IsString(what))
+    {
+        goto failed;
+    }
+
+    (void) ngx_cpystrn((u_char *) name, b->name.data, b->name.len + 1);
+
+    if (cJSON_AddStringToObject(state, "b", name) == NULL
+        || cJSON_AddStringToObject(state, "n", what->valuestring) == NULL
+        || (cJSON_IsString(inner)
+            && cJSON_AddStringToObject(state, "s", inner->valuestring)
+               == NULL))
+    {
+        goto failed;
+    }
+
+    ngx_http_mcp_call_input_required(call, requests, state);
+
+    return NGX_OK;
+
+failed:
+
+    cJSON_Delete(requests);
+    cJSON_Delete(state);
+
+    ngx_http_mcp_call_error(call, NGX_HTTP_MCP_INTERNAL_ERROR,
+                            "Internal error");
+
+    return NGX_OK;
 }

@@ -38,10 +38,19 @@
 #include "ngx_http_mcp_json.h"
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_sse_read.h"
+#include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_store.h"
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_trace.h"
 #include "ngx_http_mcp_subrequest.h"
+#include "ngx_http_mcp_param.h"
+
+static ngx_table_elt_t *ngx_http_mcp_aggregate_direct_headers(
+    ngx_http_mcp_aggregate_leg_t *leg, ngx_http_request_t *r, ngx_uint_t *n);
+static ngx_int_t ngx_http_mcp_aggregate_name_header(ngx_pool_t *pool,
+    ngx_table_elt_t *h, cJSON *params);
+static cJSON *ngx_http_mcp_aggregate_client_meta(ngx_http_mcp_call_t *call,
+    const char *key);
 
 
 typedef struct {
@@ -829,6 +838,15 @@ ngx_http_mcp_aggregate_cancelled(ngx_http_mcp_aggregate_leg_t *leg,
         return NGX_DECLINED;
     }
 
+    if (leg->direct) {
+        /*
+         * 2026-07-28: the end of the request's connection is its
+         * cancellation, which the subrequest's end brings; a
+         * notification would name a request of no session
+         */
+        return NGX_DECLINED;
+    }
+
     leg->cancelled = 1;
 
     p = ngx_sprintf(text, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
@@ -945,6 +963,15 @@ ngx_http_mcp_aggregate_headers(ngx_http_mcp_aggregate_leg_t *leg,
 
     b = leg->backend;
 
+    if (leg->direct) {
+        h = ngx_http_mcp_aggregate_direct_headers(leg, r, &n);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        goto done;
+    }
+
     h = ngx_pcalloc(r->pool, 3 * sizeof(ngx_table_elt_t));
     if (h == NULL) {
         return NGX_ERROR;
@@ -983,6 +1010,8 @@ ngx_http_mcp_aggregate_headers(ngx_http_mcp_aggregate_leg_t *leg,
             return NGX_ERROR;
         }
     }
+
+done:
 
     f->uri = b->uri;
     f->method = NGX_HTTP_POST;
@@ -1099,4 +1128,203 @@ ngx_http_mcp_aggregate_prefixed(ngx_pool_t *pool, ngx_http_mcp_backend_t *b,
     return cJSON_ReplaceItemInObjectCaseSensitive(obj, key,
                cJSON_CreateString((char *) full))
            ? NGX_OK : NGX_ERROR;
+}
+
+
+/*
+ * A stateless client's request to a backend, as that client would send
+ * it (2026-07-28): its version, Mcp-Method, Mcp-Name with the backend's
+ * name, and the client's Mcp-Param-* as they came (the arguments reach
+ * the backend unchanged, so the backend holds them to its schema, as it
+ * does the client's directly); no session.
+ */
+
+static ngx_table_elt_t *
+ngx_http_mcp_aggregate_direct_headers(ngx_http_mcp_aggregate_leg_t *leg,
+    ngx_http_request_t *r, ngx_uint_t *n)
+{
+    u_char               *key, *low;
+    cJSON                *version;
+    size_t                len;
+    ngx_uint_t            i, k, nparams;
+    ngx_keyval_t         *kv;
+    ngx_table_elt_t      *h;
+    ngx_http_mcp_call_t  *call;
+
+    call = leg->op->call;
+    nparams = (call->param_headers != NULL) ? call->param_headers->nelts : 0;
+
+    h = ngx_pcalloc(r->pool, (4 + nparams) * sizeof(ngx_table_elt_t));
+    if (h == NULL) {
+        return NULL;
+    }
+
+    /* the edge checked that it is the header's */
+    version = ngx_http_mcp_aggregate_client_meta(call,
+                  "io.modelcontextprotocol/protocolVersion");
+
+    if (!cJSON_IsString(version)) {
+        return NULL;
+    }
+
+    if (ngx_http_mcp_aggregate_header(r->pool, &h[0], "Accept", "accept",
+            (u_char *) "application/json, text/event-stream",
+            sizeof("application/json, text/event-stream") - 1)
+        != NGX_OK
+        || ngx_http_mcp_aggregate_header(r->pool, &h[1],
+               "MCP-Protocol-Version", "mcp-protocol-version",
+               (u_char *) version->valuestring,
+               ngx_strlen(version->valuestring))
+           != NGX_OK
+        || ngx_http_mcp_aggregate_header(r->pool, &h[2], "Mcp-Method",
+               "mcp-method", (u_char *) leg->method,
+               ngx_strlen(leg->method))
+           != NGX_OK
+        || ngx_http_mcp_aggregate_name_header(r->pool, &h[3], leg->params)
+           != NGX_OK)
+    {
+        return NULL;
+    }
+
+    kv = nparams ? call->param_headers->elts : NULL;
+
+    for (i = 0; i < nparams; i++) {
+        len = sizeof("Mcp-Param-") - 1 + kv[i].key.len;
+
+        key = ngx_pnalloc(r->pool, 2 * (len + 1));
+        if (key == NULL) {
+            return NULL;
+        }
+
+        low = key + len + 1;
+
+        *ngx_cpymem(ngx_cpymem(key, "Mcp-Param-", sizeof("Mcp-Param-") - 1),
+                    kv[i].key.data, kv[i].key.len) = '\0';
+
+        for (k = 0; k <= len; k++) {
+            low[k] = ngx_tolower(key[k]);
+        }
+
+        if (ngx_http_mcp_aggregate_header(r->pool, &h[4 + i], (char *) key,
+                                          (char *) low, kv[i].value.data,
+                                          kv[i].value.len)
+            != NGX_OK)
+        {
+            return NULL;
+        }
+    }
+
+    *n = 4 + nparams;
+
+    return h;
+}
+
+
+/*
+ * Mcp-Name: the backend's name (or URI), in Base64 when a header could
+ * not carry it as it is
+ */
+
+static ngx_int_t
+ngx_http_mcp_aggregate_name_header(ngx_pool_t *pool, ngx_table_elt_t *h,
+    cJSON *params)
+{
+    cJSON      *item;
+    ngx_str_t   plain, out;
+
+    item = cJSON_GetObjectItemCaseSensitive(params, "name");
+
+    if (!cJSON_IsString(item)) {
+        item = cJSON_GetObjectItemCaseSensitive(params, "uri");
+    }
+
+    if (!cJSON_IsString(item)) {
+        return NGX_ERROR;
+    }
+
+    plain.data = (u_char *) item->valuestring;
+    plain.len = ngx_strlen(item->valuestring);
+
+    if (ngx_http_mcp_param_encode(pool, &plain, &out) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_aggregate_header(pool, h, "Mcp-Name", "mcp-name",
+                                         out.data, out.len);
+}
+
+
+/*
+ * The params of a stateless client's request to a backend: its own
+ * io.modelcontextprotocol/ _meta (who it is, what it declared), and the
+ * backend's requestState in the place of the gateway's, for the backend
+ * that made it only (ngx_http_mcp_aggregate_open_round() checked it)
+ */
+
+ngx_int_t
+ngx_http_mcp_aggregate_direct_params(ngx_http_mcp_aggregate_leg_t *leg,
+    cJSON *p)
+{
+    cJSON                *cmeta, *meta, *item, *copy, *state, *b, *inner;
+    ngx_http_mcp_call_t  *call;
+
+    call = leg->op->call;
+
+    cmeta = cJSON_GetObjectItemCaseSensitive(ngx_http_mcp_call_params(call),
+                                             "_meta");
+
+    for (item = cmeta ? cmeta->child : NULL; item; item = item->next) {
+        if (item->string == NULL
+            || ngx_strncmp(item->string, "io.modelcontextprotocol/",
+                           sizeof("io.modelcontextprotocol/") - 1)
+               != 0)
+        {
+            continue;
+        }
+
+        meta = cJSON_GetObjectItemCaseSensitive(p, "_meta");
+
+        if (meta == NULL) {
+            meta = cJSON_AddObjectToObject(p, "_meta");
+        }
+
+        copy = cJSON_Duplicate(item, 1);
+
+        if (!cJSON_IsObject(meta) || copy == NULL) {
+            cJSON_Delete(copy);
+            return NGX_ERROR;
+        }
+
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, item->string);
+        cJSON_AddItemToObject(meta, item->string, copy);
+    }
+
+    cJSON_DeleteItemFromObjectCaseSensitive(p, "requestState");
+
+    state = ngx_http_mcp_call_state(call);
+    b = cJSON_GetObjectItemCaseSensitive(state, "b");
+    inner = cJSON_GetObjectItemCaseSensitive(state, "s");
+
+    if (!cJSON_IsString(b) || !cJSON_IsString(inner)
+        || leg->backend->name.len != ngx_strlen(b->valuestring)
+        || ngx_strncmp(leg->backend->name.data, b->valuestring,
+                       leg->backend->name.len)
+           != 0)
+    {
+        return NGX_OK;
+    }
+
+    return cJSON_AddStringToObject(p, "requestState", inner->valuestring)
+           ? NGX_OK : NGX_ERROR;
+}
+
+
+static cJSON *
+ngx_http_mcp_aggregate_client_meta(ngx_http_mcp_call_t *call,
+    const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(
+               cJSON_GetObjectItemCaseSensitive(
+                   ngx_http_mcp_call_params(call), "_meta"),
+               key);
 }

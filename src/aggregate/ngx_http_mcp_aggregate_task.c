@@ -34,14 +34,12 @@
 #include "ngx_http_mcp_task.h"
 #include "ngx_http_mcp_state.h"
 #include "ngx_http_mcp_sse_read.h"
+#include "ngx_http_mcp_param.h"
 #include "ngx_http_mcp_trace.h"
 
 
 #define NGX_HTTP_MCP_AGGREGATE_TASK_LIFE  86400  /* s, a task without ttl */
 #define NGX_HTTP_MCP_AGGREGATE_TASK_BIND  "mcp_backend task:"
-
-#define NGX_HTTP_MCP_AGGREGATE_STATELESS     1
-#define NGX_HTTP_MCP_AGGREGATE_SESSIONS      2
 
 
 /* a request to one backend, in the call's pool */
@@ -436,6 +434,7 @@ ngx_http_mcp_aggregate_task_send(ngx_http_mcp_aggregate_task_t *at,
     char                  *json;
     cJSON                 *msg, *p, *version;
     ngx_uint_t             n;
+    ngx_str_t              plain, value;
     const char            *v;
     ngx_table_elt_t       *h;
     ngx_http_request_t    *r;
@@ -512,13 +511,19 @@ ngx_http_mcp_aggregate_task_send(ngx_http_mcp_aggregate_task_t *at,
         return NGX_ERROR;
     }
 
-    if (name != NULL
-        && ngx_http_mcp_aggregate_header(r->pool, &h[n++], "Mcp-Name",
-                                         "mcp-name", (u_char *) name,
-                                         ngx_strlen(name))
-           != NGX_OK)
-    {
-        return NGX_ERROR;
+    if (name != NULL) {
+        plain.data = (u_char *) name;
+        plain.len = ngx_strlen(name);
+
+        /* a client's or a backend's text: never raw into a header */
+        if (ngx_http_mcp_param_encode(r->pool, &plain, &value) != NGX_OK
+            || ngx_http_mcp_aggregate_header(r->pool, &h[n++], "Mcp-Name",
+                                             "mcp-name", value.data,
+                                             value.len)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
     f.uri = at->backend->uri;

@@ -107,6 +107,57 @@ ngx_http_mcp_param_decode(ngx_pool_t *pool, ngx_str_t *value, ngx_str_t *out)
 }
 
 
+/*
+ * The other way: a value as it is when a header can carry it so, else
+ * in the wrapper (a byte past ASCII, a control character, white space
+ * at an end, or text that looks like the wrapper).  A name a client
+ * sent in Base64 (CR or LF in it) never reaches a next hop raw.
+ */
+
+ngx_int_t
+ngx_http_mcp_param_encode(ngx_pool_t *pool, ngx_str_t *value, ngx_str_t *out)
+{
+    u_char      *p, *last;
+    ngx_str_t    b64;
+    ngx_uint_t   plain;
+
+    p = value->data;
+    last = p + value->len;
+
+    plain = (value->len > 0
+             && *p != ' ' && *p != '\t' && last[-1] != ' ' && last[-1] != '\t'
+             && !(value->len >= 2 && p[0] == '=' && p[1] == '?'));
+
+    for ( /* void */ ; plain && p < last; p++) {
+        if (*p < 0x20 || *p >= 0x7f) {
+            plain = 0;
+        }
+    }
+
+    if (plain) {
+        *out = *value;
+        return NGX_OK;
+    }
+
+    out->len = sizeof(NGX_HTTP_MCP_PARAM_B64_HEAD) - 1
+               + ngx_base64_encoded_length(value->len)
+               + sizeof(NGX_HTTP_MCP_PARAM_B64_TAIL) - 1;
+    out->data = ngx_pnalloc(pool, out->len);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    b64.data = ngx_cpymem(out->data, NGX_HTTP_MCP_PARAM_B64_HEAD,
+                          sizeof(NGX_HTTP_MCP_PARAM_B64_HEAD) - 1);
+    ngx_encode_base64(&b64, value);
+
+    (void) ngx_cpymem(b64.data + b64.len, NGX_HTTP_MCP_PARAM_B64_TAIL,
+                      sizeof(NGX_HTTP_MCP_PARAM_B64_TAIL) - 1);
+
+    return NGX_OK;
+}
+
+
 ngx_int_t
 ngx_http_mcp_param_check(ngx_pool_t *pool, cJSON *schema, cJSON *arguments,
     ngx_array_t *headers, u_char **error)

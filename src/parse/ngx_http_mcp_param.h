@@ -34,6 +34,13 @@ ngx_int_t ngx_http_mcp_param_decode(ngx_pool_t *pool, ngx_str_t *value,
     ngx_str_t *out);
 
 /*
+ * A value for a header: as it is, or "=?base64?<payload>?=" when a
+ * header cannot carry it so.  NGX_OK, or NGX_ERROR: out of memory.
+ */
+ngx_int_t ngx_http_mcp_param_encode(ngx_pool_t *pool, ngx_str_t *value,
+    ngx_str_t *out);
+
+/*
  * Checks the headers (ngx_keyval_t: the name after "Mcp-Param-", the
  * value; NULL: none) against the arguments (NULL: none) of a call of a
  * tool with the schema.  Every annotated argument present and not null

@@ -25,6 +25,7 @@
 #include "ngx_http_mcp_proxy.h"
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_param.h"
 
 
 typedef struct {
@@ -273,47 +274,7 @@ static ngx_int_t
 ngx_http_mcp_proxy_view_header(ngx_conf_t *cf,
     ngx_http_mcp_proxy_view_t *view)
 {
-    u_char     *p, *last;
-    ngx_str_t   b64;
-    ngx_uint_t  plain;
-
-    p = view->name.data;
-    last = p + view->name.len;
-
-    plain = (*p != ' ' && *p != '\t' && last[-1] != ' ' && last[-1] != '\t'
-             && !(view->name.len >= 2 && p[0] == '=' && p[1] == '?'));
-
-    for ( /* void */ ; plain && p < last; p++) {
-        if (*p < 0x20 || *p >= 0x7f) {
-            plain = 0;
-        }
-    }
-
-    if (plain) {
-        view->header = view->name;
-        return NGX_OK;
-    }
-
-    b64.len = ngx_base64_encoded_length(view->name.len);
-    b64.data = ngx_pnalloc(cf->pool, b64.len);
-    if (b64.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_encode_base64(&b64, &view->name);
-
-    view->header.len = sizeof("=?base64?") - 1 + b64.len + 2;
-    view->header.data = ngx_pnalloc(cf->pool, view->header.len);
-    if (view->header.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_cpymem(view->header.data, "=?base64?", sizeof("=?base64?") - 1);
-    p = ngx_cpymem(p, b64.data, b64.len);
-    *p++ = '?';
-    *p = '=';
-
-    return NGX_OK;
+    return ngx_http_mcp_param_encode(cf->pool, &view->name, &view->header);
 }
 
 

@@ -9,6 +9,7 @@ package McpSpread;
 # workers make the cross-worker steps deterministic.  Core Perl only.
 
 use strict;
+use MIME::Base64 ();
 use warnings;
 
 use Exporter 'import';
@@ -36,6 +37,9 @@ sub spread_rpc {
     my %h = ('MCP-Protocol-Version' => '2026-07-28', 'Mcp-Method' => $method,
              'X-Client' => $o{client} // 'alice', 'X-Seq' => $id);
     my $name = $method eq 'tools/call' ? $params->{name} : $params->{taskId};
+    # a name a header cannot carry as it is goes in the Base64 wrapper
+    $name = '=?base64?' . MIME::Base64::encode_base64($name, '') . '?='
+        if defined $name && ($name =~ /[^\x20-\x7e]|^ | $|^=\?/);
     $h{'Mcp-Name'} = $name if $method =~ m{^(tools/call|tasks/(get|update|cancel))$};
     my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => $id, method => $method, params => \%p },
                          headers => \%h, port => $t->port(2), path => $o{path} // '/mcp',

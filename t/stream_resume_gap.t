@@ -12,7 +12,9 @@
 # update_watched_resource as fast as it can while another closes and
 # resumes its GET stream after a few milliseconds each time, on 4
 # workers; the notifications it read, across all the resumes, are one
-# per successful update, in order, none twice.
+# per successful update, in order, none twice.  Last, a client behind an
+# mcp_pass gateway whose reload ends its relayed GET stream (yesterday's
+# soak lost 2 notifications so): the same gap, at the endpoint.
 
 use strict;
 use warnings;
@@ -152,6 +154,44 @@ $t->mcp_request($sid, 'resources/subscribe', { uri => $URI }, id => 'sub');
     my @seq = map { (id_parts($_->{id}))[1] // -1 } @got;
     my @order = grep { $seq[$_] <= $seq[ $_ - 1 ] } 1 .. $#seq;
     is(scalar(@order), 0, 'in the order they were sent');
+}
+
+# --- through a gateway whose reload ends the relayed GET stream ------------------
+
+{
+    my $ep = $t->port;
+    my $gw = McpTest->new(
+        workers => 2,
+        http    => 'mcp_session_zone zone=gw:1m;',
+        server  => "location = /mcp { mcp_pass http://127.0.0.1:$ep/mcp; mcp_session gw; }",
+    )->start;
+
+    my ($s3) = $gw->mcp_initialize;
+    ok($s3, 'a session through the gateway');
+    $gw->mcp_request($s3, 'resources/subscribe', { uri => $URI }, id => 'sub');
+    my $g = $gw->mcp_get_stream($s3, timeout => 5);
+    is($g->status, 200, 'its GET stream, relayed: 200');
+    take($g, 3);
+    ok(update($trigger), 'an update');
+    my $ev = take($g, 3);
+    ok($ev && is_update($ev), '... relayed live');
+    my $last = $ev ? $ev->{id} : '';
+
+    ok($gw->reload(wait_old => 0), 'the gateway reloads');
+    take_all($g, 5);
+    ok($g->is_done, '... and its exit ends the relayed stream');
+
+    # the gateway's upstream connection is gone too: the endpoint's
+    # stream has no connection until the client resumes
+    Time::HiRes::sleep(0.3);
+    is(update($trigger) + update($trigger), 2, 'two updates meanwhile');
+
+    my $r = $gw->mcp_get_stream($s3, timeout => 5, last_event_id => $last);
+    is($r->status, 200, "resumed through a new gateway worker with Last-Event-ID: $last");
+    my @got = grep { is_update($_) } take_all($r, 1);
+    is(scalar(@got), 2, '... the two updates come');
+    $r->close;
+    $gw->stop;
 }
 
 $t->stop;

@@ -1096,7 +1096,7 @@ ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st)
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, st->request->connection->log, 0,
                    "mcp stream %uD: connection lets go", st->id);
 
-    /* a GET stream ended by the worker's exit waits for its client */
+    /* a GET stream waits for its client; others if the exit ended them */
     ngx_http_mcp_session_stream_release(st->conf->zone, &sid, st->id,
                                         st->token, st->quit);
 }
@@ -1137,8 +1137,8 @@ ngx_http_mcp_stream_cleanup(void *data)
  * notifications/resources/updated to every session, in every zone, that
  * subscribed to uri, on its newest GET stream, and to every listener
  * (subscriptions/listen) that named it, on its stream.  A session
- * without an open GET stream misses it: server notifications are not
- * kept for later.
+ * without a GET stream, open or parked for a resume, misses it: server
+ * notifications are not kept for later.
  */
 
 ngx_int_t

@@ -168,8 +168,11 @@ done:
 
 /*
  * The stream loses its owner, if this worker's connection token has it.
- * Parked (a GET stream that an exiting worker ended), it still takes
- * the session's messages until its client resumes it elsewhere.
+ * Parked, it still takes the session's messages until its client resumes
+ * it: a GET stream always, whatever ended its connection (the client's
+ * close, a cut, a gateway's reload), since its client resumes it with
+ * Last-Event-ID at once and a message sent in between would be lost for
+ * good; other streams when park says so (an exiting worker ended them).
  */
 
 void
@@ -186,7 +189,7 @@ ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
     if (st != NULL && st->owner == ngx_pid && st->token == token) {
         ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
-        st->parked = park;
+        st->parked = (park || st->standalone);
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
@@ -1019,9 +1022,10 @@ ngx_http_mcp_session_updated(ngx_shm_zone_t *zone, ngx_str_t *uri,
 
 /*
  * Called with the zone locked: a message for a stream of the session
- * that a connection carries, stream "id", or with id 0 the session's
- * newest GET stream.  *owner is the worker to wake.  NGX_DECLINED: no
- * such stream has a connection; NGX_ERROR: no room in the log.
+ * that a connection carries or its client resumes (parked), stream "id",
+ * or with id 0 the session's newest GET stream that has a connection,
+ * else its newest parked one.  *owner is the worker to wake, or 0.
+ * NGX_DECLINED: no such stream; NGX_ERROR: no room in the log.
  */
 
 ngx_int_t
@@ -1031,22 +1035,34 @@ ngx_http_mcp_session_push_locked(ngx_http_mcp_zone_t *ctx,
 {
     ngx_queue_t               *q;
     ngx_http_mcp_event_t      *ev;
-    ngx_http_mcp_stream_sh_t  *st;
+    ngx_http_mcp_stream_sh_t  *st, *parked;
 
     st = id ? ngx_http_mcp_session_stream(s, id) : NULL;
+    parked = NULL;
 
-    /* the newest first: see ngx_http_mcp_session_stream_add() */
+    /*
+     * the newest first (see ngx_http_mcp_session_stream_add()); a stream
+     * with a connection before a parked one, whose client may have gone
+     */
     for (q = ngx_queue_head(&s->sstreams);
          id == 0 && q != ngx_queue_sentinel(&s->sstreams);
          q = ngx_queue_next(q))
     {
         st = ngx_queue_data(q, ngx_http_mcp_stream_sh_t, queue);
 
-        if (st->standalone && (st->owner || st->parked)) {
+        if (st->standalone && st->owner) {
             break;
         }
 
+        if (st->standalone && st->parked && parked == NULL) {
+            parked = st;
+        }
+
         st = NULL;
+    }
+
+    if (st == NULL) {
+        st = parked;
     }
 
     if (st == NULL || (st->owner == 0 && !st->parked)) {

@@ -790,17 +790,46 @@ ngx_http_mcp_stdio_respond(ngx_http_mcp_stdio_req_t *req, cJSON *reply)
 }
 
 
+/*
+ * An error for the request's caller, logged once with its correlation
+ * id: at "warn", not the module's "error", since what failed is the
+ * stdio server or a bound a client's load reaches (its own line says
+ * why), not nginx.
+ */
+
 static void
 ngx_http_mcp_stdio_fail(ngx_http_mcp_stdio_req_t *req, ngx_int_t code,
     const char *message)
 {
+    u_char              *body;
+    size_t               len;
+    cJSON               *reply;
     ngx_int_t            rc;
+    ngx_str_t            rid;
     ngx_http_request_t  *r;
 
     r = req->r;
     ngx_http_mcp_stdio_detach(req);
 
-    rc = ngx_http_mcp_send_error(r, NGX_HTTP_OK, req->id, code, message);
+    if (ngx_http_mcp_request_id(r, 1, &rid) != NGX_OK) {
+        ngx_str_null(&rid);
+    }
+
+    reply = ngx_http_mcp_error_reply_at(r->connection->log,
+                                        code == NGX_HTTP_MCP_INTERNAL_ERROR
+                                        ? NGX_LOG_WARN : NGX_LOG_INFO,
+                                        &rid, req->id, code, message, NULL);
+    if (reply == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    body = ngx_http_mcp_json_print(r->pool, reply, &len);
+    cJSON_Delete(reply);
+
+    rc = body ? ngx_http_mcp_send(r, NGX_HTTP_OK, NULL, body, len)
+              : NGX_HTTP_INTERNAL_SERVER_ERROR;
+
     ngx_http_finalize_request(r, rc);
 }
 

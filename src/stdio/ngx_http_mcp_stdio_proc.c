@@ -279,6 +279,8 @@ ngx_http_mcp_stdio_conn(ngx_http_mcp_stdio_child_t *child, int fd,
     }
 
     c->data = child;
+    /* a child that exits with our bytes unread resets: its end is logged */
+    c->log_error = NGX_ERROR_INFO;
     c->recv = ngx_recv;
     c->send = ngx_send;
     c->read->handler = read;

@@ -26,6 +26,12 @@ my $REPORT = q{for f in /proc/$$/fd/*; do echo "fd:${f##*/}" >&2; done;}
 my $FLOOD  = q{i=0; while [ $i -lt 300 ]; do echo "flood $i" >&2; i=$((i+1)); done;}
            . q{ printf "%0700d\n" 7 >&2; exec sleep 30};
 
+# answers initialize, then nothing: not even a ping
+my $MUTE = q~require("readline").createInterface({ input: process.stdin }).on("line", function (l) {~
+         . q~ var m = JSON.parse(l); if (m.method === "initialize") console.log(JSON.stringify(~
+         . q~{ jsonrpc: "2.0", id: m.id, result: { protocolVersion: "2025-11-25", capabilities: {},~
+         . q~ serverInfo: { name: "mute", version: "1" } } })); });~;
+
 $ENV{T_STDIO_NOT_PASSED} = 'leak';
 
 my $t = McpTest->new(
@@ -52,6 +58,11 @@ my $t = McpTest->new(
             mcp_stdio /bin/false;
             mcp_stdio_pool size=1;
             mcp_stdio_timeout 3s;
+        }
+        location = /mute {
+            mcp_stdio /usr/bin/node -e '$MUTE';
+            mcp_stdio_pool size=1;
+            mcp_stdio_timeout 1s;
         }
         location = /bound {
             mcp_stdio /bin/sleep 30;
@@ -132,6 +143,21 @@ cmp_ok($took, '>=', 2.5, '... after mcp_stdio_timeout');
 my $starts = () = $t->log_since($mark) =~ /mcp_stdio: started "\/bin\/false"/g;
 my @starts_log = $t->log_since($mark) =~ /(mcp_stdio: started[^\n]*)/g;
 ok($starts >= 2 && $starts <= 5, "3 s of a crash loop: $starts starts (250 ms, doubling), not hundreds");
+
+# --- an idle child that stops answering is found by a ping ---------------------
+
+SKIP: {
+    skip 'no node', 3 unless -x '/usr/bin/node';
+    my $mark = $t->log_mark;
+    $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 'm1', method => 'initialize',
+                               params => { protocolVersion => '2025-11-25', capabilities => {},
+                                           clientInfo => { name => 't', version => '1' } } },
+                      path => '/mute', timeout => 5);
+    is($r->{json}{result}{serverInfo}{name}, 'mute', 'a server that answers initialize alone: served');
+    ok($t->wait_for_log(qr/mcp_stdio: pid \d+ did not answer a ping within 1000, stopped/, 4, $mark),
+       'idle, it is pinged after mcp_stdio_timeout and stopped when the ping is not answered');
+    ok($t->wait_for_log(qr/mcp_stdio: pid \d+ exited on signal 15/, 3, $mark), '... with SIGTERM, and reaped');
+}
 
 # --- the total bound across workers -------------------------------------------------
 

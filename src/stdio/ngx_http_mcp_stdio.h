@@ -24,6 +24,7 @@
 #define NGX_HTTP_MCP_STDIO_READY     1   /* initialized, no request */
 #define NGX_HTTP_MCP_STDIO_BUSY      2   /* one request outstanding */
 #define NGX_HTTP_MCP_STDIO_STOPPING  3   /* signalled, not yet reaped */
+#define NGX_HTTP_MCP_STDIO_PING      4   /* idle, a ping outstanding */
 
 /* how long a stopped child has after SIGTERM before SIGKILL */
 #define NGX_HTTP_MCP_STDIO_GRACE     2000

@@ -73,6 +73,8 @@ static void ngx_http_mcp_stdio_wait_timeout(ngx_event_t *ev);
 static void ngx_http_mcp_stdio_child_timeout(ngx_event_t *ev);
 static void ngx_http_mcp_stdio_spawn_timer(ngx_event_t *ev);
 static void ngx_http_mcp_stdio_backoff(ngx_http_mcp_stdio_pool_t *pool);
+static void ngx_http_mcp_stdio_ready(ngx_http_mcp_stdio_child_t *child);
+static void ngx_http_mcp_stdio_idle_ping(ngx_event_t *ev);
 static void ngx_http_mcp_stdio_line(ngx_http_mcp_stdio_child_t *child,
     u_char *line, size_t len);
 static void ngx_http_mcp_stdio_gone(ngx_http_mcp_stdio_child_t *child,
@@ -410,13 +412,7 @@ ngx_http_mcp_stdio_cleanup(void *data)
          * one, under an id no longer outstanding, is dropped.
          */
         if (child->pool != NULL && child->state == NGX_HTTP_MCP_STDIO_BUSY) {
-            child->state = NGX_HTTP_MCP_STDIO_READY;
-            child->want_id = 0;
-
-            if (child->timer.timer_set) {
-                ngx_del_timer(&child->timer);
-            }
-
+            ngx_http_mcp_stdio_ready(child);
             ngx_http_mcp_stdio_route(child->pool);
         }
     }
@@ -463,7 +459,7 @@ ngx_http_mcp_stdio_detach(ngx_http_mcp_stdio_req_t *req)
 static void
 ngx_http_mcp_stdio_route(ngx_http_mcp_stdio_pool_t *pool)
 {
-    ngx_uint_t                   starting, waiting;
+    ngx_uint_t                   starting, waiting, blocked;
     ngx_queue_t                 *q;
     ngx_http_mcp_stdio_req_t    *req;
     ngx_http_mcp_stdio_child_t  *child;
@@ -495,9 +491,12 @@ ngx_http_mcp_stdio_route(ngx_http_mcp_stdio_pool_t *pool)
         waiting++;
     }
 
+    blocked = 0;
+
     while (starting < waiting && pool->live < pool->size) {
 
         if (pool->total && ngx_http_mcp_stdio_total(pool) >= pool->total) {
+            blocked = 1;
             break;
         }
 
@@ -514,7 +513,7 @@ ngx_http_mcp_stdio_route(ngx_http_mcp_stdio_pool_t *pool)
         starting++;
     }
 
-    if (pool->live == 0) {
+    if (blocked && pool->live == 0) {
         /* nothing in this worker will become free: over the bound */
         while (!ngx_queue_empty(&pool->waiting)) {
             q = ngx_queue_head(&pool->waiting);
@@ -624,6 +623,7 @@ ngx_http_mcp_stdio_bind(ngx_http_mcp_stdio_child_t *child,
     req->child = child;
 
     /* a request outstanding holds a graceful exit until it ends */
+    child->timer.handler = ngx_http_mcp_stdio_child_timeout;
     child->timer.cancelable = 0;
     ngx_add_timer(&child->timer, req->pool->timeout);
 
@@ -844,7 +844,7 @@ ngx_http_mcp_stdio_wait_timeout(ngx_event_t *ev)
 }
 
 
-/* a child that does not answer initialize or a request in time */
+/* a child that does not answer initialize, a request or a ping in time */
 
 static void
 ngx_http_mcp_stdio_child_timeout(ngx_event_t *ev)
@@ -860,6 +860,15 @@ ngx_http_mcp_stdio_child_timeout(ngx_event_t *ev)
     if (child->state == NGX_HTTP_MCP_STDIO_INIT) {
         /* a server that cannot start is a crash loop too */
         ngx_http_mcp_stdio_gone(child, "it did not answer initialize");
+        return;
+    }
+
+    if (child->state == NGX_HTTP_MCP_STDIO_PING) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "mcp_stdio: pid %P did not answer a ping within %M, "
+                      "stopped", child->pid, pool->timeout);
+        ngx_http_mcp_stdio_stop(child);
+        ngx_http_mcp_stdio_route(pool);
         return;
     }
 
@@ -887,6 +896,57 @@ static void
 ngx_http_mcp_stdio_spawn_timer(ngx_event_t *ev)
 {
     ngx_http_mcp_stdio_route(ev->data);
+}
+
+
+/*
+ * A child free for a request.  Idle, it is pinged every
+ * mcp_stdio_timeout and must answer within as long again, so that a
+ * hung server is found before a request is sent to it.
+ */
+
+static void
+ngx_http_mcp_stdio_ready(ngx_http_mcp_stdio_child_t *child)
+{
+    child->state = NGX_HTTP_MCP_STDIO_READY;
+    child->want_id = 0;
+    child->timer.handler = ngx_http_mcp_stdio_idle_ping;
+    child->timer.cancelable = 1;
+
+    ngx_add_timer(&child->timer, child->pool->timeout);
+}
+
+
+static void
+ngx_http_mcp_stdio_idle_ping(ngx_event_t *ev)
+{
+    cJSON                       *ping;
+    ngx_http_mcp_stdio_child_t  *child;
+
+    child = ev->data;
+
+    if (child->state != NGX_HTTP_MCP_STDIO_READY) {
+        return;
+    }
+
+    child->want_id = ++child->next_id;
+    child->state = NGX_HTTP_MCP_STDIO_PING;
+    child->timer.handler = ngx_http_mcp_stdio_child_timeout;
+    ngx_add_timer(&child->timer, child->pool->timeout);
+
+    ping = cJSON_Parse("{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}");
+
+    if (ping == NULL
+        || cJSON_AddNumberToObject(ping, "id", (double) child->want_id)
+           == NULL
+        || ngx_http_mcp_stdio_send_line(child, ping) != NGX_OK)
+    {
+        cJSON_Delete(ping);
+        ngx_http_mcp_stdio_gone(child, "its stdin failed");
+        return;
+    }
+
+    cJSON_Delete(ping);
 }
 
 
@@ -978,7 +1038,7 @@ ngx_http_mcp_stdio_line(ngx_http_mcp_stdio_child_t *child, u_char *line,
         child->init = cJSON_DetachItemViaPointer(msg, result);
         cJSON_Delete(msg);
 
-        child->state = NGX_HTTP_MCP_STDIO_READY;
+        ngx_http_mcp_stdio_ready(child);
         pool->backoff = 0;
 
         msg = cJSON_Parse("{\"jsonrpc\":\"2.0\","
@@ -998,7 +1058,7 @@ ngx_http_mcp_stdio_line(ngx_http_mcp_stdio_child_t *child, u_char *line,
 
     req = child->req;
     child->req = NULL;
-    child->state = NGX_HTTP_MCP_STDIO_READY;
+    ngx_http_mcp_stdio_ready(child);
 
     if (req != NULL) {
         req->child = NULL;

@@ -644,6 +644,7 @@ ngx_http_mcp_stdio_local(ngx_http_mcp_stdio_child_t *child,
     ngx_http_mcp_stdio_req_t *req)
 {
     cJSON       *reply, *result, *params, *version, *caps, *info, *meta;
+    cJSON       *versions, *str;
     const char  *v;
 
     reply = cJSON_CreateObject();
@@ -685,25 +686,64 @@ ngx_http_mcp_stdio_local(ngx_http_mcp_stdio_child_t *child,
         caps = cJSON_DetachItemFromObject(result, "capabilities");
         info = cJSON_DetachItemFromObject(result, "serverInfo");
 
-        cJSON_Delete(result);
+        /* the initialize result goes whole; the new one takes its place */
+        cJSON_DeleteItemFromObject(reply, "result");
+
         result = cJSON_CreateObject();
         meta = cJSON_CreateObject();
+        versions = cJSON_CreateArray();
 
-        cJSON_ReplaceItemInObject(reply, "result", result);
-
-        if (result == NULL || meta == NULL
-            || !cJSON_AddItemToObject(result, "supportedVersions",
-                                      cJSON_CreateStringArray(
-                                         (const char *[]) { "2026-07-28" },
-                                         1))
-            || !cJSON_AddItemToObject(result, "capabilities",
-                                      caps ? caps : cJSON_CreateObject())
-            || !cJSON_AddItemToObject(result, "_meta", meta)
-            || (info && !cJSON_AddItemToObject(meta,
-                                               NGX_HTTP_MCP_SERVER_INFO_META,
-                                               info)))
+        if (result == NULL || meta == NULL || versions == NULL
+            || !cJSON_AddItemToObject(reply, "result", result))
         {
+            cJSON_Delete(result);
             cJSON_Delete(meta);
+            cJSON_Delete(versions);
+            cJSON_Delete(caps);
+            cJSON_Delete(info);
+            goto failed;
+        }
+
+        /* each added at once: the tree owns it, freed with the reply */
+        if (!cJSON_AddItemToObject(result, "supportedVersions", versions)) {
+            cJSON_Delete(versions);
+            cJSON_Delete(meta);
+            cJSON_Delete(caps);
+            cJSON_Delete(info);
+            goto failed;
+        }
+
+        if (!cJSON_AddItemToObject(result, "_meta", meta)) {
+            cJSON_Delete(meta);
+            cJSON_Delete(caps);
+            cJSON_Delete(info);
+            goto failed;
+        }
+
+        if (caps == NULL) {
+            caps = cJSON_CreateObject();
+        }
+
+        if (caps == NULL
+            || !cJSON_AddItemToObject(result, "capabilities", caps))
+        {
+            cJSON_Delete(caps);
+            cJSON_Delete(info);
+            goto failed;
+        }
+
+        if (info != NULL
+            && !cJSON_AddItemToObject(meta, NGX_HTTP_MCP_SERVER_INFO_META,
+                                      info))
+        {
+            cJSON_Delete(info);
+            goto failed;
+        }
+
+        str = cJSON_CreateString("2026-07-28");
+
+        if (str == NULL || !cJSON_AddItemToArray(versions, str)) {
+            cJSON_Delete(str);
             goto failed;
         }
     }

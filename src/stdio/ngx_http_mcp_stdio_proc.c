@@ -422,15 +422,14 @@ ngx_http_mcp_stdio_write(ngx_http_mcp_stdio_child_t *child, u_char *line,
             return NGX_ERROR;
         }
 
-        ngx_memcpy(p, child->out + child->out_pos,
-                   child->out_len - child->out_pos);
+        if (child->out) {
+            ngx_memcpy(p, child->out + child->out_pos,
+                       child->out_len - child->out_pos);
+            ngx_free(child->out);
+        }
 
         child->out_len -= child->out_pos;
         child->out_pos = 0;
-
-        if (child->out) {
-            ngx_free(child->out);
-        }
 
         child->out = p;
         child->out_size = size;

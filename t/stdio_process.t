@@ -54,6 +54,11 @@ my $t = McpTest->new(
             mcp_stdio_timeout 1s;
             mcp_stdio_stderr notice;
         }
+        location = /noise {
+            mcp_stdio $SH -c 'i=0; while [ \$i -lt 100 ]; do echo noise; i=\$((i+1)); done; exec sleep 30';
+            mcp_stdio_pool size=1;
+            mcp_stdio_timeout 1s;
+        }
         location = /crash {
             mcp_stdio /bin/false;
             mcp_stdio_pool size=1;
@@ -131,6 +136,13 @@ ok(@flood >= 40 && @flood <= 50, 'a flood of stderr: at most 50 lines a second l
     or diag scalar @flood;
 my ($long) = grep { /^0{100}/ } map { /mcp_stdio: pid \d+: (.*)$/ ? $1 : () } split /\n/, $t->error_log;
 ok(!defined $long || length($long) <= 512, 'a long stderr line is cut at 512 bytes');
+
+# --- stdout lines that are not JSON-RPC: dropped, said once --------------------
+
+$r = post('/noise', 'n1');
+is($r->{json}{error}{code}, -32001, 'a child that writes no JSON-RPC: -32001');
+my $said = () = $t->error_log =~ /wrote a line that is not a JSON-RPC message/g;
+is($said, 1, '100 stray stdout lines: one log line');
 
 # --- a crash loop backs off ---------------------------------------------------------
 

@@ -123,6 +123,7 @@ struct ngx_http_mcp_stdio_child_s {
     ngx_uint_t                   next_id;
     ngx_uint_t                   want_id;    /* the request outstanding */
     ngx_http_mcp_stdio_req_t    *req;        /* its caller, or NULL */
+    unsigned                     noise:1;    /* a stray line was logged */
 };
 
 

@@ -1015,9 +1015,15 @@ ngx_http_mcp_stdio_line(ngx_http_mcp_stdio_child_t *child, u_char *line,
     msg = cJSON_ParseWithLength((const char *) line, len);
 
     if (!cJSON_IsObject(msg)) {
-        ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
-                      "mcp_stdio: pid %P wrote a line that is not "
-                      "a JSON-RPC message, ignored", child->pid);
+        /* said once a child: a chatty server must not fill the log */
+        if (!child->noise) {
+            child->noise = 1;
+            ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
+                          "mcp_stdio: pid %P wrote a line that is not "
+                          "a JSON-RPC message, ignored (and any more)",
+                          child->pid);
+        }
+
         cJSON_Delete(msg);
         return;
     }

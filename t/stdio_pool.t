@@ -69,9 +69,10 @@ sub post {
 }
 
 sub raw_call {
-    my ($path, $id, $args) = @_;
+    my ($path, $id, $args, $meta) = @_;
     my $body = encode_json({ jsonrpc => '2.0', id => $id, method => 'tools/call',
-        params => { name => 'trigger-long-running-operation', arguments => $args } });
+        params => { name => 'trigger-long-running-operation', arguments => $args,
+                    ($meta ? (_meta => $meta) : ()) } });
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port) or die;
     print $s "POST $path HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
            . "Accept: application/json, text/event-stream\r\nConnection: close\r\n"
@@ -125,6 +126,23 @@ is($r->{json}{error}{code}, -32700, 'broken JSON: -32700');
 $r = $t->request(method => 'GET', path => '/mcp', headers => { Accept => 'text/event-stream' });
 is($r->{status}, 405, 'GET: 405');
 like($r->{body}, qr/"code":-32600/, 'GET: a JSON-RPC error');
+
+# --- progress on the POST's stream ------------------------------------------------
+
+$r = post({ jsonrpc => '2.0', id => 'p1', method => 'tools/call',
+            params => { name => 'trigger-long-running-operation', arguments => { duration => 1, steps => 2 },
+                        _meta => { progressToken => 'tok-1' } } });
+like($r->{headers}{'content-type'} // '', qr{^text/event-stream}, 'a progressToken: the reply is a stream');
+my @prog = grep { ($_->{method} // '') eq 'notifications/progress' } @{ $r->{messages} };
+is(scalar @prog, 2, '... with the two progress notifications');
+is($prog[0]{params}{progressToken}, 'tok-1', '... under the client\'s token');
+my ($last) = grep { defined $_->{id} } @{ $r->{messages} };
+is($last->{id}, 'p1', '... and the response last, under the client\'s id');
+like($last->{result}{content}[0]{text} // '', qr/completed/, '... its result');
+
+$r = post({ jsonrpc => '2.0', id => 'p2', method => 'tools/call',
+            params => { name => 'trigger-long-running-operation', arguments => { duration => 0.2, steps => 2 } } });
+like($r->{headers}{'content-type'} // '', qr{^application/json}, 'no progressToken: one JSON reply');
 
 # --- 2026-07-28 ---------------------------------------------------------------------
 
@@ -187,6 +205,21 @@ sleep 0.3;    # the crash-loop backoff's first step is 250 ms
 $r = post({ jsonrpc => '2.0', id => 13, method => 'tools/call',
             params => { name => 'echo', arguments => { message => 'again' } } });
 is($r->{json}{result}{content}[0]{text}, 'Echo: again', 'after the kill: a new child serves');
+
+# killed while its progress stream is open: the stream ends with the error
+{
+    my $s = raw_call('/mcp', 'kill-2', { duration => 8, steps => 8 }, { progressToken => 7 });
+    my $head = '';
+    while ($head !~ /notifications\/progress/) {
+        sysread($s, $head, 4096, length $head) or last;
+    }
+    like($head, qr{text/event-stream}, 'a stream open with its first progress event');
+    kill 'KILL', grep { children()->{$_}[1] =~ /server-everything/ } keys %{ children() };
+    my $rest = do { local $/; <$s> } // '';
+    like($rest, qr/data: \{[^\n]*"id":"kill-2"[^\n]*"code":-32603|data: \{[^\n]*"code":-32603[^\n]*"id":"kill-2"/,
+         'killed mid-stream: the stream\'s last event is the JSON-RPC error');
+    sleep 0.3;
+}
 
 like($t->error_log, qr/\[notice\].*mcp_stdio: pid \d+: /, 'the child\'s stderr in error.log at mcp_stdio_stderr\'s level');
 

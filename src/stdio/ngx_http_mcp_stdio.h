@@ -32,6 +32,9 @@
 /* the longest stderr line logged; the rest of a longer one is dropped */
 #define NGX_HTTP_MCP_STDIO_ERRLINE   512
 
+/* progress events a request's stream carries at most */
+#define NGX_HTTP_MCP_STDIO_EVENTS    1000
+
 /* the SDKs' "request timed out" (the spec leaves it to them) */
 #define NGX_HTTP_MCP_REQUEST_TIMEOUT  -32001
 
@@ -135,7 +138,7 @@ ngx_int_t ngx_http_mcp_stdio_write(ngx_http_mcp_stdio_child_t *child,
 void ngx_http_mcp_stdio_stop(ngx_http_mcp_stdio_child_t *child);
 void ngx_http_mcp_stdio_stop_all(ngx_cycle_t *cycle);
 void ngx_http_mcp_stdio_proc_init(void);
-ngx_uint_t ngx_http_mcp_stdio_total(ngx_http_mcp_stdio_pool_t *pool);
+ngx_int_t ngx_http_mcp_stdio_reserve(ngx_http_mcp_stdio_pool_t *pool);
 
 
 extern ngx_module_t  ngx_http_mcp_stdio_module;

@@ -45,9 +45,13 @@ struct ngx_http_mcp_stdio_req_s {
     cJSON                       *root;       /* the message, id detached */
     cJSON                       *id;         /* the client's id */
     const char                  *method;
+    cJSON                       *token;      /* its progressToken, in root */
+    ngx_uint_t                   events;     /* progress events sent */
     ngx_event_t                  timer;      /* while it waits */
     unsigned                     waiting:1;
     unsigned                     stateless:1;  /* 2026-07-28 */
+    unsigned                     accepts_sse:1;
+    unsigned                     sse:1;      /* the reply is a stream now */
 };
 
 
@@ -68,6 +72,12 @@ static void ngx_http_mcp_stdio_respond(ngx_http_mcp_stdio_req_t *req,
     cJSON *reply);
 static void ngx_http_mcp_stdio_fail(ngx_http_mcp_stdio_req_t *req,
     ngx_int_t code, const char *message);
+static void ngx_http_mcp_stdio_finish(ngx_http_mcp_stdio_req_t *req,
+    ngx_uint_t status, u_char *body, size_t len);
+static void ngx_http_mcp_stdio_progress(ngx_http_mcp_stdio_req_t *req,
+    cJSON *msg);
+static ngx_int_t ngx_http_mcp_stdio_event(ngx_http_mcp_stdio_req_t *req,
+    u_char *json, size_t len, ngx_uint_t last);
 static void ngx_http_mcp_stdio_detach(ngx_http_mcp_stdio_req_t *req);
 static void ngx_http_mcp_stdio_wait_timeout(ngx_event_t *ev);
 static void ngx_http_mcp_stdio_child_timeout(ngx_event_t *ev);
@@ -254,7 +264,7 @@ ngx_http_mcp_stdio_body(ngx_http_request_t *r)
 {
     u_char                         *p, *body;
     size_t                          len;
-    cJSON                          *root, *method, *id;
+    cJSON                          *root, *method, *id, *params, *meta;
     ngx_int_t                       rc;
     ngx_chain_t                    *cl;
     const char                     *error;
@@ -356,6 +366,22 @@ ngx_http_mcp_stdio_body(ngx_http_request_t *r)
     req->stateless = (h != NULL
                       && ngx_strncmp(h->value.data, "2026-07-28", 10) == 0
                       && h->value.len == 10);
+
+    /* a progressToken's notifications go on the POST's own stream */
+    h = ngx_http_mcp_header_in(r, "accept", sizeof("accept") - 1);
+
+    req->accepts_sse = (h != NULL
+                        && ngx_strlcasestrn(h->value.data,
+                                            h->value.data + h->value.len,
+                                            (u_char *) "text/event-stream",
+                                            sizeof("text/event-stream") - 2)
+                           != NULL);
+
+    params = ngx_http_mcp_json_get(root, "params");
+    meta = cJSON_IsObject(params) ? ngx_http_mcp_json_get(params, "_meta")
+                                  : NULL;
+    req->token = cJSON_IsObject(meta)
+                 ? ngx_http_mcp_json_get(meta, "progressToken") : NULL;
 
     if (ngx_strcmp(req->method, "ping") == 0) {
         ngx_http_mcp_stdio_local(NULL, req);
@@ -495,11 +521,6 @@ ngx_http_mcp_stdio_route(ngx_http_mcp_stdio_pool_t *pool)
 
     while (starting < waiting && pool->live < pool->size) {
 
-        if (pool->total && ngx_http_mcp_stdio_total(pool) >= pool->total) {
-            blocked = 1;
-            break;
-        }
-
         if ((ngx_msec_int_t) (pool->next_spawn - ngx_current_msec) > 0) {
             if (!pool->spawn_ev.timer_set) {
                 ngx_add_timer(&pool->spawn_ev,
@@ -507,6 +528,11 @@ ngx_http_mcp_stdio_route(ngx_http_mcp_stdio_pool_t *pool)
             }
 
             return;
+        }
+
+        if (pool->total && ngx_http_mcp_stdio_reserve(pool) != NGX_OK) {
+            blocked = 1;
+            break;
         }
 
         ngx_http_mcp_stdio_start(pool);
@@ -788,7 +814,6 @@ ngx_http_mcp_stdio_respond(ngx_http_mcp_stdio_req_t *req, cJSON *reply)
     u_char              *body;
     size_t               len;
     cJSON               *id, *result;
-    ngx_int_t            rc;
     ngx_http_request_t  *r;
 
     r = req->r;
@@ -822,11 +847,10 @@ ngx_http_mcp_stdio_respond(ngx_http_mcp_stdio_req_t *req, cJSON *reply)
     }
 
     /* 2026-07-28 says an unknown method with a 404 as well */
-    rc = ngx_http_mcp_send(r, req->stateless
-                              ? ngx_http_mcp_stateless_status(reply)
-                              : NGX_HTTP_OK,
-                           NULL, body, len);
-    ngx_http_finalize_request(r, rc);
+    ngx_http_mcp_stdio_finish(req, req->stateless
+                                   ? ngx_http_mcp_stateless_status(reply)
+                                   : NGX_HTTP_OK,
+                              body, len);
 }
 
 
@@ -844,7 +868,6 @@ ngx_http_mcp_stdio_fail(ngx_http_mcp_stdio_req_t *req, ngx_int_t code,
     u_char              *body;
     size_t               len;
     cJSON               *reply;
-    ngx_int_t            rc;
     ngx_str_t            rid;
     ngx_http_request_t  *r;
 
@@ -867,10 +890,129 @@ ngx_http_mcp_stdio_fail(ngx_http_mcp_stdio_req_t *req, ngx_int_t code,
     body = ngx_http_mcp_json_print(r->pool, reply, &len);
     cJSON_Delete(reply);
 
-    rc = body ? ngx_http_mcp_send(r, NGX_HTTP_OK, NULL, body, len)
-              : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (body == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
 
-    ngx_http_finalize_request(r, rc);
+    ngx_http_mcp_stdio_finish(req, NGX_HTTP_OK, body, len);
+}
+
+
+/* the reply: a JSON body, or the last event of a stream already open */
+
+static void
+ngx_http_mcp_stdio_finish(ngx_http_mcp_stdio_req_t *req, ngx_uint_t status,
+    u_char *body, size_t len)
+{
+    ngx_int_t  rc;
+
+    if (req->sse) {
+        rc = ngx_http_mcp_stdio_event(req, body, len, 1);
+
+    } else {
+        rc = ngx_http_mcp_send(req->r, status, NULL, body, len);
+    }
+
+    ngx_http_finalize_request(req->r, rc);
+}
+
+
+/*
+ * A child's progress notification for the request's progressToken, as
+ * an event of the POST's stream (opened by the first); other
+ * notifications, which need not be this request's, are not sent.
+ */
+
+static void
+ngx_http_mcp_stdio_progress(ngx_http_mcp_stdio_req_t *req, cJSON *msg)
+{
+    u_char  *body;
+    size_t   len;
+    cJSON   *method, *params, *token;
+
+    method = ngx_http_mcp_json_get(msg, "method");
+    params = ngx_http_mcp_json_get(msg, "params");
+    token = cJSON_IsObject(params)
+            ? ngx_http_mcp_json_get(params, "progressToken") : NULL;
+
+    if (!req->accepts_sse || req->token == NULL || token == NULL
+        || !cJSON_IsString(method)
+        || ngx_strcmp(method->valuestring, "notifications/progress") != 0
+        || !cJSON_Compare(token, req->token, 1))
+    {
+        return;
+    }
+
+    /* each event is in the request's pool until it ends: so many, no more */
+    if (req->events++ >= NGX_HTTP_MCP_STDIO_EVENTS) {
+        return;
+    }
+
+    body = ngx_http_mcp_json_print(req->r->pool, msg, &len);
+
+    if (body == NULL
+        || ngx_http_mcp_stdio_event(req, body, len, 0) == NGX_ERROR)
+    {
+        ngx_log_error(NGX_LOG_INFO, req->r->connection->log, 0,
+                      "mcp_stdio: a progress event could not be sent");
+    }
+}
+
+
+static ngx_int_t
+ngx_http_mcp_stdio_event(ngx_http_mcp_stdio_req_t *req, u_char *json,
+    size_t len, ngx_uint_t last)
+{
+    ngx_int_t            rc;
+    ngx_buf_t           *b;
+    ngx_chain_t          out;
+    ngx_http_request_t  *r;
+
+    static ngx_str_t  type = ngx_string("text/event-stream");
+    static u_char     head[] = "event: message\ndata: ";
+
+    r = req->r;
+
+    if (!req->sse) {
+        r->headers_out.status = NGX_HTTP_OK;
+        r->headers_out.content_length_n = -1;
+        r->headers_out.content_type = type;
+        r->headers_out.content_type_len = type.len;
+
+        rc = ngx_http_send_header(r);
+
+        if (rc == NGX_ERROR || rc > NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        req->sse = 1;
+    }
+
+    b = ngx_create_temp_buf(r->pool, sizeof(head) - 1 + len + 2);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->last = ngx_cpymem(b->last, head, sizeof(head) - 1);
+    b->last = ngx_cpymem(b->last, json, len);
+    *b->last++ = '\n';
+    *b->last++ = '\n';
+
+    if (last) {
+        b->last_buf = (r == r->main) ? 1 : 0;
+        b->last_in_chain = 1;
+
+    } else {
+        b->flush = 1;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    rc = ngx_http_output_filter(r, &out);
+
+    return last ? rc : (rc == NGX_ERROR ? NGX_ERROR : NGX_OK);
 }
 
 
@@ -1050,9 +1192,11 @@ ngx_http_mcp_stdio_line(ngx_http_mcp_stdio_child_t *child, u_char *line,
             }
 
             cJSON_Delete(reply);
+
+        } else if (child->req != NULL) {
+            ngx_http_mcp_stdio_progress(child->req, msg);
         }
 
-        /* notifications (progress, log messages) have no stream yet */
         cJSON_Delete(msg);
         return;
     }

@@ -163,6 +163,9 @@ failed:
     ngx_free(child->in);
     ngx_free(child);
 
+    /* the place reserved for it is given back */
+    ngx_http_mcp_stdio_count(pool);
+
     return NULL;
 }
 
@@ -810,22 +813,45 @@ ngx_http_mcp_stdio_count(ngx_http_mcp_stdio_pool_t *pool)
 }
 
 
-ngx_uint_t
-ngx_http_mcp_stdio_total(ngx_http_mcp_stdio_pool_t *pool)
-{
-    ngx_uint_t     i, n;
-    ngx_atomic_t  *row;
+/*
+ * A place for one more child within the pool's total: the cells summed
+ * and this worker's raised in one step under the zone's lock, so that
+ * two workers never both take the last place.  NGX_DECLINED: none left.
+ */
 
-    if (pool->zone == NULL) {
-        return pool->live;
+ngx_int_t
+ngx_http_mcp_stdio_reserve(ngx_http_mcp_stdio_pool_t *pool)
+{
+    ngx_uint_t        i, n;
+    ngx_atomic_t     *row;
+    ngx_slab_pool_t  *shpool;
+
+    if (pool->zone == NULL || ngx_process_slot < 0
+        || ngx_process_slot >= NGX_MAX_PROCESSES)
+    {
+        return NGX_OK;
     }
 
+    shpool = (ngx_slab_pool_t *) pool->zone->shm.addr;
     row = (ngx_atomic_t *) pool->zone->data + pool->index * NGX_MAX_PROCESSES;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
     n = 0;
 
     for (i = 0; i < NGX_MAX_PROCESSES; i++) {
         n += row[i];
     }
 
-    return n;
+    if (n >= pool->total) {
+        ngx_shmtx_unlock(&shpool->mutex);
+        return NGX_DECLINED;
+    }
+
+    /* the spawn sets it to live, the same number, or back if it fails */
+    row[ngx_process_slot] = pool->live + 1;
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return NGX_OK;
 }

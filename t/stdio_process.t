@@ -14,9 +14,11 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use McpTest timeout => 120;
 use McpAssert;
+use McpGateway qw(node_bin);
 use IO::Socket::INET;
 
-my $SH = '/bin/sh';
+my $SH   = '/bin/sh';
+my $NODE = -x node_bin() ? Cwd::abs_path(node_bin()) : '/usr/bin/node';
 
 # each script writes its report and then stays silent on stdout, so the
 # pool's initialize is never answered and the request times out
@@ -65,7 +67,7 @@ my $t = McpTest->new(
             mcp_stdio_timeout 3s;
         }
         location = /mute {
-            mcp_stdio /usr/bin/node -e '$MUTE';
+            mcp_stdio $NODE -e '$MUTE';
             mcp_stdio_pool size=1;
             mcp_stdio_timeout 1s;
         }
@@ -159,7 +161,7 @@ ok($starts >= 2 && $starts <= 5, "3 s of a crash loop: $starts starts (250 ms, d
 # --- an idle child that stops answering is found by a ping ---------------------
 
 SKIP: {
-    skip 'no node', 3 unless -x '/usr/bin/node';
+    skip 'no node', 3 unless -x $NODE;
     my $mark = $t->log_mark;
     $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 'm1', method => 'initialize',
                                params => { protocolVersion => '2025-11-25', capabilities => {},

@@ -13,11 +13,12 @@ use IO::Socket::INET;
 use JSON::PP qw(encode_json decode_json);
 use McpTest timeout => 180;
 use McpAssert;
+use McpGateway qw(node_available node_bin npm_dir);
 
-my $NODE = '/usr/bin/node';
-my $EV   = "$FindBin::Bin/../build/npm/node_modules/\@modelcontextprotocol/server-everything/dist/index.js";
-plan skip_all => 'node or server-everything missing' unless -x $NODE && -f $EV;
-$EV = Cwd::abs_path($EV);
+my $why = node_available('@modelcontextprotocol/server-everything');
+plan skip_all => $why if $why;
+my $NODE = Cwd::abs_path(node_bin());
+my $EV   = Cwd::abs_path(npm_dir() . '/node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 
 my $t = McpTest->new(
     workers => 4,

@@ -120,6 +120,11 @@ $r = post({ jsonrpc => '2.0', id => 10, method => 'tools/call',
 ok($r->{json}{error} || $r->{json}{result}{isError}, 'an unknown tool: the server\'s own error, relayed');
 is($r->{json}{id}, 10, '... under the client\'s id');
 
+$r = post({ jsonrpc => '2.0', id => 'big', method => 'tools/call',
+            params => { name => 'echo', arguments => { message => 'x' x 40000 } } });
+is($r->{status}, 413, 'a body over client_body_buffer_size: 413');
+is($r->{json}{error}{code}, -32600, '... with a JSON-RPC error');
+
 $r = post('[{"jsonrpc":"2.0","id":1,"method":"ping"}]');
 is($r->{json}{error}{code}, -32600, 'a batch: -32600');
 $r = post('{"jsonrpc":"2.0","id":1,');

@@ -363,9 +363,8 @@ ngx_http_mcp_stdio_body(ngx_http_request_t *r)
     h = ngx_http_mcp_header_in(r, "mcp-protocol-version",
                                sizeof("mcp-protocol-version") - 1);
 
-    req->stateless = (h != NULL
-                      && ngx_strncmp(h->value.data, "2026-07-28", 10) == 0
-                      && h->value.len == 10);
+    req->stateless = (h != NULL && h->value.len == 10
+                      && ngx_strncmp(h->value.data, "2026-07-28", 10) == 0);
 
     /* a progressToken's notifications go on the POST's own stream */
     h = ngx_http_mcp_header_in(r, "accept", sizeof("accept") - 1);

@@ -197,4 +197,35 @@ for my $w ($t->worker_pids) {
 $t->stop;
 ok(!grep({ kill 0, $_ } @pids), 'nginx -s quit: no child left') or diag "@pids";
 
+# --- no connection left for a child's sockets (worker_connections) -------------
+
+{
+    my $u = McpTest->new(workers => 1, conf => <<'NGX');
+%%LOAD_MODULE%%worker_processes 1;
+master_process on;
+daemon off;
+pid %%PREFIX%%/logs/nginx.pid;
+error_log %%PREFIX%%/logs/error.log info;
+events { worker_connections 4; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location = /x { mcp_stdio /bin/sleep 30; mcp_stdio_pool size=1; mcp_stdio_timeout 1s; }
+    }
+}
+NGX
+    $u->expect_log_any(qr/worker_connections are not enough/);
+    $u->start;
+    my $x = $u->mcp_post(undef, { jsonrpc => '2.0', id => 'wc', method => 'tools/list' },
+                         path => '/x', timeout => 5);
+    is($x->{json}{error}{code}, -32001, 'no connection for its sockets: the child is stopped, the caller gets -32001');
+    my $starts = () = $u->error_log =~ /mcp_stdio: started/g;
+    cmp_ok($starts, '<=', 3, "... and the pool backs off ($starts starts in 1 s)");
+    sleep 0.2;
+    my @left = map { `ps -o pid= --ppid $_` } $u->worker_pids;
+    is(scalar @left, 0, '... each reaped');
+    $u->stop;
+}
+
 done_testing;

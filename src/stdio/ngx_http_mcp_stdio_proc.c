@@ -71,6 +71,7 @@ ngx_http_mcp_stdio_child_t *
 ngx_http_mcp_stdio_spawn(ngx_http_mcp_stdio_pool_t *pool)
 {
     int                          io[2], err[2];
+    sigset_t                     all, mask;
     ngx_pid_t                    pid, parent;
     ngx_http_mcp_stdio_child_t  *child;
 
@@ -100,8 +101,21 @@ ngx_http_mcp_stdio_spawn(ngx_http_mcp_stdio_pool_t *pool)
         goto failed;
     }
 
+    /*
+     * Until the child has set its signals back to their defaults, a
+     * SIGTERM (a stop at once) would reach nginx's handler, copied with
+     * the worker, and be lost: the child is born with every signal
+     * blocked, and unblocks them when its handlers are the defaults.
+     */
+    sigfillset(&all);
+    (void) sigprocmask(SIG_BLOCK, &all, &mask);
+
     parent = ngx_getpid();
     pid = fork();
+
+    if (pid != 0) {
+        (void) sigprocmask(SIG_SETMASK, &mask, NULL);
+    }
 
     if (pid == 0) {
         close(io[0]);
@@ -134,17 +148,11 @@ ngx_http_mcp_stdio_spawn(ngx_http_mcp_stdio_pool_t *pool)
     pool->live++;
     ngx_http_mcp_stdio_count(pool);
 
+    /* each descriptor is its connection's now, closed with it */
     child->io = ngx_http_mcp_stdio_conn(child, io[0],
                                         ngx_http_mcp_stdio_read);
-    if (child->io == NULL) {
-        close(io[0]);
-    }
-
     child->err = ngx_http_mcp_stdio_conn(child, err[0],
                                          ngx_http_mcp_stdio_err_read);
-    if (child->err == NULL) {
-        close(err[0]);
-    }
 
     ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
                   "mcp_stdio: started \"%s\", pid %P",
@@ -262,6 +270,8 @@ closed:
 }
 
 
+/* fd as a connection on the worker's events; closed when it fails */
+
 static ngx_connection_t *
 ngx_http_mcp_stdio_conn(ngx_http_mcp_stdio_child_t *child, int fd,
     ngx_event_handler_pt read)
@@ -273,11 +283,13 @@ ngx_http_mcp_stdio_conn(ngx_http_mcp_stdio_child_t *child, int fd,
     {
         ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, ngx_socket_errno,
                       "mcp_stdio: fcntl() failed");
+        (void) close(fd);
         return NULL;
     }
 
     c = ngx_get_connection(fd, ngx_cycle->log);
     if (c == NULL) {
+        (void) close(fd);
         return NULL;
     }
 

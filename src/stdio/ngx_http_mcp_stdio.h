@@ -1,0 +1,147 @@
+
+/*
+ * src/stdio: MCP servers that speak JSON-RPC over their stdin and stdout
+ * (mcp_stdio), run by the workers as children.  The process layer
+ * (ngx_http_mcp_stdio_proc.c) starts, reads, writes, stops and reaps
+ * them on nginx's event loop; the module (ngx_http_mcp_stdio_module.c)
+ * holds the directives and serves a location's requests from a pool of
+ * initialized children.  See docs/stdio.md.
+ */
+
+
+#ifndef _NGX_HTTP_MCP_STDIO_H_INCLUDED_
+#define _NGX_HTTP_MCP_STDIO_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+#include <cjson/cJSON.h>
+
+
+/* a child's state */
+#define NGX_HTTP_MCP_STDIO_INIT      0   /* initialize sent, not answered */
+#define NGX_HTTP_MCP_STDIO_READY     1   /* initialized, no request */
+#define NGX_HTTP_MCP_STDIO_BUSY      2   /* one request outstanding */
+#define NGX_HTTP_MCP_STDIO_STOPPING  3   /* signalled, not yet reaped */
+#define NGX_HTTP_MCP_STDIO_PING      4   /* idle, a ping outstanding */
+
+/* how long a stopped child has after SIGTERM before SIGKILL */
+#define NGX_HTTP_MCP_STDIO_GRACE     2000
+
+/* the longest stderr line logged; the rest of a longer one is dropped */
+#define NGX_HTTP_MCP_STDIO_ERRLINE   512
+
+/* progress events a request's stream carries at most */
+#define NGX_HTTP_MCP_STDIO_EVENTS    1000
+
+/* the SDKs' "request timed out" (the spec leaves it to them) */
+#define NGX_HTTP_MCP_REQUEST_TIMEOUT  -32001
+
+/* stderr lines logged a second per child; more are counted, dropped */
+#define NGX_HTTP_MCP_STDIO_ERRRATE   50
+
+
+typedef struct ngx_http_mcp_stdio_pool_s   ngx_http_mcp_stdio_pool_t;
+typedef struct ngx_http_mcp_stdio_child_s  ngx_http_mcp_stdio_child_t;
+typedef struct ngx_http_mcp_stdio_req_s    ngx_http_mcp_stdio_req_t;
+
+
+typedef struct {
+    int                          resource;   /* RLIMIT_* */
+    rlim_t                       value;
+} ngx_http_mcp_stdio_limit_t;
+
+
+/* what a child is started with: made at configuration, read after fork */
+typedef struct {
+    char                       **argv;       /* NULL-terminated */
+    char                       **envp;       /* NULL-terminated */
+    char                        *dir;
+    ngx_array_t                 *limits;     /* _limit_t */
+    ngx_uint_t                   err_level;  /* stderr lines' log level */
+    size_t                       max_line;   /* a stdout line's bound */
+} ngx_http_mcp_stdio_exec_t;
+
+
+/*
+ * A location's children in this worker.  Made at configuration (each
+ * worker has its copy after the fork); children and waiting requests
+ * are the worker's alone.
+ */
+struct ngx_http_mcp_stdio_pool_s {
+    ngx_http_mcp_stdio_exec_t   *exec;
+    ngx_uint_t                   size;       /* children in a worker */
+    ngx_uint_t                   total;      /* in all workers; 0: none */
+    ngx_uint_t                   index;      /* its row of the counters */
+    ngx_msec_t                   timeout;
+    ngx_shm_zone_t              *zone;       /* the counters, or NULL */
+
+    ngx_queue_t                  children;   /* _child_t, all states */
+    ngx_queue_t                  waiting;    /* _req_t, not yet sent */
+    ngx_uint_t                   live;       /* children not stopping */
+    ngx_msec_t                   backoff;    /* crash loop: next delay */
+    ngx_msec_t                   next_spawn; /* not before (ngx_current_msec) */
+    ngx_event_t                  spawn_ev;   /* the backoff's end */
+
+    /* what the process layer tells the module (a hook: no circle) */
+    void                       (*line)(ngx_http_mcp_stdio_child_t *child,
+                                       u_char *line, size_t len);
+    void                       (*gone)(ngx_http_mcp_stdio_child_t *child,
+                                       const char *why);
+
+    unsigned                     ready:1;    /* the worker set it up */
+};
+
+
+struct ngx_http_mcp_stdio_child_s {
+    ngx_queue_t                  queue;      /* pool->children, or the
+                                                stopping list */
+    ngx_http_mcp_stdio_pool_t   *pool;       /* NULL once stopping */
+    ngx_pid_t                    pid;
+    ngx_uint_t                   state;
+    ngx_connection_t            *io;         /* its stdin and stdout */
+    ngx_connection_t            *err;        /* its stderr */
+    ngx_event_t                  timer;      /* initialize, or the
+                                                grace and reap polls */
+    ngx_msec_t                   started;
+    ngx_msec_t                   stopped;
+    ngx_uint_t                   killed;     /* SIGKILL sent */
+
+    u_char                      *in;         /* stdout, a line at most */
+    size_t                       in_len;
+    size_t                       in_size;
+    u_char                      *out;        /* what stdin has not taken */
+    size_t                       out_pos;
+    size_t                       out_len;
+    size_t                       out_size;
+    u_char                       errline[NGX_HTTP_MCP_STDIO_ERRLINE];
+    size_t                       err_len;
+    ngx_uint_t                   err_skip;   /* inside a too long line */
+    ngx_msec_t                   err_window;
+    ngx_uint_t                   err_count;
+    ngx_uint_t                   err_dropped;
+
+    cJSON                       *init;       /* initialize's result */
+    ngx_uint_t                   next_id;
+    ngx_uint_t                   want_id;    /* the request outstanding */
+    ngx_http_mcp_stdio_req_t    *req;        /* its caller, or NULL */
+    unsigned                     noise:1;    /* a stray line was logged */
+};
+
+
+/* the process layer: what the module asks of it */
+ngx_http_mcp_stdio_child_t *ngx_http_mcp_stdio_spawn(
+    ngx_http_mcp_stdio_pool_t *pool);
+ngx_int_t ngx_http_mcp_stdio_write(ngx_http_mcp_stdio_child_t *child,
+    u_char *line, size_t len);
+void ngx_http_mcp_stdio_stop(ngx_http_mcp_stdio_child_t *child);
+void ngx_http_mcp_stdio_stop_all(ngx_cycle_t *cycle);
+void ngx_http_mcp_stdio_proc_init(void);
+ngx_int_t ngx_http_mcp_stdio_reserve(ngx_http_mcp_stdio_pool_t *pool);
+
+
+extern ngx_module_t  ngx_http_mcp_stdio_module;
+
+
+#endif /* _NGX_HTTP_MCP_STDIO_H_INCLUDED_ */

@@ -1,0 +1,1889 @@
+
+/*
+ * ngx_http_mcp_stdio_module: mcp_stdio and its directives, and the first
+ * serving path: a location's POSTs served without a session by a pool of
+ * initialized children in each worker, one request to a child at a time,
+ * its id mapped to the child's own and restored in the reply.  The
+ * children themselves are the process layer's (ngx_http_mcp_stdio_proc.c).
+ * See docs/stdio.md.
+ */
+
+
+#include "ngx_http_mcp_stdio.h"
+#include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_jsonrpc.h"
+#include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_http.h"
+
+
+typedef struct {
+    ngx_array_t                 *pools;      /* _pool_t *, every location */
+    ngx_shm_zone_t              *zone;
+} ngx_http_mcp_stdio_main_conf_t;
+
+
+typedef struct {
+    ngx_array_t                 *args;       /* ngx_str_t: mcp_stdio */
+    ngx_array_t                 *env;        /* ngx_str_t: NAME[=VALUE] */
+    ngx_str_t                    dir;
+    ngx_array_t                 *limits;     /* _limit_t */
+    ngx_uint_t                   size;
+    ngx_uint_t                   total;
+    ngx_msec_t                   timeout;
+    size_t                       max_line;
+    ngx_uint_t                   err_level;
+    ngx_http_mcp_stdio_pool_t   *pool;
+} ngx_http_mcp_stdio_loc_conf_t;
+
+
+/* a POST's message on its way to a child and back */
+struct ngx_http_mcp_stdio_req_s {
+    ngx_http_request_t          *r;
+    ngx_http_mcp_stdio_pool_t   *pool;
+    ngx_queue_t                  queue;      /* pool->waiting */
+    ngx_http_mcp_stdio_child_t  *child;
+    cJSON                       *root;       /* the message, id detached */
+    cJSON                       *id;         /* the client's id */
+    const char                  *method;
+    cJSON                       *token;      /* its progressToken, in root */
+    ngx_uint_t                   events;     /* progress events sent */
+    ngx_event_t                  timer;      /* while it waits */
+    unsigned                     waiting:1;
+    unsigned                     stateless:1;  /* 2026-07-28 */
+    unsigned                     accepts_sse:1;
+    unsigned                     sse:1;      /* the reply is a stream now */
+};
+
+
+static ngx_int_t ngx_http_mcp_stdio_handler(ngx_http_request_t *r);
+static void ngx_http_mcp_stdio_body(ngx_http_request_t *r);
+static void ngx_http_mcp_stdio_cleanup(void *data);
+static void ngx_http_mcp_stdio_route(ngx_http_mcp_stdio_pool_t *pool);
+static ngx_http_mcp_stdio_child_t *ngx_http_mcp_stdio_idle(
+    ngx_http_mcp_stdio_pool_t *pool, ngx_uint_t *starting);
+static void ngx_http_mcp_stdio_start(ngx_http_mcp_stdio_pool_t *pool);
+static void ngx_http_mcp_stdio_bind(ngx_http_mcp_stdio_child_t *child,
+    ngx_http_mcp_stdio_req_t *req);
+static void ngx_http_mcp_stdio_local(ngx_http_mcp_stdio_child_t *child,
+    ngx_http_mcp_stdio_req_t *req);
+static ngx_int_t ngx_http_mcp_stdio_send_line(
+    ngx_http_mcp_stdio_child_t *child, cJSON *msg);
+static void ngx_http_mcp_stdio_respond(ngx_http_mcp_stdio_req_t *req,
+    cJSON *reply);
+static void ngx_http_mcp_stdio_fail(ngx_http_mcp_stdio_req_t *req,
+    ngx_int_t code, const char *message);
+static void ngx_http_mcp_stdio_finish(ngx_http_mcp_stdio_req_t *req,
+    ngx_uint_t status, u_char *body, size_t len);
+static void ngx_http_mcp_stdio_progress(ngx_http_mcp_stdio_req_t *req,
+    cJSON *msg);
+static ngx_int_t ngx_http_mcp_stdio_event(ngx_http_mcp_stdio_req_t *req,
+    u_char *json, size_t len, ngx_uint_t last);
+static void ngx_http_mcp_stdio_detach(ngx_http_mcp_stdio_req_t *req);
+static void ngx_http_mcp_stdio_wait_timeout(ngx_event_t *ev);
+static void ngx_http_mcp_stdio_child_timeout(ngx_event_t *ev);
+static void ngx_http_mcp_stdio_spawn_timer(ngx_event_t *ev);
+static void ngx_http_mcp_stdio_backoff(ngx_http_mcp_stdio_pool_t *pool);
+static void ngx_http_mcp_stdio_ready(ngx_http_mcp_stdio_child_t *child);
+static void ngx_http_mcp_stdio_idle_ping(ngx_event_t *ev);
+static void ngx_http_mcp_stdio_line(ngx_http_mcp_stdio_child_t *child,
+    u_char *line, size_t len);
+static void ngx_http_mcp_stdio_gone(ngx_http_mcp_stdio_child_t *child,
+    const char *why);
+
+static void *ngx_http_mcp_stdio_create_main_conf(ngx_conf_t *cf);
+static void *ngx_http_mcp_stdio_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_mcp_stdio_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static ngx_int_t ngx_http_mcp_stdio_exec(ngx_conf_t *cf,
+    ngx_http_mcp_stdio_loc_conf_t *conf, ngx_http_mcp_stdio_exec_t *exec);
+static char *ngx_http_mcp_stdio(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_mcp_stdio_env(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_mcp_stdio_limit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_mcp_stdio_pool(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_mcp_stdio_stderr(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_mcp_stdio_postconf(ngx_conf_t *cf);
+static ngx_int_t ngx_http_mcp_stdio_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+static ngx_int_t ngx_http_mcp_stdio_init_process(ngx_cycle_t *cycle);
+static void ngx_http_mcp_stdio_exit_process(ngx_cycle_t *cycle);
+
+
+typedef struct {
+    ngx_str_t                    name;
+    int                          resource;
+    ngx_uint_t                   size;       /* a size (k, m, g), not a count */
+} ngx_http_mcp_stdio_rlimit_t;
+
+
+static ngx_http_mcp_stdio_rlimit_t  ngx_http_mcp_stdio_rlimits[] = {
+    { ngx_string("nofile"), RLIMIT_NOFILE, 0 },
+    { ngx_string("nproc"), RLIMIT_NPROC, 0 },
+    { ngx_string("cpu"), RLIMIT_CPU, 0 },
+    { ngx_string("as"), RLIMIT_AS, 1 },
+    { ngx_string("data"), RLIMIT_DATA, 1 },
+    { ngx_string("fsize"), RLIMIT_FSIZE, 1 },
+    { ngx_string("core"), RLIMIT_CORE, 1 },
+    { ngx_null_string, 0, 0 }
+};
+
+
+/* what a child is asked and told as the pool starts it */
+static const char  ngx_http_mcp_stdio_initialize[] =
+    "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+    "\"clientInfo\":{\"name\":\"nginx\",\"version\":\"" NGINX_VERSION "\"}}";
+
+
+static ngx_command_t  ngx_http_mcp_stdio_commands[] = {
+
+    { ngx_string("mcp_stdio"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_stdio,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_stdio_env"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_mcp_stdio_env,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_stdio_dir"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_stdio_loc_conf_t, dir),
+      NULL },
+
+    { ngx_string("mcp_stdio_limit"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_stdio_limit,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_stdio_pool"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_mcp_stdio_pool,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("mcp_stdio_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_stdio_loc_conf_t, timeout),
+      NULL },
+
+    { ngx_string("mcp_stdio_max_message"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_stdio_loc_conf_t, max_line),
+      NULL },
+
+    { ngx_string("mcp_stdio_stderr"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_mcp_stdio_stderr,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_mcp_stdio_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    ngx_http_mcp_stdio_postconf,           /* postconfiguration */
+
+    ngx_http_mcp_stdio_create_main_conf,   /* create main configuration */
+    NULL,                                  /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_mcp_stdio_create_loc_conf,    /* create location configuration */
+    ngx_http_mcp_stdio_merge_loc_conf      /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_mcp_stdio_module = {
+    NGX_MODULE_V1,
+    &ngx_http_mcp_stdio_module_ctx,        /* module context */
+    ngx_http_mcp_stdio_commands,           /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    ngx_http_mcp_stdio_init_process,       /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_http_mcp_stdio_exit_process,       /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+/* the requests */
+
+static ngx_int_t
+ngx_http_mcp_stdio_handler(ngx_http_request_t *r)
+{
+    ngx_int_t  rc;
+
+    if (r->method != NGX_HTTP_POST) {
+        /* no session, so no GET stream and nothing to DELETE */
+        if (ngx_http_discard_request_body(r) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_ALLOWED, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Method not allowed: POST only");
+    }
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_mcp_stdio_body);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_mcp_stdio_body(ngx_http_request_t *r)
+{
+    u_char                         *p, *body;
+    size_t                          len;
+    cJSON                          *root, *method, *id, *params, *meta;
+    ngx_int_t                       rc;
+    ngx_chain_t                    *cl;
+    const char                     *error;
+    ngx_table_elt_t                *h;
+    ngx_pool_cleanup_t             *cln;
+    ngx_http_mcp_stdio_req_t       *req;
+    ngx_http_mcp_stdio_loc_conf_t  *slcf;
+
+    slcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_stdio_module);
+
+    if (r->request_body == NULL || r->request_body->temp_file) {
+        rc = ngx_http_mcp_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                     NULL, NGX_HTTP_MCP_INVALID_REQUEST,
+                                     "Request body larger than "
+                                     "client_body_buffer_size");
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    len = 0;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        len += ngx_buf_size(cl->buf);
+    }
+
+    body = ngx_pnalloc(r->pool, len + 1);
+    if (body == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    p = body;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
+    }
+
+    req = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_stdio_req_t));
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (req == NULL || cln == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    req->r = r;
+    req->pool = slcf->pool;
+    cln->handler = ngx_http_mcp_stdio_cleanup;
+    cln->data = req;
+
+    root = NULL;
+    error = NULL;
+
+    rc = ngx_http_mcp_json_parse(r->pool, body, len, NULL, &root, &error);
+    req->root = root;
+
+    if (rc != NGX_OK) {
+        rc = ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                     NGX_HTTP_MCP_PARSE_ERROR,
+                                     "Parse error");
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    method = ngx_http_mcp_json_get(root, "method");
+    id = ngx_http_mcp_json_get(root, "id");
+
+    if (!cJSON_IsObject(root)
+        || (method != NULL && !cJSON_IsString(method))
+        || (id != NULL && !cJSON_IsString(id) && !cJSON_IsNumber(id)))
+    {
+        rc = ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                     cJSON_IsObject(root) ? id : NULL,
+                                     NGX_HTTP_MCP_INVALID_REQUEST,
+                                     cJSON_IsArray(root)
+                                     ? "Invalid Request: no batches"
+                                     : "Invalid Request");
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    if (method == NULL || id == NULL) {
+        /*
+         * A notification or a response: no child has a request of this
+         * client outstanding (each request is its own exchange), so it
+         * is taken and dropped, as a stateless server does.
+         */
+        ngx_http_finalize_request(r, ngx_http_mcp_send(r, NGX_HTTP_ACCEPTED,
+                                                       NULL, NULL, 0));
+        return;
+    }
+
+    req->id = cJSON_DetachItemViaPointer(root, id);
+    req->method = method->valuestring;
+
+    h = ngx_http_mcp_header_in(r, "mcp-protocol-version",
+                               sizeof("mcp-protocol-version") - 1);
+
+    req->stateless = (h != NULL && h->value.len == 10
+                      && ngx_strncmp(h->value.data, "2026-07-28", 10) == 0);
+
+    /* a progressToken's notifications go on the POST's own stream */
+    h = ngx_http_mcp_header_in(r, "accept", sizeof("accept") - 1);
+
+    req->accepts_sse = (h != NULL
+                        && ngx_strlcasestrn(h->value.data,
+                                            h->value.data + h->value.len,
+                                            (u_char *) "text/event-stream",
+                                            sizeof("text/event-stream") - 2)
+                           != NULL);
+
+    params = ngx_http_mcp_json_get(root, "params");
+    meta = cJSON_IsObject(params) ? ngx_http_mcp_json_get(params, "_meta")
+                                  : NULL;
+    req->token = cJSON_IsObject(meta)
+                 ? ngx_http_mcp_json_get(meta, "progressToken") : NULL;
+
+    if (ngx_strcmp(req->method, "ping") == 0) {
+        ngx_http_mcp_stdio_local(NULL, req);
+        return;
+    }
+
+    /* a client's end while it waits is seen, and cleans up */
+    r->read_event_handler = ngx_http_test_reading;
+
+    req->timer.handler = ngx_http_mcp_stdio_wait_timeout;
+    req->timer.data = req;
+    req->timer.log = r->connection->log;
+    ngx_add_timer(&req->timer, req->pool->timeout);
+
+    ngx_queue_insert_tail(&req->pool->waiting, &req->queue);
+    req->waiting = 1;
+
+    ngx_http_mcp_stdio_route(req->pool);
+}
+
+
+static void
+ngx_http_mcp_stdio_cleanup(void *data)
+{
+    ngx_http_mcp_stdio_req_t  *req = data;
+
+    cJSON                       *note;
+    ngx_http_mcp_stdio_child_t  *child;
+
+    child = req->child;
+    ngx_http_mcp_stdio_detach(req);
+
+    if (child != NULL && child->io != NULL) {
+        /* the client went away: the child is told, and free when it ends */
+        note = cJSON_Parse("{\"jsonrpc\":\"2.0\","
+                           "\"method\":\"notifications/cancelled\","
+                           "\"params\":{\"reason\":\"client gone\"}}");
+
+        if (note != NULL) {
+            if (cJSON_AddNumberToObject(ngx_http_mcp_json_get(note, "params"),
+                                        "requestId",
+                                        (double) child->want_id)
+                != NULL)
+            {
+                (void) ngx_http_mcp_stdio_send_line(child, note);
+            }
+
+            cJSON_Delete(note);
+        }
+
+        /*
+         * A cancelled request is not answered (the spec's SHOULD NOT):
+         * the child takes the next one now, and a late answer to this
+         * one, under an id no longer outstanding, is dropped.
+         */
+        if (child->pool != NULL && child->state == NGX_HTTP_MCP_STDIO_BUSY) {
+            ngx_http_mcp_stdio_ready(child);
+            ngx_http_mcp_stdio_route(child->pool);
+        }
+    }
+
+    if (req->id) {
+        cJSON_Delete(req->id);
+        req->id = NULL;
+    }
+
+    if (req->root) {
+        cJSON_Delete(req->root);
+        req->root = NULL;
+    }
+}
+
+
+/* what ties a request to its pool and child, untied */
+
+static void
+ngx_http_mcp_stdio_detach(ngx_http_mcp_stdio_req_t *req)
+{
+    if (req->timer.timer_set) {
+        ngx_del_timer(&req->timer);
+    }
+
+    if (req->waiting) {
+        ngx_queue_remove(&req->queue);
+        req->waiting = 0;
+    }
+
+    if (req->child) {
+        req->child->req = NULL;
+        req->child = NULL;
+    }
+}
+
+
+/*
+ * The waiting requests to idle children; children started while there
+ * are more waiting than starting, up to the bounds, unless a crash loop
+ * holds the pool back.
+ */
+
+static void
+ngx_http_mcp_stdio_route(ngx_http_mcp_stdio_pool_t *pool)
+{
+    ngx_uint_t                   starting, waiting, blocked;
+    ngx_queue_t                 *q;
+    ngx_http_mcp_stdio_req_t    *req;
+    ngx_http_mcp_stdio_child_t  *child;
+
+    for ( ;; ) {
+        if (ngx_queue_empty(&pool->waiting)) {
+            return;
+        }
+
+        child = ngx_http_mcp_stdio_idle(pool, &starting);
+
+        if (child == NULL) {
+            break;
+        }
+
+        q = ngx_queue_head(&pool->waiting);
+        req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
+
+        ngx_http_mcp_stdio_detach(req);
+        ngx_http_mcp_stdio_bind(child, req);
+    }
+
+    waiting = 0;
+
+    for (q = ngx_queue_head(&pool->waiting);
+         q != ngx_queue_sentinel(&pool->waiting);
+         q = ngx_queue_next(q))
+    {
+        waiting++;
+    }
+
+    blocked = 0;
+
+    while (starting < waiting && pool->live < pool->size) {
+
+        if ((ngx_msec_int_t) (pool->next_spawn - ngx_current_msec) > 0) {
+            if (!pool->spawn_ev.timer_set) {
+                ngx_add_timer(&pool->spawn_ev,
+                              pool->next_spawn - ngx_current_msec);
+            }
+
+            return;
+        }
+
+        if (pool->total && ngx_http_mcp_stdio_reserve(pool) != NGX_OK) {
+            blocked = 1;
+            break;
+        }
+
+        ngx_http_mcp_stdio_start(pool);
+        starting++;
+    }
+
+    if (blocked && pool->live == 0) {
+        /* nothing in this worker will become free: over the bound */
+        while (!ngx_queue_empty(&pool->waiting)) {
+            q = ngx_queue_head(&pool->waiting);
+            req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
+
+            ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                    "No stdio server can be started: "
+                                    "the bound of children is reached");
+        }
+    }
+}
+
+
+static ngx_http_mcp_stdio_child_t *
+ngx_http_mcp_stdio_idle(ngx_http_mcp_stdio_pool_t *pool,
+    ngx_uint_t *starting)
+{
+    ngx_queue_t                 *q;
+    ngx_http_mcp_stdio_child_t  *child;
+
+    *starting = 0;
+
+    for (q = ngx_queue_head(&pool->children);
+         q != ngx_queue_sentinel(&pool->children);
+         q = ngx_queue_next(q))
+    {
+        child = ngx_queue_data(q, ngx_http_mcp_stdio_child_t, queue);
+
+        if (child->state == NGX_HTTP_MCP_STDIO_READY) {
+            return child;
+        }
+
+        if (child->state == NGX_HTTP_MCP_STDIO_INIT) {
+            (*starting)++;
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_mcp_stdio_start(ngx_http_mcp_stdio_pool_t *pool)
+{
+    cJSON                       *msg;
+    ngx_http_mcp_stdio_child_t  *child;
+
+    child = ngx_http_mcp_stdio_spawn(pool);
+
+    if (child == NULL) {
+        ngx_http_mcp_stdio_backoff(pool);
+        return;
+    }
+
+    child->timer.handler = ngx_http_mcp_stdio_child_timeout;
+    ngx_add_timer(&child->timer, pool->timeout);
+
+    child->want_id = ++child->next_id;
+
+    msg = cJSON_CreateObject();
+
+    if (msg == NULL
+        || cJSON_AddStringToObject(msg, "jsonrpc", "2.0") == NULL
+        || cJSON_AddNumberToObject(msg, "id", (double) child->want_id) == NULL
+        || cJSON_AddStringToObject(msg, "method", "initialize") == NULL
+        || !cJSON_AddItemToObject(msg, "params",
+                                  cJSON_Parse(ngx_http_mcp_stdio_initialize))
+        || ngx_http_mcp_stdio_send_line(child, msg) != NGX_OK)
+    {
+        cJSON_Delete(msg);
+        ngx_http_mcp_stdio_gone(child, "initialize could not be sent");
+        return;
+    }
+
+    cJSON_Delete(msg);
+}
+
+
+/* a request to an idle child: sent under the child's own id */
+
+static void
+ngx_http_mcp_stdio_bind(ngx_http_mcp_stdio_child_t *child,
+    ngx_http_mcp_stdio_req_t *req)
+{
+    cJSON  *id;
+
+    if (ngx_strcmp(req->method, "initialize") == 0
+        || ngx_strcmp(req->method, "server/discover") == 0)
+    {
+        ngx_http_mcp_stdio_local(child, req);
+        return;
+    }
+
+    child->want_id = ++child->next_id;
+
+    id = cJSON_CreateNumber((double) child->want_id);
+
+    if (id == NULL || !cJSON_AddItemToObject(req->root, "id", id)) {
+        cJSON_Delete(id);
+        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "Internal error");
+        return;
+    }
+
+    child->state = NGX_HTTP_MCP_STDIO_BUSY;
+    child->req = req;
+    req->child = child;
+
+    /* a request outstanding holds a graceful exit until it ends */
+    child->timer.handler = ngx_http_mcp_stdio_child_timeout;
+    child->timer.cancelable = 0;
+    ngx_add_timer(&child->timer, req->pool->timeout);
+
+    if (ngx_http_mcp_stdio_send_line(child, req->root) != NGX_OK) {
+        ngx_http_mcp_stdio_gone(child, "its stdin failed");
+    }
+}
+
+
+/*
+ * What the pool answers itself: ping; initialize (a 2025 client, which
+ * gets no session: the spec lets a server give none) and server/discover
+ * from what the child said to its own initialize.
+ */
+
+static void
+ngx_http_mcp_stdio_local(ngx_http_mcp_stdio_child_t *child,
+    ngx_http_mcp_stdio_req_t *req)
+{
+    cJSON       *reply, *result, *params, *version, *caps, *info, *meta;
+    cJSON       *versions, *str;
+    const char  *v;
+
+    reply = cJSON_CreateObject();
+    result = (child && child->init) ? cJSON_Duplicate(child->init, 1)
+                                    : cJSON_CreateObject();
+
+    if (reply == NULL || result == NULL
+        || cJSON_AddStringToObject(reply, "jsonrpc", "2.0") == NULL
+        || !cJSON_AddItemToObject(reply, "result", result))
+    {
+        cJSON_Delete(result);
+        goto failed;
+    }
+
+    if (child == NULL) {
+        /* ping */
+
+    } else if (ngx_strcmp(req->method, "initialize") == 0) {
+        params = ngx_http_mcp_json_get(req->root, "params");
+        version = params ? ngx_http_mcp_json_get(params, "protocolVersion")
+                         : NULL;
+        v = cJSON_IsString(version) ? version->valuestring : "";
+
+        if (ngx_strcmp(v, "2025-11-25") == 0
+            || ngx_strcmp(v, "2025-06-18") == 0
+            || ngx_strcmp(v, "2025-03-26") == 0)
+        {
+            cJSON_DeleteItemFromObject(result, "protocolVersion");
+
+            if (cJSON_AddStringToObject(result, "protocolVersion", v)
+                == NULL)
+            {
+                goto failed;
+            }
+        }
+
+    } else {
+        /* server/discover: the 2026-07-28 shape, serverInfo in _meta */
+        caps = cJSON_DetachItemFromObject(result, "capabilities");
+        info = cJSON_DetachItemFromObject(result, "serverInfo");
+
+        /* the initialize result goes whole; the new one takes its place */
+        cJSON_DeleteItemFromObject(reply, "result");
+
+        result = cJSON_CreateObject();
+        meta = cJSON_CreateObject();
+        versions = cJSON_CreateArray();
+
+        if (result == NULL || meta == NULL || versions == NULL
+            || !cJSON_AddItemToObject(reply, "result", result))
+        {
+            cJSON_Delete(result);
+            cJSON_Delete(meta);
+            cJSON_Delete(versions);
+            cJSON_Delete(caps);
+            cJSON_Delete(info);
+            goto failed;
+        }
+
+        /* each added at once: the tree owns it, freed with the reply */
+        if (!cJSON_AddItemToObject(result, "supportedVersions", versions)) {
+            cJSON_Delete(versions);
+            cJSON_Delete(meta);
+            cJSON_Delete(caps);
+            cJSON_Delete(info);
+            goto failed;
+        }
+
+        if (!cJSON_AddItemToObject(result, "_meta", meta)) {
+            cJSON_Delete(meta);
+            cJSON_Delete(caps);
+            cJSON_Delete(info);
+            goto failed;
+        }
+
+        if (caps == NULL) {
+            caps = cJSON_CreateObject();
+        }
+
+        if (caps == NULL
+            || !cJSON_AddItemToObject(result, "capabilities", caps))
+        {
+            cJSON_Delete(caps);
+            cJSON_Delete(info);
+            goto failed;
+        }
+
+        if (info != NULL
+            && !cJSON_AddItemToObject(meta, NGX_HTTP_MCP_SERVER_INFO_META,
+                                      info))
+        {
+            cJSON_Delete(info);
+            goto failed;
+        }
+
+        str = cJSON_CreateString("2026-07-28");
+
+        if (str == NULL || !cJSON_AddItemToArray(versions, str)) {
+            cJSON_Delete(str);
+            goto failed;
+        }
+    }
+
+    ngx_http_mcp_stdio_respond(req, reply);
+    cJSON_Delete(reply);
+    return;
+
+failed:
+
+    cJSON_Delete(reply);
+    ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
+                            "Internal error");
+}
+
+
+static ngx_int_t
+ngx_http_mcp_stdio_send_line(ngx_http_mcp_stdio_child_t *child, cJSON *msg)
+{
+    char       *line;
+    ngx_int_t   rc;
+
+    line = cJSON_PrintUnformatted(msg);
+    if (line == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* cJSON escapes every control byte: the line holds no newline */
+    rc = ngx_http_mcp_stdio_write(child, (u_char *) line, ngx_strlen(line));
+
+    cJSON_free(line);
+
+    return rc;
+}
+
+
+/* the reply under the client's id: the request ends */
+
+static void
+ngx_http_mcp_stdio_respond(ngx_http_mcp_stdio_req_t *req, cJSON *reply)
+{
+    u_char              *body;
+    size_t               len;
+    cJSON               *id, *result;
+    ngx_http_request_t  *r;
+
+    r = req->r;
+    ngx_http_mcp_stdio_detach(req);
+
+    id = cJSON_Duplicate(req->id, 1);
+    cJSON_DeleteItemFromObject(reply, "id");
+
+    if (id == NULL || !cJSON_AddItemToObject(reply, "id", id)) {
+        cJSON_Delete(id);
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    result = ngx_http_mcp_json_get(reply, "result");
+
+    if (req->stateless && cJSON_IsObject(result)
+        && ngx_http_mcp_json_get(result, "resultType") == NULL
+        && ngx_http_mcp_json_add_literal(result, "resultType", "complete")
+           != NGX_OK)
+    {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    body = ngx_http_mcp_json_print(r->pool, reply, &len);
+
+    if (body == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    /* 2026-07-28 says an unknown method with a 404 as well */
+    ngx_http_mcp_stdio_finish(req, req->stateless
+                                   ? ngx_http_mcp_stateless_status(reply)
+                                   : NGX_HTTP_OK,
+                              body, len);
+}
+
+
+/*
+ * An error for the request's caller, logged once with its correlation
+ * id: at "warn", not the module's "error", since what failed is the
+ * stdio server or a bound a client's load reaches (its own line says
+ * why), not nginx.
+ */
+
+static void
+ngx_http_mcp_stdio_fail(ngx_http_mcp_stdio_req_t *req, ngx_int_t code,
+    const char *message)
+{
+    u_char              *body;
+    size_t               len;
+    cJSON               *reply;
+    ngx_str_t            rid;
+    ngx_http_request_t  *r;
+
+    r = req->r;
+    ngx_http_mcp_stdio_detach(req);
+
+    if (ngx_http_mcp_request_id(r, 1, &rid) != NGX_OK) {
+        ngx_str_null(&rid);
+    }
+
+    reply = ngx_http_mcp_error_reply_at(r->connection->log,
+                                        code == NGX_HTTP_MCP_INTERNAL_ERROR
+                                        ? NGX_LOG_WARN : NGX_LOG_INFO,
+                                        &rid, req->id, code, message, NULL);
+    if (reply == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    body = ngx_http_mcp_json_print(r->pool, reply, &len);
+    cJSON_Delete(reply);
+
+    if (body == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    ngx_http_mcp_stdio_finish(req, NGX_HTTP_OK, body, len);
+}
+
+
+/* the reply: a JSON body, or the last event of a stream already open */
+
+static void
+ngx_http_mcp_stdio_finish(ngx_http_mcp_stdio_req_t *req, ngx_uint_t status,
+    u_char *body, size_t len)
+{
+    ngx_int_t  rc;
+
+    if (req->sse) {
+        rc = ngx_http_mcp_stdio_event(req, body, len, 1);
+
+    } else {
+        rc = ngx_http_mcp_send(req->r, status, NULL, body, len);
+    }
+
+    ngx_http_finalize_request(req->r, rc);
+}
+
+
+/*
+ * A child's progress notification for the request's progressToken, as
+ * an event of the POST's stream (opened by the first); other
+ * notifications, which need not be this request's, are not sent.
+ */
+
+static void
+ngx_http_mcp_stdio_progress(ngx_http_mcp_stdio_req_t *req, cJSON *msg)
+{
+    u_char  *body;
+    size_t   len;
+    cJSON   *method, *params, *token;
+
+    method = ngx_http_mcp_json_get(msg, "method");
+    params = ngx_http_mcp_json_get(msg, "params");
+    token = cJSON_IsObject(params)
+            ? ngx_http_mcp_json_get(params, "progressToken") : NULL;
+
+    if (!req->accepts_sse || req->token == NULL || token == NULL
+        || !cJSON_IsString(method)
+        || ngx_strcmp(method->valuestring, "notifications/progress") != 0
+        || !cJSON_Compare(token, req->token, 1))
+    {
+        return;
+    }
+
+    /* each event is in the request's pool until it ends: so many, no more */
+    if (req->events++ >= NGX_HTTP_MCP_STDIO_EVENTS) {
+        return;
+    }
+
+    body = ngx_http_mcp_json_print(req->r->pool, msg, &len);
+
+    if (body == NULL
+        || ngx_http_mcp_stdio_event(req, body, len, 0) == NGX_ERROR)
+    {
+        ngx_log_error(NGX_LOG_INFO, req->r->connection->log, 0,
+                      "mcp_stdio: a progress event could not be sent");
+    }
+}
+
+
+static ngx_int_t
+ngx_http_mcp_stdio_event(ngx_http_mcp_stdio_req_t *req, u_char *json,
+    size_t len, ngx_uint_t last)
+{
+    ngx_int_t            rc;
+    ngx_buf_t           *b;
+    ngx_chain_t          out;
+    ngx_http_request_t  *r;
+
+    static ngx_str_t  type = ngx_string("text/event-stream");
+    static u_char     head[] = "event: message\ndata: ";
+
+    r = req->r;
+
+    if (!req->sse) {
+        r->headers_out.status = NGX_HTTP_OK;
+        r->headers_out.content_length_n = -1;
+        r->headers_out.content_type = type;
+        r->headers_out.content_type_len = type.len;
+
+        rc = ngx_http_send_header(r);
+
+        if (rc == NGX_ERROR || rc > NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        req->sse = 1;
+    }
+
+    b = ngx_create_temp_buf(r->pool, sizeof(head) - 1 + len + 2);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->last = ngx_cpymem(b->last, head, sizeof(head) - 1);
+    b->last = ngx_cpymem(b->last, json, len);
+    *b->last++ = '\n';
+    *b->last++ = '\n';
+
+    if (last) {
+        b->last_buf = (r == r->main) ? 1 : 0;
+        b->last_in_chain = 1;
+
+    } else {
+        b->flush = 1;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    rc = ngx_http_output_filter(r, &out);
+
+    return last ? rc : (rc == NGX_ERROR ? NGX_ERROR : NGX_OK);
+}
+
+
+static void
+ngx_http_mcp_stdio_wait_timeout(ngx_event_t *ev)
+{
+    ngx_http_mcp_stdio_req_t  *req = ev->data;
+
+    ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_REQUEST_TIMEOUT,
+                            "Request timed out: no stdio server was free");
+}
+
+
+/* a child that does not answer initialize, a request or a ping in time */
+
+static void
+ngx_http_mcp_stdio_child_timeout(ngx_event_t *ev)
+{
+    ngx_http_mcp_stdio_req_t    *req;
+    ngx_http_mcp_stdio_pool_t   *pool;
+    ngx_http_mcp_stdio_child_t  *child;
+
+    child = ev->data;
+    req = child->req;
+    pool = child->pool;
+
+    if (child->state == NGX_HTTP_MCP_STDIO_INIT) {
+        /* a server that cannot start is a crash loop too */
+        ngx_http_mcp_stdio_gone(child, "it did not answer initialize");
+        return;
+    }
+
+    if (child->state == NGX_HTTP_MCP_STDIO_PING) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "mcp_stdio: pid %P did not answer a ping within %M, "
+                      "stopped", child->pid, pool->timeout);
+        ngx_http_mcp_stdio_stop(child);
+        ngx_http_mcp_stdio_route(pool);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "mcp_stdio: pid %P did not answer within %M, stopped",
+                  child->pid, pool->timeout);
+
+    if (req != NULL) {
+        ngx_http_mcp_stdio_detach(req);
+    }
+
+    ngx_http_mcp_stdio_stop(child);
+
+    if (req != NULL) {
+        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_REQUEST_TIMEOUT,
+                                "Request timed out: the stdio server "
+                                "did not answer");
+    }
+
+    ngx_http_mcp_stdio_route(pool);
+}
+
+
+static void
+ngx_http_mcp_stdio_spawn_timer(ngx_event_t *ev)
+{
+    ngx_http_mcp_stdio_route(ev->data);
+}
+
+
+/*
+ * A child free for a request.  Idle, it is pinged every
+ * mcp_stdio_timeout and must answer within as long again, so that a
+ * hung server is found before a request is sent to it.
+ */
+
+static void
+ngx_http_mcp_stdio_ready(ngx_http_mcp_stdio_child_t *child)
+{
+    child->state = NGX_HTTP_MCP_STDIO_READY;
+    child->want_id = 0;
+    child->timer.handler = ngx_http_mcp_stdio_idle_ping;
+    child->timer.cancelable = 1;
+
+    ngx_add_timer(&child->timer, child->pool->timeout);
+}
+
+
+static void
+ngx_http_mcp_stdio_idle_ping(ngx_event_t *ev)
+{
+    cJSON                       *ping;
+    ngx_http_mcp_stdio_child_t  *child;
+
+    child = ev->data;
+
+    if (child->state != NGX_HTTP_MCP_STDIO_READY) {
+        return;
+    }
+
+    child->want_id = ++child->next_id;
+    child->state = NGX_HTTP_MCP_STDIO_PING;
+    child->timer.handler = ngx_http_mcp_stdio_child_timeout;
+    ngx_add_timer(&child->timer, child->pool->timeout);
+
+    ping = cJSON_Parse("{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}");
+
+    if (ping == NULL
+        || cJSON_AddNumberToObject(ping, "id", (double) child->want_id)
+           == NULL
+        || ngx_http_mcp_stdio_send_line(child, ping) != NGX_OK)
+    {
+        cJSON_Delete(ping);
+        ngx_http_mcp_stdio_gone(child, "its stdin failed");
+        return;
+    }
+
+    cJSON_Delete(ping);
+}
+
+
+/* a crash loop: each start waits twice as long, up to 30 s */
+
+static void
+ngx_http_mcp_stdio_backoff(ngx_http_mcp_stdio_pool_t *pool)
+{
+    pool->backoff = pool->backoff ? ngx_min(pool->backoff * 2, 30000) : 250;
+    pool->next_spawn = ngx_current_msec + pool->backoff;
+}
+
+
+/* what the process layer tells: a line of the child's stdout */
+
+static void
+ngx_http_mcp_stdio_line(ngx_http_mcp_stdio_child_t *child, u_char *line,
+    size_t len)
+{
+    cJSON                      *msg, *method, *id, *result, *reply;
+    ngx_http_mcp_stdio_req_t   *req;
+    ngx_http_mcp_stdio_pool_t  *pool;
+
+    pool = child->pool;
+
+    msg = cJSON_ParseWithLength((const char *) line, len);
+
+    if (!cJSON_IsObject(msg)) {
+        /* said once a child: a chatty server must not fill the log */
+        if (!child->noise) {
+            child->noise = 1;
+            ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
+                          "mcp_stdio: pid %P wrote a line that is not "
+                          "a JSON-RPC message, ignored (and any more)",
+                          child->pid);
+        }
+
+        cJSON_Delete(msg);
+        return;
+    }
+
+    method = ngx_http_mcp_json_get(msg, "method");
+    id = ngx_http_mcp_json_get(msg, "id");
+
+    if (method != NULL) {
+        if (id != NULL) {
+            /*
+             * A request to the client (roots, sampling, elicitation):
+             * a sessionless client cannot be asked, so the child is
+             * answered at once rather than left waiting.
+             */
+            reply = cJSON_Parse("{\"jsonrpc\":\"2.0\",\"error\":{\"code\":"
+                                "-32601,\"message\":\"Method not found: "
+                                "no client session to ask\"}}");
+
+            if (reply != NULL
+                && cJSON_AddItemToObject(reply, "id",
+                                         cJSON_Duplicate(id, 1)))
+            {
+                (void) ngx_http_mcp_stdio_send_line(child, reply);
+            }
+
+            cJSON_Delete(reply);
+
+        } else if (child->req != NULL) {
+            ngx_http_mcp_stdio_progress(child->req, msg);
+        }
+
+        cJSON_Delete(msg);
+        return;
+    }
+
+    if (!cJSON_IsNumber(id) || child->want_id == 0
+        || id->valuedouble != (double) child->want_id)
+    {
+        /* an answer to a request no longer outstanding */
+        cJSON_Delete(msg);
+        return;
+    }
+
+    child->want_id = 0;
+    child->timer.cancelable = 1;
+
+    if (child->timer.timer_set) {
+        ngx_del_timer(&child->timer);
+    }
+
+    if (child->state == NGX_HTTP_MCP_STDIO_INIT) {
+        result = ngx_http_mcp_json_get(msg, "result");
+
+        if (!cJSON_IsObject(result)) {
+            cJSON_Delete(msg);
+            ngx_http_mcp_stdio_gone(child, "initialize failed");
+            return;
+        }
+
+        child->init = cJSON_DetachItemViaPointer(msg, result);
+        cJSON_Delete(msg);
+
+        ngx_http_mcp_stdio_ready(child);
+        pool->backoff = 0;
+
+        msg = cJSON_Parse("{\"jsonrpc\":\"2.0\","
+                          "\"method\":\"notifications/initialized\"}");
+
+        if (msg == NULL || ngx_http_mcp_stdio_send_line(child, msg) != NGX_OK)
+        {
+            cJSON_Delete(msg);
+            ngx_http_mcp_stdio_gone(child, "its stdin failed");
+            return;
+        }
+
+        cJSON_Delete(msg);
+        ngx_http_mcp_stdio_route(pool);
+        return;
+    }
+
+    req = child->req;
+    child->req = NULL;
+    ngx_http_mcp_stdio_ready(child);
+
+    if (req != NULL) {
+        req->child = NULL;
+        ngx_http_mcp_stdio_respond(req, msg);
+    }
+
+    cJSON_Delete(msg);
+
+    ngx_http_mcp_stdio_route(pool);
+}
+
+
+/* what the process layer tells: the child is gone, or must go */
+
+static void
+ngx_http_mcp_stdio_gone(ngx_http_mcp_stdio_child_t *child, const char *why)
+{
+    ngx_http_mcp_stdio_req_t   *req;
+    ngx_http_mcp_stdio_pool_t  *pool;
+
+    pool = child->pool;
+
+    if (pool == NULL) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "mcp_stdio: pid %P ended: %s", child->pid, why);
+
+    /* one that dies young is a crash loop: each start waits longer */
+    if (child->state == NGX_HTTP_MCP_STDIO_INIT
+        || ngx_current_msec - child->started < 5000)
+    {
+        ngx_http_mcp_stdio_backoff(pool);
+    }
+
+    req = child->req;
+
+    if (req != NULL) {
+        ngx_http_mcp_stdio_detach(req);
+    }
+
+    ngx_http_mcp_stdio_stop(child);
+
+    if (req != NULL) {
+        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "The stdio server exited during the "
+                                "request");
+    }
+
+    ngx_http_mcp_stdio_route(pool);
+}
+
+
+/* the configuration */
+
+static void *
+ngx_http_mcp_stdio_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_mcp_stdio_main_conf_t  *smcf;
+
+    smcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_stdio_main_conf_t));
+    if (smcf == NULL) {
+        return NULL;
+    }
+
+    smcf->pools = ngx_array_create(cf->pool, 2,
+                                   sizeof(ngx_http_mcp_stdio_pool_t *));
+    if (smcf->pools == NULL) {
+        return NULL;
+    }
+
+    return smcf;
+}
+
+
+static void *
+ngx_http_mcp_stdio_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_mcp_stdio_loc_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_stdio_loc_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->args = NULL;
+     *     conf->dir = { 0, NULL };
+     *     conf->pool = NULL;
+     */
+
+    conf->env = NGX_CONF_UNSET_PTR;
+    conf->limits = NGX_CONF_UNSET_PTR;
+    conf->size = NGX_CONF_UNSET_UINT;
+    conf->total = NGX_CONF_UNSET_UINT;
+    conf->timeout = NGX_CONF_UNSET_MSEC;
+    conf->max_line = NGX_CONF_UNSET_SIZE;
+    conf->err_level = NGX_CONF_UNSET_UINT;
+
+    return conf;
+}
+
+
+static char *
+ngx_http_mcp_stdio_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_mcp_stdio_loc_conf_t  *prev = parent;
+    ngx_http_mcp_stdio_loc_conf_t  *conf = child;
+
+    ngx_http_mcp_stdio_exec_t       *exec;
+    ngx_http_mcp_stdio_pool_t      **pp;
+    ngx_http_mcp_stdio_main_conf_t  *smcf;
+
+    ngx_conf_merge_ptr_value(conf->env, prev->env, NULL);
+    ngx_conf_merge_str_value(conf->dir, prev->dir, "/");
+    ngx_conf_merge_ptr_value(conf->limits, prev->limits, NULL);
+    ngx_conf_merge_uint_value(conf->size, prev->size, 4);
+    ngx_conf_merge_uint_value(conf->total, prev->total, 0);
+    ngx_conf_merge_msec_value(conf->timeout, prev->timeout, 60000);
+    ngx_conf_merge_size_value(conf->max_line, prev->max_line,
+                              4 * 1024 * 1024);
+    ngx_conf_merge_uint_value(conf->err_level, prev->err_level,
+                              NGX_LOG_INFO);
+
+    if (conf->max_line < 4096) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "mcp_stdio_max_message must be 4k or more");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->args == NULL || conf->pool != NULL) {
+        return NGX_CONF_OK;
+    }
+
+    /* a location with mcp_stdio: its pool, made once */
+    exec = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_stdio_exec_t));
+    conf->pool = ngx_pcalloc(cf->pool, sizeof(ngx_http_mcp_stdio_pool_t));
+
+    if (exec == NULL || conf->pool == NULL
+        || ngx_http_mcp_stdio_exec(cf, conf, exec) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    conf->pool->exec = exec;
+    conf->pool->size = conf->size;
+    conf->pool->total = conf->total;
+    conf->pool->timeout = conf->timeout;
+    conf->pool->line = ngx_http_mcp_stdio_line;
+    conf->pool->gone = ngx_http_mcp_stdio_gone;
+
+    smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_stdio_module);
+
+    conf->pool->index = smcf->pools->nelts;
+
+    pp = ngx_array_push(smcf->pools);
+    if (pp == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *pp = conf->pool;
+
+    return NGX_CONF_OK;
+}
+
+
+/* argv and envp as execve() takes them, made before any fork */
+
+static ngx_int_t
+ngx_http_mcp_stdio_exec(ngx_conf_t *cf, ngx_http_mcp_stdio_loc_conf_t *conf,
+    ngx_http_mcp_stdio_exec_t *exec)
+{
+    u_char      *p;
+    char        *value;
+    size_t       len;
+    ngx_str_t   *s;
+    ngx_uint_t   i, n;
+
+    s = conf->args->elts;
+    exec->argv = ngx_pcalloc(cf->pool,
+                             (conf->args->nelts + 1) * sizeof(char *));
+    if (exec->argv == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < conf->args->nelts; i++) {
+        exec->argv[i] = (char *) s[i].data;   /* NUL-terminated by the parser */
+    }
+
+    n = conf->env ? conf->env->nelts : 0;
+
+    exec->envp = ngx_pcalloc(cf->pool, (n + 1) * sizeof(char *));
+    if (exec->envp == NULL) {
+        return NGX_ERROR;
+    }
+
+    s = conf->env ? conf->env->elts : NULL;
+
+    for (i = 0; i < n; i++) {
+        if (ngx_strlchr(s[i].data, s[i].data + s[i].len, '=') != NULL) {
+            exec->envp[i] = (char *) s[i].data;
+            continue;
+        }
+
+        /* NAME alone: nginx's own value, read as the configuration loads */
+        value = getenv((char *) s[i].data);
+
+        if (value == NULL) {
+            value = "";
+        }
+
+        len = s[i].len + 1 + ngx_strlen(value) + 1;
+        p = ngx_pnalloc(cf->pool, len);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_sprintf(p, "%V=%s%Z", &s[i], value);
+        exec->envp[i] = (char *) p;
+    }
+
+    exec->dir = (char *) conf->dir.data;
+    exec->limits = conf->limits;
+    exec->err_level = conf->err_level;
+    exec->max_line = conf->max_line;
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_mcp_stdio(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_stdio_loc_conf_t  *slcf = conf;
+
+    ngx_str_t                 *value, *arg;
+    ngx_uint_t                 i;
+    ngx_file_info_t            fi;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (slcf->args != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].data[0] != '/') {
+        /* no PATH search: what runs is what the configuration names */
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "mcp_stdio: \"%V\" is not an absolute path",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_file_info(value[1].data, &fi) == NGX_FILE_ERROR
+        || !ngx_is_file(&fi) || access((char *) value[1].data, X_OK) != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "mcp_stdio: \"%V\" is not an executable file",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    slcf->args = ngx_array_create(cf->pool, cf->args->nelts - 1,
+                                  sizeof(ngx_str_t));
+    if (slcf->args == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        arg = ngx_array_push(slcf->args);
+        if (arg == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        *arg = value[i];
+    }
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_mcp_stdio_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_mcp_stdio_env(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_stdio_loc_conf_t  *slcf = conf;
+
+    ngx_str_t  *value, *env;
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0 || value[1].data[0] == '=') {
+        return "takes NAME or NAME=VALUE";
+    }
+
+    if (slcf->env == NGX_CONF_UNSET_PTR) {
+        slcf->env = ngx_array_create(cf->pool, 4, sizeof(ngx_str_t));
+        if (slcf->env == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    env = ngx_array_push(slcf->env);
+    if (env == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *env = value[1];
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_mcp_stdio_limit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_stdio_loc_conf_t  *slcf = conf;
+
+    u_char                       *eq;
+    ssize_t                       size;
+    ngx_int_t                     n;
+    ngx_str_t                    *value, name, arg;
+    ngx_uint_t                    i;
+    ngx_http_mcp_stdio_limit_t   *lim;
+    ngx_http_mcp_stdio_rlimit_t  *rl;
+
+    if (slcf->limits != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    slcf->limits = ngx_array_create(cf->pool, cf->args->nelts,
+                                    sizeof(ngx_http_mcp_stdio_limit_t));
+    if (slcf->limits == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        eq = ngx_strlchr(value[i].data, value[i].data + value[i].len, '=');
+        if (eq == NULL) {
+            goto invalid;
+        }
+
+        name.data = value[i].data;
+        name.len = eq - value[i].data;
+        arg.data = eq + 1;
+        arg.len = value[i].data + value[i].len - arg.data;
+
+        for (rl = ngx_http_mcp_stdio_rlimits; rl->name.len; rl++) {
+            if (name.len == rl->name.len
+                && ngx_strncmp(name.data, rl->name.data, name.len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (rl->name.len == 0) {
+            goto invalid;
+        }
+
+        lim = ngx_array_push(slcf->limits);
+        if (lim == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        lim->resource = rl->resource;
+
+        if (rl->size) {
+            size = ngx_parse_size(&arg);
+            if (size == NGX_ERROR) {
+                goto invalid;
+            }
+
+            lim->value = (rlim_t) size;
+
+        } else {
+            n = ngx_atoi(arg.data, arg.len);
+            if (n == NGX_ERROR) {
+                goto invalid;
+            }
+
+            lim->value = (rlim_t) n;
+        }
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "mcp_stdio_limit: invalid \"%V\" (nofile=, nproc=, "
+                       "cpu=, as=, data=, fsize=, core=)", &value[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+static char *
+ngx_http_mcp_stdio_pool(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_stdio_loc_conf_t  *slcf = conf;
+
+    ngx_int_t    n;
+    ngx_str_t   *value;
+    ngx_uint_t   i;
+
+    if (slcf->size != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        if (ngx_strncmp(value[i].data, "size=", 5) == 0) {
+            n = ngx_atoi(value[i].data + 5, value[i].len - 5);
+            if (n <= 0 || n > 1024) {
+                goto invalid;
+            }
+
+            slcf->size = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "total=", 6) == 0) {
+            n = ngx_atoi(value[i].data + 6, value[i].len - 6);
+            if (n <= 0) {
+                goto invalid;
+            }
+
+            slcf->total = n;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    if (slcf->size == NGX_CONF_UNSET_UINT) {
+        return "needs size=N";
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "mcp_stdio_pool: invalid \"%V\" (size=1..1024, "
+                       "total=N)", &value[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+static char *
+ngx_http_mcp_stdio_stderr(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_mcp_stdio_loc_conf_t  *slcf = conf;
+
+    ngx_str_t   *value;
+    ngx_uint_t   n;
+
+    static const char  *levels[] = {
+        "", "emerg", "alert", "crit", "error", "warn", "notice", "info",
+        "debug", NULL
+    };
+
+    if (slcf->err_level != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    for (n = 1; levels[n]; n++) {
+        if (ngx_strcmp(value[1].data, levels[n]) == 0) {
+            slcf->err_level = n;
+            return NGX_CONF_OK;
+        }
+    }
+
+    return "takes a log level (emerg ... debug)";
+}
+
+
+/* the total bound's counters: a row per pool, a cell per worker slot */
+
+static ngx_int_t
+ngx_http_mcp_stdio_postconf(ngx_conf_t *cf)
+{
+    ngx_str_t                        name = ngx_string("mcp_stdio");
+    ngx_uint_t                       i;
+    ngx_http_mcp_stdio_pool_t      **pp;
+    ngx_http_mcp_stdio_main_conf_t  *smcf;
+
+    smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_stdio_module);
+    pp = smcf->pools->elts;
+
+    for (i = 0; i < smcf->pools->nelts; i++) {
+        if (pp[i]->total == 0) {
+            continue;
+        }
+
+        if (smcf->zone == NULL) {
+            smcf->zone = ngx_shared_memory_add(cf, &name,
+                             8 * ngx_pagesize
+                             + smcf->pools->nelts * NGX_MAX_PROCESSES
+                               * sizeof(ngx_atomic_t),
+                             &ngx_http_mcp_stdio_module);
+            if (smcf->zone == NULL) {
+                return NGX_ERROR;
+            }
+
+            smcf->zone->init = ngx_http_mcp_stdio_init_zone;
+            smcf->zone->data = smcf;
+        }
+
+        pp[i]->zone = smcf->zone;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_stdio_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_slab_pool_t                 *shpool;
+    ngx_http_mcp_stdio_main_conf_t  *smcf;
+
+    if (data) {
+        /* the same size: the same rows; old workers' cells count on */
+        shm_zone->data = data;
+        return NGX_OK;
+    }
+
+    smcf = shm_zone->data;
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    shm_zone->data = ngx_slab_calloc(shpool, smcf->pools->nelts
+                                             * NGX_MAX_PROCESSES
+                                             * sizeof(ngx_atomic_t));
+    if (shm_zone->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_stdio_init_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                       i;
+    ngx_atomic_t                    *row;
+    ngx_http_mcp_stdio_pool_t      **pp, *pool;
+    ngx_http_mcp_stdio_main_conf_t  *smcf;
+
+    smcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_mcp_stdio_module);
+
+    if (smcf == NULL || smcf->pools->nelts == 0
+        || (ngx_process != NGX_PROCESS_WORKER
+            && ngx_process != NGX_PROCESS_SINGLE))
+    {
+        return NGX_OK;
+    }
+
+    ngx_http_mcp_stdio_proc_init();
+
+    pp = smcf->pools->elts;
+
+    for (i = 0; i < smcf->pools->nelts; i++) {
+        pool = pp[i];
+
+        ngx_queue_init(&pool->children);
+        ngx_queue_init(&pool->waiting);
+        pool->live = 0;
+        pool->spawn_ev.handler = ngx_http_mcp_stdio_spawn_timer;
+        pool->spawn_ev.data = pool;
+        pool->spawn_ev.log = cycle->log;
+        pool->spawn_ev.cancelable = 1;
+        pool->ready = 1;
+
+        if (pool->zone && ngx_process_slot >= 0
+            && ngx_process_slot < NGX_MAX_PROCESSES)
+        {
+            /* a worker that died in this slot left its count behind */
+            row = (ngx_atomic_t *) pool->zone->data
+                  + pool->index * NGX_MAX_PROCESSES;
+            row[ngx_process_slot] = 0;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_stdio_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                       i;
+    ngx_queue_t                     *q;
+    ngx_http_mcp_stdio_pool_t      **pp, *pool;
+    ngx_http_mcp_stdio_child_t      *child;
+    ngx_http_mcp_stdio_main_conf_t  *smcf;
+
+    smcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_mcp_stdio_module);
+
+    if (smcf == NULL) {
+        return;
+    }
+
+    pp = smcf->pools->elts;
+
+    for (i = 0; i < smcf->pools->nelts; i++) {
+        pool = pp[i];
+
+        if (!pool->ready) {
+            continue;
+        }
+
+        if (pool->spawn_ev.timer_set) {
+            ngx_del_timer(&pool->spawn_ev);
+        }
+
+        while (!ngx_queue_empty(&pool->children)) {
+            q = ngx_queue_head(&pool->children);
+            child = ngx_queue_data(q, ngx_http_mcp_stdio_child_t, queue);
+
+            ngx_http_mcp_stdio_stop(child);
+        }
+    }
+
+    ngx_http_mcp_stdio_stop_all(cycle);
+}

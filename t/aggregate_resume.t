@@ -167,7 +167,7 @@ for my $n (1 .. 2) {
     is(text($m[-1] && $m[-1]{result}), 'done after 1', '... then the result, from the resumed stream');
 
     my @r = fake_requests();
-    my ($post) = grep { $_->{tool} eq 'polled' } @r;
+    my ($post) = grep { ($_->{tool} // '') eq 'polled' } @r;
     my @get = grep { $_->{method} eq 'GET' } @r;
     is(scalar @get, 1, 'polled: one GET');
     like($get[0] && $get[0]{lei}, qr/^polled-\d+-1$/, '... with Last-Event-ID: the last event id seen');
@@ -192,7 +192,7 @@ for my $n (1 .. 2) {
     my ($closed, @m) = polled_call($sid, 12, 'fake__capped');
     is(text($m[-1] && $m[-1]{result}), 'done after 1', 'retry: 3600000: the call still ends with its result');
     my @r = fake_requests();
-    my ($post) = grep { $_->{tool} eq 'capped' } @r;
+    my ($post) = grep { ($_->{tool} // '') eq 'capped' } @r;
     my ($get) = grep { $_->{method} eq 'GET' } @r;
     my $gap = $get && $post ? $get->{at} - $post->{at} : -1;
     ok($gap >= 4.8 && $gap < 6.5, sprintf('... resumed after 5 s, the cap (%.2f s)', $gap));

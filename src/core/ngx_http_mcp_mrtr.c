@@ -587,11 +587,21 @@ ngx_http_mcp_mrtr_bind(ngx_http_mcp_call_t *call, ngx_str_t *bind)
         return NGX_ERROR;
     }
 
+    /* an empty name or scope may have no data: memcpy() must not see it */
+
     p = ngx_cpymem(bind->data, call->method.data, call->method.len);
     *p++ = '\n';
-    p = ngx_cpymem(p, name->data, name->len);
+
+    if (name->len) {
+        p = ngx_cpymem(p, name->data, name->len);
+    }
+
     *p++ = '\n';
-    p = ngx_cpymem(p, scope->data, scope->len);
+
+    if (scope->len) {
+        p = ngx_cpymem(p, scope->data, scope->len);
+    }
+
     *p++ = '\n';
 
     if (auth != NULL) {

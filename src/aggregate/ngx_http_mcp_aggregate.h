@@ -218,6 +218,9 @@ ngx_int_t ngx_http_mcp_aggregate_sse(ngx_http_mcp_fetch_state_t *st,
     ngx_str_t *id, ngx_msec_t *retry, ngx_uint_t *taken);
 ngx_uint_t ngx_http_mcp_aggregate_version(ngx_shm_zone_t *zone,
     ngx_http_mcp_backend_t *b);
+/* a request's body to a backend, traced, as JSON in the pool; takes msg */
+ngx_int_t ngx_http_mcp_aggregate_body(ngx_http_mcp_call_t *call,
+    ngx_pool_t *pool, cJSON *msg, ngx_str_t *body);
 ngx_int_t ngx_http_mcp_aggregate_header(ngx_pool_t *pool, ngx_table_elt_t *h,
     char *key, char *lowcase, u_char *value, size_t len);
 ngx_int_t ngx_http_mcp_aggregate_direct_params(

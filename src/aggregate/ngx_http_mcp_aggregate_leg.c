@@ -333,10 +333,9 @@ static ngx_int_t
 ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
     const char *method, cJSON *params, ngx_uint_t request)
 {
-    char                          *json;
     cJSON                         *msg, *p, *caps, *info;
     ngx_http_request_t            *r;
-    ngx_http_mcp_fetch_t   f;
+    ngx_http_mcp_fetch_t           f;
 
     static uint64_t                next;
 
@@ -397,33 +396,10 @@ ngx_http_mcp_aggregate_send(ngx_http_mcp_aggregate_leg_t *leg,
         }
     }
 
-    /* every leg of a traced call, a list's and an initialize's too */
-    if (ngx_http_mcp_trace_message(ngx_http_mcp_call_trace(leg->op->call),
-                                   msg)
-        != NGX_OK)
-    {
-        goto failed;
-    }
-
-    json = cJSON_PrintUnformatted(msg);
-    cJSON_Delete(msg);
-
-    if (json == NULL) {
-        return NGX_ERROR;
-    }
-
     ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
 
-    f.body.len = ngx_strlen(json);
-    f.body.data = ngx_pnalloc(r->pool, f.body.len);
-
-    if (f.body.data != NULL) {
-        ngx_memcpy(f.body.data, json, f.body.len);
-    }
-
-    cJSON_free(json);
-
-    if (f.body.data == NULL
+    if (ngx_http_mcp_aggregate_body(leg->op->call, r->pool, msg, &f.body)
+        != NGX_OK
         || ngx_http_mcp_aggregate_headers(leg, r,
                                           leg->step == NGX_HTTP_MCP_LEG_INIT,
                                           &f)
@@ -464,6 +440,45 @@ failed:
 
     cJSON_Delete(msg);
     return NGX_ERROR;
+}
+
+
+/*
+ * A request's body to a backend: the message, with the call's trace
+ * context in its _meta (every leg of a traced call, a list's and an
+ * initialize's too), as JSON in the pool.  Takes msg.
+ */
+
+ngx_int_t
+ngx_http_mcp_aggregate_body(ngx_http_mcp_call_t *call, ngx_pool_t *pool,
+    cJSON *msg, ngx_str_t *body)
+{
+    char  *json;
+
+    if (ngx_http_mcp_trace_message(ngx_http_mcp_call_trace(call), msg)
+        != NGX_OK)
+    {
+        cJSON_Delete(msg);
+        return NGX_ERROR;
+    }
+
+    json = cJSON_PrintUnformatted(msg);
+    cJSON_Delete(msg);
+
+    if (json == NULL) {
+        return NGX_ERROR;
+    }
+
+    body->len = ngx_strlen(json);
+    body->data = ngx_pnalloc(pool, body->len);
+
+    if (body->data != NULL) {
+        ngx_memcpy(body->data, json, body->len);
+    }
+
+    cJSON_free(json);
+
+    return (body->data != NULL) ? NGX_OK : NGX_ERROR;
 }
 
 

@@ -431,7 +431,6 @@ static ngx_int_t
 ngx_http_mcp_aggregate_task_send(ngx_http_mcp_aggregate_task_t *at,
     const char *method, cJSON *params, const char *name)
 {
-    char                  *json;
     cJSON                 *msg, *p, *version;
     ngx_uint_t             n;
     ngx_str_t              plain, value;
@@ -461,34 +460,17 @@ ngx_http_mcp_aggregate_task_send(ngx_http_mcp_aggregate_task_t *at,
         return NGX_ERROR;
     }
 
-    if (ngx_http_mcp_trace_message(ngx_http_mcp_call_trace(at->call), msg)
-        != NGX_OK)
-    {
-        cJSON_Delete(msg);
-        return NGX_ERROR;
-    }
-
-    json = cJSON_PrintUnformatted(msg);
-    cJSON_Delete(msg);
-
-    if (json == NULL) {
-        return NGX_ERROR;
-    }
-
     ngx_memzero(&f, sizeof(ngx_http_mcp_fetch_t));
 
-    f.body.len = ngx_strlen(json);
-    f.body.data = ngx_pnalloc(r->pool, f.body.len);
-
-    if (f.body.data != NULL) {
-        ngx_memcpy(f.body.data, json, f.body.len);
+    if (ngx_http_mcp_aggregate_body(at->call, r->pool, msg, &f.body)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
     }
-
-    cJSON_free(json);
 
     h = ngx_pcalloc(r->pool, 4 * sizeof(ngx_table_elt_t));
 
-    if (f.body.data == NULL || h == NULL) {
+    if (h == NULL) {
         return NGX_ERROR;
     }
 

@@ -338,6 +338,15 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    /*
+     * First, so under the module's other filters (errors as JSON-RPC,
+     * CORS, the fetches' capture): the head mcp_pass holds back is one
+     * they have made already
+     */
+    if (ngx_http_mcp_proxy_head_filter_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     if (ngx_http_mcp_filter_init(cf) != NGX_OK) {
         return NGX_ERROR;
     }

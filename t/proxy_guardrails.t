@@ -251,6 +251,33 @@ for my $p (qw(small small-sse)) {
     unlike($br->{body} // '', qr/alice/, '... nothing of it reaches the client');
 }
 
+# a JSON reply held whole for the guardrails leaves as an unheld one does,
+# with its own Content-Length, not chunked: head and body in one write,
+# where a chunked one took a second for its last chunk
+sub whole_reply {
+    my ($r, $what) = @_;
+    ok($r->{status} && $r->{body} ne '', "$what: answered") or return;
+    is($r->{headers}{'content-length'}, length($r->{body}), "$what: with its Content-Length");
+    ok(!defined $r->{headers}{'transfer-encoding'} && !$r->{chunked}, "$what: not chunked")
+        or diag("Transfer-Encoding: " . ($r->{headers}{'transfer-encoding'} // ''));
+}
+my ($hm, $hr) = call('json', 'weather', { city => 'Oslo' });
+is($hm->{result}{structuredContent}{city}, 'Oslo', '/json: a clean call again');
+whole_reply($hr, '/json: its reply (the guardrails matched nothing in its bytes)');
+($hm, $hr) = call('json', 'weather', { city => $email });
+is($hm->{result}{structuredContent}{city}, '[redacted:personal]', '/json: a redacted call again');
+whole_reply($hr, '/json: its reply, printed again');
+($hm, $hr) = $t->mcp_request($sid{json}, 'tools/list', {}, path => '/json');
+ok(@{ $hm->{result}{tools} // [] } >= 1, '/json: tools/list, read for its descriptions');
+whole_reply($hr, '/json: its reply');
+$t->expect_log_error(qr/over "mcp_pass_filter_buffer_size" 512/);
+($hm, $hr) = call('small', 'weather', { city => ('x' x 600) . " $email" }, quiet => 1);
+like($hm->{error}{message} // '', qr/^Bad gateway/, '/small: a reply too large, refused again');
+whole_reply($hr, '/small: the JSON-RPC error that says so');
+($hm, $hr) = call('sse', 'weather', { city => $email });
+like($hr->{headers}{'content-type'} // '', qr{^text/event-stream}, '/sse: an SSE reply');
+ok(!defined $hr->{headers}{'content-length'}, '... still relayed as it comes, without a length');
+
 # log: let through, told in the access log
 ($m) = call('logged', 'weather', { city => $email });
 is($m->{result}{structuredContent}{city}, $email, '/logged: a matching result is let through');
@@ -291,7 +318,7 @@ sub matches {
     return $n;
 }
 is(matches('secrets', 'block'), 9, 'mcp_guardrail_matches_total{set="secrets",action="block"}: every refused call');
-is(matches('personal', 'redact'), 2, '... personal, redact: the two redacted results');
+is(matches('personal', 'redact'), 4, '... personal, redact: the four redacted results (two again for the framing)');
 is(matches('personal', 'log'), 1, '... personal, log: the one let through');
 is(matches('personal', 'block'), 1, '... personal, block: the withheld result');
 is(matches('injection', 'block'), 3, '... injection, block: the tool left out twice, the prompt once');

@@ -191,6 +191,9 @@ typedef struct {
     unsigned                   lax:1;       /* held for the outcomes only:
                                                too large, it goes unread */
     unsigned                   replied:1;   /* a byte of the reply came */
+    unsigned                   hold_header:1;  /* the head waits for the
+                                                  body held whole */
+    unsigned                   header_held:1;  /* and waits now */
     ngx_uint_t                 pin_no_room;  /* tools of a list left
                                                without a pin */
     ngx_atomic_uint_t          memo_version;  /* the zone's tools before
@@ -327,6 +330,8 @@ ngx_int_t ngx_http_mcp_proxy_append(ngx_http_request_t *r, u_char *pos,
     u_char *last);
 ngx_int_t ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, ngx_int_t code, const char *message);
+ngx_int_t ngx_http_mcp_proxy_send_header(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, off_t length);
 
 /* mcp_secret, mcp_pass_set_header (ngx_http_mcp_proxy_cred.c) */
 char *ngx_http_mcp_secret(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
@@ -372,6 +377,7 @@ ngx_int_t ngx_http_mcp_proxy_other(ngx_http_request_t *r,
     ngx_http_mcp_loc_conf_t *mlcf);
 ngx_uint_t ngx_http_mcp_proxy_replica_gone(ngx_http_mcp_ctx_t *ctx);
 void ngx_http_mcp_proxy_quit(ngx_uint_t deadline);
+ngx_int_t ngx_http_mcp_proxy_head_filter_init(ngx_conf_t *cf);
 
 extern ngx_module_t  ngx_http_mcp_proxy_module;
 extern ngx_module_t  ngx_http_mcp_balancer_module;

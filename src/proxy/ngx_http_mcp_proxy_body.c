@@ -8,6 +8,12 @@
  * Under the policy, any other SSE reply is filtered event by event
  * (ngx_http_mcp_proxy_stream.c), and any other JSON reply to a POST is
  * read for its messages' ids as it goes (ngx_http_mcp_jsonguard.c).
+ *
+ * A JSON reply held whole holds its head back too (an output filter
+ * here), so that it leaves with its final Content-Length, head and body
+ * in one write: sent chunked, as the head went ahead, the body needs a
+ * second write for the last chunk (nginx's at the upstream's end), the
+ * held reply's own cost beside an unheld one's (docs/benchmark.md).
  */
 
 
@@ -30,6 +36,15 @@ static ngx_int_t ngx_http_mcp_proxy_unheld(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
 static ngx_int_t ngx_http_mcp_proxy_too_big(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
+static ngx_int_t ngx_http_mcp_proxy_whole(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last);
+static ngx_int_t ngx_http_mcp_proxy_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_mcp_proxy_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
 
 
 ngx_int_t
@@ -439,7 +454,7 @@ ngx_http_mcp_proxy_bad_reply(ngx_http_request_t *r,
         len = last - p;
     }
 
-    return ngx_http_mcp_proxy_append(r, body, body + len) == NGX_OK
+    return ngx_http_mcp_proxy_whole(r, pctx, body, body + len) == NGX_OK
            ? NGX_DONE : NGX_ERROR;
 }
 
@@ -502,7 +517,7 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
 
     if (rc == NGX_DECLINED) {
         pctx->acc_len = 0;
-        return ngx_http_mcp_proxy_append(r, in.data, in.data + in.len);
+        return ngx_http_mcp_proxy_whole(r, pctx, in.data, in.data + in.len);
     }
 
     if (rc != NGX_OK) {
@@ -514,7 +529,7 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
     /* a list as a worker relayed it before: as it came, unread */
     if (ngx_http_mcp_proxy_list_memo_find(pctx, &tf, &in) == NGX_OK) {
         pctx->acc_len = 0;
-        return ngx_http_mcp_proxy_append(r, in.data, in.data + in.len);
+        return ngx_http_mcp_proxy_whole(r, pctx, in.data, in.data + in.len);
     }
 
     rc = ngx_http_mcp_policy_filter_reply(r->pool, &tf, &in, &out, &error);
@@ -542,5 +557,145 @@ ngx_http_mcp_proxy_flush_filtered(ngx_http_request_t *r,
         ngx_http_mcp_proxy_list_memo_keep(pctx, &in);
     }
 
-    return ngx_http_mcp_proxy_append(r, out.data, out.data + out.len);
+    return ngx_http_mcp_proxy_whole(r, pctx, out.data, out.data + out.len);
+}
+
+
+/* the whole body, after the head held back for it */
+
+static ngx_int_t
+ngx_http_mcp_proxy_whole(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, u_char *pos, u_char *last)
+{
+    if (ngx_http_mcp_proxy_send_header(r, pctx, last - pos) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_mcp_proxy_append(r, pos, last);
+}
+
+
+ngx_int_t
+ngx_http_mcp_proxy_head_filter_init(ngx_conf_t *cf)
+{
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_mcp_proxy_header_filter;
+
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_mcp_proxy_body_filter;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The head of a reply held whole (pctx->hold_header, set as the
+ * upstream's head was read) waits for the body: nginx's own head of an
+ * error page, or any head after that one, goes on.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_header_filter(ngx_http_request_t *r)
+{
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    if (r->upstream == NULL || r != r->main) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    if (ctx == NULL || ctx->proxy == NULL) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    pctx = ctx->proxy;
+
+    if (!pctx->hold_header || r->err_status) {
+        pctx->hold_header = 0;
+        return ngx_http_next_header_filter(r);
+    }
+
+    pctx->hold_header = 0;
+    pctx->header_held = 1;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The head held back goes, with the body's length (-1: chunked): once
+ * the body is decided, or before any byte of another body.
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_send_header(ngx_http_request_t *r,
+    ngx_http_mcp_proxy_ctx_t *pctx, off_t length)
+{
+    ngx_int_t  rc;
+
+    if (!pctx->header_held) {
+        return NGX_OK;
+    }
+
+    pctx->header_held = 0;
+    r->headers_out.content_length_n = length;
+
+    rc = ngx_http_next_header_filter(r);
+
+    return (rc == NGX_ERROR || rc > NGX_OK) ? NGX_ERROR : NGX_OK;
+}
+
+
+/*
+ * Output while the head is held: a flush alone (the upstream module's,
+ * after the head it thinks sent) has nothing to send yet; any body
+ * (the reply's left unheld, nginx's last buffer at the end) takes the
+ * head out first, with its length if it is all there.
+ */
+
+static ngx_int_t
+ngx_http_mcp_proxy_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    off_t                      size;
+    ngx_uint_t                 last;
+    ngx_chain_t               *cl;
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    if (in == NULL || r->upstream == NULL || r != r->main) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    if (ctx == NULL || ctx->proxy == NULL) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    pctx = ctx->proxy;
+
+    if (!pctx->header_held) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    size = 0;
+    last = 0;
+
+    for (cl = in; cl; cl = cl->next) {
+        size += ngx_buf_size(cl->buf);
+        last |= cl->buf->last_buf;
+    }
+
+    if (size == 0 && !last) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_mcp_proxy_send_header(r, pctx, last ? size : -1) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_next_body_filter(r, in);
 }

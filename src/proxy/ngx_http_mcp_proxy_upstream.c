@@ -722,6 +722,18 @@ ngx_http_mcp_proxy_headers_done(ngx_http_request_t *r,
         u->headers_in.content_length_n = -1;
     }
 
+    /*
+     * or, held whole, with its head held back for it and its own length
+     * (ngx_http_mcp_proxy_body.c); not a HEAD's, a 204's, nor an HTTP/2
+     * or HTTP/3 one's, whose head and body are frames of their own
+     */
+    pctx->hold_header = pctx->filter && r == r->main
+                        && r->method == NGX_HTTP_POST
+                        && r->http_version < NGX_HTTP_VERSION_20
+                        && status >= 200 && status < 300
+                        && status != NGX_HTTP_NO_CONTENT;
+    pctx->header_held = 0;
+
     if (pctx->initialize) {
         if (status >= 200 && status < 300) {
             pctx->init_ok = 1;
@@ -811,7 +823,8 @@ ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
                                  r->upstream->request_sent);
 
     /* a held reply that the upstream's close ended: no filter saw it end */
-    if (rc == 0 && (pctx->filter || pctx->guard != NULL) && r->header_sent
+    if (rc == 0 && (pctx->filter || pctx->guard != NULL)
+        && (r->header_sent || pctx->header_held)
         && r->upstream->length == -1)
     {
         if (ngx_http_mcp_proxy_flush_filtered(r, pctx) != NGX_OK) {
@@ -826,6 +839,24 @@ ngx_http_mcp_proxy_finalize_request(ngx_http_request_t *r, ngx_int_t rc)
         } else if (r->upstream->out_bufs != NULL) {
             (void) ngx_http_output_filter(r, r->upstream->out_bufs);
             r->upstream->out_bufs = NULL;
+        }
+    }
+
+    /*
+     * A reply held whole failed (the upstream timed out, closed early, sent
+     * a bad body): its head goes as it went before the body was held with
+     * it, chunked, and nginx ends the reply without the last chunk.  Not
+     * when the client is gone, or the request is being freed (NGX_DONE).
+     */
+    if (pctx->header_held && !r->connection->error
+        && (rc == NGX_ERROR || rc >= NGX_HTTP_SPECIAL_RESPONSE)
+        && rc != NGX_HTTP_REQUEST_TIME_OUT
+        && rc != NGX_HTTP_CLIENT_CLOSED_REQUEST)
+    {
+        if (ngx_http_mcp_proxy_send_header(r, pctx, -1) != NGX_OK
+            || ngx_http_send_special(r, NGX_HTTP_FLUSH) == NGX_ERROR)
+        {
+            r->connection->error = 1;
         }
     }
 

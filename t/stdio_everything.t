@@ -27,16 +27,36 @@ my $NODE   = Cwd::abs_path(node_bin());
 my $NPM    = Cwd::abs_path(npm_dir());
 my $SERVER = Cwd::abs_path("$FindBin::Bin/stdio-everything/server.mjs");
 
-# What the seed and the suites call (fixtures/ngx_http_mcp_everything*.c
-# has these, and the 2026-07-28 ones the SDK's stdio server cannot offer)
-my @TOOLS = qw(test_simple_text test_image_content test_audio_content
+# What the seed and the suites call: fixtures/ngx_http_mcp_everything*.c
+# has these, and the tasks extension's tools, which a pool of children
+# has no store for
+my @MRTR = qw(test_input_required_result_elicitation
+    test_input_required_result_sampling test_input_required_result_list_roots
+    test_input_required_result_request_state
+    test_input_required_result_tampered_state
+    test_input_required_result_multiple_inputs
+    test_input_required_result_multi_round
+    test_input_required_result_capabilities test_streaming_elicitation
+    test_missing_capability);
+my @TOOLS = (qw(test_simple_text test_image_content test_audio_content
     test_embedded_resource test_multiple_content_types test_error_handling
     json_schema_2020_12_tool test_tool_with_logging test_tool_with_progress
     test_sampling test_elicitation test_elicitation_sep1034_defaults
     test_elicitation_sep1330_enums test_reconnection update_watched_resource
-    test_logging_tool);
+    test_logging_tool test_trigger_tool_change test_trigger_prompt_change
+    test_custom_header_tool), @MRTR);
 my @PROMPTS = qw(test_simple_prompt test_prompt_with_arguments
-    test_prompt_with_embedded_resource test_prompt_with_image);
+    test_prompt_with_embedded_resource test_prompt_with_image
+    test_input_required_result_prompt);
+my $V = '2026-07-28';
+my $P = 'io.modelcontextprotocol/';
+
+# a 2026-07-28 request's _meta
+sub meta {
+    my ($caps) = @_;
+    return { "${P}protocolVersion" => $V, "${P}clientCapabilities" => $caps // {},
+             "${P}clientInfo" => { name => 't', version => '1' } };
+}
 my @RESOURCES = qw(test://static-text test://static-binary test://watched-resource);
 
 # --- a child of our own, spoken to line by line ------------------------------------
@@ -256,6 +276,75 @@ is($r->{error}{code}, -32602, 'prompts/get without a required argument: -32602')
 is_deeply($r->{result}{completion}, { values => [ qw(paris park party) ], total => 3, hasMore => JSON::PP::false },
           'completion/complete: the values that start with what was typed');
 
+# --- 2026-07-28 requests: caching hints, multi-round tools -----------------------
+
+($r) = $c->call(40, 'tools/list', { _meta => meta() });
+is_deeply([ @{ $r->{result} }{qw(ttlMs cacheScope)} ], [ 0, 'public' ], '2026-07-28 tools/list: the caching hints');
+($r) = $c->call(41, 'tools/list');
+ok(!exists $r->{result}{ttlMs}, '... a 2025 one: none');
+($r) = $c->call(42, 'resources/read', { uri => 'test://static-text', _meta => meta() });
+is($r->{result}{cacheScope}, 'public', '2026-07-28 resources/read: the caching hints');
+
+# the methods 2026-07-28 removed, and its per-request log level
+for my $method (qw(logging/setLevel resources/subscribe resources/unsubscribe)) {
+    ($r) = $c->call("rm-$method", $method, { _meta => meta() });
+    is($r->{error}{code}, -32601, "2026-07-28 $method (removed): -32601");
+}
+($r) = $c->call('lvl', 'logging/setLevel', { level => 'loud' });
+is($r->{error}{code}, -32602, 'logging/setLevel with an unknown level: -32602');
+($r, $other) = $c->call('l26', 'tools/call', { name => 'test_logging_tool', arguments => {},
+    _meta => { %{ meta() }, "${P}logLevel" => 'info' } });
+is(scalar(grep { ($_->{method} // '') eq 'notifications/message' } @$other), 3,
+   '2026-07-28 test_logging_tool at the request\'s level info: three log messages');
+($r, $other) = $c->call('l26n', 'tools/call', { name => 'test_logging_tool', arguments => {}, _meta => meta() });
+is(scalar @$other, 0, '... without a level: none');
+ok($r->{result}, '... and the result');
+
+my $ec = { elicitation => {} };
+($r) = $c->call(43, 'tools/call', { name => 'test_input_required_result_elicitation', arguments => {},
+                                    _meta => meta($ec) });
+is($r->{result}{resultType}, 'input_required', 'a multi-round tool: an input-required result');
+is($r->{result}{inputRequests}{user_name}{method}, 'elicitation/create', '... asking user_name by elicitation');
+ok(!exists $r->{result}{content}, '... with no content (the SDK\'s result check is not in its way)');
+($r) = $c->call(44, 'tools/call', { name => 'test_input_required_result_elicitation', arguments => {},
+    inputResponses => { user_name => { action => 'accept', content => { name => 'Ada' } } },
+    _meta => meta($ec) });
+is($r->{result}{content}[0]{text}, 'Hello, Ada!', '... the retry with the answer completes it');
+($r) = $c->call(45, 'tools/call', { name => 'test_input_required_result_elicitation', arguments => {} });
+is($r->{error}{code}, -32600, '... a 2025 request of it: -32600');
+($r) = $c->call(46, 'tools/call', { name => 'test_missing_capability', arguments => {}, _meta => meta({}) });
+is($r->{error}{code}, -32021, 'test_missing_capability without sampling declared: -32021');
+is_deeply($r->{error}{data}, { requiredCapabilities => { sampling => {} } }, '... naming sampling');
+
+# the state comes back sealed; changed, it is refused
+($r) = $c->call(47, 'tools/call', { name => 'test_input_required_result_request_state', arguments => {},
+                                    _meta => meta($ec) });
+my $state = $r->{result}{requestState} // '';
+like($state, qr/^[\w-]+\.[\w-]+$/, 'request_state: a sealed requestState');
+my $ok = { confirm => { action => 'accept', content => { ok => JSON::PP::true } } };
+($r) = $c->call(48, 'tools/call', { name => 'test_input_required_result_request_state', arguments => {},
+    inputResponses => $ok, requestState => $state, _meta => meta($ec) });
+is($r->{result}{content}[0]{text}, 'state-ok: confirmed', '... brought back: the call completes');
+(my $bad = $state) =~ s/^(.)/$1 eq 'A' ? 'B' : 'A'/e;
+($r) = $c->call(49, 'tools/call', { name => 'test_input_required_result_request_state', arguments => {},
+    inputResponses => $ok, requestState => $bad, _meta => meta($ec) });
+is($r->{error}{code}, -32602, '... changed: -32602');
+($r) = $c->call(50, 'tools/call', { name => 'test_input_required_result_tampered_state', arguments => {},
+    inputResponses => $ok, requestState => $state, _meta => meta($ec) });
+is($r->{error}{code}, -32602, '... brought to another tool: -32602 (bound to its name)');
+
+# two rounds, the first answer carried in the state
+($r) = $c->call(51, 'tools/call', { name => 'test_input_required_result_multi_round', arguments => {},
+                                    _meta => meta($ec) });
+($r) = $c->call(52, 'tools/call', { name => 'test_input_required_result_multi_round', arguments => {},
+    inputResponses => { step1 => { action => 'accept', content => { name => 'Ada' } } },
+    requestState => $r->{result}{requestState}, _meta => meta($ec) });
+ok($r->{result}{inputRequests}{step2}, 'multi_round: the second round asks step2');
+($r) = $c->call(53, 'tools/call', { name => 'test_input_required_result_multi_round', arguments => {},
+    inputResponses => { step2 => { action => 'accept', content => { color => 'red' } } },
+    requestState => $r->{result}{requestState}, _meta => meta($ec) });
+is($r->{result}{content}[0]{text}, 'Ada likes red', '... and the third completes with both');
+
 ($r) = $c->call(35, 'ping');
 is_deeply($r->{result}, {}, 'ping');
 is($c->finish, 0, 'stdin closed: the program exits, status 0');
@@ -343,11 +432,46 @@ for my $q (@same) {
     is_deeply($mine->{result}, $theirs->{result}, '... as the built-in set answers it');
 }
 
-# the built-in set has a 2026-07-28 prompt beside the seed's (multi-round)
 my %sp = map { $_->{name} => $_ } @{ stdio('pl', 'prompts/list')->{result}{prompts} // [] };
 my %bp = map { $_->{name} => $_ } @{ builtin('prompts/list')->{result}{prompts} // [] };
 is_deeply({ map { $_ => $sp{$_} } @PROMPTS }, { map { $_ => $bp{$_} } @PROMPTS },
           'through mcp_stdio: prompts/list, each prompt as the built-in set lists it');
+
+# 2026-07-28 through the pool: the same first rounds as the built-in set's
+# (the sealed states differ: another key), and a retry that completes
+sub post26 {
+    my ($id, $method, $params, $path) = @_;
+    my %h = ('MCP-Protocol-Version' => $V, 'Mcp-Method' => $method);
+    $h{'Mcp-Name'} = $params->{name} if defined $params->{name};
+    my $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => $id, method => $method,
+                                  params => { %$params, _meta => meta({ elicitation => {}, sampling => {},
+                                                                        roots => {} }) } },
+                         path => $path, headers => \%h, protocol_version => undef);
+    my ($m) = grep { defined $_->{id} && "$_->{id}" eq $id } @{ $r->{messages} // [] };
+    return $m;
+}
+for my $name (@MRTR) {
+    next if $name eq 'test_missing_capability';
+    my $mine = post26("m-$name", 'tools/call', { name => $name, arguments => {} }, '/mcp');
+    my $theirs = post26("b-$name", 'tools/call', { name => $name, arguments => {} }, '/builtin');
+    # the built-in endpoint puts its serverInfo in every 2026 result's _meta
+    delete @{ $_->{result} }{qw(requestState _meta)} for $mine, $theirs;
+    ok($mine->{result}{inputRequests}, "2026-07-28 $name through mcp_stdio: an input-required result");
+    is_deeply($mine->{result}, $theirs->{result}, '... as the built-in set\'s');
+}
+$m = post26('tl', 'tools/list', {}, '/mcp');
+is($m->{result}{cacheScope}, 'public', '2026-07-28 tools/list through mcp_stdio: the caching hints');
+# each retry on a fresh connection, so that either child of the pool may take it
+{
+    my $first = post26('rs1', 'tools/call', { name => 'test_input_required_result_request_state', arguments => {} }, '/mcp');
+    my $done = 0;
+    for my $i (1 .. 4) {
+        my $m = post26("rs2-$i", 'tools/call', { name => 'test_input_required_result_request_state', arguments => {},
+            inputResponses => $ok, requestState => $first->{result}{requestState} }, '/mcp');
+        $done++ if ($m->{result}{content}[0]{text} // '') eq 'state-ok: confirmed';
+    }
+    is($done, 4, 'a sealed state opens on whichever child takes the retry (4 of 4)');
+}
 
 # progress through the pool: the reply is a stream of the three, then the result
 $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 'p', method => 'tools/call',

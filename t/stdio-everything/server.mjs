@@ -9,26 +9,45 @@
 // tool's inputSchema from zod and would not keep json_schema_2020_12_tool's
 // keywords ($schema, $defs, if/then/else) as the suite checks them.
 //
-// usage: node server.mjs [--npm DIR]
+// The SDK speaks the 2025 revisions; a 2026-07-28 request is known by
+// its _meta (io.modelcontextprotocol/protocolVersion, as a pool of
+// children passes it on): it gets the caching hints on lists and reads,
+// SEP-2164's -32602 for an unknown resource, and the multi-round tools
+// (SEP-2322), whose input-required results carry a requestState sealed
+// with HMAC-SHA256 under a key every child shares (--state-key), so that
+// a retry may reach another child of the pool.  The tasks extension's
+// tools are not here: a task outlives the request, and a pool of
+// children has no store to keep it in.
+//
+// usage: node server.mjs [--npm DIR] [--state-key KEY]
 //   DIR holds node_modules with @modelcontextprotocol/sdk (default:
-//   $MCP_NPM_DIR, else build/npm of this repository); nothing else of
-//   the environment is read, since mcp_stdio passes only what it names.
-//   stdout carries JSON-RPC alone; diagnostics go to stderr.
+//   $MCP_NPM_DIR, else build/npm of this repository); KEY seals the
+//   requestState (default: a fixed test key; this is a test server).
+//   Nothing else of the environment is read, since mcp_stdio passes
+//   only what it names.  stdout carries JSON-RPC alone; diagnostics go
+//   to stderr.
 
 import { createRequire } from "node:module";
+import { createHmac, timingSafeEqual } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const flag = process.argv.indexOf("--npm");
-const npm = flag > 0 ? process.argv[flag + 1]
-    : process.env.MCP_NPM_DIR || path.join(here, "..", "..", "build", "npm");
+const option = (name) => {
+    const i = process.argv.indexOf(name);
+    return i > 1 ? process.argv[i + 1] : undefined;
+};
+const npm = option("--npm") ?? process.env.MCP_NPM_DIR
+    ?? path.join(here, "..", "..", "build", "npm");
+const STATE_KEY = option("--state-key") ?? "stdio-everything test key";
 const require = createRequire(path.join(path.resolve(npm), "package.json"));
 
 const { Server } = require("@modelcontextprotocol/sdk/server/index.js");
+const { Protocol } = require("@modelcontextprotocol/sdk/shared/protocol.js");
 const { StdioServerTransport } =
     require("@modelcontextprotocol/sdk/server/stdio.js");
 const types = require("@modelcontextprotocol/sdk/types.js");
+const z = require("zod/v4");
 const { ErrorCode } = types;
 
 const LOGGER = "conformance-test-server";
@@ -49,6 +68,42 @@ function rpcError(code, message, data) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const text = (t, isError) => ({ content: [{ type: "text", text: t }],
                                 ...(isError ? { isError: true } : {}) });
+
+
+// The SDK's request schemas drop the params they do not know, and a
+// 2026-07-28 retry's inputResponses and requestState are such: these
+// keep every param
+const loose = (method, shape) => z.looseObject({
+    method: z.literal(method),
+    params: z.looseObject(shape)
+});
+const CallToolRequest = loose("tools/call", {
+    name: z.string(),
+    arguments: z.optional(z.record(z.string(), z.unknown()))
+});
+const GetPromptRequest = loose("prompts/get", {
+    name: z.string(),
+    arguments: z.optional(z.record(z.string(), z.unknown()))
+});
+
+
+// ---- 2026-07-28: known by the request's _meta -----------------------------
+
+const P = "io.modelcontextprotocol/";
+
+function stateless(request) {
+    const v = request.params?._meta?.[P + "protocolVersion"];
+    return typeof v === "string" && v >= "2026-07-28";
+}
+
+// the caching hints (SEP-2549) on what a 2026-07-28 client may cache
+function cacheable(handler) {
+    return async (request, extra) => {
+        const result = await handler(request, extra);
+        return stateless(request)
+            ? { ...result, ttlMs: 0, cacheScope: "public" } : result;
+    };
+}
 
 
 // ---- elicitation schemas ----------------------------------------------
@@ -129,17 +184,31 @@ function fixed(result) {
     return async () => structuredClone(result);
 }
 
-// three log messages 50 ms apart at info, each sent only when the level
-// the client set lets it through (the SDK filters on logging/setLevel)
-async function logging() {
+// three log messages 50 ms apart at info, each sent when the level lets
+// it through: a 2025 session's (logging/setLevel; all before one is set),
+// a 2026-07-28 request's own _meta logLevel (none without one)
+const LEVELS = ["debug", "info", "notice", "warning", "error", "critical",
+                "alert", "emergency"];
+let sessionLevel = null;
+
+function logs(request) {
+    const level = stateless(request)
+        ? request.params._meta?.[P + "logLevel"] : sessionLevel ?? "debug";
+    return LEVELS.includes(level)
+        && LEVELS.indexOf("info") >= LEVELS.indexOf(level);
+}
+
+async function logging(args, extra, request) {
     for (const [i, data] of ["Tool execution started",
                              "Tool processing data",
                              "Tool execution completed"].entries()) {
         if (i > 0) {
             await sleep(50);
         }
-        await server.sendLoggingMessage({ level: "info", logger: LOGGER,
-                                          data });
+        if (logs(request)) {
+            await server.sendLoggingMessage({ level: "info", logger: LOGGER,
+                                              data });
+        }
     }
     return text("Tool with logging executed successfully");
 }
@@ -238,6 +307,240 @@ const SCHEMA_2020_12 = {
     additionalProperties: false
 };
 
+// ---- multi-round requests (SEP-2322, 2026-07-28) -------------------------
+
+const STATE_TTL = 600;  // seconds a requestState opens for
+
+const b64 = (x) => Buffer.from(x).toString("base64url");
+const mac = (bind, body) => createHmac("sha256", STATE_KEY)
+    .update(`${bind}\n${body}`).digest();
+
+// the state bound to what it was made for (the method and the name), as
+// the module's mcp_state_key seals it, with an expiry
+function seal(bind, state) {
+    const body = b64(JSON.stringify({ s: state,
+                                      e: Math.floor(Date.now() / 1000)
+                                         + STATE_TTL }));
+    return `${body}.${mac(bind, body).toString("base64url")}`;
+}
+
+function open(bind, token) {
+    const [body, sig, more] = token.split(".");
+    const want = body !== undefined ? mac(bind, body) : null;
+    const got = Buffer.from(sig ?? "", "base64url");
+    if (more !== undefined || !want || got.length !== want.length
+        || !timingSafeEqual(got, want)) {
+        throw rpcError(ErrorCode.InvalidParams,
+                       "Invalid params: requestState is not valid");
+    }
+    const { s, e } = JSON.parse(Buffer.from(body, "base64url").toString());
+    if (e < Date.now() / 1000) {
+        throw rpcError(ErrorCode.InvalidParams,
+                       "Invalid params: requestState has expired");
+    }
+    return s;
+}
+
+// what a call of a 2026-07-28 request brings: its client's capabilities,
+// its answers (inputResponses) and its opened state; a 2025 one the
+// capabilities of the session's client
+function context(request, name) {
+    const p = request.params ?? {};
+    const ctx = { stateless: stateless(request), inputs: {}, state: null,
+                  bind: `${request.method}\n${name}`,
+                  caps: server.getClientCapabilities() ?? {} };
+    if (!ctx.stateless) {
+        return ctx;
+    }
+    ctx.caps = p._meta?.[P + "clientCapabilities"] ?? {};
+    const inputs = p.inputResponses;
+    if (inputs !== undefined) {
+        if (inputs === null || typeof inputs !== "object"
+            || Array.isArray(inputs)) {
+            throw rpcError(ErrorCode.InvalidParams, "Invalid params: "
+                           + "inputResponses must be an object");
+        }
+        for (const v of Object.values(inputs)) {
+            if (v === null || typeof v !== "object" || Array.isArray(v)) {
+                throw rpcError(ErrorCode.InvalidParams, "Invalid params: "
+                               + "each of inputResponses must be an object");
+            }
+        }
+        ctx.inputs = inputs;
+    }
+    if (p.requestState !== undefined) {
+        if (typeof p.requestState !== "string") {
+            throw rpcError(ErrorCode.InvalidParams, "Invalid params: "
+                           + "requestState must be a string");
+        }
+        ctx.state = open(ctx.bind, p.requestState);
+    }
+    return ctx;
+}
+
+// the capability a question needs, and whether the request declared it
+function needs(a) {
+    return a.method.startsWith("sampling/") ? "sampling"
+        : a.method.startsWith("elicitation/") ? "elicitation" : "roots";
+}
+
+function declared(ctx, a) {
+    const cap = ctx.caps[needs(a)];
+    // elicitation's form mode: an empty object means form
+    return needs(a) === "elicitation"
+        ? !!cap && (Object.keys(cap).length === 0 || !!cap.form) : !!cap;
+}
+
+// the input-required result asking what the client can answer, with the
+// state sealed; none of it answerable: -32021 naming what is missing
+function inputRequired(ctx, asks, state) {
+    if (!ctx.stateless) {
+        throw rpcError(ErrorCode.InvalidRequest, "Invalid Request: this tool "
+                       + "asks for input the way of protocol version "
+                       + "2026-07-28");
+    }
+    const left = asks.filter((a) => declared(ctx, a));
+    if (left.length === 0) {
+        const required = Object.fromEntries(asks.map((a) => [needs(a), {}]));
+        throw rpcError(-32021, "Missing required client capability",
+                       { requiredCapabilities: required });
+    }
+    return { resultType: "input_required",
+             inputRequests: Object.fromEntries(left.map((a) => [a.key,
+                 { method: a.method, params: a.params }])),
+             ...(state ? { requestState: seal(ctx.bind, state) } : {}) };
+}
+
+// an accepted elicitation's content[field] of the type asked, or null
+function accepted(ctx, key, field, type) {
+    const answer = ctx.inputs[key];
+    if (typeof answer?.action !== "string") {
+        return { value: null, declined: false };
+    }
+    if (answer.action !== "accept") {
+        return { value: null, declined: true };
+    }
+    const v = answer.content?.[field];
+    return { value: typeof v === type ? v : null, declined: false };
+}
+
+// what the answer to one question says, as text; null: not answered
+function answerText(ctx, a) {
+    const answer = ctx.inputs[a.key];
+    if (answer === undefined) {
+        return null;
+    }
+    if (a.method === "sampling/createMessage") {
+        const t = answer.content?.text;
+        return typeof t === "string" ? t : null;
+    }
+    if (a.method === "roots/list") {
+        if (!Array.isArray(answer.roots)) {
+            return null;
+        }
+        const uri = answer.roots[0]?.uri;
+        return typeof uri === "string" ? uri : "no roots";
+    }
+    const { value, declined } = accepted(ctx, a.key, a.field, a.type);
+    if (declined) {
+        return "(declined)";
+    }
+    if (typeof value === "boolean") {
+        return value ? "confirmed" : "not confirmed";
+    }
+    return value;
+}
+
+const round = (ctx) => (typeof ctx.state?.round === "number"
+                        ? ctx.state.round : 0);
+
+const ask = (key, method, params, field, type) =>
+    ({ key, method, params, field, type });
+const elicitation = (key, message, field, type) =>
+    ask(key, "elicitation/create",
+        { message, requestedSchema: { type: "object",
+                                      properties: { [field]: { type } },
+                                      required: [field] } },
+        field, type);
+const sample = (key, prompt, maxTokens) =>
+    ask(key, "sampling/createMessage",
+        { messages: [{ role: "user", content: { type: "text",
+                                                text: prompt } }],
+          maxTokens });
+
+const USER_NAME = elicitation("user_name", "What is your name?", "name",
+                              "string");
+const ROOTS = ask("client_roots", "roots/list", {});
+const CONFIRM = elicitation("confirm", "Please confirm", "ok", "boolean");
+const CONTEXT = elicitation("user_context",
+                            "What context should the prompt use?",
+                            "context", "string");
+const ALL = [USER_NAME, sample("greeting", "Generate a greeting", 50),
+             ROOTS];
+const STEPS = [elicitation("step1", "Step 1: What is your name?", "name",
+                           "string"),
+               elicitation("step2", "Step 2: What is your favorite color?",
+                           "color", "string")];
+
+// one question; its answer completes the call
+function simple(a) {
+    return async (args, extra, request, ctx) => {
+        const t = answerText(ctx, a);
+        if (t === null) {
+            return inputRequired(ctx, [a], null);
+        }
+        return text(a === USER_NAME ? `Hello, ${t}!` : `Received: ${t}`);
+    };
+}
+
+// one question and a state the retry must bring back unchanged
+async function stateful(args, extra, request, ctx) {
+    const ok = accepted(ctx, CONFIRM.key, "ok", "boolean");
+    if (round(ctx) !== 1 || (ok.value === null && !ok.declined)) {
+        return inputRequired(ctx, [CONFIRM], { round: 1 });
+    }
+    return text(`state-ok: ${ok.value === true ? "confirmed"
+                                               : "not confirmed"}`);
+}
+
+// several at once; a retry that brings only some is asked the rest
+function multiple(asks) {
+    return async (args, extra, request, ctx) => {
+        const missing = asks.filter((a) => declared(ctx, a)
+            && (ctx.inputs[a.key] === undefined || round(ctx) !== 1));
+        if (missing.length === 0 && round(ctx) === 1) {
+            return text("All inputs received");
+        }
+        return inputRequired(ctx, missing.length ? missing : asks,
+                             { round: 1 });
+    };
+}
+
+// two rounds: the name of the first lives in the state of the second
+async function rounds(args, extra, request, ctx) {
+    let name = null;
+    if (round(ctx) === 2) {
+        const color = accepted(ctx, "step2", "color", "string").value;
+        name = ctx.state.name;
+        if (color !== null && typeof name === "string") {
+            return text(`${name} likes ${color}`);
+        }
+    } else if (round(ctx) === 1) {
+        name = accepted(ctx, "step1", "name", "string").value;
+    }
+    return typeof name !== "string"
+        ? inputRequired(ctx, [STEPS[0]], { round: 1 })
+        : inputRequired(ctx, [STEPS[1]], { round: 2, name });
+}
+
+function trigger(list) {
+    return async () => {
+        await (list === "tools" ? server.sendToolListChanged()
+                                : server.sendPromptListChanged());
+        return text(`Listeners told: ${list}`);
+    };
+}
+
 const TOOLS = [
     tool("test_simple_text", "Tests simple text content response", null,
          fixed(text("This is a simple text response for testing."))),
@@ -312,23 +615,80 @@ const TOOLS = [
     // test_tool_with_logging, as the 2026-07-28 suite names it
     tool("test_logging_tool",
          "Emits log messages at the request's log level, none without one",
-         null, logging)
+         null, logging),
+    tool("test_input_required_result_elicitation",
+         "Asks for the user's name with an input-required result", null,
+         simple(USER_NAME)),
+    tool("test_input_required_result_sampling",
+         "Asks the client's model a question with an input-required result",
+         null,
+         simple(sample("capital_question", "What is the capital of France?",
+                       100))),
+    tool("test_input_required_result_list_roots",
+         "Asks for the client's roots with an input-required result", null,
+         simple(ROOTS)),
+    tool("test_input_required_result_request_state",
+         "Asks for a confirmation and checks its requestState on the retry",
+         null, stateful),
+    tool("test_input_required_result_tampered_state",
+         "Asks for a confirmation; a retry with a changed requestState is "
+         + "refused", null, stateful),
+    tool("test_input_required_result_multiple_inputs",
+         "Asks for an elicitation, a sampling and the roots at once", null,
+         multiple(ALL)),
+    tool("test_input_required_result_multi_round",
+         "Asks for a name, then a color, carrying the name in its "
+         + "requestState", null, rounds),
+    tool("test_input_required_result_capabilities",
+         "Asks only what the request's client capabilities allow", null,
+         multiple(ALL.slice(0, 2))),
+    tool("test_streaming_elicitation",
+         "Asks for a confirmation the stateless way, never with a request "
+         + "on the stream", null,
+         simple(elicitation("confirmation", "Do you want to continue?", "ok",
+                            "boolean"))),
+    tool("test_missing_capability",
+         "Needs sampling: a request that does not declare it gets -32021",
+         null, simple(sample("completion", "Say hello", 50))),
+    tool("test_trigger_tool_change",
+         "Tells subscriptions/listen streams that the tool list changed",
+         null, trigger("tools")),
+    tool("test_trigger_prompt_change",
+         "Tells subscriptions/listen streams that the prompt list changed",
+         null, trigger("prompts")),
+    // SEP-2243: a call must mirror three arguments into headers
+    tool("test_custom_header_tool",
+         "Echoes its arguments; region, priority and verbose travel in "
+         + "Mcp-Param-Region, Mcp-Param-Priority and Mcp-Param-Verbose "
+         + "headers too",
+         { type: "object",
+           properties: {
+               region: { type: "string", "x-mcp-header": "Region" },
+               priority: { type: "integer", "x-mcp-header": "Priority" },
+               verbose: { type: "boolean", "x-mcp-header": "Verbose" },
+               query: { type: "string" } },
+           required: ["region", "priority", "verbose"] },
+         async (args) => text("Called with: " + JSON.stringify(args)))
 ];
 
 const TOOL_BY_NAME = new Map(TOOLS.map((t) => [t.def.name, t]));
 
-server.setRequestHandler(types.ListToolsRequestSchema, async () => ({
+server.setRequestHandler(types.ListToolsRequestSchema, cacheable(async () => ({
     tools: TOOLS.map((t) => t.def)
-}));
+})));
 
-server.setRequestHandler(types.CallToolRequestSchema,
-                         async (request, extra) => {
+// Protocol's own registration, not Server's: Server validates a result
+// against CallToolResultSchema and adds "content": [] to an
+// input-required result, which has none
+Protocol.prototype.setRequestHandler.call(server, CallToolRequest,
+                                          async (request, extra) => {
     const t = TOOL_BY_NAME.get(request.params.name);
     if (!t) {
         throw rpcError(ErrorCode.InvalidParams,
-                           `Unknown tool: ${request.params.name}`);
+                       `Unknown tool: ${request.params.name}`);
     }
-    return t.run(request.params.arguments ?? {}, extra, request);
+    const ctx = context(request, request.params.name);
+    return t.run(request.params.arguments ?? {}, extra, request, ctx);
 });
 
 
@@ -358,25 +718,25 @@ const TEMPLATE = {
 
 const TEMPLATE_RE = /^test:\/\/template\/([^/]+)\/data$/;
 
-server.setRequestHandler(types.ListResourcesRequestSchema, async () => ({
+server.setRequestHandler(types.ListResourcesRequestSchema, cacheable(async () => ({
     resources: RESOURCES.map((r) => r.def)
-}));
+})));
 
 server.setRequestHandler(types.ListResourceTemplatesRequestSchema,
-                         async () => ({ resourceTemplates: [TEMPLATE] }));
+                         cacheable(async () => ({
+                             resourceTemplates: [TEMPLATE] })));
 
 function notFound(request) {
     // 2025 revisions: -32002; SEP-2164 (2026-07-28): -32602 with the uri
-    const v = request.params._meta?.["io.modelcontextprotocol/protocolVersion"];
-    if (v !== undefined && v > "2025-11-25") {
+    if (stateless(request)) {
         throw rpcError(ErrorCode.InvalidParams, "Resource not found",
-                           { uri: request.params.uri });
+                       { uri: request.params.uri });
     }
     throw rpcError(-32002, "Resource not found",
-                       { uri: request.params.uri });
+                   { uri: request.params.uri });
 }
 
-server.setRequestHandler(types.ReadResourceRequestSchema, async (request) => {
+server.setRequestHandler(types.ReadResourceRequestSchema, cacheable(async (request) => {
     const uri = request.params.uri;
     const r = RESOURCES.find((x) => x.def.uri === uri);
     if (r) {
@@ -397,15 +757,44 @@ server.setRequestHandler(types.ReadResourceRequestSchema, async (request) => {
                                   data: `Data for ID: ${id}` }) }] };
     }
     notFound(request);
-});
+}));
 
-server.setRequestHandler(types.SubscribeRequestSchema, async (request) => {
-    subscribed.add(request.params.uri);
+// Methods 2026-07-28 removed: -32601 for a request of that revision,
+// before its params are looked at (it sends only _meta)
+function removed(method, run) {
+    server.setRequestHandler(loose(method, {}), async (request, extra) => {
+        if (stateless(request)) {
+            throw rpcError(ErrorCode.MethodNotFound, "Method not found");
+        }
+        return run(request.params, extra);
+    });
+}
+
+function uriOf(params) {
+    if (typeof params.uri !== "string") {
+        throw rpcError(ErrorCode.InvalidParams, "Invalid params: uri must be "
+                       + "a string");
+    }
+    return params.uri;
+}
+
+removed("resources/subscribe", async (params) => {
+    subscribed.add(uriOf(params));
     return {};
 });
 
-server.setRequestHandler(types.UnsubscribeRequestSchema, async (request) => {
-    subscribed.delete(request.params.uri);
+removed("resources/unsubscribe", async (params) => {
+    subscribed.delete(uriOf(params));
+    return {};
+});
+
+// in place of the SDK's own, which keeps a level per HTTP session
+removed("logging/setLevel", async (params) => {
+    if (!LEVELS.includes(params.level)) {
+        throw rpcError(ErrorCode.InvalidParams, "Invalid params: level must "
+                       + "be one of " + LEVELS.join(", "));
+    }
+    sessionLevel = params.level;
     return {};
 });
 
@@ -428,7 +817,7 @@ const PROMPTS = [
       get: (a) => {
           if (typeof a.arg1 !== "string" || typeof a.arg2 !== "string") {
               throw rpcError(ErrorCode.InvalidParams,
-                                 "Arguments arg1 and arg2 must be strings");
+                             "Arguments arg1 and arg2 must be strings");
           }
           return [user({ type: "text", text: "Prompt with arguments: "
                          + `arg1='${a.arg1}', arg2='${a.arg2}'` })];
@@ -441,7 +830,7 @@ const PROMPTS = [
       get: (a) => {
           if (typeof a.resourceUri !== "string") {
               throw rpcError(ErrorCode.InvalidParams,
-                                 "Argument resourceUri must be a string");
+                             "Argument resourceUri must be a string");
           }
           return [user({ type: "resource", resource: {
                              uri: a.resourceUri, mimeType: "text/plain",
@@ -453,20 +842,30 @@ const PROMPTS = [
              description: "A prompt that includes image content" },
       get: () => [user(IMAGE),
                   user({ type: "text",
-                         text: "Please analyze the image above." })] }
+                         text: "Please analyze the image above." })] },
+    { def: { name: "test_input_required_result_prompt",
+             description: "Asks for the context it is built with, with an "
+                          + "input-required result" },
+      get: (a, ctx) => {
+          const t = answerText(ctx, CONTEXT);
+          return t === null ? inputRequired(ctx, [CONTEXT], null)
+                            : [user({ type: "text", text: t })];
+      } }
 ];
 
-server.setRequestHandler(types.ListPromptsRequestSchema, async () => ({
+server.setRequestHandler(types.ListPromptsRequestSchema, cacheable(async () => ({
     prompts: PROMPTS.map((p) => p.def)
-}));
+})));
 
-server.setRequestHandler(types.GetPromptRequestSchema, async (request) => {
+server.setRequestHandler(GetPromptRequest, async (request) => {
     const p = PROMPTS.find((x) => x.def.name === request.params.name);
     if (!p) {
         throw rpcError(ErrorCode.InvalidParams,
-                           `Unknown prompt: ${request.params.name}`);
+                       `Unknown prompt: ${request.params.name}`);
     }
-    return { messages: p.get(request.params.arguments ?? {}) };
+    const got = p.get(request.params.arguments ?? {},
+                      context(request, request.params.name));
+    return Array.isArray(got) ? { messages: got } : got;
 });
 
 
@@ -494,7 +893,7 @@ server.setRequestHandler(types.CompleteRequestSchema, async (request) => {
                                             && c[1] === name);
     if (known.length === 0) {
         throw rpcError(ErrorCode.InvalidParams,
-                           "Unknown completion reference");
+                       "Unknown completion reference");
     }
     // a known reference with an argument we do not complete: no values
     const found = known.find((c) => c[2] === argument.name);

@@ -2,11 +2,14 @@
 # conformance runs through an mcp_stdio location (issue #40): driven
 # directly over its stdin and stdout (initialize, every tool, resource,
 # prompt and completion the suite's seed names, the log, progress,
-# sampling, elicitation and subscription exchanges), then compared with
-# the module's built-in Everything set (mcp_builtin everything) through
-# nginx: the same names, and the same answers for every tool, resource,
-# prompt and completion that answers the same on every call, once the
-# program runs behind today's sessionless mcp_stdio pool.
+# sampling, elicitation and subscription exchanges, and a 2026-07-28
+# request's caching hints, removed methods, log level and multi-round
+# tools with their sealed state), then compared with the module's
+# built-in Everything set (mcp_builtin everything) through nginx: the
+# same names, and the same answers for every tool, resource, prompt and
+# completion that answers the same on every call and for the multi-round
+# tools' first rounds, once the program runs behind today's sessionless
+# mcp_stdio pool (where a sealed state opens on whichever child).
 
 use strict;
 use warnings;

@@ -600,7 +600,9 @@ const TOOLS = [
          elicit("Please select options from the enum fields", ENUMS_SCHEMA,
                 "Elicitation completed: ")),
     // SEP-1699 is about HTTP streams; over stdio there is no stream to
-    // close, so the result simply comes after the same delay
+    // close, so the result simply comes after the same delay (the
+    // suite's server-sse-disconnect-resume then warns, unless the HTTP
+    // side closes the POST stream itself and resumes it from its log)
     tool("test_reconnection",
          "Tests SSE polling: closes the stream after the priming event "
          + "and delivers the result when the client reconnects", null,

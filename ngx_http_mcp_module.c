@@ -18,6 +18,7 @@
 #include "ngx_http_mcp_subrequest.h"
 #include "ngx_http_mcp_edge.h"
 #include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_stdio.h"
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -321,6 +322,10 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
     ngx_http_mcp_hooks.proxy_quit = ngx_http_mcp_proxy_quit;
     ngx_http_mcp_hooks.calls_live = ngx_http_mcp_calls_live;
     ngx_http_mcp_hooks.streams_live = ngx_http_mcp_streams_live;
+
+    /* a stdio location's messages take the edge's and mcp_pass's steps */
+    ngx_http_mcp_stdio_steps.request = ngx_http_mcp_stdio_request;
+    ngx_http_mcp_stdio_steps.reply = ngx_http_mcp_stdio_reply;
 
     /*
      * A POST's body is read in the rewrite phase: the phases before the
@@ -648,7 +653,7 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         }
     }
 
-    if (conf->enable && !conf->pass
+    if (conf->enable && !conf->pass && !conf->stdio
         && ngx_http_mcp_bind(cf, conf->zone, conf->set) != NGX_OK)
     {
         return NGX_CONF_ERROR;

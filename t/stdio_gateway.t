@@ -1,0 +1,161 @@
+# mcp_stdio served as a gateway is: the edge's checks and mcp_pass's steps
+# on a stdio server's messages (@modelcontextprotocol/server-everything,
+# node).  The tool policy: a denied tools/call answered with a JSON-RPC
+# error before any child sees it (the pool has started none), denied tools
+# out of tools/list; the $mcp_* variables in the access log, the outcome
+# read from the child's reply; guardrails on the arguments (a block
+# refused, a redaction what the child gets) and on the results.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep);
+use JSON::PP qw(decode_json);
+use McpTest timeout => 120;
+use McpAssert;
+use McpGateway qw(node_available node_bin npm_dir);
+
+my $why = node_available('@modelcontextprotocol/server-everything');
+plan skip_all => $why if $why;
+my $NODE = Cwd::abs_path(node_bin());
+my $EV   = Cwd::abs_path(npm_dir() . '/node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+
+my $t = McpTest->new(
+    workers => 1,
+    http    => <<'NGX',
+    log_format gw escape=json '{"uri":"$uri","m":"$mcp_method","tool":"$mcp_tool",'
+        '"out":"$mcp_outcome","code":"$mcp_error_code","g":"$mcp_guardrail"}';
+    mcp_guardrail_set secret 'topsecret';
+NGX
+    server  => <<"NGX",
+        access_log %%PREFIX%%/logs/gw.log gw;
+        location = /deny {
+            mcp_stdio $NODE $EV stdio;
+            mcp_stdio_pool size=1;
+            mcp_tools_deny echo;
+        }
+        location = /allow {
+            mcp_stdio $NODE $EV stdio;
+            mcp_stdio_pool size=1;
+            mcp_tools_allow ~^get-;
+        }
+        location = /block {
+            mcp_stdio $NODE $EV stdio;
+            mcp_stdio_pool size=1;
+            mcp_guardrail secret block arguments;
+        }
+        location = /redact {
+            mcp_stdio $NODE $EV stdio;
+            mcp_stdio_pool size=1;
+            mcp_guardrail secret redact arguments;
+        }
+        location = /results {
+            mcp_stdio $NODE $EV stdio;
+            mcp_stdio_pool size=1;
+            mcp_guardrail secret redact results;
+        }
+NGX
+);
+$t->start;
+
+# the worker's children running the server
+sub children {
+    my @c;
+    for my $w ($t->worker_pids) {
+        for (`ps -o pid=,args= --ppid $w 2>/dev/null`) {
+            push @c, $1 if /^\s*(\d+)\s+.*server-everything/;
+        }
+    }
+    return scalar @c;
+}
+
+sub post {
+    my ($path, $msg) = @_;
+    return $t->mcp_post(undef, $msg, timeout => 15, path => $path);
+}
+
+sub call {
+    my ($path, $id, $name, $args) = @_;
+    return post($path, { jsonrpc => '2.0', id => $id, method => 'tools/call',
+                         params => { name => $name, arguments => $args } });
+}
+
+sub names {
+    my ($r) = @_;
+    return { map { $_->{name} => 1 } @{ $r->{json}{result}{tools} // [] } };
+}
+
+# --- the tool policy -----------------------------------------------------------
+
+my $r = call('/deny', 'd1', 'echo', { message => 'hi' });
+is($r->{status}, 200, 'a denied call: 200');
+is($r->{json}{id}, 'd1', '... under the client\'s id');
+is($r->{json}{error}{code}, -32602, '... a JSON-RPC error -32602');
+like($r->{json}{error}{message} // '', qr/not allowed/, '... "Tool not allowed"');
+ok(!exists $r->{json}{result}, '... and no result');
+is(children(), 0, '... refused before any child saw it: none was started');
+
+$r = post('/deny', { jsonrpc => '2.0', id => 'l1', method => 'tools/list' });
+my $n = names($r);
+ok($n->{'get-sum'} && $n->{'get-env'}, 'tools/list: the other tools listed') or diag explain $r->{json};
+ok(!$n->{echo}, 'tools/list: the denied tool left out');
+is(children(), 1, 'tools/list went to a child');
+
+$r = call('/deny', 'd2', 'get-sum', { a => 2, b => 3 });
+like($r->{json}{result}{content}[0]{text} // '', qr/\b5\b/, 'an allowed call: the child\'s result');
+
+$r = post('/allow', { jsonrpc => '2.0', id => 'l2', method => 'tools/list' });
+$n = names($r);
+ok($n->{'get-sum'}, 'mcp_tools_allow ~^get-: get-sum listed');
+ok(!$n->{echo} && !$n->{'trigger-long-running-operation'}, '... the others left out')
+    or diag explain [ sort keys %$n ];
+$r = call('/allow', 'a1', 'trigger-long-running-operation', { duration => 0.1, steps => 1 });
+is($r->{json}{error}{code}, -32602, 'mcp_tools_allow: a call outside it refused');
+
+# --- guardrails --------------------------------------------------------------------
+
+$r = call('/block', 'b1', 'echo', { message => 'a topsecret here' });
+is($r->{json}{id}, 'b1', 'a blocked argument: the client\'s id');
+is($r->{json}{error}{code}, -32602, '... a JSON-RPC error');
+unlike($r->{body}, qr/Echo:/, '... the child never answered it');
+
+$r = call('/block', 'b2', 'echo', { message => 'harmless' });
+is($r->{json}{result}{content}[0]{text}, 'Echo: harmless', 'a clean argument passes');
+
+$r = call('/redact', 'r1', 'echo', { message => 'a topsecret here' });
+is($r->{json}{result}{content}[0]{text}, 'Echo: a [redacted:secret] here',
+   'a redacted argument: the child got the redaction') or diag explain $r->{json};
+
+$r = call('/results', 'r2', 'echo', { message => 'a topsecret there' });
+is($r->{json}{id}, 'r2', 'a result redacted: the client\'s id');
+is($r->{json}{result}{content}[0]{text}, 'Echo: a [redacted:secret] there',
+   '... the child\'s result redacted') or diag explain $r->{json};
+
+# --- the $mcp_* variables -----------------------------------------------------------
+
+sub logged {
+    my ($uri, $tool) = @_;
+    for my $try (1 .. 20) {
+        my $text = McpTest::_slurp($t->prefix . '/logs/gw.log') // '';
+        for (split /\n/, $text) {
+            my $l = eval { decode_json($_) } or next;
+            return $l if $l->{uri} eq $uri && $l->{tool} eq $tool;
+        }
+        sleep 0.1;
+    }
+    return undef;
+}
+
+my $l = logged('/deny', 'echo');
+is($l->{m}, 'tools/call', '$mcp_method of a stdio location\'s call');
+is($l->{out}, 'error', '$mcp_outcome of a denied call: error');
+is($l->{code}, '-32602', '$mcp_error_code: -32602');
+$l = logged('/deny', 'get-sum');
+is($l->{out}, 'ok', '$mcp_outcome read from the child\'s reply: ok');
+$l = logged('/results', 'echo');
+is($l->{g}, 'secret', '$mcp_guardrail names the set that matched the result');
+
+$t->stop;
+done_testing;

@@ -4,7 +4,8 @@
 # error before any child sees it (the pool has started none), denied tools
 # out of tools/list; the $mcp_* variables in the access log, the outcome
 # read from the child's reply; guardrails on the arguments (a block
-# refused, a redaction what the child gets) and on the results.
+# refused, a redaction what the child gets) and on the results; the
+# requests counted by method and result on the metrics endpoint.
 
 use strict;
 use warnings;
@@ -55,6 +56,9 @@ NGX
             mcp_stdio $NODE $EV stdio;
             mcp_stdio_pool size=1;
             mcp_guardrail secret redact results;
+        }
+        location = /metrics {
+            mcp_metrics;
         }
 NGX
 );
@@ -156,6 +160,17 @@ $l = logged('/deny', 'get-sum');
 is($l->{out}, 'ok', '$mcp_outcome read from the child\'s reply: ok');
 $l = logged('/results', 'echo');
 is($l->{g}, 'secret', '$mcp_guardrail names the set that matched the result');
+
+# --- metrics ------------------------------------------------------------------------
+
+# the calls that reached a child: d2, b2, r1, r2; the lists l1, l2 (the
+# refused ones are counted as mcp_pass counts its refusals: not here)
+my $m = $t->request(method => 'GET', path => '/metrics');
+is($m->{status}, 200, 'the metrics endpoint');
+my ($calls) = $m->{body} =~ /^mcp_requests_total\{method="tools\/call",result="ok"\} (\d+)$/m;
+is($calls, 4, 'tools/call through stdio locations counted: 4 ok') or diag $m->{body};
+my ($lists) = $m->{body} =~ /^mcp_requests_total\{method="tools\/list",result="ok"\} (\d+)$/m;
+is($lists, 2, 'tools/list counted: 2 ok');
 
 $t->stop;
 done_testing;

@@ -27,12 +27,14 @@
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_metrics.h"
 #include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_http.h"
 
 
 static ngx_http_mcp_proxy_ctx_t *ngx_http_mcp_proxy_begin(
     ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc);
+static void ngx_http_mcp_proxy_counted(void *data);
 static void ngx_http_mcp_proxy_body_ready(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_go(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
@@ -224,6 +226,7 @@ ngx_int_t
 ngx_http_mcp_proxy_check_post(ngx_http_mcp_ctx_t *ctx, ngx_str_t *body,
     ngx_int_t *rc)
 {
+    ngx_pool_cleanup_t        *cln;
     ngx_http_mcp_proxy_ctx_t  *pctx;
 
     pctx = ngx_http_mcp_proxy_begin(ctx, rc);
@@ -243,7 +246,31 @@ ngx_http_mcp_proxy_check_post(ngx_http_mcp_ctx_t *ctx, ngx_str_t *body,
         *body = pctx->body;
     }
 
+    /* counted as a relayed POST is, when the request ends */
+    pctx->started = ngx_http_mcp_metrics_start(ctx->conf);
+
+    if (pctx->started) {
+        cln = ngx_pool_cleanup_add(ctx->request->pool, 0);
+        if (cln == NULL) {
+            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return NGX_DECLINED;
+        }
+
+        cln->handler = ngx_http_mcp_proxy_counted;
+        cln->data = pctx;
+    }
+
     return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_proxy_counted(void *data)
+{
+    ngx_http_mcp_proxy_ctx_t  *pctx = data;
+
+    ngx_http_mcp_metrics_gateway(pctx->ctx->request, &pctx->ctx->msgs,
+                                 pctx->started, NGX_OK, 1);
 }
 
 

@@ -5,6 +5,7 @@
 # out of tools/list; the $mcp_* variables in the access log, the outcome
 # read from the child's reply; guardrails on the arguments (a block
 # refused, a redaction what the child gets) and on the results; the
+# caller's scopes (mcp_auth_tool_scope) as on any MCP location; the
 # requests counted by method and result on the metrics endpoint.
 
 use strict;
@@ -16,12 +17,15 @@ use Time::HiRes qw(sleep);
 use JSON::PP qw(decode_json);
 use McpTest timeout => 120;
 use McpAssert;
+use McpJwt;
 use McpGateway qw(node_available node_bin npm_dir);
 
 my $why = node_available('@modelcontextprotocol/server-everything');
 plan skip_all => $why if $why;
 my $NODE = Cwd::abs_path(node_bin());
 my $EV   = Cwd::abs_path(npm_dir() . '/node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+
+my $rsa = McpJwt->new_key(type => 'RSA', kid => 'k1');
 
 my $t = McpTest->new(
     workers => 1,
@@ -57,11 +61,21 @@ NGX
             mcp_stdio_pool size=1;
             mcp_guardrail secret redact results;
         }
+        location = /auth {
+            mcp_stdio $NODE $EV stdio;
+            mcp_stdio_pool size=1;
+            mcp_auth_jwt "MCP";
+            mcp_auth_resource http://127.0.0.1:%%PORT%%/auth;
+            mcp_auth_jwt_issuer https://issuer.test;
+            mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;
+            mcp_auth_tool_scope echo mcp:tools:admin;
+        }
         location = /metrics {
             mcp_metrics;
         }
 NGX
 );
+$t->write_file('conf/jwks.json', McpJwt::jwks($rsa));
 $t->start;
 
 # the worker's children running the server
@@ -76,14 +90,15 @@ sub children {
 }
 
 sub post {
-    my ($path, $msg) = @_;
-    return $t->mcp_post(undef, $msg, timeout => 15, path => $path);
+    my ($path, $msg, $token) = @_;
+    return $t->mcp_post(undef, $msg, timeout => 15, path => $path,
+                        ($token ? (headers => { Authorization => "Bearer $token" }) : ()));
 }
 
 sub call {
-    my ($path, $id, $name, $args) = @_;
+    my ($path, $id, $name, $args, $token) = @_;
     return post($path, { jsonrpc => '2.0', id => $id, method => 'tools/call',
-                         params => { name => $name, arguments => $args } });
+                         params => { name => $name, arguments => $args } }, $token);
 }
 
 sub names {
@@ -117,6 +132,31 @@ ok(!$n->{echo} && !$n->{'trigger-long-running-operation'}, '... the others left 
     or diag explain [ sort keys %$n ];
 $r = call('/allow', 'a1', 'trigger-long-running-operation', { duration => 0.1, steps => 1 });
 is($r->{json}{error}{code}, -32602, 'mcp_tools_allow: a call outside it refused');
+
+# --- mcp_auth_* scopes, per tool -------------------------------------------------
+
+my $res = 'http://127.0.0.1:' . $t->port . '/auth';
+sub token { $rsa->token(claims => McpJwt::claims(aud => $res, scope => $_[0])) }
+
+my $before = children();
+$r = call('/auth', 's1', 'echo', { message => 'hi' }, token('mcp:tools'));
+is($r->{status}, 403, 'a tool scoped mcp:tools:admin without it: 403');
+is($r->{json}{error}{code}, -32600, '... a JSON-RPC error');
+my $c = McpJwt::challenge($r->{headers}{'www-authenticate'}) // {};
+is($c->{error}, 'insufficient_scope', '... insufficient_scope');
+is($c->{scope}, 'mcp:tools:admin', '... naming the tool\'s scope');
+is(children(), $before, '... and no child was started for it');
+
+$r = post('/auth', { jsonrpc => '2.0', id => 's2', method => 'tools/list' }, token('mcp:resources'));
+is($r->{status}, 403, 'tools/list without mcp:tools: 403');
+
+$r = post('/auth', { jsonrpc => '2.0', id => 's3', method => 'tools/list' }, token('mcp:tools'));
+$n = names($r);
+ok($n->{'get-sum'} && !$n->{echo}, 'tools/list: a tool the caller may not call left out')
+    or diag explain [ sort keys %$n ];
+
+$r = call('/auth', 's4', 'echo', { message => 'hi' }, token('mcp:tools mcp:tools:admin'));
+is($r->{json}{result}{content}[0]{text}, 'Echo: hi', 'with the tool\'s scope: the child\'s result');
 
 # --- guardrails --------------------------------------------------------------------
 
@@ -163,14 +203,14 @@ is($l->{g}, 'secret', '$mcp_guardrail names the set that matched the result');
 
 # --- metrics ------------------------------------------------------------------------
 
-# the calls that reached a child: d2, b2, r1, r2; the lists l1, l2 (the
+# the calls that reached a child: d2, s4, b2, r1, r2; the lists l1, l2, s3 (the
 # refused ones are counted as mcp_pass counts its refusals: not here)
 my $m = $t->request(method => 'GET', path => '/metrics');
 is($m->{status}, 200, 'the metrics endpoint');
 my ($calls) = $m->{body} =~ /^mcp_requests_total\{method="tools\/call",result="ok"\} (\d+)$/m;
-is($calls, 4, 'tools/call through stdio locations counted: 4 ok') or diag $m->{body};
+is($calls, 5, 'tools/call through stdio locations counted: 5 ok') or diag $m->{body};
 my ($lists) = $m->{body} =~ /^mcp_requests_total\{method="tools\/list",result="ok"\} (\d+)$/m;
-is($lists, 2, 'tools/list counted: 2 ok');
+is($lists, 3, 'tools/list counted: 3 ok');
 
 $t->stop;
 done_testing;

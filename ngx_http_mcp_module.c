@@ -621,6 +621,14 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_sec_value(conf->session_lifetime, prev->session_lifetime,
                              86400);
 
+    /* one server a location: a child's, an upstream's or the backends' */
+    if (conf->stdio && (conf->pass || conf->aggregate != NULL)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"mcp_stdio\" is for a location without "
+                           "\"mcp_pass\" or \"mcp_backend\"");
+        return NGX_CONF_ERROR;
+    }
+
     if (conf->session_keys != NULL && !conf->pass) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"mcp_session_key\" is for a location with "

@@ -213,4 +213,18 @@ my ($lists) = $m->{body} =~ /^mcp_requests_total\{method="tools\/list",result="o
 is($lists, 3, 'tools/list counted: 3 ok');
 
 $t->stop;
+
+# --- nginx -t ------------------------------------------------------------------------
+
+# a location has one server: the edge would route it as two
+for my $bad ("mcp_stdio $NODE; mcp_pass http://127.0.0.1:1/mcp;",
+             "mcp_pass http://127.0.0.1:1/mcp; mcp_stdio $NODE;",
+             "mcp_stdio $NODE; mcp_backend a /be;")
+{
+    my $u = McpTest->new(workers => 1, server => "location = /x { $bad }");
+    my ($rc, $out) = $u->nginx_t;
+    ok($rc != 0 && $out =~ /"mcp_stdio" is for a location without "mcp_pass" or "mcp_backend"/,
+       "nginx -t refuses: $bad") or diag $out;
+}
+
 done_testing;

@@ -1,8 +1,8 @@
 # mcp_stdio served as a gateway is: the edge's checks and mcp_pass's steps
 # on a stdio server's messages (@modelcontextprotocol/server-everything,
-# node).  The tool policy: a denied tools/call answered with a JSON-RPC
-# error before any child sees it (the pool has started none), denied tools
-# out of tools/list; the $mcp_* variables in the access log, the outcome
+# node).  The edge's refusals (Origin, Accept); the tool policy: a denied
+# tools/call answered with a JSON-RPC error before any child sees it (the
+# pool has started none), denied tools out of tools/list; the $mcp_* variables in the access log, the outcome
 # read from the child's reply; guardrails on the arguments (a block
 # refused, a redaction what the child gets) and on the results; the
 # caller's scopes (mcp_auth_tool_scope) as on any MCP location; the
@@ -132,6 +132,16 @@ ok(!$n->{echo} && !$n->{'trigger-long-running-operation'}, '... the others left 
     or diag explain [ sort keys %$n ];
 $r = call('/allow', 'a1', 'trigger-long-running-operation', { duration => 0.1, steps => 1 });
 is($r->{json}{error}{code}, -32602, 'mcp_tools_allow: a call outside it refused');
+
+# the edge's own refusals: a foreign Origin (DNS rebinding), a POST without
+# the Accept an MCP client sends
+$r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 'o1', method => 'tools/list' }, path => '/deny',
+                  headers => { Origin => 'http://evil.example' });
+is($r->{status}, 403, 'a foreign Origin: 403');
+like($r->{body}, qr/"code":-32600/, '... a JSON-RPC error');
+$r = $t->request(method => 'POST', path => '/deny', body => '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+                 headers => { 'Content-Type' => 'application/json', Accept => 'text/html' });
+is($r->{status}, 406, 'Accept without application/json: 406');
 
 # --- mcp_auth_* scopes, per tool -------------------------------------------------
 

@@ -237,4 +237,16 @@ for my $bad ("mcp_stdio $NODE; mcp_pass http://127.0.0.1:1/mcp;",
        "nginx -t refuses: $bad") or diag $out;
 }
 
+# mcp_fleet: a stdio location's requests are its workers' children's, never
+# forwarded to another node, so its server needs no forward= location
+{
+    my $fl = "    mcp_fleet redis=127.0.0.1:6379 node=n1 forward=\@f;\n";
+    my $first = "location = /mcp { mcp on; } location \@f { proxy_pass http://\$mcp_fleet_owner; }";
+    my $u = McpTest->new(workers => 1, server => '');
+    $u->write_config(http => $fl, server => "$first }\n    server { listen 127.0.0.1:1; "
+                                            . "location = /s { mcp_stdio $NODE; }");
+    my ($rc, $out) = $u->nginx_t;
+    ok($rc == 0, 'mcp_fleet: a server with only a stdio location needs no forward= location') or diag $out;
+}
+
 done_testing;

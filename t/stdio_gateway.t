@@ -70,12 +70,43 @@ NGX
             mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;
             mcp_auth_tool_scope echo mcp:tools:admin;
         }
+        location = /checked {
+            mcp_stdio $NODE $EV stdio;
+            mcp_stdio_pool size=1;
+            mcp_pass_check_arguments on;
+        }
+        location = /tiny {
+            mcp_stdio $NODE %%PREFIX%%/tiny.js;
+            mcp_stdio_pool size=1;
+            mcp_pass_check_arguments on;
+        }
         location = /metrics {
             mcp_metrics;
         }
 NGX
 );
 $t->write_file('conf/jwks.json', McpJwt::jwks($rsa));
+
+# a stdio server of one tool named as server-everything's, with another
+# schema: what a location learns of its children is its own
+$t->write_file('tiny.js', <<'JS');
+const rl = require('readline').createInterface({ input: process.stdin });
+rl.on('line', (l) => {
+    const m = JSON.parse(l);
+    if (m.id === undefined) return;
+    let result = {};
+    if (m.method === 'initialize') {
+        result = { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} },
+                   serverInfo: { name: 'tiny', version: '1' } };
+    } else if (m.method === 'tools/list') {
+        result = { tools: [ { name: 'get-sum', inputSchema: { type: 'object',
+                   properties: { a: { type: 'string' } }, required: [ 'a' ] } } ] };
+    } else if (m.method === 'tools/call') {
+        result = { content: [ { type: 'text', text: 'tiny ' + m.params.arguments.a } ] };
+    }
+    process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }) + '\n');
+});
+JS
 $t->start;
 
 # the worker's children running the server
@@ -187,6 +218,26 @@ is($r->{json}{id}, 'r2', 'a result redacted: the client\'s id');
 is($r->{json}{result}{content}[0]{text}, 'Echo: a [redacted:secret] there',
    '... the child\'s result redacted') or diag explain $r->{json};
 
+# --- arguments against the listed inputSchema (mcp_pass_check_arguments) ---------
+
+$r = post('/checked', { jsonrpc => '2.0', id => 'k0', method => 'tools/list' });
+ok(names($r)->{'get-sum'}, 'the schemas listed');
+$r = call('/checked', 'k1', 'get-sum', { a => 'two', b => 3 });
+is($r->{json}{id}, 'k1', 'arguments the listed schema refuses: the client\'s id');
+ok($r->{json}{result}{isError}, '... an isError result');
+like($r->{json}{result}{content}[0]{text} // '', qr/\ba\b.*number|number.*\ba\b/i,
+     '... the validator\'s reason, the gateway\'s words') or diag explain $r->{json};
+ok($t->wait_for_log(qr/mcp: tool "get-sum" arguments refused/, 3), '... refused at the edge, logged');
+$r = post('/tiny', { jsonrpc => '2.0', id => 'k3', method => 'tools/list' });
+ok(names($r)->{'get-sum'}, 'another stdio location lists its own get-sum');
+$r = call('/checked', 'k2', 'get-sum', { a => 2, b => 3 });
+like($r->{json}{result}{content}[0]{text} // '', qr/\b5\b/,
+     'valid arguments: the child\'s result, by its own location\'s schema') or diag explain $r->{json};
+$r = call('/tiny', 'k4', 'get-sum', { a => 'x' });
+is($r->{json}{result}{content}[0]{text}, 'tiny x', '... and the other\'s by its own') or diag explain $r->{json};
+$r = call('/tiny', 'k5', 'get-sum', { a => 1 });
+ok($r->{json}{result}{isError}, '... which it checks too');
+
 # --- the $mcp_* variables -----------------------------------------------------------
 
 sub logged {
@@ -213,14 +264,15 @@ is($l->{g}, 'secret', '$mcp_guardrail names the set that matched the result');
 
 # --- metrics ------------------------------------------------------------------------
 
-# the calls that reached a child: d2, s4, b2, r1, r2; the lists l1, l2, s3 (the
+# the calls that reached a child: d2, s4, b2, r1, r2, k2, k4; the lists l1,
+# l2, s3, k0, k3 (the
 # refused ones are counted as mcp_pass counts its refusals: not here)
 my $m = $t->request(method => 'GET', path => '/metrics');
 is($m->{status}, 200, 'the metrics endpoint');
 my ($calls) = $m->{body} =~ /^mcp_requests_total\{method="tools\/call",result="ok"\} (\d+)$/m;
-is($calls, 5, 'tools/call through stdio locations counted: 5 ok') or diag $m->{body};
+is($calls, 7, 'tools/call through stdio locations counted: 7 ok') or diag $m->{body};
 my ($lists) = $m->{body} =~ /^mcp_requests_total\{method="tools\/list",result="ok"\} (\d+)$/m;
-is($lists, 3, 'tools/list counted: 3 ok');
+is($lists, 5, 'tools/list counted: 5 ok');
 
 $t->stop;
 

@@ -18,6 +18,7 @@
 #include "ngx_http_mcp_subrequest.h"
 #include "ngx_http_mcp_edge.h"
 #include "ngx_http_mcp_proxy.h"
+#include "ngx_http_mcp_stdio.h"
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -322,6 +323,10 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
     ngx_http_mcp_hooks.calls_live = ngx_http_mcp_calls_live;
     ngx_http_mcp_hooks.streams_live = ngx_http_mcp_streams_live;
 
+    /* a stdio location's messages take the edge's and mcp_pass's steps */
+    ngx_http_mcp_stdio_steps.request = ngx_http_mcp_stdio_request;
+    ngx_http_mcp_stdio_steps.reply = ngx_http_mcp_stdio_reply;
+
     /*
      * A POST's body is read in the rewrite phase: the phases before the
      * content handler see the $mcp_* variables.  This module's handler,
@@ -625,6 +630,14 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_sec_value(conf->session_lifetime, prev->session_lifetime,
                              86400);
 
+    /* one server a location: a child's, an upstream's or the backends' */
+    if (conf->stdio && (conf->pass || conf->aggregate != NULL)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"mcp_stdio\" is for a location without "
+                           "\"mcp_pass\" or \"mcp_backend\"");
+        return NGX_CONF_ERROR;
+    }
+
     if (conf->session_keys != NULL && !conf->pass) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"mcp_session_key\" is for a location with "
@@ -657,7 +670,7 @@ ngx_http_mcp_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         }
     }
 
-    if (conf->enable && !conf->pass
+    if (conf->enable && !conf->pass && !conf->stdio
         && ngx_http_mcp_bind(cf, conf->zone, conf->set) != NGX_OK)
     {
         return NGX_CONF_ERROR;

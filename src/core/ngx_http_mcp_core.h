@@ -133,6 +133,10 @@ typedef struct {
     unsigned                   pass:1;      /* a gateway: mcp_pass here or
                                                above (src/proxy sets it;
                                                the rest is its loc conf's) */
+    unsigned                   stdio:1;     /* mcp_stdio here (src/stdio
+                                               sets it): its own content
+                                               handler, the gateway's
+                                               checks through its steps */
 } ngx_http_mcp_loc_conf_t;
 
 
@@ -224,6 +228,9 @@ ngx_uint_t ngx_http_mcp_tool_allowed(ngx_http_mcp_loc_conf_t *mlcf,
 ngx_int_t ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
     ngx_http_mcp_tool_filter_t *tf, ngx_str_t *in, ngx_str_t *out,
     const char **error);
+/* a parsed message (or batch) without them, then tf->message on each */
+ngx_int_t ngx_http_mcp_policy_filter_tree(cJSON *json,
+    ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed);
 /* one SSE event without the denied tools: mcp_pass's streams */
 ngx_int_t ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     ngx_http_mcp_tool_filter_t *tf, u_char *start, u_char *end,

@@ -772,7 +772,8 @@ ngx_http_mcp_metrics_upstream_header(uint64_t start)
 
 /*
  * mcp_pass: a relayed POST, r with its messages msgs, ended with rc (nginx's, as the upstream
- * finalizes it); sent tells whether the request reached the upstream.
+ * finalizes it); sent tells whether the request reached the upstream (or
+ * a stdio server's child, when it ends: rc NGX_OK).
  * Each JSON-RPC request of the POST counts; the result is the upstream's
  * HTTP answer, as the gateway does not read the replies it relays.
  */
@@ -809,8 +810,9 @@ ngx_http_mcp_metrics_gateway(ngx_http_request_t *r, ngx_array_t *msgs,
                    &slot->upstream_errors[NGX_HTTP_MCP_M_TIMEOUT], 1);
     }
 
+    /* a server that is not an upstream (mcp_stdio): what the client got */
     u = r->upstream;
-    status = (u != NULL) ? u->headers_in.status_n : 0;
+    status = (u != NULL) ? u->headers_in.status_n : r->headers_out.status;
 
     result = ((rc >= NGX_HTTP_SPECIAL_RESPONSE
                && rc != NGX_HTTP_CLIENT_CLOSED_REQUEST)

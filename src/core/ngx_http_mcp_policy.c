@@ -23,8 +23,6 @@ static ngx_uint_t ngx_http_mcp_policy_match(ngx_array_t *patterns,
     ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_policy_filter_message(cJSON *message,
     ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed);
-static ngx_int_t ngx_http_mcp_policy_filter_json(cJSON *json,
-    ngx_http_mcp_tool_filter_t *tf, ngx_uint_t *changed);
 static ngx_int_t ngx_http_mcp_policy_filter_tool(void *data, cJSON *tool,
     ngx_str_t *name);
 static ngx_int_t ngx_http_mcp_policy_filter_sse(ngx_pool_t *pool,
@@ -201,7 +199,7 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
     }
 
     changed = 0;
-    rc = ngx_http_mcp_policy_filter_json(json, tf, &changed);
+    rc = ngx_http_mcp_policy_filter_tree(json, tf, &changed);
 
     if (rc == NGX_OK && changed) {
         out->data = ngx_http_mcp_json_print(pool, json, &out->len);
@@ -214,10 +212,13 @@ ngx_http_mcp_policy_filter_reply(ngx_pool_t *pool,
 }
 
 
-/* a message, or each message of a batch; then what else reads them */
+/*
+ * a message, or each message of a batch; then what else reads them (a
+ * stdio server's replies come parsed: mcp_stdio reads them here too)
+ */
 
-static ngx_int_t
-ngx_http_mcp_policy_filter_json(cJSON *json, ngx_http_mcp_tool_filter_t *tf,
+ngx_int_t
+ngx_http_mcp_policy_filter_tree(cJSON *json, ngx_http_mcp_tool_filter_t *tf,
     ngx_uint_t *changed)
 {
     cJSON  *item;
@@ -365,7 +366,7 @@ ngx_http_mcp_policy_filter_event(ngx_pool_t *pool,
     changed = 0;
 
     if (json != NULL
-        && ngx_http_mcp_policy_filter_json(json, tf, &changed) != NGX_OK)
+        && ngx_http_mcp_policy_filter_tree(json, tf, &changed) != NGX_OK)
     {
         cJSON_Delete(json);
         return NGX_ERROR;

@@ -45,6 +45,10 @@ char *ngx_http_mcp_health(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 ngx_int_t ngx_http_mcp_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_rewrite_handler(ngx_http_request_t *r);
+/* mcp_stdio's steps (the stdio module's table): its POST and reply */
+ngx_int_t ngx_http_mcp_stdio_request(ngx_http_request_t *r, ngx_str_t *body,
+    ngx_int_t *rc);
+ngx_int_t ngx_http_mcp_stdio_reply(ngx_http_request_t *r, cJSON *reply);
 ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx);
 void ngx_http_mcp_variables_used(ngx_conf_t *cf);

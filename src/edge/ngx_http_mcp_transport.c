@@ -29,6 +29,8 @@ static ngx_int_t ngx_http_mcp_check_headers(ngx_http_request_t *r,
 static void ngx_http_mcp_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_refuse(ngx_http_request_t *r,
     ngx_int_t status);
+static ngx_int_t ngx_http_mcp_post_ready(ngx_http_request_t *r,
+    ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_read_body(ngx_http_request_t *r,
     ngx_str_t *body);
 static ngx_int_t ngx_http_mcp_process(ngx_http_mcp_ctx_t *ctx);
@@ -259,29 +261,8 @@ ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
 
-    if (ctx == NULL) {
-        /* not through the rewrite phase: an internal redirect to here */
-        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
-                                       NGX_HTTP_MCP_INVALID_REQUEST,
-                                       "Bad Request");
-    }
-
-    if (ctx->refused) {
-        return ngx_http_mcp_refuse(r, ctx->refused);
-    }
-
-    /* the access phase, after the body was read, knows the caller */
-    ctx->rctx.auth = ngx_http_mcp_auth_get(r);
-
-    if (ctx->rctx.auth != NULL) {
-        ctx->rctx.subject = ((ngx_http_mcp_auth_t *) ctx->rctx.auth)->subject;
-    }
-
-    if (ctx->parse == NGX_DECLINED) {
-        return ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
-                                       NGX_HTTP_MCP_PARSE_ERROR,
-                                       ctx->parse_error
-                                       ? ctx->parse_error : "Parse error");
+    if (ngx_http_mcp_post_ready(r, ctx, &rc) != NGX_OK) {
+        return rc;
     }
 
     if (mlcf->pass) {
@@ -309,6 +290,87 @@ ngx_http_mcp_post(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     }
 
     return rc;
+}
+
+
+/*
+ * What every POST is refused for before its messages are served: NGX_OK,
+ * or NGX_DECLINED with *rc the reply sent.
+ */
+
+static ngx_int_t
+ngx_http_mcp_post_ready(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
+    ngx_int_t *rc)
+{
+    if (ctx == NULL) {
+        /* not through the rewrite phase: an internal redirect to here */
+        *rc = ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                      NGX_HTTP_MCP_INVALID_REQUEST,
+                                      "Bad Request");
+        return NGX_DECLINED;
+    }
+
+    if (ctx->refused) {
+        *rc = ngx_http_mcp_refuse(r, ctx->refused);
+        return NGX_DECLINED;
+    }
+
+    /* the access phase, after the body was read, knows the caller */
+    ctx->rctx.auth = ngx_http_mcp_auth_get(r);
+
+    if (ctx->rctx.auth != NULL) {
+        ctx->rctx.subject = ((ngx_http_mcp_auth_t *) ctx->rctx.auth)->subject;
+    }
+
+    if (ctx->parse == NGX_DECLINED) {
+        *rc = ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, NULL,
+                                      NGX_HTTP_MCP_PARSE_ERROR,
+                                      ctx->parse_error
+                                      ? ctx->parse_error : "Parse error");
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * mcp_stdio's POST (its module's content handler asks, through
+ * ngx_http_mcp_stdio_steps): the edge routes it as a gateway's, its
+ * refusals first, then mcp_pass's checks; NGX_OK, or NGX_DECLINED with
+ * *rc the reply sent.
+ */
+
+ngx_int_t
+ngx_http_mcp_stdio_request(ngx_http_request_t *r, ngx_str_t *body,
+    ngx_int_t *rc)
+{
+    ngx_http_mcp_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    if (ngx_http_mcp_post_ready(r, ctx, rc) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_mcp_proxy_check_post(ctx, body, rc);
+}
+
+
+/* the child's reply, read as mcp_pass reads one it relays */
+
+ngx_int_t
+ngx_http_mcp_stdio_reply(ngx_http_request_t *r, cJSON *reply)
+{
+    ngx_http_mcp_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    if (ctx == NULL || ctx->proxy == NULL) {
+        return NGX_OK;
+    }
+
+    return ngx_http_mcp_proxy_read_reply(ctx->proxy, reply);
 }
 
 

@@ -281,7 +281,8 @@ ngx_http_mcp_fleet_endpoints(ngx_http_core_loc_conf_t *clcf)
     if (clcf->loc_conf != NULL) {
         mlcf = clcf->loc_conf[ngx_http_mcp_module.ctx_index];
 
-        if (mlcf->enable && !mlcf->pass) {
+        /* a gateway's and a stdio server's POSTs are never forwarded */
+        if (mlcf->enable && !mlcf->pass && !mlcf->stdio) {
             return 1;
         }
     }

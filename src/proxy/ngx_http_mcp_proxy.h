@@ -312,6 +312,12 @@ void ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
 ngx_int_t ngx_http_mcp_proxy_check_arguments(ngx_http_mcp_ctx_t *ctx,
     ngx_str_t *tool, cJSON *arguments, u_char **error);
 
+/* mcp_stdio's messages, checked as a relayed POST's and its reply's */
+ngx_int_t ngx_http_mcp_proxy_check_post(ngx_http_mcp_ctx_t *ctx,
+    ngx_str_t *body, ngx_int_t *rc);
+ngx_int_t ngx_http_mcp_proxy_read_reply(ngx_http_mcp_proxy_ctx_t *pctx,
+    cJSON *message);
+
 /* sending a request again (ngx_http_mcp_proxy_retry.c) */
 ngx_int_t ngx_http_mcp_proxy_retry_output(void *data, ngx_chain_t *in);
 ngx_int_t ngx_http_mcp_proxy_retry_learn(ngx_http_mcp_proxy_ctx_t *pctx,

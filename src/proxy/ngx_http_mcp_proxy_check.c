@@ -139,6 +139,31 @@ ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
 
 
 /*
+ * mcp_stdio: a child's reply to the POST's request, parsed and under the
+ * client's id, read as mcp_pass reads a relayed one: the tools the
+ * policy, the view or the caller's scopes hide taken out, then pins,
+ * checks, guardrails and the outcome.  NGX_ERROR: not to be sent.
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_read_reply(ngx_http_mcp_proxy_ctx_t *pctx,
+    cJSON *message)
+{
+    ngx_uint_t                  changed;
+    ngx_http_mcp_tool_filter_t  tf;
+
+    if (!pctx->policy && !pctx->read) {
+        return NGX_OK;
+    }
+
+    ngx_http_mcp_proxy_tool_filter(pctx, &tf);
+    changed = 0;
+
+    return ngx_http_mcp_policy_filter_tree(message, &tf, &changed);
+}
+
+
+/*
  * a tool the location's view shows, and, by the name it shows, the
  * policy allows and the caller may call; a list's names are noted for
  * the memo of lists, which asks again for each caller

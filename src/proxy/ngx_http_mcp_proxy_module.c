@@ -486,6 +486,13 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->pin, prev->pin, NGX_HTTP_MCP_PIN_OFF);
     ngx_conf_merge_ptr_value(conf->pins, prev->pins, NULL);
 
+    /* mcp_stdio's location takes mcp_pass's checks, but is never retried */
+    mlcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_mcp_module);
+
+    if (mlcf->stdio) {
+        conf->retry = 0;
+    }
+
     if (conf->pin != NGX_HTTP_MCP_PIN_OFF
         && ngx_http_mcp_proxy_pin_memo(cf, conf) != NGX_OK)
     {
@@ -503,7 +510,6 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_ptr_value(conf->views, prev->views, NULL);
 
     /* the core's, merged before (mcp_guardrail, mcp_pass_guardrail) */
-    mlcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_mcp_module);
     conf->guards = mlcf->guards;
     conf->guard_where = mlcf->guard_where;
 
@@ -529,6 +535,21 @@ ngx_http_mcp_proxy_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         conf->ssl = prev->ssl;
         conf->ssl_host = prev->ssl_host;
         conf->upstream.ssl = prev->upstream.ssl;
+    }
+
+    /*
+     * the tools a stdio location's children list (pins, the listed
+     * schemas) are its own: kept under its scope, not an upstream's URL
+     */
+    if (mlcf->stdio) {
+        conf->tools_key.len = sizeof("stdio ") - 1 + mlcf->scope.len;
+        conf->tools_key.data = ngx_pnalloc(cf->pool, conf->tools_key.len);
+
+        if (conf->tools_key.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_sprintf(conf->tools_key.data, "stdio %V", &mlcf->scope);
     }
 
     hash.max_size = 512;

@@ -27,10 +27,14 @@
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_call.h"
 #include "ngx_http_mcp_core.h"
+#include "ngx_http_mcp_metrics.h"
 #include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_http.h"
 
 
+static ngx_http_mcp_proxy_ctx_t *ngx_http_mcp_proxy_begin(
+    ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc);
+static void ngx_http_mcp_proxy_counted(void *data);
 static void ngx_http_mcp_proxy_body_ready(ngx_http_request_t *r);
 static ngx_int_t ngx_http_mcp_proxy_go(ngx_http_request_t *r,
     ngx_http_mcp_proxy_ctx_t *pctx);
@@ -65,17 +69,8 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
 
     r = ctx->request;
 
-    pctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_proxy_ctx_t));
+    pctx = ngx_http_mcp_proxy_begin(ctx, &rc);
     if (pctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    pctx->ctx = ctx;
-    pctx->conf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_proxy_module);
-    pctx->policy = ngx_http_mcp_proxy_policy(ctx);
-    ctx->proxy = pctx;
-
-    if (ngx_http_mcp_proxy_refuse(r, ctx, &rc) != NGX_OK) {
         return rc;
     }
 
@@ -182,6 +177,100 @@ ngx_http_mcp_proxy_post(ngx_http_mcp_ctx_t *ctx)
     }
 
     return ngx_http_mcp_proxy_go(r, pctx);
+}
+
+
+/*
+ * A POST's state, and the edge's refusals (invalid messages, the scopes,
+ * the view, the policy, pins, input limits, guardrails, the listed
+ * schemas): the state, or NULL with *rc the reply sent.
+ */
+
+static ngx_http_mcp_proxy_ctx_t *
+ngx_http_mcp_proxy_begin(ngx_http_mcp_ctx_t *ctx, ngx_int_t *rc)
+{
+    ngx_http_request_t        *r;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    r = ctx->request;
+
+    pctx = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_proxy_ctx_t));
+    if (pctx == NULL) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NULL;
+    }
+
+    pctx->ctx = ctx;
+    pctx->conf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_proxy_module);
+    pctx->policy = ngx_http_mcp_proxy_policy(ctx);
+    ctx->proxy = pctx;
+
+    if (ngx_http_mcp_proxy_refuse(r, ctx, rc) != NGX_OK) {
+        return NULL;
+    }
+
+    return pctx;
+}
+
+
+/*
+ * mcp_stdio: a POST to a server that is a child, not an upstream, held
+ * to the gateway's checks as a relayed one is (the edge asks, through
+ * the stdio module's steps).  NGX_OK with *body what the child is to get
+ * (the client's bytes, or the messages printed again when a view renamed
+ * a call or a guardrail redacted an argument); else NGX_DECLINED, *rc
+ * the reply sent.  Its reply is read by ngx_http_mcp_proxy_read_reply().
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_check_post(ngx_http_mcp_ctx_t *ctx, ngx_str_t *body,
+    ngx_int_t *rc)
+{
+    ngx_pool_cleanup_t        *cln;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    pctx = ngx_http_mcp_proxy_begin(ctx, rc);
+    if (pctx == NULL) {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_mcp_proxy_reads(pctx);
+
+    /* after every check of the client's message: a view's real names */
+    if (ngx_http_mcp_proxy_view_body(pctx) != NGX_OK) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_DECLINED;
+    }
+
+    if (pctx->body.data != NULL) {
+        *body = pctx->body;
+    }
+
+    /* counted as a relayed POST is, when the request ends */
+    pctx->started = ngx_http_mcp_metrics_start(ctx->conf);
+
+    if (pctx->started) {
+        cln = ngx_pool_cleanup_add(ctx->request->pool, 0);
+        if (cln == NULL) {
+            *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+            return NGX_DECLINED;
+        }
+
+        cln->handler = ngx_http_mcp_proxy_counted;
+        cln->data = pctx;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_mcp_proxy_counted(void *data)
+{
+    ngx_http_mcp_proxy_ctx_t  *pctx = data;
+
+    ngx_http_mcp_metrics_gateway(pctx->ctx->request, &pctx->ctx->msgs,
+                                 pctx->started, NGX_OK, 1);
 }
 
 

@@ -130,6 +130,30 @@ struct ngx_http_mcp_stdio_child_s {
 };
 
 
+/*
+ * What the edge does to a stdio location's messages, as to a gateway's
+ * (src/edge sets the entries at configuration, as a higher layer sets a
+ * hook: no include, no symbol; ngx_http_mcp_stdio_steps.c holds the
+ * defaults, which pass everything):
+ *
+ * request: a POST's body, read, before anything goes to a child: NGX_OK
+ *     (*body may be replaced: what the child is to get), or NGX_DECLINED
+ *     with *rc the value to finalize the request with, its refusal sent
+ *     (the tool policy, the caller's scopes, guardrails, input limits);
+ * reply: the child's reply, under the client's id, before it is sent:
+ *     it may be changed (tools the policy hides taken out, a guardrail's
+ *     redaction); NGX_ERROR: not to be sent.
+ */
+typedef struct {
+    ngx_int_t                  (*request)(ngx_http_request_t *r,
+                                          ngx_str_t *body, ngx_int_t *rc);
+    ngx_int_t                  (*reply)(ngx_http_request_t *r,
+                                        cJSON *reply);
+} ngx_http_mcp_stdio_steps_t;
+
+extern ngx_http_mcp_stdio_steps_t  ngx_http_mcp_stdio_steps;
+
+
 /* the process layer: what the module asks of it */
 ngx_http_mcp_stdio_child_t *ngx_http_mcp_stdio_spawn(
     ngx_http_mcp_stdio_pool_t *pool);

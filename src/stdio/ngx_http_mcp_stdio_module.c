@@ -266,6 +266,7 @@ ngx_http_mcp_stdio_body(ngx_http_request_t *r)
     size_t                          len;
     cJSON                          *root, *method, *id, *params, *meta;
     ngx_int_t                       rc;
+    ngx_str_t                       text;
     ngx_chain_t                    *cl;
     const char                     *error;
     ngx_table_elt_t                *h;
@@ -301,6 +302,18 @@ ngx_http_mcp_stdio_body(ngx_http_request_t *r)
     for (cl = r->request_body->bufs; cl; cl = cl->next) {
         p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
     }
+
+    /* the edge's refusals and the gateway's checks, as for mcp_pass */
+    text.data = body;
+    text.len = len;
+
+    if (ngx_http_mcp_stdio_steps.request(r, &text, &rc) != NGX_OK) {
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    body = text.data;
+    len = text.len;
 
     req = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_stdio_req_t));
     cln = ngx_pool_cleanup_add(r->pool, 0);
@@ -835,6 +848,13 @@ ngx_http_mcp_stdio_respond(ngx_http_mcp_stdio_req_t *req, cJSON *reply)
            != NGX_OK)
     {
         ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    /* what mcp_pass reads of a reply: the policy, guardrails, outcome */
+    if (ngx_http_mcp_stdio_steps.reply(r, reply) != NGX_OK) {
+        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "The stdio server's reply was refused");
         return;
     }
 
@@ -1489,6 +1509,7 @@ ngx_http_mcp_stdio(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_str_t                 *value, *arg;
     ngx_uint_t                 i;
     ngx_file_info_t            fi;
+    ngx_http_mcp_loc_conf_t   *mlcf;
     ngx_http_core_loc_conf_t  *clcf;
 
     if (slcf->args != NULL) {
@@ -1531,6 +1552,11 @@ ngx_http_mcp_stdio(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_http_mcp_stdio_handler;
+
+    /* the edge parses its POSTs, as a gateway's: variables, checks */
+    mlcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_mcp_module);
+    mlcf->enable = 1;
+    mlcf->stdio = 1;
 
     return NGX_CONF_OK;
 }

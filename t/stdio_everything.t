@@ -364,12 +364,17 @@ is($c->finish, 0, 'the second child exits too');
 
 # --- behind nginx: the sessionless mcp_stdio pool, beside the built-in set -----------
 
+# in the environment of this test's children: the check for leftovers
+# finds them, not another test's running beside it
+my $MARK = McpTest::process_mark('stdio_everything');
+
 my $t = McpTest->new(
     workers  => 2,
     fixtures => 1,
     server   => <<"NGX",
         location = /mcp {
             mcp_stdio $NODE $SERVER --npm $NPM;
+            mcp_stdio_env $MARK;
             mcp_stdio_pool size=2;
             mcp_stdio_timeout 10s;
             mcp_stdio_stderr notice;
@@ -485,7 +490,8 @@ my ($last) = grep { defined $_->{id} } @{ $r->{messages} };
 like($last->{result}{content}[0]{text} // '', qr/progress executed/, '... and the result last');
 
 $t->stop;
-my @left = grep { /\Q$SERVER\E/ } `ps -eo args=`;
-ok(!@left, 'nginx -s quit: no child of this test left') or diag @left;
+my @left = McpTest::marked_pids($MARK);
+ok(!@left, 'nginx -s quit: no child of this test left')
+    or diag map { (McpTest::_slurp("/proc/$_/cmdline") // '') . "\n" } @left;
 
 done_testing;

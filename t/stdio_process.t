@@ -28,6 +28,9 @@ my $REPORT = q{for f in /proc/$$/fd/*; do echo "fd:${f##*/}" >&2; done;}
 my $FLOOD  = q{i=0; while [ $i -lt 300 ]; do echo "flood $i" >&2; i=$((i+1)); done;}
            . q{ printf "%0700d\n" 7 >&2; exec sleep 30};
 
+# in the environment of /bound's children, to count them and no others
+my $BOUND_MARK = McpTest::process_mark('stdio_process');
+
 # answers initialize, then nothing: not even a ping
 my $MUTE = q~require("readline").createInterface({ input: process.stdin }).on("line", function (l) {~
          . q~ var m = JSON.parse(l); if (m.method === "initialize") console.log(JSON.stringify(~
@@ -73,6 +76,7 @@ my $t = McpTest->new(
         }
         location = /bound {
             mcp_stdio /bin/sleep 30;
+            mcp_stdio_env $BOUND_MARK;
             mcp_stdio_pool size=1 total=1;
             mcp_stdio_timeout 2s;
         }
@@ -183,7 +187,7 @@ for my $i (1 .. 8) {
     $slowest = $d if !defined $slowest || $d > $slowest;
     $codes{ $x->{json}{error}{code} // 'none' }++;
 }
-my $bound_children = () = `ps -eo args=` =~ m{^/bin/sleep 30$}mg;
+my $bound_children = () = McpTest::marked_pids($BOUND_MARK);
 cmp_ok($bound_children, '<=', 1, 'total=1: at most one child across the two workers');
 ok(!$codes{none}, 'total=1: every request answered with a JSON-RPC error, none hangs')
     or diag explain \%codes;

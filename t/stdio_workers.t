@@ -20,12 +20,17 @@ plan skip_all => $why if $why;
 my $NODE = Cwd::abs_path(node_bin());
 my $EV   = Cwd::abs_path(npm_dir() . '/node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 
+# a mark in the children's environment: the orphan check below finds this
+# test's children only, not those of another test running beside it
+my $MARK = McpTest::process_mark('stdio_workers');
+
 my $t = McpTest->new(
     workers => 4,
     server  => <<"NGX",
         location = /mcp {
             mcp_stdio $NODE $EV stdio;
             mcp_stdio_pool size=2 total=6;
+            mcp_stdio_env $MARK;
             mcp_stdio_timeout 20s;
         }
 NGX
@@ -106,9 +111,11 @@ is($after, 4, 'after the reloads: calls served by the new workers\' children');
 ok(!grep({ $_->[1] =~ /Z/ } @c), 'after the reloads: no zombie (' . scalar(@c) . ' children)');
 
 my @last = map { $_->[0] } @c;
+is(scalar(McpTest::marked_pids($MARK)), scalar(@c), 'the mark is in each child\'s environment, and in nothing else (' . scalar(@c) . ')');
 $t->stop;
 ok(!grep({ kill 0, $_ } @last), 'nginx -s quit: no child left');
-my @orphans = grep { /\Q$EV\E/ } `ps -eo args=`;
-ok(!@orphans, 'no server-everything of this test anywhere') or diag @orphans;
+my @orphans = McpTest::marked_pids($MARK);
+ok(!@orphans, 'no child of this test anywhere (its mark in no process\'s environment)')
+    or diag map { (McpTest::_slurp("/proc/$_/cmdline") // '') . "\n" } @orphans;
 
 done_testing;

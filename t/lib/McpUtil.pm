@@ -23,7 +23,7 @@ our @CARP_NOT = ('McpTest');
 our @EXPORT_OK = qw(_now wait_until _slurp _spew _number_lines
                     _run_capture _set_parent_death_signal _port_open
                     rss_kb _children_of _children_pids _alive _forget_pid
-                    _wait_pid _describe_status);
+                    _wait_pid _describe_status process_mark marked_pids);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 sub _now { Time::HiRes::time() }
@@ -162,6 +162,20 @@ sub _alive {
 }
 
 sub _children_pids { map { $_->{pid} } _children_of($_[0]) }
+
+# A mark to put in the environment of what a test starts (mcp_stdio_env
+# takes it as NAME=VALUE), and the processes that carry it: a check for
+# leftovers then finds this test's processes, not those of another test
+# that runs the same program beside it (prove -j).
+sub process_mark { "MCP_TEST_MARK=$_[0]-$$-" . int(_now() * 1000) }
+
+sub marked_pids {
+    my ($mark) = @_;
+    return grep {
+        my $env = _slurp("/proc/$_/environ") // '';
+        index("\0$env\0", "\0$mark\0") >= 0;
+    } map { m{^/proc/(\d+)$} ? $1 : () } glob '/proc/[0-9]*';
+}
 
 # The wait status of child $pid within $timeout s, undef if it still
 # runs.  A status reaped by an earlier call is kept for the next ones

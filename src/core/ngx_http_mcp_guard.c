@@ -27,6 +27,7 @@
 #include "ngx_http_mcp_guard.h"
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_needle.h"
 
 /* x86-64 always has SSE2: sixteen bytes of a raw text a step */
 #if (defined __SSE2__ && defined __GNUC__)
@@ -35,11 +36,6 @@
 #else
 #define NGX_HTTP_MCP_GUARD_SSE2  0
 #endif
-
-
-#define ngx_http_mcp_guard_alnum(c)                                           \
-    (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z')                \
-     || ((c) >= 'A' && (c) <= 'Z'))
 
 
 /* what ngx_http_mcp_jsonrpc_tools() hands each listed tool */
@@ -67,12 +63,6 @@ static ngx_int_t ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set,
     ngx_str_t *text, ngx_log_t *log);
 static ngx_int_t ngx_http_mcp_guard_needle(ngx_conf_t *cf,
     ngx_regex_t *re, ngx_str_t *pattern, ngx_http_mcp_guard_needle_t *nd);
-static void ngx_http_mcp_guard_literal(ngx_str_t *pattern, u_char *buf,
-    ngx_str_t *best);
-static void ngx_http_mcp_guard_run(ngx_str_t *best, u_char **run,
-    size_t *n, ngx_uint_t *lit);
-static u_char *ngx_http_mcp_guard_skip(u_char *p, u_char *last,
-    u_char close);
 static ngx_uint_t ngx_http_mcp_guard_found(ngx_http_mcp_guard_needle_t *nd,
     u_char *s, size_t len, u_char *first);
 static ngx_uint_t ngx_http_mcp_guard_plain(u_char *p, size_t len);
@@ -220,10 +210,13 @@ ngx_http_mcp_guard_set_directive(ngx_conf_t *cf, ngx_command_t *cmd,
             return NGX_CONF_ERROR;
         }
 
-        /* patterns that look for one byte look for it once */
+        /*
+         * patterns that look for one byte look for it once; a caseless
+         * needle looks for its byte in both cases on its own
+         */
         nd->bit = 64;
 
-        if (nd->data != NULL) {
+        if (nd->data != NULL && !nd->caseless) {
             c = nd->data[nd->rare];
 
             for (n = 0; n < (ngx_int_t) set->nrare; n++) {
@@ -1172,7 +1165,7 @@ ngx_http_mcp_guard_context_free(ngx_str_t *pattern)
         if (c == '(' && p + 1 < last && p[1] == '?') {
             for (q = p + 2;
                  q < last
-                 && (ngx_http_mcp_guard_alnum(*q) || *q == '-' || *q == '^');
+                 && (ngx_http_mcp_needle_alnum(*q) || *q == '-' || *q == '^');
                  q++)
             {
                 if (*q == 'x') {
@@ -1295,13 +1288,25 @@ ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set, ngx_str_t *text,
 
     for (i = 0; i < set->regexes.nelts; i++) {
 
-        if (nd[i].data != NULL
-            && ((nd[i].bit < 64 && first[nd[i].bit] == NULL)
-                || !ngx_http_mcp_guard_found(&nd[i], text->data, text->len,
-                                             (nd[i].bit < 64)
-                                             ? first[nd[i].bit] : NULL)))
-        {
-            continue;
+        if (nd[i].data != NULL) {
+
+            if (nd[i].caseless) {
+                if (!ngx_http_mcp_needle_caseless(nd[i].data, nd[i].len,
+                                                  nd[i].rare, text->data,
+                                                  text->len))
+                {
+                    continue;
+                }
+
+            } else if ((nd[i].bit < 64 && first[nd[i].bit] == NULL)
+                       || !ngx_http_mcp_guard_found(&nd[i], text->data,
+                                                    text->len,
+                                                    (nd[i].bit < 64)
+                                                    ? first[nd[i].bit]
+                                                    : NULL))
+            {
+                continue;
+            }
         }
 
         n = ngx_regex_exec(re[i].regex, text, NULL, 0);
@@ -1326,10 +1331,13 @@ ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set, ngx_str_t *text,
 
 /*
  * A pattern's needle: its longest run of literal characters that every
- * match holds, read from the pattern by ngx_http_mcp_guard_literal();
- * or, with none, the first byte of every match as the library knows it,
- * when no "(?" or "(*" can have made it caseless.  The byte of the run
- * looked for first is the one least often met in text.
+ * match holds, read from the pattern by ngx_http_mcp_needle_literal()
+ * (caseless after a leading "(?i)": then in lower case, looked for in
+ * any case); or, with none, the first byte of every match as the
+ * library knows it, when no "(?" or "(*" can have made it caseless.
+ * The byte of the run looked for first is the one least often met in
+ * text.  Options that change how the pattern reads (extended, literal)
+ * give none.
  */
 
 static ngx_int_t
@@ -1339,9 +1347,9 @@ ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
     u_char     *buf;
     size_t      i;
     ngx_str_t   best;
-    ngx_uint_t  score, rarest;
+    ngx_uint_t  score, rarest, caseless, unicode;
 #if (NGX_PCRE2)
-    uint32_t    type, unit;
+    uint32_t    type, unit, options;
 #endif
 
     /*
@@ -1357,7 +1365,21 @@ ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
         return NGX_ERROR;
     }
 
-    ngx_http_mcp_guard_literal(pattern, buf, &best);
+#if (NGX_PCRE2)
+    if (pcre2_pattern_info(re, PCRE2_INFO_ALLOPTIONS, &options) != 0
+        || (options & (PCRE2_EXTENDED|PCRE2_EXTENDED_MORE|PCRE2_LITERAL)))
+    {
+        return NGX_OK;
+    }
+
+    caseless = (options & PCRE2_CASELESS) ? 1 : 0;
+    unicode = (options & (PCRE2_UTF|PCRE2_UCP)) ? 1 : 0;
+#else
+    caseless = 0;
+    unicode = 1;
+#endif
+
+    ngx_http_mcp_needle_literal(pattern, buf, &best, &caseless, unicode);
 
 #if (NGX_PCRE2)
     /* an option set in the pattern ("(?i)") may make the byte caseless */
@@ -1369,7 +1391,7 @@ ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
         }
     }
 
-    if (best.len == 0 && i + 1 >= pattern->len
+    if (best.len == 0 && i + 1 >= pattern->len && !caseless
         && pcre2_pattern_info(re, PCRE2_INFO_FIRSTCODETYPE, &type) == 0
         && type == 1
         && pcre2_pattern_info(re, PCRE2_INFO_FIRSTCODEUNIT, &unit) == 0
@@ -1387,6 +1409,7 @@ ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
 
     nd->data = best.data;
     nd->len = best.len;
+    nd->caseless = caseless;
     rarest = 0;
 
     for (i = 0; i < best.len; i++) {
@@ -1404,269 +1427,6 @@ ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
     }
 
     return NGX_OK;
-}
-
-
-/*
- * The longest run of literal characters at the top level of a pattern,
- * none of them quantified, into buf: each match holds it.  Read to be
- * sure, not to find much: any construct this does not follow (a "(?"
- * other than "(?:", a verb, \Q, \E, an alternation at the top level, a
- * POSIX class) gives no run at all, and an escape of a letter or digit
- * ends a run, with what such an escape takes after it (\x41, \p{Lu},
- * \k<name>, \cA) skipped.  A quantifier takes the character before it
- * out of its run.  Groups, classes, dots and assertions end a run.
- */
-
-static void
-ngx_http_mcp_guard_literal(ngx_str_t *pattern, u_char *buf, ngx_str_t *best)
-{
-    u_char      c, *p, *last, *run;
-    size_t      n;
-    ngx_uint_t  depth, lit;
-
-    p = pattern->data;
-    last = p + pattern->len;
-
-    best->data = buf;
-    best->len = 0;
-
-    run = buf;
-    n = 0;
-    depth = 0;
-    lit = 0;
-
-    while (p < last) {
-        c = *p++;
-
-        if (c == '\\') {
-            if (p == last) {
-                goto none;
-            }
-
-            c = *p++;
-
-            if (c < 0x80 && !ngx_http_mcp_guard_alnum(c)) {
-                /* an escaped sign is that sign */
-                if (depth == 0) {
-                    run[n++] = c;
-                    lit = 1;
-                }
-
-                continue;
-            }
-
-            if (c == 'Q' || c == 'E') {
-                goto none;
-            }
-
-            if (depth == 0) {
-                ngx_http_mcp_guard_run(best, &run, &n, &lit);
-            }
-
-            /* what the escape takes after it */
-            switch (c) {
-
-            case 'c':
-                p++;
-                break;
-
-            case 'x':
-            case 'o':
-            case 'N':
-            case 'p':
-            case 'P':
-            case 'g':
-            case 'k':
-                if (p < last && (*p == '{' || *p == '<' || *p == '\'')) {
-                    p = ngx_http_mcp_guard_skip(p + 1, last,
-                                                (*p == '{') ? '}'
-                                                : (*p == '<') ? '>' : '\'');
-                    if (p == NULL) {
-                        goto none;
-                    }
-
-                    break;
-                }
-
-                if (c == 'p' || c == 'P') {
-                    p++;
-                    break;
-                }
-
-                while (p < last
-                       && (ngx_http_mcp_guard_alnum(*p)
-                           || *p == '+' || *p == '-'))
-                {
-                    p++;
-                }
-
-                break;
-
-            default:
-                while (c >= '0' && c <= '9' && p < last
-                       && *p >= '0' && *p <= '9')
-                {
-                    p++;
-                }
-            }
-
-            if (p > last) {
-                goto none;
-            }
-
-            continue;
-        }
-
-        if (c == '[') {
-            if (depth == 0) {
-                ngx_http_mcp_guard_run(best, &run, &n, &lit);
-            }
-
-            if (p < last && *p == '^') {
-                p++;
-            }
-
-            if (p < last && *p == ']') {
-                p++;
-            }
-
-            for ( ;; ) {
-                if (p >= last || *p == '[') {
-                    goto none;
-                }
-
-                if (*p == '\\') {
-                    if (p + 1 >= last || p[1] == 'Q' || p[1] == 'E') {
-                        goto none;
-                    }
-
-                    p += 2;
-                    continue;
-                }
-
-                if (*p++ == ']') {
-                    break;
-                }
-            }
-
-            continue;
-        }
-
-        if (c == '(') {
-            if (p < last && (*p == '*' || (*p == '?' && (p + 1 == last
-                                                         || p[1] != ':'))))
-            {
-                goto none;
-            }
-
-            if (depth == 0) {
-                ngx_http_mcp_guard_run(best, &run, &n, &lit);
-            }
-
-            depth++;
-            continue;
-        }
-
-        if (c == ')') {
-            if (depth == 0) {
-                goto none;
-            }
-
-            depth--;
-            continue;
-        }
-
-        if (c == '|') {
-            if (depth == 0) {
-                goto none;
-            }
-
-            continue;
-        }
-
-        if (depth > 0) {
-            continue;
-        }
-
-        if (c == '*' || c == '+' || c == '?' || c == '{') {
-
-            if (c == '{') {
-                /* {n}, {n,}, {n,m}, {,m}, spaces in them: else a sign */
-                while (p < last
-                       && ((*p >= '0' && *p <= '9') || *p == ','
-                           || *p == ' ' || *p == '\t'))
-                {
-                    p++;
-                }
-
-                if (p == last) {
-                    goto none;
-                }
-
-                if (*p == '}') {
-                    p++;
-
-                } else {
-                    /* "{" as a sign: the run ends, nothing is taken out */
-                    ngx_http_mcp_guard_run(best, &run, &n, &lit);
-                    continue;
-                }
-            }
-
-            if (lit) {
-                n--;
-            }
-
-            ngx_http_mcp_guard_run(best, &run, &n, &lit);
-            continue;
-        }
-
-        if (c == '.' || c == '^' || c == '$') {
-            ngx_http_mcp_guard_run(best, &run, &n, &lit);
-            continue;
-        }
-
-        run[n++] = c;
-        lit = 1;
-    }
-
-    if (depth == 0) {
-        ngx_http_mcp_guard_run(best, &run, &n, &lit);
-        return;
-    }
-
-none:
-
-    best->len = 0;
-}
-
-
-/* the run ends: the longest so far is kept, the next begins after it */
-
-static void
-ngx_http_mcp_guard_run(ngx_str_t *best, u_char **run, size_t *n,
-    ngx_uint_t *lit)
-{
-    if (*n > best->len) {
-        best->data = *run;
-        best->len = *n;
-    }
-
-    *run += *n;
-    *n = 0;
-    *lit = 0;
-}
-
-
-/* past the first close in [p, last), or NULL */
-
-static u_char *
-ngx_http_mcp_guard_skip(u_char *p, u_char *last, u_char close)
-{
-    p = ngx_strlchr(p, last, close);
-
-    return (p != NULL) ? p + 1 : NULL;
 }
 
 

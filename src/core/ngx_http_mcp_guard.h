@@ -45,8 +45,9 @@ typedef struct {
 
 /*
  * Bytes every match of a pattern holds (a run of its literal characters,
- * or the first byte the library knows of a match): a text without them
- * is not run through the pattern
+ * or the first byte the library knows of a match), in any case of their
+ * ASCII letters for a caseless pattern: a text without them is not run
+ * through the pattern
  */
 typedef struct {
     u_char                    *data;        /* NULL: none known */
@@ -54,6 +55,8 @@ typedef struct {
     size_t                     rare;        /* the byte of it looked for */
     ngx_uint_t                 bit;         /* that byte in set->rare, or
                                                64: not there */
+    ngx_uint_t                 caseless;    /* data in lower case, looked
+                                               for in any case */
 } ngx_http_mcp_guard_needle_t;
 
 typedef struct {

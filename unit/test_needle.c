@@ -145,6 +145,50 @@ test_caseless(void)
     ngx_unit_found("a[b", "A{B", 0, "[ and { are not a case pair");
     ngx_unit_found("ab", "\xc1\xc2", 0, "bytes outside ASCII are not folded");
     ngx_unit_found("x", "X", 1, "one byte");
+    ngx_unit_found("a@b", "xxxxxxxxxxxxxxxxxxxxA`BxxxxxxxxxxxxA@B", 1,
+                   "a near miss in a long text, then a match");
+    ngx_unit_found("a", "``````````````````````````````````", 0,
+                   "bytes that fold like a letter are not one");
+}
+
+
+/* the needle at every place of a text, and the text's end after it */
+
+static void
+test_caseless_places(void)
+{
+    u_char      text[128];
+    size_t      pad, len, rare, fails;
+    const char *needle;
+
+    needle = "you are now";
+    len = strlen(needle);
+    fails = 0;
+
+    for (pad = 0; pad + len + 8 <= sizeof(text); pad++) {
+        ngx_memset(text, '.', sizeof(text));
+
+        for (rare = 0; rare < len; rare++) {
+            /* "YoU aRe NoW" at pad, the text ending 0 to 7 bytes after */
+            ngx_memcpy(text + pad, "YoU aRe NoW", len);
+
+            fails += !ngx_http_mcp_needle_caseless((u_char *) needle, len,
+                                                   rare, text,
+                                                   pad + len + (pad % 8));
+
+            /* its last byte off, or cut one short: none */
+            text[pad + len - 1] = 'T';
+
+            fails += ngx_http_mcp_needle_caseless((u_char *) needle, len,
+                                                  rare, text,
+                                                  pad + len + (pad % 8));
+
+            fails += ngx_http_mcp_needle_caseless((u_char *) needle, len,
+                                                  rare, text, pad + len - 1);
+        }
+    }
+
+    CHECK_INT(fails, 0, "the needle at every place, every byte looked for");
 }
 
 
@@ -409,6 +453,7 @@ main(void)
 {
     test_literal();
     test_caseless();
+    test_caseless_places();
     test_against_pcre2();
 
     return ngx_unit_done("test_needle");

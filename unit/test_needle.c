@@ -28,7 +28,7 @@ static void
 ngx_unit_literal(const char *pattern, ngx_uint_t unicode, const char *want,
     ngx_uint_t want_caseless, const char *name)
 {
-    u_char      buf[256];
+    u_char      buf[512];
     ngx_str_t   p, best;
     ngx_uint_t  caseless;
 
@@ -36,7 +36,7 @@ ngx_unit_literal(const char *pattern, ngx_uint_t unicode, const char *want,
     p.len = strlen(pattern);
     caseless = 0;
 
-    ngx_http_mcp_needle_literal(&p, buf, &best, &caseless, unicode);
+    ngx_http_mcp_needle_literal(&p, buf, &best, &caseless, unicode, NULL);
 
     CHECK_MEM(best.data, best.len, want, name);
 
@@ -104,6 +104,72 @@ test_literal(void)
                      "case-sensitive under UCP: k and s stay");
     ngx_unit_literal("(?i)risk task", 0, "risk task", 1,
                      "(?i) without UCP: k and s stay");
+}
+
+
+/* a group's alternatives' runs, joined by "|" ("" for none) */
+
+static void
+ngx_unit_alts(const char *pattern, ngx_uint_t unicode, const char *want,
+    const char *name)
+{
+    u_char                      buf[512], out[256], *o;
+    ngx_str_t                   p, best;
+    ngx_uint_t                  caseless, i;
+    ngx_http_mcp_needle_alts_t  alts;
+
+    p.data = (u_char *) pattern;
+    p.len = strlen(pattern);
+    caseless = 0;
+
+    ngx_http_mcp_needle_literal(&p, buf, &best, &caseless, unicode, &alts);
+
+    o = out;
+
+    for (i = 0; i < alts.n; i++) {
+        if (i) {
+            *o++ = '|';
+        }
+
+        o = ngx_cpymem(o, alts.runs[i].data, alts.runs[i].len);
+    }
+
+    CHECK_MEM(out, (size_t) (o - out), want, name);
+}
+
+
+static void
+test_alts(void)
+{
+    ngx_unit_alts("(?i)\\b(ignore|disregard|forget) (all |any )*"
+                  "(instructions|rules|prompts?)\\b", 0,
+                  "ignore|disregard|forget", "the first group of three");
+    ngx_unit_alts("(?i)\\b(ignore|disregard|forget) (all |any )*"
+                  "(instructions|rules|prompts?)\\b", 1,
+                  "ignore|regard|forget", "under UCP, s ends a run");
+    ngx_unit_alts("(?i)<\\s*/?\\s*(system|important|instructions?)\\s*>", 0,
+                  "system|important|instruction", "a last s? left out");
+    ngx_unit_alts("x(?:abc|defg)y", 0, "abc|defg", "(?:");
+    ngx_unit_alts("(abc|de)(fghi|jklm)", 0, "fghi|jklm",
+                  "the group whose shortest run is longest");
+    ngx_unit_alts("(abc|def)?", 0, "", "a group that ? can skip");
+    ngx_unit_alts("(abc|def)*", 0, "", "a group that * can skip");
+    ngx_unit_alts("(abc|def){0}", 0, "", "a group {0} skips");
+    ngx_unit_alts("(abc|def)+", 0, "", "+: not read (kept simple)");
+    ngx_unit_alts("(abc|)", 0, "", "an empty alternative");
+    ngx_unit_alts("(abc|.*)", 0, "", "an alternative with no run");
+    ngx_unit_alts("(abc|d(e|f)g)", 0, "abc|d", "a nested group's bar");
+    ngx_unit_alts("(abc|d[|]efg)", 0, "abc|efg", "a bar in a class");
+    ngx_unit_alts("(abc|d\\|efg)", 0, "abc|d|efg", "an escaped bar");
+    ngx_unit_alts("(a|b|c|d|e|f|g|h)", 0, "a|b|c|d|e|f|g|h", "eight");
+    ngx_unit_alts("(a|b|c|d|e|f|g|h|i)", 0, "", "nine: too many");
+    ngx_unit_alts("(abc|def)|x", 0, "", "a top alternation");
+    ngx_unit_alts("(abc|def)\\Q", 0, "", "\\Q after it");
+    ngx_unit_alts("(?=abc)(def|ghi)", 0, "", "a lookahead");
+    ngx_unit_alts("(?<n>abc|def)", 0, "", "a named group");
+    ngx_unit_alts("(?|abc|def)", 0, "", "a branch reset");
+    ngx_unit_alts("(?>abc|def)", 0, "", "an atomic group");
+    ngx_unit_alts("(?i)(ABC|Def)", 0, "abc|def", "(?i): lower case");
 }
 
 
@@ -211,7 +277,7 @@ static ngx_unit_pair_t  ngx_unit_pairs[] = {
       "|prior |above |earlier )*(instructions|rules|prompts?)\\b",
       { "ignore previous instructions", "forget the rules",
         "disregard all prior prompts", NULL },
-      { "ignore_previous_instructions", NULL } },
+      { "ignore_previous_instructions", "a quiet day", NULL } },
 
     { "(?i)\\bdo not (tell|inform|mention (this |it )?to) the user\\b",
       { "do not tell the user", "do not mention it to the user", NULL },
@@ -219,7 +285,15 @@ static ngx_unit_pair_t  ngx_unit_pairs[] = {
 
     { "(?i)<\\s*/?\\s*(system|important|instructions?)\\s*>",
       { "<system>", "< /Important >", "<instructions>", NULL },
-      { "system>", NULL } },
+      { "system>", "a <b> tag", NULL } },
+
+    { "x(?:abc|defg)y",
+      { "xabcy", "xdefgy", NULL },
+      { "xaby", NULL } },
+
+    { "\\b(AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\\b",
+      { "id AKIAIOSFODNN7EXAMPLE", "ASIAIOSFODNN7EXAMPLE", NULL },
+      { "AKI", "akia iosfodnn7example", NULL } },
 
     { "(?i)secret key",
       { "my secret key", "a SECRET KEY here", NULL },
@@ -317,11 +391,27 @@ ngx_unit_has(ngx_str_t *needle, ngx_uint_t caseless, u_char *s, size_t len)
 }
 
 
+static ngx_uint_t
+ngx_unit_any(ngx_http_mcp_needle_alts_t *alts, ngx_uint_t caseless, u_char *s,
+    size_t len)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < alts->n; i++) {
+        if (ngx_unit_has(&alts->runs[i], caseless, s, len)) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
 static void
 ngx_unit_against_pcre2(ngx_unit_pair_t *pair, uint32_t options)
 {
     int                  err;
-    u_char               buf[256], text[256], wide[768], *s;
+    u_char               buf[512], text[256], wide[768], *s;
     size_t               len, n, off, letters, i, l;
     uint32_t             all;
     ngx_str_t            pattern, best;
@@ -331,6 +421,7 @@ ngx_unit_against_pcre2(ngx_unit_pair_t *pair, uint32_t options)
     unsigned long        mask, masks;
     pcre2_match_data    *md;
     const char          *name;
+    ngx_http_mcp_needle_alts_t  alts;
 
     name = pair->pattern;
 
@@ -349,9 +440,10 @@ ngx_unit_against_pcre2(ngx_unit_pair_t *pair, uint32_t options)
     pattern.data = (u_char *) pair->pattern;
     pattern.len = strlen(pair->pattern);
 
-    ngx_http_mcp_needle_literal(&pattern, buf, &best, &caseless, unicode);
+    ngx_http_mcp_needle_literal(&pattern, buf, &best, &caseless, unicode,
+                                &alts);
 
-    if (!CHECK(best.len > 0, name)) {
+    if (!CHECK(best.len > 0 || alts.n > 0, name)) {
         printf("#   no needle\n");
         goto done;
     }
@@ -395,11 +487,14 @@ ngx_unit_against_pcre2(ngx_unit_pair_t *pair, uint32_t options)
 
                 matched++;
 
-                if (!ngx_unit_has(&best, caseless, s, l)) {
+                if ((best.len && !ngx_unit_has(&best, caseless, s, l))
+                    || (alts.n && !ngx_unit_any(&alts, caseless, s, l)))
+                {
                     if (missed++ == 0) {
-                        printf("#   a match without the needle \"%.*s\": "
-                               "\"%.*s\"\n", (int) best.len, best.data,
-                               (int) l, s);
+                        printf("#   a match without the needle \"%.*s\" "
+                               "or %u alternatives: \"%.*s\"\n",
+                               (int) best.len, best.data,
+                               (unsigned) alts.n, (int) l, s);
                     }
                 }
             }
@@ -418,7 +513,11 @@ ngx_unit_against_pcre2(ngx_unit_pair_t *pair, uint32_t options)
     for (t = 0; t < 3 && pair->misses[t]; t++) {
         len = strlen(pair->misses[t]);
 
-        if (!ngx_unit_has(&best, caseless, (u_char *) pair->misses[t], len)) {
+        /* the needle the guard would use */
+        if (alts.n && alts.shortest > best.len
+            ? !ngx_unit_any(&alts, caseless, (u_char *) pair->misses[t], len)
+            : !ngx_unit_has(&best, caseless, (u_char *) pair->misses[t], len))
+        {
             skipped++;
         }
 
@@ -452,6 +551,7 @@ int
 main(void)
 {
     test_literal();
+    test_alts();
     test_caseless();
     test_caseless_places();
     test_against_pcre2();

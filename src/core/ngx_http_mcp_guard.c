@@ -63,6 +63,11 @@ static ngx_int_t ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set,
     ngx_str_t *text, ngx_log_t *log);
 static ngx_int_t ngx_http_mcp_guard_needle(ngx_conf_t *cf,
     ngx_regex_t *re, ngx_str_t *pattern, ngx_http_mcp_guard_needle_t *nd);
+static void ngx_http_mcp_guard_bit(ngx_http_mcp_guard_set_t *set,
+    ngx_http_mcp_guard_needle_t *nd);
+static size_t ngx_http_mcp_guard_rare(u_char *data, size_t len);
+static ngx_uint_t ngx_http_mcp_guard_any(ngx_http_mcp_guard_needle_t *nd,
+    ngx_str_t *text, u_char **first);
 static ngx_uint_t ngx_http_mcp_guard_found(ngx_http_mcp_guard_needle_t *nd,
     u_char *s, size_t len, u_char *first);
 static ngx_uint_t ngx_http_mcp_guard_plain(u_char *p, size_t len);
@@ -210,30 +215,48 @@ ngx_http_mcp_guard_set_directive(ngx_conf_t *cf, ngx_command_t *cmd,
             return NGX_CONF_ERROR;
         }
 
-        /*
-         * patterns that look for one byte look for it once; a caseless
-         * needle looks for its byte in both cases on its own
-         */
-        nd->bit = 64;
+        ngx_http_mcp_guard_bit(set, nd);
 
-        if (nd->data != NULL && !nd->caseless) {
-            c = nd->data[nd->rare];
-
-            for (n = 0; n < (ngx_int_t) set->nrare; n++) {
-                if (set->rare[n] == c) {
-                    break;
-                }
-            }
-
-            if (n < 64) {
-                set->rare[n] = c;
-                set->nrare = ngx_max(set->nrare, (ngx_uint_t) n + 1);
-                nd->bit = n;
-            }
+        for (n = 0; n < (ngx_int_t) nd->nalts; n++) {
+            ngx_http_mcp_guard_bit(set, &nd->alts[n]);
         }
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * Needles that look for one byte look for it once a text (set->rare);
+ * a caseless needle looks for its byte in both cases on its own
+ */
+
+static void
+ngx_http_mcp_guard_bit(ngx_http_mcp_guard_set_t *set,
+    ngx_http_mcp_guard_needle_t *nd)
+{
+    u_char      c;
+    ngx_uint_t  n;
+
+    nd->bit = 64;
+
+    if (nd->data == NULL || nd->caseless) {
+        return;
+    }
+
+    c = nd->data[nd->rare];
+
+    for (n = 0; n < set->nrare; n++) {
+        if (set->rare[n] == c) {
+            break;
+        }
+    }
+
+    if (n < 64) {
+        set->rare[n] = c;
+        set->nrare = ngx_max(set->nrare, n + 1);
+        nd->bit = n;
+    }
 }
 
 
@@ -1307,6 +1330,11 @@ ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set, ngx_str_t *text,
             {
                 continue;
             }
+
+        } else if (nd[i].nalts > 0
+                   && !ngx_http_mcp_guard_any(&nd[i], text, first))
+        {
+            continue;
         }
 
         n = ngx_regex_exec(re[i].regex, text, NULL, 0);
@@ -1333,34 +1361,30 @@ ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set, ngx_str_t *text,
  * A pattern's needle: its longest run of literal characters that every
  * match holds, read from the pattern by ngx_http_mcp_needle_literal()
  * (caseless after a leading "(?i)": then in lower case, looked for in
- * any case); or, with none, the first byte of every match as the
- * library knows it, when no "(?" or "(*" can have made it caseless.
- * The byte of the run looked for first is the one least often met in
- * text.  Options that change how the pattern reads (extended, literal)
- * give none.
+ * any case), or the runs of a group's alternatives when the shortest of
+ * them is longer ("(ignore|forget) (the )?rules": not "rules" but one of
+ * "ignore" and "forget"); or, with neither, the first byte of every
+ * match as the library knows it, when no "(?" or "(*" can have made it
+ * caseless.  Options that change how the pattern reads (extended,
+ * literal) give none.
  */
 
 static ngx_int_t
 ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
     ngx_str_t *pattern, ngx_http_mcp_guard_needle_t *nd)
 {
-    u_char     *buf;
-    size_t      i;
-    ngx_str_t   best;
-    ngx_uint_t  score, rarest, caseless, unicode;
+    u_char                      *buf;
+    size_t                       i;
+    ngx_str_t                    best;
+    ngx_uint_t                   caseless, unicode;
+    ngx_http_mcp_needle_alts_t   alts;
 #if (NGX_PCRE2)
-    uint32_t    type, unit, options;
+    uint32_t                     type, unit, options;
 #endif
-
-    /*
-     * from the most common in JSON text on (its signs, digits, then
-     * English letters); what is not here (capitals, "@", "=") is rarer
-     */
-    static u_char  common[] = "\":, .0123456789_-/etaoinsrhldcumfpgwybvkxjqz";
 
     ngx_memzero(nd, sizeof(ngx_http_mcp_guard_needle_t));
 
-    buf = ngx_pnalloc(cf->pool, pattern->len + 1);
+    buf = ngx_pnalloc(cf->pool, 2 * pattern->len + 1);
     if (buf == NULL) {
         return NGX_ERROR;
     }
@@ -1379,7 +1403,29 @@ ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
     unicode = 1;
 #endif
 
-    ngx_http_mcp_needle_literal(pattern, buf, &best, &caseless, unicode);
+    ngx_http_mcp_needle_literal(pattern, buf, &best, &caseless, unicode,
+                                &alts);
+
+    if (alts.n > 0 && alts.shortest > best.len) {
+        nd->alts = ngx_pcalloc(cf->pool,
+                               alts.n * sizeof(ngx_http_mcp_guard_needle_t));
+        if (nd->alts == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (i = 0; i < alts.n; i++) {
+            nd->alts[i].data = alts.runs[i].data;
+            nd->alts[i].len = alts.runs[i].len;
+            nd->alts[i].rare = ngx_http_mcp_guard_rare(alts.runs[i].data,
+                                                       alts.runs[i].len);
+            nd->alts[i].bit = 64;
+            nd->alts[i].caseless = caseless;
+        }
+
+        nd->nalts = alts.n;
+
+        return NGX_OK;
+    }
 
 #if (NGX_PCRE2)
     /* an option set in the pattern ("(?i)") may make the byte caseless */
@@ -1410,23 +1456,84 @@ ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
     nd->data = best.data;
     nd->len = best.len;
     nd->caseless = caseless;
+    nd->rare = ngx_http_mcp_guard_rare(best.data, best.len);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The place in a needle of the byte looked for first: the one least
+ * often met in text
+ */
+
+static size_t
+ngx_http_mcp_guard_rare(u_char *data, size_t len)
+{
+    size_t      i, rare;
+    ngx_uint_t  score, rarest;
+
+    /*
+     * from the most common in JSON text on (its signs, digits, then
+     * English letters); what is not here (capitals, "@", "=") is rarer
+     */
+    static u_char  common[] = "\":, .0123456789_-/etaoinsrhldcumfpgwybvkxjqz";
+
+    rare = 0;
     rarest = 0;
 
-    for (i = 0; i < best.len; i++) {
+    for (i = 0; i < len; i++) {
 
         for (score = 0; score < sizeof(common) - 1; score++) {
-            if (common[score] == best.data[i]) {
+            if (common[score] == data[i]) {
                 break;
             }
         }
 
         if (score > rarest || i == 0) {
             rarest = score;
-            nd->rare = i;
+            rare = i;
         }
     }
 
-    return NGX_OK;
+    return rare;
+}
+
+
+/*
+ * whether text holds one of the runs of a needle's alternatives; first:
+ * where the set's rare bytes first are
+ */
+
+static ngx_uint_t
+ngx_http_mcp_guard_any(ngx_http_mcp_guard_needle_t *nd, ngx_str_t *text,
+    u_char **first)
+{
+    ngx_uint_t                    i;
+    ngx_http_mcp_guard_needle_t  *a;
+
+    for (i = 0; i < nd->nalts; i++) {
+        a = &nd->alts[i];
+
+        if (a->caseless) {
+            if (ngx_http_mcp_needle_caseless(a->data, a->len, a->rare,
+                                             text->data, text->len))
+            {
+                return 1;
+            }
+
+            continue;
+        }
+
+        /* memmem(): ngx_http_mcp_guard_found() stays exec()'s alone */
+        if ((a->bit == 64 || first[a->bit] != NULL)
+            && memmem(text->data, text->len, a->data, a->len) != NULL)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

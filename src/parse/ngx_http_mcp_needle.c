@@ -9,6 +9,10 @@
 #include "ngx_http_mcp_needle.h"
 
 
+static void ngx_http_mcp_needle_group(ngx_str_t *pattern, u_char *group,
+    u_char **bars, ngx_uint_t nbars, u_char *close, u_char *buf,
+    ngx_uint_t caseless, ngx_uint_t unicode,
+    ngx_http_mcp_needle_alts_t *alts);
 static void ngx_http_mcp_needle_run(ngx_str_t *best, u_char **run,
     size_t *n, ngx_uint_t *lit);
 static u_char *ngx_http_mcp_needle_skip(u_char *p, u_char *last,
@@ -32,11 +36,12 @@ static u_char *ngx_http_mcp_needle_skip(u_char *p, u_char *last,
 
 void
 ngx_http_mcp_needle_literal(ngx_str_t *pattern, u_char *buf, ngx_str_t *best,
-    ngx_uint_t *caseless, ngx_uint_t unicode)
+    ngx_uint_t *caseless, ngx_uint_t unicode,
+    ngx_http_mcp_needle_alts_t *alts)
 {
-    u_char      c, *p, *q, *last, *run;
+    u_char      c, *p, *q, *last, *run, *group, *bars[NGX_HTTP_MCP_NEEDLE_ALTS];
     size_t      n;
-    ngx_uint_t  depth, lit, i;
+    ngx_uint_t  depth, lit, i, nbars;
 
     p = pattern->data;
     last = p + pattern->len;
@@ -67,10 +72,17 @@ ngx_http_mcp_needle_literal(ngx_str_t *pattern, u_char *buf, ngx_str_t *best,
     best->data = buf;
     best->len = 0;
 
+    if (alts != NULL) {
+        alts->n = 0;
+        alts->shortest = 0;
+    }
+
     run = buf;
     n = 0;
     depth = 0;
     lit = 0;
+    group = NULL;
+    nbars = 0;
 
     while (p < last) {
         c = *p++;
@@ -198,6 +210,10 @@ ngx_http_mcp_needle_literal(ngx_str_t *pattern, u_char *buf, ngx_str_t *best,
 
             if (depth == 0) {
                 ngx_http_mcp_needle_run(best, &run, &n, &lit);
+
+                /* where its first alternative begins */
+                group = (p < last && *p == '?') ? p + 2 : p;
+                nbars = 0;
             }
 
             depth++;
@@ -209,13 +225,30 @@ ngx_http_mcp_needle_literal(ngx_str_t *pattern, u_char *buf, ngx_str_t *best,
                 goto none;
             }
 
-            depth--;
+            /* a group of the top level that no quantifier can skip */
+            if (--depth == 0 && alts != NULL
+                && (p == last || ngx_strchr("*+?{", *p) == NULL))
+            {
+                ngx_http_mcp_needle_group(pattern, group, bars, nbars, p - 1,
+                                          buf + pattern->len, *caseless,
+                                          unicode, alts);
+            }
+
             continue;
         }
 
         if (c == '|') {
             if (depth == 0) {
                 goto none;
+            }
+
+            if (depth == 1) {
+                /* too many alternatives: the group is not read */
+                if (nbars < NGX_HTTP_MCP_NEEDLE_ALTS - 1) {
+                    bars[nbars] = p - 1;
+                }
+
+                nbars++;
             }
 
             continue;
@@ -291,6 +324,67 @@ ngx_http_mcp_needle_literal(ngx_str_t *pattern, u_char *buf, ngx_str_t *best,
 none:
 
     best->len = 0;
+
+    if (alts != NULL) {
+        alts->n = 0;
+    }
+}
+
+
+/*
+ * A group's alternatives, [group, close) cut at bars, each read as a
+ * pattern of its own: when each has a run and the shortest of them is
+ * longer than that of the group kept so far, they are kept instead.  A
+ * run is written where its alternative is in the pattern, in buf (the
+ * second half of the reader's), so that the groups' runs do not meet.
+ */
+
+static void
+ngx_http_mcp_needle_group(ngx_str_t *pattern, u_char *group, u_char **bars,
+    ngx_uint_t nbars, u_char *close, u_char *buf, ngx_uint_t caseless,
+    ngx_uint_t unicode, ngx_http_mcp_needle_alts_t *alts)
+{
+    u_char      *start, *end;
+    ngx_str_t    alt, runs[NGX_HTTP_MCP_NEEDLE_ALTS];
+    ngx_uint_t   i, ci;
+    size_t       shortest;
+
+    if (nbars >= NGX_HTTP_MCP_NEEDLE_ALTS) {
+        return;
+    }
+
+    shortest = 0;
+
+    for (i = 0; i <= nbars; i++) {
+        start = (i == 0) ? group : bars[i - 1] + 1;
+        end = (i == nbars) ? close : bars[i];
+
+        alt.data = start;
+        alt.len = end - start;
+        ci = caseless;
+
+        ngx_http_mcp_needle_literal(&alt, buf + (start - pattern->data),
+                                    &runs[i], &ci, unicode, NULL);
+
+        if (runs[i].len == 0) {
+            return;
+        }
+
+        if (i == 0 || runs[i].len < shortest) {
+            shortest = runs[i].len;
+        }
+    }
+
+    if (shortest <= alts->shortest) {
+        return;
+    }
+
+    for (i = 0; i <= nbars; i++) {
+        alts->runs[i] = runs[i];
+    }
+
+    alts->n = nbars + 1;
+    alts->shortest = shortest;
 }
 
 

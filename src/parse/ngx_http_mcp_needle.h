@@ -21,16 +21,30 @@
      || ((c) >= 'A' && (c) <= 'Z'))
 
 
+#define NGX_HTTP_MCP_NEEDLE_ALTS  8
+
+
+/* a group's alternatives, a run of each: every match holds one of them */
+typedef struct {
+    ngx_str_t                  runs[NGX_HTTP_MCP_NEEDLE_ALTS];
+    ngx_uint_t                 n;           /* 0: no such group */
+    size_t                     shortest;
+} ngx_http_mcp_needle_alts_t;
+
+
 /*
  * The longest run of literal characters that every match of pattern
- * holds, into buf (pattern's length at least): best->len 0 when none is
- * known.  *caseless: in, whether the pattern is compiled caseless; out,
- * whether the run is to be looked for caselessly (then it is in lower
- * case, ASCII only).  unicode: the pattern is compiled with UTF or UCP,
- * where "k" and "s" have case partners outside ASCII.
+ * holds, into buf: best->len 0 when none is known.  *caseless: in,
+ * whether the pattern is compiled caseless; out, whether the runs are to
+ * be looked for caselessly (then they are in lower case, ASCII only).
+ * unicode: the pattern is compiled with UTF or UCP, where "k" and "s"
+ * have case partners outside ASCII.  alts (or NULL): the group at the
+ * top level whose alternatives' runs are the longest, the shortest of
+ * them counted; buf then holds twice pattern's length, else once.
  */
 void ngx_http_mcp_needle_literal(ngx_str_t *pattern, u_char *buf,
-    ngx_str_t *best, ngx_uint_t *caseless, ngx_uint_t unicode);
+    ngx_str_t *best, ngx_uint_t *caseless, ngx_uint_t unicode,
+    ngx_http_mcp_needle_alts_t *alts);
 
 /*
  * Whether s holds needle (len bytes in lower case) in any case of its

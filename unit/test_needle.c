@@ -547,6 +547,183 @@ test_against_pcre2(void)
 }
 
 
+/*
+ * Random patterns of a small grammar (letters with case partners in
+ * Unicode, signs, escapes, classes, groups with alternatives, every kind
+ * of quantifier, a leading (?i) or not) against random texts over the
+ * same letters and the Kelvin sign and the long s: no text PCRE2
+ * matches may lack the needle, in either mode
+ */
+
+static u_long  ngx_unit_seed = 38;
+
+
+static u_long
+ngx_unit_rand(u_long n)
+{
+    ngx_unit_seed = ngx_unit_seed * 6364136223846793005UL
+                    + 1442695040888963407UL;
+
+    return (ngx_unit_seed >> 33) % n;
+}
+
+
+static u_char *
+ngx_unit_item(u_char *p, ngx_uint_t depth)
+{
+    ngx_uint_t   i, n;
+    const char  *atom;
+
+    static const char  *atoms[] = {
+        "a", "A", "b", "k", "K", "s", "S", "x", " ", "-", "<",
+        "\\.", "\\-", "[ab]", "[^a]", ".", "\\s", "\\w", "\\x41"
+    };
+
+    static const char  *quants[] = {
+        "", "", "", "", "?", "*", "+", "{0}", "{1,2}", "{2}", "{0,1}",
+        "??", "*+"
+    };
+
+    if (depth < 2 && ngx_unit_rand(4) == 0) {
+        p = ngx_cpymem(p, "(", 1);
+
+        if (ngx_unit_rand(2)) {
+            p = ngx_cpymem(p, "?:", 2);
+        }
+
+        n = 1 + ngx_unit_rand(3);
+
+        for (i = 0; i < n; i++) {
+            if (i) {
+                *p++ = '|';
+            }
+
+            p = ngx_unit_item(p, depth + 1);
+
+            if (ngx_unit_rand(2)) {
+                p = ngx_unit_item(p, depth + 1);
+            }
+        }
+
+        *p++ = ')';
+
+    } else {
+        atom = atoms[ngx_unit_rand(sizeof(atoms) / sizeof(atoms[0]))];
+        p = ngx_cpymem(p, atom, strlen(atom));
+    }
+
+    atom = quants[ngx_unit_rand(sizeof(quants) / sizeof(quants[0]))];
+
+    return ngx_cpymem(p, atom, strlen(atom));
+}
+
+
+static void
+test_random(void)
+{
+    int                          err;
+    u_char                       pat[512], buf[1024], text[64], *p;
+    size_t                       tlen;
+    uint32_t                     all, mode;
+    ngx_str_t                    pattern, best;
+    ngx_uint_t                   i, j, k, n, caseless, unicode, matched;
+    ngx_uint_t                   missed, needles, nletters;
+    PCRE2_SIZE                   erroff;
+    pcre2_code                  *re;
+    const char                  *l;
+    pcre2_match_data            *md;
+    ngx_http_mcp_needle_alts_t   alts;
+
+    static const char  *letters[] = {
+        "a", "A", "b", "B", "k", "K", "s", "S", "x", " ", "-", "<", ".",
+        "\xc5\xbf", "\xe2\x84\xaa"
+    };
+
+    nletters = sizeof(letters) / sizeof(letters[0]);
+    matched = 0;
+    missed = 0;
+    needles = 0;
+
+    for (i = 0; i < 4000; i++) {
+        mode = (i % 2) ? PCRE2_UTF|PCRE2_UCP : 0;
+
+        p = pat;
+
+        if (ngx_unit_rand(2)) {
+            p = ngx_cpymem(p, "(?i)", 4);
+        }
+
+        n = 1 + ngx_unit_rand(5);
+
+        for (j = 0; j < n; j++) {
+            p = ngx_unit_item(p, 0);
+        }
+
+        *p = '\0';
+
+        re = pcre2_compile(pat, p - pat, mode, &err, &erroff, NULL);
+        if (re == NULL) {
+            continue;
+        }
+
+        pcre2_pattern_info(re, PCRE2_INFO_ALLOPTIONS, &all);
+        caseless = (all & PCRE2_CASELESS) ? 1 : 0;
+        unicode = (all & (PCRE2_UTF|PCRE2_UCP)) ? 1 : 0;
+
+        pattern.data = pat;
+        pattern.len = p - pat;
+
+        ngx_http_mcp_needle_literal(&pattern, buf, &best, &caseless, unicode,
+                                    &alts);
+
+        needles += (best.len || alts.n);
+
+        md = pcre2_match_data_create_from_pattern(re, NULL);
+
+        for (j = 0; j < 60; j++) {
+            p = text;
+            n = ngx_unit_rand(10);
+
+            for (k = 0; k < n; k++) {
+                l = letters[ngx_unit_rand(nletters)];
+                p = ngx_cpymem(p, l, strlen(l));
+            }
+
+            tlen = p - text;
+
+            if (pcre2_match(re, text, tlen, 0, 0, md, NULL) < 0) {
+                continue;
+            }
+
+            matched++;
+
+            if ((best.len && !ngx_unit_has(&best, caseless, text, tlen))
+                || (alts.n && !ngx_unit_any(&alts, caseless, text, tlen)))
+            {
+                if (missed++ == 0) {
+                    printf("#   /%s/ (mode 0x%x) matches \"%.*s\" without "
+                           "\"%.*s\" or its %u alternatives\n", pat, mode,
+                           (int) tlen, text, (int) best.len, best.data,
+                           (unsigned) alts.n);
+                }
+            }
+        }
+
+        pcre2_match_data_free(md);
+        pcre2_code_free(re);
+    }
+
+    CHECK(matched > 1000, "random patterns: enough matches to tell");
+    CHECK(needles > 1000, "random patterns: enough needles to tell");
+    CHECK_INT(missed, 0, "random patterns: no match without the needle");
+
+    if (ngx_unit_verbose()) {
+        printf("# %u matches, %u patterns with a needle\n",
+               (unsigned) matched, (unsigned) needles);
+    }
+}
+
+
 int
 main(void)
 {
@@ -555,6 +732,7 @@ main(void)
     test_caseless();
     test_caseless_places();
     test_against_pcre2();
+    test_random();
 
     return ngx_unit_done("test_needle");
 }

@@ -27,6 +27,7 @@
 #include "ngx_http_mcp_guard.h"
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_metrics.h"
+#include "ngx_http_mcp_needle.h"
 
 /* x86-64 always has SSE2: sixteen bytes of a raw text a step */
 #if (defined __SSE2__ && defined __GNUC__)
@@ -35,11 +36,6 @@
 #else
 #define NGX_HTTP_MCP_GUARD_SSE2  0
 #endif
-
-
-#define ngx_http_mcp_guard_alnum(c)                                           \
-    (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z')                \
-     || ((c) >= 'A' && (c) <= 'Z'))
 
 
 /* what ngx_http_mcp_jsonrpc_tools() hands each listed tool */
@@ -67,12 +63,11 @@ static ngx_int_t ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set,
     ngx_str_t *text, ngx_log_t *log);
 static ngx_int_t ngx_http_mcp_guard_needle(ngx_conf_t *cf,
     ngx_regex_t *re, ngx_str_t *pattern, ngx_http_mcp_guard_needle_t *nd);
-static void ngx_http_mcp_guard_literal(ngx_str_t *pattern, u_char *buf,
-    ngx_str_t *best);
-static void ngx_http_mcp_guard_run(ngx_str_t *best, u_char **run,
-    size_t *n, ngx_uint_t *lit);
-static u_char *ngx_http_mcp_guard_skip(u_char *p, u_char *last,
-    u_char close);
+static void ngx_http_mcp_guard_bit(ngx_http_mcp_guard_set_t *set,
+    ngx_http_mcp_guard_needle_t *nd);
+static size_t ngx_http_mcp_guard_rare(u_char *data, size_t len);
+static ngx_uint_t ngx_http_mcp_guard_any(ngx_http_mcp_guard_needle_t *nd,
+    ngx_str_t *text, u_char **first);
 static ngx_uint_t ngx_http_mcp_guard_found(ngx_http_mcp_guard_needle_t *nd,
     u_char *s, size_t len, u_char *first);
 static ngx_uint_t ngx_http_mcp_guard_plain(u_char *p, size_t len);
@@ -220,27 +215,48 @@ ngx_http_mcp_guard_set_directive(ngx_conf_t *cf, ngx_command_t *cmd,
             return NGX_CONF_ERROR;
         }
 
-        /* patterns that look for one byte look for it once */
-        nd->bit = 64;
+        ngx_http_mcp_guard_bit(set, nd);
 
-        if (nd->data != NULL) {
-            c = nd->data[nd->rare];
-
-            for (n = 0; n < (ngx_int_t) set->nrare; n++) {
-                if (set->rare[n] == c) {
-                    break;
-                }
-            }
-
-            if (n < 64) {
-                set->rare[n] = c;
-                set->nrare = ngx_max(set->nrare, (ngx_uint_t) n + 1);
-                nd->bit = n;
-            }
+        for (n = 0; n < (ngx_int_t) nd->nalts; n++) {
+            ngx_http_mcp_guard_bit(set, &nd->alts[n]);
         }
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * Needles that look for one byte look for it once a text (set->rare);
+ * a caseless needle looks for its byte in both cases on its own
+ */
+
+static void
+ngx_http_mcp_guard_bit(ngx_http_mcp_guard_set_t *set,
+    ngx_http_mcp_guard_needle_t *nd)
+{
+    u_char      c;
+    ngx_uint_t  n;
+
+    nd->bit = 64;
+
+    if (nd->data == NULL || nd->caseless) {
+        return;
+    }
+
+    c = nd->data[nd->rare];
+
+    for (n = 0; n < set->nrare; n++) {
+        if (set->rare[n] == c) {
+            break;
+        }
+    }
+
+    if (n < 64) {
+        set->rare[n] = c;
+        set->nrare = ngx_max(set->nrare, n + 1);
+        nd->bit = n;
+    }
 }
 
 
@@ -1172,7 +1188,7 @@ ngx_http_mcp_guard_context_free(ngx_str_t *pattern)
         if (c == '(' && p + 1 < last && p[1] == '?') {
             for (q = p + 2;
                  q < last
-                 && (ngx_http_mcp_guard_alnum(*q) || *q == '-' || *q == '^');
+                 && (ngx_http_mcp_needle_alnum(*q) || *q == '-' || *q == '^');
                  q++)
             {
                 if (*q == 'x') {
@@ -1295,11 +1311,28 @@ ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set, ngx_str_t *text,
 
     for (i = 0; i < set->regexes.nelts; i++) {
 
-        if (nd[i].data != NULL
-            && ((nd[i].bit < 64 && first[nd[i].bit] == NULL)
-                || !ngx_http_mcp_guard_found(&nd[i], text->data, text->len,
-                                             (nd[i].bit < 64)
-                                             ? first[nd[i].bit] : NULL)))
+        if (nd[i].data != NULL) {
+
+            if (nd[i].caseless) {
+                if (!ngx_http_mcp_needle_caseless(nd[i].data, nd[i].len,
+                                                  nd[i].rare, text->data,
+                                                  text->len))
+                {
+                    continue;
+                }
+
+            } else if ((nd[i].bit < 64 && first[nd[i].bit] == NULL)
+                       || !ngx_http_mcp_guard_found(&nd[i], text->data,
+                                                    text->len,
+                                                    (nd[i].bit < 64)
+                                                    ? first[nd[i].bit]
+                                                    : NULL))
+            {
+                continue;
+            }
+
+        } else if (nd[i].nalts > 0
+                   && !ngx_http_mcp_guard_any(&nd[i], text, first))
         {
             continue;
         }
@@ -1326,38 +1359,73 @@ ngx_http_mcp_guard_exec(ngx_http_mcp_guard_set_t *set, ngx_str_t *text,
 
 /*
  * A pattern's needle: its longest run of literal characters that every
- * match holds, read from the pattern by ngx_http_mcp_guard_literal();
- * or, with none, the first byte of every match as the library knows it,
- * when no "(?" or "(*" can have made it caseless.  The byte of the run
- * looked for first is the one least often met in text.
+ * match holds, read from the pattern by ngx_http_mcp_needle_literal()
+ * (caseless after a leading "(?i)": then in lower case, looked for in
+ * any case), or the runs of a group's alternatives when the shortest of
+ * them is longer ("(ignore|forget) (the )?rules": not "rules" but one of
+ * "ignore" and "forget"); or, with neither, the first byte of every
+ * match as the library knows it, when no "(?" or "(*" can have made it
+ * caseless.  Options that change how the pattern reads (extended,
+ * literal) give none.
  */
 
 static ngx_int_t
 ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
     ngx_str_t *pattern, ngx_http_mcp_guard_needle_t *nd)
 {
-    u_char     *buf;
-    size_t      i;
-    ngx_str_t   best;
-    ngx_uint_t  score, rarest;
+    u_char                      *buf;
+    size_t                       i;
+    ngx_str_t                    best;
+    ngx_uint_t                   caseless, unicode;
+    ngx_http_mcp_needle_alts_t   alts;
 #if (NGX_PCRE2)
-    uint32_t    type, unit;
+    uint32_t                     type, unit, options;
 #endif
-
-    /*
-     * from the most common in JSON text on (its signs, digits, then
-     * English letters); what is not here (capitals, "@", "=") is rarer
-     */
-    static u_char  common[] = "\":, .0123456789_-/etaoinsrhldcumfpgwybvkxjqz";
 
     ngx_memzero(nd, sizeof(ngx_http_mcp_guard_needle_t));
 
-    buf = ngx_pnalloc(cf->pool, pattern->len + 1);
+    buf = ngx_pnalloc(cf->pool, 2 * pattern->len + 1);
     if (buf == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_http_mcp_guard_literal(pattern, buf, &best);
+#if (NGX_PCRE2)
+    if (pcre2_pattern_info(re, PCRE2_INFO_ALLOPTIONS, &options) != 0
+        || (options & (PCRE2_EXTENDED|PCRE2_EXTENDED_MORE|PCRE2_LITERAL)))
+    {
+        return NGX_OK;
+    }
+
+    caseless = (options & PCRE2_CASELESS) ? 1 : 0;
+    unicode = (options & (PCRE2_UTF|PCRE2_UCP)) ? 1 : 0;
+#else
+    caseless = 0;
+    unicode = 1;
+#endif
+
+    ngx_http_mcp_needle_literal(pattern, buf, &best, &caseless, unicode,
+                                &alts);
+
+    if (alts.n > 0 && alts.shortest > best.len) {
+        nd->alts = ngx_pcalloc(cf->pool,
+                               alts.n * sizeof(ngx_http_mcp_guard_needle_t));
+        if (nd->alts == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (i = 0; i < alts.n; i++) {
+            nd->alts[i].data = alts.runs[i].data;
+            nd->alts[i].len = alts.runs[i].len;
+            nd->alts[i].rare = ngx_http_mcp_guard_rare(alts.runs[i].data,
+                                                       alts.runs[i].len);
+            nd->alts[i].bit = 64;
+            nd->alts[i].caseless = caseless;
+        }
+
+        nd->nalts = alts.n;
+
+        return NGX_OK;
+    }
 
 #if (NGX_PCRE2)
     /* an option set in the pattern ("(?i)") may make the byte caseless */
@@ -1369,7 +1437,7 @@ ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
         }
     }
 
-    if (best.len == 0 && i + 1 >= pattern->len
+    if (best.len == 0 && i + 1 >= pattern->len && !caseless
         && pcre2_pattern_info(re, PCRE2_INFO_FIRSTCODETYPE, &type) == 0
         && type == 1
         && pcre2_pattern_info(re, PCRE2_INFO_FIRSTCODEUNIT, &unit) == 0
@@ -1387,286 +1455,85 @@ ngx_http_mcp_guard_needle(ngx_conf_t *cf, ngx_regex_t *re,
 
     nd->data = best.data;
     nd->len = best.len;
-    rarest = 0;
-
-    for (i = 0; i < best.len; i++) {
-
-        for (score = 0; score < sizeof(common) - 1; score++) {
-            if (common[score] == best.data[i]) {
-                break;
-            }
-        }
-
-        if (score > rarest || i == 0) {
-            rarest = score;
-            nd->rare = i;
-        }
-    }
+    nd->caseless = caseless;
+    nd->rare = ngx_http_mcp_guard_rare(best.data, best.len);
 
     return NGX_OK;
 }
 
 
 /*
- * The longest run of literal characters at the top level of a pattern,
- * none of them quantified, into buf: each match holds it.  Read to be
- * sure, not to find much: any construct this does not follow (a "(?"
- * other than "(?:", a verb, \Q, \E, an alternation at the top level, a
- * POSIX class) gives no run at all, and an escape of a letter or digit
- * ends a run, with what such an escape takes after it (\x41, \p{Lu},
- * \k<name>, \cA) skipped.  A quantifier takes the character before it
- * out of its run.  Groups, classes, dots and assertions end a run.
+ * The place in a needle of the byte looked for first: the one least
+ * often met in text
  */
 
-static void
-ngx_http_mcp_guard_literal(ngx_str_t *pattern, u_char *buf, ngx_str_t *best)
+static size_t
+ngx_http_mcp_guard_rare(u_char *data, size_t len)
 {
-    u_char      c, *p, *last, *run;
-    size_t      n;
-    ngx_uint_t  depth, lit;
+    size_t      i, rare;
+    ngx_uint_t  score, rarest;
 
-    p = pattern->data;
-    last = p + pattern->len;
+    /*
+     * from the most common in JSON text on (its signs, digits, then
+     * English letters); what is not here (capitals, "@", "=") is rarer
+     */
+    static u_char  common[] = "\":, .0123456789_-/etaoinsrhldcumfpgwybvkxjqz";
 
-    best->data = buf;
-    best->len = 0;
+    rare = 0;
+    rarest = 0;
 
-    run = buf;
-    n = 0;
-    depth = 0;
-    lit = 0;
+    for (i = 0; i < len; i++) {
 
-    while (p < last) {
-        c = *p++;
-
-        if (c == '\\') {
-            if (p == last) {
-                goto none;
-            }
-
-            c = *p++;
-
-            if (c < 0x80 && !ngx_http_mcp_guard_alnum(c)) {
-                /* an escaped sign is that sign */
-                if (depth == 0) {
-                    run[n++] = c;
-                    lit = 1;
-                }
-
-                continue;
-            }
-
-            if (c == 'Q' || c == 'E') {
-                goto none;
-            }
-
-            if (depth == 0) {
-                ngx_http_mcp_guard_run(best, &run, &n, &lit);
-            }
-
-            /* what the escape takes after it */
-            switch (c) {
-
-            case 'c':
-                p++;
+        for (score = 0; score < sizeof(common) - 1; score++) {
+            if (common[score] == data[i]) {
                 break;
-
-            case 'x':
-            case 'o':
-            case 'N':
-            case 'p':
-            case 'P':
-            case 'g':
-            case 'k':
-                if (p < last && (*p == '{' || *p == '<' || *p == '\'')) {
-                    p = ngx_http_mcp_guard_skip(p + 1, last,
-                                                (*p == '{') ? '}'
-                                                : (*p == '<') ? '>' : '\'');
-                    if (p == NULL) {
-                        goto none;
-                    }
-
-                    break;
-                }
-
-                if (c == 'p' || c == 'P') {
-                    p++;
-                    break;
-                }
-
-                while (p < last
-                       && (ngx_http_mcp_guard_alnum(*p)
-                           || *p == '+' || *p == '-'))
-                {
-                    p++;
-                }
-
-                break;
-
-            default:
-                while (c >= '0' && c <= '9' && p < last
-                       && *p >= '0' && *p <= '9')
-                {
-                    p++;
-                }
             }
-
-            if (p > last) {
-                goto none;
-            }
-
-            continue;
         }
 
-        if (c == '[') {
-            if (depth == 0) {
-                ngx_http_mcp_guard_run(best, &run, &n, &lit);
-            }
-
-            if (p < last && *p == '^') {
-                p++;
-            }
-
-            if (p < last && *p == ']') {
-                p++;
-            }
-
-            for ( ;; ) {
-                if (p >= last || *p == '[') {
-                    goto none;
-                }
-
-                if (*p == '\\') {
-                    if (p + 1 >= last || p[1] == 'Q' || p[1] == 'E') {
-                        goto none;
-                    }
-
-                    p += 2;
-                    continue;
-                }
-
-                if (*p++ == ']') {
-                    break;
-                }
-            }
-
-            continue;
+        if (score > rarest || i == 0) {
+            rarest = score;
+            rare = i;
         }
+    }
 
-        if (c == '(') {
-            if (p < last && (*p == '*' || (*p == '?' && (p + 1 == last
-                                                         || p[1] != ':'))))
+    return rare;
+}
+
+
+/*
+ * whether text holds one of the runs of a needle's alternatives; first:
+ * where the set's rare bytes first are
+ */
+
+static ngx_uint_t
+ngx_http_mcp_guard_any(ngx_http_mcp_guard_needle_t *nd, ngx_str_t *text,
+    u_char **first)
+{
+    ngx_uint_t                    i;
+    ngx_http_mcp_guard_needle_t  *a;
+
+    for (i = 0; i < nd->nalts; i++) {
+        a = &nd->alts[i];
+
+        if (a->caseless) {
+            if (ngx_http_mcp_needle_caseless(a->data, a->len, a->rare,
+                                             text->data, text->len))
             {
-                goto none;
-            }
-
-            if (depth == 0) {
-                ngx_http_mcp_guard_run(best, &run, &n, &lit);
-            }
-
-            depth++;
-            continue;
-        }
-
-        if (c == ')') {
-            if (depth == 0) {
-                goto none;
-            }
-
-            depth--;
-            continue;
-        }
-
-        if (c == '|') {
-            if (depth == 0) {
-                goto none;
+                return 1;
             }
 
             continue;
         }
 
-        if (depth > 0) {
-            continue;
+        /* memmem(): ngx_http_mcp_guard_found() stays exec()'s alone */
+        if ((a->bit == 64 || first[a->bit] != NULL)
+            && memmem(text->data, text->len, a->data, a->len) != NULL)
+        {
+            return 1;
         }
-
-        if (c == '*' || c == '+' || c == '?' || c == '{') {
-
-            if (c == '{') {
-                /* {n}, {n,}, {n,m}, {,m}, spaces in them: else a sign */
-                while (p < last
-                       && ((*p >= '0' && *p <= '9') || *p == ','
-                           || *p == ' ' || *p == '\t'))
-                {
-                    p++;
-                }
-
-                if (p == last) {
-                    goto none;
-                }
-
-                if (*p == '}') {
-                    p++;
-
-                } else {
-                    /* "{" as a sign: the run ends, nothing is taken out */
-                    ngx_http_mcp_guard_run(best, &run, &n, &lit);
-                    continue;
-                }
-            }
-
-            if (lit) {
-                n--;
-            }
-
-            ngx_http_mcp_guard_run(best, &run, &n, &lit);
-            continue;
-        }
-
-        if (c == '.' || c == '^' || c == '$') {
-            ngx_http_mcp_guard_run(best, &run, &n, &lit);
-            continue;
-        }
-
-        run[n++] = c;
-        lit = 1;
     }
 
-    if (depth == 0) {
-        ngx_http_mcp_guard_run(best, &run, &n, &lit);
-        return;
-    }
-
-none:
-
-    best->len = 0;
-}
-
-
-/* the run ends: the longest so far is kept, the next begins after it */
-
-static void
-ngx_http_mcp_guard_run(ngx_str_t *best, u_char **run, size_t *n,
-    ngx_uint_t *lit)
-{
-    if (*n > best->len) {
-        best->data = *run;
-        best->len = *n;
-    }
-
-    *run += *n;
-    *n = 0;
-    *lit = 0;
-}
-
-
-/* past the first close in [p, last), or NULL */
-
-static u_char *
-ngx_http_mcp_guard_skip(u_char *p, u_char *last, u_char close)
-{
-    p = ngx_strlchr(p, last, close);
-
-    return (p != NULL) ? p + 1 : NULL;
+    return 0;
 }
 
 

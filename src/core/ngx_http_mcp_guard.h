@@ -45,16 +45,25 @@ typedef struct {
 
 /*
  * Bytes every match of a pattern holds (a run of its literal characters,
- * or the first byte the library knows of a match): a text without them
- * is not run through the pattern
+ * or the first byte the library knows of a match; or one of a group's
+ * alternatives' runs), in any case of their ASCII letters for a caseless
+ * pattern: a text without them is not run through the pattern
  */
-typedef struct {
+typedef struct ngx_http_mcp_guard_needle_s  ngx_http_mcp_guard_needle_t;
+
+struct ngx_http_mcp_guard_needle_s {
     u_char                    *data;        /* NULL: none known */
     size_t                     len;
     size_t                     rare;        /* the byte of it looked for */
     ngx_uint_t                 bit;         /* that byte in set->rare, or
                                                64: not there */
-} ngx_http_mcp_guard_needle_t;
+    ngx_uint_t                 caseless;    /* data in lower case, looked
+                                               for in any case */
+    ngx_http_mcp_guard_needle_t  *alts;     /* or one of these (data
+                                               NULL): a group's
+                                               alternatives */
+    ngx_uint_t                 nalts;
+};
 
 typedef struct {
     ngx_http_mcp_guard_set_t  *set;

@@ -932,7 +932,16 @@ ngx_http_mcp_stdio_session_timer(ngx_event_t *ev)
 
     ngx_memzero(&rctx, sizeof(ngx_http_mcp_reqctx_t));
 
-    if (ngx_http_mcp_session_peek(s->pool->store, &sid, &rctx) != NGX_OK) {
+    /*
+     * A session with a stream open or a request in flight is in use, as
+     * the store counts its own streams; an idle one is only looked at,
+     * and goes when idle past the zone's timeout.
+     */
+    if ((s->get != NULL || !ngx_queue_empty(&s->inflight)
+         ? ngx_http_mcp_session_lookup(s->pool->store, &sid, &rctx)
+         : ngx_http_mcp_session_alive(s->pool->store, &sid))
+        != NGX_OK)
+    {
         ngx_http_mcp_stdio_session_end(s, "The session expired", 0);
         return;
     }

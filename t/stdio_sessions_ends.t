@@ -4,7 +4,8 @@
 # session expires in the store and its child is stopped; a client that
 # leaves mid-call cancels its request at the child and the session goes
 # on with the same child; a child that answers initialize but not a ping
-# ends its session (a [warn] line, then 404).  One worker.
+# ends its session (a [warn] line, then 404).  One worker; with two, a
+# [warn] line says that sessions do not cross workers yet.
 
 use strict;
 use warnings;
@@ -167,5 +168,22 @@ $r = post($sid3, { jsonrpc => '2.0', id => 'm', method => 'ping' }, path => '/mu
 is($r->{status}, 404, 'its session is gone: 404');
 my $log = $t->log_since($mark) // '';
 unlike($log, qr/\Q$sid3\E/, 'the session id is never logged');
+$t->stop;
+
+# --- more than one worker: said, as the configuration is taken -------------------------
+
+my $t2 = McpTest->new(
+    workers => 2,
+    server  => <<"NGX",
+        location = /mcp {
+            mcp_stdio $NODE $MUTE;
+            mcp_stdio_sessions on;
+        }
+NGX
+);
+$t2->start;
+like($t2->error_log, qr/\[warn\].*mcp_stdio_sessions: a session's requests reach its child only on the worker that started it; with worker_processes 2/,
+     'worker_processes 2: a [warn] line says that sessions do not cross workers yet');
+$t2->stop;
 
 done_testing;

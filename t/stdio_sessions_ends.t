@@ -178,10 +178,37 @@ my $t2 = McpTest->new(
         location = /mcp {
             mcp_stdio $NODE $MUTE;
             mcp_stdio_sessions on;
+            mcp_stdio_timeout 2s;
         }
 NGX
 );
 $t2->start;
+
+sub kids2 {
+    my $n = 0;
+    for my $w ($t2->worker_pids) {
+        $n += grep { /^\s*\d+\s+[^Z\s]/ } `ps -o pid=,stat= --ppid $w 2>/dev/null`;
+    }
+    return $n;
+}
+
+# a DELETE on either worker ends the session; on its owner's child's
+# worker at once, on the other through the store, seen at the owner's
+# next look (2 s), before its unanswered ping would stop it (4 s)
+for my $round (1 .. 3) {
+    my $r0 = $t2->mcp_post(undef, { jsonrpc => '2.0', id => 'i', method => 'initialize',
+        params => { protocolVersion => '2025-11-25', capabilities => {},
+                    clientInfo => { name => 't', version => '1' } } },
+        protocol_version => '2025-11-25', timeout => 10);
+    my $s = $r0->{headers}{'mcp-session-id'};
+    ok(defined $s, "2 workers, round $round: a session");
+    my $d = $t2->mcp_delete($s);
+    my $t0 = time;
+    is($d->{status}, 200, "2 workers, round $round: DELETE on either worker: 200");
+    my $k = 1;
+    for (1 .. 35) { $k = kids2(); last if $k == 0; sleep 0.1 }
+    is($k, 0, "2 workers, round $round: the child stopped within 3.5 s");
+}
 like($t2->error_log, qr/\[warn\].*mcp_stdio_sessions: a session's requests reach its child only on the worker that started it; with worker_processes 2/,
      'worker_processes 2: a [warn] line says that sessions do not cross workers yet');
 $t2->stop;

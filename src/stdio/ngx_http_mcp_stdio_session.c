@@ -26,6 +26,8 @@ static ngx_int_t ngx_http_mcp_stdio_session_room(
     ngx_http_mcp_stdio_pool_t *pool);
 static ngx_http_mcp_stdio_sess_t *ngx_http_mcp_stdio_session_find(
     ngx_http_mcp_stdio_pool_t *pool, ngx_str_t *sid);
+static ngx_int_t ngx_http_mcp_stdio_session_elsewhere(
+    ngx_http_mcp_stdio_pool_t *pool, ngx_str_t *sid, ngx_http_request_t *r);
 static ngx_http_mcp_stdio_sess_t *ngx_http_mcp_stdio_session_of(
     ngx_http_request_t *r, ngx_http_mcp_stdio_pool_t *pool, cJSON *id,
     ngx_int_t *rc);
@@ -322,6 +324,28 @@ ngx_http_mcp_stdio_session_find(ngx_http_mcp_stdio_pool_t *pool,
     }
 
     return NULL;
+}
+
+
+/*
+ * A session the store has that is not this worker's (its child is its
+ * owner's): the store forgets it.  NGX_DECLINED: the store has none.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stdio_session_elsewhere(ngx_http_mcp_stdio_pool_t *pool,
+    ngx_str_t *sid, ngx_http_request_t *r)
+{
+    ngx_http_mcp_reqctx_t  rctx;
+
+    ngx_memzero(&rctx, sizeof(ngx_http_mcp_reqctx_t));
+
+    /* the lookup, as for any request: a session is its caller's alone */
+    if (ngx_http_mcp_session_lookup(pool->store, sid, &rctx) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_mcp_session_delete(pool->store, sid, r->connection->log);
 }
 
 
@@ -644,6 +668,19 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
 
     if (ngx_http_discard_request_body(r) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h = ngx_http_mcp_header_in(r, "mcp-session-id",
+                               sizeof("mcp-session-id") - 1);
+
+    if (r->method == NGX_HTTP_DELETE && h != NULL
+        && ngx_http_mcp_stdio_session_find(pool, &h->value) == NULL
+        && ngx_http_mcp_stdio_session_elsewhere(pool, &h->value, r) == NGX_OK)
+    {
+        /* another worker's: its owner stops the child at its next look */
+        r->header_only = 1;
+
+        return ngx_http_mcp_send(r, NGX_HTTP_OK, NULL, NULL, 0);
     }
 
     s = ngx_http_mcp_stdio_session_of(r, pool, NULL, &rc);

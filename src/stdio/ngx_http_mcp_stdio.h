@@ -4,8 +4,10 @@
  * (mcp_stdio), run by the workers as children.  The process layer
  * (ngx_http_mcp_stdio_proc.c) starts, reads, writes, stops and reaps
  * them on nginx's event loop; the module (ngx_http_mcp_stdio_module.c)
- * holds the directives and serves a location's requests from a pool of
- * initialized children.  See docs/stdio.md.
+ * holds the directives and the content handler; the pool
+ * (ngx_http_mcp_stdio_pool.c) serves requests without a session from
+ * initialized children, the sessions (ngx_http_mcp_stdio_session.c) a
+ * 2025 session from a child of its own.  See docs/stdio.md.
  */
 
 
@@ -17,6 +19,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 #include <cjson/cJSON.h>
+#include "ngx_http_mcp.h"
 
 
 /* a child's state */
@@ -25,6 +28,7 @@
 #define NGX_HTTP_MCP_STDIO_BUSY      2   /* one request outstanding */
 #define NGX_HTTP_MCP_STDIO_STOPPING  3   /* signalled, not yet reaped */
 #define NGX_HTTP_MCP_STDIO_PING      4   /* idle, a ping outstanding */
+#define NGX_HTTP_MCP_STDIO_SESSION   5   /* a session's: never the pool's */
 
 /* how long a stopped child has after SIGTERM before SIGKILL */
 #define NGX_HTTP_MCP_STDIO_GRACE     2000
@@ -45,6 +49,7 @@
 typedef struct ngx_http_mcp_stdio_pool_s   ngx_http_mcp_stdio_pool_t;
 typedef struct ngx_http_mcp_stdio_child_s  ngx_http_mcp_stdio_child_t;
 typedef struct ngx_http_mcp_stdio_req_s    ngx_http_mcp_stdio_req_t;
+typedef struct ngx_http_mcp_stdio_sess_s   ngx_http_mcp_stdio_sess_t;
 
 
 typedef struct {
@@ -79,6 +84,13 @@ struct ngx_http_mcp_stdio_pool_s {
 
     ngx_queue_t                  children;   /* _child_t, all states */
     ngx_queue_t                  waiting;    /* _req_t, not yet sent */
+    ngx_queue_t                  sessions;   /* _sess_t, this worker's */
+    ngx_shm_zone_t              *store;      /* the session zone, or NULL:
+                                                no sessions (mcp_stdio_
+                                                sessions off) */
+    void                        *mlcf;       /* the location's
+                                                ngx_http_mcp_loc_conf_t,
+                                                until postconf */
     ngx_uint_t                   live;       /* children not stopping */
     ngx_msec_t                   backoff;    /* crash loop: next delay */
     ngx_msec_t                   next_spawn; /* not before (ngx_current_msec) */
@@ -126,6 +138,8 @@ struct ngx_http_mcp_stdio_child_s {
     ngx_uint_t                   next_id;
     ngx_uint_t                   want_id;    /* the request outstanding */
     ngx_http_mcp_stdio_req_t    *req;        /* its caller, or NULL */
+    ngx_http_mcp_stdio_sess_t   *session;    /* its session's, or NULL:
+                                                the pool's */
     unsigned                     noise:1;    /* a stray line was logged */
 };
 
@@ -154,6 +168,88 @@ typedef struct {
 extern ngx_http_mcp_stdio_steps_t  ngx_http_mcp_stdio_steps;
 
 
+/* a POST's message on its way to a child and back, or a GET's stream */
+struct ngx_http_mcp_stdio_req_s {
+    ngx_http_request_t          *r;
+    ngx_http_mcp_stdio_pool_t   *pool;
+    ngx_queue_t                  queue;      /* pool->waiting, or its
+                                                session's inflight */
+    ngx_http_mcp_stdio_child_t  *child;
+    ngx_http_mcp_stdio_sess_t   *sess;       /* its session's, or NULL */
+    cJSON                       *root;       /* the message, id detached */
+    cJSON                       *id;         /* the client's id */
+    const char                  *method;
+    cJSON                       *token;      /* its progressToken, in root */
+    ngx_uint_t                   child_id;   /* its id to a session's
+                                                child */
+    ngx_uint_t                   events;     /* progress events sent */
+    ngx_event_t                  timer;      /* while it waits */
+    unsigned                     waiting:1;
+    unsigned                     inflight:1; /* on its session's list */
+    unsigned                     stateless:1;  /* 2026-07-28 */
+    unsigned                     accepts_sse:1;
+    unsigned                     sse:1;      /* the reply is a stream now */
+};
+
+
+/*
+ * A 2025 session served by a child of its own, in the worker that took
+ * its initialize (ngx_http_mcp_stdio_session.c).  Heap memory: it lives
+ * as long as the session, beyond any request.
+ */
+struct ngx_http_mcp_stdio_sess_s {
+    ngx_queue_t                  queue;      /* pool->sessions */
+    ngx_http_mcp_stdio_pool_t   *pool;
+    u_char                       sid[NGX_HTTP_MCP_SESSION_ID_LEN];
+    ngx_http_mcp_stdio_child_t  *child;      /* NULL once it is gone */
+    ngx_queue_t                  inflight;   /* _req_t sent to the child */
+    ngx_http_mcp_stdio_req_t    *get;        /* the GET stream, or NULL */
+    ngx_event_t                  timer;      /* initialize; then the idle
+                                                checks and pings */
+    ngx_uint_t                   ping;       /* the ping's child id */
+    unsigned                     ready:1;    /* initialize answered */
+};
+
+
+/* the pool (ngx_http_mcp_stdio_pool.c), whose replies sessions share */
+void ngx_http_mcp_stdio_detach(ngx_http_mcp_stdio_req_t *req);
+void ngx_http_mcp_stdio_respond(ngx_http_mcp_stdio_req_t *req,
+    cJSON *reply);
+void ngx_http_mcp_stdio_fail(ngx_http_mcp_stdio_req_t *req, ngx_int_t code,
+    const char *message);
+ngx_int_t ngx_http_mcp_stdio_map_id(ngx_http_mcp_stdio_req_t *req,
+    ngx_uint_t n);
+ngx_int_t ngx_http_mcp_stdio_sse(ngx_http_mcp_stdio_req_t *req);
+ngx_int_t ngx_http_mcp_stdio_push(ngx_http_mcp_stdio_req_t *req, cJSON *msg);
+ngx_int_t ngx_http_mcp_stdio_event(ngx_http_mcp_stdio_req_t *req,
+    u_char *json, size_t len, ngx_uint_t last);
+ngx_int_t ngx_http_mcp_stdio_send_line(ngx_http_mcp_stdio_child_t *child,
+    cJSON *msg);
+void ngx_http_mcp_stdio_route(ngx_http_mcp_stdio_pool_t *pool);
+void ngx_http_mcp_stdio_backoff(ngx_http_mcp_stdio_pool_t *pool);
+void ngx_http_mcp_stdio_local(ngx_http_mcp_stdio_child_t *child,
+    ngx_http_mcp_stdio_req_t *req);
+void ngx_http_mcp_stdio_wait_timeout(ngx_event_t *ev);
+void ngx_http_mcp_stdio_spawn_timer(ngx_event_t *ev);
+void ngx_http_mcp_stdio_ready(ngx_http_mcp_stdio_child_t *child);
+void ngx_http_mcp_stdio_pool_line(ngx_http_mcp_stdio_child_t *child,
+    cJSON *msg);
+void ngx_http_mcp_stdio_pool_gone(ngx_http_mcp_stdio_child_t *child,
+    const char *why);
+
+/* the sessions: ngx_http_mcp_stdio_session.c */
+ngx_int_t ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
+    ngx_http_mcp_stdio_pool_t *pool);
+ngx_int_t ngx_http_mcp_stdio_session_post(ngx_http_mcp_stdio_req_t *req,
+    cJSON *method);
+void ngx_http_mcp_stdio_session_line(ngx_http_mcp_stdio_child_t *child,
+    cJSON *msg);
+void ngx_http_mcp_stdio_session_gone(ngx_http_mcp_stdio_child_t *child,
+    const char *why);
+void ngx_http_mcp_stdio_session_cancel(ngx_http_mcp_stdio_req_t *req);
+void ngx_http_mcp_stdio_session_exit(ngx_http_mcp_stdio_pool_t *pool);
+
+
 /* the process layer: what the module asks of it */
 ngx_http_mcp_stdio_child_t *ngx_http_mcp_stdio_spawn(
     ngx_http_mcp_stdio_pool_t *pool);
@@ -163,6 +259,9 @@ void ngx_http_mcp_stdio_stop(ngx_http_mcp_stdio_child_t *child);
 void ngx_http_mcp_stdio_stop_all(ngx_cycle_t *cycle);
 void ngx_http_mcp_stdio_proc_init(void);
 ngx_int_t ngx_http_mcp_stdio_reserve(ngx_http_mcp_stdio_pool_t *pool);
+/* this worker's cell of the total set to its live children: a place
+   reserved and not taken given back */
+void ngx_http_mcp_stdio_count(ngx_http_mcp_stdio_pool_t *pool);
 
 
 extern ngx_module_t  ngx_http_mcp_stdio_module;

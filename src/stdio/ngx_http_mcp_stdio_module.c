@@ -1,11 +1,11 @@
 
 /*
- * ngx_http_mcp_stdio_module: mcp_stdio and its directives, and the first
- * serving path: a location's POSTs served without a session by a pool of
- * initialized children in each worker, one request to a child at a time,
- * its id mapped to the child's own and restored in the reply.  The
- * children themselves are the process layer's (ngx_http_mcp_stdio_proc.c).
- * See docs/stdio.md.
+ * ngx_http_mcp_stdio_module: mcp_stdio and its directives, and the
+ * location's content handler, which hands a message to a session
+ * (ngx_http_mcp_stdio_session.c) or to the sessionless pool
+ * (ngx_http_mcp_stdio_pool.c), and a child's lines and end to the one
+ * the child serves.  The children themselves are the process layer's
+ * (ngx_http_mcp_stdio_proc.c).  See docs/stdio.md.
  */
 
 
@@ -32,59 +32,14 @@ typedef struct {
     ngx_msec_t                   timeout;
     size_t                       max_line;
     ngx_uint_t                   err_level;
+    ngx_flag_t                   sessions;
     ngx_http_mcp_stdio_pool_t   *pool;
 } ngx_http_mcp_stdio_loc_conf_t;
-
-
-/* a POST's message on its way to a child and back */
-struct ngx_http_mcp_stdio_req_s {
-    ngx_http_request_t          *r;
-    ngx_http_mcp_stdio_pool_t   *pool;
-    ngx_queue_t                  queue;      /* pool->waiting */
-    ngx_http_mcp_stdio_child_t  *child;
-    cJSON                       *root;       /* the message, id detached */
-    cJSON                       *id;         /* the client's id */
-    const char                  *method;
-    cJSON                       *token;      /* its progressToken, in root */
-    ngx_uint_t                   events;     /* progress events sent */
-    ngx_event_t                  timer;      /* while it waits */
-    unsigned                     waiting:1;
-    unsigned                     stateless:1;  /* 2026-07-28 */
-    unsigned                     accepts_sse:1;
-    unsigned                     sse:1;      /* the reply is a stream now */
-};
 
 
 static ngx_int_t ngx_http_mcp_stdio_handler(ngx_http_request_t *r);
 static void ngx_http_mcp_stdio_body(ngx_http_request_t *r);
 static void ngx_http_mcp_stdio_cleanup(void *data);
-static void ngx_http_mcp_stdio_route(ngx_http_mcp_stdio_pool_t *pool);
-static ngx_http_mcp_stdio_child_t *ngx_http_mcp_stdio_idle(
-    ngx_http_mcp_stdio_pool_t *pool, ngx_uint_t *starting);
-static void ngx_http_mcp_stdio_start(ngx_http_mcp_stdio_pool_t *pool);
-static void ngx_http_mcp_stdio_bind(ngx_http_mcp_stdio_child_t *child,
-    ngx_http_mcp_stdio_req_t *req);
-static void ngx_http_mcp_stdio_local(ngx_http_mcp_stdio_child_t *child,
-    ngx_http_mcp_stdio_req_t *req);
-static ngx_int_t ngx_http_mcp_stdio_send_line(
-    ngx_http_mcp_stdio_child_t *child, cJSON *msg);
-static void ngx_http_mcp_stdio_respond(ngx_http_mcp_stdio_req_t *req,
-    cJSON *reply);
-static void ngx_http_mcp_stdio_fail(ngx_http_mcp_stdio_req_t *req,
-    ngx_int_t code, const char *message);
-static void ngx_http_mcp_stdio_finish(ngx_http_mcp_stdio_req_t *req,
-    ngx_uint_t status, u_char *body, size_t len);
-static void ngx_http_mcp_stdio_progress(ngx_http_mcp_stdio_req_t *req,
-    cJSON *msg);
-static ngx_int_t ngx_http_mcp_stdio_event(ngx_http_mcp_stdio_req_t *req,
-    u_char *json, size_t len, ngx_uint_t last);
-static void ngx_http_mcp_stdio_detach(ngx_http_mcp_stdio_req_t *req);
-static void ngx_http_mcp_stdio_wait_timeout(ngx_event_t *ev);
-static void ngx_http_mcp_stdio_child_timeout(ngx_event_t *ev);
-static void ngx_http_mcp_stdio_spawn_timer(ngx_event_t *ev);
-static void ngx_http_mcp_stdio_backoff(ngx_http_mcp_stdio_pool_t *pool);
-static void ngx_http_mcp_stdio_ready(ngx_http_mcp_stdio_child_t *child);
-static void ngx_http_mcp_stdio_idle_ping(ngx_event_t *ev);
 static void ngx_http_mcp_stdio_line(ngx_http_mcp_stdio_child_t *child,
     u_char *line, size_t len);
 static void ngx_http_mcp_stdio_gone(ngx_http_mcp_stdio_child_t *child,
@@ -109,6 +64,7 @@ static char *ngx_http_mcp_stdio_stderr(ngx_conf_t *cf, ngx_command_t *cmd,
 static ngx_int_t ngx_http_mcp_stdio_postconf(ngx_conf_t *cf);
 static ngx_int_t ngx_http_mcp_stdio_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
+static ngx_int_t ngx_http_mcp_stdio_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_mcp_stdio_init_process(ngx_cycle_t *cycle);
 static void ngx_http_mcp_stdio_exit_process(ngx_cycle_t *cycle);
 
@@ -130,12 +86,6 @@ static ngx_http_mcp_stdio_rlimit_t  ngx_http_mcp_stdio_rlimits[] = {
     { ngx_string("core"), RLIMIT_CORE, 1 },
     { ngx_null_string, 0, 0 }
 };
-
-
-/* what a child is asked and told as the pool starts it */
-static const char  ngx_http_mcp_stdio_initialize[] =
-    "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-    "\"clientInfo\":{\"name\":\"nginx\",\"version\":\"" NGINX_VERSION "\"}}";
 
 
 static ngx_command_t  ngx_http_mcp_stdio_commands[] = {
@@ -196,6 +146,13 @@ static ngx_command_t  ngx_http_mcp_stdio_commands[] = {
       0,
       NULL },
 
+    { ngx_string("mcp_stdio_sessions"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_stdio_loc_conf_t, sessions),
+      NULL },
+
       ngx_null_command
 };
 
@@ -221,7 +178,7 @@ ngx_module_t  ngx_http_mcp_stdio_module = {
     ngx_http_mcp_stdio_commands,           /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_mcp_stdio_init_module,        /* init module */
     ngx_http_mcp_stdio_init_process,       /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -236,7 +193,16 @@ ngx_module_t  ngx_http_mcp_stdio_module = {
 static ngx_int_t
 ngx_http_mcp_stdio_handler(ngx_http_request_t *r)
 {
-    ngx_int_t  rc;
+    ngx_int_t                       rc;
+    ngx_http_mcp_stdio_loc_conf_t  *slcf;
+
+    slcf = ngx_http_get_module_loc_conf(r, ngx_http_mcp_stdio_module);
+
+    if (slcf->pool->store != NULL
+        && (r->method & (NGX_HTTP_GET|NGX_HTTP_DELETE)))
+    {
+        return ngx_http_mcp_stdio_session_other(r, slcf->pool);
+    }
 
     if (r->method != NGX_HTTP_POST) {
         /* no session, so no GET stream and nothing to DELETE */
@@ -359,19 +325,10 @@ ngx_http_mcp_stdio_body(ngx_http_request_t *r)
         return;
     }
 
-    if (method == NULL || id == NULL) {
-        /*
-         * A notification or a response: no child has a request of this
-         * client outstanding (each request is its own exchange), so it
-         * is taken and dropped, as a stateless server does.
-         */
-        ngx_http_finalize_request(r, ngx_http_mcp_send(r, NGX_HTTP_ACCEPTED,
-                                                       NULL, NULL, 0));
-        return;
+    if (method != NULL && id != NULL) {
+        req->id = cJSON_DetachItemViaPointer(root, id);
+        req->method = method->valuestring;
     }
-
-    req->id = cJSON_DetachItemViaPointer(root, id);
-    req->method = method->valuestring;
 
     h = ngx_http_mcp_header_in(r, "mcp-protocol-version",
                                sizeof("mcp-protocol-version") - 1);
@@ -394,6 +351,24 @@ ngx_http_mcp_stdio_body(ngx_http_request_t *r)
                                   : NULL;
     req->token = cJSON_IsObject(meta)
                  ? ngx_http_mcp_json_get(meta, "progressToken") : NULL;
+
+    /* a session's message, or a 2025 initialize that starts one */
+    if (req->pool->store != NULL
+        && ngx_http_mcp_stdio_session_post(req, method) != NGX_DECLINED)
+    {
+        return;
+    }
+
+    if (req->id == NULL) {
+        /*
+         * A notification or a response: no child has a request of this
+         * client outstanding (each request is its own exchange), so it
+         * is taken and dropped, as a stateless server does.
+         */
+        ngx_http_finalize_request(r, ngx_http_mcp_send(r, NGX_HTTP_ACCEPTED,
+                                                       NULL, NULL, 0));
+        return;
+    }
 
     if (ngx_strcmp(req->method, "ping") == 0) {
         ngx_http_mcp_stdio_local(NULL, req);
@@ -422,6 +397,11 @@ ngx_http_mcp_stdio_cleanup(void *data)
 
     cJSON                       *note;
     ngx_http_mcp_stdio_child_t  *child;
+
+    if (req->inflight) {
+        /* a session's request: its child is told, as a pool child is */
+        ngx_http_mcp_stdio_session_cancel(req);
+    }
 
     child = req->child;
     ngx_http_mcp_stdio_detach(req);
@@ -467,711 +447,13 @@ ngx_http_mcp_stdio_cleanup(void *data)
 }
 
 
-/* what ties a request to its pool and child, untied */
-
-static void
-ngx_http_mcp_stdio_detach(ngx_http_mcp_stdio_req_t *req)
-{
-    if (req->timer.timer_set) {
-        ngx_del_timer(&req->timer);
-    }
-
-    if (req->waiting) {
-        ngx_queue_remove(&req->queue);
-        req->waiting = 0;
-    }
-
-    if (req->child) {
-        req->child->req = NULL;
-        req->child = NULL;
-    }
-}
-
-
-/*
- * The waiting requests to idle children; children started while there
- * are more waiting than starting, up to the bounds, unless a crash loop
- * holds the pool back.
- */
-
-static void
-ngx_http_mcp_stdio_route(ngx_http_mcp_stdio_pool_t *pool)
-{
-    ngx_uint_t                   starting, waiting, blocked;
-    ngx_queue_t                 *q;
-    ngx_http_mcp_stdio_req_t    *req;
-    ngx_http_mcp_stdio_child_t  *child;
-
-    for ( ;; ) {
-        if (ngx_queue_empty(&pool->waiting)) {
-            return;
-        }
-
-        child = ngx_http_mcp_stdio_idle(pool, &starting);
-
-        if (child == NULL) {
-            break;
-        }
-
-        q = ngx_queue_head(&pool->waiting);
-        req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
-
-        ngx_http_mcp_stdio_detach(req);
-        ngx_http_mcp_stdio_bind(child, req);
-    }
-
-    waiting = 0;
-
-    for (q = ngx_queue_head(&pool->waiting);
-         q != ngx_queue_sentinel(&pool->waiting);
-         q = ngx_queue_next(q))
-    {
-        waiting++;
-    }
-
-    blocked = 0;
-
-    while (starting < waiting && pool->live < pool->size) {
-
-        if ((ngx_msec_int_t) (pool->next_spawn - ngx_current_msec) > 0) {
-            if (!pool->spawn_ev.timer_set) {
-                ngx_add_timer(&pool->spawn_ev,
-                              pool->next_spawn - ngx_current_msec);
-            }
-
-            return;
-        }
-
-        if (pool->total && ngx_http_mcp_stdio_reserve(pool) != NGX_OK) {
-            blocked = 1;
-            break;
-        }
-
-        ngx_http_mcp_stdio_start(pool);
-        starting++;
-    }
-
-    if (blocked && pool->live == 0) {
-        /* nothing in this worker will become free: over the bound */
-        while (!ngx_queue_empty(&pool->waiting)) {
-            q = ngx_queue_head(&pool->waiting);
-            req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
-
-            ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
-                                    "No stdio server can be started: "
-                                    "the bound of children is reached");
-        }
-    }
-}
-
-
-static ngx_http_mcp_stdio_child_t *
-ngx_http_mcp_stdio_idle(ngx_http_mcp_stdio_pool_t *pool,
-    ngx_uint_t *starting)
-{
-    ngx_queue_t                 *q;
-    ngx_http_mcp_stdio_child_t  *child;
-
-    *starting = 0;
-
-    for (q = ngx_queue_head(&pool->children);
-         q != ngx_queue_sentinel(&pool->children);
-         q = ngx_queue_next(q))
-    {
-        child = ngx_queue_data(q, ngx_http_mcp_stdio_child_t, queue);
-
-        if (child->state == NGX_HTTP_MCP_STDIO_READY) {
-            return child;
-        }
-
-        if (child->state == NGX_HTTP_MCP_STDIO_INIT) {
-            (*starting)++;
-        }
-    }
-
-    return NULL;
-}
-
-
-static void
-ngx_http_mcp_stdio_start(ngx_http_mcp_stdio_pool_t *pool)
-{
-    cJSON                       *msg;
-    ngx_http_mcp_stdio_child_t  *child;
-
-    child = ngx_http_mcp_stdio_spawn(pool);
-
-    if (child == NULL) {
-        ngx_http_mcp_stdio_backoff(pool);
-        return;
-    }
-
-    child->timer.handler = ngx_http_mcp_stdio_child_timeout;
-    ngx_add_timer(&child->timer, pool->timeout);
-
-    child->want_id = ++child->next_id;
-
-    msg = cJSON_CreateObject();
-
-    if (msg == NULL
-        || cJSON_AddStringToObject(msg, "jsonrpc", "2.0") == NULL
-        || cJSON_AddNumberToObject(msg, "id", (double) child->want_id) == NULL
-        || cJSON_AddStringToObject(msg, "method", "initialize") == NULL
-        || !cJSON_AddItemToObject(msg, "params",
-                                  cJSON_Parse(ngx_http_mcp_stdio_initialize))
-        || ngx_http_mcp_stdio_send_line(child, msg) != NGX_OK)
-    {
-        cJSON_Delete(msg);
-        ngx_http_mcp_stdio_gone(child, "initialize could not be sent");
-        return;
-    }
-
-    cJSON_Delete(msg);
-}
-
-
-/* a request to an idle child: sent under the child's own id */
-
-static void
-ngx_http_mcp_stdio_bind(ngx_http_mcp_stdio_child_t *child,
-    ngx_http_mcp_stdio_req_t *req)
-{
-    cJSON  *id;
-
-    if (ngx_strcmp(req->method, "initialize") == 0
-        || ngx_strcmp(req->method, "server/discover") == 0)
-    {
-        ngx_http_mcp_stdio_local(child, req);
-        return;
-    }
-
-    child->want_id = ++child->next_id;
-
-    id = cJSON_CreateNumber((double) child->want_id);
-
-    if (id == NULL || !cJSON_AddItemToObject(req->root, "id", id)) {
-        cJSON_Delete(id);
-        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
-                                "Internal error");
-        return;
-    }
-
-    child->state = NGX_HTTP_MCP_STDIO_BUSY;
-    child->req = req;
-    req->child = child;
-
-    /* a request outstanding holds a graceful exit until it ends */
-    child->timer.handler = ngx_http_mcp_stdio_child_timeout;
-    child->timer.cancelable = 0;
-    ngx_add_timer(&child->timer, req->pool->timeout);
-
-    if (ngx_http_mcp_stdio_send_line(child, req->root) != NGX_OK) {
-        ngx_http_mcp_stdio_gone(child, "its stdin failed");
-    }
-}
-
-
-/*
- * What the pool answers itself: ping; initialize (a 2025 client, which
- * gets no session: the spec lets a server give none) and server/discover
- * from what the child said to its own initialize.
- */
-
-static void
-ngx_http_mcp_stdio_local(ngx_http_mcp_stdio_child_t *child,
-    ngx_http_mcp_stdio_req_t *req)
-{
-    cJSON       *reply, *result, *params, *version, *caps, *info, *meta;
-    cJSON       *versions, *str;
-    const char  *v;
-
-    reply = cJSON_CreateObject();
-    result = (child && child->init) ? cJSON_Duplicate(child->init, 1)
-                                    : cJSON_CreateObject();
-
-    if (reply == NULL || result == NULL
-        || cJSON_AddStringToObject(reply, "jsonrpc", "2.0") == NULL
-        || !cJSON_AddItemToObject(reply, "result", result))
-    {
-        cJSON_Delete(result);
-        goto failed;
-    }
-
-    if (child == NULL) {
-        /* ping */
-
-    } else if (ngx_strcmp(req->method, "initialize") == 0) {
-        params = ngx_http_mcp_json_get(req->root, "params");
-        version = params ? ngx_http_mcp_json_get(params, "protocolVersion")
-                         : NULL;
-        v = cJSON_IsString(version) ? version->valuestring : "";
-
-        if (ngx_strcmp(v, "2025-11-25") == 0
-            || ngx_strcmp(v, "2025-06-18") == 0
-            || ngx_strcmp(v, "2025-03-26") == 0)
-        {
-            cJSON_DeleteItemFromObject(result, "protocolVersion");
-
-            if (cJSON_AddStringToObject(result, "protocolVersion", v)
-                == NULL)
-            {
-                goto failed;
-            }
-        }
-
-    } else {
-        /* server/discover: the 2026-07-28 shape, serverInfo in _meta */
-        caps = cJSON_DetachItemFromObject(result, "capabilities");
-        info = cJSON_DetachItemFromObject(result, "serverInfo");
-
-        /* the initialize result goes whole; the new one takes its place */
-        cJSON_DeleteItemFromObject(reply, "result");
-
-        result = cJSON_CreateObject();
-        meta = cJSON_CreateObject();
-        versions = cJSON_CreateArray();
-
-        if (result == NULL || meta == NULL || versions == NULL
-            || !cJSON_AddItemToObject(reply, "result", result))
-        {
-            cJSON_Delete(result);
-            cJSON_Delete(meta);
-            cJSON_Delete(versions);
-            cJSON_Delete(caps);
-            cJSON_Delete(info);
-            goto failed;
-        }
-
-        /* each added at once: the tree owns it, freed with the reply */
-        if (!cJSON_AddItemToObject(result, "supportedVersions", versions)) {
-            cJSON_Delete(versions);
-            cJSON_Delete(meta);
-            cJSON_Delete(caps);
-            cJSON_Delete(info);
-            goto failed;
-        }
-
-        if (!cJSON_AddItemToObject(result, "_meta", meta)) {
-            cJSON_Delete(meta);
-            cJSON_Delete(caps);
-            cJSON_Delete(info);
-            goto failed;
-        }
-
-        if (caps == NULL) {
-            caps = cJSON_CreateObject();
-        }
-
-        if (caps == NULL
-            || !cJSON_AddItemToObject(result, "capabilities", caps))
-        {
-            cJSON_Delete(caps);
-            cJSON_Delete(info);
-            goto failed;
-        }
-
-        if (info != NULL
-            && !cJSON_AddItemToObject(meta, NGX_HTTP_MCP_SERVER_INFO_META,
-                                      info))
-        {
-            cJSON_Delete(info);
-            goto failed;
-        }
-
-        str = cJSON_CreateString("2026-07-28");
-
-        if (str == NULL || !cJSON_AddItemToArray(versions, str)) {
-            cJSON_Delete(str);
-            goto failed;
-        }
-    }
-
-    ngx_http_mcp_stdio_respond(req, reply);
-    cJSON_Delete(reply);
-    return;
-
-failed:
-
-    cJSON_Delete(reply);
-    ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
-                            "Internal error");
-}
-
-
-static ngx_int_t
-ngx_http_mcp_stdio_send_line(ngx_http_mcp_stdio_child_t *child, cJSON *msg)
-{
-    char       *line;
-    ngx_int_t   rc;
-
-    line = cJSON_PrintUnformatted(msg);
-    if (line == NULL) {
-        return NGX_ERROR;
-    }
-
-    /* cJSON escapes every control byte: the line holds no newline */
-    rc = ngx_http_mcp_stdio_write(child, (u_char *) line, ngx_strlen(line));
-
-    cJSON_free(line);
-
-    return rc;
-}
-
-
-/* the reply under the client's id: the request ends */
-
-static void
-ngx_http_mcp_stdio_respond(ngx_http_mcp_stdio_req_t *req, cJSON *reply)
-{
-    u_char              *body;
-    size_t               len;
-    cJSON               *id, *result;
-    ngx_http_request_t  *r;
-
-    r = req->r;
-    ngx_http_mcp_stdio_detach(req);
-
-    id = cJSON_Duplicate(req->id, 1);
-    cJSON_DeleteItemFromObject(reply, "id");
-
-    if (id == NULL || !cJSON_AddItemToObject(reply, "id", id)) {
-        cJSON_Delete(id);
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    result = ngx_http_mcp_json_get(reply, "result");
-
-    if (req->stateless && cJSON_IsObject(result)
-        && ngx_http_mcp_json_get(result, "resultType") == NULL
-        && ngx_http_mcp_json_add_literal(result, "resultType", "complete")
-           != NGX_OK)
-    {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    /* what mcp_pass reads of a reply: the policy, guardrails, outcome */
-    if (ngx_http_mcp_stdio_steps.reply(r, reply) != NGX_OK) {
-        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
-                                "The stdio server's reply was refused");
-        return;
-    }
-
-    body = ngx_http_mcp_json_print(r->pool, reply, &len);
-
-    if (body == NULL) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    /* 2026-07-28 says an unknown method with a 404 as well */
-    ngx_http_mcp_stdio_finish(req, req->stateless
-                                   ? ngx_http_mcp_stateless_status(reply)
-                                   : NGX_HTTP_OK,
-                              body, len);
-}
-
-
-/*
- * An error for the request's caller, logged once with its correlation
- * id: at "warn", not the module's "error", since what failed is the
- * stdio server or a bound a client's load reaches (its own line says
- * why), not nginx.
- */
-
-static void
-ngx_http_mcp_stdio_fail(ngx_http_mcp_stdio_req_t *req, ngx_int_t code,
-    const char *message)
-{
-    u_char              *body;
-    size_t               len;
-    cJSON               *reply;
-    ngx_str_t            rid;
-    ngx_http_request_t  *r;
-
-    r = req->r;
-    ngx_http_mcp_stdio_detach(req);
-
-    if (ngx_http_mcp_request_id(r, 1, &rid) != NGX_OK) {
-        ngx_str_null(&rid);
-    }
-
-    reply = ngx_http_mcp_error_reply_at(r->connection->log,
-                                        code == NGX_HTTP_MCP_INTERNAL_ERROR
-                                        ? NGX_LOG_WARN : NGX_LOG_INFO,
-                                        &rid, req->id, code, message, NULL);
-    if (reply == NULL) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    body = ngx_http_mcp_json_print(r->pool, reply, &len);
-    cJSON_Delete(reply);
-
-    if (body == NULL) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    ngx_http_mcp_stdio_finish(req, NGX_HTTP_OK, body, len);
-}
-
-
-/* the reply: a JSON body, or the last event of a stream already open */
-
-static void
-ngx_http_mcp_stdio_finish(ngx_http_mcp_stdio_req_t *req, ngx_uint_t status,
-    u_char *body, size_t len)
-{
-    ngx_int_t  rc;
-
-    if (req->sse) {
-        rc = ngx_http_mcp_stdio_event(req, body, len, 1);
-
-    } else {
-        rc = ngx_http_mcp_send(req->r, status, NULL, body, len);
-    }
-
-    ngx_http_finalize_request(req->r, rc);
-}
-
-
-/*
- * A child's progress notification for the request's progressToken, as
- * an event of the POST's stream (opened by the first); other
- * notifications, which need not be this request's, are not sent.
- */
-
-static void
-ngx_http_mcp_stdio_progress(ngx_http_mcp_stdio_req_t *req, cJSON *msg)
-{
-    u_char  *body;
-    size_t   len;
-    cJSON   *method, *params, *token;
-
-    method = ngx_http_mcp_json_get(msg, "method");
-    params = ngx_http_mcp_json_get(msg, "params");
-    token = cJSON_IsObject(params)
-            ? ngx_http_mcp_json_get(params, "progressToken") : NULL;
-
-    if (!req->accepts_sse || req->token == NULL || token == NULL
-        || !cJSON_IsString(method)
-        || ngx_strcmp(method->valuestring, "notifications/progress") != 0
-        || !cJSON_Compare(token, req->token, 1))
-    {
-        return;
-    }
-
-    /* each event is in the request's pool until it ends: so many, no more */
-    if (req->events++ >= NGX_HTTP_MCP_STDIO_EVENTS) {
-        return;
-    }
-
-    body = ngx_http_mcp_json_print(req->r->pool, msg, &len);
-
-    if (body == NULL
-        || ngx_http_mcp_stdio_event(req, body, len, 0) == NGX_ERROR)
-    {
-        ngx_log_error(NGX_LOG_INFO, req->r->connection->log, 0,
-                      "mcp_stdio: a progress event could not be sent");
-    }
-}
-
-
-static ngx_int_t
-ngx_http_mcp_stdio_event(ngx_http_mcp_stdio_req_t *req, u_char *json,
-    size_t len, ngx_uint_t last)
-{
-    ngx_int_t            rc;
-    ngx_buf_t           *b;
-    ngx_chain_t          out;
-    ngx_http_request_t  *r;
-
-    static ngx_str_t  type = ngx_string("text/event-stream");
-    static u_char     head[] = "event: message\ndata: ";
-
-    r = req->r;
-
-    if (!req->sse) {
-        r->headers_out.status = NGX_HTTP_OK;
-        r->headers_out.content_length_n = -1;
-        r->headers_out.content_type = type;
-        r->headers_out.content_type_len = type.len;
-
-        rc = ngx_http_send_header(r);
-
-        if (rc == NGX_ERROR || rc > NGX_OK) {
-            return NGX_ERROR;
-        }
-
-        req->sse = 1;
-    }
-
-    b = ngx_create_temp_buf(r->pool, sizeof(head) - 1 + len + 2);
-    if (b == NULL) {
-        return NGX_ERROR;
-    }
-
-    b->last = ngx_cpymem(b->last, head, sizeof(head) - 1);
-    b->last = ngx_cpymem(b->last, json, len);
-    *b->last++ = '\n';
-    *b->last++ = '\n';
-
-    if (last) {
-        b->last_buf = (r == r->main) ? 1 : 0;
-        b->last_in_chain = 1;
-
-    } else {
-        b->flush = 1;
-    }
-
-    out.buf = b;
-    out.next = NULL;
-
-    rc = ngx_http_output_filter(r, &out);
-
-    return last ? rc : (rc == NGX_ERROR ? NGX_ERROR : NGX_OK);
-}
-
-
-static void
-ngx_http_mcp_stdio_wait_timeout(ngx_event_t *ev)
-{
-    ngx_http_mcp_stdio_req_t  *req = ev->data;
-
-    ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_REQUEST_TIMEOUT,
-                            "Request timed out: no stdio server was free");
-}
-
-
-/* a child that does not answer initialize, a request or a ping in time */
-
-static void
-ngx_http_mcp_stdio_child_timeout(ngx_event_t *ev)
-{
-    ngx_http_mcp_stdio_req_t    *req;
-    ngx_http_mcp_stdio_pool_t   *pool;
-    ngx_http_mcp_stdio_child_t  *child;
-
-    child = ev->data;
-    req = child->req;
-    pool = child->pool;
-
-    if (child->state == NGX_HTTP_MCP_STDIO_INIT) {
-        /* a server that cannot start is a crash loop too */
-        ngx_http_mcp_stdio_gone(child, "it did not answer initialize");
-        return;
-    }
-
-    if (child->state == NGX_HTTP_MCP_STDIO_PING) {
-        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                      "mcp_stdio: pid %P did not answer a ping within %M, "
-                      "stopped", child->pid, pool->timeout);
-        ngx_http_mcp_stdio_stop(child);
-        ngx_http_mcp_stdio_route(pool);
-        return;
-    }
-
-    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                  "mcp_stdio: pid %P did not answer within %M, stopped",
-                  child->pid, pool->timeout);
-
-    if (req != NULL) {
-        ngx_http_mcp_stdio_detach(req);
-    }
-
-    ngx_http_mcp_stdio_stop(child);
-
-    if (req != NULL) {
-        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_REQUEST_TIMEOUT,
-                                "Request timed out: the stdio server "
-                                "did not answer");
-    }
-
-    ngx_http_mcp_stdio_route(pool);
-}
-
-
-static void
-ngx_http_mcp_stdio_spawn_timer(ngx_event_t *ev)
-{
-    ngx_http_mcp_stdio_route(ev->data);
-}
-
-
-/*
- * A child free for a request.  Idle, it is pinged every
- * mcp_stdio_timeout and must answer within as long again, so that a
- * hung server is found before a request is sent to it.
- */
-
-static void
-ngx_http_mcp_stdio_ready(ngx_http_mcp_stdio_child_t *child)
-{
-    child->state = NGX_HTTP_MCP_STDIO_READY;
-    child->want_id = 0;
-    child->timer.handler = ngx_http_mcp_stdio_idle_ping;
-    child->timer.cancelable = 1;
-
-    ngx_add_timer(&child->timer, child->pool->timeout);
-}
-
-
-static void
-ngx_http_mcp_stdio_idle_ping(ngx_event_t *ev)
-{
-    cJSON                       *ping;
-    ngx_http_mcp_stdio_child_t  *child;
-
-    child = ev->data;
-
-    if (child->state != NGX_HTTP_MCP_STDIO_READY) {
-        return;
-    }
-
-    child->want_id = ++child->next_id;
-    child->state = NGX_HTTP_MCP_STDIO_PING;
-    child->timer.handler = ngx_http_mcp_stdio_child_timeout;
-    ngx_add_timer(&child->timer, child->pool->timeout);
-
-    ping = cJSON_Parse("{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}");
-
-    if (ping == NULL
-        || cJSON_AddNumberToObject(ping, "id", (double) child->want_id)
-           == NULL
-        || ngx_http_mcp_stdio_send_line(child, ping) != NGX_OK)
-    {
-        cJSON_Delete(ping);
-        ngx_http_mcp_stdio_gone(child, "its stdin failed");
-        return;
-    }
-
-    cJSON_Delete(ping);
-}
-
-
-/* a crash loop: each start waits twice as long, up to 30 s */
-
-static void
-ngx_http_mcp_stdio_backoff(ngx_http_mcp_stdio_pool_t *pool)
-{
-    pool->backoff = pool->backoff ? ngx_min(pool->backoff * 2, 30000) : 250;
-    pool->next_spawn = ngx_current_msec + pool->backoff;
-}
-
-
 /* what the process layer tells: a line of the child's stdout */
 
 static void
 ngx_http_mcp_stdio_line(ngx_http_mcp_stdio_child_t *child, u_char *line,
     size_t len)
 {
-    cJSON                      *msg, *method, *id, *result, *reply;
-    ngx_http_mcp_stdio_req_t   *req;
-    ngx_http_mcp_stdio_pool_t  *pool;
-
-    pool = child->pool;
+    cJSON  *msg;
 
     msg = cJSON_ParseWithLength((const char *) line, len);
 
@@ -1189,94 +471,12 @@ ngx_http_mcp_stdio_line(ngx_http_mcp_stdio_child_t *child, u_char *line,
         return;
     }
 
-    method = ngx_http_mcp_json_get(msg, "method");
-    id = ngx_http_mcp_json_get(msg, "id");
-
-    if (method != NULL) {
-        if (id != NULL) {
-            /*
-             * A request to the client (roots, sampling, elicitation):
-             * a sessionless client cannot be asked, so the child is
-             * answered at once rather than left waiting.
-             */
-            reply = cJSON_Parse("{\"jsonrpc\":\"2.0\",\"error\":{\"code\":"
-                                "-32601,\"message\":\"Method not found: "
-                                "no client session to ask\"}}");
-
-            if (reply != NULL
-                && cJSON_AddItemToObject(reply, "id",
-                                         cJSON_Duplicate(id, 1)))
-            {
-                (void) ngx_http_mcp_stdio_send_line(child, reply);
-            }
-
-            cJSON_Delete(reply);
-
-        } else if (child->req != NULL) {
-            ngx_http_mcp_stdio_progress(child->req, msg);
-        }
-
-        cJSON_Delete(msg);
+    if (child->session != NULL) {
+        ngx_http_mcp_stdio_session_line(child, msg);
         return;
     }
 
-    if (!cJSON_IsNumber(id) || child->want_id == 0
-        || id->valuedouble != (double) child->want_id)
-    {
-        /* an answer to a request no longer outstanding */
-        cJSON_Delete(msg);
-        return;
-    }
-
-    child->want_id = 0;
-    child->timer.cancelable = 1;
-
-    if (child->timer.timer_set) {
-        ngx_del_timer(&child->timer);
-    }
-
-    if (child->state == NGX_HTTP_MCP_STDIO_INIT) {
-        result = ngx_http_mcp_json_get(msg, "result");
-
-        if (!cJSON_IsObject(result)) {
-            cJSON_Delete(msg);
-            ngx_http_mcp_stdio_gone(child, "initialize failed");
-            return;
-        }
-
-        child->init = cJSON_DetachItemViaPointer(msg, result);
-        cJSON_Delete(msg);
-
-        ngx_http_mcp_stdio_ready(child);
-        pool->backoff = 0;
-
-        msg = cJSON_Parse("{\"jsonrpc\":\"2.0\","
-                          "\"method\":\"notifications/initialized\"}");
-
-        if (msg == NULL || ngx_http_mcp_stdio_send_line(child, msg) != NGX_OK)
-        {
-            cJSON_Delete(msg);
-            ngx_http_mcp_stdio_gone(child, "its stdin failed");
-            return;
-        }
-
-        cJSON_Delete(msg);
-        ngx_http_mcp_stdio_route(pool);
-        return;
-    }
-
-    req = child->req;
-    child->req = NULL;
-    ngx_http_mcp_stdio_ready(child);
-
-    if (req != NULL) {
-        req->child = NULL;
-        ngx_http_mcp_stdio_respond(req, msg);
-    }
-
-    cJSON_Delete(msg);
-
-    ngx_http_mcp_stdio_route(pool);
+    ngx_http_mcp_stdio_pool_line(child, msg);
 }
 
 
@@ -1285,40 +485,16 @@ ngx_http_mcp_stdio_line(ngx_http_mcp_stdio_child_t *child, u_char *line,
 static void
 ngx_http_mcp_stdio_gone(ngx_http_mcp_stdio_child_t *child, const char *why)
 {
-    ngx_http_mcp_stdio_req_t   *req;
-    ngx_http_mcp_stdio_pool_t  *pool;
-
-    pool = child->pool;
-
-    if (pool == NULL) {
+    if (child->pool == NULL) {
         return;
     }
 
-    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                  "mcp_stdio: pid %P ended: %s", child->pid, why);
-
-    /* one that dies young is a crash loop: each start waits longer */
-    if (child->state == NGX_HTTP_MCP_STDIO_INIT
-        || ngx_current_msec - child->started < 5000)
-    {
-        ngx_http_mcp_stdio_backoff(pool);
+    if (child->session != NULL) {
+        ngx_http_mcp_stdio_session_gone(child, why);
+        return;
     }
 
-    req = child->req;
-
-    if (req != NULL) {
-        ngx_http_mcp_stdio_detach(req);
-    }
-
-    ngx_http_mcp_stdio_stop(child);
-
-    if (req != NULL) {
-        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
-                                "The stdio server exited during the "
-                                "request");
-    }
-
-    ngx_http_mcp_stdio_route(pool);
+    ngx_http_mcp_stdio_pool_gone(child, why);
 }
 
 
@@ -1369,6 +545,7 @@ ngx_http_mcp_stdio_create_loc_conf(ngx_conf_t *cf)
     conf->timeout = NGX_CONF_UNSET_MSEC;
     conf->max_line = NGX_CONF_UNSET_SIZE;
     conf->err_level = NGX_CONF_UNSET_UINT;
+    conf->sessions = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -1394,6 +571,7 @@ ngx_http_mcp_stdio_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               4 * 1024 * 1024);
     ngx_conf_merge_uint_value(conf->err_level, prev->err_level,
                               NGX_LOG_INFO);
+    ngx_conf_merge_value(conf->sessions, prev->sessions, 0);
 
     if (conf->max_line < 4096) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -1420,6 +598,13 @@ ngx_http_mcp_stdio_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     conf->pool->total = conf->total;
     conf->pool->timeout = conf->timeout;
     conf->pool->line = ngx_http_mcp_stdio_line;
+
+    /* its session zone is known once every module has merged: postconf */
+    if (conf->sessions) {
+        conf->pool->mlcf = ngx_http_conf_get_module_loc_conf(cf,
+                                                       ngx_http_mcp_module);
+    }
+
     conf->pool->gone = ngx_http_mcp_stdio_gone;
 
     smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_mcp_stdio_module);
@@ -1768,6 +953,8 @@ ngx_http_mcp_stdio_postconf(ngx_conf_t *cf)
 {
     ngx_str_t                        name = ngx_string("mcp_stdio");
     ngx_uint_t                       i;
+    ngx_http_mcp_loc_conf_t         *mlcf;
+    ngx_http_mcp_main_conf_t        *mmcf;
     ngx_http_mcp_stdio_pool_t      **pp;
     ngx_http_mcp_stdio_main_conf_t  *smcf;
 
@@ -1775,6 +962,22 @@ ngx_http_mcp_stdio_postconf(ngx_conf_t *cf)
     pp = smcf->pools->elts;
 
     for (i = 0; i < smcf->pools->nelts; i++) {
+        if (pp[i]->mlcf != NULL) {
+            /* mcp_session's zone, else the one such locations share */
+            mlcf = pp[i]->mlcf;
+            pp[i]->store = mlcf->zone;
+
+            if (pp[i]->store == NULL) {
+                mmcf = ngx_http_conf_get_module_main_conf(cf,
+                                                          ngx_http_mcp_module);
+                pp[i]->store = ngx_http_mcp_session_default_zone(cf,
+                                                                &mmcf->store);
+                if (pp[i]->store == NULL) {
+                    return NGX_ERROR;
+                }
+            }
+        }
+
         if (pp[i]->total == 0) {
             continue;
         }
@@ -1826,6 +1029,46 @@ ngx_http_mcp_stdio_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 }
 
 
+/*
+ * A session's child is its owner worker's, and a request that lands on
+ * another worker does not reach it yet (docs/stdio.md): said once, as
+ * the configuration is taken, where there is more than one worker.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stdio_init_module(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                       i;
+    ngx_core_conf_t                 *ccf;
+    ngx_http_mcp_stdio_pool_t      **pp;
+    ngx_http_mcp_stdio_main_conf_t  *smcf;
+
+    smcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_mcp_stdio_module);
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+
+    if (smcf == NULL || ccf == NULL || ccf->worker_processes <= 1) {
+        return NGX_OK;
+    }
+
+    pp = smcf->pools->elts;
+
+    for (i = 0; i < smcf->pools->nelts; i++) {
+        if (pp[i]->store != NULL) {
+            ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                          "mcp_stdio_sessions: a session's requests reach "
+                          "its child only on the worker that started it; "
+                          "with worker_processes %i, those that land on "
+                          "another get 404 (docs/stdio.md)",
+                          ccf->worker_processes);
+            break;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_http_mcp_stdio_init_process(ngx_cycle_t *cycle)
 {
@@ -1853,6 +1096,7 @@ ngx_http_mcp_stdio_init_process(ngx_cycle_t *cycle)
 
         ngx_queue_init(&pool->children);
         ngx_queue_init(&pool->waiting);
+        ngx_queue_init(&pool->sessions);
         pool->live = 0;
         pool->spawn_ev.handler = ngx_http_mcp_stdio_spawn_timer;
         pool->spawn_ev.data = pool;
@@ -1902,6 +1146,9 @@ ngx_http_mcp_stdio_exit_process(ngx_cycle_t *cycle)
         if (pool->spawn_ev.timer_set) {
             ngx_del_timer(&pool->spawn_ev);
         }
+
+        /* a child cannot move to another process: its sessions end */
+        ngx_http_mcp_stdio_session_exit(pool);
 
         while (!ngx_queue_empty(&pool->children)) {
             q = ngx_queue_head(&pool->children);

@@ -34,7 +34,6 @@ static void ngx_http_mcp_stdio_signal(ngx_http_mcp_stdio_child_t *child,
 static void ngx_http_mcp_stdio_reap_poll(ngx_event_t *ev);
 static ngx_int_t ngx_http_mcp_stdio_reap(ngx_http_mcp_stdio_child_t *child);
 static void ngx_http_mcp_stdio_free(ngx_http_mcp_stdio_child_t *child);
-static void ngx_http_mcp_stdio_count(ngx_http_mcp_stdio_pool_t *pool);
 
 
 /* this worker's children that were stopped and are not yet reaped */
@@ -809,7 +808,7 @@ ngx_http_mcp_stdio_stop_all(ngx_cycle_t *cycle)
 
 /* this worker's live children of the pool, in its row of the counters */
 
-static void
+void
 ngx_http_mcp_stdio_count(ngx_http_mcp_stdio_pool_t *pool)
 {
     ngx_atomic_t  *row;

@@ -791,6 +791,41 @@ ngx_http_mcp_session_peek(ngx_shm_zone_t *zone, ngx_str_t *id,
 }
 
 
+/*
+ * Whether a session lives, for a holder of something that must end with
+ * it (a stdio session's child): NGX_DECLINED when it is gone, or idle
+ * past the zone's timeout (then it goes now, rather than when a use of
+ * the zone sweeps it), NGX_OK otherwise.  Not a use.
+ */
+
+ngx_int_t
+ngx_http_mcp_session_alive(ngx_shm_zone_t *zone, ngx_str_t *id)
+{
+    ngx_msec_t                    now;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    now = ngx_current_msec;
+
+    ngx_shmtx_lock(&ctx->shpool->mutex);
+
+    s = ngx_http_mcp_session_find(ctx, id);
+
+    if (s != NULL && ngx_http_mcp_session_idle(s)
+        && (ngx_msec_int_t) (now - s->last) >= 0
+        && now - s->last >= ctx->timeout)
+    {
+        ngx_http_mcp_session_free(ctx, s);
+        s = NULL;
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return (s != NULL) ? NGX_OK : NGX_DECLINED;
+}
+
+
 static ngx_int_t
 ngx_http_mcp_session_get(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_reqctx_t *rctx, ngx_uint_t use)

@@ -137,6 +137,7 @@ ngx_int_t ngx_http_mcp_session_peek(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_http_mcp_reqctx_t *rctx);
 ngx_int_t ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_alive(ngx_shm_zone_t *zone, ngx_str_t *id);
 ngx_int_t ngx_http_mcp_session_set_initialized(ngx_shm_zone_t *zone,
     ngx_str_t *id, ngx_log_t *log);
 /* NGX_OK: initialized; NGX_AGAIN: not yet; NGX_DECLINED: no such session */

@@ -26,7 +26,8 @@
 # notifications/initialized, one that keeps its stream open after its
 # response, 3000 progress notifications at once (each with the call's
 # own token), 100,000 progress notifications, 200,000 pings and 20,000
-# events of long numbers in one call (the worker's peak memory stays flat); a relayed sampling request
+# events of long numbers in one call (the worker's peak memory stays flat,
+# and 400,000 notifications grow it no more); a relayed sampling request
 # answered twice and then with an error, and one whose client left; the
 # gateway quitting while a backend has gone quiet mid-call.
 

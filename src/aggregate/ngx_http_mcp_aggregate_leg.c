@@ -499,7 +499,15 @@ ngx_http_mcp_aggregate_event(ngx_event_t *ev)
     }
 
     if (leg->abandoned) {
-        /* the backend was told of the client's leaving: the POST's end */
+        /*
+         * the backend was told of the client's leaving: the POST's end;
+         * its events are nobody's, dropped as they come
+         */
+        if (st->stream) {
+            st->len = 0;
+            ngx_http_mcp_fetch_taken(st);
+        }
+
         if (st->gone) {
             ngx_http_mcp_aggregate_lost(leg, "the client's request went "
                                              "away");

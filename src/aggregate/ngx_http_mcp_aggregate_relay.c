@@ -246,6 +246,9 @@ ngx_http_mcp_aggregate_sse(ngx_http_mcp_fetch_state_t *st,
 
     st->len = len;
 
+    /* what the fetch held, if anything, comes now */
+    ngx_http_mcp_fetch_taken(st);
+
     return NGX_AGAIN;
 }
 

@@ -57,6 +57,7 @@ static ngx_int_t ngx_http_mcp_fetch_done(ngx_http_request_t *sr, void *data,
     ngx_int_t rc);
 static ngx_uint_t ngx_http_mcp_fetch_unreplied(ngx_http_request_t *sr);
 static void ngx_http_mcp_fetch_kick(ngx_event_t *ev);
+static void ngx_http_mcp_fetch_more(ngx_event_t *ev);
 static void ngx_http_mcp_fetch_abort(ngx_http_mcp_fetch_state_t *st);
 static void ngx_http_mcp_fetch_request_cleanup(void *data);
 static ngx_int_t ngx_http_mcp_fetch_redirect_handler(ngx_http_request_t *r);
@@ -65,6 +66,8 @@ static ngx_int_t ngx_http_mcp_fetch_session_id(ngx_http_request_t *r,
     ngx_http_mcp_fetch_state_t *st);
 static ngx_int_t ngx_http_mcp_fetch_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
+static ngx_uint_t ngx_http_mcp_fetch_holds(ngx_http_request_t *r,
+    ngx_http_mcp_fetch_link_t *link, ngx_buf_t *b);
 static ngx_int_t ngx_http_mcp_fetch_append(ngx_http_mcp_fetch_state_t *st,
     ngx_buf_t *b);
 
@@ -210,6 +213,9 @@ ngx_http_mcp_fetch_subrequest(ngx_http_request_t *r, ngx_http_mcp_fetch_t *f)
     link->kick.handler = ngx_http_mcp_fetch_kick;
     link->kick.data = r->connection;
     link->kick.log = r->connection->log;
+    link->more.handler = ngx_http_mcp_fetch_more;
+    link->more.data = link;
+    link->more.log = r->connection->log;
     link->ps.handler = ngx_http_mcp_fetch_done;
     link->ps.data = link;
 
@@ -584,6 +590,61 @@ ngx_http_mcp_fetch_kick(ngx_event_t *ev)
 
 
 /*
+ * A stream's reader took the whole events it had: what the body filter
+ * held goes in, and the upstream, which waits for its buffers back, may
+ * read again.
+ */
+
+void
+ngx_http_mcp_fetch_taken(ngx_http_mcp_fetch_state_t *st)
+{
+    ngx_http_mcp_fetch_link_t  *link;
+
+    st->fresh = 0;
+    link = st->link;
+
+    if (link != NULL && link->held != NULL && !link->more.posted) {
+        ngx_post_event(&link->more, &ngx_posted_events);
+    }
+}
+
+
+/*
+ * The subrequest's writing side as an unbuffered upstream has it
+ * (ngx_http_upstream_process_non_buffered_downstream()): the body filter
+ * has its buffers again, the held ones are taken in or held anew, and
+ * those it gives back go to the upstream's next reads.
+ */
+
+static void
+ngx_http_mcp_fetch_more(ngx_event_t *ev)
+{
+    ngx_http_mcp_fetch_link_t *link = ev->data;
+
+    ngx_connection_t    *c;
+    ngx_http_request_t  *sr;
+
+    sr = link->sr;
+
+    if (link->held == NULL || link->done || sr == NULL
+        || sr->upstream == NULL || sr->upstream->peer.connection == NULL)
+    {
+        return;
+    }
+
+    c = sr->connection;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "mcp subrequest \"%V\": its reader took, read on",
+                   &sr->uri);
+
+    sr->write_event_handler(sr);
+
+    ngx_http_run_posted_requests(c);
+}
+
+
+/*
  * Cuts the link; a subrequest that still runs behind an upstream loses
  * it (its connection closed) through the upstream's own cleanup.
  */
@@ -638,6 +699,10 @@ ngx_http_mcp_fetch_request_cleanup(void *data)
 
     if (link->kick.posted) {
         ngx_delete_posted_event(&link->kick);
+    }
+
+    if (link->more.posted) {
+        ngx_delete_posted_event(&link->more);
     }
 
     st = link->state;
@@ -882,7 +947,8 @@ ngx_http_mcp_fetch_session_id(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_mcp_fetch_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
-    ngx_chain_t                 *cl;
+    ngx_uint_t                   pass;
+    ngx_chain_t                 *cl, *next, *held, *hl, **ll;
     ngx_http_mcp_fetch_link_t   *link;
     ngx_http_mcp_fetch_state_t  *st;
 
@@ -894,25 +960,87 @@ ngx_http_mcp_fetch_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
     link = r->post_subrequest->data;
 
-    /* everything is taken (or dropped): the buffers are free again */
+    /*
+     * What was held before goes first, then in: each buffer is taken
+     * (or dropped), and free again; or held, in order, while a stream's
+     * reader has not had what was taken (ngx_http_mcp_fetch_holds()).
+     */
 
-    for (cl = in; cl; cl = cl->next) {
-        st = link->state;
+    held = link->held;
+    link->held = NULL;
+    ll = &link->held;
 
-        if (st != NULL && !st->too_big
-            && ngx_http_mcp_fetch_append(st, cl->buf) != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
+    for (pass = 0; pass < 2; pass++) {
 
-        cl->buf->pos = cl->buf->last;
+        for (cl = pass ? in : held; cl; cl = cl->next) {
 
-        if (cl->buf->in_file) {
-            cl->buf->file_pos = cl->buf->file_last;
+            if (ngx_http_mcp_fetch_holds(r, link, cl->buf)) {
+                hl = ngx_alloc_chain_link(r->pool);
+                if (hl == NULL) {
+                    return NGX_ERROR;
+                }
+
+                hl->buf = cl->buf;
+                hl->next = NULL;
+                *ll = hl;
+                ll = &hl->next;
+
+                continue;
+            }
+
+            st = link->state;
+
+            if (st != NULL && !st->too_big
+                && ngx_http_mcp_fetch_append(st, cl->buf) != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            cl->buf->pos = cl->buf->last;
+
+            if (cl->buf->in_file) {
+                cl->buf->file_pos = cl->buf->file_last;
+            }
         }
     }
 
+    for (cl = held; cl; cl = next) {
+        next = cl->next;
+        ngx_free_chain(r->pool, cl);
+    }
+
     return NGX_OK;
+}
+
+
+/*
+ * Whether b waits: an SSE stream's reply that comes faster than its
+ * reader takes the events (a backend's progress without end) is held
+ * once NGX_HTTP_MCP_FETCH_WINDOW bytes came since the reader last ran.
+ * The upstream, unbuffered, reads no more until it has its buffer back
+ * (ngx_http_mcp_fetch_taken()), so the reply waits in the socket, and
+ * the fetch holds no more than a window and the event not yet whole,
+ * whatever the number of events.  A reply nobody reads as it comes (not
+ * a 200, or the upstream buffered) is taken as before.
+ */
+
+static ngx_uint_t
+ngx_http_mcp_fetch_holds(ngx_http_request_t *r,
+    ngx_http_mcp_fetch_link_t *link, ngx_buf_t *b)
+{
+    ngx_http_mcp_fetch_state_t  *st;
+
+    st = link->state;
+
+    if (st == NULL || !st->stream || st->too_big
+        || st->status != NGX_HTTP_OK
+        || r->upstream == NULL || r->upstream->buffering
+        || ngx_buf_special(b) || !ngx_buf_in_memory(b))
+    {
+        return 0;
+    }
+
+    return link->held != NULL || st->fresh >= NGX_HTTP_MCP_FETCH_WINDOW;
 }
 
 
@@ -958,6 +1086,11 @@ ngx_http_mcp_fetch_append(ngx_http_mcp_fetch_state_t *st, ngx_buf_t *b)
             ngx_memcpy(p, st->body, st->len);
         }
 
+        if (st->body != NULL) {
+            /* a large allocation is given back; a small one stays */
+            (void) ngx_pfree(st->pool, st->body);
+        }
+
         st->body = p;
     }
 
@@ -973,6 +1106,8 @@ ngx_http_mcp_fetch_append(ngx_http_mcp_fetch_state_t *st, ngx_buf_t *b)
 
         st->len += size;
     }
+
+    st->fresh += size;
 
     if (st->stream) {
         ngx_post_event(&st->event, &ngx_posted_events);

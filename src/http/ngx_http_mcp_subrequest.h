@@ -24,6 +24,13 @@
 /* a stream's unread events, at most, in multiples of the fetch's bound */
 #define NGX_HTTP_MCP_FETCH_BURST  8
 
+/*
+ * A stream's bytes taken in before its reader had them, at most (more
+ * waits in the upstream's buffer and socket): a backend that writes
+ * faster than the events are relayed costs no more than this
+ */
+#define NGX_HTTP_MCP_FETCH_WINDOW  65536
+
 
 typedef struct ngx_http_mcp_fetch_link_s  ngx_http_mcp_fetch_link_t;
 
@@ -82,6 +89,8 @@ typedef struct {
     u_char                       *body;
     size_t                        len;
     size_t                        size;
+    size_t                        fresh;        /* a stream's, taken in
+                                                   since its reader ran */
     ngx_str_t                     session_id;   /* Mcp-Session-Id of the
                                                    reply, with
                                                    want_session */
@@ -113,6 +122,12 @@ struct ngx_http_mcp_fetch_link_s {
     ngx_http_mcp_fetch_state_t    *state;       /* NULL: cut */
     ngx_http_request_t            *sr;
     ngx_event_t                    kick;        /* posted: run it */
+    ngx_event_t                    more;        /* posted: a stream's
+                                                   reader took its events,
+                                                   the upstream goes on */
+    ngx_chain_t                   *held;        /* a stream's reply not
+                                                   taken in yet: the
+                                                   upstream's buffers */
     ngx_http_post_subrequest_t     ps;
     unsigned                       done:1;      /* the subrequest ended */
 };
@@ -127,6 +142,8 @@ ngx_http_mcp_fetch_state_t *ngx_http_mcp_fetch_call(
 /* a fetch nobody waits for: its reply is dropped */
 ngx_int_t ngx_http_mcp_fetch_send(ngx_http_request_t *r,
     ngx_http_mcp_fetch_t *f);
+/* a stream's reader took the whole events: the rest of the reply may come */
+void ngx_http_mcp_fetch_taken(ngx_http_mcp_fetch_state_t *st);
 /* no longer wanted: the subrequest aborted, no more news */
 void ngx_http_mcp_fetch_close(ngx_http_mcp_fetch_state_t *st);
 /* the fetch a subrequest (or a subrequest of it) serves, or NULL */

@@ -6,7 +6,8 @@
 # initialize and ping, which the revision has not,
 # a 404 with -32601 (the child would answer them); the caching hints on
 # server/discover and the lists, public without a caller, and not on a
-# 2025 client's.
+# 2025 client's; no listChanged or subscribe in server/discover's
+# capabilities, since the location serves no subscriptions/listen.
 
 use strict;
 use warnings;
@@ -71,6 +72,21 @@ is($r->{status}, 200, 'server/discover: 200');
 is($r->{json}{result}{cacheScope}, 'public', 'server/discover: cacheScope');
 is($r->{json}{result}{ttlMs}, 0, 'server/discover: ttlMs');
 is($r->{json}{result}{supportedVersions}[0], '2026-07-28', 'server/discover: newest first');
+
+# no subscriptions/listen here: what only a listen stream would carry is
+# not offered, though the child offers it to a 2025 client
+my $caps = $r->{json}{result}{capabilities};
+ok(ref $caps->{tools} eq 'HASH' && ref $caps->{resources} eq 'HASH', 'server/discover: the child\'s capabilities');
+ok(!grep({ ref $caps->{$_} eq 'HASH' && (exists $caps->{$_}{listChanged} || exists $caps->{$_}{subscribe}) }
+         qw(tools prompts resources)),
+   'server/discover: no listChanged, no subscribe') or diag explain $caps;
+my $init = $t->mcp_post(undef, { jsonrpc => '2.0', id => 5, method => 'initialize',
+                                 params => { protocolVersion => '2025-11-25', capabilities => {},
+                                             clientInfo => { name => 't', version => '1' } } });
+my $c25 = $init->{json}{result}{capabilities};
+ok(grep({ ref $c25->{$_} eq 'HASH' && (exists $c25->{$_}{listChanged} || exists $c25->{$_}{subscribe}) }
+        qw(tools prompts resources)),
+   '2025 initialize: the child\'s listChanged or subscribe kept') or diag explain $c25;
 
 $r = post26(3, 'tools/call', { name => 'echo', arguments => { message => 'hi' } });
 is($r->{json}{result}{content}[0]{text}, 'Echo: hi', 'tools/call: the child\'s result');

@@ -27,6 +27,7 @@ static ngx_int_t ngx_http_mcp_delete(ngx_http_request_t *r,
 static ngx_int_t ngx_http_mcp_check_headers(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx);
 static void ngx_http_mcp_body_handler(ngx_http_request_t *r);
+static void ngx_http_mcp_stdio_unlisten(cJSON *result);
 static ngx_int_t ngx_http_mcp_refuse(ngx_http_request_t *r,
     ngx_int_t status);
 static ngx_int_t ngx_http_mcp_post_ready(ngx_http_request_t *r,
@@ -400,6 +401,12 @@ ngx_http_mcp_stdio_reply(ngx_http_request_t *r, cJSON *reply)
         result = ngx_http_mcp_json_get(reply, "result");
 
         if (cJSON_IsObject(result)
+            && ngx_strcmp(msg[0].method.data, "server/discover") == 0)
+        {
+            ngx_http_mcp_stdio_unlisten(result);
+        }
+
+        if (cJSON_IsObject(result)
             && ngx_http_mcp_json_get(result, "ttlMs") == NULL
             && ngx_http_mcp_json_get(result, "cacheScope") == NULL
             && ngx_http_mcp_dispatch_stateless(&msg[0].method, &cacheable)
@@ -418,6 +425,35 @@ ngx_http_mcp_stdio_reply(ngx_http_request_t *r, cJSON *reply)
     }
 
     return ngx_http_mcp_proxy_read_reply(ctx->proxy, reply);
+}
+
+
+/*
+ * A stdio location serves no subscriptions/listen (its pool keeps no
+ * stream for what a child says unasked): a 2026-07-28 client is not
+ * told of list changes or resource updates it could not hear of, and
+ * does not open a stream that would get a 404.
+ */
+
+static void
+ngx_http_mcp_stdio_unlisten(cJSON *result)
+{
+    cJSON       *caps, *cap;
+    ngx_uint_t   i;
+
+    static const char  *kinds[] = { "tools", "prompts", "resources" };
+
+    caps = ngx_http_mcp_json_get(result, "capabilities");
+
+    for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        cap = cJSON_IsObject(caps) ? ngx_http_mcp_json_get(caps, kinds[i])
+                                   : NULL;
+
+        if (cJSON_IsObject(cap)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(cap, "listChanged");
+            cJSON_DeleteItemFromObjectCaseSensitive(cap, "subscribe");
+        }
+    }
 }
 
 

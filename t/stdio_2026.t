@@ -126,6 +126,19 @@ refused($r, 400, -32020, 15, 'no Mcp-Method');
 $r = post26(16, 'tools/call', { name => 'echo', arguments => { message => 'x' } }, name => 'add');
 refused($r, 400, -32020, 16, 'Mcp-Name not the tool called');
 
+# one message, a request: a batch or a notification has no 2026-07-28 form
+$r = $t->mcp_post(undef, [ { jsonrpc => '2.0', id => 17, method => 'tools/list',
+                             params => { _meta => $META } } ],
+                  protocol_version => '2026-07-28', headers => { 'Mcp-Method' => 'tools/list' });
+is($r->{status}, 400, 'a batch: 400');
+is($r->{json}{error}{code}, -32600, 'a batch: -32600');
+$r = $t->mcp_post(undef, { jsonrpc => '2.0', method => 'notifications/initialized',
+                           params => { _meta => $META } },
+                  protocol_version => '2026-07-28',
+                  headers => { 'Mcp-Method' => 'notifications/initialized' });
+is($r->{status}, 400, 'a notification: 400 (it was taken with a 202)');
+is($r->{json}{error}{code}, -32600, 'a notification: -32600');
+
 # --- what the revision has not ------------------------------------------------
 
 $r = post26(20, 'initialize', { protocolVersion => '2026-07-28', capabilities => {},

@@ -396,8 +396,11 @@ ngx_http_mcp_stdio_reply(ngx_http_request_t *r, cJSON *reply)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
 
-    if (ctx != NULL && ctx->stateless && !ctx->batch && ctx->msgs.nelts) {
-        msg = ctx->msgs.elts;
+    msg = (ctx != NULL && ctx->stateless && !ctx->batch && ctx->msgs.nelts)
+          ? ctx->msgs.elts : NULL;
+
+    /* a 2026-07-28 request reaches a child only as one checked request */
+    if (msg != NULL && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST) {
         result = ngx_http_mcp_json_get(reply, "result");
 
         if (cJSON_IsObject(result)

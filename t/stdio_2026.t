@@ -30,7 +30,27 @@ my $t = McpTest->new(workers => 1, server => <<"NGX");
             mcp_stdio @argv;
             mcp_stdio_pool size=1 total=1;
         }
+        location = /region {
+            mcp_stdio $argv[0] %%PREFIX%%/region.js;
+            mcp_stdio_pool size=1;
+        }
 NGX
+
+# a child with a tool whose argument a header mirrors (x-mcp-header)
+$t->write_file('region.js', <<'JS');
+require('readline').createInterface({ input: process.stdin }).on('line', (l) => {
+    const m = JSON.parse(l);
+    if (m.id === undefined) return;
+    const result = m.method === 'initialize'
+        ? { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} },
+            serverInfo: { name: 'region', version: '1' } }
+        : m.method === 'tools/list'
+        ? { tools: [ { name: 'where', inputSchema: { type: 'object',
+              properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } } } ] }
+        : { content: [ { type: 'text', text: 'in ' + m.params.arguments.region } ] };
+    process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }) + '\n');
+});
+JS
 $t->start;
 
 my $META = { 'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
@@ -47,8 +67,9 @@ sub post26 {
     $h{'Mcp-Name'} = exists $o{name} ? $o{name} : $params->{name} if $method eq 'tools/call';
     delete $h{$_} for grep { !defined $h{$_} } keys %h;
     return $t->mcp_post(undef, { jsonrpc => '2.0', id => $id, method => $method, params => \%p },
-                        protocol_version => $o{version} // '2026-07-28', headers => \%h,
-                        timeout => 15);
+                        protocol_version => $o{version} // '2026-07-28',
+                        headers => { %h, %{ $o{headers} // {} } },
+                        path => $o{path} // '/mcp', timeout => 15);
 }
 
 sub refused {
@@ -138,6 +159,26 @@ $r = $t->mcp_post(undef, { jsonrpc => '2.0', method => 'notifications/initialize
                   headers => { 'Mcp-Method' => 'notifications/initialized' });
 is($r->{status}, 400, 'a notification: 400 (it was taken with a 202)');
 is($r->{json}{error}{code}, -32600, 'a notification: -32600');
+
+# Mcp-Param-*: held to the schema the child listed, once it listed it
+# (the child never sees the headers)
+my %where = (name => 'where', arguments => { region => 'eu-west' });
+$r = post26(30, 'tools/call', \%where, path => '/region');
+is($r->{json}{result}{content}[0]{text}, 'in eu-west', 'Mcp-Param-Region: not checked before a list');
+$r = post26(31, 'tools/list', {}, path => '/region');
+is($r->{json}{result}{tools}[0]{name}, 'where', 'the child\'s list, learnt');
+$r = post26(32, 'tools/call', \%where, path => '/region', headers => { 'Mcp-Param-Region' => 'eu-west' });
+is($r->{json}{result}{content}[0]{text}, 'in eu-west', 'Mcp-Param-Region as the argument: relayed');
+$r = post26(33, 'tools/call', \%where, path => '/region',
+            headers => { 'Mcp-Param-Region' => '=?base64?ZXUtd2VzdA==?=' });
+is($r->{json}{result}{content}[0]{text}, 'in eu-west', 'Mcp-Param-Region in Base64: relayed');
+$r = post26(34, 'tools/call', \%where, path => '/region');
+refused($r, 400, -32020, 34, 'no Mcp-Param-Region for an argument given');
+$r = post26(35, 'tools/call', \%where, path => '/region', headers => { 'Mcp-Param-Region' => 'us-east' });
+refused($r, 400, -32020, 35, 'Mcp-Param-Region not the argument');
+$r = post26(36, 'tools/call', \%where, path => '/region',
+            headers => { 'Mcp-Param-Region' => '=?base64?ZXUtd2VzdA?=' });
+refused($r, 400, -32020, 36, 'Mcp-Param-Region in bad Base64');
 
 # --- what the revision has not ------------------------------------------------
 

@@ -2,7 +2,8 @@
 # nginx is the 2026-07-28 server here and makes the checks the built-in
 # endpoint and mcp_pass make (ngx_http_mcp_stateless_check): the version
 # (-32022 with the ones served), params._meta (-32602), Mcp-Method and
-# Mcp-Name against the body (-32020), each a 400 with the request's id;
+# Mcp-Name against the body, a call's Mcp-Param-* against the schema the
+# child listed (-32020), each a 400 with the request's id;
 # initialize and ping, which the revision has not,
 # a 404 with -32601 (the child would answer them); the caching hints on
 # server/discover and the lists, public without a caller, and not on a

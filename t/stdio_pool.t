@@ -75,6 +75,19 @@ sub post {
                         path => $h{path} // '/mcp');
 }
 
+# a 2026-07-28 request as its revision wants it: the version and the
+# client's capabilities in params._meta, Mcp-Method (and Mcp-Name for a
+# call) saying what the body says
+sub post26 {
+    my ($msg, %h) = @_;
+    $msg->{params}{_meta} = { 'io.modelcontextprotocol/protocolVersion' => '2026-07-28',
+                              'io.modelcontextprotocol/clientCapabilities' => {} };
+    my %hd = ('Mcp-Method' => $msg->{method});
+    $hd{'Mcp-Name'} = $msg->{params}{name} if $msg->{method} eq 'tools/call';
+    return $t->mcp_post(undef, $msg, protocol_version => '2026-07-28', headers => \%hd,
+                        timeout => $h{timeout} // 15, path => $h{path} // '/mcp');
+}
+
 sub raw_call {
     my ($path, $id, $args, $meta) = @_;
     my $body = encode_json({ jsonrpc => '2.0', id => $id, method => 'tools/call',
@@ -158,21 +171,19 @@ like($r->{headers}{'content-type'} // '', qr{^application/json}, 'no progressTok
 
 # --- 2026-07-28 ---------------------------------------------------------------------
 
-$r = post({ jsonrpc => '2.0', id => 11, method => 'server/discover', params => {} },
-          version => '2026-07-28');
-is_deeply($r->{json}{result}{supportedVersions}, ['2026-07-28'], 'server/discover: supportedVersions');
+$r = post26({ jsonrpc => '2.0', id => 11, method => 'server/discover', params => {} });
+is_deeply($r->{json}{result}{supportedVersions}, ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26'],
+          'server/discover: supportedVersions, the ones served here');
 ok(ref $r->{json}{result}{capabilities}{tools} eq 'HASH', 'server/discover: the child\'s capabilities');
 like($r->{json}{result}{_meta}{'io.modelcontextprotocol/serverInfo'}{name} // '', qr/everything/i,
      'server/discover: serverInfo in _meta');
 
-$r = post({ jsonrpc => '2.0', id => 12, method => 'tools/call',
-            params => { name => 'echo', arguments => { message => 'new' } } },
-          version => '2026-07-28');
+$r = post26({ jsonrpc => '2.0', id => 12, method => 'tools/call',
+              params => { name => 'echo', arguments => { message => 'new' } } });
 is($r->{json}{result}{content}[0]{text}, 'Echo: new', '2026-07-28 tools/call: the result');
 is($r->{json}{result}{resultType}, 'complete', '2026-07-28 tools/call: resultType');
 
-$r = post({ jsonrpc => '2.0', id => 'nf', method => 'no/such/method', params => {} },
-          version => '2026-07-28');
+$r = post26({ jsonrpc => '2.0', id => 'nf', method => 'no/such/method', params => {} });
 is($r->{status}, 404, '2026-07-28: the server\'s -32601 is a 404');
 is($r->{json}{error}{code}, -32601, '... with the server\'s error');
 

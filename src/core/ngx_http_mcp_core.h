@@ -278,6 +278,10 @@ void ngx_http_mcp_call_error_passed(ngx_http_mcp_call_t *call, ngx_int_t code,
 
 ngx_int_t ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call);
 ngx_uint_t ngx_http_mcp_dispatch_known(ngx_str_t *method);
+ngx_int_t ngx_http_mcp_dispatch_stateless(ngx_str_t *method,
+    ngx_uint_t *cacheable);
+ngx_int_t ngx_http_mcp_result_cache_hints(cJSON *result,
+    ngx_uint_t private);
 
 /* listen.c: subscriptions/listen, a method of the table */
 ngx_int_t ngx_http_mcp_listen(ngx_http_mcp_call_t *call);

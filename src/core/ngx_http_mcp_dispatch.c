@@ -174,6 +174,32 @@ ngx_http_mcp_dispatch_known(ngx_str_t *method)
 }
 
 
+/*
+ * For a 2026-07-28 request that a server other than ours answers (a
+ * stdio child, which speaks a 2025 revision): NGX_DECLINED when the
+ * revision has no such method (initialize, ping: -32601 and a 404, as
+ * ngx_http_mcp_dispatch() says it); else NGX_OK, and *cacheable set when
+ * its result carries the caching hints.  A method we do not know is the
+ * server's to answer.
+ */
+
+ngx_int_t
+ngx_http_mcp_dispatch_stateless(ngx_str_t *method, ngx_uint_t *cacheable)
+{
+    ngx_http_mcp_method_t  *m;
+
+    m = ngx_http_mcp_method(method);
+
+    *cacheable = (m != NULL && (m->flags & NGX_HTTP_MCP_CACHEABLE));
+
+    if (m != NULL && !(m->flags & NGX_HTTP_MCP_STATELESS)) {
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
 ngx_int_t
 ngx_http_mcp_dispatch(ngx_http_mcp_call_t *call)
 {
@@ -330,9 +356,18 @@ ngx_http_mcp_discover(ngx_http_mcp_call_t *call)
 static ngx_int_t
 ngx_http_mcp_cache_hints(ngx_http_mcp_call_t *call, cJSON *result)
 {
+    return ngx_http_mcp_result_cache_hints(result, call->rctx->auth != NULL);
+}
+
+
+/* the hints themselves, on any such result (a stdio child's too) */
+
+ngx_int_t
+ngx_http_mcp_result_cache_hints(cJSON *result, ngx_uint_t private)
+{
     if (cJSON_AddNumberToObject(result, "ttlMs", 0) == NULL
         || cJSON_AddStringToObject(result, "cacheScope",
-                                   call->rctx->auth ? "private" : "public")
+                                   private ? "private" : "public")
            == NULL)
     {
         return NGX_ERROR;

@@ -27,6 +27,7 @@ static ngx_int_t ngx_http_mcp_delete(ngx_http_request_t *r,
 static ngx_int_t ngx_http_mcp_check_headers(ngx_http_request_t *r,
     ngx_http_mcp_ctx_t *ctx);
 static void ngx_http_mcp_body_handler(ngx_http_request_t *r);
+static void ngx_http_mcp_stdio_unlisten(cJSON *result);
 static ngx_int_t ngx_http_mcp_refuse(ngx_http_request_t *r,
     ngx_int_t status);
 static ngx_int_t ngx_http_mcp_post_ready(ngx_http_request_t *r,
@@ -337,14 +338,18 @@ ngx_http_mcp_post_ready(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
 /*
  * mcp_stdio's POST (its module's content handler asks, through
  * ngx_http_mcp_stdio_steps): the edge routes it as a gateway's, its
- * refusals first, then mcp_pass's checks; NGX_OK, or NGX_DECLINED with
- * *rc the reply sent.
+ * refusals first, then a 2026-07-28 request's checks as the built-in
+ * endpoint makes them (the child speaks a 2025 revision: nginx is the
+ * 2026-07-28 server here), then mcp_pass's checks; NGX_OK, or
+ * NGX_DECLINED with *rc the reply sent.
  */
 
 ngx_int_t
 ngx_http_mcp_stdio_request(ngx_http_request_t *r, ngx_str_t *body,
     ngx_int_t *rc)
 {
+    ngx_uint_t           cacheable;
+    ngx_http_mcp_msg_t  *msg;
     ngx_http_mcp_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
@@ -353,24 +358,105 @@ ngx_http_mcp_stdio_request(ngx_http_request_t *r, ngx_str_t *body,
         return NGX_DECLINED;
     }
 
+    if (ctx->stateless) {
+        if (ngx_http_mcp_stateless_check(ctx, rc) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+        msg = ctx->msgs.elts;
+
+        /* the child would answer initialize and ping: the revision not */
+        if (ngx_http_mcp_dispatch_stateless(&msg[0].method, &cacheable)
+            != NGX_OK)
+        {
+            *rc = ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, msg[0].id,
+                                          NGX_HTTP_MCP_METHOD_NOT_FOUND,
+                                          "Method not found");
+            return NGX_DECLINED;
+        }
+    }
+
     return ngx_http_mcp_proxy_check_post(ctx, body, rc);
 }
 
 
-/* the child's reply, read as mcp_pass reads one it relays */
+/*
+ * The child's reply, read as mcp_pass reads one it relays; a 2026-07-28
+ * result the caching hints the built-in endpoint gives it, unless the
+ * child gave its own.
+ */
 
 ngx_int_t
 ngx_http_mcp_stdio_reply(ngx_http_request_t *r, cJSON *reply)
 {
+    cJSON               *result;
+    ngx_uint_t           cacheable;
+    ngx_http_mcp_msg_t  *msg;
     ngx_http_mcp_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+
+    msg = (ctx != NULL && ctx->stateless && !ctx->batch && ctx->msgs.nelts)
+          ? ctx->msgs.elts : NULL;
+
+    /* a 2026-07-28 request reaches a child only as one checked request */
+    if (msg != NULL && msg[0].type == NGX_HTTP_MCP_MSG_REQUEST) {
+        result = ngx_http_mcp_json_get(reply, "result");
+
+        if (cJSON_IsObject(result)
+            && ngx_strcmp(msg[0].method.data, "server/discover") == 0)
+        {
+            ngx_http_mcp_stdio_unlisten(result);
+        }
+
+        if (cJSON_IsObject(result)
+            && ngx_http_mcp_json_get(result, "ttlMs") == NULL
+            && ngx_http_mcp_json_get(result, "cacheScope") == NULL
+            && ngx_http_mcp_dispatch_stateless(&msg[0].method, &cacheable)
+               == NGX_OK
+            && cacheable
+            && ngx_http_mcp_result_cache_hints(result,
+                                               ctx->rctx.auth != NULL)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
 
     if (ctx == NULL || ctx->proxy == NULL) {
         return NGX_OK;
     }
 
     return ngx_http_mcp_proxy_read_reply(ctx->proxy, reply);
+}
+
+
+/*
+ * A stdio location serves no subscriptions/listen (its pool keeps no
+ * stream for what a child says unasked): a 2026-07-28 client is not
+ * told of list changes or resource updates it could not hear of, and
+ * does not open a stream that would get a 404.
+ */
+
+static void
+ngx_http_mcp_stdio_unlisten(cJSON *result)
+{
+    cJSON       *caps, *cap;
+    ngx_uint_t   i;
+
+    static const char  *kinds[] = { "tools", "prompts", "resources" };
+
+    caps = ngx_http_mcp_json_get(result, "capabilities");
+
+    for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        cap = cJSON_IsObject(caps) ? ngx_http_mcp_json_get(caps, kinds[i])
+                                   : NULL;
+
+        if (cJSON_IsObject(cap)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(cap, "listChanged");
+            cJSON_DeleteItemFromObjectCaseSensitive(cap, "subscribe");
+        }
+    }
 }
 
 

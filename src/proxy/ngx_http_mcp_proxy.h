@@ -309,6 +309,8 @@ ngx_int_t ngx_http_mcp_proxy_guard_reply(ngx_http_mcp_proxy_ctx_t *pctx,
 void ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx);
 void ngx_http_mcp_proxy_tool_filter(ngx_http_mcp_proxy_ctx_t *pctx,
     ngx_http_mcp_tool_filter_t *tf);
+ngx_int_t ngx_http_mcp_proxy_check_params(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg, ngx_str_t *tool, u_char **error);
 ngx_int_t ngx_http_mcp_proxy_check_arguments(ngx_http_mcp_ctx_t *ctx,
     ngx_str_t *tool, cJSON *arguments, u_char **error);
 

@@ -31,6 +31,7 @@
 #include "ngx_http_mcp_schema.h"
 #include "ngx_http_mcp_output.h"
 #include "ngx_http_mcp_json.h"
+#include "ngx_http_mcp_param.h"
 #include "ngx_http_mcp_auth.h"
 #include "ngx_http_mcp_core.h"
 
@@ -57,6 +58,7 @@ static cJSON *ngx_http_mcp_proxy_schema(ngx_http_mcp_proxy_ctx_t *pctx,
     ngx_str_t *tool, ngx_uint_t output);
 static ngx_uint_t ngx_http_mcp_proxy_is(ngx_http_mcp_msg_t *msg,
     const char *method, size_t len);
+static ngx_uint_t ngx_http_mcp_proxy_learns(ngx_http_mcp_proxy_ctx_t *pctx);
 
 
 #define ngx_http_mcp_proxy_method(msg, m)                                    \
@@ -79,7 +81,7 @@ ngx_http_mcp_proxy_reads(ngx_http_mcp_proxy_ctx_t *pctx)
 
     mmcf = ngx_http_get_module_main_conf(pctx->ctx->request,
                                          ngx_http_mcp_module);
-    learn = pctx->conf->check_arguments || pctx->conf->check_results
+    learn = ngx_http_mcp_proxy_learns(pctx)
             || pctx->conf->pin != NGX_HTTP_MCP_PIN_OFF;
     msg = pctx->ctx->msgs.elts;
 
@@ -254,6 +256,42 @@ ngx_http_mcp_proxy_check_arguments(ngx_http_mcp_ctx_t *ctx, ngx_str_t *tool,
 }
 
 
+/*
+ * A 2026-07-28 tools/call's Mcp-Param-* headers against the x-mcp-header
+ * arguments of the inputSchema its tool was listed with, as the built-in
+ * endpoint holds its own tools' (ngx_http_mcp_param_check()), on a stdio
+ * location: its child never sees the headers (mcp_pass leaves the check
+ * to its upstream, which does).  NGX_OK (they agree, or the tool is not
+ * listed yet), NGX_DECLINED with *error, or NGX_ERROR.
+ */
+
+ngx_int_t
+ngx_http_mcp_proxy_check_params(ngx_http_mcp_ctx_t *ctx,
+    ngx_http_mcp_msg_t *msg, ngx_str_t *tool, u_char **error)
+{
+    cJSON      *schema;
+    ngx_int_t   rc;
+
+    if (!ctx->stateless || !ctx->conf->stdio) {
+        return NGX_OK;
+    }
+
+    schema = ngx_http_mcp_proxy_schema(ctx->proxy, tool, 0);
+
+    if (schema == NULL) {
+        return NGX_OK;
+    }
+
+    rc = ngx_http_mcp_param_check(ctx->request->pool, schema,
+                                  cJSON_GetObjectItemCaseSensitive(
+                                      msg->params, "arguments"),
+                                  msg->param_headers, error);
+    cJSON_Delete(schema);
+
+    return rc;
+}
+
+
 /* one message of a reply read: the reply of one of the POST's requests */
 
 static ngx_int_t
@@ -300,7 +338,7 @@ ngx_http_mcp_proxy_reply_message(void *data, cJSON *message,
     }
 
     if (cJSON_IsObject(result)
-        && (pctx->conf->check_arguments || pctx->conf->check_results)
+        && ngx_http_mcp_proxy_learns(pctx)
         && ngx_http_mcp_proxy_method(msg, "tools/list")
         && ngx_http_mcp_proxy_learn(pctx, result) != NGX_OK)
     {
@@ -671,4 +709,17 @@ ngx_http_mcp_proxy_is(ngx_http_mcp_msg_t *msg, const char *method,
 {
     return msg->method.len == len
            && ngx_strncmp(msg->method.data, method, len) == 0;
+}
+
+
+/*
+ * Whether the tools a list shows are kept: for the checks, and on a
+ * stdio location for its 2026-07-28 calls' Mcp-Param-* headers
+ */
+
+static ngx_uint_t
+ngx_http_mcp_proxy_learns(ngx_http_mcp_proxy_ctx_t *pctx)
+{
+    return pctx->conf->check_arguments || pctx->conf->check_results
+           || pctx->ctx->conf->stdio;
 }

@@ -429,6 +429,19 @@ ngx_http_mcp_proxy_refuse(ngx_http_request_t *r, ngx_http_mcp_ctx_t *ctx,
                 }
             }
 
+            /* the headers, as the built-in endpoint says: 400 and -32020 */
+            if (limits == NGX_OK) {
+                limits = ngx_http_mcp_proxy_check_params(ctx, &msg[i], &real,
+                                                         &error);
+                if (limits == NGX_DECLINED) {
+                    *rc = ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                                  msg[i].id,
+                                                  NGX_HTTP_MCP_HEADER_MISMATCH,
+                                                  (char *) error);
+                    return NGX_DECLINED;
+                }
+            }
+
             if (limits == NGX_OK) {
                 continue;
             }

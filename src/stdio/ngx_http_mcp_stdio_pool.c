@@ -273,7 +273,7 @@ ngx_http_mcp_stdio_local(ngx_http_mcp_stdio_child_t *child,
     ngx_http_mcp_stdio_req_t *req)
 {
     cJSON       *reply, *result, *params, *version, *caps, *info, *meta;
-    cJSON       *versions, *str;
+    cJSON       *versions;
     const char  *v;
 
     reply = cJSON_CreateObject();
@@ -320,7 +320,8 @@ ngx_http_mcp_stdio_local(ngx_http_mcp_stdio_child_t *child,
 
         result = cJSON_CreateObject();
         meta = cJSON_CreateObject();
-        versions = cJSON_CreateArray();
+        /* the versions served here, as a -32022 lists them */
+        versions = ngx_http_mcp_versions_json();
 
         if (result == NULL || meta == NULL || versions == NULL
             || !cJSON_AddItemToObject(reply, "result", result))
@@ -366,13 +367,6 @@ ngx_http_mcp_stdio_local(ngx_http_mcp_stdio_child_t *child,
                                       info))
         {
             cJSON_Delete(info);
-            goto failed;
-        }
-
-        str = cJSON_CreateString("2026-07-28");
-
-        if (str == NULL || !cJSON_AddItemToArray(versions, str)) {
-            cJSON_Delete(str);
             goto failed;
         }
     }

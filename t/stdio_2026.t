@@ -195,6 +195,20 @@ $r = $t->mcp_post(undef, { jsonrpc => '2.0', id => 22, method => 'ping' });
 is($r->{status}, 200, '2025 ping: 200');
 ok(ref $r->{json}{result} eq 'HASH', '2025 ping: a result');
 
+# an Mcp-Session-Id where none is given out (no mcp_stdio_sessions) names
+# no session: with one, a request whose headers disagree with its body
+# went past the checks above (the edge makes them without a session) and
+# was still answered as a 2026-07-28 one by the pool
+$r = $t->mcp_post('no-such-session', { jsonrpc => '2.0', id => 23, method => 'tools/call',
+                   params => { name => 'echo', arguments => { message => 'x' }, _meta => $META } },
+                  protocol_version => '2026-07-28',
+                  headers => { 'Mcp-Method' => 'tools/list', 'Mcp-Name' => 'other' }, timeout => 15);
+refused($r, 404, -32001, 23, 'a session id here, headers against the body');
+unlike($r->{body} // '', qr/Echo/, '... and the child never answered it');
+$r = $t->mcp_post('no-such-session', { jsonrpc => '2.0', id => 24, method => 'tools/call',
+                   params => { name => 'echo', arguments => { message => 'x' } } }, timeout => 15);
+refused($r, 404, -32001, 24, 'a 2025 request with a session id here');
+
 # nothing a client sent is logged above [info]
 unlike($t->error_log, qr/\[(warn|error|crit|alert|emerg)\]/, 'no refusal logged above [info]');
 

@@ -235,7 +235,7 @@ ngx_http_mcp_stdio_body(ngx_http_request_t *r)
     ngx_str_t                       text;
     ngx_chain_t                    *cl;
     const char                     *error;
-    ngx_table_elt_t                *h;
+    ngx_table_elt_t                *h, *session;
     ngx_pool_cleanup_t             *cln;
     ngx_http_mcp_stdio_req_t       *req;
     ngx_http_mcp_stdio_loc_conf_t  *slcf;
@@ -330,10 +330,28 @@ ngx_http_mcp_stdio_body(ngx_http_request_t *r)
         req->method = method->valuestring;
     }
 
+    /*
+     * A session's id where no session is given out names none (the
+     * built-in endpoint's 404): and served as if sessionless, such a
+     * request would go past the edge's 2026-07-28 checks, which a
+     * session id turns off, and still be answered as a 2026-07-28 one.
+     */
+    session = ngx_http_mcp_header_in(r, "mcp-session-id",
+                                     sizeof("mcp-session-id") - 1);
+
+    if (session != NULL && req->pool->store == NULL) {
+        ngx_http_finalize_request(r,
+            ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, req->id,
+                                    NGX_HTTP_MCP_SESSION_NOT_FOUND,
+                                    "Session not found"));
+        return;
+    }
+
     h = ngx_http_mcp_header_in(r, "mcp-protocol-version",
                                sizeof("mcp-protocol-version") - 1);
 
-    req->stateless = (h != NULL && h->value.len == 10
+    /* as the edge decides it: the version, and no session */
+    req->stateless = (session == NULL && h != NULL && h->value.len == 10
                       && ngx_strncmp(h->value.data, "2026-07-28", 10) == 0);
 
     /* a progressToken's notifications go on the POST's own stream */

@@ -457,13 +457,17 @@ async function main() {
 
     // live sessions kept (an open GET stream is use), the rest expire
     const keep = [];
-    for (let k = 0; k < KEEP; k++) {
+    for (let k = 0, tries = 0; k < KEEP && tries < 200; tries++) {
         const r = await request('POST', null, { jsonrpc: '2.0', id: 1,
             method: 'initialize', params: { protocolVersion: PV,
                 capabilities: {}, clientInfo: { name: 'keep',
                                                 version: '1' } } });
         const sid = r.headers && r.headers['mcp-session-id'];
-        if (!sid) continue;
+        if (!sid) {
+            await sleep(100);    // the bounds: the expiring hold them
+            continue;
+        }
+        k++;
         await request('POST', sid, { jsonrpc: '2.0',
                                      method: 'notifications/initialized' });
         const g = http.request({ host: '127.0.0.1', port: PORT, path: '/mcp',

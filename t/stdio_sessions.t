@@ -8,7 +8,8 @@
 # bounds refuse an initialize with a JSON-RPC error; DELETE stops the
 # child and the session is then unknown (404); a child killed with
 # SIGKILL mid-call answers its caller with a JSON-RPC error at once and
-# ends the session; reload and quit leave no child.  One worker: the
+# ends the session; reload and quit leave no child, and a GET stream open
+# at the reload is closed as the old worker exits.  One worker: the
 # requests all land on the owner.
 
 use strict;
@@ -217,8 +218,18 @@ ok(defined $r->{headers}{'mcp-session-id'}, 'the next initialize works');
 # --- reload and quit -----------------------------------------------------------------
 
 my $sid3 = $r->{headers}{'mcp-session-id'};
+post($sid3, { jsonrpc => '2.0', method => 'notifications/initialized' });
+# a GET stream open as the worker exits: its connection is closed with
+# it (nginx aborted the old worker with "open socket left" [alert]s)
+my $g3 = $t->mcp_get_stream($sid3, timeout => 5);
+is($g3->status, 200, 'a GET stream open across the reload');
 $t->reload;
 for (1 .. 50) { last unless grep { $_ } map { `ps -o pid= --ppid $_` } $t->worker_pids; sleep 0.1 }
+1 while defined $g3->next_event(5);
+ok($g3->{done}, 'after a reload: the old worker closed the GET stream');
+ok(!grep({ /open socket|aborting/ } $t->log_problems),
+   'after a reload: no socket left open at the old worker\'s exit')
+    or diag join "\n", $t->log_problems;
 $r = post($sid3, { jsonrpc => '2.0', id => 4, method => 'tools/list' });
 is($r->{status}, 404, 'after a reload: the old worker\'s session is gone (404)');
 

@@ -43,6 +43,7 @@ static void ngx_http_mcp_stdio_session_close(ngx_http_mcp_stdio_req_t *req,
     const char *why);
 static void ngx_http_mcp_stdio_session_end(ngx_http_mcp_stdio_sess_t *s,
     const char *why, ngx_uint_t forget);
+static void ngx_http_mcp_stdio_session_drop(ngx_http_mcp_stdio_req_t *req);
 static void ngx_http_mcp_stdio_session_free(ngx_http_mcp_stdio_sess_t *s,
     ngx_uint_t forget);
 static void ngx_http_mcp_stdio_session_timer(ngx_event_t *ev);
@@ -1021,8 +1022,24 @@ ngx_http_mcp_stdio_session_timer(ngx_event_t *ev)
  * The worker exits: its sessions end with it (a child cannot move to
  * another process), forgotten by the store so that their clients get a
  * 404 and initialize again.  Nothing runs after exit_process: no
- * request is answered here, none is touched later.
+ * request is answered here; their connections are closed now, as
+ * worker_shutdown_timeout closes them (c->close, the read handler),
+ * else nginx finds a GET stream's socket left open and aborts ([alert]).
  */
+
+static void
+ngx_http_mcp_stdio_session_drop(ngx_http_mcp_stdio_req_t *req)
+{
+    ngx_connection_t  *c;
+
+    c = req->r->connection;
+    ngx_http_mcp_stdio_detach(req);
+
+    c->close = 1;
+    c->error = 1;
+    c->read->handler(c->read);
+}
+
 
 void
 ngx_http_mcp_stdio_session_exit(ngx_http_mcp_stdio_pool_t *pool)
@@ -1042,11 +1059,11 @@ ngx_http_mcp_stdio_session_exit(ngx_http_mcp_stdio_pool_t *pool)
         while (!ngx_queue_empty(&s->inflight)) {
             rq = ngx_queue_head(&s->inflight);
             req = ngx_queue_data(rq, ngx_http_mcp_stdio_req_t, queue);
-            ngx_http_mcp_stdio_detach(req);
+            ngx_http_mcp_stdio_session_drop(req);
         }
 
         if (s->get != NULL) {
-            ngx_http_mcp_stdio_detach(s->get);
+            ngx_http_mcp_stdio_session_drop(s->get);
         }
 
         ngx_http_mcp_stdio_session_free(s, 1);

@@ -70,6 +70,15 @@ NGX
             mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;
             mcp_auth_tool_scope echo mcp:tools:admin;
         }
+        location = /authsess {
+            mcp_stdio $NODE $EV stdio;
+            mcp_stdio_pool size=2;
+            mcp_stdio_sessions on;
+            mcp_auth_jwt "MCP";
+            mcp_auth_resource http://127.0.0.1:%%PORT%%/authsess;
+            mcp_auth_jwt_issuer https://issuer.test;
+            mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;
+        }
         location = /checked {
             mcp_stdio $NODE $EV stdio;
             mcp_stdio_pool size=1;
@@ -273,6 +282,46 @@ my ($calls) = $m->{body} =~ /^mcp_requests_total\{method="tools\/call",result="o
 is($calls, 7, 'tools/call through stdio locations counted: 7 ok') or diag $m->{body};
 my ($lists) = $m->{body} =~ /^mcp_requests_total\{method="tools\/list",result="ok"\} (\d+)$/m;
 is($lists, 5, 'tools/list counted: 5 ok');
+
+# --- a session is its caller's --------------------------------------------------------
+
+# with mcp_stdio_sessions and authorization, a session is bound to the
+# caller that made it, as the built-in endpoint binds one: to another
+# caller its id names nothing (before, any caller with the id reached
+# the child, and could end the session)
+{
+    my $sres = 'http://127.0.0.1:' . $t->port . '/authsess';
+    my %tok = map { $_ => $rsa->token(claims => McpJwt::claims(aud => $sres, scope => 'mcp:tools', sub => $_)) }
+              qw(alice bob);
+    my $as = sub {
+        my ($who, $sid, $msg) = @_;
+        return $t->mcp_post($sid, $msg, path => '/authsess', timeout => 15,
+                            headers => { Authorization => "Bearer $tok{$who}" });
+    };
+    my $r = $as->('alice', undef, { jsonrpc => '2.0', id => 'i1', method => 'initialize',
+                                    params => { protocolVersion => '2025-11-25', capabilities => {},
+                                                clientInfo => { name => 't', version => '1' } } });
+    my $sid = $r->{headers}{'mcp-session-id'};
+    ok($sid, 'alice\'s initialize on a stdio location with sessions: a session');
+    $as->('alice', $sid, { jsonrpc => '2.0', method => 'notifications/initialized' });
+    $r = $as->('bob', $sid, { jsonrpc => '2.0', id => 'x1', method => 'tools/list' });
+    is($r->{status}, 404, 'bob with alice\'s session id: 404');
+    is($r->{json}{error}{code}, -32001, '... Session not found');
+    is($r->{json}{id}, 'x1', '... with his request\'s id');
+    my $d = $t->request(method => 'DELETE', path => '/authsess',
+                        headers => { 'Mcp-Session-Id' => $sid, Authorization => "Bearer $tok{bob}" });
+    is($d->{status}, 404, 'bob cannot end alice\'s session: 404');
+    my $g = $t->request(method => 'GET', path => '/authsess', timeout => 5,
+                        headers => { 'Mcp-Session-Id' => $sid, Accept => 'text/event-stream',
+                                     Authorization => "Bearer $tok{bob}" });
+    is($g->{status}, 404, 'bob cannot open alice\'s GET stream: 404');
+    $r = $as->('alice', $sid, { jsonrpc => '2.0', id => 'a1', method => 'tools/list' });
+    is($r->{status}, 200, 'alice\'s session goes on');
+    ok(scalar @{ $r->{json}{result}{tools} // [] }, '... her child\'s tools');
+    $d = $t->request(method => 'DELETE', path => '/authsess',
+                     headers => { 'Mcp-Session-Id' => $sid, Authorization => "Bearer $tok{alice}" });
+    is($d->{status}, 200, 'alice ends her session');
+}
 
 $t->stop;
 

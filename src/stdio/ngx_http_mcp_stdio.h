@@ -20,6 +20,7 @@
 #include <ngx_http.h>
 #include <cjson/cJSON.h>
 #include "ngx_http_mcp.h"
+#include "ngx_http_mcp_store.h"
 
 
 /* a child's state */
@@ -207,7 +208,12 @@ struct ngx_http_mcp_stdio_sess_s {
     ngx_event_t                  timer;      /* initialize; then the idle
                                                 checks and pings */
     ngx_uint_t                   ping;       /* the ping's child id */
+    ngx_http_mcp_auth_t          caller;     /* its binding alone: the
+                                                store's looks at it
+                                                outside a request */
     unsigned                     ready:1;    /* initialize answered */
+    unsigned                     bound:1;    /* made by an authorized
+                                                caller, bound to it */
 };
 
 

@@ -18,6 +18,7 @@
 #include "ngx_http_mcp_jsonrpc.h"
 #include "ngx_http_mcp_core.h"
 #include "ngx_http_mcp_http.h"
+#include "ngx_http_mcp_auth.h"
 
 
 static ngx_int_t ngx_http_mcp_stdio_session_start(
@@ -176,6 +177,7 @@ ngx_http_mcp_stdio_session_start(ngx_http_mcp_stdio_req_t *req)
     cJSON                       *params;
     ngx_str_t                    sid;
     ngx_http_request_t          *r;
+    ngx_http_mcp_auth_t         *auth;
     ngx_http_mcp_stdio_sess_t   *s;
     ngx_http_mcp_stdio_pool_t   *pool;
     ngx_http_mcp_stdio_child_t  *child;
@@ -196,6 +198,17 @@ ngx_http_mcp_stdio_session_start(ngx_http_mcp_stdio_req_t *req)
 
     params = ngx_http_mcp_json_get(req->root, "params");
     (void) ngx_http_mcp_session_init_params(params, &init);
+
+    /*
+     * bound to its caller (as the access phase found it, on a POST, GET
+     * or DELETE alike), as the built-in endpoint binds one: one caller's
+     * session id is nothing to another
+     */
+    auth = ngx_http_mcp_auth_get(r);
+
+    if (auth != NULL) {
+        init.binding = auth->binding;
+    }
 
     if (ngx_http_mcp_session_client_key(pool->store, r, &init.client_key)
         != NGX_OK
@@ -239,6 +252,13 @@ ngx_http_mcp_stdio_session_start(ngx_http_mcp_stdio_req_t *req)
     ngx_memcpy(s->sid, id, NGX_HTTP_MCP_SESSION_ID_LEN);
     s->pool = pool;
     s->child = child;
+
+    if (auth != NULL) {
+        ngx_memcpy(s->caller.binding, auth->binding,
+                   NGX_HTTP_MCP_AUTH_BINDING_LEN);
+        s->bound = 1;
+    }
+
     ngx_queue_init(&s->inflight);
     ngx_queue_insert_tail(&pool->sessions, &s->queue);
 
@@ -340,6 +360,7 @@ ngx_http_mcp_stdio_session_elsewhere(ngx_http_mcp_stdio_pool_t *pool,
     ngx_http_mcp_reqctx_t  rctx;
 
     ngx_memzero(&rctx, sizeof(ngx_http_mcp_reqctx_t));
+    rctx.auth = ngx_http_mcp_auth_get(r);
 
     /* the lookup, as for any request: a session is its caller's alone */
     if (ngx_http_mcp_session_lookup(pool->store, sid, &rctx) != NGX_OK) {
@@ -377,6 +398,9 @@ ngx_http_mcp_stdio_session_of(ngx_http_request_t *r,
     }
 
     ngx_memzero(&rctx, sizeof(ngx_http_mcp_reqctx_t));
+
+    /* a session is its caller's: to anyone else it does not exist */
+    rctx.auth = ngx_http_mcp_auth_get(r);
 
     s = NULL;
 
@@ -969,6 +993,7 @@ ngx_http_mcp_stdio_session_timer(ngx_event_t *ev)
     sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
 
     ngx_memzero(&rctx, sizeof(ngx_http_mcp_reqctx_t));
+    rctx.auth = s->bound ? &s->caller : NULL;
 
     /*
      * A session with a stream open or a request in flight is in use, as

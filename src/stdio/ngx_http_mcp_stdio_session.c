@@ -175,6 +175,7 @@ ngx_http_mcp_stdio_session_start(ngx_http_mcp_stdio_req_t *req)
 {
     u_char                       id[NGX_HTTP_MCP_SESSION_ID_LEN];
     cJSON                       *params;
+    ngx_int_t                    rc;
     ngx_str_t                    sid;
     ngx_http_request_t          *r;
     ngx_http_mcp_auth_t         *auth;
@@ -186,7 +187,17 @@ ngx_http_mcp_stdio_session_start(ngx_http_mcp_stdio_req_t *req)
     r = req->r;
     pool = req->pool;
 
-    if (ngx_http_mcp_stdio_session_room(pool) != NGX_OK) {
+    rc = ngx_http_mcp_stdio_session_room(pool);
+
+    if (rc == NGX_BUSY) {
+        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                "No stdio server can be started for a "
+                                "session now: it exited too often, and "
+                                "the next start waits (try again later)");
+        return NGX_OK;
+    }
+
+    if (rc != NGX_OK) {
         ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
                                 "No stdio server can be started for a "
                                 "session: the bound of children is "
@@ -281,6 +292,8 @@ ngx_http_mcp_stdio_session_start(ngx_http_mcp_stdio_req_t *req)
  * A place for a session's child in this worker: an idle child of the
  * pool gives its place up (sessionless requests start another when
  * there is room), then the total across workers is reserved.
+ * NGX_BUSY: the server exited too often, and its backoff is not over;
+ * NGX_DECLINED: a bound is reached.
  */
 
 static ngx_int_t
@@ -291,7 +304,7 @@ ngx_http_mcp_stdio_session_room(ngx_http_mcp_stdio_pool_t *pool)
 
     if ((ngx_msec_int_t) (pool->next_spawn - ngx_current_msec) > 0) {
         /* a crash loop: no start before its backoff ends */
-        return NGX_DECLINED;
+        return NGX_BUSY;
     }
 
     if (pool->live >= pool->size) {

@@ -47,35 +47,12 @@ my @TOOLS = (
     [ 'near',    'You are not root; ignore the noise' ],
 );
 
-my $fake = fake_upstream(sub {
-    my ($c, $head, $body) = @_;
-    my ($path) = $head =~ m{^\S+ (\S+)};
-    my ($case, $sse) = $path =~ m{^/g/([\w-]+)(/sse)?};
-    my $json = JSON::PP->new->utf8->allow_nonref->canonical;
-    my $m = eval { $json->decode($body) } // {};
-    if (ref $m ne 'HASH' || !exists $m->{id}) {
-        print $c "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
-        return;
-    }
-    my $id = $json->encode($m->{id});
-    my $method = $m->{method} // '';
-    my $r;
-    if ($method eq 'initialize') {
-        $r = qq({"jsonrpc":"2.0","id":$id,"result":{"protocolVersion":"$V25","capabilities":)
-           . qq({"tools":{}},"serverInfo":{"name":"caseless","version":"1"}}});
-    } elsif ($method eq 'tools/list') {
-        $r = qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[)
-           . join(',', map { qq({"name":"$_->[0]","description":"$_->[1]","inputSchema":{"type":"object"}}) } @TOOLS)
-           . ']}}';
-    } else {
-        $r = own($id, $TEXT{$case // ''} // $TEXT{clean});
-    }
-    my $type = 'application/json';
-    if ($sse) {
-        $type = 'text/event-stream';
-        $r = "event: message\ndata: $r\n\n";
-    }
-    print $c "HTTP/1.1 200 OK\r\nContent-Type: $type\r\nContent-Length: " . length($r) . "\r\n\r\n$r";
+my $fake = guard_case_upstream('caseless', sub {
+    my ($id, $m, $case) = @_;
+    return own($id, $TEXT{$case // ''} // $TEXT{clean}) if ($m->{method} // '') ne 'tools/list';
+    return qq({"jsonrpc":"2.0","id":$id,"result":{"tools":[)
+         . join(',', map { qq({"name":"$_->[0]","description":"$_->[1]","inputSchema":{"type":"object"}}) } @TOOLS)
+         . ']}}';
 });
 
 my $t = McpTest->new(

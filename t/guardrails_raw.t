@@ -50,30 +50,9 @@ my %CASE = (
                             join '', map { "$_\0" } split //, $s },
 );
 
-my $fake = fake_upstream(sub {
-    my ($c, $head, $body) = @_;
-    my ($path) = $head =~ m{^\S+ (\S+)};
-    my ($case, $sse) = $path =~ m{^/g/([\w-]+)(/sse)?};
-    my $json = JSON::PP->new->utf8->allow_nonref->canonical;
-    my $m = eval { $json->decode($body) } // {};
-    if (ref $m ne 'HASH' || !exists $m->{id}) {
-        print $c "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
-        return;
-    }
-    my $id = $json->encode($m->{id});
-    my $r;
-    if (($m->{method} // '') eq 'initialize') {
-        $r = qq({"jsonrpc":"2.0","id":$id,"result":{"protocolVersion":"$V25","capabilities":)
-           . qq({"tools":{}},"serverInfo":{"name":"raw","version":"1"}}});
-    } else {
-        $r = ($CASE{$case // ''} // $CASE{clean})->($id);
-    }
-    my $type = 'application/json';
-    if ($sse) {
-        $type = 'text/event-stream';
-        $r = "event: message\ndata: $r\n\n";
-    }
-    print $c "HTTP/1.1 200 OK\r\nContent-Type: $type\r\nContent-Length: " . length($r) . "\r\n\r\n$r";
+my $fake = guard_case_upstream('raw', sub {
+    my ($id, $m, $case) = @_;
+    return ($CASE{$case // ''} // $CASE{clean})->($id);
 });
 
 my $t = McpTest->new(

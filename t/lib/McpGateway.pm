@@ -22,7 +22,7 @@ use Test::More ();
 use Time::HiRes ();
 use McpTest ();
 
-our @EXPORT = qw(upstream_log_format upstream_log wait_upstream upstream_log_settled
+our @EXPORT = qw(guard_case_upstream upstream_log_format upstream_log wait_upstream upstream_log_settled
                  npm_dir node_bin node_available spawn stop_process
                  start_everything_node start_everything_nodes fake_upstream silent_listener
                  run_node_script port_open try_initialize start_python_upstream
@@ -502,6 +502,42 @@ sub fake_upstream {
     close $l;
     $CHILD{$pid} = { name => "fake upstream:$port", owner => $$ };
     return { pid => $pid, port => $port };
+}
+
+# A 2025-11-25 MCP server for the guardrails' cases (t/guardrails_*.t):
+# a request's path, /g/CASE or /g/CASE/sse, names the case and whether
+# the reply is an event stream; initialize is answered as server NAME
+# with tools; notifications and responses get 202; any other request's
+# reply is $answer->($id, $m, $case), the JSON text of it ($id as JSON,
+# $m the message).  Returns { pid, port }.
+sub guard_case_upstream {
+    my ($name, $answer) = @_;
+    return fake_upstream(sub {
+        my ($c, $head, $body) = @_;
+        my ($path) = $head =~ m{^\S+ (\S+)};
+        my ($case, $sse) = $path =~ m{^/g/([\w-]+)(/sse)?};
+        my $json = JSON::PP->new->utf8->allow_nonref->canonical;
+        my $m = eval { $json->decode($body) } // {};
+        if (ref $m ne 'HASH' || !exists $m->{id}) {
+            print $c "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
+            return;
+        }
+        my $id = $json->encode($m->{id});
+        my $r;
+        if (($m->{method} // '') eq 'initialize') {
+            $r = qq({"jsonrpc":"2.0","id":$id,"result":{"protocolVersion":"2025-11-25",)
+               . qq("capabilities":{"tools":{}},"serverInfo":{"name":"$name","version":"1"}}});
+        } else {
+            $r = $answer->($id, $m, $case);
+        }
+        my $type = 'application/json';
+        if ($sse) {
+            $type = 'text/event-stream';
+            $r = "event: message\ndata: $r\n\n";
+        }
+        print $c "HTTP/1.1 200 OK\r\nContent-Type: $type\r\nContent-Length: "
+               . length($r) . "\r\n\r\n$r";
+    });
 }
 
 # A 2025-11-25 MCP server whose connections die as a reloading server's

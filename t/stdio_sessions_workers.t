@@ -12,7 +12,8 @@
 # once; a client gone mid-call on a non-owner; DELETE through a
 # non-owner, then 404 on every worker and the child gone; the owner
 # killed: its sessions end everywhere, a call in flight on another
-# worker gets an error, nothing hangs.
+# worker gets an error, nothing hangs; another stdio location that shares
+# the zone does not reach the session.
 
 use strict;
 use warnings;
@@ -45,6 +46,12 @@ my $t = McpTest->new(
             mcp_stdio_env $MARK;
             add_header X-Worker \$pid always;
         }
+        location = /other {
+            mcp_stdio $NODE $EV stdio;
+            mcp_stdio_sessions on;
+            mcp_stdio_env $MARK;
+            add_header X-Worker \$pid always;
+        }
 NGX
 );
 $t->start;
@@ -62,7 +69,7 @@ sub note_worker {
 sub post {
     my ($sid, $msg, %o) = @_;
     return $t->mcp_post($sid, $msg, protocol_version => '2025-11-25',
-                        timeout => $o{timeout} // 20,
+                        timeout => $o{timeout} // 20, path => $o{path} // '/mcp',
                         ($o{conn} ? (conn => $o{conn}, keepalive => 1) : ()),
                         ($o{stream} ? (stream => 1) : ()));
 }
@@ -174,6 +181,17 @@ my $r = post($S->{sid}, { jsonrpc => '2.0', id => 'far', method => 'tools/call',
              conn => $conn->{$n1});
 is($r->{headers}{'x-worker'}, $n1, 'a call on a non-owner worker');
 is(last_msg($r)->{result}{content}[0]{text} // '', 'Echo: far', '... answered by the owner\'s child');
+
+# another stdio location that shares the session zone: the session is
+# not its own, on the owner or elsewhere
+my $other404 = 0;
+for my $w (sort keys %$conn) {
+    my $x = post($S->{sid}, { jsonrpc => '2.0', id => 'o', method => 'tools/call',
+                              params => { name => 'echo', arguments => { message => 'o' } } },
+                 conn => $conn->{$w}, path => '/other');
+    $other404++ if $x->{status} == 404;
+}
+is($other404, 4, 'the session through another stdio location: 404 on every worker');
 
 # --- a GET stream on a non-owner gets the child's notifications ---------------
 

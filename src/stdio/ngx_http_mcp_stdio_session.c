@@ -348,7 +348,8 @@ ngx_http_mcp_stdio_session_start(ngx_http_mcp_stdio_req_t *req)
     s->child = child;
 
     /* the other workers send this one what they take for the child */
-    (void) ngx_http_mcp_session_stdio_own(pool->store, &sid, ngx_pid);
+    (void) ngx_http_mcp_session_stdio_own(pool->store, &sid, ngx_pid,
+                                          pool->index);
 
     if (auth != NULL) {
         ngx_memcpy(s->caller.binding, auth->binding,
@@ -457,6 +458,7 @@ ngx_http_mcp_stdio_session_elsewhere(ngx_http_mcp_stdio_pool_t *pool,
 {
     ngx_int_t              rc;
     ngx_pid_t              owner;
+    ngx_uint_t             location;
     ngx_http_mcp_reqctx_t  rctx;
 
     ngx_memzero(&rctx, sizeof(ngx_http_mcp_reqctx_t));
@@ -467,7 +469,12 @@ ngx_http_mcp_stdio_session_elsewhere(ngx_http_mcp_stdio_pool_t *pool,
         return NGX_DECLINED;
     }
 
-    owner = ngx_http_mcp_session_stdio_owner(pool->store, sid);
+    owner = ngx_http_mcp_session_stdio_owner(pool->store, sid, &location);
+
+    if (owner != 0 && location != pool->index) {
+        /* another stdio location's: not this one's to end */
+        return NGX_DECLINED;
+    }
 
     rc = ngx_http_mcp_session_delete(pool->store, sid, r->connection->log);
 
@@ -493,6 +500,7 @@ ngx_http_mcp_stdio_session_of(ngx_http_request_t *r,
     ngx_pid_t *owner)
 {
     ngx_pid_t                   pid;
+    ngx_uint_t                  location;
     ngx_table_elt_t            *h;
     ngx_http_mcp_reqctx_t       rctx;
     ngx_http_mcp_stdio_sess_t  *s;
@@ -523,9 +531,14 @@ ngx_http_mcp_stdio_session_of(ngx_http_request_t *r,
         s = ngx_http_mcp_stdio_session_find(pool, &h->value);
 
         if (s == NULL) {
-            pid = ngx_http_mcp_session_stdio_owner(pool->store, &h->value);
+            pid = ngx_http_mcp_session_stdio_owner(pool->store, &h->value,
+                                                   &location);
 
-            if (ngx_http_mcp_stdio_session_owner_live(pool, &h->value, pid))
+            /* another stdio location's session (a shared zone) is not
+               this one's, as on its owner */
+            if (location == pool->index
+                && ngx_http_mcp_stdio_session_owner_live(pool, &h->value,
+                                                         pid))
             {
                 *owner = pid;
                 return NULL;

@@ -21,11 +21,14 @@
 #define NGX_HTTP_MCP_INBOUND_MAX  64
 
 
-/* this worker (pid) has the session's child: the others send to it */
+/*
+ * This worker (pid) has the session's child, for the stdio location
+ * numbered location (two may share a zone): the others send to it.
+ */
 
 ngx_int_t
 ngx_http_mcp_session_stdio_own(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    ngx_pid_t pid)
+    ngx_pid_t pid, ngx_uint_t location)
 {
     ngx_int_t                     rc;
     ngx_http_mcp_zone_t          *ctx;
@@ -39,6 +42,7 @@ ngx_http_mcp_session_stdio_own(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
     if (s != NULL) {
         s->stdio_owner = pid;
+        s->stdio_location = location;
         rc = NGX_OK;
 
     } else {
@@ -51,10 +55,12 @@ ngx_http_mcp_session_stdio_own(ngx_shm_zone_t *zone, ngx_str_t *sid,
 }
 
 
-/* the worker with the session's child: 0 when none, or no session */
+/* the worker with the session's child (0: none, or no session), and
+   the location's number */
 
 ngx_pid_t
-ngx_http_mcp_session_stdio_owner(ngx_shm_zone_t *zone, ngx_str_t *sid)
+ngx_http_mcp_session_stdio_owner(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    ngx_uint_t *location)
 {
     ngx_pid_t                     pid;
     ngx_http_mcp_zone_t          *ctx;
@@ -66,6 +72,7 @@ ngx_http_mcp_session_stdio_owner(ngx_shm_zone_t *zone, ngx_str_t *sid)
 
     s = ngx_http_mcp_session_find(ctx, sid);
     pid = (s != NULL) ? s->stdio_owner : 0;
+    *location = (s != NULL) ? s->stdio_location : 0;
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
 

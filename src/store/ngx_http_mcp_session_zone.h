@@ -162,6 +162,8 @@ typedef struct {
     uint32_t                   next_stream;
     ngx_pid_t                  stdio_owner;  /* mcp_stdio_sessions: the
                                                worker with its child */
+    ngx_uint_t                 stdio_location;  /* and its location's
+                                               number */
     ngx_queue_t                inbound;     /* ngx_http_mcp_inbound_t:
                                                for that worker */
     ngx_uint_t                 inbound_n;

@@ -295,9 +295,9 @@ typedef struct {
 } ngx_http_mcp_inbound_msg_t;
 
 ngx_int_t ngx_http_mcp_session_stdio_own(ngx_shm_zone_t *zone,
-    ngx_str_t *sid, ngx_pid_t pid);
+    ngx_str_t *sid, ngx_pid_t pid, ngx_uint_t location);
 ngx_pid_t ngx_http_mcp_session_stdio_owner(ngx_shm_zone_t *zone,
-    ngx_str_t *sid);
+    ngx_str_t *sid, ngx_uint_t *location);
 ngx_int_t ngx_http_mcp_session_inbound_push(ngx_shm_zone_t *zone,
     ngx_str_t *sid, ngx_uint_t kind, uint32_t stream, u_char *data,
     size_t len, ngx_pid_t *owner, ngx_log_t *log);

@@ -897,8 +897,15 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
 
     s = ngx_http_mcp_stdio_session_of(r, pool, NULL, &rc, &owner);
 
-    if (s == NULL && (owner == 0 || r->method == NGX_HTTP_DELETE)) {
-        return (s == NULL && owner != 0) ? NGX_HTTP_NOT_FOUND : rc;
+    if (s == NULL && owner == 0) {
+        return rc;
+    }
+
+    if (s == NULL && r->method == NGX_HTTP_DELETE) {
+        /* the store forgot it between the two looks: gone all the same */
+        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
+                                       NGX_HTTP_MCP_SESSION_NOT_FOUND,
+                                       "Session not found");
     }
 
     if (r->method == NGX_HTTP_DELETE) {

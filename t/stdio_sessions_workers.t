@@ -13,7 +13,8 @@
 # non-owner, then 404 on every worker and the child gone; the owner
 # killed: its sessions end everywhere, a call in flight on another
 # worker gets an error, nothing hangs; another stdio location that shares
-# the zone does not reach the session.
+# the zone does not reach the session; with mcp_auth_*, a session is its
+# caller's on every worker.
 
 use strict;
 use warnings;
@@ -24,6 +25,7 @@ use Time::HiRes qw(sleep time);
 use JSON::PP qw(encode_json decode_json);
 use McpTest timeout => 240;
 use McpAssert;
+use McpJwt;
 use McpGateway qw(node_available node_bin npm_dir);
 
 my $why = node_available('@modelcontextprotocol/server-everything');
@@ -32,6 +34,7 @@ my $NODE = Cwd::abs_path(node_bin());
 my $EV   = Cwd::abs_path(npm_dir() . '/node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 
 my $MARK = McpTest::process_mark('stdio_sessions_workers');
+my $rsa = McpJwt->new_key(type => 'RSA', kid => 'k1');
 
 my $t = McpTest->new(
     workers => 4,
@@ -46,6 +49,16 @@ my $t = McpTest->new(
             mcp_stdio_env $MARK;
             add_header X-Worker \$pid always;
         }
+        location = /authsess {
+            mcp_stdio $NODE $EV stdio;
+            mcp_stdio_sessions on;
+            mcp_stdio_env $MARK;
+            mcp_auth_jwt "MCP";
+            mcp_auth_resource http://127.0.0.1:%%PORT%%/authsess;
+            mcp_auth_jwt_issuer https://issuer.test;
+            mcp_auth_jwt_key_file %%PREFIX%%/conf/jwks.json;
+            add_header X-Worker \$pid always;
+        }
         location = /other {
             mcp_stdio $NODE $EV stdio;
             mcp_stdio_sessions on;
@@ -54,6 +67,7 @@ my $t = McpTest->new(
         }
 NGX
 );
+$t->write_file('conf/jwks.json', McpJwt::jwks($rsa));
 $t->start;
 
 my %seen;        # worker => responses it served
@@ -70,6 +84,7 @@ sub post {
     my ($sid, $msg, %o) = @_;
     return $t->mcp_post($sid, $msg, protocol_version => '2025-11-25',
                         timeout => $o{timeout} // 20, path => $o{path} // '/mcp',
+                        ($o{headers} ? (headers => $o{headers}) : ()),
                         ($o{conn} ? (conn => $o{conn}, keepalive => 1) : ()),
                         ($o{stream} ? (stream => 1) : ()));
 }
@@ -192,6 +207,47 @@ for my $w (sort keys %$conn) {
     $other404++ if $x->{status} == 404;
 }
 is($other404, 4, 'the session through another stdio location: 404 on every worker');
+
+# a session is its caller's on every worker: bob with alice's id reaches
+# neither her child nor her session's end, wherever he lands
+{
+    my $res = 'http://127.0.0.1:' . $t->port . '/authsess';
+    my %auth = map { $_ => { Authorization => 'Bearer ' . $rsa->token(claims =>
+                         McpJwt::claims(aud => $res, scope => 'mcp:tools', sub => $_)) } }
+               qw(alice bob);
+    my $x = post(undef, { jsonrpc => '2.0', id => 'ai', method => 'initialize',
+                          params => { protocolVersion => '2025-11-25', capabilities => {},
+                                      clientInfo => { name => 't', version => '1' } } },
+                 path => '/authsess', headers => $auth{alice});
+    my ($asid, $aowner) = ($x->{headers}{'mcp-session-id'}, $x->{headers}{'x-worker'});
+    ok($asid, "alice's session on /authsess, owned by worker $aowner");
+    my ($bob404, $bobdel, $alice) = (0, 0, 0);
+    for my $w (sort keys %$conn) {
+        my $y = post($asid, { jsonrpc => '2.0', id => 'b', method => 'tools/call',
+                              params => { name => 'echo', arguments => { message => 'b' } } },
+                     conn => $conn->{$w}, path => '/authsess', headers => $auth{bob});
+        $bob404++ if $y->{status} == 404;
+        my $d = $t->request(method => 'DELETE', path => '/authsess', conn => $conn->{$w},
+                            keepalive => 1,
+                            headers => { 'Mcp-Session-Id' => $asid, %{ $auth{bob} },
+                                         'MCP-Protocol-Version' => '2025-11-25' });
+        $bobdel++ if $d->{status} == 404;
+        $y = post($asid, { jsonrpc => '2.0', id => 'a', method => 'tools/call',
+                           params => { name => 'echo', arguments => { message => 'a' } } },
+                  conn => $conn->{$w}, path => '/authsess', headers => $auth{alice});
+        $alice++ if (last_msg($y)->{result}{content}[0]{text} // '') eq 'Echo: a';
+    }
+    is($bob404, 4, 'bob with alice\'s session id: 404 on every worker');
+    is($bobdel, 4, 'bob cannot end it through any worker: 404');
+    is($alice, 4, 'alice\'s calls through every worker reach her child');
+    my $d = $t->request(method => 'DELETE', path => '/authsess',
+                        headers => { 'Mcp-Session-Id' => $asid, %{ $auth{alice} },
+                                     'MCP-Protocol-Version' => '2025-11-25' });
+    is($d->{status}, 200, 'alice ends her session');
+    my $k = -1;
+    for (1 .. 50) { $k = children(); last if $k == @sessions; sleep 0.1 }
+    is($k, scalar @sessions, '... and her child is gone');
+}
 
 # --- a GET stream on a non-owner gets the child's notifications ---------------
 

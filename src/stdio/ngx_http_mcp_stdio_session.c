@@ -53,6 +53,10 @@ static ngx_int_t ngx_http_mcp_stdio_session_refuse(ngx_http_request_t *r,
     ngx_uint_t status, cJSON *id, const char *message);
 static ngx_int_t ngx_http_mcp_stdio_session_pull(
     ngx_http_mcp_stdio_req_t *req);
+static ngx_int_t ngx_http_mcp_stdio_session_pulled(
+    ngx_http_mcp_stdio_req_t *req, ngx_array_t *events, ngx_int_t rc);
+static void ngx_http_mcp_stdio_session_pull_remote(
+    ngx_http_mcp_stdio_pool_t *pool);
 static ngx_int_t ngx_http_mcp_stdio_session_event_in(void *data,
     uint64_t seq, u_char *text, size_t len);
 static void ngx_http_mcp_stdio_session_ended(ngx_http_mcp_stdio_req_t *req,
@@ -1616,10 +1620,8 @@ ngx_http_mcp_stdio_session_gone_remote(ngx_http_mcp_stdio_req_t *req)
 static ngx_int_t
 ngx_http_mcp_stdio_session_pull(ngx_http_mcp_stdio_req_t *req)
 {
-    cJSON                      *msg;
     ngx_int_t                   rc;
-    ngx_str_t                  *ev;
-    ngx_uint_t                  i, complete;
+    ngx_uint_t                  complete;
     ngx_http_mcp_stdio_pull_t   pl;
 
     pl.req = req;
@@ -1635,9 +1637,108 @@ ngx_http_mcp_stdio_session_pull(ngx_http_mcp_stdio_req_t *req)
                                    ngx_http_mcp_stdio_session_event_in, &pl,
                                    &complete);
 
-    ev = pl.events.elts;
+    return ngx_http_mcp_stdio_session_pulled(req, &pl.events, rc);
+}
 
-    for (i = 0; i < pl.events.nelts; i++) {
+
+/*
+ * Every remote stream of this worker's location pulled under one lock
+ * of the zone (as the edge pulls its streams), then written.
+ */
+
+static void
+ngx_http_mcp_stdio_session_pull_remote(ngx_http_mcp_stdio_pool_t *pool)
+{
+    ngx_uint_t                  i, n;
+    ngx_pool_t                 *tmp;
+    ngx_queue_t                *q;
+    ngx_http_mcp_pull_t        *pulls;
+    ngx_http_mcp_stdio_req_t   *req;
+    ngx_http_mcp_stdio_pull_t  *pl;
+
+    n = 0;
+
+    for (q = ngx_queue_head(&pool->remote);
+         q != ngx_queue_sentinel(&pool->remote);
+         q = ngx_queue_next(q))
+    {
+        n++;
+    }
+
+    if (n == 0) {
+        return;
+    }
+
+    tmp = ngx_create_pool(1024, ngx_cycle->log);
+    if (tmp == NULL) {
+        return;
+    }
+
+    pulls = ngx_pcalloc(tmp, n * sizeof(ngx_http_mcp_pull_t));
+    pl = ngx_pcalloc(tmp, n * sizeof(ngx_http_mcp_stdio_pull_t));
+
+    if (pulls == NULL || pl == NULL) {
+        ngx_destroy_pool(tmp);
+        return;
+    }
+
+    i = 0;
+
+    for (q = ngx_queue_head(&pool->remote);
+         q != ngx_queue_sentinel(&pool->remote);
+         q = ngx_queue_next(q))
+    {
+        req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
+
+        pl[i].req = req;
+
+        if (ngx_array_init(&pl[i].events, req->r->pool, 2,
+                           sizeof(ngx_str_t))
+            != NGX_OK)
+        {
+            continue;
+        }
+
+        pulls[i].sid = req->sid.data;
+        pulls[i].id = req->stream;
+        pulls[i].token = req->stoken;
+        pulls[i].after = req->seq;
+        pulls[i].data = &pl[i];
+        i++;
+    }
+
+    n = i;
+
+    ngx_http_mcp_session_pull_all(pool->store, pulls, n,
+                                  ngx_http_mcp_stdio_session_event_in);
+
+    /* each writes its own: one ended touches no other */
+    for (i = 0; i < n; i++) {
+        (void) ngx_http_mcp_stdio_session_pulled(pl[i].req, &pl[i].events,
+                                                 pulls[i].rc);
+    }
+
+    ngx_destroy_pool(tmp);
+}
+
+
+/*
+ * What a pull of a remote stream copied (events), written; rc the
+ * pull's: NGX_DECLINED, the stream or the session is gone.  NGX_DONE:
+ * the request ended.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stdio_session_pulled(ngx_http_mcp_stdio_req_t *req,
+    ngx_array_t *events, ngx_int_t rc)
+{
+    cJSON       *msg;
+    ngx_str_t   *ev;
+    ngx_uint_t   i;
+
+    ev = events->elts;
+
+    for (i = 0; i < events->nelts; i++) {
         msg = cJSON_ParseWithLength((char *) ev[i].data, ev[i].len);
 
         if (msg == NULL) {
@@ -1797,19 +1898,10 @@ ngx_http_mcp_stdio_session_wake(ngx_http_mcp_stdio_pool_t *pool)
     ngx_pool_t                  *tmp;
     ngx_array_t                  in;
     ngx_queue_t                 *q, *next;
-    ngx_http_mcp_stdio_req_t    *req;
     ngx_http_mcp_stdio_sess_t   *s;
     ngx_http_mcp_inbound_msg_t  *m;
 
-    for (q = ngx_queue_head(&pool->remote);
-         q != ngx_queue_sentinel(&pool->remote);
-         q = next)
-    {
-        next = ngx_queue_next(q);
-        req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
-
-        (void) ngx_http_mcp_stdio_session_pull(req);
-    }
+    ngx_http_mcp_stdio_session_pull_remote(pool);
 
     if (ngx_queue_empty(&pool->sessions)) {
         return;

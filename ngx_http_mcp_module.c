@@ -317,6 +317,7 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
     ngx_http_mcp_hooks.calls_wake = ngx_http_mcp_calls_wake;
     ngx_http_mcp_hooks.tasks_wake = ngx_http_mcp_tasks_wake;
     ngx_http_mcp_hooks.stream_poke = ngx_http_mcp_stream_poke;
+    ngx_http_mcp_hooks.stdio_wake = ngx_http_mcp_stdio_wake;
     ngx_http_mcp_hooks.calls_quit = ngx_http_mcp_calls_quit;
     ngx_http_mcp_hooks.streams_quit = ngx_http_mcp_streams_quit;
     ngx_http_mcp_hooks.proxy_quit = ngx_http_mcp_proxy_quit;

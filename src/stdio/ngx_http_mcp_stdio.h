@@ -86,6 +86,9 @@ struct ngx_http_mcp_stdio_pool_s {
     ngx_queue_t                  children;   /* _child_t, all states */
     ngx_queue_t                  waiting;    /* _req_t, not yet sent */
     ngx_queue_t                  sessions;   /* _sess_t, this worker's */
+    ngx_queue_t                  remote;     /* _req_t: this worker's
+                                                POSTs and GETs of
+                                                sessions another owns */
     ngx_shm_zone_t              *store;      /* the session zone, or NULL:
                                                 no sessions (mcp_stdio_
                                                 sessions off) */
@@ -185,11 +188,26 @@ struct ngx_http_mcp_stdio_req_s {
                                                 child */
     ngx_uint_t                   events;     /* progress events sent */
     ngx_event_t                  timer;      /* while it waits */
+
+    /*
+     * A session another worker owns: on this worker (remote), the
+     * stream of the session's log its answers come on; on the owner
+     * (r NULL), the other worker's request or GET, answered on stream.
+     */
+    ngx_str_t                    sid;        /* remote: the session's */
+    ngx_pid_t                    owner;      /* remote: its owner */
+    uint32_t                     stream;
+    uint32_t                     stoken;     /* remote: the stream's */
+    uint64_t                     seq;        /* remote: the last event */
+    ngx_msec_t                   deadline;   /* remote: a request's */
+
     unsigned                     waiting:1;
     unsigned                     inflight:1; /* on its session's list */
     unsigned                     stateless:1;  /* 2026-07-28 */
     unsigned                     accepts_sse:1;
     unsigned                     sse:1;      /* the reply is a stream now */
+    unsigned                     remote:1;   /* on pool->remote */
+    unsigned                     get:1;      /* remote: a GET stream */
 };
 
 
@@ -254,6 +272,11 @@ void ngx_http_mcp_stdio_session_gone(ngx_http_mcp_stdio_child_t *child,
     const char *why);
 void ngx_http_mcp_stdio_session_cancel(ngx_http_mcp_stdio_req_t *req);
 void ngx_http_mcp_stdio_session_exit(ngx_http_mcp_stdio_pool_t *pool);
+void ngx_http_mcp_stdio_session_wake(ngx_http_mcp_stdio_pool_t *pool);
+void ngx_http_mcp_stdio_session_gone_remote(ngx_http_mcp_stdio_req_t *req);
+
+/* the module: the inter-worker wake-up's entry (the hook table's) */
+void ngx_http_mcp_stdio_wake(void);
 
 
 /* the process layer: what the module asks of it */

@@ -64,7 +64,6 @@ static char *ngx_http_mcp_stdio_stderr(ngx_conf_t *cf, ngx_command_t *cmd,
 static ngx_int_t ngx_http_mcp_stdio_postconf(ngx_conf_t *cf);
 static ngx_int_t ngx_http_mcp_stdio_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
-static ngx_int_t ngx_http_mcp_stdio_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_mcp_stdio_init_process(ngx_cycle_t *cycle);
 static void ngx_http_mcp_stdio_exit_process(ngx_cycle_t *cycle);
 
@@ -178,7 +177,7 @@ ngx_module_t  ngx_http_mcp_stdio_module = {
     ngx_http_mcp_stdio_commands,           /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    ngx_http_mcp_stdio_init_module,        /* init module */
+    NULL,                                  /* init module */
     ngx_http_mcp_stdio_init_process,       /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -419,6 +418,11 @@ ngx_http_mcp_stdio_cleanup(void *data)
     if (req->inflight) {
         /* a session's request: its child is told, as a pool child is */
         ngx_http_mcp_stdio_session_cancel(req);
+    }
+
+    if (req->remote) {
+        /* of a session another worker owns: that worker is told */
+        ngx_http_mcp_stdio_session_gone_remote(req);
     }
 
     child = req->child;
@@ -1047,46 +1051,6 @@ ngx_http_mcp_stdio_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 }
 
 
-/*
- * A session's child is its owner worker's, and a request that lands on
- * another worker does not reach it yet (docs/stdio.md): said once, as
- * the configuration is taken, where there is more than one worker.
- */
-
-static ngx_int_t
-ngx_http_mcp_stdio_init_module(ngx_cycle_t *cycle)
-{
-    ngx_uint_t                       i;
-    ngx_core_conf_t                 *ccf;
-    ngx_http_mcp_stdio_pool_t      **pp;
-    ngx_http_mcp_stdio_main_conf_t  *smcf;
-
-    smcf = ngx_http_cycle_get_module_main_conf(cycle,
-                                               ngx_http_mcp_stdio_module);
-    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
-
-    if (smcf == NULL || ccf == NULL || ccf->worker_processes <= 1) {
-        return NGX_OK;
-    }
-
-    pp = smcf->pools->elts;
-
-    for (i = 0; i < smcf->pools->nelts; i++) {
-        if (pp[i]->store != NULL) {
-            ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
-                          "mcp_stdio_sessions: a session's requests reach "
-                          "its child only on the worker that started it; "
-                          "with worker_processes %i, those that land on "
-                          "another get 404 (docs/stdio.md)",
-                          ccf->worker_processes);
-            break;
-        }
-    }
-
-    return NGX_OK;
-}
-
-
 static ngx_int_t
 ngx_http_mcp_stdio_init_process(ngx_cycle_t *cycle)
 {
@@ -1115,6 +1079,7 @@ ngx_http_mcp_stdio_init_process(ngx_cycle_t *cycle)
         ngx_queue_init(&pool->children);
         ngx_queue_init(&pool->waiting);
         ngx_queue_init(&pool->sessions);
+        ngx_queue_init(&pool->remote);
         pool->live = 0;
         pool->spawn_ev.handler = ngx_http_mcp_stdio_spawn_timer;
         pool->spawn_ev.data = pool;
@@ -1133,6 +1098,38 @@ ngx_http_mcp_stdio_init_process(ngx_cycle_t *cycle)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The worker was woken (the hook table's stdio_wake, after the edge's
+ * streams and the core's calls): each location's sessions take what
+ * other workers queued for the children this one owns, and the
+ * requests and GETs this one holds of sessions another owns write what
+ * their owners sent.
+ */
+
+void
+ngx_http_mcp_stdio_wake(void)
+{
+    ngx_uint_t                       i;
+    ngx_http_mcp_stdio_pool_t      **pp;
+    ngx_http_mcp_stdio_main_conf_t  *smcf;
+
+    smcf = ngx_http_cycle_get_module_main_conf((ngx_cycle_t *) ngx_cycle,
+                                               ngx_http_mcp_stdio_module);
+
+    if (smcf == NULL) {
+        return;
+    }
+
+    pp = smcf->pools->elts;
+
+    for (i = 0; i < smcf->pools->nelts; i++) {
+        if (pp[i]->ready && pp[i]->store != NULL) {
+            ngx_http_mcp_stdio_session_wake(pp[i]);
+        }
+    }
 }
 
 

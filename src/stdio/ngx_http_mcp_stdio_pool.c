@@ -62,6 +62,15 @@ ngx_http_mcp_stdio_detach(ngx_http_mcp_stdio_req_t *req)
         req->sess->get = NULL;
     }
 
+    if (req->remote) {
+        /* of a session another worker owns: its stream is given up */
+        ngx_queue_remove(&req->queue);
+        req->remote = 0;
+
+        ngx_http_mcp_session_stream_release(req->pool->store, &req->sid,
+                                            req->stream, req->stoken, 0);
+    }
+
     req->sess = NULL;
 }
 

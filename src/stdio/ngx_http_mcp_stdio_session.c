@@ -9,7 +9,13 @@
  * their answers come back under the client's; what the child asks or
  * tells the client goes on a stream of the session.  DELETE, expiry,
  * eviction, the child's exit and the owner's exit end the session.
- * See docs/stdio.md.
+ *
+ * A request of the session that lands on another worker reaches the
+ * child through the session store: that worker queues the message for
+ * the owner (the session's inbound queue) and wakes it; the owner
+ * writes it to the child, and sends what the child answers, and what
+ * it says on its own, on a stream of the session's event log that the
+ * other worker opened and writes to its client.  See docs/stdio.md.
  */
 
 
@@ -31,11 +37,47 @@ static ngx_int_t ngx_http_mcp_stdio_session_elsewhere(
     ngx_http_mcp_stdio_pool_t *pool, ngx_str_t *sid, ngx_http_request_t *r);
 static ngx_http_mcp_stdio_sess_t *ngx_http_mcp_stdio_session_of(
     ngx_http_request_t *r, ngx_http_mcp_stdio_pool_t *pool, cJSON *id,
+    ngx_int_t *rc, ngx_pid_t *owner);
+static ngx_int_t ngx_http_mcp_stdio_session_note(
+    ngx_http_mcp_stdio_sess_t *s, cJSON *root);
+static ngx_int_t ngx_http_mcp_stdio_session_request(
+    ngx_http_mcp_stdio_sess_t *s, ngx_http_mcp_stdio_req_t *req);
+static ngx_int_t ngx_http_mcp_stdio_session_write(
+    ngx_http_mcp_stdio_child_t *c, cJSON *msg);
+static ngx_int_t ngx_http_mcp_stdio_session_cancel_id(
+    ngx_http_mcp_stdio_sess_t *s, ngx_uint_t child_id);
+static ngx_int_t ngx_http_mcp_stdio_session_remote(
+    ngx_http_mcp_stdio_req_t *req, ngx_pid_t owner, ngx_uint_t kind,
     ngx_int_t *rc);
-static void ngx_http_mcp_stdio_session_request(ngx_http_mcp_stdio_sess_t *s,
+static ngx_int_t ngx_http_mcp_stdio_session_refuse(ngx_http_request_t *r,
+    ngx_uint_t status, cJSON *id, const char *message);
+static ngx_int_t ngx_http_mcp_stdio_session_pull(
     ngx_http_mcp_stdio_req_t *req);
-static void ngx_http_mcp_stdio_session_write(ngx_http_mcp_stdio_child_t *c,
+static ngx_int_t ngx_http_mcp_stdio_session_pulled(
+    ngx_http_mcp_stdio_req_t *req, ngx_array_t *events, ngx_int_t rc);
+static void ngx_http_mcp_stdio_session_pull_remote(
+    ngx_http_mcp_stdio_pool_t *pool);
+static ngx_int_t ngx_http_mcp_stdio_session_event_in(void *data,
+    uint64_t seq, u_char *text, size_t len);
+static void ngx_http_mcp_stdio_session_ended(ngx_http_mcp_stdio_req_t *req,
+    const char *why);
+static ngx_uint_t ngx_http_mcp_stdio_session_owner_live(
+    ngx_http_mcp_stdio_pool_t *pool, ngx_str_t *sid, ngx_pid_t owner);
+static void ngx_http_mcp_stdio_session_tick(ngx_event_t *ev);
+static ngx_int_t ngx_http_mcp_stdio_session_inbound(
+    ngx_http_mcp_stdio_sess_t *s, ngx_http_mcp_inbound_msg_t *m);
+static ngx_http_mcp_stdio_req_t *ngx_http_mcp_stdio_session_remote_new(
+    ngx_http_mcp_stdio_sess_t *s, uint32_t stream);
+static void ngx_http_mcp_stdio_session_remote_free(
+    ngx_http_mcp_stdio_req_t *req);
+static void ngx_http_mcp_stdio_session_respond(ngx_http_mcp_stdio_req_t *req,
     cJSON *msg);
+static void ngx_http_mcp_stdio_session_fail(ngx_http_mcp_stdio_req_t *req,
+    ngx_int_t code, const char *message);
+static void ngx_http_mcp_stdio_session_answer(ngx_http_mcp_stdio_req_t *req,
+    cJSON *msg);
+static void ngx_http_mcp_stdio_session_error(ngx_http_mcp_stdio_req_t *req,
+    ngx_int_t code, const char *message);
 static void ngx_http_mcp_stdio_session_push(ngx_http_mcp_stdio_req_t *req,
     cJSON *msg);
 static ngx_http_mcp_stdio_req_t *ngx_http_mcp_stdio_session_stream(
@@ -52,6 +94,17 @@ static void ngx_http_mcp_stdio_session_timeout(ngx_event_t *ev);
 static void ngx_http_mcp_stdio_session_cleanup(void *data);
 
 
+/* what a pull of a remote stream copies, for after the zone's lock */
+typedef struct {
+    ngx_http_mcp_stdio_req_t    *req;
+    ngx_array_t                  events;     /* ngx_str_t */
+} ngx_http_mcp_stdio_pull_t;
+
+
+/* the tokens of this worker's remote streams (the edge has its own) */
+static uint32_t  ngx_http_mcp_stdio_tokens;
+
+
 /*
  * A POST of a stdio location with sessions: NGX_DECLINED leaves it to
  * the pool (no Mcp-Session-Id, not an initialize); otherwise it is
@@ -63,13 +116,10 @@ ngx_int_t
 ngx_http_mcp_stdio_session_post(ngx_http_mcp_stdio_req_t *req, cJSON *method)
 {
     ngx_int_t                   rc;
-    cJSON                      *params, *rid, *cid;
-    ngx_str_t                   sid;
+    ngx_pid_t                   owner;
     ngx_table_elt_t            *h;
     ngx_http_request_t         *r;
     ngx_http_mcp_stdio_sess_t  *s;
-    ngx_http_mcp_stdio_req_t   *q;
-    ngx_queue_t                *qq;
 
     r = req->r;
 
@@ -86,79 +136,127 @@ ngx_http_mcp_stdio_session_post(ngx_http_mcp_stdio_req_t *req, cJSON *method)
         return NGX_DECLINED;
     }
 
-    s = ngx_http_mcp_stdio_session_of(r, req->pool, req->id, &rc);
+    s = ngx_http_mcp_stdio_session_of(r, req->pool, req->id, &rc, &owner);
+
+    if (s == NULL && owner == 0) {
+        ngx_http_finalize_request(r, rc);
+        return NGX_OK;
+    }
+
+    if (req->id != NULL && ngx_strcmp(req->method, "initialize") == 0) {
+        ngx_http_finalize_request(r,
+            ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, req->id,
+                                    NGX_HTTP_MCP_INVALID_REQUEST,
+                                    "Invalid Request: the session is "
+                                    "initialized already"));
+        return NGX_OK;
+    }
 
     if (s == NULL) {
+        /* another worker's: queued for it, answered through the store */
+        if (req->id != NULL) {
+            if (ngx_http_mcp_stdio_session_remote(req, owner,
+                                         req->accepts_sse
+                                         ? NGX_HTTP_MCP_INBOUND_REQUEST_SSE
+                                         : NGX_HTTP_MCP_INBOUND_REQUEST,
+                                         &rc)
+                != NGX_OK)
+            {
+                ngx_http_finalize_request(r, rc);
+            }
+
+            return NGX_OK;
+        }
+
+        if (ngx_http_mcp_stdio_session_remote(req, owner,
+                                              NGX_HTTP_MCP_INBOUND_MESSAGE,
+                                              &rc)
+            == NGX_OK)
+        {
+            rc = ngx_http_mcp_send(r, NGX_HTTP_ACCEPTED, NULL, NULL, 0);
+        }
+
         ngx_http_finalize_request(r, rc);
         return NGX_OK;
     }
 
     if (req->id != NULL) {
-        if (ngx_strcmp(req->method, "initialize") == 0) {
-            ngx_http_finalize_request(r,
-                ngx_http_mcp_send_error(r, NGX_HTTP_BAD_REQUEST, req->id,
-                                        NGX_HTTP_MCP_INVALID_REQUEST,
-                                        "Invalid Request: the session is "
-                                        "initialized already"));
-            return NGX_OK;
-        }
-
-        ngx_http_mcp_stdio_session_request(s, req);
+        (void) ngx_http_mcp_stdio_session_request(s, req);
         return NGX_OK;
     }
 
     /* a notification or a response: to the child as it is, taken (202) */
 
-    if (cJSON_IsString(method)) {
-        sid.data = s->sid;
-        sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
-
-        if (ngx_strcmp(method->valuestring, "notifications/initialized")
-            == 0)
-        {
-            (void) ngx_http_mcp_session_set_initialized(req->pool->store,
-                                                        &sid,
-                                                        r->connection->log);
-
-        } else if (ngx_strcmp(method->valuestring, "notifications/cancelled")
-                   == 0)
-        {
-            /* the client's id of the request, made the child's */
-            params = ngx_http_mcp_json_get(req->root, "params");
-            rid = cJSON_IsObject(params)
-                  ? ngx_http_mcp_json_get(params, "requestId") : NULL;
-            cid = NULL;
-
-            for (qq = ngx_queue_head(&s->inflight);
-                 rid != NULL && qq != ngx_queue_sentinel(&s->inflight);
-                 qq = ngx_queue_next(qq))
-            {
-                q = ngx_queue_data(qq, ngx_http_mcp_stdio_req_t, queue);
-
-                if (q->id != NULL && cJSON_Compare(q->id, rid, 1)) {
-                    cid = cJSON_CreateNumber((double) q->child_id);
-                    break;
-                }
-            }
-
-            if (cid == NULL
-                || !cJSON_ReplaceItemInObject(params, "requestId", cid))
-            {
-                /* not one of the child's: nothing to cancel */
-                cJSON_Delete(cid);
-                ngx_http_finalize_request(r,
-                    ngx_http_mcp_send(r, NGX_HTTP_ACCEPTED, NULL, NULL, 0));
-                return NGX_OK;
-            }
-        }
-    }
-
     rc = ngx_http_mcp_send(r, NGX_HTTP_ACCEPTED, NULL, NULL, 0);
 
     /* last: a child whose stdin fails ends the session here */
-    ngx_http_mcp_stdio_session_write(s->child, req->root);
+    if (ngx_http_mcp_stdio_session_note(s, req->root) == NGX_OK) {
+        (void) ngx_http_mcp_stdio_session_write(s->child, req->root);
+    }
 
     ngx_http_finalize_request(r, rc);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A notification or a response of the client, on its way to the child
+ * (from this worker or another): notifications/initialized is told to
+ * the store, notifications/cancelled has its requestId made the child's
+ * (NGX_DECLINED: not a request of the child's, nothing to send).
+ */
+
+static ngx_int_t
+ngx_http_mcp_stdio_session_note(ngx_http_mcp_stdio_sess_t *s, cJSON *root)
+{
+    cJSON                     *method, *params, *rid, *cid;
+    ngx_str_t                  sid;
+    ngx_queue_t               *qq;
+    ngx_http_mcp_stdio_req_t  *q;
+
+    method = ngx_http_mcp_json_get(root, "method");
+
+    if (!cJSON_IsString(method)) {
+        return NGX_OK;
+    }
+
+    if (ngx_strcmp(method->valuestring, "notifications/initialized") == 0) {
+        sid.data = s->sid;
+        sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+
+        (void) ngx_http_mcp_session_set_initialized(s->pool->store, &sid,
+                                                    ngx_cycle->log);
+        return NGX_OK;
+    }
+
+    if (ngx_strcmp(method->valuestring, "notifications/cancelled") != 0) {
+        return NGX_OK;
+    }
+
+    /* the client's id of the request, made the child's */
+    params = ngx_http_mcp_json_get(root, "params");
+    rid = cJSON_IsObject(params) ? ngx_http_mcp_json_get(params, "requestId")
+                                 : NULL;
+    cid = NULL;
+
+    for (qq = ngx_queue_head(&s->inflight);
+         rid != NULL && qq != ngx_queue_sentinel(&s->inflight);
+         qq = ngx_queue_next(qq))
+    {
+        q = ngx_queue_data(qq, ngx_http_mcp_stdio_req_t, queue);
+
+        if (q->id != NULL && cJSON_Compare(q->id, rid, 1)) {
+            cid = cJSON_CreateNumber((double) q->child_id);
+            break;
+        }
+    }
+
+    if (cid == NULL || !cJSON_ReplaceItemInObject(params, "requestId", cid)) {
+        /* not one of the child's: nothing to cancel */
+        cJSON_Delete(cid);
+        return NGX_DECLINED;
+    }
 
     return NGX_OK;
 }
@@ -264,6 +362,10 @@ ngx_http_mcp_stdio_session_start(ngx_http_mcp_stdio_req_t *req)
     s->pool = pool;
     s->child = child;
 
+    /* the other workers send this one what they take for the child */
+    (void) ngx_http_mcp_session_stdio_own(pool->store, &sid, ngx_pid,
+                                          pool->index);
+
     if (auth != NULL) {
         ngx_memcpy(s->caller.binding, auth->binding,
                    NGX_HTTP_MCP_AUTH_BINDING_LEN);
@@ -282,7 +384,7 @@ ngx_http_mcp_stdio_session_start(ngx_http_mcp_stdio_req_t *req)
     child->session = s;
     child->state = NGX_HTTP_MCP_STDIO_SESSION;
 
-    ngx_http_mcp_stdio_session_request(s, req);
+    (void) ngx_http_mcp_stdio_session_request(s, req);
 
     return NGX_OK;
 }
@@ -363,13 +465,17 @@ ngx_http_mcp_stdio_session_find(ngx_http_mcp_stdio_pool_t *pool,
 
 /*
  * A session the store has that is not this worker's (its child is its
- * owner's): the store forgets it.  NGX_DECLINED: the store has none.
+ * owner's): the store forgets it, and its owner is woken to stop the
+ * child (it finds the session gone).  NGX_DECLINED: the store has none.
  */
 
 static ngx_int_t
 ngx_http_mcp_stdio_session_elsewhere(ngx_http_mcp_stdio_pool_t *pool,
     ngx_str_t *sid, ngx_http_request_t *r)
 {
+    ngx_int_t              rc;
+    ngx_pid_t              owner;
+    ngx_uint_t             location;
     ngx_http_mcp_reqctx_t  rctx;
 
     ngx_memzero(&rctx, sizeof(ngx_http_mcp_reqctx_t));
@@ -380,24 +486,43 @@ ngx_http_mcp_stdio_session_elsewhere(ngx_http_mcp_stdio_pool_t *pool,
         return NGX_DECLINED;
     }
 
-    return ngx_http_mcp_session_delete(pool->store, sid, r->connection->log);
+    owner = ngx_http_mcp_session_stdio_owner(pool->store, sid, &location);
+
+    if (owner != 0 && location != pool->index) {
+        /* another stdio location's: not this one's to end */
+        return NGX_DECLINED;
+    }
+
+    rc = ngx_http_mcp_session_delete(pool->store, sid, r->connection->log);
+
+    if (rc == NGX_OK && owner != 0) {
+        (void) ngx_http_mcp_notify_pid(owner, r->connection->log);
+    }
+
+    return rc;
 }
 
 
 /*
  * The session a request names, in the store (which marks it used) and
- * in this worker; else NULL and the reply's code in *rc: 400 without
- * the header, 404 for a session that is not (or not here: its child is
- * another worker's, which this slice does not reach yet).
+ * in this worker; NULL with *owner set: the session is another live
+ * worker's; else NULL and the reply's code in *rc: 400 without the
+ * header, 404 for a session that is not (or whose owner died: the
+ * store forgets it).
  */
 
 static ngx_http_mcp_stdio_sess_t *
 ngx_http_mcp_stdio_session_of(ngx_http_request_t *r,
-    ngx_http_mcp_stdio_pool_t *pool, cJSON *id, ngx_int_t *rc)
+    ngx_http_mcp_stdio_pool_t *pool, cJSON *id, ngx_int_t *rc,
+    ngx_pid_t *owner)
 {
+    ngx_pid_t                   pid;
+    ngx_uint_t                  location;
     ngx_table_elt_t            *h;
     ngx_http_mcp_reqctx_t       rctx;
     ngx_http_mcp_stdio_sess_t  *s;
+
+    *owner = 0;
 
     h = ngx_http_mcp_header_in(r, "mcp-session-id",
                                sizeof("mcp-session-id") - 1);
@@ -421,6 +546,21 @@ ngx_http_mcp_stdio_session_of(ngx_http_request_t *r,
         == NGX_OK)
     {
         s = ngx_http_mcp_stdio_session_find(pool, &h->value);
+
+        if (s == NULL) {
+            pid = ngx_http_mcp_session_stdio_owner(pool->store, &h->value,
+                                                   &location);
+
+            /* another stdio location's session (a shared zone) is not
+               this one's, as on its owner */
+            if (location == pool->index
+                && ngx_http_mcp_stdio_session_owner_live(pool, &h->value,
+                                                         pid))
+            {
+                *owner = pid;
+                return NULL;
+            }
+        }
     }
 
     if (s == NULL || s->child == NULL) {
@@ -434,9 +574,13 @@ ngx_http_mcp_stdio_session_of(ngx_http_request_t *r,
 }
 
 
-/* a request to the session's child, under the child's own id */
+/*
+ * A request to the session's child, under the child's own id: this
+ * worker's POST, or another's (r NULL).  NGX_ERROR: the child's stdin
+ * failed, and the session ended.
+ */
 
-static void
+static ngx_int_t
 ngx_http_mcp_stdio_session_request(ngx_http_mcp_stdio_sess_t *s,
     ngx_http_mcp_stdio_req_t *req)
 {
@@ -446,25 +590,38 @@ ngx_http_mcp_stdio_session_request(ngx_http_mcp_stdio_sess_t *s,
 
     req->child_id = ++child->next_id;
 
-    if (ngx_http_mcp_stdio_map_id(req, req->child_id) != NGX_OK) {
-        return;
+    if (req->r == NULL) {
+        if (!cJSON_AddItemToObject(req->root, "id",
+                                   cJSON_CreateNumber((double) req->child_id)))
+        {
+            ngx_http_mcp_stdio_session_error(req, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                             "Internal error");
+            return NGX_OK;
+        }
+
+    } else if (ngx_http_mcp_stdio_map_id(req, req->child_id) != NGX_OK) {
+        return NGX_OK;
     }
 
     req->sess = s;
     req->inflight = 1;
     ngx_queue_insert_tail(&s->inflight, &req->queue);
 
-    /* a client's end while it waits is seen, and cleans up */
-    req->r->read_event_handler = ngx_http_test_reading;
-
     /* an answer outstanding holds a graceful exit until it ends */
     req->timer.handler = ngx_http_mcp_stdio_session_timeout;
     req->timer.data = req;
-    req->timer.log = req->r->connection->log;
+    req->timer.log = ngx_cycle->log;
+
+    if (req->r != NULL) {
+        /* a client's end while it waits is seen, and cleans up */
+        req->r->read_event_handler = ngx_http_test_reading;
+        req->timer.log = req->r->connection->log;
+    }
+
     ngx_add_timer(&req->timer, s->pool->timeout);
 
     /* last: a child whose stdin fails ends the session, and this too */
-    ngx_http_mcp_stdio_session_write(child, req->root);
+    return ngx_http_mcp_stdio_session_write(child, req->root);
 }
 
 
@@ -474,15 +631,19 @@ ngx_http_mcp_stdio_session_request(ngx_http_mcp_stdio_sess_t *s,
  * neither the session nor its requests after it.
  */
 
-static void
+static ngx_int_t
 ngx_http_mcp_stdio_session_write(ngx_http_mcp_stdio_child_t *child,
     cJSON *msg)
 {
-    if (ngx_http_mcp_stdio_send_line(child, msg) != NGX_OK
-        && child->pool != NULL)
-    {
+    if (ngx_http_mcp_stdio_send_line(child, msg) == NGX_OK) {
+        return NGX_OK;
+    }
+
+    if (child->pool != NULL) {
         child->pool->gone(child, "its stdin failed");
     }
+
+    return NGX_ERROR;
 }
 
 
@@ -568,7 +729,7 @@ ngx_http_mcp_stdio_session_line(ngx_http_mcp_stdio_child_t *child,
         }
 
         cJSON_Delete(msg);
-        ngx_http_mcp_stdio_session_write(child, reply);
+        (void) ngx_http_mcp_stdio_session_write(child, reply);
         cJSON_Delete(reply);
         return;
     }
@@ -607,7 +768,7 @@ ngx_http_mcp_stdio_session_line(ngx_http_mcp_stdio_child_t *child,
     }
 
     if (s->ready) {
-        ngx_http_mcp_stdio_respond(to, msg);
+        ngx_http_mcp_stdio_session_respond(to, msg);
         cJSON_Delete(msg);
         return;
     }
@@ -626,6 +787,9 @@ ngx_http_mcp_stdio_session_line(ngx_http_mcp_stdio_child_t *child,
     s->ready = 1;
     s->pool->backoff = 0;
     ngx_add_timer(&s->timer, s->pool->timeout);
+
+    /* what other workers queued while it started is taken now */
+    (void) ngx_http_mcp_notify_pid(ngx_pid, ngx_cycle->log);
 
     sid.data = s->sid;
     sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
@@ -675,13 +839,39 @@ ngx_http_mcp_stdio_session_stream(ngx_http_mcp_stdio_sess_t *s,
 }
 
 
-/* an event of a stream: a POST's turns into a stream with the first */
+/*
+ * An event of a stream: a POST's turns into a stream with the first.
+ * Another worker's stream (r NULL) gets it through the session's log.
+ */
 
 static void
 ngx_http_mcp_stdio_session_push(ngx_http_mcp_stdio_req_t *req, cJSON *msg)
 {
+    char  *text;
+
+    if (req->r == NULL) {
+        text = cJSON_PrintUnformatted(msg);
+
+        if (text == NULL) {
+            return;
+        }
+
+        if (ngx_http_mcp_session_send(req->pool->store, &req->sid,
+                                      req->stream, (u_char *) text,
+                                      ngx_strlen(text), 0, ngx_cycle->log)
+            == NGX_DECLINED
+            && req->get)
+        {
+            /* its stream is gone: its worker ended, or the session */
+            ngx_http_mcp_stdio_session_remote_free(req);
+        }
+
+        cJSON_free(text);
+        return;
+    }
+
     if (ngx_http_mcp_stdio_push(req, msg) == NGX_DECLINED
-        && req->sess != NULL && req->sess->get == req)
+        && ((req->sess != NULL && req->sess->get == req) || req->get))
     {
         /* the client opens another (the spec lets a server close one) */
         ngx_http_mcp_stdio_session_close(req, NULL);
@@ -699,6 +889,7 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
     ngx_http_mcp_stdio_pool_t *pool)
 {
     ngx_int_t                   rc;
+    ngx_pid_t                   owner;
     ngx_table_elt_t            *h;
     ngx_pool_cleanup_t         *cln;
     ngx_http_mcp_stdio_req_t   *req;
@@ -721,10 +912,17 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
         return ngx_http_mcp_send(r, NGX_HTTP_OK, NULL, NULL, 0);
     }
 
-    s = ngx_http_mcp_stdio_session_of(r, pool, NULL, &rc);
+    s = ngx_http_mcp_stdio_session_of(r, pool, NULL, &rc, &owner);
 
-    if (s == NULL) {
+    if (s == NULL && owner == 0) {
         return rc;
+    }
+
+    if (s == NULL && r->method == NGX_HTTP_DELETE) {
+        /* the store forgot it between the two looks: gone all the same */
+        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
+                                       NGX_HTTP_MCP_SESSION_NOT_FOUND,
+                                       "Session not found");
     }
 
     if (r->method == NGX_HTTP_DELETE) {
@@ -749,7 +947,7 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
                                        "accept text/event-stream");
     }
 
-    if (s->get != NULL) {
+    if (s != NULL && s->get != NULL) {
         return ngx_http_mcp_send_error(r, NGX_HTTP_CONFLICT, NULL,
                                        NGX_HTTP_MCP_INVALID_REQUEST,
                                        "Conflict: the session's GET "
@@ -765,10 +963,24 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
 
     req->r = r;
     req->pool = pool;
-    req->sess = s;
     req->accepts_sse = 1;
     cln->handler = ngx_http_mcp_stdio_session_cleanup;
     cln->data = req;
+
+    if (s == NULL) {
+        /* another worker's session: its owner sends on this stream */
+        req->get = 1;
+
+        if (ngx_http_mcp_stdio_session_remote(req, owner,
+                                              NGX_HTTP_MCP_INBOUND_GET, &rc)
+            != NGX_OK)
+        {
+            return rc;
+        }
+
+    } else {
+        req->sess = s;
+    }
 
     if (ngx_http_mcp_stdio_sse(req) != NGX_OK
         || ngx_http_send_special(r, NGX_HTTP_FLUSH) == NGX_ERROR)
@@ -776,7 +988,9 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    s->get = req;
+    if (s != NULL) {
+        s->get = req;
+    }
 
     /* the stream stays open until the client, or the session, ends it */
     r->read_event_handler = ngx_http_test_reading;
@@ -790,6 +1004,11 @@ static void
 ngx_http_mcp_stdio_session_cleanup(void *data)
 {
     ngx_http_mcp_stdio_req_t  *req = data;
+
+    if (req->remote) {
+        /* the owner forgets it: its messages go elsewhere */
+        ngx_http_mcp_stdio_session_gone_remote(req);
+    }
 
     ngx_http_mcp_stdio_detach(req);
 }
@@ -806,6 +1025,12 @@ ngx_http_mcp_stdio_session_close(ngx_http_mcp_stdio_req_t *req,
     cJSON               *reply;
     ngx_int_t            rc;
     ngx_http_request_t  *r;
+
+    if (req->r == NULL) {
+        /* another worker's GET: it sees the session's end by itself */
+        ngx_http_mcp_stdio_session_remote_free(req);
+        return;
+    }
 
     r = req->r;
     ngx_http_mcp_stdio_detach(req);
@@ -862,7 +1087,8 @@ ngx_http_mcp_stdio_session_end(ngx_http_mcp_stdio_sess_t *s,
         q = ngx_queue_head(&s->inflight);
         req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
 
-        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR, why);
+        ngx_http_mcp_stdio_session_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                        why);
     }
 
     if (s->get != NULL) {
@@ -908,7 +1134,6 @@ ngx_http_mcp_stdio_session_gone(ngx_http_mcp_stdio_child_t *child,
 void
 ngx_http_mcp_stdio_session_cancel(ngx_http_mcp_stdio_req_t *req)
 {
-    cJSON                      *note;
     ngx_http_mcp_stdio_sess_t  *s;
 
     s = req->sess;
@@ -925,22 +1150,40 @@ ngx_http_mcp_stdio_session_cancel(ngx_http_mcp_stdio_req_t *req)
         return;
     }
 
+    (void) ngx_http_mcp_stdio_session_cancel_id(s, req->child_id);
+}
+
+
+/* the child's request child_id is cancelled; NGX_ERROR: the session
+   ended (its stdin failed) */
+
+static ngx_int_t
+ngx_http_mcp_stdio_session_cancel_id(ngx_http_mcp_stdio_sess_t *s,
+    ngx_uint_t child_id)
+{
+    cJSON      *note;
+    ngx_int_t   rc;
+
     note = cJSON_Parse("{\"jsonrpc\":\"2.0\","
                        "\"method\":\"notifications/cancelled\","
                        "\"params\":{\"reason\":\"client gone\"}}");
 
     if (note == NULL) {
-        return;
+        return NGX_OK;
     }
 
+    rc = NGX_OK;
+
     if (cJSON_AddNumberToObject(ngx_http_mcp_json_get(note, "params"),
-                                "requestId", (double) req->child_id)
+                                "requestId", (double) child_id)
         != NULL)
     {
-        ngx_http_mcp_stdio_session_write(s->child, note);
+        rc = ngx_http_mcp_stdio_session_write(s->child, note);
     }
 
     cJSON_Delete(note);
+
+    return rc;
 }
 
 
@@ -973,9 +1216,9 @@ ngx_http_mcp_stdio_session_timeout(ngx_event_t *ev)
     /* the child is told, as for a client that left; the session goes on */
     ngx_http_mcp_stdio_session_cancel(req);
 
-    ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_REQUEST_TIMEOUT,
-                            "Request timed out: the stdio server did "
-                            "not answer");
+    ngx_http_mcp_stdio_session_fail(req, NGX_HTTP_MCP_REQUEST_TIMEOUT,
+                                    "Request timed out: the stdio server "
+                                    "did not answer");
 }
 
 
@@ -1051,7 +1294,7 @@ ngx_http_mcp_stdio_session_timer(ngx_event_t *ev)
         return;
     }
 
-    ngx_http_mcp_stdio_session_write(s->child, ping);
+    (void) ngx_http_mcp_stdio_session_write(s->child, ping);
     cJSON_Delete(ping);
 }
 
@@ -1097,14 +1340,34 @@ ngx_http_mcp_stdio_session_exit(ngx_http_mcp_stdio_pool_t *pool)
         while (!ngx_queue_empty(&s->inflight)) {
             rq = ngx_queue_head(&s->inflight);
             req = ngx_queue_data(rq, ngx_http_mcp_stdio_req_t, queue);
+
+            if (req->r == NULL) {
+                /* another worker's: answered on its stream */
+                ngx_http_mcp_stdio_session_error(req,
+                                                 NGX_HTTP_MCP_INTERNAL_ERROR,
+                                                 "The server is shutting "
+                                                 "down");
+                continue;
+            }
+
             ngx_http_mcp_stdio_session_drop(req);
         }
 
-        if (s->get != NULL) {
+        if (s->get != NULL && s->get->r == NULL) {
+            ngx_http_mcp_stdio_session_remote_free(s->get);
+
+        } else if (s->get != NULL) {
             ngx_http_mcp_stdio_session_drop(s->get);
         }
 
         ngx_http_mcp_stdio_session_free(s, 1);
+    }
+
+    /* this worker's requests and GETs of other workers' sessions */
+    while (!ngx_queue_empty(&pool->remote)) {
+        q = ngx_queue_head(&pool->remote);
+        req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
+        ngx_http_mcp_stdio_session_drop(req);
     }
 }
 
@@ -1137,4 +1400,800 @@ ngx_http_mcp_stdio_session_free(ngx_http_mcp_stdio_sess_t *s,
 
     ngx_queue_remove(&s->queue);
     ngx_free(s);
+}
+
+
+/*
+ * ---- a session another worker owns ----
+ *
+ * This worker holds the client's POST or GET; the owner holds the
+ * child.  The message goes to the owner's inbound queue in the store
+ * (bounded: a full queue is an error at once), and a request or GET
+ * gets a stream of the session's log, on which the owner sends what
+ * the child answers or says; this worker is woken, pulls the stream and
+ * writes it as it writes its own children's lines (the reply steps, the
+ * event stream).  NGX_OK, or NGX_ERROR with *rc what to finalize the
+ * request with (its error reply sent).
+ */
+
+static ngx_int_t
+ngx_http_mcp_stdio_session_remote(ngx_http_mcp_stdio_req_t *req,
+    ngx_pid_t owner, ngx_uint_t kind, ngx_int_t *rc_out)
+{
+    u_char                     *text;
+    size_t                      len;
+    cJSON                      *id;
+    uint32_t                    stream, token;
+    ngx_int_t                   rc;
+    ngx_pid_t                   prev, to;
+    ngx_uint_t                  standalone;
+    ngx_table_elt_t            *h;
+    ngx_http_request_t         *r;
+    ngx_http_mcp_stdio_pool_t  *pool;
+
+    r = req->r;
+    pool = req->pool;
+
+    h = ngx_http_mcp_header_in(r, "mcp-session-id",
+                               sizeof("mcp-session-id") - 1);
+    if (h == NULL) {
+        *rc_out = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_ERROR;
+    }
+
+    req->sid = h->value;
+    stream = 0;
+    token = 0;
+
+    if (kind != NGX_HTTP_MCP_INBOUND_MESSAGE) {
+        /* the high bit: never one of the edge's tokens */
+        token = 0x80000000 | (++ngx_http_mcp_stdio_tokens & 0x7fffffff);
+        standalone = (kind == NGX_HTTP_MCP_INBOUND_GET);
+
+        rc = ngx_http_mcp_session_stream_open(pool->store, &req->sid,
+                                              &standalone,
+                                              standalone ? 0 : 1, 0, 0,
+                                              token, &stream, &prev);
+        if (rc == NGX_DECLINED) {
+            *rc_out = ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND,
+                                              req->id,
+                                              NGX_HTTP_MCP_SESSION_NOT_FOUND,
+                                              "Session not found");
+            return NGX_ERROR;
+        }
+
+        if (rc != NGX_OK) {
+            *rc_out = ngx_http_mcp_stdio_session_refuse(r,
+                                             NGX_HTTP_SERVICE_UNAVAILABLE,
+                                             req->id,
+                                             "The session has too many "
+                                             "streams open");
+            return NGX_ERROR;
+        }
+    }
+
+    text = NULL;
+    len = 0;
+
+    if (req->root != NULL && kind != NGX_HTTP_MCP_INBOUND_GET) {
+        /* the client's message whole again, its id with it */
+        id = (req->id != NULL) ? cJSON_Duplicate(req->id, 1) : NULL;
+
+        if (id != NULL && !cJSON_AddItemToObject(req->root, "id", id)) {
+            cJSON_Delete(id);
+            id = NULL;
+        }
+
+        text = ngx_http_mcp_json_print(r->pool, req->root, &len);
+
+        if (id != NULL) {
+            cJSON_DeleteItemFromObject(req->root, "id");
+        }
+
+        if (text == NULL) {
+            rc = NGX_ERROR;
+            goto failed;
+        }
+    }
+
+    rc = ngx_http_mcp_session_inbound_push(pool->store, &req->sid, kind,
+                                           stream, text, len, &to,
+                                           r->connection->log);
+    if (rc != NGX_OK) {
+        goto failed;
+    }
+
+    (void) ngx_http_mcp_notify_pid(to, r->connection->log);
+
+    if (kind == NGX_HTTP_MCP_INBOUND_MESSAGE) {
+        return NGX_OK;
+    }
+
+    req->owner = to;
+    req->stream = stream;
+    req->stoken = token;
+    req->seq = 0;
+    req->remote = 1;
+    ngx_queue_insert_tail(&pool->remote, &req->queue);
+
+    /* a client's end while it waits is seen, and cleans up */
+    r->read_event_handler = ngx_http_test_reading;
+
+    /*
+     * A look every second: a missed wake-up, the owner's death, the
+     * session's end elsewhere, a request's timeout (the owner's own
+     * comes first).  A request's holds a graceful exit as a local one
+     * does; a GET's does not.
+     */
+    req->deadline = ngx_current_msec + pool->timeout + 1000;
+    req->timer.handler = ngx_http_mcp_stdio_session_tick;
+    req->timer.data = req;
+    req->timer.log = r->connection->log;
+    req->timer.cancelable = req->get;
+    ngx_add_timer(&req->timer, 1000);
+
+    return NGX_OK;
+
+failed:
+
+    if (stream != 0) {
+        ngx_http_mcp_session_stream_release(pool->store, &req->sid, stream,
+                                            token, 0);
+    }
+
+    if (rc == NGX_DECLINED) {
+        *rc_out = ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, req->id,
+                                          NGX_HTTP_MCP_SESSION_NOT_FOUND,
+                                          "Session not found");
+        return NGX_ERROR;
+    }
+
+    if (rc == NGX_BUSY) {
+        /* the owner is slow or stopped: refused now, the client retries */
+        *rc_out = ngx_http_mcp_stdio_session_refuse(r,
+                                             NGX_HTTP_SERVICE_UNAVAILABLE,
+                                             req->id,
+                                             "The session's queue of "
+                                             "messages to its stdio server "
+                                             "is full");
+        return NGX_ERROR;
+    }
+
+    *rc_out = ngx_http_mcp_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                      req->id, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                      "Internal error");
+    return NGX_ERROR;
+}
+
+
+/*
+ * A refusal that is the load's, not a fault (a full queue, too many
+ * streams): -32603 with a 503, logged at info, as the pool's bounds are
+ */
+
+static ngx_int_t
+ngx_http_mcp_stdio_session_refuse(ngx_http_request_t *r, ngx_uint_t status,
+    cJSON *id, const char *message)
+{
+    u_char  *body;
+    size_t   len;
+    cJSON   *reply;
+
+    reply = ngx_http_mcp_error_reply_at(r->connection->log, NGX_LOG_INFO,
+                                        NULL, id,
+                                        NGX_HTTP_MCP_INTERNAL_ERROR, message,
+                                        NULL);
+    if (reply == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    body = ngx_http_mcp_json_print(r->pool, reply, &len);
+    cJSON_Delete(reply);
+
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_mcp_send(r, status,
+                             ngx_http_get_module_ctx(r, ngx_http_mcp_module),
+                             body, len);
+}
+
+
+/*
+ * A remote request's client left (or it timed out), or a remote GET
+ * ended: the owner is told, so that the child's request is cancelled
+ * and the GET's messages go elsewhere.
+ */
+
+void
+ngx_http_mcp_stdio_session_gone_remote(ngx_http_mcp_stdio_req_t *req)
+{
+    ngx_pid_t  to;
+
+    if (ngx_http_mcp_session_inbound_push(req->pool->store, &req->sid,
+                                          NGX_HTTP_MCP_INBOUND_GONE,
+                                          req->stream, NULL, 0, &to,
+                                          ngx_cycle->log)
+        == NGX_OK)
+    {
+        (void) ngx_http_mcp_notify_pid(to, ngx_cycle->log);
+    }
+
+    ngx_http_mcp_stdio_detach(req);
+}
+
+
+/*
+ * What the owner sent on a remote stream, written to the client: the
+ * answer ends a POST (the reply steps, as for this worker's children),
+ * other messages are its events.  NGX_DONE: the request ended.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stdio_session_pull(ngx_http_mcp_stdio_req_t *req)
+{
+    ngx_int_t                   rc;
+    ngx_uint_t                  complete;
+    ngx_http_mcp_stdio_pull_t   pl;
+
+    pl.req = req;
+
+    if (ngx_array_init(&pl.events, req->r->pool, 2, sizeof(ngx_str_t))
+        != NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    rc = ngx_http_mcp_session_pull(req->pool->store, &req->sid, req->stream,
+                                   req->stoken, req->seq,
+                                   ngx_http_mcp_stdio_session_event_in, &pl,
+                                   &complete);
+
+    return ngx_http_mcp_stdio_session_pulled(req, &pl.events, rc);
+}
+
+
+/*
+ * Every remote stream of this worker's location pulled under one lock
+ * of the zone (as the edge pulls its streams), then written.
+ */
+
+static void
+ngx_http_mcp_stdio_session_pull_remote(ngx_http_mcp_stdio_pool_t *pool)
+{
+    ngx_uint_t                  i, n;
+    ngx_pool_t                 *tmp;
+    ngx_queue_t                *q;
+    ngx_http_mcp_pull_t        *pulls;
+    ngx_http_mcp_stdio_req_t   *req;
+    ngx_http_mcp_stdio_pull_t  *pl;
+
+    n = 0;
+
+    for (q = ngx_queue_head(&pool->remote);
+         q != ngx_queue_sentinel(&pool->remote);
+         q = ngx_queue_next(q))
+    {
+        n++;
+    }
+
+    if (n == 0) {
+        return;
+    }
+
+    tmp = ngx_create_pool(1024, ngx_cycle->log);
+    if (tmp == NULL) {
+        return;
+    }
+
+    pulls = ngx_pcalloc(tmp, n * sizeof(ngx_http_mcp_pull_t));
+    pl = ngx_pcalloc(tmp, n * sizeof(ngx_http_mcp_stdio_pull_t));
+
+    if (pulls == NULL || pl == NULL) {
+        ngx_destroy_pool(tmp);
+        return;
+    }
+
+    i = 0;
+
+    for (q = ngx_queue_head(&pool->remote);
+         q != ngx_queue_sentinel(&pool->remote);
+         q = ngx_queue_next(q))
+    {
+        req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
+
+        pl[i].req = req;
+
+        if (ngx_array_init(&pl[i].events, req->r->pool, 2,
+                           sizeof(ngx_str_t))
+            != NGX_OK)
+        {
+            continue;
+        }
+
+        pulls[i].sid = req->sid.data;
+        pulls[i].id = req->stream;
+        pulls[i].token = req->stoken;
+        pulls[i].after = req->seq;
+        pulls[i].data = &pl[i];
+        i++;
+    }
+
+    n = i;
+
+    ngx_http_mcp_session_pull_all(pool->store, pulls, n,
+                                  ngx_http_mcp_stdio_session_event_in);
+
+    /* each writes its own: one ended touches no other */
+    for (i = 0; i < n; i++) {
+        (void) ngx_http_mcp_stdio_session_pulled(pl[i].req, &pl[i].events,
+                                                 pulls[i].rc);
+    }
+
+    ngx_destroy_pool(tmp);
+}
+
+
+/*
+ * What a pull of a remote stream copied (events), written; rc the
+ * pull's: NGX_DECLINED, the stream or the session is gone.  NGX_DONE:
+ * the request ended.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stdio_session_pulled(ngx_http_mcp_stdio_req_t *req,
+    ngx_array_t *events, ngx_int_t rc)
+{
+    cJSON       *msg;
+    ngx_str_t   *ev;
+    ngx_uint_t   i;
+
+    ev = events->elts;
+
+    for (i = 0; i < events->nelts; i++) {
+        msg = cJSON_ParseWithLength((char *) ev[i].data, ev[i].len);
+
+        if (msg == NULL) {
+            continue;
+        }
+
+        if (ngx_http_mcp_json_get(msg, "method") == NULL
+            && ngx_http_mcp_json_get(msg, "id") != NULL)
+        {
+            if (req->get) {
+                cJSON_Delete(msg);
+                continue;
+            }
+
+            ngx_http_mcp_stdio_respond(req, msg);
+            cJSON_Delete(msg);
+            return NGX_DONE;
+        }
+
+        ngx_http_mcp_stdio_session_push(req, msg);
+        cJSON_Delete(msg);
+
+        if (!req->remote) {
+            /* a GET past its events: closed */
+            return NGX_DONE;
+        }
+    }
+
+    if (rc == NGX_DECLINED) {
+        ngx_http_mcp_stdio_session_ended(req, "The session ended");
+        return NGX_DONE;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_mcp_stdio_session_event_in(void *data, uint64_t seq, u_char *text,
+    size_t len)
+{
+    ngx_http_mcp_stdio_pull_t  *pl = data;
+
+    ngx_str_t  *ev;
+
+    ev = ngx_array_push(&pl->events);
+    if (ev == NULL) {
+        return NGX_ERROR;
+    }
+
+    ev->data = ngx_pnalloc(pl->req->r->pool, len);
+    if (ev->data == NULL) {
+        pl->events.nelts--;
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(ev->data, text, len);
+    ev->len = len;
+    pl->req->seq = seq;
+
+    return NGX_OK;
+}
+
+
+/* a remote request or GET whose session ended: an error to its client */
+
+static void
+ngx_http_mcp_stdio_session_ended(ngx_http_mcp_stdio_req_t *req,
+    const char *why)
+{
+    if (req->get) {
+        ngx_http_mcp_stdio_session_close(req, why);
+        return;
+    }
+
+    ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR, why);
+}
+
+
+/*
+ * Whether a session's owner lives (pid 0: none).  One that died (a
+ * crash: its exit would have ended its sessions) leaves its sessions in
+ * the store; they end here, so that their clients initialize again.
+ */
+
+static ngx_uint_t
+ngx_http_mcp_stdio_session_owner_live(ngx_http_mcp_stdio_pool_t *pool,
+    ngx_str_t *sid, ngx_pid_t owner)
+{
+    if (owner == 0 || owner == ngx_pid) {
+        /* this worker's would be on its list: a former one's pid */
+        return 0;
+    }
+
+    if (kill(owner, 0) == -1 && ngx_errno == NGX_ESRCH) {
+        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                      "mcp_stdio: the worker %P of a session is gone, "
+                      "the session ends", owner);
+
+        (void) ngx_http_mcp_session_delete(pool->store, sid, ngx_cycle->log);
+        return 0;
+    }
+
+    return 1;
+}
+
+
+static void
+ngx_http_mcp_stdio_session_tick(ngx_event_t *ev)
+{
+    ngx_http_mcp_stdio_req_t  *req = ev->data;
+
+    if (req->get && (ngx_exiting || ngx_quit || ngx_terminate)) {
+        ngx_http_mcp_stdio_session_close(req, "The server is shutting "
+                                              "down");
+        return;
+    }
+
+    if (ngx_http_mcp_stdio_session_pull(req) == NGX_DONE) {
+        return;
+    }
+
+    if (ngx_http_mcp_session_alive(req->pool->store, &req->sid) != NGX_OK
+        || !ngx_http_mcp_stdio_session_owner_live(req->pool, &req->sid,
+                                                  req->owner))
+    {
+        ngx_http_mcp_stdio_session_ended(req, "The session ended");
+        return;
+    }
+
+    if (!req->get
+        && (ngx_msec_int_t) (ngx_current_msec - req->deadline) >= 0)
+    {
+        ngx_http_mcp_stdio_session_gone_remote(req);
+        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_REQUEST_TIMEOUT,
+                                "Request timed out: the stdio server did "
+                                "not answer");
+        return;
+    }
+
+    ngx_add_timer(ev, 1000);
+}
+
+
+/*
+ * The worker was woken: its remote requests and GETs pull their
+ * streams; its sessions take what other workers queued for their
+ * children, and end when the store no longer has them (a DELETE
+ * through another worker wakes the owner for this).
+ */
+
+void
+ngx_http_mcp_stdio_session_wake(ngx_http_mcp_stdio_pool_t *pool)
+{
+    ngx_str_t                    sid;
+    ngx_uint_t                   i;
+    ngx_pool_t                  *tmp;
+    ngx_array_t                  in;
+    ngx_queue_t                 *q, *next;
+    ngx_http_mcp_stdio_sess_t   *s;
+    ngx_http_mcp_inbound_msg_t  *m;
+
+    ngx_http_mcp_stdio_session_pull_remote(pool);
+
+    if (ngx_queue_empty(&pool->sessions)) {
+        return;
+    }
+
+    tmp = ngx_create_pool(4096, ngx_cycle->log);
+    if (tmp == NULL) {
+        return;
+    }
+
+    for (q = ngx_queue_head(&pool->sessions);
+         q != ngx_queue_sentinel(&pool->sessions);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        s = ngx_queue_data(q, ngx_http_mcp_stdio_sess_t, queue);
+
+        if (!s->ready || s->child == NULL) {
+            continue;
+        }
+
+        sid.data = s->sid;
+        sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+
+        if (ngx_array_init(&in, tmp, 4, sizeof(ngx_http_mcp_inbound_msg_t))
+            != NGX_OK)
+        {
+            break;
+        }
+
+        if (ngx_http_mcp_session_inbound_take(s->pool->store, &sid, tmp, &in)
+            == NGX_DECLINED)
+        {
+            ngx_http_mcp_stdio_session_end(s, "The session was deleted", 0);
+            continue;
+        }
+
+        m = in.elts;
+
+        for (i = 0; i < in.nelts; i++) {
+            if (ngx_http_mcp_stdio_session_inbound(s, &m[i]) != NGX_OK) {
+                /* the session ended: the rest has nowhere to go */
+                break;
+            }
+        }
+
+        ngx_reset_pool(tmp);
+    }
+
+    ngx_destroy_pool(tmp);
+}
+
+
+/*
+ * One message another worker queued for a session's child (the owner
+ * side).  NGX_ERROR: the session ended (its child's stdin failed).
+ */
+
+static ngx_int_t
+ngx_http_mcp_stdio_session_inbound(ngx_http_mcp_stdio_sess_t *s,
+    ngx_http_mcp_inbound_msg_t *m)
+{
+    cJSON                     *msg, *method, *params, *meta;
+    ngx_int_t                  rc;
+    ngx_uint_t                 child_id;
+    ngx_queue_t               *q;
+    ngx_http_mcp_stdio_req_t  *req;
+
+    switch (m->kind) {
+
+    case NGX_HTTP_MCP_INBOUND_GONE:
+
+        if (s->get != NULL && s->get->r == NULL
+            && s->get->stream == m->stream)
+        {
+            ngx_http_mcp_stdio_session_remote_free(s->get);
+            return NGX_OK;
+        }
+
+        for (q = ngx_queue_head(&s->inflight);
+             q != ngx_queue_sentinel(&s->inflight);
+             q = ngx_queue_next(q))
+        {
+            req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
+
+            if (req->r == NULL && req->stream == m->stream) {
+                /* its client left: the child is told, as for a local one */
+                child_id = req->child_id;
+                ngx_http_mcp_stdio_session_remote_free(req);
+
+                return ngx_http_mcp_stdio_session_cancel_id(s, child_id);
+            }
+        }
+
+        return NGX_OK;
+
+    case NGX_HTTP_MCP_INBOUND_GET:
+
+        if (s->get != NULL && s->get->r != NULL) {
+            /* this worker's GET is open: the other gets nothing */
+            return NGX_OK;
+        }
+
+        req = ngx_http_mcp_stdio_session_remote_new(s, m->stream);
+        if (req == NULL) {
+            return NGX_OK;
+        }
+
+        if (s->get != NULL) {
+            /* the newer GET takes the session's messages */
+            ngx_http_mcp_stdio_session_remote_free(s->get);
+        }
+
+        req->get = 1;
+        req->accepts_sse = 1;
+        req->sess = s;
+        s->get = req;
+
+        return NGX_OK;
+
+    default:
+        break;
+    }
+
+    msg = cJSON_ParseWithLength((char *) m->text.data, m->text.len);
+
+    if (msg == NULL) {
+        return NGX_OK;
+    }
+
+    if (m->kind == NGX_HTTP_MCP_INBOUND_MESSAGE) {
+        rc = NGX_OK;
+
+        if (ngx_http_mcp_stdio_session_note(s, msg) == NGX_OK) {
+            rc = ngx_http_mcp_stdio_session_write(s->child, msg);
+        }
+
+        cJSON_Delete(msg);
+        return rc;
+    }
+
+    /* a request: answered on its stream */
+
+    method = ngx_http_mcp_json_get(msg, "method");
+
+    if (!cJSON_IsString(method) || ngx_http_mcp_json_get(msg, "id") == NULL)
+    {
+        cJSON_Delete(msg);
+        return NGX_OK;
+    }
+
+    req = ngx_http_mcp_stdio_session_remote_new(s, m->stream);
+
+    if (req == NULL) {
+        cJSON_Delete(msg);
+        return NGX_OK;
+    }
+
+    req->root = msg;
+    req->id = cJSON_DetachItemFromObject(msg, "id");
+    req->method = method->valuestring;
+    req->accepts_sse = (m->kind == NGX_HTTP_MCP_INBOUND_REQUEST_SSE);
+
+    params = ngx_http_mcp_json_get(msg, "params");
+    meta = cJSON_IsObject(params) ? ngx_http_mcp_json_get(params, "_meta")
+                                  : NULL;
+    req->token = cJSON_IsObject(meta)
+                 ? ngx_http_mcp_json_get(meta, "progressToken") : NULL;
+
+    return ngx_http_mcp_stdio_session_request(s, req);
+}
+
+
+/* the owner's record of another worker's request or GET: heap memory */
+
+static ngx_http_mcp_stdio_req_t *
+ngx_http_mcp_stdio_session_remote_new(ngx_http_mcp_stdio_sess_t *s,
+    uint32_t stream)
+{
+    ngx_http_mcp_stdio_req_t  *req;
+
+    req = ngx_calloc(sizeof(ngx_http_mcp_stdio_req_t)
+                     + NGX_HTTP_MCP_SESSION_ID_LEN, ngx_cycle->log);
+    if (req == NULL) {
+        return NULL;
+    }
+
+    req->pool = s->pool;
+    req->stream = stream;
+    req->sid.data = (u_char *) (req + 1);
+    req->sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+    ngx_memcpy(req->sid.data, s->sid, NGX_HTTP_MCP_SESSION_ID_LEN);
+
+    return req;
+}
+
+
+static void
+ngx_http_mcp_stdio_session_remote_free(ngx_http_mcp_stdio_req_t *req)
+{
+    ngx_http_mcp_stdio_detach(req);
+
+    cJSON_Delete(req->id);
+    cJSON_Delete(req->root);
+    ngx_free(req);
+}
+
+
+/*
+ * The owner answers another worker's request: the answer, under the
+ * client's id, ends the request's stream; the owner's record goes.
+ */
+
+static void
+ngx_http_mcp_stdio_session_answer(ngx_http_mcp_stdio_req_t *req, cJSON *msg)
+{
+    char   *text;
+    cJSON  *id;
+
+    id = cJSON_Duplicate(req->id, 1);
+    cJSON_DeleteItemFromObject(msg, "id");
+
+    if (id != NULL && !cJSON_AddItemToObject(msg, "id", id)) {
+        cJSON_Delete(id);
+    }
+
+    text = cJSON_PrintUnformatted(msg);
+
+    if (text != NULL) {
+        (void) ngx_http_mcp_session_send(req->pool->store, &req->sid,
+                                         req->stream, (u_char *) text,
+                                         ngx_strlen(text), 1, ngx_cycle->log);
+        cJSON_free(text);
+    }
+
+    ngx_http_mcp_stdio_session_remote_free(req);
+}
+
+
+static void
+ngx_http_mcp_stdio_session_error(ngx_http_mcp_stdio_req_t *req,
+    ngx_int_t code, const char *message)
+{
+    cJSON  *reply;
+
+    reply = ngx_http_mcp_error_reply_at(ngx_cycle->log, NGX_LOG_INFO, NULL,
+                                        req->id, code, message, NULL);
+    if (reply == NULL) {
+        ngx_http_mcp_stdio_session_remote_free(req);
+        return;
+    }
+
+    ngx_http_mcp_stdio_session_answer(req, reply);
+    cJSON_Delete(reply);
+}
+
+
+/* an answer, or an error, to this worker's request or another's */
+
+static void
+ngx_http_mcp_stdio_session_respond(ngx_http_mcp_stdio_req_t *req, cJSON *msg)
+{
+    if (req->r == NULL) {
+        ngx_http_mcp_stdio_session_answer(req, msg);
+        return;
+    }
+
+    ngx_http_mcp_stdio_respond(req, msg);
+}
+
+
+static void
+ngx_http_mcp_stdio_session_fail(ngx_http_mcp_stdio_req_t *req,
+    ngx_int_t code, const char *message)
+{
+    if (req->r == NULL) {
+        ngx_http_mcp_stdio_session_error(req, code, message);
+        return;
+    }
+
+    ngx_http_mcp_stdio_fail(req, code, message);
 }

@@ -39,6 +39,7 @@ ngx_http_mcp_hooks_t  ngx_http_mcp_hooks = {
     ngx_http_mcp_hooks_nothing,
     ngx_http_mcp_hooks_nothing,
     ngx_http_mcp_hooks_nothing,
+    ngx_http_mcp_hooks_nothing,
     ngx_http_mcp_hooks_stream_poke,
     ngx_http_mcp_hooks_quit,
     ngx_http_mcp_hooks_quit,

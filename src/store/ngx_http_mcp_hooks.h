@@ -29,6 +29,10 @@ typedef struct {
     void                     (*streams_wake)(void);
     void                     (*calls_wake)(void);
     void                     (*tasks_wake)(void);
+    /* src/stdio: stdio sessions, what other workers queued for the
+       children this one owns, and the answers for the streams it
+       holds of sessions that another owns; after the three above */
+    void                     (*stdio_wake)(void);
     /* src/edge (stream.c): the stream with this token writes its events
        alone; NGX_DECLINED: not here, the worker is woken instead */
     ngx_int_t                (*stream_poke)(uint32_t token);

@@ -578,6 +578,7 @@ ngx_http_mcp_wake_handler(ngx_event_t *ev)
     ngx_http_mcp_hooks.streams_wake();
     ngx_http_mcp_hooks.calls_wake();
     ngx_http_mcp_hooks.tasks_wake();
+    ngx_http_mcp_hooks.stdio_wake();
 }
 
 

@@ -329,6 +329,12 @@ ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
 
     ctx->sh->events_size -= s->events_size;
 
+    while (!ngx_queue_empty(&s->inbound)) {
+        q = ngx_queue_head(&s->inbound);
+        ngx_queue_remove(q);
+        ngx_slab_free_locked(ctx->shpool, q);
+    }
+
     while (!ngx_queue_empty(&s->events)) {
         q = ngx_queue_head(&s->events);
         ngx_queue_remove(q);
@@ -747,6 +753,7 @@ ngx_http_mcp_session_create(ngx_shm_zone_t *zone, ngx_log_t *log,
     ngx_queue_init(&s->events);
     ngx_queue_init(&s->sstreams);
     ngx_queue_init(&s->waits);
+    ngx_queue_init(&s->inbound);
     s->next_seq = 1;
     s->next_request = 1;
     s->next_stream = 1;

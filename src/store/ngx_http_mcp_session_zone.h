@@ -36,6 +36,16 @@ typedef struct {
                                                comes back: see release */
 } ngx_http_mcp_stream_sh_t;
 
+/* a message for a stdio session's child, from a worker not its owner */
+typedef struct {
+    ngx_queue_t                queue;
+    uint32_t                   stream;      /* where its answers go */
+    ngx_uint_t                 kind;        /* NGX_HTTP_MCP_INBOUND_* */
+    size_t                     len;
+    u_char                     data[1];
+} ngx_http_mcp_inbound_t;
+
+
 /* an answer a worker waits for, or a call a client may cancel */
 typedef struct {
     ngx_queue_t                queue;
@@ -150,6 +160,14 @@ typedef struct {
     uint64_t                   next_seq;
     uint64_t                   next_request;
     uint32_t                   next_stream;
+    ngx_pid_t                  stdio_owner;  /* mcp_stdio_sessions: the
+                                               worker with its child */
+    ngx_uint_t                 stdio_location;  /* and its location's
+                                               number */
+    ngx_queue_t                inbound;     /* ngx_http_mcp_inbound_t:
+                                               for that worker */
+    ngx_uint_t                 inbound_n;
+    size_t                     inbound_size;
     u_char                     id[NGX_HTTP_MCP_SESSION_ID_LEN];
     u_char                     client_name[NGX_HTTP_MCP_CLIENT_NAME_LEN];
     u_char                     binding[NGX_HTTP_MCP_AUTH_BINDING_LEN];

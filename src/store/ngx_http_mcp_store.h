@@ -274,6 +274,37 @@ void ngx_http_mcp_session_lost_start(ngx_cycle_t *cycle,
     ngx_http_mcp_store_conf_t *scf);
 
 
+/*
+ * ---- a stdio session's owner and inbound queue: session_stdio.c ----
+ * what a worker other than the owner sends the session's child: a
+ * message as it is (a notification, a response); a request, answered
+ * on the stream named (a client that takes, or not, an event stream);
+ * a GET stream opened; a stream's client gone (its request cancelled,
+ * the GET closed)
+ */
+#define NGX_HTTP_MCP_INBOUND_MESSAGE      0
+#define NGX_HTTP_MCP_INBOUND_REQUEST      1
+#define NGX_HTTP_MCP_INBOUND_REQUEST_SSE  2
+#define NGX_HTTP_MCP_INBOUND_GET          3
+#define NGX_HTTP_MCP_INBOUND_GONE         4
+
+typedef struct {
+    ngx_uint_t                 kind;
+    uint32_t                   stream;
+    ngx_str_t                  text;
+} ngx_http_mcp_inbound_msg_t;
+
+ngx_int_t ngx_http_mcp_session_stdio_own(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, ngx_pid_t pid, ngx_uint_t location);
+ngx_pid_t ngx_http_mcp_session_stdio_owner(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, ngx_uint_t *location);
+ngx_int_t ngx_http_mcp_session_inbound_push(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, ngx_uint_t kind, uint32_t stream, u_char *data,
+    size_t len, ngx_pid_t *owner, ngx_log_t *log);
+ngx_int_t ngx_http_mcp_session_inbound_take(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, ngx_pool_t *pool, ngx_array_t *out);
+
+
 /* ---- tasks: ngx_http_mcp_session_task.c (the call side: _task.h) ---- */
 
 #define NGX_HTTP_MCP_TASK_ID_LEN        32      /* 128 random bits, hex */

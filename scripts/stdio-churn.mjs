@@ -2,12 +2,15 @@
 // docs/testing.md ("The stdio churn").  Settings (environment):
 //
 //   CHURN_SESSIONS=10000  sessions opened and ended
+//   CHURN_WORKERS=4       worker_processes (more than one: reuseport)
 //   CHURN_CLIENTS=8       sessions at once
 //   CHURN_POOL=64         mcp_stdio_pool size= and total= (children)
 //   CHURN_TIMEOUT=3       the session zone's idle timeout, s (expiry)
 //   CHURN_STDIO_TIMEOUT=2 mcp_stdio_timeout, s (the owner's look)
 //   CHURN_KEEP=3          sessions kept live (GET stream) at the end
 //   CHURN_DIR             where nginx runs (default a new /tmp dir)
+//   CHURN_NGINX_PRELOAD   LD_PRELOAD for nginx alone (libasan.so, with an
+//                         MCP_SANITIZE=1 module: leaks in error.log)
 //   MCP_MODULE, MCP_NODE  set by scripts/stdio-churn
 //
 // The stdio server is a tiny Node MCP server this file writes
@@ -19,6 +22,13 @@
 // left to expire).  A request refused at initialize (over the pool's
 // bounds) is retried and counted.  A session that fails after a reload or
 // quit it began before is counted as cut, not as an error.
+//
+// Every request is on a fresh connection (no keep-alive agent) and, with
+// more than one worker, the listen has reuseport, so that the kernel
+// spreads a session's requests over the workers: each response names its
+// worker (X-Worker: $pid), and the requests answered by a worker other
+// than the one that answered the session's initialize (the owner of its
+// child) are counted, so that the run shows the cross-worker path taken.
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -28,6 +38,7 @@ import path from 'node:path';
 
 const env = process.env;
 const N = +(env.CHURN_SESSIONS || 10000);
+const W = +(env.CHURN_WORKERS || 4);
 const C = +(env.CHURN_CLIENTS || 8);
 const POOL = +(env.CHURN_POOL || 64);
 const TMO = +(env.CHURN_TIMEOUT || 3);
@@ -104,9 +115,7 @@ const PORT = freePort();
 
 fs.writeFileSync(path.join(dir, 'conf/nginx.conf'), `
 load_module  ${MODULE};
-# one worker: a session's requests must reach the worker that owns its
-# child (sessions across workers are not built yet)
-worker_processes  1;
+worker_processes  ${W};
 error_log  logs/error.log  info;
 pid        logs/nginx.pid;
 events { worker_connections  16384; }
@@ -115,8 +124,11 @@ http {
     client_body_temp_path  tmp;
     mcp_session_zone  zone=churn:8m timeout=${TMO}s;
     server {
-        listen  127.0.0.1:${PORT}  backlog=4096;
+        # reuseport: a socket per worker, so that the kernel spreads the
+        # client's connections (one per request) over all of them
+        listen  127.0.0.1:${PORT}  backlog=4096${W > 1 ? '  reuseport' : ''};
         location = /mcp {
+            add_header          X-Worker \$pid always;
             mcp_stdio           ${NODE} ${SERVER};
             mcp_stdio_sessions  on;
             mcp_session         churn;
@@ -129,9 +141,14 @@ http {
 }
 `);
 
+// the children have mcp_stdio_env's environment only: no LD_PRELOAD
+const NGINX_ENV = env.CHURN_NGINX_PRELOAD
+    ? { ...env, LD_PRELOAD: env.CHURN_NGINX_PRELOAD } : env;
+
 function nginx(...args) {
     const r = spawnSync(NGINX, ['-p', dir + '/', '-c', 'conf/nginx.conf',
-                                ...args], { encoding: 'utf8' });
+                                ...args], { encoding: 'utf8',
+                                            env: NGINX_ENV });
     if (r.status !== 0) {
         throw new Error(`nginx ${args.join(' ')}: ${r.stderr}`);
     }
@@ -165,6 +182,18 @@ function procs() {
     return all;
 }
 
+// of a process's RSS, the shared memory's (the zones, touched as they
+// fill: not the worker's own memory), kB
+function rssShmem(pid) {
+    try {
+        const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8')
+            .match(/^RssShmem:\s+(\d+)/m);
+        return m ? +m[1] : 0;
+    } catch (e) {
+        return 0;
+    }
+}
+
 function marked() {
     const pids = [];
     for (const e of fs.readdirSync('/proc')) {
@@ -177,15 +206,19 @@ function marked() {
     return pids;
 }
 
-// The counts now: the master's workers (not exiting ones told apart:
-// ps cannot), their children alive and zombie, the marked processes
-// and, of those, the ones no nginx worker of ours is the parent of
-// (orphans).
+// The counts now: all the master's workers, of this generation and of
+// the one before a reload still exiting ("worker process is shutting
+// down"), their children alive and zombie (under every worker pid), the
+// marked processes and, of those, the ones no worker of our master is the
+// parent of (orphans: a worker gone, the child reparented).  rss: the sum
+// of this generation's workers' RSS.
 function census() {
     const all = procs();
     const master = masterPid();
     const byPid = new Map(all.map((p) => [p.pid, p]));
-    const workers = all.filter((p) => master && p.ppid === master);
+    const workers = all.filter((p) => master && p.ppid === master
+                               && /worker process/.test(p.args));
+    const current = workers.filter((p) => !/shutting down/.test(p.args));
     const wset = new Set(workers.map((p) => p.pid));
     const kids = all.filter((p) => wset.has(p.ppid));
     const mk = marked();
@@ -194,8 +227,10 @@ function census() {
         return !p || !wset.has(p.ppid);
     });
     return {
-        workers: workers.map((p) => ({ pid: p.pid, rss: p.rss,
-                                       args: p.args })),
+        workers: current.map((p) => ({ pid: p.pid, rss: p.rss })),
+        exiting: workers.length - current.length,
+        rss: current.reduce((a, p) => a + p.rss, 0),
+        shm: current.reduce((a, p) => a + rssShmem(p.pid), 0),
         children: kids.filter((p) => !p.stat.startsWith('Z')).length,
         zombies: kids.filter((p) => p.stat.startsWith('Z')).length
             + all.filter((p) => p.stat.startsWith('Z')
@@ -206,7 +241,9 @@ function census() {
     };
 }
 
-const fmt = (c) => `workers ${c.workers.length} children ${c.children}`
+const fmt = (c) => `workers ${c.workers.length}`
+    + (c.exiting ? ` (+${c.exiting} exiting)` : '')
+    + ` children ${c.children}`
     + ` zombies ${c.zombies} marked ${c.marked} orphans ${c.orphans}`;
 
 // --- HTTP ----------------------------------------------------------------
@@ -264,6 +301,12 @@ const stats = {
     opened: 0, delete: 0, abandon: 0, midcall: 0, refused: 0, cut: 0,
     errors: 0,
 };
+// the cross-worker path: a session's requests after its initialize that
+// were answered, those answered by a worker other than the owner (the
+// one that answered the initialize), by kind, and the sessions with one
+const xw = {
+    answered: 0, other: 0, sessions: 0, byKind: {},
+};
 const errorSamples = [];
 let lastFault = 0;         // when the last reload or quit began
 let paused = null;         // a promise while nginx is down
@@ -282,6 +325,7 @@ function fail(born, what) {
 async function session(i) {
     let born;
     let sid;
+    let owner;
     for (let tries = 0; ; tries++) {
         while (paused) await paused;
         born = Date.now();
@@ -292,6 +336,7 @@ async function session(i) {
         const m = r.status === 200 ? answer(r, 1) : undefined;
         if (m && m.result && r.headers['mcp-session-id']) {
             sid = r.headers['mcp-session-id'];
+            owner = r.headers['x-worker'];
             break;
         }
         if (r.status === 0 && (paused || born <= lastFault)) continue;
@@ -304,20 +349,38 @@ async function session(i) {
         return;
     }
     stats.opened++;
-    let r = await request('POST', sid, { jsonrpc: '2.0',
-                                         method: 'notifications/initialized' });
+    let crossed = false;
+    const call = async (kind, ...args) => {
+        const r = await request(...args);
+        const w = r.headers && r.headers['x-worker'];
+        if (w) {
+            const k = xw.byKind[kind] || (xw.byKind[kind] = [0, 0]);
+            xw.answered++;
+            k[0]++;
+            if (w !== owner) {
+                xw.other++;
+                k[1]++;
+                if (!crossed) xw.sessions++;
+                crossed = true;
+            }
+        }
+        return r;
+    };
+    let r = await call('initialized', 'POST', sid, { jsonrpc: '2.0',
+        method: 'notifications/initialized' });
     if (r.status !== 202) {
         return fail(born, `initialized: ${r.status} ${r.error || r.text}`);
     }
     if (i % 2) {
-        r = await request('POST', sid, { jsonrpc: '2.0', id: 2,
-                                         method: 'tools/list' });
+        r = await call('tools/list', 'POST', sid, { jsonrpc: '2.0',
+                                                    id: 2,
+                                                    method: 'tools/list' });
         const m = answer(r, 2);
         if (!m || !m.result) {
             return fail(born, `tools/list: ${r.status} ${r.error || r.text}`);
         }
     }
-    r = await request('POST', sid, { jsonrpc: '2.0', id: 3,
+    r = await call('tools/call', 'POST', sid, { jsonrpc: '2.0', id: 3,
         method: 'tools/call', params: { name: 'echo',
                                         arguments: { i } } });
     const m = answer(r, 3);
@@ -327,7 +390,7 @@ async function session(i) {
     }
     switch (i % 3) {
     case 0:
-        r = await request('DELETE', sid);
+        r = await call('DELETE', 'DELETE', sid);
         if (r.status !== 200 && r.status !== 204) {
             return fail(born, `DELETE: ${r.status} ${r.error || r.text}`);
         }
@@ -337,7 +400,7 @@ async function session(i) {
         stats.abandon++;
         break;
     default:
-        await request('POST', sid, { jsonrpc: '2.0', id: 4,
+        await call('slow', 'POST', sid, { jsonrpc: '2.0', id: 4,
             method: 'tools/call', params: { name: 'slow', arguments: {} } },
             100);
         stats.midcall++;
@@ -367,7 +430,7 @@ async function waitFor(secsMax, cond) {
     }
 }
 
-// the old worker's exit after a reload, then the orphans
+// the old workers' exit after a reload, then the orphans
 async function reload(label) {
     const before = census();
     const old = new Set(before.workers.map((w) => w.pid));
@@ -377,7 +440,8 @@ async function reload(label) {
     await sleep(STMO * 1000 + 500);    // SIGTERM, then SIGKILL's grace
     const after = census();
     say(`${label}: reload with ${before.children} children;`
-        + ` old worker ${gone ? 'exited' : 'STILL RUNNING after 60 s'};`
+        + ` old workers (${old.size})`
+        + ` ${gone ? 'exited' : 'STILL RUNNING after 60 s'};`
         + ` now ${fmt(after)}`);
     return { before, after, gone };
 }
@@ -398,7 +462,7 @@ async function quitRestart(label) {
         + ` processes at its exit ${atExit}, ${STMO + 10} s later`
         + ` ${orphans} (orphans)`);
     nginx();
-    await waitFor(10, () => census().workers.length > 0);
+    await waitFor(10, () => census().workers.length >= W);
     lastFault = Date.now();
     paused = null;
     release();
@@ -415,16 +479,18 @@ async function main() {
     `, NODE], { encoding: 'utf8' });
     say(`stdio churn: ${N} sessions, ${C} at once, pool ${POOL},`
         + ` zone timeout ${TMO}s, mcp_stdio_timeout ${STMO}s, in ${dir}`);
-    say('worker_processes 1: a session\'s requests must reach the worker'
-        + ' that owns its child (sessions across workers are not built'
-        + ' yet, docs/stdio.md)');
+    say(`worker_processes ${W}`
+        + (W > 1 ? ', listen reuseport, a connection per request: a'
+                   + ' session\'s requests land on any worker, its child'
+                   + ' is its owner\'s (docs/stdio.md, "Across workers")'
+                 : ''));
     say(`a start of the stdio server (node): ${(+t.stdout).toFixed(0)} ms`
         + ' wall, average of 10');
 
     nginx();
-    await waitFor(10, () => census().workers.length > 0);
+    await waitFor(10, () => census().workers.length >= W);
     const c0 = census();
-    say(`started: ${fmt(c0)}; worker RSS ${c0.workers[0].rss} kB`);
+    say(`started: ${fmt(c0)}; workers' RSS ${c0.rss} kB`);
 
     let peak = 0;
     let zombiesSeen = 0;    // a child between its exit and its reaping
@@ -434,7 +500,9 @@ async function main() {
         zombiesSeen = Math.max(zombiesSeen, c.zombies);
     }, 1000);
     const progress = setInterval(() => {
-        say(`${done}/${N} done: ${JSON.stringify(stats)}`);
+        const c = census();
+        say(`${done}/${N} done: ${JSON.stringify(stats)}; workers' RSS`
+            + ` ${c.rss} kB (shared memory ${c.shm} kB)`);
     }, 15000);
 
     const third = Math.floor(N / 3);
@@ -448,9 +516,11 @@ async function main() {
     const c1 = census();
     await runClients(2 * third, 2 * third + warm);
     const c2 = census();
-    const rssStart = c2.workers[0].rss;
-    say(`restarted: worker RSS ${c1.workers[0].rss} kB, ${rssStart} kB`
-        + ` after ${warm} sessions (the start)`);
+    const rssStart = c2.rss;
+    const gen = c2.workers.map((w) => w.pid).sort().join(',');
+    say(`restarted: workers' RSS (sum of ${c2.workers.length})`
+        + ` ${c1.rss} kB, ${rssStart} kB after ${warm} sessions (the start:`
+        + ` ${c2.workers.map((w) => `${w.pid} ${w.rss}`).join(', ')})`);
     await runClients(2 * third + warm, N);
     clearInterval(progress);
     say(`${N} sessions done: ${JSON.stringify(stats)}`);
@@ -492,10 +562,15 @@ async function main() {
     }
     const end = census();
     clearInterval(sampler);
-    const rssEnd = end.workers[0].rss;
-    say(`after expiry: live sessions ${live}; ${fmt(end)}; worker RSS`
-        + ` ${rssEnd} kB (start ${rssStart} kB,`
-        + ` ${((rssEnd / rssStart - 1) * 100).toFixed(1)}%)`);
+    const rssEnd = end.rss;
+    // the same generation's workers as at the start (none respawned)
+    const sameGen = end.workers.map((w) => w.pid).sort().join(',') === gen;
+    say(`after expiry: live sessions ${live}; ${fmt(end)}; workers' RSS`
+        + ` (sum) ${rssEnd} kB (start ${rssStart} kB,`
+        + ` ${((rssEnd / rssStart - 1) * 100).toFixed(1)}%;`
+        + ` of which shared memory ${end.shm} kB, start ${c2.shm} kB;`
+        + ` ${end.workers.map((w) => `${w.pid} ${w.rss}`).join(', ')};`
+        + ` ${sameGen ? 'the same workers' : 'NOT the same workers'})`);
     say(`peak (1 s samples): ${peak} children, ${zombiesSeen} zombies`
         + ' at once (before reaping)');
 
@@ -528,6 +603,11 @@ async function main() {
         + ` initialize (over the bounds, retried) ${stats.refused};`
         + ` errors ${stats.errors}`);
     for (const e of errorSamples) say(`  error: ${e.slice(0, 200)}`);
+    say(`cross-worker: ${xw.other} of ${xw.answered} answered requests`
+        + ' after an initialize were answered by a worker other than its'
+        + ` owner, in ${xw.sessions} of ${stats.opened} sessions; by kind`
+        + ` (other/answered): ${Object.entries(xw.byKind)
+            .map(([k, v]) => `${k} ${v[1]}/${v[0]}`).join(', ')}`);
 
     const checks = [
         ['no error', stats.errors === 0],
@@ -535,11 +615,14 @@ async function main() {
          end.children === live && live === keep.length],
         ['no zombie', end.zombies === 0],
         ['marked processes equal live sessions', end.marked === live],
-        ['worker RSS within 5% of its start', rssEnd <= rssStart * 1.05],
-        ['reload at 1/3: old worker exited, no orphan',
+        ['workers\' RSS (sum) within 5% of its start, same workers',
+         sameGen && rssEnd <= rssStart * 1.05],
+        ...(W > 1 ? [['requests answered by a worker other than the'
+                      + ' session\'s owner', xw.other > 0]] : []),
+        ['reload at 1/3: old workers exited, no orphan',
          r1.gone && r1.after.orphans === 0],
         ['quit at 2/3: master exited, no orphan', q.gone && q.orphans === 0],
-        ['reload at the end: old worker exited, no orphan',
+        ['reload at the end: old workers exited, no orphan',
          r2.gone && r2.after.orphans === 0],
         ['quit at the end: no orphan', finalOrphans === 0],
         ['no [alert]/[crit]/[emerg] in error.log', alerts.length === 0],

@@ -94,9 +94,14 @@ static void ngx_http_mcp_stdio_session_timeout(ngx_event_t *ev);
 static void ngx_http_mcp_stdio_session_cleanup(void *data);
 
 
-/* what a pull of a remote stream copies, for after the zone's lock */
+/*
+ * What a pull of a remote stream copies, for after the zone's lock: in
+ * a pool of the pull's own, not the request's, for a GET stream lives
+ * long and is pulled at every wake-up of its worker and every second
+ */
 typedef struct {
     ngx_http_mcp_stdio_req_t    *req;
+    ngx_pool_t                  *pool;
     ngx_array_t                  events;     /* ngx_str_t */
 } ngx_http_mcp_stdio_pull_t;
 
@@ -1638,10 +1643,16 @@ ngx_http_mcp_stdio_session_pull(ngx_http_mcp_stdio_req_t *req)
     ngx_http_mcp_stdio_pull_t   pl;
 
     pl.req = req;
+    pl.pool = ngx_create_pool(1024, req->r->connection->log);
 
-    if (ngx_array_init(&pl.events, req->r->pool, 2, sizeof(ngx_str_t))
+    if (pl.pool == NULL) {
+        return NGX_OK;
+    }
+
+    if (ngx_array_init(&pl.events, pl.pool, 2, sizeof(ngx_str_t))
         != NGX_OK)
     {
+        ngx_destroy_pool(pl.pool);
         return NGX_OK;
     }
 
@@ -1650,7 +1661,11 @@ ngx_http_mcp_stdio_session_pull(ngx_http_mcp_stdio_req_t *req)
                                    ngx_http_mcp_stdio_session_event_in, &pl,
                                    &complete);
 
-    return ngx_http_mcp_stdio_session_pulled(req, &pl.events, rc);
+    rc = ngx_http_mcp_stdio_session_pulled(req, &pl.events, rc);
+
+    ngx_destroy_pool(pl.pool);
+
+    return rc;
 }
 
 
@@ -1704,9 +1719,9 @@ ngx_http_mcp_stdio_session_pull_remote(ngx_http_mcp_stdio_pool_t *pool)
         req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
 
         pl[i].req = req;
+        pl[i].pool = tmp;
 
-        if (ngx_array_init(&pl[i].events, req->r->pool, 2,
-                           sizeof(ngx_str_t))
+        if (ngx_array_init(&pl[i].events, tmp, 2, sizeof(ngx_str_t))
             != NGX_OK)
         {
             continue;
@@ -1802,7 +1817,7 @@ ngx_http_mcp_stdio_session_event_in(void *data, uint64_t seq, u_char *text,
         return NGX_ERROR;
     }
 
-    ev->data = ngx_pnalloc(pl->req->r->pool, len);
+    ev->data = ngx_pnalloc(pl->pool, len);
     if (ev->data == NULL) {
         pl->events.nelts--;
         return NGX_ERROR;

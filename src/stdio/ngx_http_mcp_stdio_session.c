@@ -37,7 +37,7 @@ static ngx_int_t ngx_http_mcp_stdio_session_elsewhere(
     ngx_http_mcp_stdio_pool_t *pool, ngx_str_t *sid, ngx_http_request_t *r);
 static ngx_http_mcp_stdio_sess_t *ngx_http_mcp_stdio_session_of(
     ngx_http_request_t *r, ngx_http_mcp_stdio_pool_t *pool, cJSON *id,
-    ngx_int_t *rc, ngx_pid_t *owner);
+    ngx_int_t *rc, ngx_pid_t *owner, ngx_str_t *sid);
 static ngx_int_t ngx_http_mcp_stdio_session_note(
     ngx_http_mcp_stdio_sess_t *s, cJSON *root);
 static ngx_int_t ngx_http_mcp_stdio_session_request(
@@ -141,7 +141,8 @@ ngx_http_mcp_stdio_session_post(ngx_http_mcp_stdio_req_t *req, cJSON *method)
         return NGX_DECLINED;
     }
 
-    s = ngx_http_mcp_stdio_session_of(r, req->pool, req->id, &rc, &owner);
+    s = ngx_http_mcp_stdio_session_of(r, req->pool, req->id, &rc, &owner,
+                                      &req->sid);
 
     if (s == NULL && owner == 0) {
         ngx_http_finalize_request(r, rc);
@@ -510,16 +511,16 @@ ngx_http_mcp_stdio_session_elsewhere(ngx_http_mcp_stdio_pool_t *pool,
 
 /*
  * The session a request names, in the store (which marks it used) and
- * in this worker; NULL with *owner set: the session is another live
- * worker's; else NULL and the reply's code in *rc: 400 without the
- * header, 404 for a session that is not (or whose owner died: the
- * store forgets it).
+ * in this worker; NULL with *owner set (and *sid, the header's id):
+ * the session is another live worker's; else NULL and the reply's code
+ * in *rc: 400 without the header, 404 for a session that is not (or
+ * whose owner died: the store forgets it).
  */
 
 static ngx_http_mcp_stdio_sess_t *
 ngx_http_mcp_stdio_session_of(ngx_http_request_t *r,
     ngx_http_mcp_stdio_pool_t *pool, cJSON *id, ngx_int_t *rc,
-    ngx_pid_t *owner)
+    ngx_pid_t *owner, ngx_str_t *sid)
 {
     ngx_pid_t                   pid;
     ngx_uint_t                  location;
@@ -563,6 +564,7 @@ ngx_http_mcp_stdio_session_of(ngx_http_request_t *r,
                                                          pid))
             {
                 *owner = pid;
+                *sid = h->value;
                 return NULL;
             }
         }
@@ -895,6 +897,7 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
 {
     ngx_int_t                   rc;
     ngx_pid_t                   owner;
+    ngx_str_t                   sid;
     ngx_table_elt_t            *h;
     ngx_pool_cleanup_t         *cln;
     ngx_http_mcp_stdio_req_t   *req;
@@ -917,7 +920,7 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
         return ngx_http_mcp_send(r, NGX_HTTP_OK, NULL, NULL, 0);
     }
 
-    s = ngx_http_mcp_stdio_session_of(r, pool, NULL, &rc, &owner);
+    s = ngx_http_mcp_stdio_session_of(r, pool, NULL, &rc, &owner, &sid);
 
     if (s == NULL && owner == 0) {
         return rc;
@@ -975,6 +978,7 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
     if (s == NULL) {
         /* another worker's session: its owner sends on this stream */
         req->get = 1;
+        req->sid = sid;
 
         if (ngx_http_mcp_stdio_session_remote(req, owner,
                                               NGX_HTTP_MCP_INBOUND_GET, &rc)
@@ -1417,7 +1421,8 @@ ngx_http_mcp_stdio_session_free(ngx_http_mcp_stdio_sess_t *s,
  * gets a stream of the session's log, on which the owner sends what
  * the child answers or says; this worker is woken, pulls the stream and
  * writes it as it writes its own children's lines (the reply steps, the
- * event stream).  NGX_OK, or NGX_ERROR with *rc what to finalize the
+ * event stream).  req->sid: the session's id, as session_of() found it
+ * another worker's.  NGX_OK, or NGX_ERROR with *rc what to finalize the
  * request with (its error reply sent).
  */
 
@@ -1432,21 +1437,11 @@ ngx_http_mcp_stdio_session_remote(ngx_http_mcp_stdio_req_t *req,
     ngx_int_t                   rc;
     ngx_pid_t                   prev, to;
     ngx_uint_t                  standalone;
-    ngx_table_elt_t            *h;
     ngx_http_request_t         *r;
     ngx_http_mcp_stdio_pool_t  *pool;
 
     r = req->r;
     pool = req->pool;
-
-    h = ngx_http_mcp_header_in(r, "mcp-session-id",
-                               sizeof("mcp-session-id") - 1);
-    if (h == NULL) {
-        *rc_out = NGX_HTTP_INTERNAL_SERVER_ERROR;
-        return NGX_ERROR;
-    }
-
-    req->sid = h->value;
     stream = 0;
     token = 0;
 

@@ -327,6 +327,7 @@ ngx_http_mcp_postconfiguration(ngx_conf_t *cf)
     /* a stdio location's messages take the edge's and mcp_pass's steps */
     ngx_http_mcp_stdio_steps.request = ngx_http_mcp_stdio_request;
     ngx_http_mcp_stdio_steps.reply = ngx_http_mcp_stdio_reply;
+    ngx_http_mcp_stdio_steps.reads = ngx_http_mcp_stdio_reads;
 
     /*
      * A POST's body is read in the rewrite phase: the phases before the

@@ -49,6 +49,7 @@ ngx_int_t ngx_http_mcp_rewrite_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_stdio_request(ngx_http_request_t *r, ngx_str_t *body,
     ngx_int_t *rc);
 ngx_int_t ngx_http_mcp_stdio_reply(ngx_http_request_t *r, cJSON *reply);
+ngx_uint_t ngx_http_mcp_stdio_reads(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_mcp_variables_capture(ngx_http_mcp_ctx_t *ctx);
 void ngx_http_mcp_variables_used(ngx_conf_t *cf);

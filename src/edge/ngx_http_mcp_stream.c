@@ -67,8 +67,6 @@ static void ngx_http_mcp_stream_cleanup(void *data);
 static void ngx_http_mcp_stream_detach(ngx_http_mcp_stream_t *st);
 static ngx_int_t ngx_http_mcp_stream_post(ngx_http_mcp_stream_t *st);
 static void ngx_http_mcp_stream_begin(ngx_http_request_t *r);
-static ngx_int_t ngx_http_mcp_stream_last_event_id(ngx_str_t *value,
-    uint32_t *stream, uint64_t *seq);
 
 
 static ngx_str_t  ngx_http_mcp_sse_type = ngx_string("text/event-stream");
@@ -115,7 +113,6 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
     uint32_t                id, token;
     ngx_int_t               rc;
     ngx_uint_t              standalone;
-    ngx_pid_t               prev;
     ngx_http_request_t     *r;
     ngx_http_mcp_stream_t  *st;
 
@@ -126,8 +123,7 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 
     rc = ngx_http_mcp_session_stream_open(ctx->conf->zone,
                                           &ctx->rctx.session_id, &standalone,
-                                          ctx->pending, 0, 0, token, &id,
-                                          &prev);
+                                          ctx->pending, 0, 0, token, &id);
 
     if (rc != NGX_OK) {
         /* the session's streams at their cap, or the session gone */
@@ -231,7 +227,6 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     ngx_int_t               rc;
     ngx_str_t               sid;
     ngx_uint_t              standalone;
-    ngx_pid_t               prev;
     ngx_table_elt_t        *last;
     ngx_http_mcp_ctx_t     *ctx;
     ngx_http_mcp_stream_t  *st;
@@ -245,7 +240,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
                                   sizeof("last-event-id") - 1);
 
     if (last == NULL
-        || ngx_http_mcp_stream_last_event_id(&last->value, &resume, &seq)
+        || ngx_http_mcp_last_event_id(&last->value, &resume, &seq)
            != NGX_OK)
     {
         resume = 0;
@@ -257,12 +252,7 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     standalone = 1;
 
     rc = ngx_http_mcp_session_stream_open(mlcf->zone, &sid, &standalone, 0,
-                                          resume, seq, token, &id, &prev);
-
-    if (prev) {
-        /* the former owner, maybe this worker, finds it taken: lets go */
-        (void) ngx_http_mcp_notify_pid(prev, r->connection->log);
-    }
+                                          resume, seq, token, &id);
 
     if (rc == NGX_DECLINED) {
         return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
@@ -406,33 +396,6 @@ ngx_http_mcp_stream_begin(ngx_http_request_t *r)
     if (st != NULL && !st->busy && !st->ended) {
         ngx_http_mcp_stream_flush(st);
     }
-}
-
-
-static ngx_int_t
-ngx_http_mcp_stream_last_event_id(ngx_str_t *value, uint32_t *stream,
-    uint64_t *seq)
-{
-    u_char     *dash;
-    ngx_int_t   n, m;
-
-    dash = ngx_strlchr(value->data, value->data + value->len, '-');
-
-    if (dash == NULL) {
-        return NGX_ERROR;
-    }
-
-    n = ngx_atoi(value->data, dash - value->data);
-    m = ngx_atoi(dash + 1, value->data + value->len - dash - 1);
-
-    if (n == NGX_ERROR || m == NGX_ERROR || n == 0 || n > 0xffffffff) {
-        return NGX_ERROR;
-    }
-
-    *stream = (uint32_t) n;
-    *seq = (uint64_t) m;
-
-    return NGX_OK;
 }
 
 

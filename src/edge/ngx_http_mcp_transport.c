@@ -432,6 +432,25 @@ ngx_http_mcp_stdio_reply(ngx_http_request_t *r, cJSON *reply)
 
 
 /*
+ * Whether the reply step changes or checks the reply of this POST (the
+ * policy's filter, the caller's scopes, a check, a guardrail): its
+ * answer must then reach its client through this request alone.
+ */
+
+ngx_uint_t
+ngx_http_mcp_stdio_reads(ngx_http_request_t *r)
+{
+    ngx_http_mcp_ctx_t        *ctx;
+    ngx_http_mcp_proxy_ctx_t  *pctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_mcp_module);
+    pctx = (ctx != NULL) ? ctx->proxy : NULL;
+
+    return pctx != NULL && (pctx->policy || pctx->must_read);
+}
+
+
+/*
  * A stdio location serves no subscriptions/listen (its pool keeps no
  * stream for what a child says unasked): a 2026-07-28 client is not
  * told of list changes or resource updates it could not hear of, and
@@ -921,9 +940,10 @@ ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
         /* a later message of a batch whose reply is a stream already */
         call->stream = ctx->stream->id;
 
-        if (ngx_http_mcp_session_stream_expect(ctx->conf->zone,
-                                               &ctx->rctx.session_id,
-                                               call->stream)
+        if (ngx_http_mcp_session_stream_mark(ctx->conf->zone,
+                                             &ctx->rctx.session_id,
+                                             call->stream,
+                                             NGX_HTTP_MCP_STREAM_EXPECT)
             != NGX_OK)
         {
             call->stream = 0;

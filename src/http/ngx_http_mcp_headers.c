@@ -48,6 +48,38 @@ ngx_http_mcp_header_prefixed(ngx_http_request_t *r, ngx_table_elt_t *prev,
 }
 
 
+/*
+ * Last-Event-ID as the module's streams write their event ids:
+ * "<stream>-<seq>", a stream from 1 and the event's seq in the session's
+ * log (0: the stream's priming event)
+ */
+
+ngx_int_t
+ngx_http_mcp_last_event_id(ngx_str_t *value, uint32_t *stream, uint64_t *seq)
+{
+    u_char     *dash;
+    ngx_int_t   n, m;
+
+    dash = ngx_strlchr(value->data, value->data + value->len, '-');
+
+    if (dash == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = ngx_atoi(value->data, dash - value->data);
+    m = ngx_atoi(dash + 1, value->data + value->len - dash - 1);
+
+    if (n == NGX_ERROR || m == NGX_ERROR || n == 0 || n > 0xffffffff) {
+        return NGX_ERROR;
+    }
+
+    *stream = (uint32_t) n;
+    *seq = (uint64_t) m;
+
+    return NGX_OK;
+}
+
+
 /* the MCP headers, in one walk: see ngx_http_mcp_headers_t */
 
 void

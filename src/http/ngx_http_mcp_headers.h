@@ -51,6 +51,8 @@ ngx_table_elt_t *ngx_http_mcp_header_in_after(ngx_http_request_t *r,
     ngx_table_elt_t *prev, const char *name, size_t len);
 ngx_table_elt_t *ngx_http_mcp_header_prefixed(ngx_http_request_t *r,
     ngx_table_elt_t *prev, const char *prefix, size_t len);
+ngx_int_t ngx_http_mcp_last_event_id(ngx_str_t *value, uint32_t *stream,
+    uint64_t *seq);
 /* a reply's header; name is a literal (its length is taken at compile
    time: a reply's few headers on every request, no strlen); name ""
    fails to compile for a pointer, whose sizeof would be wrong */

@@ -81,6 +81,10 @@ struct ngx_http_mcp_stdio_pool_s {
     ngx_uint_t                   total;      /* in all workers; 0: none */
     ngx_uint_t                   index;      /* its row of the counters */
     ngx_msec_t                   timeout;
+    ngx_msec_t                   poll;       /* a session POST's stream
+                                                ends unanswered after it;
+                                                0: held to its answer */
+    ngx_msec_t                   retry;      /* the priming's retry: */
     ngx_shm_zone_t              *zone;       /* the counters, or NULL */
 
     ngx_queue_t                  children;   /* _child_t, all states */
@@ -160,13 +164,16 @@ struct ngx_http_mcp_stdio_child_s {
  *     (the tool policy, the caller's scopes, guardrails, input limits);
  * reply: the child's reply, under the client's id, before it is sent:
  *     it may be changed (tools the policy hides taken out, a guardrail's
- *     redaction); NGX_ERROR: not to be sent.
+ *     redaction); NGX_ERROR: not to be sent;
+ * reads: whether reply would change or check this POST's reply: its
+ *     answer then goes to this request alone (never to a Last-Event-ID).
  */
 typedef struct {
     ngx_int_t                  (*request)(ngx_http_request_t *r,
                                           ngx_str_t *body, ngx_int_t *rc);
     ngx_int_t                  (*reply)(ngx_http_request_t *r,
                                         cJSON *reply);
+    ngx_uint_t                 (*reads)(ngx_http_request_t *r);
 } ngx_http_mcp_stdio_steps_t;
 
 extern ngx_http_mcp_stdio_steps_t  ngx_http_mcp_stdio_steps;
@@ -199,7 +206,11 @@ struct ngx_http_mcp_stdio_req_s {
     uint32_t                     stream;
     uint32_t                     stoken;     /* remote: the stream's */
     uint64_t                     seq;        /* remote: the last event */
+    uint64_t                     event;      /* remote: the seq of the
+                                                event being written */
     ngx_msec_t                   deadline;   /* remote: a request's */
+    ngx_msec_t                   poll_at;    /* remote: its stream ends
+                                                unanswered, or 0 */
 
     unsigned                     waiting:1;
     unsigned                     inflight:1; /* on its session's list */
@@ -208,6 +219,12 @@ struct ngx_http_mcp_stdio_req_s {
     unsigned                     sse:1;      /* the reply is a stream now */
     unsigned                     remote:1;   /* on pool->remote */
     unsigned                     get:1;      /* remote: a GET stream */
+    unsigned                     ids:1;      /* a stream of the log: its
+                                                events carry ids */
+    unsigned                     resumed:1;  /* a Last-Event-ID's: no
+                                                priming event */
+    unsigned                     polled:1;   /* ended unanswered: parked
+                                                for its client's poll */
 };
 
 

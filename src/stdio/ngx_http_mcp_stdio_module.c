@@ -33,6 +33,7 @@ typedef struct {
     size_t                       max_line;
     ngx_uint_t                   err_level;
     ngx_flag_t                   sessions;
+    ngx_msec_t                   poll;
     ngx_http_mcp_stdio_pool_t   *pool;
 } ngx_http_mcp_stdio_loc_conf_t;
 
@@ -150,6 +151,13 @@ static ngx_command_t  ngx_http_mcp_stdio_commands[] = {
       ngx_conf_set_flag_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_mcp_stdio_loc_conf_t, sessions),
+      NULL },
+
+    { ngx_string("mcp_stdio_poll"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_mcp_stdio_loc_conf_t, poll),
       NULL },
 
       ngx_null_command
@@ -568,6 +576,7 @@ ngx_http_mcp_stdio_create_loc_conf(ngx_conf_t *cf)
     conf->max_line = NGX_CONF_UNSET_SIZE;
     conf->err_level = NGX_CONF_UNSET_UINT;
     conf->sessions = NGX_CONF_UNSET;
+    conf->poll = NGX_CONF_UNSET_MSEC;
 
     return conf;
 }
@@ -594,6 +603,7 @@ ngx_http_mcp_stdio_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->err_level, prev->err_level,
                               NGX_LOG_INFO);
     ngx_conf_merge_value(conf->sessions, prev->sessions, 0);
+    ngx_conf_merge_msec_value(conf->poll, prev->poll, 0);
 
     if (conf->max_line < 4096) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -619,6 +629,7 @@ ngx_http_mcp_stdio_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     conf->pool->size = conf->size;
     conf->pool->total = conf->total;
     conf->pool->timeout = conf->timeout;
+    conf->pool->poll = conf->poll;
     conf->pool->line = ngx_http_mcp_stdio_line;
 
     /* its session zone is known once every module has merged: postconf */
@@ -988,6 +999,7 @@ ngx_http_mcp_stdio_postconf(ngx_conf_t *cf)
             /* mcp_session's zone, else the one such locations share */
             mlcf = pp[i]->mlcf;
             pp[i]->store = mlcf->zone;
+            pp[i]->retry = mlcf->retry;
 
             if (pp[i]->store == NULL) {
                 mmcf = ngx_http_conf_get_module_main_conf(cf,

@@ -68,7 +68,8 @@ ngx_http_mcp_stdio_detach(ngx_http_mcp_stdio_req_t *req)
         req->remote = 0;
 
         ngx_http_mcp_session_stream_release(req->pool->store, &req->sid,
-                                            req->stream, req->stoken, 0);
+                                            req->stream, req->stoken,
+                                            req->polled);
     }
 
     req->sess = NULL;
@@ -588,12 +589,19 @@ ngx_http_mcp_stdio_push(ngx_http_mcp_stdio_req_t *req, cJSON *msg)
 }
 
 
-/* the reply turns into an event stream: its header goes */
+/*
+ * The reply turns into an event stream: its header goes, and, for a
+ * stream of the session's log that no Last-Event-ID resumed, a priming
+ * event (an id, retry:, no data: SEP-1699), so that its client can
+ * resume it from the start.
+ */
 
 ngx_int_t
 ngx_http_mcp_stdio_sse(ngx_http_mcp_stdio_req_t *req)
 {
     ngx_int_t            rc;
+    ngx_buf_t           *b;
+    ngx_chain_t          out;
     ngx_http_request_t  *r;
 
     static ngx_str_t  type = ngx_string("text/event-stream");
@@ -613,7 +621,25 @@ ngx_http_mcp_stdio_sse(ngx_http_mcp_stdio_req_t *req)
 
     req->sse = 1;
 
-    return NGX_OK;
+    if (!req->ids || req->resumed) {
+        return NGX_OK;
+    }
+
+    b = ngx_create_temp_buf(r->pool, sizeof("id: -0\nretry: \ndata: \n\n")
+                                     + NGX_INT32_LEN + NGX_TIME_T_LEN);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->last = ngx_sprintf(b->last, "id: %uD-0\nretry: %M\ndata: \n\n",
+                          req->stream, req->pool->retry);
+    b->flush = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return (ngx_http_output_filter(r, &out) == NGX_ERROR) ? NGX_ERROR
+                                                          : NGX_OK;
 }
 
 
@@ -634,9 +660,17 @@ ngx_http_mcp_stdio_event(ngx_http_mcp_stdio_req_t *req, u_char *json,
         return NGX_ERROR;
     }
 
-    b = ngx_create_temp_buf(r->pool, sizeof(head) - 1 + len + 2);
+    b = ngx_create_temp_buf(r->pool, sizeof("id: -\n") + NGX_INT32_LEN
+                                     + NGX_INT64_LEN + sizeof(head) - 1
+                                     + len + 2);
     if (b == NULL) {
         return NGX_ERROR;
+    }
+
+    if (req->ids && req->event) {
+        /* the event's own place in the log: Last-Event-ID resumes there */
+        b->last = ngx_sprintf(b->last, "id: %uD-%uL\n", req->stream,
+                              req->event);
     }
 
     b->last = ngx_cpymem(b->last, head, sizeof(head) - 1);

@@ -64,6 +64,15 @@ static void ngx_http_mcp_stdio_session_ended(ngx_http_mcp_stdio_req_t *req,
 static ngx_uint_t ngx_http_mcp_stdio_session_owner_live(
     ngx_http_mcp_stdio_pool_t *pool, ngx_str_t *sid, ngx_pid_t owner);
 static void ngx_http_mcp_stdio_session_tick(ngx_event_t *ev);
+static void ngx_http_mcp_stdio_session_reader(ngx_http_mcp_stdio_req_t *req,
+    ngx_pid_t owner, uint32_t stream, uint32_t token, uint64_t seq);
+static void ngx_http_mcp_stdio_session_poll_out(
+    ngx_http_mcp_stdio_req_t *req);
+static void ngx_http_mcp_stdio_session_resumed(ngx_http_mcp_stdio_req_t *req,
+    ngx_str_t *text);
+static ngx_int_t ngx_http_mcp_stdio_session_resume(ngx_http_request_t *r,
+    ngx_http_mcp_stdio_pool_t *pool, ngx_pid_t owner, ngx_str_t *sid,
+    uint32_t resume, uint64_t seq);
 static ngx_int_t ngx_http_mcp_stdio_session_inbound(
     ngx_http_mcp_stdio_sess_t *s, ngx_http_mcp_inbound_msg_t *m);
 static ngx_http_mcp_stdio_req_t *ngx_http_mcp_stdio_session_remote_new(
@@ -102,8 +111,13 @@ static void ngx_http_mcp_stdio_session_cleanup(void *data);
 typedef struct {
     ngx_http_mcp_stdio_req_t    *req;
     ngx_pool_t                  *pool;
-    ngx_array_t                  events;     /* ngx_str_t */
+    ngx_array_t                  events;     /* _pulled_t */
 } ngx_http_mcp_stdio_pull_t;
+
+typedef struct {
+    uint64_t                     seq;        /* its place in the log */
+    ngx_str_t                    text;
+} ngx_http_mcp_stdio_pulled_t;
 
 
 /* the tokens of this worker's remote streams (the edge has its own) */
@@ -183,6 +197,23 @@ ngx_http_mcp_stdio_session_post(ngx_http_mcp_stdio_req_t *req, cJSON *method)
         }
 
         ngx_http_finalize_request(r, rc);
+        return NGX_OK;
+    }
+
+    if (req->id != NULL && req->accepts_sse && s->pool->poll
+        && !ngx_http_mcp_stdio_steps.reads(r))
+    {
+        /* through the log, as another worker's: its stream may end */
+        req->sid = h->value;
+
+        if (ngx_http_mcp_stdio_session_remote(req, ngx_pid,
+                                              NGX_HTTP_MCP_INBOUND_REQUEST_SSE,
+                                              &rc)
+            != NGX_OK)
+        {
+            ngx_http_finalize_request(r, rc);
+        }
+
         return NGX_OK;
     }
 
@@ -895,6 +926,8 @@ ngx_int_t
 ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
     ngx_http_mcp_stdio_pool_t *pool)
 {
+    uint32_t                    resume;
+    uint64_t                    seq;
     ngx_int_t                   rc;
     ngx_pid_t                   owner;
     ngx_str_t                   sid;
@@ -953,6 +986,22 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
                                        NGX_HTTP_MCP_INVALID_REQUEST,
                                        "Not Acceptable: the client must "
                                        "accept text/event-stream");
+    }
+
+    h = ngx_http_mcp_header_in(r, "last-event-id",
+                               sizeof("last-event-id") - 1);
+
+    if (h != NULL
+        && ngx_http_mcp_last_event_id(&h->value, &resume, &seq) == NGX_OK)
+    {
+        if (s != NULL) {
+            sid.data = s->sid;
+            sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+            owner = ngx_pid;
+        }
+
+        return ngx_http_mcp_stdio_session_resume(r, pool, owner, &sid,
+                                                 resume, seq);
     }
 
     if (s != NULL && s->get != NULL) {
@@ -1435,7 +1484,7 @@ ngx_http_mcp_stdio_session_remote(ngx_http_mcp_stdio_req_t *req,
     cJSON                      *id;
     uint32_t                    stream, token;
     ngx_int_t                   rc;
-    ngx_pid_t                   prev, to;
+    ngx_pid_t                   to;
     ngx_uint_t                  standalone;
     ngx_http_request_t         *r;
     ngx_http_mcp_stdio_pool_t  *pool;
@@ -1453,7 +1502,7 @@ ngx_http_mcp_stdio_session_remote(ngx_http_mcp_stdio_req_t *req,
         rc = ngx_http_mcp_session_stream_open(pool->store, &req->sid,
                                               &standalone,
                                               standalone ? 0 : 1, 0, 0,
-                                              token, &stream, &prev);
+                                              token, &stream);
         if (rc == NGX_DECLINED) {
             *rc_out = ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND,
                                               req->id,
@@ -1509,28 +1558,20 @@ ngx_http_mcp_stdio_session_remote(ngx_http_mcp_stdio_req_t *req,
         return NGX_OK;
     }
 
-    req->owner = to;
-    req->stream = stream;
-    req->stoken = token;
-    req->seq = 0;
-    req->remote = 1;
-    ngx_queue_insert_tail(&pool->remote, &req->queue);
+    if (kind == NGX_HTTP_MCP_INBOUND_REQUEST_SSE && pool->poll
+        && !ngx_http_mcp_stdio_steps.reads(r))
+    {
+        /* its stream may end unanswered, for its client to resume */
+        req->poll_at = ngx_current_msec + pool->poll;
 
-    /* a client's end while it waits is seen, and cleans up */
-    r->read_event_handler = ngx_http_test_reading;
+    } else if (kind != NGX_HTTP_MCP_INBOUND_GET) {
+        /* its answer is this request's alone */
+        (void) ngx_http_mcp_session_stream_mark(pool->store, &req->sid,
+                                                stream,
+                                                NGX_HTTP_MCP_STREAM_SEAL);
+    }
 
-    /*
-     * A look every second: a missed wake-up, the owner's death, the
-     * session's end elsewhere, a request's timeout (the owner's own
-     * comes first).  A request's holds a graceful exit as a local one
-     * does; a GET's does not.
-     */
-    req->deadline = ngx_current_msec + pool->timeout + 1000;
-    req->timer.handler = ngx_http_mcp_stdio_session_tick;
-    req->timer.data = req;
-    req->timer.log = r->connection->log;
-    req->timer.cancelable = req->get;
-    ngx_add_timer(&req->timer, 1000);
+    ngx_http_mcp_stdio_session_reader(req, to, stream, token, 0);
 
     return NGX_OK;
 
@@ -1563,6 +1604,161 @@ failed:
                                       req->id, NGX_HTTP_MCP_INTERNAL_ERROR,
                                       "Internal error");
     return NGX_ERROR;
+}
+
+
+/*
+ * req reads a stream of the session's log that owner writes to: pulled
+ * at each wake-up of this worker and looked at every second (a missed
+ * wake-up, the owner's death, the session's end elsewhere, a request's
+ * timeout: the owner's own comes first).  A request's holds a graceful
+ * exit as a local one does; a GET's does not.
+ */
+
+static void
+ngx_http_mcp_stdio_session_reader(ngx_http_mcp_stdio_req_t *req,
+    ngx_pid_t owner, uint32_t stream, uint32_t token, uint64_t seq)
+{
+    ngx_msec_t  first;
+
+    req->owner = owner;
+    req->stream = stream;
+    req->stoken = token;
+    req->seq = seq;
+    req->ids = 1;
+    req->remote = 1;
+    ngx_queue_insert_tail(&req->pool->remote, &req->queue);
+
+    /* a client's end while it waits is seen, and cleans up */
+    req->r->read_event_handler = ngx_http_test_reading;
+
+    first = req->poll_at ? ngx_min(1000, req->pool->poll) : 1000;
+
+    req->deadline = ngx_current_msec + req->pool->timeout + 1000;
+    req->timer.handler = ngx_http_mcp_stdio_session_tick;
+    req->timer.data = req;
+    req->timer.log = req->r->connection->log;
+    req->timer.cancelable = req->get;
+    ngx_add_timer(&req->timer, first);
+}
+
+
+/*
+ * GET with Last-Event-ID: the stream it names, resumed from the log
+ * after its event (a POST's that mcp_stdio_poll ended, or a GET's), on
+ * whichever worker; a stream gone gives a new GET stream.  NGX_DONE, or
+ * the status of a refusal sent.
+ */
+
+static ngx_int_t
+ngx_http_mcp_stdio_session_resume(ngx_http_request_t *r,
+    ngx_http_mcp_stdio_pool_t *pool, ngx_pid_t owner, ngx_str_t *sid,
+    uint32_t resume, uint64_t seq)
+{
+    uint32_t                   id, token;
+    ngx_int_t                  rc;
+    ngx_pid_t                  to;
+    ngx_uint_t                 standalone;
+    ngx_pool_cleanup_t        *cln;
+    ngx_http_mcp_stdio_req_t  *req;
+
+    req = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_stdio_req_t));
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+
+    if (req == NULL || cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the session's record may go before this request: a copy */
+    req->sid.data = ngx_pstrdup(r->pool, sid);
+    if (req->sid.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    req->sid.len = sid->len;
+    req->r = r;
+    req->pool = pool;
+    req->accepts_sse = 1;
+    cln->handler = ngx_http_mcp_stdio_session_cleanup;
+    cln->data = req;
+
+    token = 0x80000000 | (++ngx_http_mcp_stdio_tokens & 0x7fffffff);
+    standalone = 1;
+
+    rc = ngx_http_mcp_session_stream_open(pool->store, &req->sid,
+                                          &standalone, 0, resume, seq,
+                                          token, &id);
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
+                                       NGX_HTTP_MCP_SESSION_NOT_FOUND,
+                                       "Session not found");
+    }
+
+    if (rc == NGX_ABORT) {
+        return ngx_http_mcp_send_error(r, NGX_HTTP_CONFLICT, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Conflict: the stream of "
+                                       "Last-Event-ID is its request's "
+                                       "alone");
+    }
+
+    if (rc != NGX_OK) {
+        return ngx_http_mcp_stdio_session_refuse(r,
+                                             NGX_HTTP_SERVICE_UNAVAILABLE,
+                                             NULL,
+                                             "The session has too many "
+                                             "streams open");
+    }
+
+    if (id != resume) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "mcp_stdio: stream %uD of Last-Event-ID is gone, "
+                      "a new stream starts", resume);
+        seq = 0;
+
+    } else {
+        req->resumed = 1;
+    }
+
+    if (standalone) {
+        /* the owner sends the session's messages to it, as to a GET */
+        req->get = 1;
+
+        if (ngx_http_mcp_session_inbound_push(pool->store, &req->sid,
+                                              NGX_HTTP_MCP_INBOUND_GET, id,
+                                              NULL, 0, &to,
+                                              r->connection->log)
+            != NGX_OK)
+        {
+            ngx_http_mcp_session_stream_release(pool->store, &req->sid, id,
+                                                token, 0);
+            return ngx_http_mcp_stdio_session_refuse(r,
+                                             NGX_HTTP_SERVICE_UNAVAILABLE,
+                                             NULL,
+                                             "The session's queue of "
+                                             "messages to its stdio server "
+                                             "is full");
+        }
+
+        (void) ngx_http_mcp_notify_pid(to, r->connection->log);
+    }
+
+    /* a POST's stream resumed waits for its answer: no second poll */
+    ngx_http_mcp_stdio_session_reader(req, owner, id, token, seq);
+
+    if (ngx_http_mcp_stdio_sse(req) != NGX_OK
+        || ngx_http_send_special(r, NGX_HTTP_FLUSH) == NGX_ERROR)
+    {
+        return NGX_ERROR;
+    }
+
+    r->main->count++;
+
+    /* what the log holds already goes at once, from a posted event */
+    (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
+
+    return NGX_DONE;
 }
 
 
@@ -1644,7 +1840,8 @@ ngx_http_mcp_stdio_session_pull(ngx_http_mcp_stdio_req_t *req)
         return NGX_OK;
     }
 
-    if (ngx_array_init(&pl.events, pl.pool, 2, sizeof(ngx_str_t))
+    if (ngx_array_init(&pl.events, pl.pool, 2,
+                       sizeof(ngx_http_mcp_stdio_pulled_t))
         != NGX_OK)
     {
         ngx_destroy_pool(pl.pool);
@@ -1716,7 +1913,8 @@ ngx_http_mcp_stdio_session_pull_remote(ngx_http_mcp_stdio_pool_t *pool)
         pl[i].req = req;
         pl[i].pool = tmp;
 
-        if (ngx_array_init(&pl[i].events, tmp, 2, sizeof(ngx_str_t))
+        if (ngx_array_init(&pl[i].events, tmp, 2,
+                           sizeof(ngx_http_mcp_stdio_pulled_t))
             != NGX_OK)
         {
             continue;
@@ -1755,18 +1953,21 @@ static ngx_int_t
 ngx_http_mcp_stdio_session_pulled(ngx_http_mcp_stdio_req_t *req,
     ngx_array_t *events, ngx_int_t rc)
 {
-    cJSON       *msg;
-    ngx_str_t   *ev;
-    ngx_uint_t   i;
+    cJSON                        *msg;
+    ngx_uint_t                    i;
+    ngx_http_mcp_stdio_pulled_t  *ev;
 
     ev = events->elts;
 
     for (i = 0; i < events->nelts; i++) {
-        msg = cJSON_ParseWithLength((char *) ev[i].data, ev[i].len);
+        msg = cJSON_ParseWithLength((char *) ev[i].text.data,
+                                    ev[i].text.len);
 
         if (msg == NULL) {
             continue;
         }
+
+        req->event = ev[i].seq;
 
         if (ngx_http_mcp_json_get(msg, "method") == NULL
             && ngx_http_mcp_json_get(msg, "id") != NULL)
@@ -1776,7 +1977,13 @@ ngx_http_mcp_stdio_session_pulled(ngx_http_mcp_stdio_req_t *req,
                 continue;
             }
 
-            ngx_http_mcp_stdio_respond(req, msg);
+            if (req->resumed) {
+                ngx_http_mcp_stdio_session_resumed(req, &ev[i].text);
+
+            } else {
+                ngx_http_mcp_stdio_respond(req, msg);
+            }
+
             cJSON_Delete(msg);
             return NGX_DONE;
         }
@@ -1805,21 +2012,22 @@ ngx_http_mcp_stdio_session_event_in(void *data, uint64_t seq, u_char *text,
 {
     ngx_http_mcp_stdio_pull_t  *pl = data;
 
-    ngx_str_t  *ev;
+    ngx_http_mcp_stdio_pulled_t  *ev;
 
     ev = ngx_array_push(&pl->events);
     if (ev == NULL) {
         return NGX_ERROR;
     }
 
-    ev->data = ngx_pnalloc(pl->pool, len);
-    if (ev->data == NULL) {
+    ev->text.data = ngx_pnalloc(pl->pool, len);
+    if (ev->text.data == NULL) {
         pl->events.nelts--;
         return NGX_ERROR;
     }
 
-    ngx_memcpy(ev->data, text, len);
-    ev->len = len;
+    ngx_memcpy(ev->text.data, text, len);
+    ev->text.len = len;
+    ev->seq = seq;
     pl->req->seq = seq;
 
     return NGX_OK;
@@ -1851,8 +2059,12 @@ static ngx_uint_t
 ngx_http_mcp_stdio_session_owner_live(ngx_http_mcp_stdio_pool_t *pool,
     ngx_str_t *sid, ngx_pid_t owner)
 {
-    if (owner == 0 || owner == ngx_pid) {
-        /* this worker's would be on its list: a former one's pid */
+    if (owner == ngx_pid) {
+        /* this worker's own, through the log (mcp_stdio_poll) */
+        return ngx_http_mcp_stdio_session_find(pool, sid) != NULL;
+    }
+
+    if (owner == 0) {
         return 0;
     }
 
@@ -1884,6 +2096,13 @@ ngx_http_mcp_stdio_session_tick(ngx_event_t *ev)
         return;
     }
 
+    if (req->poll_at
+        && (ngx_msec_int_t) (ngx_current_msec - req->poll_at) >= 0)
+    {
+        ngx_http_mcp_stdio_session_poll_out(req);
+        return;
+    }
+
     if (ngx_http_mcp_session_alive(req->pool->store, &req->sid) != NGX_OK
         || !ngx_http_mcp_stdio_session_owner_live(req->pool, &req->sid,
                                                   req->owner))
@@ -1902,7 +2121,62 @@ ngx_http_mcp_stdio_session_tick(ngx_event_t *ev)
         return;
     }
 
-    ngx_add_timer(ev, 1000);
+    ngx_add_timer(ev, req->poll_at ? ngx_min(1000, req->poll_at
+                                                   - ngx_current_msec)
+                                   : 1000);
+}
+
+
+/*
+ * mcp_stdio_poll: a POST's stream that its answer did not end in time
+ * ends (after its priming event, and what came so far), parked in the
+ * log: the answer goes there, and the client gets it with a GET that
+ * names the stream's last event (SEP-1699's polling).  The child's
+ * request goes on.
+ */
+
+static void
+ngx_http_mcp_stdio_session_poll_out(ngx_http_mcp_stdio_req_t *req)
+{
+    ngx_int_t            rc;
+    ngx_http_request_t  *r;
+
+    r = req->r;
+
+    if (!req->sse && ngx_http_mcp_stdio_sse(req) != NGX_OK) {
+        ngx_http_mcp_stdio_session_gone_remote(req);
+        ngx_http_finalize_request(r, NGX_ERROR);
+        return;
+    }
+
+    req->polled = 1;
+    ngx_http_mcp_stdio_detach(req);
+
+    rc = ngx_http_send_special(r, NGX_HTTP_LAST);
+
+    ngx_http_finalize_request(r, rc);
+}
+
+
+/*
+ * The answer on a POST's stream that a GET resumed (a polled one): the
+ * last event, as the log has it; its request's steps found nothing to
+ * read in it (a stream whose answer they read is sealed: never resumed).
+ */
+
+static void
+ngx_http_mcp_stdio_session_resumed(ngx_http_mcp_stdio_req_t *req,
+    ngx_str_t *text)
+{
+    ngx_int_t            rc;
+    ngx_http_request_t  *r;
+
+    r = req->r;
+    ngx_http_mcp_stdio_detach(req);
+
+    rc = ngx_http_mcp_stdio_event(req, text->data, text->len, 1);
+
+    ngx_http_finalize_request(r, rc);
 }
 
 

@@ -14,11 +14,13 @@ static ngx_int_t ngx_http_mcp_stdio_pass_request(ngx_http_request_t *r,
     ngx_str_t *body, ngx_int_t *rc);
 static ngx_int_t ngx_http_mcp_stdio_pass_reply(ngx_http_request_t *r,
     cJSON *reply);
+static ngx_uint_t ngx_http_mcp_stdio_pass_reads(ngx_http_request_t *r);
 
 
 ngx_http_mcp_stdio_steps_t  ngx_http_mcp_stdio_steps = {
     ngx_http_mcp_stdio_pass_request,
-    ngx_http_mcp_stdio_pass_reply
+    ngx_http_mcp_stdio_pass_reply,
+    ngx_http_mcp_stdio_pass_reads
 };
 
 
@@ -34,4 +36,11 @@ static ngx_int_t
 ngx_http_mcp_stdio_pass_reply(ngx_http_request_t *r, cJSON *reply)
 {
     return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_http_mcp_stdio_pass_reads(ngx_http_request_t *r)
+{
+    return 0;
 }

@@ -98,25 +98,27 @@ ngx_http_mcp_session_wait_lock(ngx_http_mcp_zone_t *ctx, ngx_str_t *sid,
 /*
  * A stream for this worker's connection, with token telling its
  * connections apart.  resume: the stream of a Last-Event-ID, taken over
- * when it is still there (*prev: its former owner, to wake), its events
+ * when it is still there (its former owner woken, to let it go), its events
  * up to seq "acked" freed; else a new stream (*id differs from resume),
  * standalone (a GET's) if *standalone is set; *standalone is then what
  * the stream is.  A POST stream waits for pending responses.  NGX_OK,
- * NGX_DECLINED (no such session), NGX_BUSY (no room for another stream).
+ * NGX_DECLINED (no such session), NGX_BUSY (no room for another stream),
+ * NGX_ABORT (resume names a sealed stream: see stream_mark).
  */
 
 ngx_int_t
 ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ngx_uint_t *standalone, uint32_t pending, uint32_t resume,
-    uint64_t acked, uint32_t token, uint32_t *id, ngx_pid_t *prev)
+    uint64_t acked, uint32_t token, uint32_t *id)
 {
     ngx_int_t                     rc;
+    ngx_pid_t                     prev;
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_stream_sh_t     *st;
     ngx_http_mcp_session_node_t  *s;
 
     ctx = zone->data;
-    *prev = 0;
+    prev = 0;
     *id = 0;
     rc = NGX_OK;
 
@@ -131,9 +133,14 @@ ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
 
     st = resume ? ngx_http_mcp_session_stream(s, resume) : NULL;
 
+    if (st != NULL && st->sealed) {
+        rc = NGX_ABORT;
+        goto done;
+    }
+
     if (st != NULL) {
         /* resumed: this connection replaces the lost one */
-        *prev = st->owner;
+        prev = st->owner;
         ngx_http_mcp_session_stream_owner(ctx, s, st, ngx_pid);
 
         /*
@@ -161,6 +168,11 @@ ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
 done:
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    if (prev) {
+        /* the former owner, maybe this worker, finds it taken: lets go */
+        (void) ngx_http_mcp_notify_pid(prev, ngx_cycle->log);
+    }
 
     return rc;
 }
@@ -196,11 +208,21 @@ ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone, ngx_str_t *sid,
 }
 
 
-/* one more response is due on a POST stream */
+/*
+ * What a stream's writer tells the store of it (NGX_DECLINED: the stream
+ * or the session is gone):
+ *   NGX_HTTP_MCP_STREAM_EXPECT: one more response is due on a POST
+ *     stream (a later request of a batch);
+ *   NGX_HTTP_MCP_STREAM_SEAL: its answer is read by the request that
+ *     opened it, on its way to the client (a stdio location's policy,
+ *     guardrails, checks): a Last-Event-ID that names it is refused
+ *     (NGX_ABORT from ngx_http_mcp_session_stream_open()), so that no
+ *     other request takes the answer unread.
+ */
 
 ngx_int_t
-ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint32_t id)
+ngx_http_mcp_session_stream_mark(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t id, ngx_uint_t mark)
 {
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_stream_sh_t     *st;
@@ -211,7 +233,12 @@ ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone, ngx_str_t *sid,
     st = ngx_http_mcp_session_stream_lock(ctx, sid, id, &s);
 
     if (st != NULL) {
-        st->pending++;
+        if (mark == NGX_HTTP_MCP_STREAM_EXPECT) {
+            st->pending++;
+
+        } else {
+            st->sealed = 1;
+        }
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);

@@ -34,6 +34,8 @@ typedef struct {
     unsigned                   standalone:1;  /* a GET stream */
     unsigned                   parked:1;    /* no owner, but its client
                                                comes back: see release */
+    unsigned                   sealed:1;    /* its request reads its
+                                               answer: never resumed */
 } ngx_http_mcp_stream_sh_t;
 
 /* a message for a stdio session's child, from a worker not its owner */

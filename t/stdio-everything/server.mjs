@@ -600,14 +600,15 @@ const TOOLS = [
          elicit("Please select options from the enum fields", ENUMS_SCHEMA,
                 "Elicitation completed: ")),
     // SEP-1699 is about HTTP streams; over stdio there is no stream to
-    // close, so the result simply comes after the same delay (the
-    // suite's server-sse-disconnect-resume then warns, unless the HTTP
-    // side closes the POST stream itself and resumes it from its log)
+    // close, so the result comes after a second: longer than the
+    // location's mcp_stdio_poll (500ms in scripts/conformance), which
+    // ends the POST's stream unanswered, and the result comes on the
+    // client's resume (GET with Last-Event-ID) from the session's log
     tool("test_reconnection",
          "Tests SSE polling: closes the stream after the priming event "
          + "and delivers the result when the client reconnects", null,
          async () => {
-             await sleep(100);
+             await sleep(1000);
              return text("Reconnection test completed: the result arrived "
                          + "on the resumed stream");
          }),

@@ -1,0 +1,260 @@
+# mcp_stdio_poll (issue #40; SEP-1699's polling) on a stdio location with
+# sessions, under worker_processes 4, against our own stdio Everything
+# server (t/stdio-everything/server.mjs, whose test_reconnection answers
+# after a second).  A session POST that takes an event stream and is not
+# answered within the poll time gets a stream of the session's log: a
+# priming event (id <stream>-0, retry: of mcp_stream_retry, no data),
+# then the stream ends; the answer waits in the log, and a GET with that
+# Last-Event-ID, on whichever worker, gets it with its event id.  The
+# POST on the child's own worker and on another one; a call answered in
+# time is plain JSON; events of a longer call carry ids in order; a
+# location whose reply steps read the answer (a tool policy) holds its
+# POSTs to their answers, and its streams cannot be taken by a
+# Last-Event-ID (409); a Last-Event-ID of a stream that is gone opens a
+# new GET stream; one of another session's is a 404.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep time);
+use JSON::PP qw(decode_json);
+use McpTest timeout => 240;
+use McpStream;
+use McpGateway qw(node_available node_bin npm_dir);
+
+my $why = node_available('@modelcontextprotocol/sdk');
+plan skip_all => $why if $why;
+my $NODE   = Cwd::abs_path(node_bin());
+my $NPM    = Cwd::abs_path(npm_dir());
+my $SERVER = Cwd::abs_path("$FindBin::Bin/stdio-everything/server.mjs");
+my $MARK   = McpTest::process_mark('stdio_sessions_poll');
+
+my $loc = <<"LOC";
+            mcp_stdio $NODE $SERVER --npm $NPM;
+            mcp_stdio_sessions on;
+            mcp_stdio_env $MARK;
+            mcp_stream_retry 700ms;
+            add_header X-Worker \$pid always;
+LOC
+
+my $t = McpTest->new(
+    workers => 4,
+    listen  => 'reuseport',
+    server  => <<"NGX",
+        location = /mcp {
+$loc
+            mcp_stdio_poll 300ms;
+        }
+        location = /policy {
+$loc
+            mcp_stdio_poll 300ms;
+            mcp_tools_deny test_error_handling;
+        }
+NGX
+);
+$t->start;
+
+my $V = '2025-11-25';
+
+sub post {
+    my ($path, $sid, $msg, %o) = @_;
+    return $t->mcp_post($sid, $msg, protocol_version => $V, path => $path,
+                        timeout => 20, %o);
+}
+
+sub init {
+    my ($path) = @_;
+    my $r = post($path, undef, { jsonrpc => '2.0', id => 0, method => 'initialize',
+        params => { protocolVersion => $V, capabilities => {},
+                    clientInfo => { name => 't', version => '1' } } });
+    my $sid = $r->{headers}{'mcp-session-id'};
+    post($path, $sid, { jsonrpc => '2.0', method => 'notifications/initialized' })
+        if defined $sid;
+    return ($sid, $r->{headers}{'x-worker'});
+}
+
+# a GET that is refused: its whole response
+sub get_refused {
+    my ($path, $sid, $last) = @_;
+    my $h = $t->_mcp_headers($sid, protocol_version => $V,
+        headers => { 'Content-Type' => undef, Accept => 'text/event-stream',
+                     'Last-Event-ID' => $last });
+    return $t->request(method => 'GET', path => $path, headers => $h, timeout => 5);
+}
+
+sub resume {
+    my ($path, $sid, $last) = @_;
+    return $t->mcp_get_stream($sid, path => $path, last_event_id => $last,
+                              protocol_version => $V, timeout => 10);
+}
+
+# --- a slow call's stream ends after its priming event; the answer comes on
+#     the resume, whether the POST reached the child's worker or another ----
+
+my %case;    # 'owner' / 'other' => what was seen
+for my $try (1 .. 16) {
+    last if $case{owner} && $case{other};
+    my ($sid, $owner) = init('/mcp');
+    next unless defined $sid;
+    my $t0 = time;
+    my $st = call_stream($t, $sid, "rc-$try", 'test_reconnection', {},
+                         path => '/mcp', protocol_version => $V, timeout => 10);
+    my $w = $st->header('x-worker') // '';
+    my $kind = $w eq $owner ? 'owner' : 'other';
+    if ($case{$kind}) { $st->close; next }
+    my @ev = take_all($st, 3);
+    my $ended = $st->is_done && !$st->{error};
+    my $took = time - $t0;
+    my $g = resume('/mcp', $sid, $ev[0] ? $ev[0]{id} : '');
+    my @msgs = until_response($g, "rc-$try", 5);
+    my $answer = $msgs[-1] // {};
+    $case{$kind} = { id => "rc-$try", w => $w, owner => $owner, ev => \@ev, ended => $ended,
+                     took => $took, g => $g, answer => $answer,
+                     gw => $g->header('x-worker') // '' };
+    sleep 0.2;
+    $g->close;
+}
+
+for my $kind (qw(owner other)) {
+    my $c = $case{$kind};
+    ok($c, "a POST of test_reconnection on the session's $kind worker")
+        or next;
+    note("POST on $c->{w} (owner $c->{owner}), resumed on $c->{gw}");
+    priming_ok($c->{ev}[0], 700, "$kind: the stream starts with its priming event");
+    is(scalar(grep { ref $_->{json} eq 'HASH' } @{ $c->{ev} }), 0,
+       "$kind: no message on the POST's stream");
+    ok($c->{ended} && $c->{took} < 0.95,
+       "$kind: the stream ended unanswered after the poll time ("
+       . sprintf('%.2f s', $c->{took}) . ')');
+    is($c->{answer}{id} // '', $c->{id}, "$kind: the answer on the GET that resumed it");
+    like($c->{answer}{result}{content}[0]{text} // '', qr/Reconnection test completed/,
+         "$kind: the child's result");
+    my ($ps) = id_parts($c->{ev}[0]{id});
+    my $aid = $c->{g}->last_id // '';
+    my ($as, $aseq) = id_parts($aid);
+    ok(defined $as && $as eq $ps && $aseq > 0,
+       "$kind: the answer's event id ($aid) is of that stream, after its priming");
+    ended_ok($c->{g}, "$kind: the resumed stream ends after the answer");
+}
+
+# --- a call answered within the poll time is plain JSON ----------------------
+
+my ($sid, $owner) = init('/mcp');
+my $r = post('/mcp', $sid, call_msg('fast', 'test_simple_text', {}));
+is($r->{status}, 200, 'a fast call: 200');
+like($r->{headers}{'content-type'} // '', qr{^application/json}, 'a fast call: JSON, no stream');
+is($r->{json}{id} // '', 'fast', 'a fast call: its answer');
+
+# --- a call with progress: each event has its id, in order ------------------
+
+my %pseen;
+for my $try (1 .. 8) {
+    my $st = call_stream($t, $sid, "pg-$try", 'test_tool_with_progress', {},
+                         token => "tok-$try", path => '/mcp', protocol_version => $V,
+                         timeout => 10);
+    my $w = $st->header('x-worker') // '';
+    my @ev = take_all($st, 3);
+    $st->close;
+    my $kind = $w eq $owner ? 'owner' : 'other';
+    next if $pseen{$kind};
+    $pseen{$kind} = 1;
+    priming_ok($ev[0], 700, "progress ($kind worker): the priming event first");
+    my @ids = map { [id_parts($_->{id})] } @ev;
+    my ($s0) = @{ $ids[0] };
+    my @seqs = map { $_->[1] } @ids;
+    ok((!grep { !defined $_->[0] || $_->[0] ne $s0 } @ids)
+       && (!grep { $seqs[$_] <= $seqs[$_ - 1] } 1 .. $#seqs),
+       "progress ($kind worker): every event's id is of one stream, in order ("
+       . join(' ', map { $_->{id} // '-' } @ev) . ')');
+    my @rpc = rpc_of(@ev);
+    ok(@rpc >= 2 && ($rpc[-1]{id} // '') eq "pg-$try"
+       && ($rpc[0]{method} // '') eq 'notifications/progress',
+       "progress ($kind worker): the notifications, then the answer");
+    last if $pseen{owner} && $pseen{other};
+}
+
+# --- a location whose reply steps read the answer holds it to its request ----
+
+sub init_sampling {
+    my ($path) = @_;
+    my $r = post($path, undef, { jsonrpc => '2.0', id => 0, method => 'initialize',
+        params => { protocolVersion => $V, capabilities => { sampling => {} },
+                    clientInfo => { name => 't', version => '1' } } });
+    my $sid = $r->{headers}{'mcp-session-id'};
+    post($path, $sid, { jsonrpc => '2.0', method => 'notifications/initialized' })
+        if defined $sid;
+    return ($sid, $r->{headers}{'x-worker'});
+}
+
+my ($psid, $powner) = init_sampling('/policy');
+my %held;
+for my $try (1 .. 16) {
+    last if $held{owner} && $held{other};
+    my $t0 = time;
+    my $r = post('/policy', $psid, call_msg("held-$try", 'test_reconnection', {}));
+    my $w = $r->{headers}{'x-worker'} // '';
+    my $kind = $w eq $powner ? 'owner' : 'other';
+    $held{$kind} //= { id => "held-$try", r => $r, took => time - $t0 };
+}
+for my $kind (qw(owner other)) {
+    my $h = $held{$kind} or do { fail("/policy: a POST on the $kind worker"); next };
+    ok($h->{took} > 0.9 && ($h->{r}{json}{id} // '') eq $h->{id},
+       "/policy ($kind worker): the answer on the POST itself, held past the poll ("
+       . sprintf('%.2f s', $h->{took}) . ')');
+}
+
+# a stream of the log (on another worker than the child's: its events have
+# ids) whose answer the policy reads: a Last-Event-ID naming it is refused
+my $sealed;
+for my $try (1 .. 16) {
+    my $st = call_stream($t, $psid, "samp-$try", 'test_sampling', { prompt => 'hi' },
+                         path => '/policy', protocol_version => $V, timeout => 10);
+    my $w = $st->header('x-worker') // '';
+    my $prime = take($st, 3);
+    my $ask = next_request($st, 5);
+    if ($w ne $powner && $prime && defined $prime->{id} && $ask) {
+        $sealed = { st => $st, prime => $prime, ask => $ask, id => "samp-$try" };
+        last;
+    }
+    answer($t, $psid, $ask->{id}, sampling_answer('x'), path => '/policy',
+           protocol_version => $V) if $ask;
+    take_all($st, 3);
+    $st->close;
+}
+ok($sealed, '/policy: a sampling call\'s stream on another worker, with event ids');
+if ($sealed) {
+    my $g = get_refused('/policy', $psid, $sealed->{prime}{id});
+    is($g->{status}, 409, "/policy: a Last-Event-ID naming it ($sealed->{prime}{id}): 409");
+    is(eval { decode_json($g->{body})->{error}{code} } // '', -32600,
+       '/policy: with a JSON-RPC error');
+    my $a = answer($t, $psid, $sealed->{ask}{id}, sampling_answer('sampled'),
+                   path => '/policy', protocol_version => $V);
+    is($a->{status}, 202, '/policy: the sampling answer taken');
+    my @msgs = until_response($sealed->{st}, $sealed->{id}, 5);
+    is(($msgs[-1] // {})->{id} // '', $sealed->{id},
+       '/policy: the call\'s answer on its own stream all the same');
+    $sealed->{st}->close;
+}
+
+# --- Last-Event-ID of a stream gone, of another session ---------------------
+
+my $gone = resume('/mcp', $sid, '999-0');
+is($gone->status, 200, 'a stream gone: a GET stream all the same');
+my $pe = take($gone, 3);
+priming_ok($pe, 700, 'a stream gone: a new stream, with its priming event');
+ok(($pe->{id} // '') ne '999-0', 'a stream gone: under a new id');
+$gone->close;
+
+my ($sid2) = init('/mcp');
+my $r2 = post('/mcp', $sid2, call_msg('x', 'test_simple_text', {}));
+is($r2->{status}, 200, 'a second session works');
+my $other = get_refused('/mcp', 'f' x 32, '1-0');
+is($other->{status}, 404, 'Last-Event-ID with an unknown session: 404');
+
+$t->stop;
+sleep 0.5;
+is(scalar(McpTest::marked_pids($MARK)), 0, 'no child outlives nginx');
+
+done_testing;

@@ -25,20 +25,6 @@ my $t = McpTest->new(
 )->start;
 
 
-# a client's answer POSTed on a connection of its own, not yet read
-sub send_answer {
-    my ($sid, $msg) = @_;
-    my $body = McpTest::encode_json($msg);
-    my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port,
-                                  Proto => 'tcp', Timeout => 5) or return undef;
-    print {$c} "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-             . "Content-Type: application/json\r\n"
-             . "Accept: application/json, text/event-stream\r\n"
-             . "MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: $sid\r\n"
-             . "Content-Length: " . length($body) . "\r\nConnection: close\r\n\r\n$body";
-    return $c;
-}
-
 # the HTTP status of the reply on $c, 0 for none in 5 s
 sub read_status {
     my ($c) = @_;
@@ -75,7 +61,7 @@ for my $round (1 .. 3) {
     # stopped worker was woken for waits for it: it is read after.)
     ok($holder && kill('STOP', $holder), "round $round: the task's worker is stopped");
     my @c = map {
-        send_answer($sid, { jsonrpc => '2.0', id => $req[$_]{id},
+        post_unread($t, $sid, { jsonrpc => '2.0', id => $req[$_]{id},
                             result => { action => 'accept',
                                         content => { name => $_ ? 'two' : 'one' } } })
     } 0 .. $#req;

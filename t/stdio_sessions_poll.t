@@ -20,6 +20,8 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
 use JSON::PP qw(decode_json);
+use IO::Socket::INET;
+use IO::Select;
 use McpTest timeout => 240;
 use McpStream;
 use McpGateway qw(node_available node_bin npm_dir);
@@ -36,6 +38,7 @@ my $loc = <<"LOC";
             mcp_stdio_sessions on;
             mcp_stdio_env $MARK;
             mcp_stream_retry 700ms;
+            mcp_stdio_pool size=16;
             add_header X-Worker \$pid always;
 LOC
 
@@ -236,6 +239,90 @@ if ($sealed) {
     is(($msgs[-1] // {})->{id} // '', $sealed->{id},
        '/policy: the call\'s answer on its own stream all the same');
     $sealed->{st}->close;
+}
+
+# --- a POST's stream taken over before its poll time: no false error ---------
+
+# what each socket says until it closes, or $secs pass
+sub read_all {
+    my ($secs, @socks) = @_;
+    my %out;
+    my $sel = IO::Select->new(@socks);
+    my $until = time + $secs;
+    while ($sel->count && time < $until) {
+        for my $s ($sel->can_read(0.5)) {
+            my $n = sysread($s, my $buf, 65536);
+            if (!$n) { $sel->remove($s); close $s; next }
+            $out{"$s"} .= $buf;
+        }
+    }
+    return map { $out{"$_"} // '' } @socks;
+}
+
+{
+    my ($tsid) = init('/mcp');
+    # a new session's first stream is 1: its id is known before its priming
+    my $ps = post_unread($t, $tsid, call_msg('taken', 'test_reconnection', {}), protocol_version => $V);
+    sleep 0.1;
+    my $g = resume('/mcp', $tsid, '1-0');
+    my ($post) = read_all(3, $ps);
+    my @msgs = until_response($g, 'taken', 5);
+    is(($msgs[-1] // {})->{id} // '', 'taken',
+       'a POST stream taken over by a Last-Event-ID: the answer on the GET');
+    unlike($post, qr/"error"/, 'the POST it was taken from ends without a JSON-RPC error');
+    like($post, qr/id: 1-0\r?\nretry: 700/, '... after its priming event');
+    $g->close;
+}
+
+# --- a session's requests at its child are bounded (a polled one holds no
+#     connection) ---------------------------------------------------------------
+
+{
+    my ($bsid) = init('/mcp');
+    # in waves: a wave's streams are parked when it polls out, and the next
+    # wave's take their places (a session holds 32 streams), while every
+    # wave's calls still run at the child (test_reconnection takes 1 s)
+    my @socks;
+    for my $wave (1 .. 3) {
+        push @socks, grep { defined }
+            map { post_unread($t, $bsid, call_msg("burst-$wave-$_", 'test_reconnection', {}),
+                             protocol_version => $V) } 1 .. 30;
+        sleep 0.4;
+    }
+    is(scalar @socks, 90, '90 calls in three waves on one session');
+    my @out = read_all(15, @socks);
+    my $bound = grep { /too many requests at its stdio server/ } @out;
+    my $polled = grep { /id: \d+-0\r?\nretry:/ && !/"error"/ } @out;
+    ok($bound >= 1 && $polled <= 64,
+       "past 64 at the child they are refused at once ($bound refused, $polled polled)");
+    sleep 1.2;    # the polled calls end at the child
+    my $r = post('/mcp', $bsid, call_msg('after', 'test_simple_text', {}));
+    is($r->{json}{id} // '', 'after', 'the session serves calls again afterwards');
+}
+
+# --- a GET with Last-Event-ID on the owner while its own GET is open: 409 -----
+
+{
+    my ($osid, $oowner) = init('/mcp');
+    my $og;
+    for (1 .. 40) {
+        my $g = $t->mcp_get_stream($osid, path => '/mcp', protocol_version => $V,
+                                   timeout => 5);
+        if (($g->header('x-worker') // '') eq $oowner && $g->status == 200) { $og = $g; last }
+        $g->close;
+        sleep 0.2;
+    }
+    ok($og, 'a GET stream on the owner');
+    my $second;
+    for (1 .. 40) {
+        last unless $og;
+        my $g = resume('/mcp', $osid, '999-0');
+        if (($g->header('x-worker') // '') eq $oowner) { $second = $g->status; $g->close; last }
+        $g->close;
+        sleep 0.2;
+    }
+    is($second // 0, 409, 'a second GET on the owner with a Last-Event-ID of a gone stream: 409');
+    $og->close if $og;
 }
 
 # --- Last-Event-ID of a stream gone, of another session ---------------------

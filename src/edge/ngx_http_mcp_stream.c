@@ -123,7 +123,8 @@ ngx_http_mcp_stream_start(ngx_http_mcp_ctx_t *ctx)
 
     rc = ngx_http_mcp_session_stream_open(ctx->conf->zone,
                                           &ctx->rctx.session_id, &standalone,
-                                          ctx->pending, 0, 0, token, &id);
+                                          ctx->pending, 0, 0, 0, token,
+                                          &id);
 
     if (rc != NGX_OK) {
         /* the session's streams at their cap, or the session gone */
@@ -252,12 +253,17 @@ ngx_http_mcp_stream_get(ngx_http_request_t *r, ngx_http_mcp_loc_conf_t *mlcf)
     standalone = 1;
 
     rc = ngx_http_mcp_session_stream_open(mlcf->zone, &sid, &standalone, 0,
-                                          resume, seq, token, &id);
+                                          0, resume, seq, token, &id);
 
     if (rc == NGX_DECLINED) {
         return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
                                        NGX_HTTP_MCP_SESSION_NOT_FOUND,
                                        "Session not found");
+    }
+
+    if (rc == NGX_ABORT) {
+        /* a stdio session's stream (a zone shared with mcp_stdio) */
+        return ngx_http_mcp_send_sealed(r);
     }
 
     if (rc != NGX_OK) {

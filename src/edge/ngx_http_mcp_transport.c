@@ -940,10 +940,9 @@ ngx_http_mcp_post_call(ngx_http_mcp_ctx_t *ctx, ngx_http_mcp_msg_t *msg,
         /* a later message of a batch whose reply is a stream already */
         call->stream = ctx->stream->id;
 
-        if (ngx_http_mcp_session_stream_mark(ctx->conf->zone,
-                                             &ctx->rctx.session_id,
-                                             call->stream,
-                                             NGX_HTTP_MCP_STREAM_EXPECT)
+        if (ngx_http_mcp_session_stream_expect(ctx->conf->zone,
+                                               &ctx->rctx.session_id,
+                                               call->stream)
             != NGX_OK)
         {
             call->stream = 0;

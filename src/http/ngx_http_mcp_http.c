@@ -841,6 +841,21 @@ ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status, cJSON *id,
 }
 
 
+/*
+ * A Last-Event-ID that names a sealed stream (the store's NGX_ABORT): the
+ * stream's answer is read by the request that opened it, never another
+ */
+
+ngx_int_t
+ngx_http_mcp_send_sealed(ngx_http_request_t *r)
+{
+    return ngx_http_mcp_send_error(r, NGX_HTTP_CONFLICT, NULL,
+                                   NGX_HTTP_MCP_INVALID_REQUEST,
+                                   "Conflict: the stream of Last-Event-ID "
+                                   "is its request's alone");
+}
+
+
 /* the same with members for the error's "data" (an object, freed) */
 
 ngx_int_t

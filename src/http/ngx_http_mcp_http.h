@@ -116,6 +116,7 @@ ngx_int_t ngx_http_mcp_send(ngx_http_request_t *r, ngx_uint_t status,
     ngx_http_mcp_ctx_t *ctx, u_char *body, size_t len);
 ngx_int_t ngx_http_mcp_send_error(ngx_http_request_t *r, ngx_uint_t status,
     cJSON *id, ngx_int_t code, const char *message);
+ngx_int_t ngx_http_mcp_send_sealed(ngx_http_request_t *r);
 ngx_int_t ngx_http_mcp_send_error_data(ngx_http_request_t *r,
     ngx_uint_t status, cJSON *id, ngx_int_t code, const char *message,
     cJSON *data);

@@ -40,6 +40,10 @@
 /* progress events a request's stream carries at most */
 #define NGX_HTTP_MCP_STDIO_EVENTS    1000
 
+/* a session's requests at its child at once (a polled one holds no
+   connection, so connections do not bound them) */
+#define NGX_HTTP_MCP_STDIO_SESSION_CALLS  64
+
 /* the SDKs' "request timed out" (the spec leaves it to them) */
 #define NGX_HTTP_MCP_REQUEST_TIMEOUT  -32001
 

@@ -71,8 +71,8 @@ static void ngx_http_mcp_stdio_session_poll_out(
 static void ngx_http_mcp_stdio_session_resumed(ngx_http_mcp_stdio_req_t *req,
     ngx_str_t *text);
 static ngx_int_t ngx_http_mcp_stdio_session_resume(ngx_http_request_t *r,
-    ngx_http_mcp_stdio_pool_t *pool, ngx_pid_t owner, ngx_str_t *sid,
-    uint32_t resume, uint64_t seq);
+    ngx_http_mcp_stdio_sess_t *s, ngx_http_mcp_stdio_pool_t *pool,
+    ngx_pid_t owner, ngx_str_t *sid, uint32_t resume, uint64_t seq);
 static ngx_int_t ngx_http_mcp_stdio_session_inbound(
     ngx_http_mcp_stdio_sess_t *s, ngx_http_mcp_inbound_msg_t *m);
 static ngx_http_mcp_stdio_req_t *ngx_http_mcp_stdio_session_remote_new(
@@ -622,7 +622,25 @@ static ngx_int_t
 ngx_http_mcp_stdio_session_request(ngx_http_mcp_stdio_sess_t *s,
     ngx_http_mcp_stdio_req_t *req)
 {
+    ngx_uint_t                   calls;
+    ngx_queue_t                 *q;
     ngx_http_mcp_stdio_child_t  *child;
+
+    calls = 0;
+
+    for (q = ngx_queue_head(&s->inflight);
+         q != ngx_queue_sentinel(&s->inflight);
+         q = ngx_queue_next(q))
+    {
+        calls++;
+    }
+
+    if (calls >= NGX_HTTP_MCP_STDIO_SESSION_CALLS) {
+        ngx_http_mcp_stdio_session_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR,
+                                        "The session has too many requests "
+                                        "at its stdio server");
+        return NGX_OK;
+    }
 
     child = s->child;
 
@@ -1000,7 +1018,7 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
             owner = ngx_pid;
         }
 
-        return ngx_http_mcp_stdio_session_resume(r, pool, owner, &sid,
+        return ngx_http_mcp_stdio_session_resume(r, s, pool, owner, &sid,
                                                  resume, seq);
     }
 
@@ -1485,7 +1503,7 @@ ngx_http_mcp_stdio_session_remote(ngx_http_mcp_stdio_req_t *req,
     uint32_t                    stream, token;
     ngx_int_t                   rc;
     ngx_pid_t                   to;
-    ngx_uint_t                  standalone;
+    ngx_uint_t                  standalone, polls;
     ngx_http_request_t         *r;
     ngx_http_mcp_stdio_pool_t  *pool;
 
@@ -1494,14 +1512,19 @@ ngx_http_mcp_stdio_session_remote(ngx_http_mcp_stdio_req_t *req,
     stream = 0;
     token = 0;
 
+    polls = (kind == NGX_HTTP_MCP_INBOUND_REQUEST_SSE && pool->poll
+             && !ngx_http_mcp_stdio_steps.reads(r));
+
     if (kind != NGX_HTTP_MCP_INBOUND_MESSAGE) {
         /* the high bit: never one of the edge's tokens */
         token = 0x80000000 | (++ngx_http_mcp_stdio_tokens & 0x7fffffff);
         standalone = (kind == NGX_HTTP_MCP_INBOUND_GET);
 
+        /* a request's answer is its own, unless its stream may be polled */
         rc = ngx_http_mcp_session_stream_open(pool->store, &req->sid,
                                               &standalone,
-                                              standalone ? 0 : 1, 0, 0,
+                                              standalone ? 0 : 1,
+                                              !standalone && !polls, 0, 0,
                                               token, &stream);
         if (rc == NGX_DECLINED) {
             *rc_out = ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND,
@@ -1558,17 +1581,9 @@ ngx_http_mcp_stdio_session_remote(ngx_http_mcp_stdio_req_t *req,
         return NGX_OK;
     }
 
-    if (kind == NGX_HTTP_MCP_INBOUND_REQUEST_SSE && pool->poll
-        && !ngx_http_mcp_stdio_steps.reads(r))
-    {
+    if (polls) {
         /* its stream may end unanswered, for its client to resume */
         req->poll_at = ngx_current_msec + pool->poll;
-
-    } else if (kind != NGX_HTTP_MCP_INBOUND_GET) {
-        /* its answer is this request's alone */
-        (void) ngx_http_mcp_session_stream_mark(pool->store, &req->sid,
-                                                stream,
-                                                NGX_HTTP_MCP_STREAM_SEAL);
     }
 
     ngx_http_mcp_stdio_session_reader(req, to, stream, token, 0);
@@ -1652,8 +1667,8 @@ ngx_http_mcp_stdio_session_reader(ngx_http_mcp_stdio_req_t *req,
 
 static ngx_int_t
 ngx_http_mcp_stdio_session_resume(ngx_http_request_t *r,
-    ngx_http_mcp_stdio_pool_t *pool, ngx_pid_t owner, ngx_str_t *sid,
-    uint32_t resume, uint64_t seq)
+    ngx_http_mcp_stdio_sess_t *s, ngx_http_mcp_stdio_pool_t *pool,
+    ngx_pid_t owner, ngx_str_t *sid, uint32_t resume, uint64_t seq)
 {
     uint32_t                   id, token;
     ngx_int_t                  rc;
@@ -1686,7 +1701,7 @@ ngx_http_mcp_stdio_session_resume(ngx_http_request_t *r,
     standalone = 1;
 
     rc = ngx_http_mcp_session_stream_open(pool->store, &req->sid,
-                                          &standalone, 0, resume, seq,
+                                          &standalone, 0, 0, resume, seq,
                                           token, &id);
 
     if (rc == NGX_DECLINED) {
@@ -1696,11 +1711,7 @@ ngx_http_mcp_stdio_session_resume(ngx_http_request_t *r,
     }
 
     if (rc == NGX_ABORT) {
-        return ngx_http_mcp_send_error(r, NGX_HTTP_CONFLICT, NULL,
-                                       NGX_HTTP_MCP_INVALID_REQUEST,
-                                       "Conflict: the stream of "
-                                       "Last-Event-ID is its request's "
-                                       "alone");
+        return ngx_http_mcp_send_sealed(r);
     }
 
     if (rc != NGX_OK) {
@@ -1719,6 +1730,17 @@ ngx_http_mcp_stdio_session_resume(ngx_http_request_t *r,
 
     } else {
         req->resumed = 1;
+    }
+
+    if (standalone && s != NULL && s->get != NULL && s->get->r != NULL) {
+        /* the owner's own GET is open: one at a time, as without an id */
+        (void) ngx_http_mcp_session_stream_release(pool->store, &req->sid,
+                                                   id, token, 0);
+
+        return ngx_http_mcp_send_error(r, NGX_HTTP_CONFLICT, NULL,
+                                       NGX_HTTP_MCP_INVALID_REQUEST,
+                                       "Conflict: the session's GET "
+                                       "stream is open already");
     }
 
     if (standalone) {
@@ -1807,11 +1829,18 @@ ngx_http_mcp_stdio_session_gone_remote(ngx_http_mcp_stdio_req_t *req)
 {
     ngx_pid_t  to;
 
-    if (ngx_http_mcp_session_inbound_push(req->pool->store, &req->sid,
-                                          NGX_HTTP_MCP_INBOUND_GONE,
-                                          req->stream, NULL, 0, &to,
-                                          ngx_cycle->log)
-        == NGX_OK)
+    /*
+     * Only a stream this request still holds: one a Last-Event-ID took
+     * over is its new reader's (the owner looks again: see inbound)
+     */
+    if (ngx_http_mcp_session_stream_release(req->pool->store, &req->sid,
+                                            req->stream, req->stoken, 0)
+        == NGX_OK
+        && ngx_http_mcp_session_inbound_push(req->pool->store, &req->sid,
+                                             NGX_HTTP_MCP_INBOUND_GONE,
+                                             req->stream, NULL, 0, &to,
+                                             ngx_cycle->log)
+           == NGX_OK)
     {
         (void) ngx_http_mcp_notify_pid(to, ngx_cycle->log);
     }
@@ -1998,6 +2027,20 @@ ngx_http_mcp_stdio_session_pulled(ngx_http_mcp_stdio_req_t *req,
     }
 
     if (rc == NGX_DECLINED) {
+        if (ngx_http_mcp_session_alive(req->pool->store, &req->sid)
+            == NGX_OK)
+        {
+            /* a Last-Event-ID took the stream over: its client reads on */
+            if (req->get) {
+                ngx_http_mcp_stdio_session_close(req, NULL);
+
+            } else {
+                ngx_http_mcp_stdio_session_poll_out(req);
+            }
+
+            return NGX_DONE;
+        }
+
         ngx_http_mcp_stdio_session_ended(req, "The session ended");
         return NGX_DONE;
     }
@@ -2263,6 +2306,7 @@ ngx_http_mcp_stdio_session_inbound(ngx_http_mcp_stdio_sess_t *s,
 {
     cJSON                     *msg, *method, *params, *meta;
     ngx_int_t                  rc;
+    ngx_str_t                  sid;
     ngx_uint_t                 child_id;
     ngx_queue_t               *q;
     ngx_http_mcp_stdio_req_t  *req;
@@ -2270,6 +2314,16 @@ ngx_http_mcp_stdio_session_inbound(ngx_http_mcp_stdio_sess_t *s,
     switch (m->kind) {
 
     case NGX_HTTP_MCP_INBOUND_GONE:
+
+        sid.data = s->sid;
+        sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
+
+        if (ngx_http_mcp_session_stream_held(s->pool->store, &sid, m->stream)
+            == NGX_OK)
+        {
+            /* resumed elsewhere since its client left: still wanted */
+            return NGX_OK;
+        }
 
         if (s->get != NULL && s->get->r == NULL
             && s->get->stream == m->stream)

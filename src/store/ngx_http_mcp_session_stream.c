@@ -103,13 +103,16 @@ ngx_http_mcp_session_wait_lock(ngx_http_mcp_zone_t *ctx, ngx_str_t *sid,
  * standalone (a GET's) if *standalone is set; *standalone is then what
  * the stream is.  A POST stream waits for pending responses.  NGX_OK,
  * NGX_DECLINED (no such session), NGX_BUSY (no room for another stream),
- * NGX_ABORT (resume names a sealed stream: see stream_mark).
+ * NGX_ABORT (resume names a sealed stream).  seal: the new stream's
+ * answer is read by the request that opened it, on its way to the client
+ * (a stdio location's policy, guardrails, checks): a Last-Event-ID that
+ * names it is refused, so that no other request takes the answer unread.
  */
 
 ngx_int_t
 ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    ngx_uint_t *standalone, uint32_t pending, uint32_t resume,
-    uint64_t acked, uint32_t token, uint32_t *id)
+    ngx_uint_t *standalone, uint32_t pending, ngx_uint_t seal,
+    uint32_t resume, uint64_t acked, uint32_t token, uint32_t *id)
 {
     ngx_int_t                     rc;
     ngx_pid_t                     prev;
@@ -153,12 +156,22 @@ ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone, ngx_str_t *sid,
         ngx_http_mcp_session_stream_ack(ctx, s, st->id, acked);
 
     } else {
+        if (resume && resume == s->next_stream) {
+            /* a new stream never has the id asked for: *id != resume
+               says it is new (else a seq named with it would skip its
+               events) */
+            s->next_stream++;
+        }
+
         st = ngx_http_mcp_session_stream_add(ctx, s, *standalone, pending);
 
         if (st == NULL) {
             rc = NGX_BUSY;
             goto done;
         }
+
+        /* under the lock that made it: no Last-Event-ID comes between */
+        st->sealed = (seal != 0);
     }
 
     st->token = token;
@@ -185,12 +198,46 @@ done:
  * close, a cut, a gateway's reload), since its client resumes it with
  * Last-Event-ID at once and a message sent in between would be lost for
  * good; other streams when park says so (an exiting worker ended them).
+ * NGX_OK: it was this connection's; NGX_DECLINED: another has it now (a
+ * Last-Event-ID took it over), or it is gone.
  */
 
-void
+ngx_int_t
 ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone, ngx_str_t *sid,
     uint32_t id, uint32_t token, ngx_uint_t park)
 {
+    ngx_int_t                     rc;
+    ngx_http_mcp_zone_t          *ctx;
+    ngx_http_mcp_stream_sh_t     *st;
+    ngx_http_mcp_session_node_t  *s;
+
+    ctx = zone->data;
+    rc = NGX_DECLINED;
+
+    st = ngx_http_mcp_session_stream_lock(ctx, sid, id, &s);
+
+    if (st != NULL && st->owner == ngx_pid && st->token == token) {
+        ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
+        st->parked = (park || st->standalone);
+        rc = NGX_OK;
+    }
+
+    ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return rc;
+}
+
+
+/*
+ * Whether a connection writes the stream now (NGX_OK), or none does:
+ * parked, or gone (NGX_DECLINED)
+ */
+
+ngx_int_t
+ngx_http_mcp_session_stream_held(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t id)
+{
+    ngx_pid_t                     owner;
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_stream_sh_t     *st;
     ngx_http_mcp_session_node_t  *s;
@@ -198,31 +245,19 @@ ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone, ngx_str_t *sid,
     ctx = zone->data;
 
     st = ngx_http_mcp_session_stream_lock(ctx, sid, id, &s);
-
-    if (st != NULL && st->owner == ngx_pid && st->token == token) {
-        ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
-        st->parked = (park || st->standalone);
-    }
+    owner = (st != NULL) ? st->owner : 0;
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
+
+    return owner ? NGX_OK : NGX_DECLINED;
 }
 
 
-/*
- * What a stream's writer tells the store of it (NGX_DECLINED: the stream
- * or the session is gone):
- *   NGX_HTTP_MCP_STREAM_EXPECT: one more response is due on a POST
- *     stream (a later request of a batch);
- *   NGX_HTTP_MCP_STREAM_SEAL: its answer is read by the request that
- *     opened it, on its way to the client (a stdio location's policy,
- *     guardrails, checks): a Last-Event-ID that names it is refused
- *     (NGX_ABORT from ngx_http_mcp_session_stream_open()), so that no
- *     other request takes the answer unread.
- */
+/* one more response is due on a POST stream */
 
 ngx_int_t
-ngx_http_mcp_session_stream_mark(ngx_shm_zone_t *zone, ngx_str_t *sid,
-    uint32_t id, ngx_uint_t mark)
+ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    uint32_t id)
 {
     ngx_http_mcp_zone_t          *ctx;
     ngx_http_mcp_stream_sh_t     *st;
@@ -233,12 +268,7 @@ ngx_http_mcp_session_stream_mark(ngx_shm_zone_t *zone, ngx_str_t *sid,
     st = ngx_http_mcp_session_stream_lock(ctx, sid, id, &s);
 
     if (st != NULL) {
-        if (mark == NGX_HTTP_MCP_STREAM_EXPECT) {
-            st->pending++;
-
-        } else {
-            st->sealed = 1;
-        }
+        st->pending++;
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);

@@ -239,13 +239,14 @@ ngx_uint_t ngx_http_mcp_session_list_changed(ngx_shm_zone_t *zone,
 
 ngx_int_t ngx_http_mcp_session_stream_open(ngx_shm_zone_t *zone,
     ngx_str_t *sid, ngx_uint_t *standalone, uint32_t pending,
-    uint32_t resume, uint64_t acked, uint32_t token, uint32_t *id);
-void ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone,
+    ngx_uint_t seal, uint32_t resume, uint64_t acked, uint32_t token,
+    uint32_t *id);
+ngx_int_t ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone,
     ngx_str_t *sid, uint32_t id, uint32_t token, ngx_uint_t park);
-#define NGX_HTTP_MCP_STREAM_EXPECT  1
-#define NGX_HTTP_MCP_STREAM_SEAL    2
-ngx_int_t ngx_http_mcp_session_stream_mark(ngx_shm_zone_t *zone,
-    ngx_str_t *sid, uint32_t id, ngx_uint_t mark);
+ngx_int_t ngx_http_mcp_session_stream_held(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, uint32_t id);
+ngx_int_t ngx_http_mcp_session_stream_expect(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, uint32_t id);
 ngx_int_t ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
     uint32_t stream, u_char *data, size_t len, ngx_uint_t response,
     ngx_log_t *log);

@@ -13,12 +13,13 @@ use Exporter 'import';
 use Scalar::Util ();
 use Test::More ();
 use Time::HiRes ();
+use IO::Socket::INET ();
 use McpTest ();
 
 our @EXPORT = qw(streaming_server call_msg call_stream take take_all rpc_of
                  id_parts priming_ok ended_ok answer sampling_answer
                  pids_by_tag worker_of quiet_for next_request
-                 until_response);
+                 until_response post_unread);
 
 # A started instance serving the Everything set at /mcp, with
 #   - listen ... reuseport: every worker has its own listening socket and
@@ -115,6 +116,23 @@ sub until_response {
                 && (exists $ev->{json}{result} || exists $ev->{json}{error});
     }
     return @msgs;
+}
+
+# A POST of $msg on a connection of its own (Connection: close), sent and
+# not read: the socket, or undef.  Options: path (/mcp), protocol_version
+# (2025-11-25).
+sub post_unread {
+    my ($t, $sid, $msg, %o) = @_;
+    my $body = McpTest::encode_json($msg);
+    my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port,
+                                  Proto => 'tcp', Timeout => 5) or return undef;
+    print {$c} "POST " . ($o{path} // '/mcp') . " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             . "Content-Type: application/json\r\n"
+             . "Accept: application/json, text/event-stream\r\n"
+             . "MCP-Protocol-Version: " . ($o{protocol_version} // '2025-11-25')
+             . "\r\nMcp-Session-Id: $sid\r\n"
+             . "Content-Length: " . length($body) . "\r\nConnection: close\r\n\r\n$body";
+    return $c;
 }
 
 # The JSON-RPC messages carried by a list of events (priming events and
@@ -270,6 +288,8 @@ logs/pids.log (C<$pid $http_x_tag $request $status>), C<X-Worker: $pid>.
 =item rpc_of(@events) -> @messages, id_parts($id) -> ($stream, $seq)
 
 =item priming_ok($ev, $retry, $name), ended_ok($sse, $name)  (one assertion each)
+
+=item post_unread($t, $sid, $msg, path => .., protocol_version => ..) -> $socket
 
 =item answer($t, $sid, $id, $result, tag => .., error => {..}, %opts) -> $r
 

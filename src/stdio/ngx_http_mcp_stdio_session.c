@@ -64,6 +64,8 @@ static void ngx_http_mcp_stdio_session_ended(ngx_http_mcp_stdio_req_t *req,
 static ngx_uint_t ngx_http_mcp_stdio_session_owner_live(
     ngx_http_mcp_stdio_pool_t *pool, ngx_str_t *sid, ngx_pid_t owner);
 static void ngx_http_mcp_stdio_session_tick(ngx_event_t *ev);
+static ngx_uint_t ngx_http_mcp_stdio_session_polls(
+    ngx_http_mcp_stdio_req_t *req);
 static void ngx_http_mcp_stdio_session_reader(ngx_http_mcp_stdio_req_t *req,
     ngx_pid_t owner, uint32_t stream, uint32_t token, uint64_t seq);
 static void ngx_http_mcp_stdio_session_poll_out(
@@ -200,9 +202,7 @@ ngx_http_mcp_stdio_session_post(ngx_http_mcp_stdio_req_t *req, cJSON *method)
         return NGX_OK;
     }
 
-    if (req->id != NULL && req->accepts_sse && s->pool->poll
-        && !ngx_http_mcp_stdio_steps.reads(r))
-    {
+    if (req->id != NULL && ngx_http_mcp_stdio_session_polls(req)) {
         /* through the log, as another worker's: its stream may end */
         req->sid = h->value;
 
@@ -1512,8 +1512,8 @@ ngx_http_mcp_stdio_session_remote(ngx_http_mcp_stdio_req_t *req,
     stream = 0;
     token = 0;
 
-    polls = (kind == NGX_HTTP_MCP_INBOUND_REQUEST_SSE && pool->poll
-             && !ngx_http_mcp_stdio_steps.reads(r));
+    polls = (kind == NGX_HTTP_MCP_INBOUND_REQUEST_SSE
+             && ngx_http_mcp_stdio_session_polls(req));
 
     if (kind != NGX_HTTP_MCP_INBOUND_MESSAGE) {
         /* the high bit: never one of the edge's tokens */
@@ -2167,6 +2167,20 @@ ngx_http_mcp_stdio_session_tick(ngx_event_t *ev)
     ngx_add_timer(ev, req->poll_at ? ngx_min(1000, req->poll_at
                                                    - ngx_current_msec)
                                    : 1000);
+}
+
+
+/*
+ * Whether a request's stream may end unanswered (mcp_stdio_poll): its
+ * client takes a stream, and no reply step reads its answer (else that
+ * answer is its request's alone: its stream is sealed)
+ */
+
+static ngx_uint_t
+ngx_http_mcp_stdio_session_polls(ngx_http_mcp_stdio_req_t *req)
+{
+    return req->accepts_sse && req->pool->poll
+           && !ngx_http_mcp_stdio_steps.reads(req->r);
 }
 
 

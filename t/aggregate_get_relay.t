@@ -111,8 +111,16 @@ my $fake = fake_upstream(sub {
             # 3000 events in one write: far more than the reader may hold
             @ev = map { $msg->('error', "burst $_") } 1 .. 3000;
         }
+        # one write(2) for them all (print would split it into PerlIO's
+        # 8 KB writes, which a quick reader takes one by one): a burst
+        # reaches nginx as the kernel's segments of up to 64 KB
         my $i = 0;
-        print $c join '', map { $i++; "id: $path-$i\ndata: $_\n\n" } @ev;
+        my $all = join '', map { $i++; "id: $path-$i\ndata: $_\n\n" } @ev;
+        for (my $off = 0; $off < length $all; ) {
+            my $n = syswrite($c, $all, length($all) - $off, $off);
+            last if !$n;
+            $off += $n;
+        }
         # a keepalive a tenth of a second: a write fails once nginx let go
         for (1 .. 600) {
             sleep 0.1;

@@ -7,7 +7,9 @@
  * holds the directives and the content handler; the pool
  * (ngx_http_mcp_stdio_pool.c) serves requests without a session from
  * initialized children, the sessions (ngx_http_mcp_stdio_session.c) a
- * 2025 session from a child of its own.  See docs/stdio.md.
+ * 2025 session from a child of its own, which a worker that does not
+ * own it reaches through the session store (ngx_http_mcp_stdio_remote.c).
+ * See docs/stdio.md.
  */
 
 
@@ -266,6 +268,8 @@ ngx_int_t ngx_http_mcp_stdio_map_id(ngx_http_mcp_stdio_req_t *req,
     ngx_uint_t n);
 ngx_int_t ngx_http_mcp_stdio_sse(ngx_http_mcp_stdio_req_t *req);
 ngx_int_t ngx_http_mcp_stdio_push(ngx_http_mcp_stdio_req_t *req, cJSON *msg);
+void ngx_http_mcp_stdio_close(ngx_http_mcp_stdio_req_t *req,
+    const char *why);
 ngx_int_t ngx_http_mcp_stdio_event(ngx_http_mcp_stdio_req_t *req,
     u_char *json, size_t len, ngx_uint_t last);
 ngx_int_t ngx_http_mcp_stdio_send_line(ngx_http_mcp_stdio_child_t *child,
@@ -294,7 +298,20 @@ void ngx_http_mcp_stdio_session_gone(ngx_http_mcp_stdio_child_t *child,
 void ngx_http_mcp_stdio_session_cancel(ngx_http_mcp_stdio_req_t *req);
 void ngx_http_mcp_stdio_session_exit(ngx_http_mcp_stdio_pool_t *pool);
 void ngx_http_mcp_stdio_session_wake(ngx_http_mcp_stdio_pool_t *pool);
-void ngx_http_mcp_stdio_session_gone_remote(ngx_http_mcp_stdio_req_t *req);
+
+/* a session's requests and GETs on a worker that does not own it:
+   ngx_http_mcp_stdio_remote.c */
+ngx_int_t ngx_http_mcp_stdio_remote_open(ngx_http_mcp_stdio_req_t *req,
+    ngx_pid_t owner, ngx_uint_t kind, ngx_int_t *rc);
+ngx_int_t ngx_http_mcp_stdio_remote_resume(ngx_http_request_t *r,
+    ngx_http_mcp_stdio_sess_t *s, ngx_http_mcp_stdio_pool_t *pool,
+    ngx_pid_t owner, ngx_str_t *sid, uint32_t resume, uint64_t seq);
+void ngx_http_mcp_stdio_remote_gone(ngx_http_mcp_stdio_req_t *req);
+void ngx_http_mcp_stdio_remote_cleanup(void *data);
+void ngx_http_mcp_stdio_remote_pull_all(ngx_http_mcp_stdio_pool_t *pool);
+ngx_uint_t ngx_http_mcp_stdio_remote_owner_live(
+    ngx_http_mcp_stdio_pool_t *pool, ngx_str_t *sid, ngx_pid_t owner);
+ngx_uint_t ngx_http_mcp_stdio_remote_polls(ngx_http_mcp_stdio_req_t *req);
 
 /* the module: the inter-worker wake-up's entry (the hook table's) */
 void ngx_http_mcp_stdio_wake(void);

@@ -430,7 +430,7 @@ ngx_http_mcp_stdio_cleanup(void *data)
 
     if (req->remote) {
         /* of a session another worker owns: that worker is told */
-        ngx_http_mcp_stdio_session_gone_remote(req);
+        ngx_http_mcp_stdio_remote_gone(req);
     }
 
     child = req->child;

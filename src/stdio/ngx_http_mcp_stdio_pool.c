@@ -695,6 +695,49 @@ ngx_http_mcp_stdio_event(ngx_http_mcp_stdio_req_t *req, u_char *json,
 }
 
 
+/*
+ * A stream of a session ends, its request with it: with an error event
+ * when why is given (the session ended), else as the spec lets a server
+ * close a stream (its client opens another, or resumes it)
+ */
+
+void
+ngx_http_mcp_stdio_close(ngx_http_mcp_stdio_req_t *req, const char *why)
+{
+    u_char              *body;
+    size_t               len;
+    cJSON               *reply;
+    ngx_int_t            rc;
+    ngx_http_request_t  *r;
+
+    r = req->r;
+    ngx_http_mcp_stdio_detach(req);
+
+    body = NULL;
+    len = 0;
+
+    if (why != NULL) {
+        reply = ngx_http_mcp_error_reply_at(r->connection->log, NGX_LOG_INFO,
+                                            NULL, NULL,
+                                            NGX_HTTP_MCP_INTERNAL_ERROR, why,
+                                            NULL);
+        if (reply != NULL) {
+            body = ngx_http_mcp_json_print(r->pool, reply, &len);
+            cJSON_Delete(reply);
+        }
+    }
+
+    if (body != NULL) {
+        rc = ngx_http_mcp_stdio_event(req, body, len, 1);
+
+    } else {
+        rc = ngx_http_send_special(r, NGX_HTTP_LAST);
+    }
+
+    ngx_http_finalize_request(r, rc);
+}
+
+
 void
 ngx_http_mcp_stdio_wait_timeout(ngx_event_t *ev)
 {

@@ -15,7 +15,9 @@
  * the owner (the session's inbound queue) and wakes it; the owner
  * writes it to the child, and sends what the child answers, and what
  * it says on its own, on a stream of the session's event log that the
- * other worker opened and writes to its client.  See docs/stdio.md.
+ * other worker opened and writes to its client.  That worker's side is
+ * ngx_http_mcp_stdio_remote.c; the owner's records of its requests and
+ * GET are here.  See docs/stdio.md.
  */
 
 
@@ -33,6 +35,10 @@ static ngx_int_t ngx_http_mcp_stdio_session_room(
     ngx_http_mcp_stdio_pool_t *pool);
 static ngx_http_mcp_stdio_sess_t *ngx_http_mcp_stdio_session_find(
     ngx_http_mcp_stdio_pool_t *pool, ngx_str_t *sid);
+static void ngx_http_mcp_stdio_session_push(ngx_http_mcp_stdio_req_t *req,
+    cJSON *msg);
+static void ngx_http_mcp_stdio_session_close(ngx_http_mcp_stdio_req_t *req,
+    const char *why);
 static ngx_int_t ngx_http_mcp_stdio_session_elsewhere(
     ngx_http_mcp_stdio_pool_t *pool, ngx_str_t *sid, ngx_http_request_t *r);
 static ngx_http_mcp_stdio_sess_t *ngx_http_mcp_stdio_session_of(
@@ -46,40 +52,11 @@ static ngx_int_t ngx_http_mcp_stdio_session_write(
     ngx_http_mcp_stdio_child_t *c, cJSON *msg);
 static ngx_int_t ngx_http_mcp_stdio_session_cancel_id(
     ngx_http_mcp_stdio_sess_t *s, ngx_uint_t child_id);
-static ngx_int_t ngx_http_mcp_stdio_session_remote(
-    ngx_http_mcp_stdio_req_t *req, ngx_pid_t owner, ngx_uint_t kind,
-    ngx_int_t *rc);
-static ngx_int_t ngx_http_mcp_stdio_session_refuse(ngx_http_request_t *r,
-    ngx_uint_t status, cJSON *id, const char *message);
-static ngx_int_t ngx_http_mcp_stdio_session_pull(
-    ngx_http_mcp_stdio_req_t *req);
-static ngx_int_t ngx_http_mcp_stdio_session_pulled(
-    ngx_http_mcp_stdio_req_t *req, ngx_array_t *events, ngx_int_t rc);
-static void ngx_http_mcp_stdio_session_pull_remote(
-    ngx_http_mcp_stdio_pool_t *pool);
-static ngx_int_t ngx_http_mcp_stdio_session_event_in(void *data,
-    uint64_t seq, u_char *text, size_t len);
-static void ngx_http_mcp_stdio_session_ended(ngx_http_mcp_stdio_req_t *req,
-    const char *why);
-static ngx_uint_t ngx_http_mcp_stdio_session_owner_live(
-    ngx_http_mcp_stdio_pool_t *pool, ngx_str_t *sid, ngx_pid_t owner);
-static void ngx_http_mcp_stdio_session_tick(ngx_event_t *ev);
-static ngx_uint_t ngx_http_mcp_stdio_session_polls(
-    ngx_http_mcp_stdio_req_t *req);
-static void ngx_http_mcp_stdio_session_reader(ngx_http_mcp_stdio_req_t *req,
-    ngx_pid_t owner, uint32_t stream, uint32_t token, uint64_t seq);
-static void ngx_http_mcp_stdio_session_poll_out(
-    ngx_http_mcp_stdio_req_t *req);
-static void ngx_http_mcp_stdio_session_resumed(ngx_http_mcp_stdio_req_t *req,
-    ngx_str_t *text);
-static ngx_int_t ngx_http_mcp_stdio_session_resume(ngx_http_request_t *r,
-    ngx_http_mcp_stdio_sess_t *s, ngx_http_mcp_stdio_pool_t *pool,
-    ngx_pid_t owner, ngx_str_t *sid, uint32_t resume, uint64_t seq);
 static ngx_int_t ngx_http_mcp_stdio_session_inbound(
     ngx_http_mcp_stdio_sess_t *s, ngx_http_mcp_inbound_msg_t *m);
-static ngx_http_mcp_stdio_req_t *ngx_http_mcp_stdio_session_remote_new(
+static ngx_http_mcp_stdio_req_t *ngx_http_mcp_stdio_session_record(
     ngx_http_mcp_stdio_sess_t *s, uint32_t stream);
-static void ngx_http_mcp_stdio_session_remote_free(
+static void ngx_http_mcp_stdio_session_record_free(
     ngx_http_mcp_stdio_req_t *req);
 static void ngx_http_mcp_stdio_session_respond(ngx_http_mcp_stdio_req_t *req,
     cJSON *msg);
@@ -89,12 +66,8 @@ static void ngx_http_mcp_stdio_session_answer(ngx_http_mcp_stdio_req_t *req,
     cJSON *msg);
 static void ngx_http_mcp_stdio_session_error(ngx_http_mcp_stdio_req_t *req,
     ngx_int_t code, const char *message);
-static void ngx_http_mcp_stdio_session_push(ngx_http_mcp_stdio_req_t *req,
-    cJSON *msg);
 static ngx_http_mcp_stdio_req_t *ngx_http_mcp_stdio_session_stream(
     ngx_http_mcp_stdio_sess_t *s, ngx_uint_t get_first);
-static void ngx_http_mcp_stdio_session_close(ngx_http_mcp_stdio_req_t *req,
-    const char *why);
 static void ngx_http_mcp_stdio_session_end(ngx_http_mcp_stdio_sess_t *s,
     const char *why, ngx_uint_t forget);
 static void ngx_http_mcp_stdio_session_drop(ngx_http_mcp_stdio_req_t *req);
@@ -102,28 +75,6 @@ static void ngx_http_mcp_stdio_session_free(ngx_http_mcp_stdio_sess_t *s,
     ngx_uint_t forget);
 static void ngx_http_mcp_stdio_session_timer(ngx_event_t *ev);
 static void ngx_http_mcp_stdio_session_timeout(ngx_event_t *ev);
-static void ngx_http_mcp_stdio_session_cleanup(void *data);
-
-
-/*
- * What a pull of a remote stream copies, for after the zone's lock: in
- * a pool of the pull's own, not the request's, for a GET stream lives
- * long and is pulled at every wake-up of its worker and every second
- */
-typedef struct {
-    ngx_http_mcp_stdio_req_t    *req;
-    ngx_pool_t                  *pool;
-    ngx_array_t                  events;     /* _pulled_t */
-} ngx_http_mcp_stdio_pull_t;
-
-typedef struct {
-    uint64_t                     seq;        /* its place in the log */
-    ngx_str_t                    text;
-} ngx_http_mcp_stdio_pulled_t;
-
-
-/* the tokens of this worker's remote streams (the edge has its own) */
-static uint32_t  ngx_http_mcp_stdio_tokens;
 
 
 /*
@@ -177,11 +128,11 @@ ngx_http_mcp_stdio_session_post(ngx_http_mcp_stdio_req_t *req, cJSON *method)
     if (s == NULL) {
         /* another worker's: queued for it, answered through the store */
         if (req->id != NULL) {
-            if (ngx_http_mcp_stdio_session_remote(req, owner,
-                                         req->accepts_sse
-                                         ? NGX_HTTP_MCP_INBOUND_REQUEST_SSE
-                                         : NGX_HTTP_MCP_INBOUND_REQUEST,
-                                         &rc)
+            if (ngx_http_mcp_stdio_remote_open(req, owner,
+                                       req->accepts_sse
+                                       ? NGX_HTTP_MCP_INBOUND_REQUEST_SSE
+                                       : NGX_HTTP_MCP_INBOUND_REQUEST,
+                                       &rc)
                 != NGX_OK)
             {
                 ngx_http_finalize_request(r, rc);
@@ -190,9 +141,9 @@ ngx_http_mcp_stdio_session_post(ngx_http_mcp_stdio_req_t *req, cJSON *method)
             return NGX_OK;
         }
 
-        if (ngx_http_mcp_stdio_session_remote(req, owner,
-                                              NGX_HTTP_MCP_INBOUND_MESSAGE,
-                                              &rc)
+        if (ngx_http_mcp_stdio_remote_open(req, owner,
+                                           NGX_HTTP_MCP_INBOUND_MESSAGE,
+                                           &rc)
             == NGX_OK)
         {
             rc = ngx_http_mcp_send(r, NGX_HTTP_ACCEPTED, NULL, NULL, 0);
@@ -202,13 +153,13 @@ ngx_http_mcp_stdio_session_post(ngx_http_mcp_stdio_req_t *req, cJSON *method)
         return NGX_OK;
     }
 
-    if (req->id != NULL && ngx_http_mcp_stdio_session_polls(req)) {
+    if (req->id != NULL && ngx_http_mcp_stdio_remote_polls(req)) {
         /* through the log, as another worker's: its stream may end */
         req->sid = h->value;
 
-        if (ngx_http_mcp_stdio_session_remote(req, ngx_pid,
-                                              NGX_HTTP_MCP_INBOUND_REQUEST_SSE,
-                                              &rc)
+        if (ngx_http_mcp_stdio_remote_open(req, ngx_pid,
+                                           NGX_HTTP_MCP_INBOUND_REQUEST_SSE,
+                                           &rc)
             != NGX_OK)
         {
             ngx_http_finalize_request(r, rc);
@@ -590,9 +541,9 @@ ngx_http_mcp_stdio_session_of(ngx_http_request_t *r,
 
             /* another stdio location's session (a shared zone) is not
                this one's, as on its owner */
-            if (location == pool->index
-                && ngx_http_mcp_stdio_session_owner_live(pool, &h->value,
-                                                         pid))
+            if (location == pool->index && pid != ngx_pid
+                && ngx_http_mcp_stdio_remote_owner_live(pool, &h->value,
+                                                        pid))
             {
                 *owner = pid;
                 *sid = h->value;
@@ -919,7 +870,7 @@ ngx_http_mcp_stdio_session_push(ngx_http_mcp_stdio_req_t *req, cJSON *msg)
             && req->get)
         {
             /* its stream is gone: its worker ended, or the session */
-            ngx_http_mcp_stdio_session_remote_free(req);
+            ngx_http_mcp_stdio_session_record_free(req);
         }
 
         cJSON_free(text);
@@ -1018,8 +969,8 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
             owner = ngx_pid;
         }
 
-        return ngx_http_mcp_stdio_session_resume(r, s, pool, owner, &sid,
-                                                 resume, seq);
+        return ngx_http_mcp_stdio_remote_resume(r, s, pool, owner, &sid,
+                                                resume, seq);
     }
 
     if (s != NULL && s->get != NULL) {
@@ -1039,7 +990,7 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
     req->r = r;
     req->pool = pool;
     req->accepts_sse = 1;
-    cln->handler = ngx_http_mcp_stdio_session_cleanup;
+    cln->handler = ngx_http_mcp_stdio_remote_cleanup;
     cln->data = req;
 
     if (s == NULL) {
@@ -1047,8 +998,8 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
         req->get = 1;
         req->sid = sid;
 
-        if (ngx_http_mcp_stdio_session_remote(req, owner,
-                                              NGX_HTTP_MCP_INBOUND_GET, &rc)
+        if (ngx_http_mcp_stdio_remote_open(req, owner,
+                                           NGX_HTTP_MCP_INBOUND_GET, &rc)
             != NGX_OK)
         {
             return rc;
@@ -1076,63 +1027,19 @@ ngx_http_mcp_stdio_session_other(ngx_http_request_t *r,
 }
 
 
-static void
-ngx_http_mcp_stdio_session_cleanup(void *data)
-{
-    ngx_http_mcp_stdio_req_t  *req = data;
-
-    if (req->remote) {
-        /* the owner forgets it: its messages go elsewhere */
-        ngx_http_mcp_stdio_session_gone_remote(req);
-    }
-
-    ngx_http_mcp_stdio_detach(req);
-}
-
-
 /* a stream of the session ends: with an error event when why is given */
 
 static void
 ngx_http_mcp_stdio_session_close(ngx_http_mcp_stdio_req_t *req,
     const char *why)
 {
-    u_char              *body;
-    size_t               len;
-    cJSON               *reply;
-    ngx_int_t            rc;
-    ngx_http_request_t  *r;
-
     if (req->r == NULL) {
         /* another worker's GET: it sees the session's end by itself */
-        ngx_http_mcp_stdio_session_remote_free(req);
+        ngx_http_mcp_stdio_session_record_free(req);
         return;
     }
 
-    r = req->r;
-    ngx_http_mcp_stdio_detach(req);
-
-    body = NULL;
-    len = 0;
-
-    if (why != NULL) {
-        reply = ngx_http_mcp_error_reply_at(r->connection->log, NGX_LOG_INFO,
-                                            NULL, NULL,
-                                            NGX_HTTP_MCP_INTERNAL_ERROR, why,
-                                            NULL);
-        if (reply != NULL) {
-            body = ngx_http_mcp_json_print(r->pool, reply, &len);
-            cJSON_Delete(reply);
-        }
-    }
-
-    if (body != NULL) {
-        rc = ngx_http_mcp_stdio_event(req, body, len, 1);
-
-    } else {
-        rc = ngx_http_send_special(r, NGX_HTTP_LAST);
-    }
-
-    ngx_http_finalize_request(r, rc);
+    ngx_http_mcp_stdio_close(req, why);
 }
 
 
@@ -1430,7 +1337,7 @@ ngx_http_mcp_stdio_session_exit(ngx_http_mcp_stdio_pool_t *pool)
         }
 
         if (s->get != NULL && s->get->r == NULL) {
-            ngx_http_mcp_stdio_session_remote_free(s->get);
+            ngx_http_mcp_stdio_session_record_free(s->get);
 
         } else if (s->get != NULL) {
             ngx_http_mcp_stdio_session_drop(s->get);
@@ -1480,764 +1387,6 @@ ngx_http_mcp_stdio_session_free(ngx_http_mcp_stdio_sess_t *s,
 
 
 /*
- * ---- a session another worker owns ----
- *
- * This worker holds the client's POST or GET; the owner holds the
- * child.  The message goes to the owner's inbound queue in the store
- * (bounded: a full queue is an error at once), and a request or GET
- * gets a stream of the session's log, on which the owner sends what
- * the child answers or says; this worker is woken, pulls the stream and
- * writes it as it writes its own children's lines (the reply steps, the
- * event stream).  req->sid: the session's id, as session_of() found it
- * another worker's.  NGX_OK, or NGX_ERROR with *rc what to finalize the
- * request with (its error reply sent).
- */
-
-static ngx_int_t
-ngx_http_mcp_stdio_session_remote(ngx_http_mcp_stdio_req_t *req,
-    ngx_pid_t owner, ngx_uint_t kind, ngx_int_t *rc_out)
-{
-    u_char                     *text;
-    size_t                      len;
-    cJSON                      *id;
-    uint32_t                    stream, token;
-    ngx_int_t                   rc;
-    ngx_pid_t                   to;
-    ngx_uint_t                  standalone, polls;
-    ngx_http_request_t         *r;
-    ngx_http_mcp_stdio_pool_t  *pool;
-
-    r = req->r;
-    pool = req->pool;
-    stream = 0;
-    token = 0;
-
-    polls = (kind == NGX_HTTP_MCP_INBOUND_REQUEST_SSE
-             && ngx_http_mcp_stdio_session_polls(req));
-
-    if (kind != NGX_HTTP_MCP_INBOUND_MESSAGE) {
-        /* the high bit: never one of the edge's tokens */
-        token = 0x80000000 | (++ngx_http_mcp_stdio_tokens & 0x7fffffff);
-        standalone = (kind == NGX_HTTP_MCP_INBOUND_GET);
-
-        /* a request's answer is its own, unless its stream may be polled */
-        rc = ngx_http_mcp_session_stream_open(pool->store, &req->sid,
-                                              &standalone,
-                                              standalone ? 0 : 1,
-                                              !standalone && !polls, 0, 0,
-                                              token, &stream);
-        if (rc == NGX_DECLINED) {
-            *rc_out = ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND,
-                                              req->id,
-                                              NGX_HTTP_MCP_SESSION_NOT_FOUND,
-                                              "Session not found");
-            return NGX_ERROR;
-        }
-
-        if (rc != NGX_OK) {
-            *rc_out = ngx_http_mcp_stdio_session_refuse(r,
-                                             NGX_HTTP_SERVICE_UNAVAILABLE,
-                                             req->id,
-                                             "The session has too many "
-                                             "streams open");
-            return NGX_ERROR;
-        }
-    }
-
-    text = NULL;
-    len = 0;
-
-    if (req->root != NULL && kind != NGX_HTTP_MCP_INBOUND_GET) {
-        /* the client's message whole again, its id with it */
-        id = (req->id != NULL) ? cJSON_Duplicate(req->id, 1) : NULL;
-
-        if (id != NULL && !cJSON_AddItemToObject(req->root, "id", id)) {
-            cJSON_Delete(id);
-            id = NULL;
-        }
-
-        text = ngx_http_mcp_json_print(r->pool, req->root, &len);
-
-        if (id != NULL) {
-            cJSON_DeleteItemFromObject(req->root, "id");
-        }
-
-        if (text == NULL) {
-            rc = NGX_ERROR;
-            goto failed;
-        }
-    }
-
-    rc = ngx_http_mcp_session_inbound_push(pool->store, &req->sid, kind,
-                                           stream, text, len, &to,
-                                           r->connection->log);
-    if (rc != NGX_OK) {
-        goto failed;
-    }
-
-    (void) ngx_http_mcp_notify_pid(to, r->connection->log);
-
-    if (kind == NGX_HTTP_MCP_INBOUND_MESSAGE) {
-        return NGX_OK;
-    }
-
-    if (polls) {
-        /* its stream may end unanswered, for its client to resume */
-        req->poll_at = ngx_current_msec + pool->poll;
-    }
-
-    ngx_http_mcp_stdio_session_reader(req, to, stream, token, 0);
-
-    return NGX_OK;
-
-failed:
-
-    if (stream != 0) {
-        ngx_http_mcp_session_stream_release(pool->store, &req->sid, stream,
-                                            token, 0);
-    }
-
-    if (rc == NGX_DECLINED) {
-        *rc_out = ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, req->id,
-                                          NGX_HTTP_MCP_SESSION_NOT_FOUND,
-                                          "Session not found");
-        return NGX_ERROR;
-    }
-
-    if (rc == NGX_BUSY) {
-        /* the owner is slow or stopped: refused now, the client retries */
-        *rc_out = ngx_http_mcp_stdio_session_refuse(r,
-                                             NGX_HTTP_SERVICE_UNAVAILABLE,
-                                             req->id,
-                                             "The session's queue of "
-                                             "messages to its stdio server "
-                                             "is full");
-        return NGX_ERROR;
-    }
-
-    *rc_out = ngx_http_mcp_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                      req->id, NGX_HTTP_MCP_INTERNAL_ERROR,
-                                      "Internal error");
-    return NGX_ERROR;
-}
-
-
-/*
- * req reads a stream of the session's log that owner writes to: pulled
- * at each wake-up of this worker and looked at every second (a missed
- * wake-up, the owner's death, the session's end elsewhere, a request's
- * timeout: the owner's own comes first).  A request's holds a graceful
- * exit as a local one does; a GET's does not.
- */
-
-static void
-ngx_http_mcp_stdio_session_reader(ngx_http_mcp_stdio_req_t *req,
-    ngx_pid_t owner, uint32_t stream, uint32_t token, uint64_t seq)
-{
-    ngx_msec_t  first;
-
-    req->owner = owner;
-    req->stream = stream;
-    req->stoken = token;
-    req->seq = seq;
-    req->ids = 1;
-    req->remote = 1;
-    ngx_queue_insert_tail(&req->pool->remote, &req->queue);
-
-    /* a client's end while it waits is seen, and cleans up */
-    req->r->read_event_handler = ngx_http_test_reading;
-
-    first = req->poll_at ? ngx_min(1000, req->pool->poll) : 1000;
-
-    req->deadline = ngx_current_msec + req->pool->timeout + 1000;
-    req->timer.handler = ngx_http_mcp_stdio_session_tick;
-    req->timer.data = req;
-    req->timer.log = req->r->connection->log;
-    req->timer.cancelable = req->get;
-    ngx_add_timer(&req->timer, first);
-}
-
-
-/*
- * GET with Last-Event-ID: the stream it names, resumed from the log
- * after its event (a POST's that mcp_stdio_poll ended, or a GET's), on
- * whichever worker; a stream gone gives a new GET stream.  NGX_DONE, or
- * the status of a refusal sent.
- */
-
-static ngx_int_t
-ngx_http_mcp_stdio_session_resume(ngx_http_request_t *r,
-    ngx_http_mcp_stdio_sess_t *s, ngx_http_mcp_stdio_pool_t *pool,
-    ngx_pid_t owner, ngx_str_t *sid, uint32_t resume, uint64_t seq)
-{
-    uint32_t                   id, token;
-    ngx_int_t                  rc;
-    ngx_pid_t                  to;
-    ngx_uint_t                 standalone;
-    ngx_pool_cleanup_t        *cln;
-    ngx_http_mcp_stdio_req_t  *req;
-
-    req = ngx_pcalloc(r->pool, sizeof(ngx_http_mcp_stdio_req_t));
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-
-    if (req == NULL || cln == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    /* the session's record may go before this request: a copy */
-    req->sid.data = ngx_pstrdup(r->pool, sid);
-    if (req->sid.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    req->sid.len = sid->len;
-    req->r = r;
-    req->pool = pool;
-    req->accepts_sse = 1;
-    cln->handler = ngx_http_mcp_stdio_session_cleanup;
-    cln->data = req;
-
-    token = 0x80000000 | (++ngx_http_mcp_stdio_tokens & 0x7fffffff);
-    standalone = 1;
-
-    rc = ngx_http_mcp_session_stream_open(pool->store, &req->sid,
-                                          &standalone, 0, 0, resume, seq,
-                                          token, &id);
-
-    if (rc == NGX_DECLINED) {
-        return ngx_http_mcp_send_error(r, NGX_HTTP_NOT_FOUND, NULL,
-                                       NGX_HTTP_MCP_SESSION_NOT_FOUND,
-                                       "Session not found");
-    }
-
-    if (rc == NGX_ABORT) {
-        return ngx_http_mcp_send_sealed(r);
-    }
-
-    if (rc != NGX_OK) {
-        return ngx_http_mcp_stdio_session_refuse(r,
-                                             NGX_HTTP_SERVICE_UNAVAILABLE,
-                                             NULL,
-                                             "The session has too many "
-                                             "streams open");
-    }
-
-    if (id != resume) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "mcp_stdio: stream %uD of Last-Event-ID is gone, "
-                      "a new stream starts", resume);
-        seq = 0;
-
-    } else {
-        req->resumed = 1;
-    }
-
-    if (standalone && s != NULL && s->get != NULL && s->get->r != NULL) {
-        /* the owner's own GET is open: one at a time, as without an id */
-        (void) ngx_http_mcp_session_stream_release(pool->store, &req->sid,
-                                                   id, token, 0);
-
-        return ngx_http_mcp_send_error(r, NGX_HTTP_CONFLICT, NULL,
-                                       NGX_HTTP_MCP_INVALID_REQUEST,
-                                       "Conflict: the session's GET "
-                                       "stream is open already");
-    }
-
-    if (standalone) {
-        /* the owner sends the session's messages to it, as to a GET */
-        req->get = 1;
-
-        if (ngx_http_mcp_session_inbound_push(pool->store, &req->sid,
-                                              NGX_HTTP_MCP_INBOUND_GET, id,
-                                              NULL, 0, &to,
-                                              r->connection->log)
-            != NGX_OK)
-        {
-            ngx_http_mcp_session_stream_release(pool->store, &req->sid, id,
-                                                token, 0);
-            return ngx_http_mcp_stdio_session_refuse(r,
-                                             NGX_HTTP_SERVICE_UNAVAILABLE,
-                                             NULL,
-                                             "The session's queue of "
-                                             "messages to its stdio server "
-                                             "is full");
-        }
-
-        (void) ngx_http_mcp_notify_pid(to, r->connection->log);
-    }
-
-    /* a POST's stream resumed waits for its answer: no second poll */
-    ngx_http_mcp_stdio_session_reader(req, owner, id, token, seq);
-
-    if (ngx_http_mcp_stdio_sse(req) != NGX_OK
-        || ngx_http_send_special(r, NGX_HTTP_FLUSH) == NGX_ERROR)
-    {
-        return NGX_ERROR;
-    }
-
-    r->main->count++;
-
-    /* what the log holds already goes at once, from a posted event */
-    (void) ngx_http_mcp_notify_pid(ngx_pid, r->connection->log);
-
-    return NGX_DONE;
-}
-
-
-/*
- * A refusal that is the load's, not a fault (a full queue, too many
- * streams): -32603 with a 503, logged at info, as the pool's bounds are
- */
-
-static ngx_int_t
-ngx_http_mcp_stdio_session_refuse(ngx_http_request_t *r, ngx_uint_t status,
-    cJSON *id, const char *message)
-{
-    u_char  *body;
-    size_t   len;
-    cJSON   *reply;
-
-    reply = ngx_http_mcp_error_reply_at(r->connection->log, NGX_LOG_INFO,
-                                        NULL, id,
-                                        NGX_HTTP_MCP_INTERNAL_ERROR, message,
-                                        NULL);
-    if (reply == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    body = ngx_http_mcp_json_print(r->pool, reply, &len);
-    cJSON_Delete(reply);
-
-    if (body == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return ngx_http_mcp_send(r, status,
-                             ngx_http_get_module_ctx(r, ngx_http_mcp_module),
-                             body, len);
-}
-
-
-/*
- * A remote request's client left (or it timed out), or a remote GET
- * ended: the owner is told, so that the child's request is cancelled
- * and the GET's messages go elsewhere.
- */
-
-void
-ngx_http_mcp_stdio_session_gone_remote(ngx_http_mcp_stdio_req_t *req)
-{
-    ngx_pid_t  to;
-
-    /*
-     * Only a stream this request still holds: one a Last-Event-ID took
-     * over is its new reader's (the owner looks again: see inbound)
-     */
-    if (ngx_http_mcp_session_stream_release(req->pool->store, &req->sid,
-                                            req->stream, req->stoken, 0)
-        == NGX_OK
-        && ngx_http_mcp_session_inbound_push(req->pool->store, &req->sid,
-                                             NGX_HTTP_MCP_INBOUND_GONE,
-                                             req->stream, NULL, 0, &to,
-                                             ngx_cycle->log)
-           == NGX_OK)
-    {
-        (void) ngx_http_mcp_notify_pid(to, ngx_cycle->log);
-    }
-
-    ngx_http_mcp_stdio_detach(req);
-}
-
-
-/*
- * What the owner sent on a remote stream, written to the client: the
- * answer ends a POST (the reply steps, as for this worker's children),
- * other messages are its events.  NGX_DONE: the request ended.
- */
-
-static ngx_int_t
-ngx_http_mcp_stdio_session_pull(ngx_http_mcp_stdio_req_t *req)
-{
-    ngx_int_t                   rc;
-    ngx_uint_t                  complete;
-    ngx_http_mcp_stdio_pull_t   pl;
-
-    pl.req = req;
-    pl.pool = ngx_create_pool(1024, req->r->connection->log);
-
-    if (pl.pool == NULL) {
-        return NGX_OK;
-    }
-
-    if (ngx_array_init(&pl.events, pl.pool, 2,
-                       sizeof(ngx_http_mcp_stdio_pulled_t))
-        != NGX_OK)
-    {
-        ngx_destroy_pool(pl.pool);
-        return NGX_OK;
-    }
-
-    rc = ngx_http_mcp_session_pull(req->pool->store, &req->sid, req->stream,
-                                   req->stoken, req->seq,
-                                   ngx_http_mcp_stdio_session_event_in, &pl,
-                                   &complete);
-
-    rc = ngx_http_mcp_stdio_session_pulled(req, &pl.events, rc);
-
-    ngx_destroy_pool(pl.pool);
-
-    return rc;
-}
-
-
-/*
- * Every remote stream of this worker's location pulled under one lock
- * of the zone (as the edge pulls its streams), then written.
- */
-
-static void
-ngx_http_mcp_stdio_session_pull_remote(ngx_http_mcp_stdio_pool_t *pool)
-{
-    ngx_uint_t                  i, n;
-    ngx_pool_t                 *tmp;
-    ngx_queue_t                *q;
-    ngx_http_mcp_pull_t        *pulls;
-    ngx_http_mcp_stdio_req_t   *req;
-    ngx_http_mcp_stdio_pull_t  *pl;
-
-    n = 0;
-
-    for (q = ngx_queue_head(&pool->remote);
-         q != ngx_queue_sentinel(&pool->remote);
-         q = ngx_queue_next(q))
-    {
-        n++;
-    }
-
-    if (n == 0) {
-        return;
-    }
-
-    tmp = ngx_create_pool(1024, ngx_cycle->log);
-    if (tmp == NULL) {
-        return;
-    }
-
-    pulls = ngx_pcalloc(tmp, n * sizeof(ngx_http_mcp_pull_t));
-    pl = ngx_pcalloc(tmp, n * sizeof(ngx_http_mcp_stdio_pull_t));
-
-    if (pulls == NULL || pl == NULL) {
-        ngx_destroy_pool(tmp);
-        return;
-    }
-
-    i = 0;
-
-    for (q = ngx_queue_head(&pool->remote);
-         q != ngx_queue_sentinel(&pool->remote);
-         q = ngx_queue_next(q))
-    {
-        req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
-
-        pl[i].req = req;
-        pl[i].pool = tmp;
-
-        if (ngx_array_init(&pl[i].events, tmp, 2,
-                           sizeof(ngx_http_mcp_stdio_pulled_t))
-            != NGX_OK)
-        {
-            continue;
-        }
-
-        pulls[i].sid = req->sid.data;
-        pulls[i].id = req->stream;
-        pulls[i].token = req->stoken;
-        pulls[i].after = req->seq;
-        pulls[i].data = &pl[i];
-        i++;
-    }
-
-    n = i;
-
-    ngx_http_mcp_session_pull_all(pool->store, pulls, n,
-                                  ngx_http_mcp_stdio_session_event_in);
-
-    /* each writes its own: one ended touches no other */
-    for (i = 0; i < n; i++) {
-        (void) ngx_http_mcp_stdio_session_pulled(pl[i].req, &pl[i].events,
-                                                 pulls[i].rc);
-    }
-
-    ngx_destroy_pool(tmp);
-}
-
-
-/*
- * What a pull of a remote stream copied (events), written; rc the
- * pull's: NGX_DECLINED, the stream or the session is gone.  NGX_DONE:
- * the request ended.
- */
-
-static ngx_int_t
-ngx_http_mcp_stdio_session_pulled(ngx_http_mcp_stdio_req_t *req,
-    ngx_array_t *events, ngx_int_t rc)
-{
-    cJSON                        *msg;
-    ngx_uint_t                    i;
-    ngx_http_mcp_stdio_pulled_t  *ev;
-
-    ev = events->elts;
-
-    for (i = 0; i < events->nelts; i++) {
-        msg = cJSON_ParseWithLength((char *) ev[i].text.data,
-                                    ev[i].text.len);
-
-        if (msg == NULL) {
-            continue;
-        }
-
-        req->event = ev[i].seq;
-
-        if (ngx_http_mcp_json_get(msg, "method") == NULL
-            && ngx_http_mcp_json_get(msg, "id") != NULL)
-        {
-            if (req->get) {
-                cJSON_Delete(msg);
-                continue;
-            }
-
-            if (req->resumed) {
-                ngx_http_mcp_stdio_session_resumed(req, &ev[i].text);
-
-            } else {
-                ngx_http_mcp_stdio_respond(req, msg);
-            }
-
-            cJSON_Delete(msg);
-            return NGX_DONE;
-        }
-
-        ngx_http_mcp_stdio_session_push(req, msg);
-        cJSON_Delete(msg);
-
-        if (!req->remote) {
-            /* a GET past its events: closed */
-            return NGX_DONE;
-        }
-    }
-
-    if (rc == NGX_DECLINED) {
-        if (ngx_http_mcp_session_alive(req->pool->store, &req->sid)
-            == NGX_OK)
-        {
-            /* a Last-Event-ID took the stream over: its client reads on */
-            if (req->get) {
-                ngx_http_mcp_stdio_session_close(req, NULL);
-
-            } else {
-                ngx_http_mcp_stdio_session_poll_out(req);
-            }
-
-            return NGX_DONE;
-        }
-
-        ngx_http_mcp_stdio_session_ended(req, "The session ended");
-        return NGX_DONE;
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_mcp_stdio_session_event_in(void *data, uint64_t seq, u_char *text,
-    size_t len)
-{
-    ngx_http_mcp_stdio_pull_t  *pl = data;
-
-    ngx_http_mcp_stdio_pulled_t  *ev;
-
-    ev = ngx_array_push(&pl->events);
-    if (ev == NULL) {
-        return NGX_ERROR;
-    }
-
-    ev->text.data = ngx_pnalloc(pl->pool, len);
-    if (ev->text.data == NULL) {
-        pl->events.nelts--;
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(ev->text.data, text, len);
-    ev->text.len = len;
-    ev->seq = seq;
-    pl->req->seq = seq;
-
-    return NGX_OK;
-}
-
-
-/* a remote request or GET whose session ended: an error to its client */
-
-static void
-ngx_http_mcp_stdio_session_ended(ngx_http_mcp_stdio_req_t *req,
-    const char *why)
-{
-    if (req->get) {
-        ngx_http_mcp_stdio_session_close(req, why);
-        return;
-    }
-
-    ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_INTERNAL_ERROR, why);
-}
-
-
-/*
- * Whether a session's owner lives (pid 0: none).  One that died (a
- * crash: its exit would have ended its sessions) leaves its sessions in
- * the store; they end here, so that their clients initialize again.
- */
-
-static ngx_uint_t
-ngx_http_mcp_stdio_session_owner_live(ngx_http_mcp_stdio_pool_t *pool,
-    ngx_str_t *sid, ngx_pid_t owner)
-{
-    if (owner == ngx_pid) {
-        /* this worker's own, through the log (mcp_stdio_poll) */
-        return ngx_http_mcp_stdio_session_find(pool, sid) != NULL;
-    }
-
-    if (owner == 0) {
-        return 0;
-    }
-
-    if (kill(owner, 0) == -1 && ngx_errno == NGX_ESRCH) {
-        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
-                      "mcp_stdio: the worker %P of a session is gone, "
-                      "the session ends", owner);
-
-        (void) ngx_http_mcp_session_delete(pool->store, sid, ngx_cycle->log);
-        return 0;
-    }
-
-    return 1;
-}
-
-
-static void
-ngx_http_mcp_stdio_session_tick(ngx_event_t *ev)
-{
-    ngx_http_mcp_stdio_req_t  *req = ev->data;
-
-    if (req->get && (ngx_exiting || ngx_quit || ngx_terminate)) {
-        ngx_http_mcp_stdio_session_close(req, "The server is shutting "
-                                              "down");
-        return;
-    }
-
-    if (ngx_http_mcp_stdio_session_pull(req) == NGX_DONE) {
-        return;
-    }
-
-    if (req->poll_at
-        && (ngx_msec_int_t) (ngx_current_msec - req->poll_at) >= 0)
-    {
-        ngx_http_mcp_stdio_session_poll_out(req);
-        return;
-    }
-
-    if (ngx_http_mcp_session_alive(req->pool->store, &req->sid) != NGX_OK
-        || !ngx_http_mcp_stdio_session_owner_live(req->pool, &req->sid,
-                                                  req->owner))
-    {
-        ngx_http_mcp_stdio_session_ended(req, "The session ended");
-        return;
-    }
-
-    if (!req->get
-        && (ngx_msec_int_t) (ngx_current_msec - req->deadline) >= 0)
-    {
-        ngx_http_mcp_stdio_session_gone_remote(req);
-        ngx_http_mcp_stdio_fail(req, NGX_HTTP_MCP_REQUEST_TIMEOUT,
-                                "Request timed out: the stdio server did "
-                                "not answer");
-        return;
-    }
-
-    ngx_add_timer(ev, req->poll_at ? ngx_min(1000, req->poll_at
-                                                   - ngx_current_msec)
-                                   : 1000);
-}
-
-
-/*
- * Whether a request's stream may end unanswered (mcp_stdio_poll): its
- * client takes a stream, and no reply step reads its answer (else that
- * answer is its request's alone: its stream is sealed)
- */
-
-static ngx_uint_t
-ngx_http_mcp_stdio_session_polls(ngx_http_mcp_stdio_req_t *req)
-{
-    return req->accepts_sse && req->pool->poll
-           && !ngx_http_mcp_stdio_steps.reads(req->r);
-}
-
-
-/*
- * mcp_stdio_poll: a POST's stream that its answer did not end in time
- * ends (after its priming event, and what came so far), parked in the
- * log: the answer goes there, and the client gets it with a GET that
- * names the stream's last event (SEP-1699's polling).  The child's
- * request goes on.
- */
-
-static void
-ngx_http_mcp_stdio_session_poll_out(ngx_http_mcp_stdio_req_t *req)
-{
-    ngx_int_t            rc;
-    ngx_http_request_t  *r;
-
-    r = req->r;
-
-    if (!req->sse && ngx_http_mcp_stdio_sse(req) != NGX_OK) {
-        ngx_http_mcp_stdio_session_gone_remote(req);
-        ngx_http_finalize_request(r, NGX_ERROR);
-        return;
-    }
-
-    req->polled = 1;
-    ngx_http_mcp_stdio_detach(req);
-
-    rc = ngx_http_send_special(r, NGX_HTTP_LAST);
-
-    ngx_http_finalize_request(r, rc);
-}
-
-
-/*
- * The answer on a POST's stream that a GET resumed (a polled one): the
- * last event, as the log has it; its request's steps found nothing to
- * read in it (a stream whose answer they read is sealed: never resumed).
- */
-
-static void
-ngx_http_mcp_stdio_session_resumed(ngx_http_mcp_stdio_req_t *req,
-    ngx_str_t *text)
-{
-    ngx_int_t            rc;
-    ngx_http_request_t  *r;
-
-    r = req->r;
-    ngx_http_mcp_stdio_detach(req);
-
-    rc = ngx_http_mcp_stdio_event(req, text->data, text->len, 1);
-
-    ngx_http_finalize_request(r, rc);
-}
-
-
-/*
  * The worker was woken: its remote requests and GETs pull their
  * streams; its sessions take what other workers queued for their
  * children, and end when the store no longer has them (a DELETE
@@ -2255,7 +1404,7 @@ ngx_http_mcp_stdio_session_wake(ngx_http_mcp_stdio_pool_t *pool)
     ngx_http_mcp_stdio_sess_t   *s;
     ngx_http_mcp_inbound_msg_t  *m;
 
-    ngx_http_mcp_stdio_session_pull_remote(pool);
+    ngx_http_mcp_stdio_remote_pull_all(pool);
 
     if (ngx_queue_empty(&pool->sessions)) {
         return;
@@ -2342,7 +1491,7 @@ ngx_http_mcp_stdio_session_inbound(ngx_http_mcp_stdio_sess_t *s,
         if (s->get != NULL && s->get->r == NULL
             && s->get->stream == m->stream)
         {
-            ngx_http_mcp_stdio_session_remote_free(s->get);
+            ngx_http_mcp_stdio_session_record_free(s->get);
             return NGX_OK;
         }
 
@@ -2355,7 +1504,7 @@ ngx_http_mcp_stdio_session_inbound(ngx_http_mcp_stdio_sess_t *s,
             if (req->r == NULL && req->stream == m->stream) {
                 /* its client left: the child is told, as for a local one */
                 child_id = req->child_id;
-                ngx_http_mcp_stdio_session_remote_free(req);
+                ngx_http_mcp_stdio_session_record_free(req);
 
                 return ngx_http_mcp_stdio_session_cancel_id(s, child_id);
             }
@@ -2370,14 +1519,14 @@ ngx_http_mcp_stdio_session_inbound(ngx_http_mcp_stdio_sess_t *s,
             return NGX_OK;
         }
 
-        req = ngx_http_mcp_stdio_session_remote_new(s, m->stream);
+        req = ngx_http_mcp_stdio_session_record(s, m->stream);
         if (req == NULL) {
             return NGX_OK;
         }
 
         if (s->get != NULL) {
             /* the newer GET takes the session's messages */
-            ngx_http_mcp_stdio_session_remote_free(s->get);
+            ngx_http_mcp_stdio_session_record_free(s->get);
         }
 
         req->get = 1;
@@ -2418,7 +1567,7 @@ ngx_http_mcp_stdio_session_inbound(ngx_http_mcp_stdio_sess_t *s,
         return NGX_OK;
     }
 
-    req = ngx_http_mcp_stdio_session_remote_new(s, m->stream);
+    req = ngx_http_mcp_stdio_session_record(s, m->stream);
 
     if (req == NULL) {
         cJSON_Delete(msg);
@@ -2443,7 +1592,7 @@ ngx_http_mcp_stdio_session_inbound(ngx_http_mcp_stdio_sess_t *s,
 /* the owner's record of another worker's request or GET: heap memory */
 
 static ngx_http_mcp_stdio_req_t *
-ngx_http_mcp_stdio_session_remote_new(ngx_http_mcp_stdio_sess_t *s,
+ngx_http_mcp_stdio_session_record(ngx_http_mcp_stdio_sess_t *s,
     uint32_t stream)
 {
     ngx_http_mcp_stdio_req_t  *req;
@@ -2465,7 +1614,7 @@ ngx_http_mcp_stdio_session_remote_new(ngx_http_mcp_stdio_sess_t *s,
 
 
 static void
-ngx_http_mcp_stdio_session_remote_free(ngx_http_mcp_stdio_req_t *req)
+ngx_http_mcp_stdio_session_record_free(ngx_http_mcp_stdio_req_t *req)
 {
     ngx_http_mcp_stdio_detach(req);
 
@@ -2502,7 +1651,7 @@ ngx_http_mcp_stdio_session_answer(ngx_http_mcp_stdio_req_t *req, cJSON *msg)
         cJSON_free(text);
     }
 
-    ngx_http_mcp_stdio_session_remote_free(req);
+    ngx_http_mcp_stdio_session_record_free(req);
 }
 
 
@@ -2515,7 +1664,7 @@ ngx_http_mcp_stdio_session_error(ngx_http_mcp_stdio_req_t *req,
     reply = ngx_http_mcp_error_reply_at(ngx_cycle->log, NGX_LOG_INFO, NULL,
                                         req->id, code, message, NULL);
     if (reply == NULL) {
-        ngx_http_mcp_stdio_session_remote_free(req);
+        ngx_http_mcp_stdio_session_record_free(req);
         return;
     }
 

@@ -10,8 +10,10 @@
 # time is plain JSON; events of a longer call carry ids in order; a
 # location whose reply steps read the answer (a tool policy) holds its
 # POSTs to their answers, and its streams cannot be taken by a
-# Last-Event-ID (409); a Last-Event-ID of a stream that is gone opens a
-# new GET stream; one of another session's is a 404.
+# Last-Event-ID (409); a client that leaves a stream after its first
+# event does not cancel the call (its answer waits for the resume); a
+# Last-Event-ID of a stream that is gone opens a new GET stream; one of
+# another session's is a 404.
 
 use strict;
 use warnings;
@@ -272,6 +274,43 @@ sub read_all {
     unlike($post, qr/"error"/, 'the POST it was taken from ends without a JSON-RPC error');
     like($post, qr/id: 1-0\r?\nretry: 700/, '... after its priming event');
     $g->close;
+}
+
+# --- a client that leaves after its stream's first event, before the poll
+#     time: the call goes on, its answer waits in the log for the resume
+#     (the spec: a disconnection is not a cancellation) ---------------------
+
+{
+    my ($lsid, $lowner) = init_sampling('/mcp');
+    my %left;
+    for my $try (1 .. 16) {
+        last if $left{owner} && $left{other};
+        my $st = call_stream($t, $lsid, "left-$try", 'test_sampling', { prompt => 'hi' },
+                             path => '/mcp', protocol_version => $V, timeout => 10);
+        my $w = $st->header('x-worker') // '';
+        my $kind = $w eq $lowner ? 'owner' : 'other';
+        my $prime = take($st, 3);
+        my $ask = next_request($st, 5);
+        my $last = $st->last_id;
+        $st->close;    # well before the poll time: the call waits on the client
+        next unless $ask;
+        sleep 0.1;
+        my $g = resume('/mcp', $lsid, $last // '');
+        my $a = answer($t, $lsid, $ask->{id}, sampling_answer("left $kind"),
+                       path => '/mcp', protocol_version => $V);
+        my @msgs = until_response($g, "left-$try", 5);
+        $left{$kind} //= { last => $last, status => $g->status, a => $a->{status},
+                           answer => $msgs[-1] // {}, id => "left-$try" };
+        $g->close;
+    }
+    for my $kind (qw(owner other)) {
+        my $c = $left{$kind} or do { fail("a POST that its client left, on the $kind worker"); next };
+        is($c->{a}, 202, "$kind: the client left after the sampling request ($c->{last}); its answer taken");
+        is($c->{answer}{id} // '', $c->{id},
+           "$kind: the call went on, and its answer came on the GET that resumed the stream");
+        like($c->{answer}{result}{content}[0]{text} // '', qr/left $kind/,
+             "$kind: ... with what the client answered the sampling request");
+    }
 }
 
 # --- a session's requests at its child are bounded (a polled one holds no

@@ -307,6 +307,7 @@ ngx_int_t ngx_http_mcp_stdio_remote_resume(ngx_http_request_t *r,
     ngx_http_mcp_stdio_sess_t *s, ngx_http_mcp_stdio_pool_t *pool,
     ngx_pid_t owner, ngx_str_t *sid, uint32_t resume, uint64_t seq);
 void ngx_http_mcp_stdio_remote_gone(ngx_http_mcp_stdio_req_t *req);
+void ngx_http_mcp_stdio_remote_left(ngx_http_mcp_stdio_req_t *req);
 void ngx_http_mcp_stdio_remote_cleanup(void *data);
 void ngx_http_mcp_stdio_remote_pull_all(ngx_http_mcp_stdio_pool_t *pool);
 ngx_uint_t ngx_http_mcp_stdio_remote_owner_live(

@@ -429,8 +429,8 @@ ngx_http_mcp_stdio_cleanup(void *data)
     }
 
     if (req->remote) {
-        /* of a session another worker owns: that worker is told */
-        ngx_http_mcp_stdio_remote_gone(req);
+        /* of a session's log: parked for a resume, or its owner told */
+        ngx_http_mcp_stdio_remote_left(req);
     }
 
     child = req->child;

@@ -430,8 +430,8 @@ ngx_http_mcp_stdio_remote_gone(ngx_http_mcp_stdio_req_t *req)
 
 /*
  * A GET stream's request ends (this module's pool cleanup of it): the
- * owner is told when it read another worker's session, or one that a
- * Last-Event-ID resumed; the owner's own GET is only let go.
+ * owner is told when it read another worker's session, or a stream that
+ * a Last-Event-ID resumed; the owner's own GET is only let go.
  */
 
 void
@@ -440,11 +440,33 @@ ngx_http_mcp_stdio_remote_cleanup(void *data)
     ngx_http_mcp_stdio_req_t  *req = data;
 
     if (req->remote) {
-        /* the owner forgets it: its messages go elsewhere */
-        ngx_http_mcp_stdio_remote_gone(req);
+        ngx_http_mcp_stdio_remote_left(req);
     }
 
     ngx_http_mcp_stdio_detach(req);
+}
+
+
+/*
+ * A remote request's client left.  A stream it may resume (not sealed:
+ * one that mcp_stdio_poll may end, or one a Last-Event-ID resumed; its
+ * client has had an event id) is parked, as at its poll time, and the
+ * call goes on: the spec has a disconnection not be a cancellation (a
+ * client cancels with notifications/cancelled), and the answer waits in
+ * the log for a GET with Last-Event-ID.  Any other stream is gone: the
+ * owner cancels the call, or forgets the GET.
+ */
+
+void
+ngx_http_mcp_stdio_remote_left(ngx_http_mcp_stdio_req_t *req)
+{
+    if (!req->get && req->sse && (req->poll_at || req->resumed)) {
+        req->polled = 1;
+        ngx_http_mcp_stdio_detach(req);
+        return;
+    }
+
+    ngx_http_mcp_stdio_remote_gone(req);
 }
 
 

@@ -429,9 +429,10 @@ ngx_http_mcp_stdio_remote_gone(ngx_http_mcp_stdio_req_t *req)
 
 
 /*
- * A GET stream's request ends (this module's pool cleanup of it): the
- * owner is told when it read another worker's session, or a stream that
- * a Last-Event-ID resumed; the owner's own GET is only let go.
+ * The pool cleanup of a request that session_other() or remote_resume()
+ * made: a GET stream, or a POST's stream that a Last-Event-ID resumed.
+ * One that reads the session's log is parked or its owner told (as the
+ * module's cleanup does for a POST); the owner's own GET is let go.
  */
 
 void
@@ -759,8 +760,7 @@ ngx_http_mcp_stdio_remote_tick(ngx_event_t *ev)
     ngx_http_mcp_stdio_req_t  *req = ev->data;
 
     if (req->get && (ngx_exiting || ngx_quit || ngx_terminate)) {
-        ngx_http_mcp_stdio_close(req, "The server is shutting "
-                                              "down");
+        ngx_http_mcp_stdio_close(req, "The server is shutting down");
         return;
     }
 

@@ -113,14 +113,11 @@ my $fake = fake_upstream(sub {
         }
         # one write(2) for them all (print would split it into PerlIO's
         # 8 KB writes, which a quick reader takes one by one): a burst
-        # reaches nginx as the kernel's segments of up to 64 KB
+        # reaches nginx as the kernel's segments of up to 64 KB; a failed
+        # write is nginx letting go, which the keepalives below see
         my $i = 0;
-        my $all = join '', map { $i++; "id: $path-$i\ndata: $_\n\n" } @ev;
-        for (my $off = 0; $off < length $all; ) {
-            my $n = syswrite($c, $all, length($all) - $off, $off);
-            last if !$n;
-            $off += $n;
-        }
+        McpHttp::_write_all($c, join('', map { $i++; "id: $path-$i\ndata: $_\n\n" } @ev),
+                            time + 30);
         # a keepalive a tenth of a second: a write fails once nginx let go
         for (1 .. 600) {
             sleep 0.1;

@@ -98,6 +98,8 @@ my $t = McpTest->new(
             add_header X-Worker \$pid always;
         }
 
+        location = /who { add_header X-Worker \$pid always; return 200 "who\\n"; }
+
         location = /bad {
             mcp_backend alpha /_b/alpha;
             mcp_backend dup   /_b/dup;
@@ -158,19 +160,25 @@ for my $case ([ 'node__trigger-sampling-request', { prompt => 'the question', ma
 }
 
 # the answer at another worker than the call's: the session's wait record
+# (odd rounds answer on a kept connection to another worker than the
+# call's, even rounds on a fresh connection, wherever the kernel puts it)
 {
+    my $conn = pinned_conns($t, sub { $t->request(method => 'GET', path => '/who', conn => $_[0],
+                                                  keepalive => 1) });
     my ($ok, $cross) = (0, 0);
     for my $i (1 .. 8) {
         my $s = call_stream($t, $sid, 130 + $i, 'alpha__test_sampling', { prompt => "round $i" });
         my $req = server_request($s) or next;
-        my $a = answer($t, $sid, $req->{id}, sampling_answer("answer $i"));
+        my ($to) = $i % 2 ? grep { $_ ne (worker_of($s) // '') } sort keys %$conn : ();
+        my $a = answer($t, $sid, $req->{id}, sampling_answer("answer $i"),
+                       ($to ? (conn => $conn->{$to}, keepalive => 1) : ()));
         my @m = until_response($s, 130 + $i);
         $ok++ if text($m[-1]{result}) eq "LLM response: answer $i";
         $cross++ if worker_of($a) && worker_of($s) && worker_of($a) ne worker_of($s);
         note("call at " . (worker_of($s) // "?") . ", answer at " . (worker_of($a) // "?"));
     }
     is($ok, 8, 'eight sampling rounds through the gateway, each result with its own answer');
-    cmp_ok($cross, '>', 0, "... $cross of them answered at another worker than the call's");
+    cmp_ok($cross, '>=', 4, "... $cross of them answered at another worker than the call's");
 }
 
 # elicitation, the same way

@@ -27,6 +27,7 @@ use McpTest timeout => 240;
 use McpAssert;
 use McpJwt;
 use McpGateway qw(node_available node_bin npm_dir);
+use McpStream qw(pinned_conns);
 
 my $why = node_available('@modelcontextprotocol/server-everything');
 plan skip_all => $why if $why;
@@ -104,15 +105,8 @@ sub children { scalar McpTest::marked_pids($MARK) }
 # kept connections, one a worker: { pid => socket } (a sessionless ping
 # is answered by the worker that reads it)
 sub pinned {
-    my %c;
-    for (1 .. 80) {
-        last if keys %c == 4;
-        my $c = $t->connect(port => $t->port) or next;
-        my $r = post(undef, { jsonrpc => '2.0', id => 'who', method => 'ping' }, conn => $c);
-        my $w = $r->{headers}{'x-worker'};
-        if ($r->{status} == 200 && defined $w && !$c{$w}) { $c{$w} = $c } else { close $c }
-    }
-    return \%c;
+    return pinned_conns($t, sub { post(undef, { jsonrpc => '2.0', id => 'who', method => 'ping' },
+                                       conn => $_[0]) });
 }
 
 # a stream (POST or GET) served by a worker other than those in @not

@@ -18,7 +18,7 @@ use McpTest ();
 
 our @EXPORT = qw(streaming_server call_msg call_stream take take_all rpc_of
                  id_parts priming_ok ended_ok answer sampling_answer
-                 pids_by_tag worker_of quiet_for next_request
+                 pids_by_tag worker_of pinned_conns quiet_for next_request
                  until_response post_unread);
 
 # A started instance serving the Everything set at /mcp, with
@@ -228,6 +228,25 @@ sub worker_of {
         ? $r->{headers}{'x-worker'} : $r->header('x-worker');
 }
 
+# Kept connections, one a worker: { pid => socket }.  Fresh connections
+# reach the workers as the kernel spreads them (reuseport), so a test that
+# needs "another worker" keeps one connection on each instead of hoping
+# for a spread.  $probe->($socket) sends one request on the socket with
+# keepalive and returns its response, whose X-Worker header names the
+# worker that read it.  Fewer than 4 entries if 80 tries did not find all.
+sub pinned_conns {
+    my ($t, $probe, %o) = @_;
+    my %c;
+    for (1 .. 80) {
+        last if keys %c == 4;
+        my $c = $t->connect(port => $o{port} // $t->port) or next;
+        my $r = $probe->($c);
+        my $w = $r->{headers}{'x-worker'};
+        if ($r->{status} == 200 && defined $w && !$c{$w}) { $c{$w} = $c } else { close $c }
+    }
+    return \%c;
+}
+
 # True if no event arrives on any of the streams for $secs seconds (keep-
 # alive comments do not count); the events that did arrive are returned in
 # list context.  A stream that ended or failed (EOF, a read error, a bad
@@ -296,6 +315,8 @@ logs/pids.log (C<$pid $http_x_tag $request $status>), C<X-Worker: $pid>.
 =item sampling_answer($text) -> \%result
 
 =item pids_by_tag($t, [tags], $timeout) -> { tag => [pids] }, worker_of($r_or_sse) -> $pid
+
+=item pinned_conns($t, $probe, port => ...) -> { pid => socket }, one kept connection a worker
 
 =item quiet_for($secs, @sse) -> true if no event arrived (list: the events)
 

@@ -12,6 +12,7 @@
 # POSTs to their answers, and its streams cannot be taken by a
 # Last-Event-ID (409); a client that leaves a stream after its first
 # event does not cancel the call (its answer waits for the resume); a
+# server request goes on a stream a client reads before a parked one; a
 # Last-Event-ID of a stream that is gone opens a new GET stream; one of
 # another session's is a 404.
 
@@ -310,6 +311,42 @@ sub read_all {
            "$kind: the call went on, and its answer came on the GET that resumed the stream");
         like($c->{answer}{result}{content}[0]{text} // '', qr/left $kind/,
              "$kind: ... with what the client answered the sampling request");
+    }
+}
+
+# --- a server request while another call of the session is parked: it goes
+#     on the stream a client reads, not on the parked one (the stdio
+#     transport does not say which call asks; the answer reaches the child
+#     by its id from any stream) -----------------------------------------------
+
+{
+    my ($psid) = init_sampling('/mcp');
+    my $first = call_stream($t, $psid, 'parked', 'test_sampling', { prompt => 'first' },
+                            path => '/mcp', protocol_version => $V, timeout => 10);
+    take($first, 3);
+    my $ask1 = next_request($first, 5);
+    take_all($first, 2);    # its poll time: the stream ends, the call waits at the child
+    my $last1 = $first->last_id;
+    ok($ask1 && $first->is_done, 'a sampling call asked its client, then its stream was parked');
+    my $second = call_stream($t, $psid, 'live', 'test_sampling', { prompt => 'second' },
+                             path => '/mcp', protocol_version => $V, timeout => 10);
+    take($second, 3);
+    my $ask2 = next_request($second, 2);
+    like(($ask2 // {})->{params}{messages}[0]{content}{text} // '', qr/second/,
+         'a second call\'s sampling request comes on its own stream, not on the parked one');
+    my $last2 = $second->last_id;
+    $second->close;
+    my %a;
+    $a{$_->[0]} = answer($t, $psid, $_->[1]{id}, sampling_answer("to $_->[0]"), path => '/mcp',
+                         protocol_version => $V)->{status} for grep { $_->[1] } [first => $ask1], [second => $ask2];
+    is(join(',', map { $a{$_} // 0 } qw(first second)), '202,202', 'both answered');
+    for my $c ([ 'parked', $last1, 'first' ], [ 'live', $last2, 'second' ]) {
+        my $g = resume('/mcp', $psid, $c->[1] // '');
+        my @msgs = until_response($g, $c->[0], 5);
+        like((($msgs[-1] // {})->{result}{content}[0]{text}) // '', qr/to $c->[2]/,
+             "the $c->[2] call's result, on the GET that resumed its stream, has its own answer");
+        $g->close;
+        sleep 0.2;
     }
 }
 

@@ -66,6 +66,8 @@ static void ngx_http_mcp_stdio_session_answer(ngx_http_mcp_stdio_req_t *req,
     cJSON *msg);
 static void ngx_http_mcp_stdio_session_error(ngx_http_mcp_stdio_req_t *req,
     ngx_int_t code, const char *message);
+static ngx_uint_t ngx_http_mcp_stdio_session_held(
+    ngx_http_mcp_stdio_req_t *req);
 static ngx_http_mcp_stdio_req_t *ngx_http_mcp_stdio_session_stream(
     ngx_http_mcp_stdio_sess_t *s, ngx_uint_t get_first);
 static void ngx_http_mcp_stdio_session_end(ngx_http_mcp_stdio_sess_t *s,
@@ -817,7 +819,11 @@ ngx_http_mcp_stdio_session_line(ngx_http_mcp_stdio_child_t *child,
 /*
  * The stream a server's own message goes on: the GET stream first, or
  * the oldest POST stream (get_first 0: the reverse), a POST only when
- * its client takes an event stream and the session has started.
+ * its client takes an event stream and the session has started.  A
+ * stream a connection writes now comes before a parked one (its client
+ * left, and may resume it): a request there would wait for the resume,
+ * while its answer, which goes to the child by its id, may come on any
+ * stream of the session.
  */
 
 static ngx_http_mcp_stdio_req_t *
@@ -825,10 +831,16 @@ ngx_http_mcp_stdio_session_stream(ngx_http_mcp_stdio_sess_t *s,
     ngx_uint_t get_first)
 {
     ngx_queue_t               *q;
-    ngx_http_mcp_stdio_req_t  *req;
+    ngx_http_mcp_stdio_req_t  *req, *parked;
+
+    parked = NULL;
 
     if (get_first && s->get != NULL) {
-        return s->get;
+        if (ngx_http_mcp_stdio_session_held(s->get)) {
+            return s->get;
+        }
+
+        parked = s->get;
     }
 
     for (q = ngx_queue_head(&s->inflight);
@@ -837,12 +849,46 @@ ngx_http_mcp_stdio_session_stream(ngx_http_mcp_stdio_sess_t *s,
     {
         req = ngx_queue_data(q, ngx_http_mcp_stdio_req_t, queue);
 
-        if (req->accepts_sse) {
+        if (!req->accepts_sse) {
+            continue;
+        }
+
+        if (ngx_http_mcp_stdio_session_held(req)) {
             return req;
+        }
+
+        if (parked == NULL) {
+            parked = req;
         }
     }
 
+    if (parked != NULL
+        && (get_first || s->get == NULL
+            || !ngx_http_mcp_stdio_session_held(s->get)))
+    {
+        return parked;
+    }
+
     return s->get;
+}
+
+
+/*
+ * Whether a stream is written to a client now: this worker's own
+ * request, or another worker's (a record) whose stream in the log a
+ * connection holds, not parked
+ */
+
+static ngx_uint_t
+ngx_http_mcp_stdio_session_held(ngx_http_mcp_stdio_req_t *req)
+{
+    if (req->r != NULL) {
+        return 1;
+    }
+
+    return ngx_http_mcp_session_stream_held(req->pool->store, &req->sid,
+                                            req->stream)
+           == NGX_OK;
 }
 
 

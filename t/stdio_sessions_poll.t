@@ -58,6 +58,7 @@ $loc
             mcp_stdio_poll 300ms;
             mcp_tools_deny test_error_handling;
         }
+        location = /who { add_header X-Worker \$pid always; return 200 "who\\n"; }
 NGX
 );
 $t->start;
@@ -96,20 +97,31 @@ sub resume {
                               protocol_version => $V, timeout => 10);
 }
 
+# a kept connection to the session's owner ($kind 'owner') or to another
+# worker ('other'): (conn => socket) for a request, which the kernel's
+# spread of fresh connections would leave to chance
+sub on {
+    my ($kind, $owner) = @_;
+    my ($c) = conn_on($t, sub { $t->request(method => 'GET', path => '/who', conn => $_[0],
+                                            keepalive => 1) },
+                      sub { $kind eq 'owner' ? $_[0] eq $owner : $_[0] ne $owner });
+    return $c ? (conn => $c, keepalive => 1) : ();
+}
+
 # --- a slow call's stream ends after its priming event; the answer comes on
 #     the resume, whether the POST reached the child's worker or another ----
 
 my %case;    # 'owner' / 'other' => what was seen
-for my $try (1 .. 16) {
-    last if $case{owner} && $case{other};
+for my $kind (qw(owner other)) {
+    my $try = $kind;
     my ($sid, $owner) = init('/mcp');
     next unless defined $sid;
+    my %on = on($kind, $owner);
     my $t0 = time;
     my $st = call_stream($t, $sid, "rc-$try", 'test_reconnection', {},
-                         path => '/mcp', protocol_version => $V, timeout => 10);
+                         path => '/mcp', protocol_version => $V, timeout => 10, %on);
     my $w = $st->header('x-worker') // '';
-    my $kind = $w eq $owner ? 'owner' : 'other';
-    if ($case{$kind}) { $st->close; next }
+    next if ($w eq $owner ? 'owner' : 'other') ne $kind;
     my @ev = take_all($st, 3);
     my $ended = $st->is_done && !$st->{error};
     my $took = time - $t0;
@@ -156,15 +168,16 @@ is($r->{json}{id} // '', 'fast', 'a fast call: its answer');
 # --- a call with progress: each event has its id, in order ------------------
 
 my %pseen;
-for my $try (1 .. 8) {
+for my $kind (qw(owner other)) {
+    my $try = $kind;
     my $st = call_stream($t, $sid, "pg-$try", 'test_tool_with_progress', {},
                          token => "tok-$try", path => '/mcp', protocol_version => $V,
-                         timeout => 10);
+                         timeout => 10, on($kind, $owner));
     my $w = $st->header('x-worker') // '';
     my @ev = take_all($st, 3);
     $st->close;
-    my $kind = $w eq $owner ? 'owner' : 'other';
-    next if $pseen{$kind};
+    ok(($w eq $owner ? 'owner' : 'other') eq $kind, "progress: a call on the $kind worker")
+        or next;
     $pseen{$kind} = 1;
     priming_ok($ev[0], 700, "progress ($kind worker): the priming event first");
     my @ids = map { [id_parts($_->{id})] } @ev;
@@ -178,7 +191,6 @@ for my $try (1 .. 8) {
     ok(@rpc >= 2 && ($rpc[-1]{id} // '') eq "pg-$try"
        && ($rpc[0]{method} // '') eq 'notifications/progress',
        "progress ($kind worker): the notifications, then the answer");
-    last if $pseen{owner} && $pseen{other};
 }
 
 # --- a location whose reply steps read the answer holds it to its request ----
@@ -196,13 +208,14 @@ sub init_sampling {
 
 my ($psid, $powner) = init_sampling('/policy');
 my %held;
-for my $try (1 .. 16) {
-    last if $held{owner} && $held{other};
+for my $kind (qw(owner other)) {
+    my $try = $kind;
+    my %on = on($kind, $powner);
     my $t0 = time;
-    my $r = post('/policy', $psid, call_msg("held-$try", 'test_reconnection', {}));
+    my $r = post('/policy', $psid, call_msg("held-$try", 'test_reconnection', {}), %on);
     my $w = $r->{headers}{'x-worker'} // '';
-    my $kind = $w eq $powner ? 'owner' : 'other';
-    $held{$kind} //= { id => "held-$try", r => $r, took => time - $t0 };
+    $held{$kind} = { id => "held-$try", r => $r, took => time - $t0 }
+        if ($w eq $powner ? 'owner' : 'other') eq $kind;
 }
 for my $kind (qw(owner other)) {
     my $h = $held{$kind} or do { fail("/policy: a POST on the $kind worker"); next };
@@ -216,7 +229,8 @@ for my $kind (qw(owner other)) {
 my $sealed;
 for my $try (1 .. 16) {
     my $st = call_stream($t, $psid, "samp-$try", 'test_sampling', { prompt => 'hi' },
-                         path => '/policy', protocol_version => $V, timeout => 10);
+                         path => '/policy', protocol_version => $V, timeout => 10,
+                         on('other', $powner));
     my $w = $st->header('x-worker') // '';
     my $prime = take($st, 3);
     my $ask = next_request($st, 5);
@@ -284,12 +298,13 @@ sub read_all {
 {
     my ($lsid, $lowner) = init_sampling('/mcp');
     my %left;
-    for my $try (1 .. 16) {
-        last if $left{owner} && $left{other};
+    for my $kind (qw(owner other)) {
+        my $try = $kind;
         my $st = call_stream($t, $lsid, "left-$try", 'test_sampling', { prompt => 'hi' },
-                             path => '/mcp', protocol_version => $V, timeout => 10);
+                             path => '/mcp', protocol_version => $V, timeout => 10,
+                             on($kind, $lowner));
         my $w = $st->header('x-worker') // '';
-        my $kind = $w eq $lowner ? 'owner' : 'other';
+        next if ($w eq $lowner ? 'owner' : 'other') ne $kind;
         my $prime = take($st, 3);
         my $ask = next_request($st, 5);
         my $last = $st->last_id;

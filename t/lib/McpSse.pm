@@ -37,7 +37,8 @@ sub sse_open {
     $o{host} //= '127.0.0.1';
     my $timeout = $o{timeout} // 5;
     my $r = { status => 0, headers => {}, header_list => [], raw => '', body => '' };
-    my $sock = $self->connect(port => $o{port}, timeout => $timeout);
+    # conn: a kept socket to send on (a worker chosen); the stream owns it
+    my $sock = $o{conn} // $self->connect(port => $o{port}, timeout => $timeout);
     $r->{request} = defined $o{raw} ? $o{raw} : _build_request(%o, keepalive => 1);
     if (!$sock) {
         $r->{error} = "connect failed: $!";

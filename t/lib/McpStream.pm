@@ -18,7 +18,7 @@ use McpTest ();
 
 our @EXPORT = qw(streaming_server call_msg call_stream take take_all rpc_of
                  id_parts priming_ok ended_ok answer sampling_answer
-                 pids_by_tag worker_of pinned_conns quiet_for next_request
+                 pids_by_tag worker_of pinned_conns conn_on quiet_for next_request
                  until_response post_unread);
 
 # A started instance serving the Everything set at /mcp, with
@@ -233,18 +233,32 @@ sub worker_of {
 # needs "another worker" keeps one connection on each instead of hoping
 # for a spread.  $probe->($socket) sends one request on the socket with
 # keepalive and returns its response, whose X-Worker header names the
-# worker that read it.  Fewer than 4 entries if 80 tries did not find all.
+# worker that read it.  Fewer than 4 entries if 80 tries did not find
+# the next one.
 sub pinned_conns {
     my ($t, $probe, %o) = @_;
     my %c;
+    while (keys %c < 4) {
+        my ($c, $w) = conn_on($t, $probe, sub { !$c{ $_[0] } }, %o) or last;
+        $c{$w} = $c;
+    }
+    return \%c;
+}
+
+# A kept connection to a worker that $ok->($pid) accepts, and its pid;
+# () if 80 tries found none.  $probe as for pinned_conns().  A test that
+# needs "the session's owner" or "another worker" asks for it here rather
+# than opening sessions until the kernel happens to spread them so.
+sub conn_on {
+    my ($t, $probe, $ok, %o) = @_;
     for (1 .. 80) {
-        last if keys %c == 4;
         my $c = $t->connect(port => $o{port} // $t->port) or next;
         my $r = $probe->($c);
         my $w = $r->{headers}{'x-worker'};
-        if ($r->{status} == 200 && defined $w && !$c{$w}) { $c{$w} = $c } else { close $c }
+        return ($c, $w) if $r->{status} == 200 && defined $w && $ok->($w);
+        close $c;
     }
-    return \%c;
+    return;
 }
 
 # True if no event arrives on any of the streams for $secs seconds (keep-
@@ -317,6 +331,8 @@ logs/pids.log (C<$pid $http_x_tag $request $status>), C<X-Worker: $pid>.
 =item pids_by_tag($t, [tags], $timeout) -> { tag => [pids] }, worker_of($r_or_sse) -> $pid
 
 =item pinned_conns($t, $probe, port => ...) -> { pid => socket }, one kept connection a worker
+
+=item conn_on($t, $probe, sub { $pid ok }, port => ...) -> (socket, pid), a kept connection to such a worker
 
 =item quiet_for($secs, @sse) -> true if no event arrived (list: the events)
 

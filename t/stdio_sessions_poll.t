@@ -14,7 +14,8 @@
 # event does not cancel the call (its answer waits for the resume); a
 # server request goes on a stream a client reads before a parked one; a
 # Last-Event-ID of a stream that is gone opens a new GET stream; one of
-# another session's is a 404.
+# another session's is a 404; a call resumed before a reload gets its
+# answer from the old worker.
 
 use strict;
 use warnings;
@@ -430,6 +431,33 @@ my $r2 = post('/mcp', $sid2, call_msg('x', 'test_simple_text', {}));
 is($r2->{status}, 200, 'a second session works');
 my $other = get_refused('/mcp', 'f' x 32, '1-0');
 is($other->{status}, 404, 'Last-Event-ID with an unknown session: 404');
+
+# --- a reload while a call is parked and its client has resumed it: the
+#     old owner waits for the call, and the answer reaches the GET (last:
+#     the reload ends every session of the old workers) ---------------------
+
+{
+    my ($ok, @seen) = (0);
+    for my $round (1 .. 2) {
+        my ($rsid) = init('/mcp');
+        my $st = call_stream($t, $rsid, "rl-$round", 'test_reconnection', {},
+                             path => '/mcp', protocol_version => $V, timeout => 10);
+        my @ev = take_all($st, 3);
+        my $g = resume('/mcp', $rsid, $ev[0] ? $ev[0]{id} : '');
+        my %old = map { $_ => 1 } $t->worker_pids;
+        $t->reload;
+        my @msgs = until_response($g, "rl-$round", 5);
+        my $a = $msgs[-1] // {};
+        my $gone = McpTest::wait_until(10, sub { !(grep { $old{$_} } $t->worker_pids(all => 1)) });
+        push @seen, "round $round: GET " . $g->status . ', old workers ' . ($gone ? 'gone' : 'left')
+                    . ', ' . McpTest::encode_json($a);
+        $ok++ if ($a->{id} // '') eq "rl-$round" && $gone
+                 && ($a->{result}{content}[0]{text} // '') =~ /Reconnection test completed/;
+        $g->close;
+    }
+    is($ok, 2, 'a reload with a polled call resumed: its answer on the GET, then the old workers exit')
+        or diag(join "\n", @seen);
+}
 
 $t->stop;
 sleep 0.5;

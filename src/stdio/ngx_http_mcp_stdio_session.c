@@ -1423,8 +1423,9 @@ ngx_http_mcp_stdio_session_free(ngx_http_mcp_stdio_sess_t *s,
         sid.data = s->sid;
         sid.len = NGX_HTTP_MCP_SESSION_ID_LEN;
 
-        (void) ngx_http_mcp_session_delete(s->pool->store, &sid,
-                                           ngx_cycle->log);
+        /* what it wrote last for other workers' streams is still read */
+        (void) ngx_http_mcp_session_stdio_retire(s->pool->store, &sid,
+                                                 ngx_cycle->log);
     }
 
     ngx_queue_remove(&s->queue);

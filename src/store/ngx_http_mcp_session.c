@@ -30,6 +30,8 @@ static void ngx_http_mcp_session_dpop_insert(ngx_rbtree_node_t *temp,
 static void ngx_http_mcp_session_rbtree_link(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel, size_t off,
     size_t len);
+static ngx_int_t ngx_http_mcp_session_end(ngx_shm_zone_t *zone,
+    ngx_str_t *id, ngx_uint_t retire, ngx_log_t *log);
 static void ngx_http_mcp_session_free(ngx_http_mcp_zone_t *ctx,
     ngx_http_mcp_session_node_t *s);
 static void ngx_http_mcp_session_expire(ngx_http_mcp_zone_t *ctx,
@@ -297,6 +299,26 @@ ngx_http_mcp_session_find(ngx_http_mcp_zone_t *ctx, ngx_str_t *id)
 
     return (node != NULL) ? (ngx_http_mcp_session_node_t *) &node->color
                           : NULL;
+}
+
+
+/*
+ * A retired session (ngx_http_mcp_session_stdio_retire()) goes once no
+ * worker holds a stream of it: what was written for them is taken, or
+ * their clients are gone.  Called with the zone locked; 1 if it went.
+ */
+
+ngx_uint_t
+ngx_http_mcp_session_retired_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s)
+{
+    if (!s->retired || s->streams != 0) {
+        return 0;
+    }
+
+    ngx_http_mcp_session_free(ctx, s);
+
+    return 1;
 }
 
 
@@ -819,7 +841,11 @@ ngx_http_mcp_session_alive(ngx_shm_zone_t *zone, ngx_str_t *id)
 
     s = ngx_http_mcp_session_find(ctx, id);
 
-    if (s != NULL && ngx_http_mcp_session_idle(s)
+    if (s != NULL && s->retired) {
+        /* ended: only its readers pull what is left */
+        s = NULL;
+
+    } else if (s != NULL && ngx_http_mcp_session_idle(s)
         && (ngx_msec_int_t) (now - s->last) >= 0
         && now - s->last >= ctx->timeout)
     {
@@ -869,8 +895,12 @@ ngx_http_mcp_session_get_locked(ngx_http_mcp_zone_t *ctx, ngx_str_t *id,
 
     s = ngx_http_mcp_session_find(ctx, id);
 
-    /* a session is its caller's: to anyone else it does not exist */
+    /*
+     * a session is its caller's: to anyone else it does not exist; a
+     * retired one, to nobody
+     */
     if (s == NULL
+        || s->retired
         || s->bound != (auth != NULL)
         || (auth != NULL
             && ngx_memcmp(s->binding, auth->binding,
@@ -914,6 +944,31 @@ ngx_int_t
 ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_log_t *log)
 {
+    return ngx_http_mcp_session_end(zone, id, 0, log);
+}
+
+
+/*
+ * A stdio session's owner ends it.  Deleting it at once would lose what
+ * the owner has just written on streams that other workers hold and have
+ * not pulled yet: the answer of a call a graceful exit waited for, the
+ * error of one it ends.  So while a stream is held the session is only
+ * retired: no lookup finds it, no message reaches its child, and it goes
+ * with the last of those streams (ngx_http_mcp_session_retired_free()).
+ */
+
+ngx_int_t
+ngx_http_mcp_session_stdio_retire(ngx_shm_zone_t *zone, ngx_str_t *sid,
+    ngx_log_t *log)
+{
+    return ngx_http_mcp_session_end(zone, sid, 1, log);
+}
+
+
+static ngx_int_t
+ngx_http_mcp_session_end(ngx_shm_zone_t *zone, ngx_str_t *id,
+    ngx_uint_t retire, ngx_log_t *log)
+{
     ngx_uint_t                    i, n;
     ngx_pid_t                     owners[16];
     ngx_queue_t                  *q;
@@ -949,7 +1004,16 @@ ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
             owners[n++] = w->owner;
         }
 
-        ngx_http_mcp_session_free(ctx, s);
+        /* with no stream held, nothing is left to read: it goes now */
+        retire = retire && s->streams != 0;
+
+        if (retire) {
+            s->retired = 1;
+            s->stdio_owner = 0;
+
+        } else {
+            ngx_http_mcp_session_free(ctx, s);
+        }
     }
 
     ngx_shmtx_unlock(&ctx->shpool->mutex);
@@ -957,7 +1021,8 @@ ngx_http_mcp_session_delete(ngx_shm_zone_t *zone, ngx_str_t *id,
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, log, 0,
                    "mcp session %s %s, %ui workers to tell",
                    ngx_http_mcp_session_log_id(id->data, id->len),
-                   s ? "deleted" : "to delete not found", n);
+                   s == NULL ? "to delete not found"
+                             : retire ? "retired" : "deleted", n);
 
     for (i = 0; i < n; i++) {
         (void) ngx_http_mcp_notify_pid(owners[i], log);

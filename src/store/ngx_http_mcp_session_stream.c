@@ -219,6 +219,7 @@ ngx_http_mcp_session_stream_release(ngx_shm_zone_t *zone, ngx_str_t *sid,
     if (st != NULL && st->owner == ngx_pid && st->token == token) {
         ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
         st->parked = (park || st->standalone);
+        (void) ngx_http_mcp_session_retired_free(ctx, s);
         rc = NGX_OK;
     }
 
@@ -464,6 +465,7 @@ ngx_http_mcp_session_pull_locked(ngx_http_mcp_zone_t *ctx, u_char *id_data,
     if (!st->standalone && st->pending == 0) {
         *complete = 1;
         ngx_http_mcp_session_stream_free(ctx, s, st);
+        (void) ngx_http_mcp_session_retired_free(ctx, s);
     }
 
     return NGX_OK;

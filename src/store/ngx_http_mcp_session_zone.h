@@ -143,6 +143,9 @@ typedef struct {
     unsigned                   roots:1;
     unsigned                   bound:1;     /* to an authenticated caller */
     unsigned                   elicitation_url:1;  /* elicitation: form */
+    unsigned                   retired:1;   /* its stdio owner ended it:
+                                               only its held streams are
+                                               left to be pulled */
     ngx_uint_t                 streams;     /* owned streams: not idle */
     ngx_queue_t                queue;
     ngx_msec_t                 last;
@@ -300,6 +303,8 @@ ngx_rbtree_node_t *ngx_http_mcp_session_rbtree_lookup(ngx_rbtree_t *tree,
     ngx_rbtree_key_t key, u_char *id, size_t off, size_t len);
 ngx_http_mcp_session_node_t *ngx_http_mcp_session_find(
     ngx_http_mcp_zone_t *ctx, ngx_str_t *id);
+ngx_uint_t ngx_http_mcp_session_retired_free(ngx_http_mcp_zone_t *ctx,
+    ngx_http_mcp_session_node_t *s);
 void *ngx_http_mcp_session_alloc(ngx_http_mcp_zone_t *ctx, size_t size,
     ngx_http_mcp_session_node_t *keep, ngx_log_t *log);
 void ngx_http_mcp_session_wait_free(ngx_http_mcp_zone_t *ctx,

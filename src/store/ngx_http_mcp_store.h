@@ -300,6 +300,14 @@ ngx_int_t ngx_http_mcp_session_stdio_own(ngx_shm_zone_t *zone,
     ngx_str_t *sid, ngx_pid_t pid, ngx_uint_t location);
 ngx_pid_t ngx_http_mcp_session_stdio_owner(ngx_shm_zone_t *zone,
     ngx_str_t *sid, ngx_uint_t *location);
+/*
+ * the owner ends the session (its child stopped): as delete(), but while
+ * other workers hold streams of it the session is only retired, found by
+ * no lookup, until they pulled what the owner wrote last (an answer, an
+ * error) and let go of them
+ */
+ngx_int_t ngx_http_mcp_session_stdio_retire(ngx_shm_zone_t *zone,
+    ngx_str_t *sid, ngx_log_t *log);
 ngx_int_t ngx_http_mcp_session_inbound_push(ngx_shm_zone_t *zone,
     ngx_str_t *sid, ngx_uint_t kind, uint32_t stream, u_char *data,
     size_t len, ngx_pid_t *owner, ngx_log_t *log);

@@ -779,7 +779,15 @@ ngx_http_mcp_stdio_remote_tick(ngx_event_t *ev)
         || !ngx_http_mcp_stdio_remote_owner_live(req->pool, &req->sid,
                                                  req->owner))
     {
-        ngx_http_mcp_stdio_remote_ended(req, "The session ended");
+        /*
+         * what the owner wrote as it ended the session, after the pull
+         * above, is read first: a retired session keeps it for this
+         * stream (ngx_http_mcp_session_stdio_retire())
+         */
+        if (ngx_http_mcp_stdio_remote_pull(req) != NGX_DONE) {
+            ngx_http_mcp_stdio_remote_ended(req, "The session ended");
+        }
+
         return;
     }
 

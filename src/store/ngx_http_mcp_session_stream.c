@@ -349,6 +349,7 @@ ngx_http_mcp_session_send(ngx_shm_zone_t *zone, ngx_str_t *sid,
         if (st != NULL && st->owner == owner) {
             ngx_http_mcp_session_stream_owner(ctx, s, st, 0);
             st->parked = st->standalone;
+            (void) ngx_http_mcp_session_retired_free(ctx, s);
         }
 
         ngx_shmtx_unlock(&ctx->shpool->mutex);

@@ -14,8 +14,8 @@
 # event does not cancel the call (its answer waits for the resume); a
 # server request goes on a stream a client reads before a parked one; a
 # Last-Event-ID of a stream that is gone opens a new GET stream; one of
-# another session's is a 404; a call resumed before a reload gets its
-# answer from the old worker.
+# another session's is a 404; across a reload, a call resumed before it,
+# or held on another worker, gets its answer from the old worker.
 
 use strict;
 use warnings;
@@ -26,6 +26,7 @@ use Time::HiRes qw(sleep time);
 use JSON::PP qw(decode_json);
 use IO::Socket::INET;
 use IO::Select;
+use POSIX ();
 use McpTest timeout => 240;
 use McpStream;
 use McpGateway qw(node_available node_bin npm_dir);
@@ -456,6 +457,37 @@ is($other->{status}, 404, 'Last-Event-ID with an unknown session: 404');
         $g->close;
     }
     is($ok, 2, 'a reload with a polled call resumed: its answer on the GET, then the old workers exit')
+        or diag(join "\n", @seen);
+
+    # a call held to its answer (/policy) on another worker than the
+    # child's: the old owner waits for it, and the answer reaches the POST
+    # (the owner's exit deleted the session before the POST's worker read
+    # it: 1 round in 4 lost it)
+    ($ok, @seen) = (0);
+    for my $round (1 .. 3) {
+        my ($rsid, $rowner) = init_sampling('/policy');
+        my %on = on('other', $rowner);
+        my $out = $t->prefix . "/reload-$round.json";
+        my $pid = fork() // die "fork: $!";
+        if (!$pid) {
+            my $r = post('/policy', $rsid, call_msg("rp-$round", 'test_reconnection', {}), %on);
+            open my $fh, '>', $out or POSIX::_exit(1);
+            print {$fh} McpTest::encode_json({ w => $r->{headers}{'x-worker'} // '',
+                                               json => $r->{json} // {} });
+            close $fh;
+            POSIX::_exit(0);
+        }
+        sleep 0.3;
+        $t->reload;
+        waitpid $pid, 0;
+        my $res = eval { decode_json(McpTest::_slurp($out) // '') } // {};
+        my $a = $res->{json} // {};
+        push @seen, "round $round: owner $rowner, POST on " . ($res->{w} // '?') . ', '
+                    . McpTest::encode_json($a);
+        $ok++ if ($a->{id} // '') eq "rp-$round" && ($res->{w} // '') ne $rowner
+                 && ($a->{result}{content}[0]{text} // '') =~ /Reconnection test completed/;
+    }
+    is($ok, 3, 'a reload with a call held on another worker: its answer on the POST, in each round')
         or diag(join "\n", @seen);
 }
 

@@ -757,12 +757,23 @@ ngx_http_mcp_stdio_remote_owner_live(ngx_http_mcp_stdio_pool_t *pool,
 static void
 ngx_http_mcp_stdio_remote_tick(ngx_event_t *ev)
 {
+    ngx_uint_t                 live;
     ngx_http_mcp_stdio_req_t  *req = ev->data;
 
     if (req->get && (ngx_exiting || ngx_quit || ngx_terminate)) {
         ngx_http_mcp_stdio_close(req, "The server is shutting down");
         return;
     }
+
+    /*
+     * asked before the pull: what the owner wrote as it ended the
+     * session is then read before the request ends (a retired session
+     * keeps it for this stream, ngx_http_mcp_session_stdio_retire());
+     * whether the owner died is asked after it, as its asking deletes
+     * the session
+     */
+    live = (ngx_http_mcp_session_alive(req->pool->store, &req->sid)
+            == NGX_OK);
 
     if (ngx_http_mcp_stdio_remote_pull(req) == NGX_DONE) {
         return;
@@ -775,19 +786,11 @@ ngx_http_mcp_stdio_remote_tick(ngx_event_t *ev)
         return;
     }
 
-    if (ngx_http_mcp_session_alive(req->pool->store, &req->sid) != NGX_OK
+    if (!live
         || !ngx_http_mcp_stdio_remote_owner_live(req->pool, &req->sid,
                                                  req->owner))
     {
-        /*
-         * what the owner wrote as it ended the session, after the pull
-         * above, is read first: a retired session keeps it for this
-         * stream (ngx_http_mcp_session_stdio_retire())
-         */
-        if (ngx_http_mcp_stdio_remote_pull(req) != NGX_DONE) {
-            ngx_http_mcp_stdio_remote_ended(req, "The session ended");
-        }
-
+        ngx_http_mcp_stdio_remote_ended(req, "The session ended");
         return;
     }
 

@@ -862,6 +862,8 @@ ngx_http_mcp_stdio_session_stream(ngx_http_mcp_stdio_sess_t *s,
         }
     }
 
+    /* no stream is held but perhaps the GET: it, else the first parked */
+
     if (parked != NULL
         && (get_first || s->get == NULL
             || !ngx_http_mcp_stdio_session_held(s->get)))

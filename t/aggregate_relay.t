@@ -163,8 +163,7 @@ for my $case ([ 'node__trigger-sampling-request', { prompt => 'the question', ma
 # (odd rounds answer on a kept connection to another worker than the
 # call's, even rounds on a fresh connection, wherever the kernel puts it)
 {
-    my $conn = pinned_conns($t, sub { $t->request(method => 'GET', path => '/who', conn => $_[0],
-                                                  keepalive => 1) });
+    my $conn = pinned_conns($t);
     my ($ok, $cross) = (0, 0);
     for my $i (1 .. 8) {
         my $s = call_stream($t, $sid, 130 + $i, 'alpha__test_sampling', { prompt => "round $i" });

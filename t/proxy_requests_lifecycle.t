@@ -111,8 +111,7 @@ sub result_text { (((($_[0] // {})->{result} // {})->{content} // [ {} ])->[0]{t
 # The notification goes on a kept connection: in odd rounds to a worker
 # other than the relay holding the call, in even rounds to that relay.
 
-my $conn = pinned_conns($t, sub { $t->request(method => 'GET', path => '/who', conn => $_[0],
-                                              keepalive => 1) });
+my $conn = pinned_conns($t);
 is(scalar keys %$conn, 4, 'a kept connection on each of the 4 workers');
 
 for my $path ('/mcp', '/deny') {

@@ -104,33 +104,33 @@ sub resume {
 # spread of fresh connections would leave to chance
 sub on {
     my ($kind, $owner) = @_;
-    my ($c) = conn_on($t, sub { $t->request(method => 'GET', path => '/who', conn => $_[0],
-                                            keepalive => 1) },
-                      sub { $kind eq 'owner' ? $_[0] eq $owner : $_[0] ne $owner });
+    my ($c) = conn_on($t, sub { kind_of($_[0], $owner) eq $kind });
     return $c ? (conn => $c, keepalive => 1) : ();
 }
+
+# 'owner' if worker $w is the session's owner, else 'other'
+sub kind_of { my ($w, $owner) = @_; return $w eq $owner ? 'owner' : 'other' }
 
 # --- a slow call's stream ends after its priming event; the answer comes on
 #     the resume, whether the POST reached the child's worker or another ----
 
 my %case;    # 'owner' / 'other' => what was seen
 for my $kind (qw(owner other)) {
-    my $try = $kind;
     my ($sid, $owner) = init('/mcp');
     next unless defined $sid;
     my %on = on($kind, $owner);
     my $t0 = time;
-    my $st = call_stream($t, $sid, "rc-$try", 'test_reconnection', {},
+    my $st = call_stream($t, $sid, "rc-$kind", 'test_reconnection', {},
                          path => '/mcp', protocol_version => $V, timeout => 10, %on);
     my $w = $st->header('x-worker') // '';
-    next if ($w eq $owner ? 'owner' : 'other') ne $kind;
+    next if kind_of($w, $owner) ne $kind;
     my @ev = take_all($st, 3);
     my $ended = $st->is_done && !$st->{error};
     my $took = time - $t0;
     my $g = resume('/mcp', $sid, $ev[0] ? $ev[0]{id} : '');
-    my @msgs = until_response($g, "rc-$try", 5);
+    my @msgs = until_response($g, "rc-$kind", 5);
     my $answer = $msgs[-1] // {};
-    $case{$kind} = { id => "rc-$try", w => $w, owner => $owner, ev => \@ev, ended => $ended,
+    $case{$kind} = { id => "rc-$kind", w => $w, owner => $owner, ev => \@ev, ended => $ended,
                      took => $took, g => $g, answer => $answer,
                      gw => $g->header('x-worker') // '' };
     sleep 0.2;
@@ -171,14 +171,13 @@ is($r->{json}{id} // '', 'fast', 'a fast call: its answer');
 
 my %pseen;
 for my $kind (qw(owner other)) {
-    my $try = $kind;
-    my $st = call_stream($t, $sid, "pg-$try", 'test_tool_with_progress', {},
-                         token => "tok-$try", path => '/mcp', protocol_version => $V,
+    my $st = call_stream($t, $sid, "pg-$kind", 'test_tool_with_progress', {},
+                         token => "tok-$kind", path => '/mcp', protocol_version => $V,
                          timeout => 10, on($kind, $owner));
     my $w = $st->header('x-worker') // '';
     my @ev = take_all($st, 3);
     $st->close;
-    ok(($w eq $owner ? 'owner' : 'other') eq $kind, "progress: a call on the $kind worker")
+    ok(kind_of($w, $owner) eq $kind, "progress: a call on the $kind worker")
         or next;
     $pseen{$kind} = 1;
     priming_ok($ev[0], 700, "progress ($kind worker): the priming event first");
@@ -190,7 +189,7 @@ for my $kind (qw(owner other)) {
        "progress ($kind worker): every event's id is of one stream, in order ("
        . join(' ', map { $_->{id} // '-' } @ev) . ')');
     my @rpc = rpc_of(@ev);
-    ok(@rpc >= 2 && ($rpc[-1]{id} // '') eq "pg-$try"
+    ok(@rpc >= 2 && ($rpc[-1]{id} // '') eq "pg-$kind"
        && ($rpc[0]{method} // '') eq 'notifications/progress',
        "progress ($kind worker): the notifications, then the answer");
 }
@@ -211,13 +210,12 @@ sub init_sampling {
 my ($psid, $powner) = init_sampling('/policy');
 my %held;
 for my $kind (qw(owner other)) {
-    my $try = $kind;
     my %on = on($kind, $powner);
     my $t0 = time;
-    my $r = post('/policy', $psid, call_msg("held-$try", 'test_reconnection', {}), %on);
+    my $r = post('/policy', $psid, call_msg("held-$kind", 'test_reconnection', {}), %on);
     my $w = $r->{headers}{'x-worker'} // '';
-    $held{$kind} = { id => "held-$try", r => $r, took => time - $t0 }
-        if ($w eq $powner ? 'owner' : 'other') eq $kind;
+    $held{$kind} = { id => "held-$kind", r => $r, took => time - $t0 }
+        if kind_of($w, $powner) eq $kind;
 }
 for my $kind (qw(owner other)) {
     my $h = $held{$kind} or do { fail("/policy: a POST on the $kind worker"); next };
@@ -301,12 +299,11 @@ sub read_all {
     my ($lsid, $lowner) = init_sampling('/mcp');
     my %left;
     for my $kind (qw(owner other)) {
-        my $try = $kind;
-        my $st = call_stream($t, $lsid, "left-$try", 'test_sampling', { prompt => 'hi' },
+        my $st = call_stream($t, $lsid, "left-$kind", 'test_sampling', { prompt => 'hi' },
                              path => '/mcp', protocol_version => $V, timeout => 10,
                              on($kind, $lowner));
         my $w = $st->header('x-worker') // '';
-        next if ($w eq $lowner ? 'owner' : 'other') ne $kind;
+        next if kind_of($w, $lowner) ne $kind;
         my $prime = take($st, 3);
         my $ask = next_request($st, 5);
         my $last = $st->last_id;
@@ -316,9 +313,9 @@ sub read_all {
         my $g = resume('/mcp', $lsid, $last // '');
         my $a = answer($t, $lsid, $ask->{id}, sampling_answer("left $kind"),
                        path => '/mcp', protocol_version => $V);
-        my @msgs = until_response($g, "left-$try", 5);
+        my @msgs = until_response($g, "left-$kind", 5);
         $left{$kind} //= { last => $last, status => $g->status, a => $a->{status},
-                           answer => $msgs[-1] // {}, id => "left-$try" };
+                           answer => $msgs[-1] // {}, id => "left-$kind" };
         $g->close;
     }
     for my $kind (qw(owner other)) {

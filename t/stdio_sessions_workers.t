@@ -105,8 +105,8 @@ sub children { scalar McpTest::marked_pids($MARK) }
 # kept connections, one a worker: { pid => socket } (a sessionless ping
 # is answered by the worker that reads it)
 sub pinned {
-    return pinned_conns($t, sub { post(undef, { jsonrpc => '2.0', id => 'who', method => 'ping' },
-                                       conn => $_[0]) });
+    return pinned_conns($t, probe => sub {
+        post(undef, { jsonrpc => '2.0', id => 'who', method => 'ping' }, conn => $_[0]) });
 }
 
 # a stream (POST or GET) served by a worker other than those in @not

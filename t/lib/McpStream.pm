@@ -231,26 +231,31 @@ sub worker_of {
 # Kept connections, one a worker: { pid => socket }.  Fresh connections
 # reach the workers as the kernel spreads them (reuseport), so a test that
 # needs "another worker" keeps one connection on each instead of hoping
-# for a spread.  $probe->($socket) sends one request on the socket with
-# keepalive and returns its response, whose X-Worker header names the
-# worker that read it.  Fewer than 4 entries if 80 tries did not find
-# the next one.
+# for a spread.  Fewer than 4 entries if 80 tries did not find the next
+# one.  Options: port, probe (see conn_on()).
 sub pinned_conns {
-    my ($t, $probe, %o) = @_;
+    my ($t, %o) = @_;
     my %c;
     while (keys %c < 4) {
-        my ($c, $w) = conn_on($t, $probe, sub { !$c{ $_[0] } }, %o) or last;
+        my ($c, $w) = conn_on($t, sub { !$c{ $_[0] } }, %o) or last;
         $c{$w} = $c;
     }
     return \%c;
 }
 
 # A kept connection to a worker that $ok->($pid) accepts, and its pid;
-# () if 80 tries found none.  $probe as for pinned_conns().  A test that
-# needs "the session's owner" or "another worker" asks for it here rather
-# than opening sessions until the kernel happens to spread them so.
+# () if 80 tries found none.  A test that needs "the session's owner" or
+# "another worker" asks for it here rather than opening sessions until
+# the kernel happens to spread them so.  probe->($socket) sends one
+# request on the socket with keepalive and returns its response, whose
+# X-Worker header names the worker that read it; by default a GET of
+# /who, a location the test has answer 200 with X-Worker: $pid.
 sub conn_on {
-    my ($t, $probe, $ok, %o) = @_;
+    my ($t, $ok, %o) = @_;
+    my $probe = $o{probe} // sub {
+        $t->request(method => 'GET', path => '/who', conn => $_[0], keepalive => 1,
+                    port => $o{port} // $t->port);
+    };
     for (1 .. 80) {
         my $c = $t->connect(port => $o{port} // $t->port) or next;
         my $r = $probe->($c);
@@ -330,9 +335,9 @@ logs/pids.log (C<$pid $http_x_tag $request $status>), C<X-Worker: $pid>.
 
 =item pids_by_tag($t, [tags], $timeout) -> { tag => [pids] }, worker_of($r_or_sse) -> $pid
 
-=item pinned_conns($t, $probe, port => ...) -> { pid => socket }, one kept connection a worker
+=item pinned_conns($t, port => ..., probe => ...) -> { pid => socket }, one kept connection a worker
 
-=item conn_on($t, $probe, sub { $pid ok }, port => ...) -> (socket, pid), a kept connection to such a worker
+=item conn_on($t, sub { $pid ok }, port => ..., probe => ...) -> (socket, pid), a kept connection to such a worker (the probe: GET /who)
 
 =item quiet_for($secs, @sse) -> true if no event arrived (list: the events)
 
